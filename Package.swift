@@ -1,0 +1,44 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "reachd",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "Reachability", targets: ["Reachability"]),
+        .executable(name: "reachd", targets: ["reachd"]),
+        .executable(name: "reachctl", targets: ["reachctl"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // Kernel headers and the NLMSG_*/RTA_* macros Swift cannot import; no logic.
+        .target(name: "CNetlink"),
+        .target(
+            name: "Reachability",
+            dependencies: ["CNetlink"]
+        ),
+        .executableTarget(
+            name: "reachd",
+            dependencies: ["Reachability"]
+        ),
+        .executableTarget(
+            name: "reachctl",
+            dependencies: [
+                "Reachability",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // Benchmarks are a program, not timed tests: see BENCHMARKS.md.
+        .executableTarget(
+            name: "reachbench",
+            dependencies: ["Reachability"]
+        ),
+        .testTarget(
+            name: "ReachabilityTests",
+            dependencies: ["Reachability"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

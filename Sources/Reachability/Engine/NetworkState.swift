@@ -1,0 +1,314 @@
+/// The Engine: a mirror of the kernel's links, addresses and routes, and the reachability
+/// derived from them. Pure: facts in, state and changes out; no I/O, no clocks.
+///
+/// Cost per event does not grow with the number of interfaces: an event marks the links it
+/// touches, and only those are re-derived; the host status looks only at default routes.
+public struct NetworkState: Sendable {
+    struct LinkEntry: Sendable {
+        var link: Link
+        var device: DeviceFacts
+        var classification: Classification
+        var addresses: [Address.Key: Address] = [:]
+    }
+
+    public private(set) var generation: UInt64 = 0
+    public private(set) var host = HostStatus()
+    public private(set) var classifier: Classifier
+
+    private(set) var links: [Int32: LinkEntry] = [:]
+    private(set) var routes: [Route.Key: Route] = [:]
+    private var routesByInterface: [Int32: Set<Route.Key>] = [:]
+    /// Default routes (prefix length 0) of the main and default tables: all the host status needs.
+    private(set) var defaultRoutes: Set<Route.Key> = []
+    /// Bridge (or bond) index -> its ports, for kinds taken from ports.
+    private var ports: [Int32: Set<Int32>] = [:]
+    /// Derived status of every visible (not ignored) link.
+    private var statuses: [Int32: InterfaceStatus] = [:]
+    /// Visible non-loopback links that are ready with a usable address: "local" connectivity.
+    private(set) var readyLinks: Set<Int32> = []
+    /// Ready non-loopback links with an address usable beyond the link, per address family:
+    /// the kernel can take a source address from any of them.
+    private(set) var sourceCapable: [UInt8: Set<Int32>] = [:]
+    private var dirty: Set<Int32> = []
+
+    public init(classifier: Classifier = Classifier()) {
+        self.classifier = classifier
+    }
+
+    // MARK: input
+
+    /// Applies one batch of kernel facts. Returns what a user can see changed, or nil when
+    /// nothing visible did: one batch yields at most one change.
+    public mutating func apply<Events: Sequence<NetworkEvent>>(_ events: Events) -> ReachabilityChange? {
+        for event in events { ingest(event) }
+        return publish()
+    }
+
+    /// Replaces everything with a fresh dump (initial sync or resync after an overrun),
+    /// reporting only what really differs from before.
+    public mutating func replace(with dump: NetworkDump) -> ReachabilityChange? {
+        apply(reconcilingEvents(with: dump))
+    }
+
+    /// The events that turn the current state into `dump`: removals for what the dump lacks,
+    /// then everything the dump holds (applying a known fact again changes nothing).
+    func reconcilingEvents(with dump: NetworkDump) -> [NetworkEvent] {
+        var events: [NetworkEvent] = []
+        let dumpLinks = Set(dump.links.map(\.0.index))
+        for index in links.keys where !dumpLinks.contains(index) { events.append(.linkRemoved(index: index)) }
+        events += dump.links.map { .link($0.0, device: $0.1) }
+        let dumpAddresses = Set(dump.addresses.map(\.key))
+        for entry in links.values {
+            for (key, address) in entry.addresses where !dumpAddresses.contains(key) {
+                events.append(.addressRemoved(address))
+            }
+        }
+        events += dump.addresses.map { .address($0) }
+        let dumpRoutes = Set(dump.routes.map(\.key))
+        for (key, route) in routes where !dumpRoutes.contains(key) { events.append(.routeRemoved(route)) }
+        events += dump.routes.map { .route($0, replace: false) }
+        return events
+    }
+
+    /// Re-classifies every link with new configuration (a reload). Touches every link: rare by nature.
+    public mutating func reclassify(with classifier: Classifier) -> ReachabilityChange? {
+        self.classifier = classifier
+        for index in links.keys {
+            guard let entry = links[index] else { continue }
+            links[index]?.classification = classifier.classify(entry.link, device: entry.device)
+            dirty.insert(index)
+        }
+        return publish()
+    }
+
+    private mutating func ingest(_ event: NetworkEvent) {
+        switch event {
+        case let .link(link, device):
+            updateLink(link, device: device)
+        case let .linkRemoved(index):
+            removeLink(index)
+        case let .address(address):
+            guard links[address.interfaceIndex] != nil else { return }
+            links[address.interfaceIndex]?.addresses[address.key] = address
+            dirty.insert(address.interfaceIndex)
+        case let .addressRemoved(address):
+            removeAddress(address)
+        case let .route(route, replace):
+            if replace { removeRoutes(inSlotOf: route) }
+            insertRoute(route)
+        case let .routeRemoved(route):
+            removeRoute(route.key)
+        }
+    }
+
+    private mutating func updateLink(_ link: Link, device: DeviceFacts?) {
+        let old = links[link.index]
+        let facts = device ?? old?.device ?? DeviceFacts()
+        let classification: Classification
+        if let old, old.link.name == link.name, old.link.infoKind == link.infoKind,
+            old.link.hardwareType == link.hardwareType, old.device == facts, old.link.flags & Link.flagLoopback == link.flags & Link.flagLoopback
+        {
+            classification = old.classification
+        } else {
+            classification = classifier.classify(link, device: facts)
+        }
+        var entry = old ?? LinkEntry(link: link, device: facts, classification: classification)
+        entry.link = link
+        entry.device = facts
+        entry.classification = classification
+        links[link.index] = entry
+        dirty.insert(link.index)
+
+        if old?.link.master != link.master {
+            if let previous = old?.link.master {
+                ports[previous]?.remove(link.index)
+                dirty.insert(previous)
+            }
+            if let master = link.master {
+                ports[master, default: []].insert(link.index)
+                dirty.insert(master)
+            }
+        } else if let master = link.master, old?.classification != classification {
+            dirty.insert(master)
+        }
+        // The kernel flushes a downed link's routes without telling (IPv4 sends no RTM_DELROUTE).
+        if !link.isAdminUp, old?.link.isAdminUp ?? true {
+            removeRoutes(through: link.index)
+        }
+    }
+
+    private mutating func removeLink(_ index: Int32) {
+        guard let old = links.removeValue(forKey: index) else { return }
+        if let master = old.link.master {
+            ports[master]?.remove(index)
+            dirty.insert(master)
+        }
+        for port in ports.removeValue(forKey: index) ?? [] { dirty.insert(port) }
+        removeRoutes(through: index)
+        dirty.insert(index)
+    }
+
+    private mutating func removeAddress(_ address: Address) {
+        let index = address.interfaceIndex
+        guard links[index]?.addresses.removeValue(forKey: address.key) != nil else { return }
+        dirty.insert(index)
+        guard case .v4 = address.address else { return }
+        // The kernel silently drops IPv4 routes that used this address as source, and every IPv4
+        // route of the link once its last IPv4 address is gone (fib_del_ifaddr / fib_disable_ip).
+        let hasIPv4Left = links[index]?.addresses.keys.contains { $0.prefix.address.family == address.address.family } ?? false
+        for key in routesByInterface[index] ?? [] {
+            guard let route = routes[key], route.destination.address.family == address.address.family else { continue }
+            if !hasIPv4Left || route.preferredSource == address.address { removeRoute(key) }
+        }
+    }
+
+    private mutating func insertRoute(_ route: Route) {
+        guard route.table != Route.localTable else { return }
+        let key = route.key
+        routes[key] = route
+        for hop in route.nextHops {
+            if let index = hop.interfaceIndex { routesByInterface[index, default: []].insert(key) }
+        }
+        if route.destination.isDefault, route.table == Route.mainTable || route.table == Route.defaultTable {
+            defaultRoutes.insert(key)
+        }
+    }
+
+    private mutating func removeRoute(_ key: Route.Key) {
+        guard routes.removeValue(forKey: key) != nil else { return }
+        for hop in key.nextHops {
+            if let index = hop.interfaceIndex { routesByInterface[index]?.remove(key) }
+        }
+        defaultRoutes.remove(key)
+    }
+
+    private mutating func removeRoutes(inSlotOf route: Route) {
+        let candidates: [Route.Key]
+        if route.destination.isDefault {
+            candidates = Array(defaultRoutes)
+        } else {
+            candidates = route.nextHops.compactMap(\.interfaceIndex).flatMap { Array(routesByInterface[$0] ?? []) }
+        }
+        for key in candidates where key != route.key {
+            if let other = routes[key], other.occupiesSameSlot(as: route) { removeRoute(key) }
+        }
+    }
+
+    private mutating func removeRoutes(through index: Int32) {
+        for key in routesByInterface.removeValue(forKey: index) ?? [] { removeRoute(key) }
+    }
+
+    // MARK: derivation
+
+    private mutating func publish() -> ReachabilityChange? {
+        var changed: [InterfaceStatus] = []
+        var removed: [InterfaceStatus] = []
+        for index in dirty {
+            let new = links[index].flatMap { derive($0) }
+            let old = statuses[index]
+            if new == old { continue }
+            if let new {
+                statuses[index] = new
+                changed.append(new)
+            } else if let old {
+                statuses.removeValue(forKey: index)
+                removed.append(old)
+            }
+        }
+        for index in dirty { updateReadiness(index) }
+        dirty.removeAll(keepingCapacity: true)
+
+        let newHost = deriveHost()
+        let hostChanged = newHost != host
+        host = newHost
+        guard hostChanged || !changed.isEmpty || !removed.isEmpty else { return nil }
+        generation += 1
+        return ReachabilityChange(
+            generation: generation, host: host, hostChanged: hostChanged,
+            changedInterfaces: changed.sorted { $0.index < $1.index },
+            removedInterfaces: removed.sorted { $0.index < $1.index })
+    }
+
+    /// The kind (and priority) a link shows: a bridge takes the best kind among its ports.
+    func effectiveClassification(_ entry: LinkEntry) -> Classification {
+        guard entry.classification.kind == .bridge, let members = ports[entry.link.index] else {
+            return entry.classification
+        }
+        var best = entry.classification
+        for index in members {
+            guard let port = links[index]?.classification else { continue }
+            switch port.kind {
+            case .wired, .wifi, .cellular:
+                if best.kind == .bridge || port.priority < best.priority {
+                    best = Classification(kind: port.kind, isMetered: port.isMetered, priority: port.priority)
+                }
+            default: continue
+            }
+        }
+        best.isIgnored = entry.classification.isIgnored
+        best.isMetered = best.isMetered || entry.classification.isMetered
+        return best
+    }
+
+    /// The flags any path through this link carries, whatever its state.
+    func kindFlags(_ entry: LinkEntry) -> ReachabilityFlags {
+        let classification = effectiveClassification(entry)
+        var flags = classification.kind.flags
+        if classification.isMetered { flags.insert(.isExpensive) }
+        if entry.link.hardwareType == Link.hardwarePPP { flags.insert(.transientConnection) }
+        return flags
+    }
+
+    private func derive(_ entry: LinkEntry) -> InterfaceStatus? {
+        let classification = effectiveClassification(entry)
+        guard !classification.isIgnored else { return nil }
+        var flags = kindFlags(entry)
+        if entry.link.isAdminUp {
+            let ready = entry.link.isReady && entry.addresses.values.contains { $0.isUsable }
+            flags.insert(ready ? .reachable : .connectionRequired)
+        }
+        let addresses = entry.addresses.keys.map(\.prefix).sorted(by: Self.addressOrder)
+        return InterfaceStatus(
+            index: entry.link.index, name: entry.link.name, kind: classification.kind,
+            flags: flags, addresses: addresses)
+    }
+
+    static func addressOrder(_ a: IPPrefix, _ b: IPPrefix) -> Bool {
+        if a.address.family != b.address.family { return a.address.family < b.address.family }
+        let (x, y) = (a.address.bytes, b.address.bytes)
+        return x == y ? a.length < b.length : x.lexicographicallyPrecedes(y)
+    }
+
+    private mutating func updateReadiness(_ index: Int32) {
+        let entry = links[index].flatMap { $0.link.isReady && !$0.link.isLoopback ? $0 : nil }
+        if let entry, !entry.classification.isIgnored, entry.addresses.values.contains(where: \.isUsable) {
+            readyLinks.insert(index)
+        } else {
+            readyLinks.remove(index)
+        }
+        for family in [RT.familyIPv4, RT.familyIPv6] {
+            let capable = entry?.addresses.values.contains { $0.address.family == family && $0.isUsableBeyondLink } ?? false
+            if capable { sourceCapable[family, default: []].insert(index) } else { sourceCapable[family]?.remove(index) }
+        }
+    }
+}
+
+extension NetworkState {
+    /// Everything a client sees now. Costs one pass over the interfaces: build it on request, not per event.
+    public var snapshot: ReachabilitySnapshot {
+        ReachabilitySnapshot(
+            generation: generation, host: host,
+            interfaces: statuses.values.sorted { $0.index < $1.index })
+    }
+
+    /// The derived status of one visible interface.
+    public func interface(index: Int32) -> InterfaceStatus? { statuses[index] }
+
+    /// The derived status of the visible interface called `name`.
+    public func interface(named name: String) -> InterfaceStatus? {
+        statuses.values.first { $0.name == name }
+    }
+
+    /// The number of links known, visible or not.
+    public var linkCount: Int { links.count }
+}

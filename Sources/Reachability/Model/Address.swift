@@ -1,0 +1,44 @@
+/// An address assigned to a link (RTM_NEWADDR).
+public struct Address: Hashable, Sendable {
+    public var interfaceIndex: Int32
+    /// The local address with the subnet's prefix length.
+    public var prefix: IPPrefix
+    /// `RT_SCOPE_*`: 0 universe, 200 site, 253 link, 254 host.
+    public var scope: UInt8
+    /// `IFA_F_*` flags (IFA_FLAGS when present, else `ifa_flags`).
+    public var flags: UInt32
+
+    public init(interfaceIndex: Int32, prefix: IPPrefix, scope: UInt8 = 0, flags: UInt32 = 0) {
+        self.interfaceIndex = interfaceIndex
+        self.prefix = prefix
+        self.scope = scope
+        self.flags = flags
+    }
+
+    public var address: IPAddress { prefix.address }
+
+    /// What identifies an address to the kernel: link, local address and prefix length.
+    public struct Key: Hashable, Sendable {
+        public var interfaceIndex: Int32
+        public var prefix: IPPrefix
+    }
+    public var key: Key { Key(interfaceIndex: interfaceIndex, prefix: prefix) }
+
+    public static let flagTentative: UInt32 = 0x40
+    public static let flagDADFailed: UInt32 = 0x08
+    public static let flagDeprecated: UInt32 = 0x20
+    public static let scopeHost: UInt8 = 254
+    public static let scopeLink: UInt8 = 253
+
+    /// Usable as a source address now: not still in duplicate address detection, not failed it.
+    public var isUsable: Bool {
+        flags & (Self.flagTentative | Self.flagDADFailed) == 0
+    }
+
+    /// Usable as the source of a packet beyond the link: not host-scoped, and for IPv6 not link-local.
+    public var isUsableBeyondLink: Bool {
+        guard isUsable, scope != Self.scopeHost else { return false }
+        if case .v6 = address { return scope != Self.scopeLink && !address.isLinkLocal }
+        return true
+    }
+}

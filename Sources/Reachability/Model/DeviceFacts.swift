@@ -1,0 +1,34 @@
+/// What sysfs says about a link's device: facts the kernel does not put in RTM_NEWLINK.
+/// Read once per new link (or rename) by `SysfsReader`; all fields are optional truths.
+public struct DeviceFacts: Hashable, Sendable {
+    /// `DEVTYPE=` from `/sys/class/net/NAME/uevent` ("wlan", "wwan", "bridge", ...).
+    public var deviceType: String?
+    /// `/sys/class/net/NAME/phy80211` exists: a mac80211 Wi-Fi device.
+    public var hasPhy80211: Bool
+    /// Basename of the `/sys/class/net/NAME/device/driver` link ("iwlwifi", "qmi_wwan", ...).
+    public var driver: String?
+
+    public init(deviceType: String? = nil, hasPhy80211: Bool = false, driver: String? = nil) {
+        self.deviceType = deviceType
+        self.hasPhy80211 = hasPhy80211
+        self.driver = driver
+    }
+}
+
+/// The result of classifying one link: its kind and what configuration says about it.
+public struct Classification: Hashable, Sendable {
+    public var kind: InterfaceKind
+    /// Hidden from interface listings and `availableInterfaces` (config `Ignore=yes`).
+    public var isIgnored: Bool
+    /// Configured as metered: sets `isExpensive` on paths through it.
+    public var isMetered: Bool
+    /// Overrides the kind's default priority (config).
+    public var priority: Int
+
+    public init(kind: InterfaceKind, isIgnored: Bool = false, isMetered: Bool = false, priority: Int? = nil) {
+        self.kind = kind
+        self.isIgnored = isIgnored
+        self.isMetered = isMetered
+        self.priority = priority ?? kind.defaultPriority
+    }
+}

@@ -1,0 +1,141 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An IPv4 or IPv6 address, stored by value in network byte order.
+public enum IPAddress: Hashable, Sendable {
+    case v4(UInt32)
+    /// The 16 bytes as two big-endian halves, so the type stays trivially hashable.
+    case v6(UInt64, UInt64)
+
+    public static let anyV4 = IPAddress.v4(0)
+    public static let anyV6 = IPAddress.v6(0, 0)
+
+    /// The address family as the kernel numbers it (AF_INET or AF_INET6).
+    public var family: UInt8 {
+        switch self {
+        case .v4: UInt8(AF_INET)
+        case .v6: UInt8(AF_INET6)
+        }
+    }
+
+    public var bitWidth: Int {
+        switch self {
+        case .v4: 32
+        case .v6: 128
+        }
+    }
+
+    /// Builds an address from its wire bytes (4 or 16); nil for any other length.
+    public init?<Bytes: Collection>(bytes: Bytes) where Bytes.Element == UInt8 {
+        switch bytes.count {
+        case 4:
+            self = .v4(bytes.reduce(0) { $0 << 8 | UInt32($1) })
+        case 16:
+            let hi = bytes.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            let lo = bytes.dropFirst(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            self = .v6(hi, lo)
+        default:
+            return nil
+        }
+    }
+
+    /// The wire bytes, most significant first.
+    public var bytes: [UInt8] {
+        switch self {
+        case .v4(let v):
+            return (0..<4).map { UInt8(truncatingIfNeeded: v >> (24 - 8 * $0)) }
+        case .v6(let hi, let lo):
+            return (0..<8).map { UInt8(truncatingIfNeeded: hi >> (56 - 8 * $0)) }
+                + (0..<8).map { UInt8(truncatingIfNeeded: lo >> (56 - 8 * $0)) }
+        }
+    }
+
+    /// Parses the textual forms inet_pton(3) accepts: dotted quad, or RFC 4291 IPv6.
+    /// No scope suffix (`%eth0`) and no host names: see `AddressTarget` for those.
+    public init?(_ text: String) {
+        if text.contains(":") {
+            var raw = in6_addr()
+            guard inet_pton(AF_INET6, text, &raw) == 1 else { return nil }
+            let parsed = withUnsafeBytes(of: &raw) { IPAddress(bytes: $0) }
+            guard let parsed else { return nil }
+            self = parsed
+        } else {
+            var raw = in_addr()
+            guard inet_pton(AF_INET, text, &raw) == 1 else { return nil }
+            let parsed = withUnsafeBytes(of: &raw) { IPAddress(bytes: $0) }
+            guard let parsed else { return nil }
+            self = parsed
+        }
+    }
+
+    public var isUnspecified: Bool { self == .anyV4 || self == .anyV6 }
+
+    /// The IPv4 address inside an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
+    public var unmappedV4: IPAddress? {
+        if case .v6(0, let lo) = self, lo >> 32 == 0xFFFF { return .v4(UInt32(truncatingIfNeeded: lo)) }
+        return nil
+    }
+
+    /// IPv6 link-local (fe80::/10) or IPv4 link-local (169.254/16).
+    public var isLinkLocal: Bool {
+        switch self {
+        case .v4(let v): v >> 16 == 0xA9FE
+        case .v6(let hi, _): hi >> 54 == 0x3FA
+        }
+    }
+
+    /// Whether the first `length` bits equal those of `other` (same family only).
+    public func hasPrefix(_ other: IPAddress, length: Int) -> Bool {
+        switch (self, other) {
+        case (.v4(let a), .v4(let b)):
+            guard length > 0 else { return true }
+            let mask: UInt32 = length >= 32 ? .max : ~(UInt32.max >> UInt32(length))
+            return a & mask == b & mask
+        case (.v6(let ah, let al), .v6(let bh, let bl)):
+            guard length > 0 else { return true }
+            if length <= 64 {
+                let mask: UInt64 = length == 64 ? .max : ~(UInt64.max >> UInt64(length))
+                return ah & mask == bh & mask
+            }
+            let rest = min(length, 128) - 64
+            let mask: UInt64 = rest == 64 ? .max : ~(UInt64.max >> UInt64(rest))
+            return ah == bh && al & mask == bl & mask
+        default:
+            return false
+        }
+    }
+}
+
+extension IPAddress: CustomStringConvertible {
+    /// The canonical text form (RFC 5952 for IPv6), as inet_ntop(3) writes it.
+    public var description: String {
+        var bytes = self.bytes
+        let family = bytes.count == 4 ? AF_INET : AF_INET6
+        var out = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        let ok = bytes.withUnsafeMutableBytes { raw in
+            inet_ntop(family, raw.baseAddress, &out, socklen_t(out.count)) != nil
+        }
+        precondition(ok, "inet_ntop cannot fail for a 4 or 16 byte address")
+        return String(decoding: out.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+/// An address with a prefix length: a subnet, or an interface address with its netmask.
+public struct IPPrefix: Hashable, Sendable, CustomStringConvertible {
+    public var address: IPAddress
+    public var length: UInt8
+
+    public init(_ address: IPAddress, length: UInt8) {
+        self.address = address
+        self.length = length
+    }
+
+    public func contains(_ other: IPAddress) -> Bool {
+        other.hasPrefix(address, length: Int(length))
+    }
+
+    public var isDefault: Bool { length == 0 }
+
+    public var description: String { "\(address)/\(length)" }
+}

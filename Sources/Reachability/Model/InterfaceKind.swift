@@ -1,0 +1,44 @@
+/// What kind of network an interface is, as far as reachability cares.
+public enum InterfaceKind: String, Sendable, Hashable, CaseIterable {
+    case loopback, wired, wifi, cellular, vpn, bridge, virtual, other
+
+    /// Preference when several links could carry traffic: lower is preferred.
+    /// NetworkManager's default route metrics are the reference (VPN 50, Ethernet 100,
+    /// Wi-Fi 600, WWAN 700); everything else comes after.
+    public var defaultPriority: Int {
+        switch self {
+        case .vpn: 50
+        case .wired: 100
+        case .wifi: 600
+        case .cellular: 700
+        case .bridge, .virtual, .other: 800
+        case .loopback: 1000
+        }
+    }
+
+    /// The flags that describe an egress link of this kind.
+    public var flags: ReachabilityFlags {
+        switch self {
+        case .wired: .isWired
+        case .wifi: .isWiFi
+        case .cellular: [.isWWAN, .isExpensive]
+        case .vpn: [.isVPN, .transientConnection]
+        case .loopback, .bridge, .virtual, .other: []
+        }
+    }
+}
+
+/// Why a target is not reachable.
+public enum Reason: String, Sendable, Hashable, CaseIterable {
+    case noRoute, linkDown, noAddress, dnsTimeout, dnsNotFound, dnsFailure, invalidTarget
+}
+
+/// The host's overall connectivity, as the `State` property names it.
+public enum ConnectivityState: String, Sendable, Hashable, CaseIterable {
+    /// The default route the kernel would use right now leaves through a ready link.
+    case online
+    /// Not online, but a non-loopback link is ready with an address.
+    case local
+    /// Neither.
+    case offline
+}

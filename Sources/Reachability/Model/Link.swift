@@ -1,0 +1,61 @@
+/// A network interface as the kernel reports it in RTM_NEWLINK (the facts, nothing derived).
+public struct Link: Hashable, Sendable {
+    public var index: Int32
+    public var name: String
+    /// `IFF_*` flags from `ifinfomsg.ifi_flags`.
+    public var flags: UInt32
+    /// `ARPHRD_*` from `ifinfomsg.ifi_type`.
+    public var hardwareType: UInt16
+    public var operState: OperState
+    /// `IFLA_INFO_KIND` ("veth", "bridge", "tun", "wireguard", ...), nil for physical devices.
+    public var infoKind: String?
+    /// `IFLA_MASTER`: the bridge or bond this link is a port of.
+    public var master: Int32?
+
+    public init(
+        index: Int32, name: String, flags: UInt32, hardwareType: UInt16 = 1,
+        operState: OperState = .unknown, infoKind: String? = nil, master: Int32? = nil
+    ) {
+        self.index = index
+        self.name = name
+        self.flags = flags
+        self.hardwareType = hardwareType
+        self.operState = operState
+        self.infoKind = infoKind
+        self.master = master
+    }
+
+    // Values from <linux/if.h>; spelled out so the Model needs no C module.
+    public static let flagUp: UInt32 = 0x1
+    public static let flagLoopback: UInt32 = 0x8
+    public static let flagPointToPoint: UInt32 = 0x10
+    public static let flagRunning: UInt32 = 0x40
+    public static let flagLowerUp: UInt32 = 0x10000
+    public static let flagDormant: UInt32 = 0x20000
+
+    public static let hardwareEther: UInt16 = 1
+    public static let hardwarePPP: UInt16 = 512
+    public static let hardwareLoopback: UInt16 = 772
+    public static let hardwareNone: UInt16 = 0xFFFE
+    public static let hardwareRawIP: UInt16 = 519
+
+    /// Administratively up (`ip link set X up`).
+    public var isAdminUp: Bool { flags & Self.flagUp != 0 }
+    public var isLoopback: Bool { flags & Self.flagLoopback != 0 || hardwareType == Self.hardwareLoopback }
+
+    /// Up with carrier, and not dormant: packets can leave through it now.
+    /// RFC 2863 operstate "unknown" counts as up: tun devices and many drivers never report more.
+    public var isReady: Bool {
+        guard isAdminUp else { return false }
+        switch operState {
+        case .up: return true
+        case .unknown: return flags & Self.flagLowerUp != 0 || isLoopback
+        case .notPresent, .down, .lowerLayerDown, .testing, .dormant: return false
+        }
+    }
+}
+
+/// RFC 2863 operational state, `IFLA_OPERSTATE`.
+public enum OperState: UInt8, Sendable, Hashable {
+    case unknown = 0, notPresent = 1, down = 2, lowerLayerDown = 3, testing = 4, dormant = 5, up = 6
+}

@@ -1,0 +1,79 @@
+/// SCNetworkReachability-style flags, bit-compatible with Apple's `SCNetworkReachabilityFlags`
+/// for the bits both share, with Linux extensions in bits 19-22.
+///
+/// Several flags hold at once (`[.reachable, .isDirect, .isWiFi]`), hence a bitmask.
+/// Bits 24-31 belong to applications and are never set by reachd.
+public struct ReachabilityFlags: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    /// The path goes over a transient link: PPP, or a tunnel/VPN device.
+    public static let transientConnection = ReachabilityFlags(rawValue: 1 << 0)
+    /// A packet to the target can leave this host now.
+    public static let reachable = ReachabilityFlags(rawValue: 1 << 1)
+    /// A route exists, but its egress link is not ready (no carrier, dormant, no address yet).
+    public static let connectionRequired = ReachabilityFlags(rawValue: 1 << 2)
+    /// Reserved for SC compatibility; never produced on Linux.
+    public static let connectionOnTraffic = ReachabilityFlags(rawValue: 1 << 3)
+    /// Reserved for a future captive-portal probe.
+    public static let interventionRequired = ReachabilityFlags(rawValue: 1 << 4)
+    /// Reserved for SC compatibility; never produced on Linux.
+    public static let connectionOnDemand = ReachabilityFlags(rawValue: 1 << 5)
+    /// The target is an address of this host.
+    public static let isLocalAddress = ReachabilityFlags(rawValue: 1 << 16)
+    /// The target is on-link: the chosen route has no gateway.
+    public static let isDirect = ReachabilityFlags(rawValue: 1 << 17)
+    /// The egress link is cellular.
+    public static let isWWAN = ReachabilityFlags(rawValue: 1 << 18)
+    /// Linux extension: the egress link is Wi-Fi.
+    public static let isWiFi = ReachabilityFlags(rawValue: 1 << 19)
+    /// Linux extension: the egress link is wired Ethernet.
+    public static let isWired = ReachabilityFlags(rawValue: 1 << 20)
+    /// Linux extension: the egress link is a VPN or tunnel.
+    public static let isVPN = ReachabilityFlags(rawValue: 1 << 21)
+    /// Linux extension: the egress is cellular, or configured as metered.
+    public static let isExpensive = ReachabilityFlags(rawValue: 1 << 22)
+
+    /// Reserved for applications (like `UIControl.State.application`); reachd never sets these.
+    public static let application = ReachabilityFlags(rawValue: 0xFF00_0000)
+
+    /// Every named flag with its name, in the documented printing order.
+    public static let named: [(flag: ReachabilityFlags, name: String)] = [
+        (.transientConnection, "transientConnection"),
+        (.reachable, "reachable"),
+        (.connectionRequired, "connectionRequired"),
+        (.connectionOnTraffic, "connectionOnTraffic"),
+        (.interventionRequired, "interventionRequired"),
+        (.connectionOnDemand, "connectionOnDemand"),
+        (.isLocalAddress, "isLocalAddress"),
+        (.isDirect, "isDirect"),
+        (.isWWAN, "isWWAN"),
+        (.isWiFi, "isWiFi"),
+        (.isWired, "isWired"),
+        (.isVPN, "isVPN"),
+        (.isExpensive, "isExpensive"),
+    ]
+
+    /// The names of the flags that are set, in documented order; unnamed bits print as hex.
+    public var names: [String] {
+        var result = Self.named.filter { contains($0.flag) }.map(\.name)
+        let known = Self.named.reduce(into: ReachabilityFlags()) { $0.insert($1.flag) }
+        let rest = subtracting(known).rawValue
+        if rest != 0 { result.append("0x" + String(rest, radix: 16)) }
+        return result
+    }
+
+    /// Parses one flag name as printed by `names`.
+    public init?(name: String) {
+        guard let entry = Self.named.first(where: { $0.name == name }) else { return nil }
+        self = entry.flag
+    }
+}
+
+extension ReachabilityFlags: CustomStringConvertible {
+    /// Names in documented order joined by `|`, or `[]` when empty.
+    public var description: String {
+        let names = self.names
+        return names.isEmpty ? "[]" : names.joined(separator: "|")
+    }
+}

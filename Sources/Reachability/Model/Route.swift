@@ -1,0 +1,64 @@
+/// A route in the kernel's FIB (RTM_NEWROUTE). Only the fields reachability needs.
+public struct Route: Hashable, Sendable {
+    public var table: UInt32
+    public var destination: IPPrefix
+    public var type: RouteType
+    /// `RTA_PRIORITY`, the metric; lower wins.
+    public var metric: UInt32
+    public var tos: UInt8
+    public var preferredSource: IPAddress?
+    /// One entry for a plain route, several for multipath (RTA_MULTIPATH).
+    public var nextHops: [NextHop]
+
+    public init(
+        table: UInt32 = Route.mainTable, destination: IPPrefix, type: RouteType = .unicast,
+        metric: UInt32 = 0, tos: UInt8 = 0, preferredSource: IPAddress? = nil, nextHops: [NextHop]
+    ) {
+        self.table = table
+        self.destination = destination
+        self.type = type
+        self.metric = metric
+        self.tos = tos
+        self.preferredSource = preferredSource
+        self.nextHops = nextHops
+    }
+
+    public static let mainTable: UInt32 = 254
+    public static let localTable: UInt32 = 255
+    public static let defaultTable: UInt32 = 253
+
+    /// What identifies a route to the kernel. IPv6 keeps several routes with the same
+    /// destination and metric that differ by next hop, so the next hops are part of it;
+    /// a NLM_F_REPLACE update removes the others (see `NetworkState`).
+    public struct Key: Hashable, Sendable {
+        public var table: UInt32
+        public var destination: IPPrefix
+        public var metric: UInt32
+        public var tos: UInt8
+        public var nextHops: [NextHop]
+    }
+    public var key: Key {
+        Key(table: table, destination: destination, metric: metric, tos: tos, nextHops: nextHops)
+    }
+
+    /// The kernel's replace identity: the same slot, whatever the next hops.
+    public func occupiesSameSlot(as other: Route) -> Bool {
+        table == other.table && destination == other.destination && metric == other.metric && tos == other.tos
+    }
+}
+
+public struct NextHop: Hashable, Sendable {
+    public var gateway: IPAddress?
+    public var interfaceIndex: Int32?
+
+    public init(gateway: IPAddress? = nil, interfaceIndex: Int32?) {
+        self.gateway = gateway
+        self.interfaceIndex = interfaceIndex
+    }
+}
+
+/// `RTN_*` route types.
+public enum RouteType: UInt8, Sendable, Hashable {
+    case unspecified = 0, unicast = 1, local = 2, broadcast = 3, anycast = 4, multicast = 5
+    case blackhole = 6, unreachable = 7, prohibit = 8, throwRoute = 9, nat = 10, externalResolve = 11
+}

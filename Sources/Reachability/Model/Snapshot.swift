@@ -1,0 +1,77 @@
+/// The derived reachability of one interface.
+public struct InterfaceStatus: Hashable, Sendable {
+    public var index: Int32
+    public var name: String
+    public var kind: InterfaceKind
+    /// `reachable` when the link is ready with a usable address; `connectionRequired` when it is
+    /// up but not ready; kind flags (`isWiFi`, `isVPN`, ...) always.
+    public var flags: ReachabilityFlags
+    /// Assigned addresses with prefix length, IPv4 first, in address order.
+    public var addresses: [IPPrefix]
+
+    public init(index: Int32, name: String, kind: InterfaceKind, flags: ReachabilityFlags, addresses: [IPPrefix]) {
+        self.index = index
+        self.name = name
+        self.kind = kind
+        self.flags = flags
+        self.addresses = addresses
+    }
+}
+
+/// The derived reachability of the host: the answer for 0.0.0.0 / ::.
+public struct HostStatus: Hashable, Sendable {
+    public var flags: ReachabilityFlags
+    public var state: ConnectivityState
+    /// The link the kernel would use for the default route now; empty when there is none.
+    public var primaryInterface: String
+    /// Ready links that carry a default route, by kind priority, then metric.
+    public var availableInterfaces: [String]
+
+    public init(
+        flags: ReachabilityFlags = [], state: ConnectivityState = .offline,
+        primaryInterface: String = "", availableInterfaces: [String] = []
+    ) {
+        self.flags = flags
+        self.state = state
+        self.primaryInterface = primaryInterface
+        self.availableInterfaces = availableInterfaces
+    }
+}
+
+/// Everything a client sees at one moment.
+public struct ReachabilitySnapshot: Hashable, Sendable {
+    /// Increments with every published change; a gap tells a subscriber it missed one.
+    public var generation: UInt64
+    public var host: HostStatus
+    /// Visible (not ignored) interfaces by index.
+    public var interfaces: [InterfaceStatus]
+
+    public init(generation: UInt64, host: HostStatus, interfaces: [InterfaceStatus]) {
+        self.generation = generation
+        self.host = host
+        self.interfaces = interfaces
+    }
+}
+
+/// What one batch of kernel facts changed, as far as a user can see.
+public struct ReachabilityChange: Hashable, Sendable {
+    public var generation: UInt64
+    /// The host status after the change (whether or not it changed).
+    public var host: HostStatus
+    public var hostChanged: Bool
+    /// Interfaces that appeared or whose status changed, by index.
+    public var changedInterfaces: [InterfaceStatus]
+    /// Interfaces that disappeared (or became ignored), with their last status.
+    public var removedInterfaces: [InterfaceStatus]
+
+    public init(
+        generation: UInt64, host: HostStatus, hostChanged: Bool,
+        changedInterfaces: [InterfaceStatus], removedInterfaces: [InterfaceStatus]
+    ) {
+        self.generation = generation
+        self.host = host
+        self.hostChanged = hostChanged
+        self.changedInterfaces = changedInterfaces
+        self.removedInterfaces = removedInterfaces
+    }
+}

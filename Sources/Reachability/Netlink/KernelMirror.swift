@@ -1,0 +1,207 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Keeps a `NetworkState` in step with the kernel over rtnetlink. Knows nothing of event loops:
+/// whoever drives it polls `monitorDescriptor` and calls `readAvailable()`, and honours
+/// `resyncDeadline` as a timer. The daemon drives it from sd-event, `ReachabilityMonitor` from
+/// a thread of its own.
+///
+/// Sync protocol: the monitor socket joins the multicast groups before the first dump, so no
+/// change is lost between dump and monitoring; a dump is taken on a separate request socket
+/// (one dump at a time: the kernel answers EBUSY otherwise), links then addresses then routes,
+/// and redone when the kernel flags it interrupted. Events queued meanwhile are applied after
+/// the dump; applying a fact again is idempotent, so the order settles to the truth.
+final class KernelMirror {
+    struct Options: Sendable {
+        var namespacePath: String?
+        var sysfs = SysfsReader()
+        var classifier = Classifier()
+        /// 8 MiB: a burst of thousands of link changes fits. Tests shrink it to force overruns.
+        var receiveBufferBytes: Int32 = 8 << 20
+        /// Resyncs after overruns happen at most this often, so a storm cannot make us dump in a loop.
+        var minimumResyncInterval: Duration = .milliseconds(100)
+    }
+
+    /// What happened to the mirror that is worth a log line or a counter.
+    enum Incident: Sendable, Hashable {
+        case overrun
+        case truncatedDatagram
+        case malformed(NetlinkDecodingError)
+        case foreignSender
+        case resynced
+        case resyncFailed(SystemError)
+    }
+
+    private(set) var state: NetworkState
+    private let monitor: NetlinkSocket
+    private let requests: NetlinkSocket
+    private let options: Options
+    private var sequence: UInt32 = 0
+    private var buffer = [UInt8](repeating: 0, count: 64 << 10)
+    private var needsResync = false
+    private var lastResync: ContinuousClock.Instant?
+    private(set) var incidents: [Incident] = []
+    private(set) var resyncCount = 0
+
+    init(options: Options) throws(SystemError) {
+        self.options = options
+        state = NetworkState(classifier: options.classifier)
+        monitor = try NetlinkSocket(nonBlocking: true, namespacePath: options.namespacePath)
+        monitor.setReceiveBuffer(bytes: options.receiveBufferBytes)
+        try monitor.join(groups: NetlinkSocket.reachabilityGroups)
+        requests = try NetlinkSocket(nonBlocking: false, namespacePath: options.namespacePath)
+        // The kernel answers dumps at once; the timeout only bounds a kernel that never does.
+        requests.setReceiveTimeout(milliseconds: 2000)
+    }
+
+    var monitorDescriptor: Int32 { monitor.fd }
+
+    /// Takes the first complete picture. The state is valid once this returns.
+    func synchronize() throws(SystemError) {
+        _ = try resynchronize()
+    }
+
+    /// Hands the incidents noted since the last call to the caller (for logging).
+    func takeIncidents() -> [Incident] {
+        defer { incidents.removeAll() }
+        return incidents
+    }
+
+    /// When a pending resync may run; nil when none is pending.
+    var resyncDeadline: ContinuousClock.Instant? {
+        guard needsResync else { return nil }
+        return lastResync.map { $0 + options.minimumResyncInterval } ?? .now
+    }
+
+    /// Reads everything queued on the monitor socket and applies it as one batch.
+    /// Runs a due resync. Never blocks.
+    func readAvailable() -> ReachabilityChange? {
+        var events: [NetworkEvent] = []
+        drain: while true {
+            do {
+                switch try monitor.receive(into: &buffer) {
+                case .wouldBlock:
+                    break drain
+                case .foreign:
+                    incidents.append(.foreignSender)
+                case let .datagram(count, truncated):
+                    if truncated {
+                        incidents.append(.truncatedDatagram)
+                        needsResync = true
+                    }
+                    let batch = buffer.withUnsafeBytes { NetlinkDecoder.decode(UnsafeRawBufferPointer(rebasing: $0[..<min(count, $0.count)])) }
+                    if !batch.errors.isEmpty {
+                        incidents += batch.errors.map(Incident.malformed)
+                        needsResync = true
+                    }
+                    for decoded in batch.messages { append(decoded, to: &events) }
+                }
+            } catch {
+                // ENOBUFS: the kernel dropped messages. The socket stays usable; state may be stale.
+                incidents.append(.overrun)
+                needsResync = true
+                if error.errno != ENOBUFS { break drain }
+            }
+        }
+        if let deadline = resyncDeadline, deadline <= .now {
+            // What was read is older than the dump about to be taken: the dump supersedes it.
+            return (try? resynchronize()) ?? nil
+        }
+        return state.apply(events)
+    }
+
+    /// Runs the pending resync if it is due; for the driver's timer.
+    func resyncIfDue() -> ReachabilityChange? {
+        guard let deadline = resyncDeadline, deadline <= .now else { return nil }
+        return (try? resynchronize()) ?? nil
+    }
+
+    /// Replaces the state with a fresh dump, then applies what the monitor queued meanwhile.
+    private func resynchronize() throws(SystemError) -> ReachabilityChange? {
+        lastResync = .now
+        needsResync = false
+        let dump: NetworkDump
+        do {
+            dump = try takeDump()
+        } catch {
+            incidents.append(.resyncFailed(error))
+            needsResync = true
+            throw error
+        }
+        resyncCount += 1
+        incidents.append(.resynced)
+        let change = state.replace(with: dump)
+        return change
+    }
+
+    private func takeDump() throws(SystemError) -> NetworkDump {
+        var dump = NetworkDump()
+        var known: [Int32: String] = [:]
+        for message in try dumpMessages(type: RT.getLink) {
+            guard case let .link(link) = message else { continue }
+            dump.links.append((link, deviceFacts(for: link, alsoKnown: known)))
+            known[link.index] = link.name
+        }
+        for message in try dumpMessages(type: RT.getAddress) {
+            if case let .address(address) = message { dump.addresses.append(address) }
+        }
+        for message in try dumpMessages(type: RT.getRoute) {
+            if case let .route(route) = message { dump.routes.append(route) }
+        }
+        return dump
+    }
+
+    /// One complete dump of `type`; redone when the kernel says it was interrupted by a change.
+    private func dumpMessages(type: UInt16) throws(SystemError) -> [RoutingMessage] {
+        for _ in 0..<16 {
+            sequence &+= 1
+            if sequence == 0 { sequence = 1 }  // kernel notifications use sequence 0
+            try requests.send(NetlinkRequest.dump(type: type, sequence: sequence))
+            var messages: [RoutingMessage] = []
+            var interrupted = false
+            receiving: while true {
+                switch try requests.receive(into: &buffer) {
+                case .wouldBlock:
+                    throw SystemError("rtnetlink dump timed out", errno: ETIMEDOUT)
+                case .foreign:
+                    continue
+                case let .datagram(count, truncated):
+                    if truncated { interrupted = true }
+                    let batch = buffer.withUnsafeBytes { NetlinkDecoder.decode(UnsafeRawBufferPointer(rebasing: $0[..<min(count, $0.count)])) }
+                    if !batch.errors.isEmpty {
+                        incidents += batch.errors.map(Incident.malformed)
+                    }
+                    for decoded in batch.messages where decoded.header.sequence == sequence {
+                        if decoded.header.isDumpInterrupted { interrupted = true }
+                        switch decoded.message {
+                        case .done: break receiving
+                        case let .error(code) where code < 0: throw SystemError("rtnetlink dump \(type)", errno: -code)
+                        default: messages.append(decoded.message)
+                        }
+                    }
+                }
+            }
+            if !interrupted { return messages }
+        }
+        throw SystemError("rtnetlink dump \(type) kept being interrupted", errno: EAGAIN)
+    }
+
+    private func append(_ decoded: DecodedMessage, to events: inout [NetworkEvent]) {
+        switch decoded.message {
+        case let .link(link): events.append(.link(link, device: deviceFacts(for: link, alsoKnown: [:])))
+        case let .linkRemoved(link): events.append(.linkRemoved(index: link.index))
+        case let .address(address): events.append(.address(address))
+        case let .addressRemoved(address): events.append(.addressRemoved(address))
+        case let .route(route): events.append(.route(route, replace: decoded.header.isReplace))
+        case let .routeRemoved(route): events.append(.routeRemoved(route))
+        case .done, .error, .ignored: break
+        }
+    }
+
+    /// sysfs is read only for links not seen before under this name: a flapping link costs nothing.
+    private func deviceFacts(for link: Link, alsoKnown: [Int32: String]) -> DeviceFacts? {
+        if state.links[link.index]?.link.name == link.name || alsoKnown[link.index] == link.name { return nil }
+        return options.sysfs.deviceFacts(forInterface: link.name)
+    }
+}

@@ -1,0 +1,298 @@
+/// Decodes datagrams read from an rtnetlink socket. Pure and bounds-checked: any truncated,
+/// misaligned or lying length yields a `NetlinkDecodingError`, never a trap or an
+/// out-of-bounds read.
+public enum NetlinkDecoder {
+    /// The messages of one datagram and the errors met on the way. A message whose own content
+    /// is bad is skipped and reported; bad framing ends the datagram (nothing after it can be trusted).
+    public struct Batch: Sendable {
+        public var messages: [DecodedMessage] = []
+        public var errors: [NetlinkDecodingError] = []
+    }
+
+    public static func decode(_ datagram: UnsafeRawBufferPointer) -> Batch {
+        let reader = ByteReader(datagram)
+        var batch = Batch()
+        var offset = 0
+        while offset < reader.count {
+            let available = reader.count - offset
+            guard available >= NetlinkHeader.size,
+                let length = reader.integer(at: offset, as: UInt32.self),
+                let type = reader.integer(at: offset + 4, as: UInt16.self),
+                let flags = reader.integer(at: offset + 6, as: UInt16.self),
+                let sequence = reader.integer(at: offset + 8, as: UInt32.self),
+                let portID = reader.integer(at: offset + 12, as: UInt32.self)
+            else {
+                batch.errors.append(.truncatedHeader(offset: offset, available: available))
+                break
+            }
+            guard Int(length) >= NetlinkHeader.size, Int(length) <= available,
+                let payload = reader.slice(at: offset + NetlinkHeader.size, length: Int(length) - NetlinkHeader.size)
+            else {
+                batch.errors.append(.invalidMessageLength(offset: offset, declared: Int(length), available: available))
+                break
+            }
+            let header = NetlinkHeader(length: length, type: type, flags: flags, sequence: sequence, portID: portID)
+            do {
+                let message = try decodeMessage(type: type, payload: payload)
+                batch.messages.append(DecodedMessage(header: header, message: message))
+            } catch {
+                batch.errors.append(error)
+            }
+            offset += netlinkAlign(Int(length))
+        }
+        return batch
+    }
+
+    public static func decode(_ datagram: [UInt8]) -> Batch {
+        datagram.withUnsafeBytes { decode($0) }
+    }
+
+    static func decodeMessage(type: UInt16, payload: ByteReader) throws(NetlinkDecodingError) -> RoutingMessage {
+        switch type {
+        case RT.done: return .done
+        case RT.error:
+            guard let code = payload.integer(at: 0, as: Int32.self) else {
+                throw .truncatedPayload(messageType: type, needed: 4, available: payload.count)
+            }
+            return .error(code)
+        case RT.newLink, RT.delLink:
+            guard let link = try decodeLink(type: type, payload: payload) else { return .ignored(type: type) }
+            return type == RT.newLink ? .link(link) : .linkRemoved(link)
+        case RT.newAddress, RT.delAddress:
+            guard let address = try decodeAddress(type: type, payload: payload) else { return .ignored(type: type) }
+            return type == RT.newAddress ? .address(address) : .addressRemoved(address)
+        case RT.newRoute, RT.delRoute:
+            guard let route = try decodeRoute(type: type, payload: payload) else { return .ignored(type: type) }
+            return type == RT.newRoute ? .route(route) : .routeRemoved(route)
+        default:
+            return .ignored(type: type)
+        }
+    }
+
+    // MARK: links
+
+    /// `struct ifinfomsg`: family u8, pad u8, type u16, index i32, flags u32, change u32.
+    static let linkHeaderSize = 16
+
+    static func decodeLink(type: UInt16, payload: ByteReader) throws(NetlinkDecodingError) -> Link? {
+        guard let family = payload.integer(at: 0, as: UInt8.self),
+            let hardwareType = payload.integer(at: 2, as: UInt16.self),
+            let index = payload.integer(at: 4, as: Int32.self),
+            let flags = payload.integer(at: 8, as: UInt32.self),
+            payload.count >= linkHeaderSize
+        else { throw .truncatedPayload(messageType: type, needed: linkHeaderSize, available: payload.count) }
+        // AF_BRIDGE messages describe bridge-port state, not the link itself.
+        guard family == RT.familyUnspecified else { return nil }
+
+        var name: String?
+        var operState = OperState.unknown
+        var infoKind: String?
+        var master: Int32?
+        try forEachAttribute(in: payload, from: linkHeaderSize, messageType: type) { (attribute, value) throws(NetlinkDecodingError) in
+            switch attribute {
+            case RT.linkName: name = string(value)
+            case RT.linkOperState:
+                guard let raw = value.integer(at: 0, as: UInt8.self) else {
+                    throw .invalidAttributeValue(messageType: type, attribute: attribute, length: value.count)
+                }
+                operState = OperState(rawValue: raw) ?? .unknown
+            case RT.linkMaster:
+                guard value.count == 4, let raw = value.integer(at: 0, as: Int32.self) else {
+                    throw .invalidAttributeValue(messageType: type, attribute: attribute, length: value.count)
+                }
+                master = raw == 0 ? nil : raw
+            case RT.linkInfo:
+                try forEachAttribute(in: value, from: 0, messageType: type) { (nested, nestedValue) throws(NetlinkDecodingError) in
+                    if nested == RT.linkInfoKind { infoKind = string(nestedValue) }
+                }
+            default: break
+            }
+        }
+        guard let name, !name.isEmpty else {
+            throw .missingAttribute(messageType: type, attribute: RT.linkName)
+        }
+        return Link(
+            index: index, name: name, flags: flags, hardwareType: hardwareType,
+            operState: operState, infoKind: infoKind, master: master)
+    }
+
+    // MARK: addresses
+
+    /// `struct ifaddrmsg`: family u8, prefixlen u8, flags u8, scope u8, index u32.
+    static let addressHeaderSize = 8
+
+    static func decodeAddress(type: UInt16, payload: ByteReader) throws(NetlinkDecodingError) -> Address? {
+        guard payload.count >= addressHeaderSize,
+            let family = payload.integer(at: 0, as: UInt8.self),
+            let prefixLength = payload.integer(at: 1, as: UInt8.self),
+            let shortFlags = payload.integer(at: 2, as: UInt8.self),
+            let scope = payload.integer(at: 3, as: UInt8.self),
+            let index = payload.integer(at: 4, as: Int32.self)
+        else { throw .truncatedPayload(messageType: type, needed: addressHeaderSize, available: payload.count) }
+        guard family == RT.familyIPv4 || family == RT.familyIPv6 else { return nil }
+
+        var address: IPAddress?
+        var local: IPAddress?
+        var flags = UInt32(shortFlags)
+        try forEachAttribute(in: payload, from: addressHeaderSize, messageType: type) { (attribute, value) throws(NetlinkDecodingError) in
+            switch attribute {
+            case RT.addressAddress: address = try ipAddress(value, family: family, messageType: type, attribute: attribute)
+            case RT.addressLocal: local = try ipAddress(value, family: family, messageType: type, attribute: attribute)
+            case RT.addressFlags:
+                guard value.count == 4, let raw = value.integer(at: 0, as: UInt32.self) else {
+                    throw .invalidAttributeValue(messageType: type, attribute: attribute, length: value.count)
+                }
+                flags = raw
+            default: break
+            }
+        }
+        // On point-to-point links IFA_ADDRESS is the peer; IFA_LOCAL is ours when present.
+        guard let ours = local ?? address else {
+            throw .missingAttribute(messageType: type, attribute: RT.addressAddress)
+        }
+        guard Int(prefixLength) <= ours.bitWidth else {
+            throw .invalidAttributeValue(messageType: type, attribute: RT.addressAddress, length: Int(prefixLength))
+        }
+        return Address(interfaceIndex: index, prefix: IPPrefix(ours, length: prefixLength), scope: scope, flags: flags)
+    }
+
+    // MARK: routes
+
+    /// `struct rtmsg`: family, dst_len, src_len, tos, table, protocol, scope, type (u8 each), flags u32.
+    static let routeHeaderSize = 12
+    /// `struct rtnexthop`: len u16, flags u8, hops u8, ifindex i32.
+    static let nextHopHeaderSize = 8
+
+    static func decodeRoute(type: UInt16, payload: ByteReader) throws(NetlinkDecodingError) -> Route? {
+        guard payload.count >= routeHeaderSize,
+            let family = payload.integer(at: 0, as: UInt8.self),
+            let destinationLength = payload.integer(at: 1, as: UInt8.self),
+            let tos = payload.integer(at: 3, as: UInt8.self),
+            let shortTable = payload.integer(at: 4, as: UInt8.self),
+            let rawType = payload.integer(at: 7, as: UInt8.self),
+            let routeFlags = payload.integer(at: 8, as: UInt32.self)
+        else { throw .truncatedPayload(messageType: type, needed: routeHeaderSize, available: payload.count) }
+        guard family == RT.familyIPv4 || family == RT.familyIPv6 else { return nil }
+        // Cached clones (PMTU exceptions, redirects) are not FIB routes.
+        guard routeFlags & RT.routeCloned == 0 else { return nil }
+
+        var table = UInt32(shortTable)
+        var destination: IPAddress?
+        var gateway: IPAddress?
+        var outputInterface: Int32?
+        var metric: UInt32 = 0
+        var preferredSource: IPAddress?
+        var multipath: [NextHop]?
+        try forEachAttribute(in: payload, from: routeHeaderSize, messageType: type) { (attribute, value) throws(NetlinkDecodingError) in
+            switch attribute {
+            case RT.routeDestination: destination = try ipAddress(value, family: family, messageType: type, attribute: attribute)
+            case RT.routeGateway: gateway = try ipAddress(value, family: family, messageType: type, attribute: attribute)
+            case RT.routeVia: gateway = try via(value, messageType: type, attribute: attribute)
+            case RT.routePreferredSource: preferredSource = try ipAddress(value, family: family, messageType: type, attribute: attribute)
+            case RT.routeOutputInterface: outputInterface = try u32(value, messageType: type, attribute: attribute).map { Int32(bitPattern: $0) }
+            case RT.routePriority: metric = try u32(value, messageType: type, attribute: attribute) ?? 0
+            case RT.routeTable: table = try u32(value, messageType: type, attribute: attribute) ?? table
+            case RT.routeMultipath: multipath = try nextHops(value, family: family, messageType: type, attribute: attribute)
+            default: break
+            }
+        }
+        let width = family == RT.familyIPv4 ? 32 : 128
+        guard Int(destinationLength) <= width else {
+            throw .invalidAttributeValue(messageType: type, attribute: RT.routeDestination, length: Int(destinationLength))
+        }
+        let zero: IPAddress = family == RT.familyIPv4 ? .anyV4 : .anyV6
+        let hops = multipath ?? [NextHop(gateway: gateway, interfaceIndex: outputInterface)]
+        return Route(
+            table: table, destination: IPPrefix(destination ?? zero, length: destinationLength),
+            type: RouteType(rawValue: rawType) ?? .unspecified, metric: metric, tos: tos,
+            preferredSource: preferredSource, nextHops: hops)
+    }
+
+    static func nextHops(_ value: ByteReader, family: UInt8, messageType: UInt16, attribute: UInt16) throws(NetlinkDecodingError) -> [NextHop] {
+        var hops: [NextHop] = []
+        var offset = 0
+        while offset + nextHopHeaderSize <= value.count {
+            guard let length = value.integer(at: offset, as: UInt16.self),
+                let index = value.integer(at: offset + 4, as: Int32.self),
+                Int(length) >= nextHopHeaderSize, Int(length) <= value.count - offset,
+                let hop = value.slice(at: offset, length: Int(length))
+            else {
+                throw .invalidAttributeLength(
+                    messageType: messageType, attribute: attribute,
+                    declared: Int(value.integer(at: offset, as: UInt16.self) ?? 0), available: value.count - offset)
+            }
+            var gateway: IPAddress?
+            try forEachAttribute(in: hop, from: nextHopHeaderSize, messageType: messageType) { (nested, nestedValue) throws(NetlinkDecodingError) in
+                if nested == RT.routeGateway {
+                    gateway = try ipAddress(nestedValue, family: family, messageType: messageType, attribute: nested)
+                } else if nested == RT.routeVia {
+                    gateway = try via(nestedValue, messageType: messageType, attribute: nested)
+                }
+            }
+            hops.append(NextHop(gateway: gateway, interfaceIndex: index))
+            offset += netlinkAlign(Int(length))
+        }
+        return hops
+    }
+
+    // MARK: attributes
+
+    /// Walks `struct rtattr`s (len u16, type u16, value) from `start` to the end of `container`.
+    static func forEachAttribute(
+        in container: ByteReader, from start: Int, messageType: UInt16,
+        _ body: (UInt16, ByteReader) throws(NetlinkDecodingError) -> Void
+    ) throws(NetlinkDecodingError) {
+        var offset = start
+        while offset < container.count {
+            let available = container.count - offset
+            guard available >= 4,
+                let length = container.integer(at: offset, as: UInt16.self),
+                let rawType = container.integer(at: offset + 2, as: UInt16.self)
+            else {
+                // Fewer than 4 trailing bytes can only be padding; anything else is corrupt.
+                if available < 4 { return }
+                throw .invalidAttributeLength(messageType: messageType, attribute: 0, declared: 0, available: available)
+            }
+            // The top two bits are NLA_F_NESTED and NLA_F_NET_BYTEORDER, not part of the type.
+            let attribute = rawType & 0x3FFF
+            guard Int(length) >= 4, Int(length) <= available,
+                let value = container.slice(at: offset + 4, length: Int(length) - 4)
+            else {
+                throw .invalidAttributeLength(
+                    messageType: messageType, attribute: attribute, declared: Int(length), available: available)
+            }
+            try body(attribute, value)
+            offset += netlinkAlign(Int(length))
+        }
+    }
+
+    static func string(_ value: ByteReader) -> String {
+        let raw = value.bytes(at: 0, length: value.count) ?? []
+        return String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+    }
+
+    static func u32(_ value: ByteReader, messageType: UInt16, attribute: UInt16) throws(NetlinkDecodingError) -> UInt32? {
+        guard value.count == 4, let raw = value.integer(at: 0, as: UInt32.self) else {
+            throw .invalidAttributeValue(messageType: messageType, attribute: attribute, length: value.count)
+        }
+        return raw
+    }
+
+    static func ipAddress(_ value: ByteReader, family: UInt8, messageType: UInt16, attribute: UInt16) throws(NetlinkDecodingError) -> IPAddress {
+        let expected = family == RT.familyIPv4 ? 4 : 16
+        guard value.count == expected, let raw = value.bytes(at: 0, length: expected), let address = IPAddress(bytes: raw) else {
+            throw .invalidAttributeValue(messageType: messageType, attribute: attribute, length: value.count)
+        }
+        return address
+    }
+
+    /// `struct rtvia`: family u16, then the address (an IPv4 route via an IPv6 gateway).
+    static func via(_ value: ByteReader, messageType: UInt16, attribute: UInt16) throws(NetlinkDecodingError) -> IPAddress {
+        guard let family = value.integer(at: 0, as: UInt16.self),
+            let raw = value.bytes(at: 2, length: value.count - 2),
+            family == UInt16(RT.familyIPv4) || family == UInt16(RT.familyIPv6),
+            let address = IPAddress(bytes: raw)
+        else { throw .invalidAttributeValue(messageType: messageType, attribute: attribute, length: value.count) }
+        return address
+    }
+}

@@ -1,0 +1,69 @@
+/// `struct nlmsghdr`, decoded.
+public struct NetlinkHeader: Hashable, Sendable {
+    public var length: UInt32
+    public var type: UInt16
+    public var flags: UInt16
+    public var sequence: UInt32
+    public var portID: UInt32
+
+    static let size = 16
+
+    /// NLM_F_DUMP_INTR: the dump was interrupted by a change and must be redone.
+    public var isDumpInterrupted: Bool { flags & RT.flagDumpInterrupted != 0 }
+    /// NLM_F_REPLACE on RTM_NEWROUTE.
+    public var isReplace: Bool { flags & RT.flagReplace != 0 }
+}
+
+/// One rtnetlink message, decoded into the Model's terms.
+public enum RoutingMessage: Hashable, Sendable {
+    case link(Link)
+    case linkRemoved(Link)
+    case address(Address)
+    case addressRemoved(Address)
+    case route(Route)
+    case routeRemoved(Route)
+    /// NLMSG_DONE: the end of a dump.
+    case done
+    /// NLMSG_ERROR: an errno (negative, as the kernel sends it) or 0 for an acknowledgement.
+    case error(Int32)
+    /// A message of no interest (other families, cloned routes, NLMSG_NOOP, unknown types).
+    case ignored(type: UInt16)
+}
+
+public struct DecodedMessage: Hashable, Sendable {
+    public var header: NetlinkHeader
+    public var message: RoutingMessage
+}
+
+/// What was wrong with bytes that claimed to be netlink. Each names where and what.
+public enum NetlinkDecodingError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Fewer bytes than a `nlmsghdr` at `offset`.
+    case truncatedHeader(offset: Int, available: Int)
+    /// `nlmsg_len` smaller than the header or larger than what is left.
+    case invalidMessageLength(offset: Int, declared: Int, available: Int)
+    /// The fixed part after the header (`ifinfomsg`, `ifaddrmsg`, `rtmsg`, ...) does not fit.
+    case truncatedPayload(messageType: UInt16, needed: Int, available: Int)
+    /// An attribute's `rta_len` is below its header size or runs past its container.
+    case invalidAttributeLength(messageType: UInt16, attribute: UInt16, declared: Int, available: Int)
+    /// An attribute has a length its type cannot have (an address that is not 4 or 16 bytes, ...).
+    case invalidAttributeValue(messageType: UInt16, attribute: UInt16, length: Int)
+    /// A message the kernel must send with a field it lacks (a link with no name).
+    case missingAttribute(messageType: UInt16, attribute: UInt16)
+
+    public var description: String {
+        switch self {
+        case let .truncatedHeader(offset, available):
+            "truncated netlink header at offset \(offset): \(available) bytes left, 16 needed"
+        case let .invalidMessageLength(offset, declared, available):
+            "netlink message at offset \(offset) declares length \(declared) with \(available) bytes left"
+        case let .truncatedPayload(type, needed, available):
+            "netlink message type \(type) has \(available) payload bytes, \(needed) needed"
+        case let .invalidAttributeLength(type, attribute, declared, available):
+            "attribute \(attribute) of message type \(type) declares length \(declared) with \(available) bytes left"
+        case let .invalidAttributeValue(type, attribute, length):
+            "attribute \(attribute) of message type \(type) has invalid length \(length)"
+        case let .missingAttribute(type, attribute):
+            "message type \(type) lacks required attribute \(attribute)"
+        }
+    }
+}

@@ -1,0 +1,136 @@
+import CNetlink
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An rtnetlink socket. Owns its descriptor: closed exactly once, when the value ends.
+struct NetlinkSocket: ~Copyable {
+    let fd: Int32
+
+    /// rtnetlink multicast groups (RTNLGRP_*) that reachability follows.
+    static let reachabilityGroups: [Int32] = [
+        1,  // RTNLGRP_LINK
+        5,  // RTNLGRP_IPV4_IFADDR
+        7,  // RTNLGRP_IPV4_ROUTE
+        9,  // RTNLGRP_IPV6_IFADDR
+        11,  // RTNLGRP_IPV6_ROUTE
+    ]
+
+    /// Opens a NETLINK_ROUTE socket (in `namespacePath`'s namespace when given).
+    init(nonBlocking: Bool, namespacePath: String? = nil) throws(SystemError) {
+        let flags = Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | (nonBlocking ? Int32(SOCK_NONBLOCK.rawValue) : 0)
+        let open = { () -> Result<Int32, SystemError> in
+            let fd = socket(AF_NETLINK, flags, NETLINK_ROUTE)
+            return fd >= 0 ? .success(fd) : .failure(SystemError("socket(AF_NETLINK)"))
+        }
+        let fd: Int32
+        if let namespacePath {
+            fd = try NetworkNamespace.run(in: namespacePath, open)
+        } else {
+            fd = try open().get()
+        }
+        var address = sockaddr_nl()
+        address.nl_family = sa_family_t(AF_NETLINK)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size))
+            }
+        }
+        guard bound == 0 else {
+            let error = SystemError("bind(AF_NETLINK)")
+            close(fd)
+            throw error
+        }
+        self.fd = fd
+        // Best effort: makes filtered dumps filter; older kernels lack it and still work.
+        _ = setOption(level: SOL_NETLINK, name: NETLINK_GET_STRICT_CHK, value: 1)
+    }
+
+    deinit { close(fd) }
+
+    func setOption(level: Int32, name: Int32, value: Int32) -> Bool {
+        var value = value
+        return setsockopt(fd, level, name, &value, socklen_t(MemoryLayout<Int32>.size)) == 0
+    }
+
+    func join(groups: [Int32]) throws(SystemError) {
+        for group in groups where !setOption(level: SOL_NETLINK, name: NETLINK_ADD_MEMBERSHIP, value: group) {
+            throw SystemError("join rtnetlink group \(group)")
+        }
+    }
+
+    /// Sets the receive buffer. SO_RCVBUFFORCE (root, CAP_NET_ADMIN) passes rmem_max;
+    /// without privilege SO_RCVBUF is clamped to rmem_max, which still helps.
+    func setReceiveBuffer(bytes: Int32) {
+        if !setOption(level: SOL_SOCKET, name: SO_RCVBUFFORCE, value: bytes) {
+            _ = setOption(level: SOL_SOCKET, name: SO_RCVBUF, value: bytes)
+        }
+    }
+
+    /// The receive buffer the kernel actually granted (it doubles the request for bookkeeping).
+    var receiveBufferSize: Int32 {
+        var value: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &value, &length)
+        return value
+    }
+
+    func setReceiveTimeout(milliseconds: Int) {
+        var time = timeval(tv_sec: milliseconds / 1000, tv_usec: (milliseconds % 1000) * 1000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// Sends one request to the kernel.
+    func send(_ bytes: [UInt8]) throws(SystemError) {
+        var kernel = sockaddr_nl()
+        kernel.nl_family = sa_family_t(AF_NETLINK)
+        let sent = bytes.withUnsafeBytes { raw in
+            withUnsafePointer(to: &kernel) { address in
+                address.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                    retryingOnInterrupt {
+                        sendto(fd, raw.baseAddress, raw.count, 0, address, socklen_t(MemoryLayout<sockaddr_nl>.size))
+                    }
+                }
+            }
+        }
+        guard sent == bytes.count else { throw SystemError("send to rtnetlink") }
+    }
+
+    enum Reception {
+        /// A datagram from the kernel of `count` bytes; `truncated` when it did not fit the buffer.
+        case datagram(count: Int, truncated: Bool)
+        /// A datagram from another process (netlink allows unicast between sockets): never trust it.
+        case foreign
+        /// Nothing to read now (non-blocking socket), or the receive timeout passed.
+        case wouldBlock
+    }
+
+    /// Reads one datagram into `buffer`. ENOBUFS (the kernel dropped messages because the
+    /// buffer overflowed) is thrown like any other error: the caller must resync.
+    func receive(into buffer: inout [UInt8]) throws(SystemError) -> Reception {
+        var sender = sockaddr_nl()
+        var flags: Int32 = 0
+        let count = buffer.withUnsafeMutableBytes { raw in
+            withUnsafeMutablePointer(to: &sender) { senderPointer in
+                var vector = iovec(iov_base: raw.baseAddress, iov_len: raw.count)
+                return withUnsafeMutablePointer(to: &vector) { vectorPointer in
+                    var message = msghdr()
+                    message.msg_name = UnsafeMutableRawPointer(senderPointer)
+                    message.msg_namelen = socklen_t(MemoryLayout<sockaddr_nl>.size)
+                    message.msg_iov = vectorPointer
+                    message.msg_iovlen = 1
+                    let result = retryingOnInterrupt { recvmsg(fd, &message, 0) }
+                    flags = message.msg_flags
+                    return result
+                }
+            }
+        }
+        if count < 0 {
+            if errno == EAGAIN || errno == EWOULDBLOCK { return .wouldBlock }
+            throw SystemError("recvmsg from rtnetlink")
+        }
+        // Port 0 is the kernel; a process cannot send from it.
+        guard sender.nl_pid == 0 else { return .foreign }
+        return .datagram(count: count, truncated: flags & Int32(MSG_TRUNC) != 0)
+    }
+}

@@ -1,0 +1,58 @@
+// The JSON shapes of DESIGN.md "reachctl": the D-Bus names in lowerCamelCase, keys in the
+// documented order, flags as arrays of names in their documented order.
+
+extension ReachabilityFlags {
+    /// The set flags' names, in documented order: `["reachable", "isDirect", "isWiFi"]`.
+    public var json: JSONValue { .array(names.map(JSONValue.string)) }
+}
+
+extension InterfaceStatus {
+    /// `{"index":3,"name":"wlan0","kind":"wifi","flags":["reachable","isWiFi"],"addresses":["192.0.2.5/24"]}`
+    public var json: JSONValue {
+        .object([
+            ("index", .int(Int64(index))),
+            ("name", .string(name)),
+            ("kind", .string(kind.rawValue)),
+            ("flags", flags.json),
+            ("addresses", .array(addresses.map { .string($0.description) })),
+        ])
+    }
+}
+
+extension HostStatus {
+    /// The host members shared by snapshots and changes, in documented order:
+    /// `flags`, `state`, `primaryInterface`, `availableInterfaces`.
+    var jsonMembers: [(String, JSONValue)] {
+        [
+            ("flags", flags.json),
+            ("state", .string(state.rawValue)),
+            ("primaryInterface", .string(primaryInterface)),
+            ("availableInterfaces", .array(availableInterfaces.map(JSONValue.string))),
+        ]
+    }
+}
+
+extension ReachabilitySnapshot {
+    /// `{"flags":[...],"state":"online","primaryInterface":"wlan0","availableInterfaces":[...],
+    /// "generation":7,"interfaces":[...]}`
+    public var json: JSONValue {
+        .object(
+            host.jsonMembers + [
+                ("generation", .uint(generation)),
+                ("interfaces", .array(interfaces.map(\.json))),
+            ])
+    }
+}
+
+extension ReachabilityChange {
+    /// The host members and `generation` as in a snapshot, then `changedInterfaces` (full interface
+    /// objects) and `removedInterfaces` (names only).
+    public var json: JSONValue {
+        .object(
+            host.jsonMembers + [
+                ("generation", .uint(generation)),
+                ("changedInterfaces", .array(changedInterfaces.map(\.json))),
+                ("removedInterfaces", .array(removedInterfaces.map { .string($0.name) })),
+            ])
+    }
+}

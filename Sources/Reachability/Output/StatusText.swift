@@ -1,0 +1,104 @@
+// Human-readable renderings for reachctl. Pure functions from values to text: the library
+// never prints. Results have no trailing newline.
+
+/// One line saying how the host is connected, as sd-notify STATUS= and the status header use it:
+/// `online via wlan0 (wifi)`, `local, default route via eth0 (wired) not ready`, `offline`.
+///
+/// `interfaces` supplies the primary link's kind; when the primary is not among them the kind is
+/// read from the host flags (`isWiFi` -> wifi, ...), and left out when they name none.
+public func renderSummary(_ host: HostStatus, interfaces: [InterfaceStatus] = []) -> String {
+    guard !host.primaryInterface.isEmpty else { return host.state.rawValue }
+    var via = host.primaryInterface
+    if let kind = primaryKind(host, interfaces: interfaces) { via += " (\(kind.rawValue))" }
+    if host.state == .online { return "online via \(via)" }
+    return "\(host.state.rawValue), default route via \(via) not ready"
+}
+
+/// The header `reachctl status` prints:
+/// ```
+/// State: online via wlan0 (wifi)
+/// Flags: reachable|isWiFi
+/// Available: wlan0, wwan0
+/// Generation: 7
+/// ```
+public func renderStatus(_ snapshot: ReachabilitySnapshot) -> String {
+    let host = snapshot.host
+    return [
+        "State: " + renderSummary(host, interfaces: snapshot.interfaces),
+        "Flags: " + (host.flags.isEmpty ? "none" : host.flags.description),
+        "Available: " + (host.availableInterfaces.isEmpty ? "none" : host.availableInterfaces.joined(separator: ", ")),
+        "Generation: \(snapshot.generation)",
+    ].joined(separator: "\n")
+}
+
+/// The interface table `reachctl interfaces` prints: columns INDEX NAME KIND FLAGS ADDRESSES,
+/// separated by two spaces and aligned on the widest cell, INDEX right-aligned. An interface with
+/// several addresses lists the first on its row and each further one on a continuation line under
+/// the ADDRESSES column; `-` stands for no flags or no addresses. No line has trailing spaces.
+public func renderInterfaces(_ snapshot: ReachabilitySnapshot) -> String {
+    renderInterfaceTable(snapshot.interfaces)
+}
+
+/// The table of `renderInterfaces` for any list of interfaces, in the order given.
+public func renderInterfaceTable(_ interfaces: [InterfaceStatus]) -> String {
+    let header = ["INDEX", "NAME", "KIND", "FLAGS", "ADDRESSES"]
+    let rows = interfaces.map { interface in
+        [
+            String(interface.index),
+            interface.name,
+            interface.kind.rawValue,
+            interface.flags.isEmpty ? "-" : interface.flags.description,
+        ]
+    }
+    // Widths of the four fixed columns; ADDRESSES is last and never padded.
+    var widths = header.prefix(4).map(\.count)
+    for row in rows {
+        for (column, cell) in row.enumerated() { widths[column] = max(widths[column], cell.count) }
+    }
+    let separator = "  "
+    func line(_ cells: [String], addresses: String) -> String {
+        var text = pad(cells[0], to: widths[0], right: true)
+        for column in 1..<4 { text += separator + pad(cells[column], to: widths[column], right: false) }
+        return text + separator + addresses
+    }
+    let indent = String(repeating: " ", count: widths.reduce(0, +) + 4 * separator.count)
+
+    var lines = [line(Array(header.prefix(4)), addresses: header[4])]
+    for (row, interface) in zip(rows, interfaces) {
+        let addresses = interface.addresses.map(\.description)
+        lines.append(line(row, addresses: addresses.first ?? "-"))
+        for address in addresses.dropFirst() { lines.append(indent + address) }
+    }
+    return lines.joined(separator: "\n")
+}
+
+/// One line per change for `reachctl monitor`: the generation, the host summary and flags, then
+/// each changed interface with its flags and each removed one:
+/// `gen 8: online via eth0 (wired) [reachable|isWired]; eth1: connectionRequired|isWired; usb0: removed`.
+public func renderChange(_ change: ReachabilityChange) -> String {
+    let summary = renderSummary(change.host, interfaces: change.changedInterfaces)
+    let hostFlags = change.host.flags.names.joined(separator: "|")
+    var parts = ["gen \(change.generation): \(summary) [\(hostFlags)]"]
+    for interface in change.changedInterfaces {
+        parts.append("\(interface.name): \(interface.flags)")
+    }
+    for interface in change.removedInterfaces {
+        parts.append("\(interface.name): removed")
+    }
+    return parts.joined(separator: "; ")
+}
+
+/// The primary link's kind: from the interface list, else from the host's kind flags.
+private func primaryKind(_ host: HostStatus, interfaces: [InterfaceStatus]) -> InterfaceKind? {
+    if let interface = interfaces.first(where: { $0.name == host.primaryInterface }) { return interface.kind }
+    // Most specific first: a VPN path may also carry the flags of the link beneath it.
+    let byFlag: [(ReachabilityFlags, InterfaceKind)] = [
+        (.isVPN, .vpn), (.isWWAN, .cellular), (.isWiFi, .wifi), (.isWired, .wired),
+    ]
+    return byFlag.first { host.flags.contains($0.0) }?.1
+}
+
+private func pad(_ text: String, to width: Int, right: Bool) -> String {
+    let fill = String(repeating: " ", count: max(0, width - text.count))
+    return right ? fill + text : text + fill
+}

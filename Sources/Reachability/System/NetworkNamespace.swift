@@ -1,0 +1,36 @@
+import CNetlink
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Opens sockets inside another network namespace (`ip netns` names or any nsfs path).
+/// A socket stays in the namespace it was created in, so only its creation needs to happen
+/// there; that is done on a throwaway thread so no other thread ever changes namespace.
+public enum NetworkNamespace {
+    /// `/run/netns/NAME` for a bare name (as `ip -n NAME`), the text itself when it holds a `/`.
+    public static func path(forName nameOrPath: String) -> String {
+        nameOrPath.contains("/") ? nameOrPath : "/run/netns/" + nameOrPath
+    }
+
+    /// Runs `body` on a thread that has entered the namespace at `path`.
+    static func run<T>(in path: String, _ body: () -> Result<T, SystemError>) throws(SystemError) -> T {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw SystemError("open network namespace \(path)") }
+        defer { close(fd) }
+        var result: Result<T, SystemError> = .failure(SystemError("enter network namespace \(path)", errno: EINVAL))
+        withoutActuallyEscaping(body) { body in
+            do throws(SystemError) {
+                try DedicatedThread.runAndWait {
+                    guard cnetlink_setns(fd, cnetlink_clone_newnet()) == 0 else {
+                        result = .failure(SystemError("setns \(path)"))
+                        return
+                    }
+                    result = body()
+                }
+            } catch {
+                result = .failure(error)
+            }
+        }
+        return try result.get()
+    }
+}

@@ -1,0 +1,80 @@
+import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@main
+struct Reachctl: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reachctl",
+        abstract: "Ask whether this host can reach the network, through which interface, and watch it change.",
+        discussion: """
+            reachctl answers from the kernel's routing truth: the host is online when the default \
+            route the kernel would use right now leaves through a link that is up, has carrier and \
+            has a usable address. It never waits for DNS.
+
+            Without a subcommand it runs `status`. Every subcommand takes --json for scripts.
+
+            Examples:
+              reachctl                     state, flags and usable interfaces
+              reachctl interfaces          every interface: kind, flags, addresses
+              reachctl monitor --json      the snapshot, then a JSON line per change
+              reachctl status --netns ns1  the same question inside namespace ns1
+              reachctl status >/dev/null && echo online
+
+            Exit status: 0 online or success, 1 not online, 2 usage or runtime error.
+            """,
+        subcommands: [StatusCommand.self, InterfacesCommand.self, MonitorCommand.self],
+        defaultSubcommand: StatusCommand.self
+    )
+
+    /// ArgumentParser's own main, except that usage errors exit with 2 (DESIGN.md "reachctl":
+    /// 1 means "not reachable", so it cannot also mean "you typed it wrong").
+    static func main() async {
+        do {
+            var command = try await asyncParseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            if exitCode(for: error) == .validationFailure {
+                Terminal.write(fullMessage(for: error) + "\n", to: STDERR_FILENO)
+                Glibc.exit(ExitStatus.error.rawValue)
+            }
+            exit(withError: error)
+        }
+    }
+}
+
+/// The exit codes every subcommand shares (DESIGN.md "reachctl"). They are API: scripts test them.
+enum ExitStatus: Int32 {
+    /// Online (status), or the command did what was asked.
+    case success = 0
+    /// Not online (status).
+    case notReachable = 1
+    /// Usage error, or the answer could not be obtained.
+    case error = 2
+
+    var exitCode: ExitCode { ExitCode(rawValue) }
+}
+
+/// An error reachctl reports in its own words.
+struct ReachctlError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Runs `body`; any error other than an `ExitCode` is printed as `reachctl: <error>` on standard
+/// error and turned into exit status 2.
+func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
+    do {
+        return try await body()
+    } catch let code as ExitCode {
+        throw code
+    } catch {
+        Terminal.write("reachctl: \(error)\n", to: STDERR_FILENO)
+        throw ExitStatus.error.exitCode
+    }
+}

@@ -1,0 +1,38 @@
+import ArgumentParser
+import Reachability
+
+struct StatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show whether this host is online, through which interface, and which others could carry traffic.",
+        discussion: """
+            Prints the connectivity state, the flags of the general check (0.0.0.0 and ::), the \
+            usable interfaces in priority order and the generation. States: online (the kernel's \
+            default route leaves through a ready link), local (not online, but a link is ready with \
+            an address), offline (neither).
+
+            With --json it prints one object with the keys flags, state, primaryInterface, \
+            availableInterfaces, generation and interfaces.
+
+            Examples:
+              reachctl status
+              reachctl status --json | jq -r .primaryInterface
+              if reachctl status >/dev/null; then echo online; fi
+
+            Exit status: 0 online, 1 local or offline, 2 error.
+            """
+    )
+
+    @OptionGroup var options: CommonOptions
+
+    func run() async throws {
+        let online = try await reportingErrors {
+            let source = try options.openSource()
+            defer { source.stop() }
+            let snapshot = try await source.snapshot()
+            Terminal.writeLine(options.json ? snapshot.json.serialized() : renderStatus(snapshot))
+            return snapshot.host.state == .online
+        }
+        if !online { throw ExitStatus.notReachable.exitCode }
+    }
+}

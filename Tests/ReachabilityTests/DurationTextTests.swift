@@ -1,0 +1,105 @@
+import Testing
+@testable import Reachability
+
+@Suite("Duration text")
+struct DurationTextTests {
+    @Test(
+        "accepted forms parse exactly",
+        arguments: [
+            ("500ms", Duration.milliseconds(500)),
+            ("2s", .seconds(2)),
+            ("1m", .seconds(60)),
+            ("1.5s", .milliseconds(1500)),
+            ("30", .seconds(30)),
+            ("0.25", .milliseconds(250)),
+            ("0", .zero),
+            ("0ms", .zero),
+            ("1.5m", .seconds(90)),
+            ("0.5ms", .microseconds(500)),
+            ("007s", .seconds(7)),
+            ("0.000000001s", .nanoseconds(1)),
+            ("1.9999999999999999999s", .nanoseconds(1_999_999_999)),
+            ("1440m", .seconds(86_400)),
+            ("86400", .seconds(86_400)),
+            ("86400000ms", .seconds(86_400)),
+        ])
+    func accepted(text: String, expected: Duration) throws {
+        #expect(try DurationText.parse(text) == expected)
+    }
+
+    @Test(
+        "malformed text is rejected",
+        arguments: ["2x", "s", "ms", "1.", ".5", "1.5.2s", "1e3", " 2s", "2s ", "2 s", "+2s", "2S", "2sec", "1h", "١s", "0x10"])
+    func malformed(text: String) {
+        #expect(throws: DurationParseError(text: text, problem: .malformed)) { try DurationText.parse(text) }
+    }
+
+    @Test("empty text is rejected as empty")
+    func empty() {
+        #expect(throws: DurationParseError(text: "", problem: .empty)) { try DurationText.parse("") }
+    }
+
+    @Test("negative values are rejected as negative", arguments: ["-1s", "-0", "-500ms"])
+    func negative(text: String) {
+        #expect(throws: DurationParseError(text: text, problem: .negative)) { try DurationText.parse(text) }
+    }
+
+    @Test(
+        "values above 24 hours or overflowing are rejected as too large",
+        arguments: ["86400.000000001s", "1441m", "86401", "18446744073709551616s", String(repeating: "9", count: 400) + "ms"])
+    func tooLarge(text: String) {
+        #expect(throws: DurationParseError(text: text, problem: .tooLarge)) { try DurationText.parse(text) }
+    }
+
+    @Test("the error message names the text, the problem and the accepted forms")
+    func message() throws {
+        let error = try #require(throws: DurationParseError.self) { try DurationText.parse("5x") }
+        let text = error.description
+        #expect(text.contains("'5x'"))
+        #expect(text.contains("not a duration"))
+        for form in ["500ms", "2s", "1m", "bare number of seconds"] { #expect(text.contains(form), "\(form)") }
+
+        let negative = try #require(throws: DurationParseError.self) { try DurationText.parse("-3s") }
+        #expect(negative.description.contains("'-3s'"))
+        #expect(negative.description.contains("negative"))
+
+        let large = try #require(throws: DurationParseError.self) { try DurationText.parse("90000s") }
+        #expect(large.description.contains("'90000s'"))
+        #expect(large.description.contains("24 hours"))
+
+        let empty = try #require(throws: DurationParseError.self) { try DurationText.parse("") }
+        #expect(empty.description.contains("''"))
+        #expect(empty.description.contains("empty"))
+    }
+
+    @Test(
+        "format writes the shortest form",
+        arguments: [
+            (Duration.zero, "0s"),
+            (.milliseconds(500), "500ms"),
+            (.seconds(2), "2s"),
+            (.seconds(60), "1m"),
+            (.seconds(90), "90s"),
+            (.milliseconds(1500), "1.5s"),
+            (.microseconds(250), "0.25ms"),
+            (.nanoseconds(1), "0.000001ms"),
+            (.nanoseconds(1_000_000_001), "1.000000001s"),
+            (.seconds(86_400), "1440m"),
+            (.milliseconds(-1500), "-1.5s"),
+        ])
+    func format(duration: Duration, expected: String) {
+        #expect(DurationText.format(duration) == expected)
+    }
+
+    @Test("format and parse round-trip to the nanosecond")
+    func roundTrip() throws {
+        let samples: [Duration] = [
+            .nanoseconds(1), .nanoseconds(999_999), .microseconds(1), .milliseconds(1), .milliseconds(999),
+            .milliseconds(1001), .seconds(59), .seconds(61), .seconds(3600), .nanoseconds(86_399_999_999_999),
+            .seconds(86_400),
+        ]
+        for sample in samples {
+            #expect(try DurationText.parse(DurationText.format(sample)) == sample, "\(sample)")
+        }
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import Reachability
+
+/// Kernel tests need root (namespaces, veth). Without it they are skipped, and say so.
+let isRoot = getuid() == 0
+let rootOnly = Testing.ConditionTrait.enabled(
+    if: isRoot, "needs root to create network namespaces: run scripts/test as root (CI does)")
+
+private let namespaceCounter = Atomic<Int>(0)
+
+/// A private network namespace for one test: its own links, addresses and routes, so tests run
+/// in parallel without seeing each other. Removed when the value is released.
+final class TestNamespace: @unchecked Sendable {
+    let name: String
+    var path: String { "/run/netns/" + name }
+
+    init(_ tag: String = #function) throws {
+        let clean = tag.filter { $0.isLetter || $0.isNumber }.prefix(12)
+        name = "rt-\(clean)-\(getpid())-\(namespaceCounter.add(1, ordering: .relaxed).newValue)"
+        try run("/usr/sbin/ip", ["netns", "add", name])
+        try ip("link set lo up")
+    }
+
+    deinit {
+        _ = try? run("/usr/sbin/ip", ["netns", "del", name])
+    }
+
+    /// Runs `ip -n NAME <arguments>` (split on spaces), throwing with ip's own message on failure.
+    @discardableResult
+    func ip(_ arguments: String) throws -> String {
+        try run("/usr/sbin/ip", ["-n", name] + arguments.split(separator: " ").map(String.init))
+    }
+
+    /// Runs a program inside the namespace (`ip netns exec`).
+    @discardableResult
+    func exec(_ program: String, _ arguments: [String]) throws -> String {
+        try run("/usr/sbin/ip", ["netns", "exec", name, program] + arguments)
+    }
+
+    /// A monitor on this namespace, with an empty fake sysfs unless one is given.
+    func monitor(
+        sysfsRoot: String = "/nonexistent-sysfs", rules: [InterfaceRule] = [], receiveBufferBytes: Int32 = 8 << 20
+    ) throws -> ReachabilityMonitor {
+        var configuration = MonitorConfiguration()
+        configuration.namespacePath = path
+        configuration.sysfsRoot = sysfsRoot
+        configuration.rules = rules
+        configuration.receiveBufferBytes = receiveBufferBytes
+        return try ReachabilityMonitor(configuration: configuration)
+    }
+}
+
+struct CommandFailed: Error, CustomStringConvertible {
+    var command: String
+    var status: Int32
+    var output: String
+    var description: String { "\(command) exited \(status): \(output)" }
+}
+
+@discardableResult
+func run(_ program: String, _ arguments: [String], environment: [String: String]? = nil) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: program)
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let output = String(decoding: data, as: UTF8.self)
+    guard process.terminationStatus == 0 else {
+        throw CommandFailed(
+            command: ([program] + arguments).joined(separator: " "), status: process.terminationStatus, output: output)
+    }
+    return output
+}
+
+struct TimedOut: Error, CustomStringConvertible {
+    var what: String
+    var description: String { "timed out waiting for \(what)" }
+}
+
+/// Collects a monitor's updates so a test can wait for a condition and count changes.
+final class UpdateRecorder: Sendable {
+    private final class Log: Sendable {
+        let changes = Mutex<[ReachabilityChange]>([])
+    }
+    private let recorded = Log()
+    private let task: Task<Void, Never>
+    let first: ReachabilitySnapshot
+
+    init(_ monitor: ReachabilityMonitor) async {
+        let stream = monitor.updates()
+        let (firstStream, firstContinuation) = AsyncStream.makeStream(of: ReachabilitySnapshot.self)
+        let recorded = self.recorded
+        task = Task {
+            for await update in stream {
+                switch update {
+                case let .snapshot(snapshot):
+                    firstContinuation.yield(snapshot)
+                    firstContinuation.finish()
+                case let .change(change):
+                    recorded.changes.withLock { $0.append(change) }
+                }
+            }
+        }
+        var iterator = firstStream.makeAsyncIterator()
+        first = await iterator.next()!
+    }
+
+    deinit { task.cancel() }
+
+    var changes: [ReachabilityChange] { recorded.changes.withLock { $0 } }
+
+    /// Waits until a change satisfies `condition` (checked against every change so far).
+    @discardableResult
+    func wait(
+        for what: String, timeout: Duration = .seconds(5), _ condition: (ReachabilityChange) -> Bool
+    ) async throws -> ReachabilityChange {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let match = changes.last(where: condition) { return match }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        throw TimedOut(what: what)
+    }
+}
+
+/// Polls the monitor's snapshot until `condition` holds.
+@discardableResult
+func eventually(
+    _ monitor: ReachabilityMonitor, _ what: String, timeout: Duration = .seconds(5),
+    _ condition: (ReachabilitySnapshot) -> Bool
+) async throws -> ReachabilitySnapshot {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        let snapshot = monitor.snapshot
+        if condition(snapshot) { return snapshot }
+        try await Task.sleep(for: .milliseconds(2))
+    }
+    throw TimedOut(what: what)
+}
+
+extension ReachabilitySnapshot {
+    func interface(_ name: String) -> InterfaceStatus? { interfaces.first { $0.name == name } }
+}
