@@ -148,3 +148,43 @@ func eventually(
 extension ReachabilitySnapshot {
     func interface(_ name: String) -> InterfaceStatus? { interfaces.first { $0.name == name } }
 }
+
+/// Checks that what a long-running monitor derived equals what a fresh dump derives: the
+/// mirror followed every change the kernel made, including the ones it makes silently.
+func expectMatchesFreshDump(
+    _ monitor: ReachabilityMonitor, _ ns: TestNamespace, rules: [InterfaceRule] = [],
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws {
+    let fresh = try ns.monitor(rules: rules).snapshot
+    let live = monitor.snapshot
+    #expect(live.host == fresh.host, sourceLocation: sourceLocation)
+    #expect(live.interfaces == fresh.interfaces, sourceLocation: sourceLocation)
+}
+
+/// Holds a tun device open inside a namespace, as a running VPN client does: only then does
+/// it have carrier. Closes it when released.
+final class TunHolder: Sendable {
+    let fd: Int32
+
+    init(name: String, in ns: TestNamespace) throws {
+        fd = try NetworkNamespace.run(in: ns.path) { () -> Result<Int32, SystemError> in
+            let fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC)
+            guard fd >= 0 else { return .failure(SystemError("open /dev/net/tun")) }
+            // struct ifreq: char ifr_name[16]; short ifr_flags; padding to 40 bytes.
+            var request = [UInt8](repeating: 0, count: 40)
+            for (i, byte) in name.utf8.prefix(15).enumerated() { request[i] = byte }
+            let flags: UInt16 = 0x0001 | 0x1000  // IFF_TUN | IFF_NO_PI
+            request[16] = UInt8(flags & 0xFF)
+            request[17] = UInt8(flags >> 8)
+            let tunSetInterface: UInt = 0x4004_54CA  // TUNSETIFF
+            let result = request.withUnsafeMutableBytes { ioctl(fd, tunSetInterface, $0.baseAddress!) }
+            guard result == 0 else {
+                close(fd)
+                return .failure(SystemError("TUNSETIFF \(name)"))
+            }
+            return .success(fd)
+        }
+    }
+
+    deinit { close(fd) }
+}
