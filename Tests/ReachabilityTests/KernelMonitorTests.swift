@@ -81,7 +81,7 @@ extension KernelMonitorTests {
         try ns.ip("addr del 192.0.2.2/24 dev v6a")
         change = try await recorder.wait(for: "IPv4 address gone") { $0.host.state == .local && $0.generation > change.generation }
         #expect(monitor.snapshot.interface("v6a")?.addresses.contains { $0.address.family == 2 } == false)
-        try expectMatchesFreshDump(monitor, ns)
+        try await expectMatchesFreshDump(monitor, ns)
     }
 
     @Test func twoUplinksPrimaryIsKernelChoiceAvailableByKindPriority() async throws {
@@ -111,7 +111,7 @@ extension KernelMonitorTests {
         let wired = try await recorder.wait(for: "wired takes over") { $0.host.primaryInterface == "eth0" }
         #expect(wired.host.flags == [.reachable, .isWired])
         #expect(wired.host.state == .online)
-        try expectMatchesFreshDump(monitor, ns, rules: rules)
+        try await expectMatchesFreshDump(monitor, ns, rules: rules)
     }
 
     @Test func bridgeWithSubnetRouteOnlyNeverMakesHostOnline() async throws {
