@@ -8,6 +8,8 @@ protocol ReachabilitySource: Sendable {
     func snapshot() async throws -> ReachabilitySnapshot
     /// The current snapshot, then every change, until `stop()`.
     func updates() async throws -> AsyncStream<ReachabilityUpdate>
+    /// Checks an address (at once) or a host name (within `timeout`).
+    func check(_ target: String, timeout: Duration) async throws -> CheckResult
     /// Releases the source; pending update streams finish.
     func stop()
 }
@@ -22,5 +24,8 @@ struct InProcessSource: ReachabilitySource {
 
     func snapshot() -> ReachabilitySnapshot { monitor.snapshot }
     func updates() -> AsyncStream<ReachabilityUpdate> { monitor.updates() }
+    func check(_ target: String, timeout: Duration) async throws -> CheckResult {
+        try await monitor.check(target, timeout: timeout)
+    }
     func stop() { monitor.stop() }
 }

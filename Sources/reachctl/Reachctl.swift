@@ -18,13 +18,14 @@ struct Reachctl: AsyncParsableCommand {
             Examples:
               reachctl                     state, flags and usable interfaces
               reachctl interfaces          every interface: kind, flags, addresses
+              reachctl check example.org   can a packet get there now, and how
               reachctl monitor --json      the snapshot, then a JSON line per change
               reachctl status --netns ns1  the same question inside namespace ns1
               reachctl status >/dev/null && echo online
 
             Exit status: 0 online or success, 1 not online, 2 usage or runtime error.
             """,
-        subcommands: [StatusCommand.self, InterfacesCommand.self, MonitorCommand.self],
+        subcommands: [StatusCommand.self, InterfacesCommand.self, CheckCommand.self, MonitorCommand.self],
         defaultSubcommand: StatusCommand.self
     )
 

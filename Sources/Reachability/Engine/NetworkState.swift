@@ -30,6 +30,8 @@ public struct NetworkState: Sendable {
     /// the kernel can take a source address from any of them.
     private(set) var sourceCapable: [UInt8: Set<Int32>] = [:]
     private var dirty: Set<Int32> = []
+    /// Local address -> the link holding it, for `isLocalAddress` answers.
+    private(set) var addressOwners: [IPAddress: Int32] = [:]
 
     public init(classifier: Classifier = Classifier()) {
         self.classifier = classifier
@@ -90,6 +92,7 @@ public struct NetworkState: Sendable {
         case let .address(address):
             guard links[address.interfaceIndex] != nil else { return }
             links[address.interfaceIndex]?.addresses[address.key] = address
+            addressOwners[address.address] = address.interfaceIndex
             dirty.insert(address.interfaceIndex)
         case let .addressRemoved(address):
             removeAddress(address)
@@ -139,6 +142,9 @@ public struct NetworkState: Sendable {
 
     private mutating func removeLink(_ index: Int32) {
         guard let old = links.removeValue(forKey: index) else { return }
+        for key in old.addresses.keys where addressOwners[key.prefix.address] == index {
+            addressOwners.removeValue(forKey: key.prefix.address)
+        }
         if let master = old.link.master {
             ports[master]?.remove(index)
             dirty.insert(master)
@@ -151,6 +157,7 @@ public struct NetworkState: Sendable {
     private mutating func removeAddress(_ address: Address) {
         let index = address.interfaceIndex
         guard links[index]?.addresses.removeValue(forKey: address.key) != nil else { return }
+        if addressOwners[address.address] == index { addressOwners.removeValue(forKey: address.address) }
         dirty.insert(index)
         guard case .v4 = address.address else { return }
         // The kernel silently drops IPv4 routes that used this address as source, and every IPv4

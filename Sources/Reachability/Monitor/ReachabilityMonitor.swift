@@ -51,12 +51,13 @@ public final class ReachabilityMonitor: Sendable {
     /// monitor is valid from its first value: there is no "unknown until the first update".
     public init(configuration: MonitorConfiguration = MonitorConfiguration()) throws {
         let mirror = try KernelMirror(options: configuration.mirrorOptions)
+        let routes = try RouteQuery(namespacePath: configuration.namespacePath)
         try mirror.synchronize()
         _ = mirror.takeIncidents()
         let descriptor = mirror.monitorDescriptor
         let wakeup = eventfd(0, Int32(EFD_CLOEXEC))
         guard wakeup >= 0 else { throw SystemError("eventfd") }
-        let core = Core(mirror)
+        let core = Core(mirror, routes: routes)
         self.core = core
         self.wakeup = wakeup
         do {
@@ -103,6 +104,45 @@ public final class ReachabilityMonitor: Sendable {
         return stream
     }
 
+    /// Checks one address against the kernel's routing truth and the link states held here.
+    /// Never touches DNS and never waits: two system calls and a table lookup.
+    /// `0.0.0.0` and `::` answer "is there general connectivity".
+    public func check(address text: String) -> CheckResult {
+        let target: AddressTarget
+        switch AddressTarget.parse(text) {
+        case let .failure(error): return .invalid(text, error.description)
+        case let .success(parsed): target = parsed
+        }
+        var outputInterface: Int32?
+        switch target.scope {
+        case .none: break
+        case let .index(index): outputInterface = index
+        case let .name(name):
+            guard let index = withState({ $0.linkIndex(named: name) }) else {
+                return .invalid(text, "no interface named '\(name)' for the scope of '\(text)'")
+            }
+            outputInterface = index
+        }
+        if target.address.isUnspecified {
+            return withState { $0.evaluate(lookup: .failed(errno: 0), for: target.address, target: text) }
+        }
+        let lookup = core.routes.withLock { routes -> RouteLookup in
+            do throws(SystemError) {
+                return try routes.lookup(target.address, outputInterface: outputInterface)
+            } catch {
+                return .failed(errno: error.errno)
+            }
+        }
+        return withState { $0.evaluate(lookup: lookup, for: target.address, target: text) }
+    }
+
+    /// Checks an address at once, or a host name within `timeout`.
+    /// (Host names: asynchronous DNS, being integrated; until then they answer dnsFailure.)
+    public func check(_ target: String, timeout: Duration = .seconds(5)) async throws -> CheckResult {
+        if AddressTarget.looksLikeAddress(target) { return check(address: target) }
+        return CheckResult(target: target, reason: .dnsFailure, message: "host name checks are not available yet")
+    }
+
     /// Stops watching; every update stream finishes. Idempotent.
     public func stop() {
         let first = core.shared.withLock { shared -> Bool in
@@ -122,9 +162,12 @@ public final class ReachabilityMonitor: Sendable {
             var stopped = false
         }
         let shared: Mutex<Shared>
+        /// Route lookups have a socket of their own, so they never wait behind a dump.
+        let routes: Mutex<RouteQuery>
 
-        init(_ mirror: consuming sending KernelMirror) {
+        init(_ mirror: consuming sending KernelMirror, routes: consuming sending RouteQuery) {
             shared = Mutex(Shared(mirror: mirror))
+            self.routes = Mutex(routes)
         }
 
         /// The monitor thread: waits for netlink or the resync timer, applies, publishes.

@@ -9,7 +9,9 @@ public enum NetlinkDecoder {
         public var errors: [NetlinkDecodingError] = []
     }
 
-    public static func decode(_ datagram: UnsafeRawBufferPointer) -> Batch {
+    /// `acceptClonedRoutes`: route lookups (RTM_GETROUTE with RTA_DST) answer with a route the
+    /// kernel marks RTM_F_CLONED; in dumps and notifications such routes are cache entries to skip.
+    public static func decode(_ datagram: UnsafeRawBufferPointer, acceptClonedRoutes: Bool = false) -> Batch {
         let reader = ByteReader(datagram)
         var batch = Batch()
         var offset = 0
@@ -33,7 +35,7 @@ public enum NetlinkDecoder {
             }
             let header = NetlinkHeader(length: length, type: type, flags: flags, sequence: sequence, portID: portID)
             do {
-                let message = try decodeMessage(type: type, payload: payload)
+                let message = try decodeMessage(type: type, payload: payload, acceptClonedRoutes: acceptClonedRoutes)
                 batch.messages.append(DecodedMessage(header: header, message: message))
             } catch {
                 batch.errors.append(error)
@@ -47,7 +49,7 @@ public enum NetlinkDecoder {
         datagram.withUnsafeBytes { decode($0) }
     }
 
-    static func decodeMessage(type: UInt16, payload: ByteReader) throws(NetlinkDecodingError) -> RoutingMessage {
+    static func decodeMessage(type: UInt16, payload: ByteReader, acceptClonedRoutes: Bool = false) throws(NetlinkDecodingError) -> RoutingMessage {
         switch type {
         case RT.done: return .done
         case RT.error:
@@ -62,7 +64,7 @@ public enum NetlinkDecoder {
             guard let address = try decodeAddress(type: type, payload: payload) else { return .ignored(type: type) }
             return type == RT.newAddress ? .address(address) : .addressRemoved(address)
         case RT.newRoute, RT.delRoute:
-            guard let route = try decodeRoute(type: type, payload: payload) else { return .ignored(type: type) }
+            guard let route = try decodeRoute(type: type, payload: payload, acceptCloned: acceptClonedRoutes) else { return .ignored(type: type) }
             return type == RT.newRoute ? .route(route) : .routeRemoved(route)
         default:
             return .ignored(type: type)
@@ -163,7 +165,7 @@ public enum NetlinkDecoder {
     /// `struct rtnexthop`: len u16, flags u8, hops u8, ifindex i32.
     static let nextHopHeaderSize = 8
 
-    static func decodeRoute(type: UInt16, payload: ByteReader) throws(NetlinkDecodingError) -> Route? {
+    static func decodeRoute(type: UInt16, payload: ByteReader, acceptCloned: Bool = false) throws(NetlinkDecodingError) -> Route? {
         guard payload.count >= routeHeaderSize,
             let family = payload.integer(at: 0, as: UInt8.self),
             let destinationLength = payload.integer(at: 1, as: UInt8.self),
@@ -174,7 +176,7 @@ public enum NetlinkDecoder {
         else { throw .truncatedPayload(messageType: type, needed: routeHeaderSize, available: payload.count) }
         guard family == RT.familyIPv4 || family == RT.familyIPv6 else { return nil }
         // Cached clones (PMTU exceptions, redirects) are not FIB routes.
-        guard routeFlags & RT.routeCloned == 0 else { return nil }
+        guard acceptCloned || routeFlags & RT.routeCloned == 0 else { return nil }
 
         var table = UInt32(shortTable)
         var destination: IPAddress?

@@ -14,6 +14,33 @@ enum NetlinkRequest {
         return message
     }
 
+    /// RTM_GETROUTE for one destination (what `ip route get` sends): the kernel answers from its
+    /// FIB with policy rules applied, without ARP and without blocking. `outputInterface` pins a
+    /// scoped (link-local) destination to its link.
+    static func routeLookup(destination: IPAddress, outputInterface: Int32?, sequence: UInt32) -> [UInt8] {
+        let addressBytes = destination.bytes
+        var attributes: [UInt8] = []
+        appendAttribute(RT.routeDestination, addressBytes, to: &attributes)
+        if let outputInterface {
+            appendAttribute(RT.routeOutputInterface, withUnsafeBytes(of: outputInterface) { Array($0) }, to: &attributes)
+        }
+        let body = NetlinkDecoder.routeHeaderSize + attributes.count
+        var message = header(type: RT.getRoute, flags: RT.flagRequest, sequence: sequence, bodyLength: body)
+        // struct rtmsg: family, dst_len, src_len, tos, table, protocol, scope, type; flags u32.
+        message += [destination.family, UInt8(destination.bitWidth), 0, 0, 0, 0, 0, 0]
+        append(UInt32(0), to: &message)
+        message += attributes
+        return message
+    }
+
+    static func appendAttribute(_ type: UInt16, _ value: [UInt8], to bytes: inout [UInt8]) {
+        let length = 4 + value.count
+        append(UInt16(length), to: &bytes)
+        append(type, to: &bytes)
+        bytes += value
+        bytes += [UInt8](repeating: 0, count: netlinkAlign(length) - length)
+    }
+
     static func header(type: UInt16, flags: UInt16, sequence: UInt32, bodyLength: Int) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(NetlinkHeader.size + bodyLength)

@@ -56,3 +56,22 @@ extension ReachabilityChange {
             ])
     }
 }
+
+extension CheckResult {
+    /// `{"target":"example.org","flags":[...],"interface":"wlan0","addresses":[...],"reason":"",...}`:
+    /// the CheckAddress/CheckHost reply in lowerCamelCase. `reason` is "" when reachable, as on
+    /// D-Bus; `gateway`, `source` and `message` appear only when known.
+    public var json: JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("target", .string(target)),
+            ("flags", flags.json),
+            ("interface", .string(interface)),
+            ("addresses", .array(addresses.map { .string($0.description) })),
+            ("reason", .string(reason?.rawValue ?? "")),
+        ]
+        if let gateway { members.append(("gateway", .string(gateway.description))) }
+        if let source { members.append(("source", .string(source.description))) }
+        if let message { members.append(("message", .string(message))) }
+        return .object(members)
+    }
+}

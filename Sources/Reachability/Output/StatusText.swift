@@ -102,3 +102,25 @@ private func pad(_ text: String, to width: Int, right: Bool) -> String {
     let fill = String(repeating: " ", count: max(0, width - text.count))
     return right ? fill + text : text + fill
 }
+
+/// A check's verdict for people: the verdict line, then what it rests on.
+///
+///     203.0.113.5: reachable via eth0 (gateway 192.0.2.1, source 192.0.2.2) [reachable|isWired]
+///     example.test: not reachable: dnsNotFound (no such name)
+public func renderCheck(_ result: CheckResult) -> String {
+    let verdict = result.isReachable ? "reachable" : "not reachable"
+    var line = "\(result.target): \(verdict)"
+    if !result.interface.isEmpty { line += " via \(result.interface)" }
+    var details: [String] = []
+    if let gateway = result.gateway { details.append("gateway \(gateway)") }
+    if let source = result.source { details.append("source \(source)") }
+    if !details.isEmpty { line += " (" + details.joined(separator: ", ") + ")" }
+    if !result.flags.isEmpty { line += " [\(result.flags)]" }
+    if let reason = result.reason {
+        line += ": \(reason.rawValue)"
+        if let message = result.message { line += " (\(message))" }
+    }
+    let resolved = result.addresses.map(\.description)
+    if !resolved.isEmpty, resolved != [result.target] { line += "\n  addresses: " + resolved.joined(separator: ", ") }
+    return line
+}

@@ -1,0 +1,61 @@
+extension NetworkState {
+    /// The index of the visible-or-not link called `name`. Address checks resolve `%scope` with it.
+    public func linkIndex(named name: String) -> Int32? {
+        links.first { $0.value.link.name == name }?.key
+    }
+
+    public func linkName(index: Int32) -> String? { links[index]?.link.name }
+
+    /// Combines the kernel's answer for one destination with the link states held here.
+    /// `address` is the destination that was looked up.
+    public func evaluate(lookup: RouteLookup, for address: IPAddress, target: String) -> CheckResult {
+        var result = CheckResult(target: target, addresses: [address])
+        if address.isUnspecified {
+            return generalConnectivity(target: target, family: address.family)
+        }
+        let route: Route
+        switch lookup {
+        case .failed:
+            result.reason = .noRoute
+            return result
+        case let .route(found):
+            route = found
+        }
+        if route.type == .local {
+            // One of our own addresses: SC answers reachable, local and direct.
+            let owner = addressOwners[address]
+            result.flags = [.reachable, .isLocalAddress, .isDirect]
+            result.interface = owner.flatMap { links[$0]?.link.name } ?? ""
+            result.source = address
+            return result
+        }
+        let path = evaluate(route: route, family: address.family)
+        result.flags = path.flags
+        result.interface = path.interfaceName
+        result.reason = path.reason
+        result.gateway = path.gateway
+        result.source = route.preferredSource
+        if path.interfaceIndex != nil, path.gateway == nil { result.flags.insert(.isDirect) }
+        return result
+    }
+
+    /// `0.0.0.0` and `::`: "is there general connectivity" (SC semantics), from the kernel's
+    /// default route choice for that family.
+    func generalConnectivity(target: String, family: UInt8) -> CheckResult {
+        var result = CheckResult(target: target, addresses: [family == RT.familyIPv4 ? .anyV4 : .anyV6])
+        let path = kernelDefaultRoute(family: family).map { evaluate(route: $0, family: family) } ?? .noRoute
+        let fallback = host
+        if path.isReachable || fallback.primaryInterface.isEmpty {
+            result.flags = path.flags
+            result.interface = path.interfaceName
+            result.reason = path.reason
+            result.gateway = path.gateway
+        } else {
+            // This family has no way out, but the host does through the other one.
+            result.flags = fallback.flags
+            result.interface = fallback.primaryInterface
+            result.reason = fallback.flags.contains(.reachable) ? nil : path.reason
+        }
+        return result
+    }
+}

@@ -1,0 +1,61 @@
+/// An address as a caller may write it: `192.0.2.1`, `2001:db8::1`, `[2001:db8::1]`,
+/// `fe80::1%eth0` (scoped link-local, by name or index), or `::ffff:192.0.2.1` (taken as IPv4).
+public struct AddressTarget: Hashable, Sendable {
+    public var address: IPAddress
+    /// The interface named by a `%scope` suffix.
+    public var scope: Scope?
+
+    public enum Scope: Hashable, Sendable {
+        case name(String)
+        case index(Int32)
+    }
+
+    public init(address: IPAddress, scope: Scope? = nil) {
+        self.address = address
+        self.scope = scope
+    }
+
+    /// The longest text worth parsing: a full IPv6 address, a scope of IFNAMSIZ, brackets.
+    static let maximumLength = 64
+
+    public enum ParseError: Error, Hashable, Sendable, CustomStringConvertible {
+        case empty
+        case tooLong(length: Int)
+        case invalidScope(String)
+        case notAnAddress(String)
+
+        public var description: String {
+            switch self {
+            case .empty: "empty target"
+            case let .tooLong(length): "target is \(length) characters long; an address has at most \(AddressTarget.maximumLength)"
+            case let .invalidScope(text): "invalid scope in '\(text)': write an interface name or index after '%', as in fe80::1%eth0"
+            case let .notAnAddress(text): "'\(text)' is not an IPv4 or IPv6 address"
+            }
+        }
+    }
+
+    /// Parses `text`; nil-free: every failure names what was wrong.
+    public static func parse(_ text: String) -> Result<AddressTarget, ParseError> {
+        guard !text.isEmpty else { return .failure(.empty) }
+        guard text.utf8.count <= maximumLength else { return .failure(.tooLong(length: text.utf8.count)) }
+        var body = Substring(text)
+        if body.hasPrefix("["), body.hasSuffix("]") { body = body.dropFirst().dropLast() }
+        var scope: Scope?
+        if let percent = body.firstIndex(of: "%") {
+            let name = body[body.index(after: percent)...]
+            body = body[..<percent]
+            guard !name.isEmpty, name.utf8.count <= 15, !name.contains("/"), body.contains(":") else {
+                return .failure(.invalidScope(text))
+            }
+            if let index = Int32(name), index > 0 { scope = .index(index) } else { scope = .name(String(name)) }
+        }
+        guard var address = IPAddress(String(body)) else { return .failure(.notAnAddress(text)) }
+        if let v4 = address.unmappedV4 { address = v4 }
+        return .success(AddressTarget(address: address, scope: scope))
+    }
+
+    /// Whether `text` looks like an address rather than a host name (digits and dots, or a colon).
+    public static func looksLikeAddress(_ text: String) -> Bool {
+        text.contains(":") || (!text.isEmpty && text.allSatisfy { $0.isNumber || $0 == "." })
+    }
+}
