@@ -23,7 +23,7 @@ extension NetworkState {
         }
         if route.type == .local {
             // One of our own addresses: SC answers reachable, local and direct.
-            let owner = addressOwners[address]
+            let owner = addressOwners[address]?.min()
             result.flags = [.reachable, .isLocalAddress, .isDirect]
             result.interface = owner.flatMap { links[$0]?.link.name } ?? ""
             result.source = address

@@ -30,8 +30,12 @@ public struct NetworkState: Sendable {
     /// the kernel can take a source address from any of them.
     private(set) var sourceCapable: [UInt8: Set<Int32>] = [:]
     private var dirty: Set<Int32> = []
-    /// Local address -> the link holding it, for `isLocalAddress` answers.
-    private(set) var addressOwners: [IPAddress: Int32] = [:]
+    /// Local address -> the links holding it (the kernel allows one address on several links),
+    /// for naming the interface of `isLocalAddress` answers.
+    private(set) var addressOwners: [IPAddress: Set<Int32>] = [:]
+    /// The kernel's replace identity (table, destination, metric, TOS) -> the routes in that slot,
+    /// so NLM_F_REPLACE finds the route it replaces whatever link either one uses.
+    private var routesBySlot: [RouteSlot: Set<Route.Key>] = [:]
 
     public init(classifier: Classifier = Classifier()) {
         self.classifier = classifier
@@ -92,7 +96,7 @@ public struct NetworkState: Sendable {
         case let .address(address):
             guard links[address.interfaceIndex] != nil else { return }
             links[address.interfaceIndex]?.addresses[address.key] = address
-            addressOwners[address.address] = address.interfaceIndex
+            addressOwners[address.address, default: []].insert(address.interfaceIndex)
             dirty.insert(address.interfaceIndex)
         case let .addressRemoved(address):
             removeAddress(address)
@@ -142,9 +146,7 @@ public struct NetworkState: Sendable {
 
     private mutating func removeLink(_ index: Int32) {
         guard let old = links.removeValue(forKey: index) else { return }
-        for key in old.addresses.keys where addressOwners[key.prefix.address] == index {
-            addressOwners.removeValue(forKey: key.prefix.address)
-        }
+        for key in old.addresses.keys { removeOwner(index, of: key.prefix.address) }
         if let master = old.link.master {
             ports[master]?.remove(index)
             dirty.insert(master)
@@ -157,7 +159,7 @@ public struct NetworkState: Sendable {
     private mutating func removeAddress(_ address: Address) {
         let index = address.interfaceIndex
         guard links[index]?.addresses.removeValue(forKey: address.key) != nil else { return }
-        if addressOwners[address.address] == index { addressOwners.removeValue(forKey: address.address) }
+        removeOwner(index, of: address.address)
         dirty.insert(index)
         guard case .v4 = address.address else { return }
         // The kernel silently drops IPv4 routes that used this address as source, and every IPv4
@@ -169,10 +171,16 @@ public struct NetworkState: Sendable {
         }
     }
 
+    private mutating func removeOwner(_ index: Int32, of address: IPAddress) {
+        addressOwners[address]?.remove(index)
+        if addressOwners[address]?.isEmpty == true { addressOwners.removeValue(forKey: address) }
+    }
+
     private mutating func insertRoute(_ route: Route) {
         guard route.table != Route.localTable else { return }
         let key = route.key
         routes[key] = route
+        routesBySlot[RouteSlot(route), default: []].insert(key)
         for hop in route.nextHops {
             if let index = hop.interfaceIndex { routesByInterface[index, default: []].insert(key) }
         }
@@ -182,7 +190,10 @@ public struct NetworkState: Sendable {
     }
 
     private mutating func removeRoute(_ key: Route.Key) {
-        guard routes.removeValue(forKey: key) != nil else { return }
+        guard let route = routes.removeValue(forKey: key) else { return }
+        let slot = RouteSlot(route)
+        routesBySlot[slot]?.remove(key)
+        if routesBySlot[slot]?.isEmpty == true { routesBySlot.removeValue(forKey: slot) }
         for hop in key.nextHops {
             if let index = hop.interfaceIndex { routesByInterface[index]?.remove(key) }
         }
@@ -190,15 +201,7 @@ public struct NetworkState: Sendable {
     }
 
     private mutating func removeRoutes(inSlotOf route: Route) {
-        let candidates: [Route.Key]
-        if route.destination.isDefault {
-            candidates = Array(defaultRoutes)
-        } else {
-            candidates = route.nextHops.compactMap(\.interfaceIndex).flatMap { Array(routesByInterface[$0] ?? []) }
-        }
-        for key in candidates where key != route.key {
-            if let other = routes[key], other.occupiesSameSlot(as: route) { removeRoute(key) }
-        }
+        for key in routesBySlot[RouteSlot(route)] ?? [] where key != route.key { removeRoute(key) }
     }
 
     private mutating func removeRoutes(through index: Int32) {
@@ -318,4 +321,19 @@ extension NetworkState {
 
     /// The number of links known, visible or not.
     public var linkCount: Int { links.count }
+}
+
+/// The kernel's identity for NLM_F_REPLACE: the same table, destination, metric and TOS.
+struct RouteSlot: Hashable, Sendable {
+    var table: UInt32
+    var destination: IPPrefix
+    var metric: UInt32
+    var tos: UInt8
+
+    init(_ route: Route) {
+        table = route.table
+        destination = route.destination
+        metric = route.metric
+        tos = route.tos
+    }
 }

@@ -40,11 +40,6 @@ public struct Route: Hashable, Sendable {
     public var key: Key {
         Key(table: table, destination: destination, metric: metric, tos: tos, nextHops: nextHops)
     }
-
-    /// The kernel's replace identity: the same slot, whatever the next hops.
-    public func occupiesSameSlot(as other: Route) -> Bool {
-        table == other.table && destination == other.destination && metric == other.metric && tos == other.tos
-    }
 }
 
 public struct NextHop: Hashable, Sendable {
