@@ -15,9 +15,21 @@ let package = Package(
     targets: [
         // Kernel headers and the NLMSG_*/RTA_* macros Swift cannot import; no logic.
         .target(name: "CNetlink"),
+        // libsystemd: sd-bus, sd-event, sd-daemon, and vtable constructors Swift cannot import.
+        .systemLibrary(
+            name: "CSystemd",
+            pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
+        // c-ares, the asynchronous DNS resolver behind host checks; no logic.
+        .systemLibrary(
+            name: "CAres",
+            pkgConfig: "libcares",
+            providers: [.apt(["libc-ares-dev"])]
+        ),
         .target(
             name: "Reachability",
-            dependencies: ["CNetlink"]
+            dependencies: ["CNetlink", "CAres", "CSystemd"]
         ),
         .executableTarget(
             name: "reachd",

@@ -16,6 +16,10 @@ public struct MonitorConfiguration: Sendable {
     public var namespacePath: String? = nil
     /// The monitor socket's receive buffer. Tests make it tiny to force overruns.
     public var receiveBufferBytes: Int32 = 8 << 20
+    /// The resolv.conf host checks read (again for every lookup); nil for the system's.
+    public var resolvConfPath: String? = nil
+    /// Host lookups running at once; more wait their turn (never past their deadline).
+    public var maximumConcurrentLookups = 64
 
     public init() {}
 
@@ -45,25 +49,39 @@ public enum ReachabilityUpdate: Sendable {
 /// ties up Swift's cooperative pool.
 public final class ReachabilityMonitor: Sendable {
     private let core: Core
-    private let wakeup: Int32
 
     /// Opens the netlink sockets and completes the first sync before returning, so the
     /// monitor is valid from its first value: there is no "unknown until the first update".
     public init(configuration: MonitorConfiguration = MonitorConfiguration()) throws {
-        let mirror = try KernelMirror(options: configuration.mirrorOptions)
-        let routes = try RouteQuery(namespacePath: configuration.namespacePath)
-        try mirror.synchronize()
-        _ = mirror.takeIncidents()
-        let descriptor = mirror.monitorDescriptor
-        let wakeup = eventfd(0, Int32(EFD_CLOEXEC))
-        guard wakeup >= 0 else { throw SystemError("eventfd") }
-        let core = Core(mirror, routes: routes)
+        let observer = try NetworkObserver(configuration: configuration)
+        let descriptor = observer.netlinkDescriptor
+        let core = try Core(observer)
         self.core = core
-        self.wakeup = wakeup
+        let wakeup = core.wakeup
+        let resolverOptions = HostResolver.Options(
+            maxConcurrent: configuration.maximumConcurrentLookups, resolvConfPath: configuration.resolvConfPath)
+        // The thread enters the watched namespace, so the DNS sockets it opens live there too.
+        var namespace: Int32?
+        if let path = configuration.namespacePath {
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw SystemError("open network namespace \(path)") }
+            namespace = fd
+        }
+        let namespaceDescriptor = namespace
         do {
-            try DedicatedThread.start { core.run(descriptor: descriptor, wakeup: wakeup) }
+            try DedicatedThread.start {
+                if let namespaceDescriptor {
+                    let entered = cnetlink_setns(namespaceDescriptor, cnetlink_clone_newnet()) == 0
+                    close(namespaceDescriptor)
+                    guard entered else {
+                        core.failHostChecks(because: "cannot enter the network namespace: \(SystemError("setns"))")
+                        return core.run(descriptor: descriptor, wakeup: wakeup, resolver: nil)
+                    }
+                }
+                core.run(descriptor: descriptor, wakeup: wakeup, resolver: resolverOptions)
+            }
         } catch {
-            close(wakeup)
+            if let namespace { close(namespace) }
             throw error
         }
     }
@@ -72,23 +90,23 @@ public final class ReachabilityMonitor: Sendable {
 
     /// The current picture.
     public var snapshot: ReachabilitySnapshot {
-        core.shared.withLock { $0.mirror.state.snapshot }
+        core.shared.withLock { $0.observer.snapshot }
     }
 
     /// Reads the current state under the monitor's lock (address checks, tests).
     func withState<T>(_ body: (borrowing NetworkState) -> T) -> T {
-        core.shared.withLock { body($0.mirror.state) }
+        core.shared.withLock { body($0.observer.state) }
     }
 
     /// How many times the monitor re-dumped the kernel's state after an overrun (and at start).
-    public var resyncCount: Int { core.shared.withLock { $0.mirror.resyncCount } }
+    public var resyncCount: Int { core.shared.withLock { $0.observer.resyncCount } }
 
     /// The current snapshot, then every change, until `stop()` or the stream is dropped.
     public func updates() -> AsyncStream<ReachabilityUpdate> {
         let (stream, continuation) = AsyncStream.makeStream(of: ReachabilityUpdate.self, bufferingPolicy: .unbounded)
         let id = core.shared.withLock { shared -> UInt64? in
             guard !shared.stopped else { return nil }
-            continuation.yield(.snapshot(shared.mirror.state.snapshot))
+            continuation.yield(.snapshot(shared.observer.snapshot))
             shared.nextID += 1
             shared.subscribers[shared.nextID] = continuation
             return shared.nextID
@@ -108,40 +126,36 @@ public final class ReachabilityMonitor: Sendable {
     /// Never touches DNS and never waits: two system calls and a table lookup.
     /// `0.0.0.0` and `::` answer "is there general connectivity".
     public func check(address text: String) -> CheckResult {
-        let target: AddressTarget
-        switch AddressTarget.parse(text) {
-        case let .failure(error): return .invalid(text, error.description)
-        case let .success(parsed): target = parsed
-        }
-        var outputInterface: Int32?
-        switch target.scope {
-        case .none: break
-        case let .index(index): outputInterface = index
-        case let .name(name):
-            guard let index = withState({ $0.linkIndex(named: name) }) else {
-                return .invalid(text, "no interface named '\(name)' for the scope of '\(text)'")
-            }
-            outputInterface = index
-        }
-        if target.address.isUnspecified {
-            return withState { $0.evaluate(lookup: .failed(errno: 0), for: target.address, target: text) }
-        }
-        let lookup = core.routes.withLock { routes -> RouteLookup in
-            do throws(SystemError) {
-                return try routes.lookup(target.address, outputInterface: outputInterface)
-            } catch {
-                return .failed(errno: error.errno)
-            }
-        }
-        return withState { $0.evaluate(lookup: lookup, for: target.address, target: text) }
+        core.shared.withLock { $0.observer.check(address: text) }
     }
 
     /// Checks an address at once, or a host name within `timeout`.
-    /// (Host names: asynchronous DNS, being integrated; until then they answer dnsFailure.)
     public func check(_ target: String, timeout: Duration = .seconds(5)) async throws -> CheckResult {
         if AddressTarget.looksLikeAddress(target) { return check(address: target) }
-        return CheckResult(target: target, reason: .dnsFailure, message: "host name checks are not available yet")
+        return try await check(host: target, deadline: .now + timeout)
     }
+
+    /// Resolves `host` (A and AAAA; /etc/hosts, then DNS) and checks its addresses. Answers by
+    /// `deadline` whatever DNS does: `dnsTimeout` then. Answers at once, without a query, when
+    /// no nameserver is routable. Cancelling the calling task ends the check (`CheckCancelled`).
+    public func check(host: String, deadline: ContinuousClock.Instant) async throws -> CheckResult {
+        if case let .failure(error) = HostName.validate(host) { return .invalid(host, error.description) }
+        let id = core.nextCheckID()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<CheckResult, any Error>) in
+                let request = HostCheckRequest(id: id, name: host, deadline: deadline) { result in
+                    continuation.resume(with: result.mapError { $0 as any Error })
+                }
+                if !core.submit(.check(request)) { continuation.resume(throwing: CheckCancelled()) }
+                wake()
+            }
+        } onCancel: {
+            _ = core.submit(.cancel(id))
+            wake()
+        }
+    }
+
+    private func wake() { core.wake() }
 
     /// Stops watching; every update stream finishes. Idempotent.
     public func stop() {
@@ -150,55 +164,126 @@ public final class ReachabilityMonitor: Sendable {
             return !shared.stopped
         }
         guard first else { return }
-        var one: UInt64 = 1
-        _ = write(wakeup, &one, 8)
+        wake()
     }
 
     final class Core: Sendable {
         struct Shared: ~Copyable {
-            var mirror: KernelMirror
+            var observer: NetworkObserver
             var subscribers: [UInt64: AsyncStream<ReachabilityUpdate>.Continuation] = [:]
             var nextID: UInt64 = 0
             var stopped = false
         }
         let shared: Mutex<Shared>
-        /// Route lookups have a socket of their own, so they never wait behind a dump.
-        let routes: Mutex<RouteQuery>
+        /// Work for the monitor's thread from other threads; `nil` once the thread is gone.
+        let inbox = Mutex<[LoopRequest]?>([])
+        let checkIDs = Atomic<UInt64>(0)
 
-        init(_ mirror: consuming sending KernelMirror, routes: consuming sending RouteQuery) {
-            shared = Mutex(Shared(mirror: mirror))
-            self.routes = Mutex(routes)
+        enum LoopRequest: Sendable {
+            case check(HostCheckRequest)
+            case cancel(UInt64)
         }
 
-        /// The monitor thread: waits for netlink or the resync timer, applies, publishes.
-        func run(descriptor: Int32, wakeup: Int32) {
-            var fds = [
-                pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
-                pollfd(fd: wakeup, events: Int16(POLLIN), revents: 0),
-            ]
+        func nextCheckID() -> UInt64 { checkIDs.add(1, ordering: .relaxed).newValue }
+
+        /// Queues work for the thread; false when the monitor has stopped.
+        func submit(_ request: LoopRequest) -> Bool {
+            inbox.withLock { inbox in
+                guard inbox != nil else { return false }
+                inbox!.append(request)
+                return true
+            }
+        }
+
+        /// An eventfd that wakes the thread for new work or to stop. Owned here, so it outlives
+        /// both the thread and the monitor, whichever ends last.
+        let wakeup: Int32
+
+        init(_ observer: consuming sending NetworkObserver) throws(SystemError) {
+            let wakeup = eventfd(0, Int32(EFD_CLOEXEC))
+            guard wakeup >= 0 else { throw SystemError("eventfd") }
+            self.wakeup = wakeup
+            shared = Mutex(Shared(observer: observer))
+        }
+
+        deinit { close(wakeup) }
+
+        func wake() {
+            var one: UInt64 = 1
+            _ = write(wakeup, &one, 8)
+        }
+
+        /// The monitor thread: one poll(2) over netlink, the wake-up eventfd and the resolver's
+        /// sockets, with the earliest of the resync and resolver deadlines as its timeout.
+        /// Set once when host checks cannot work at all on this thread.
+        let hostCheckFailure = Mutex<String?>(nil)
+
+        func failHostChecks(because reason: String) { hostCheckFailure.withLock { $0 = reason } }
+
+        func run(descriptor: Int32, wakeup: Int32, resolver options: HostResolver.Options?) {
+            let hosts = HostChecks(options: options, failure: hostCheckFailure.withLock { $0 }) { [unowned self] addresses, target in
+                self.shared.withLock { $0.observer.evaluate(addresses: addresses, target: target) }
+            }
             while true {
-                let timeout = shared.withLock { shared -> Int32 in
-                    guard let deadline = shared.mirror.resyncDeadline else { return -1 }
-                    let remaining = ContinuousClock.now.duration(to: deadline)
-                    return remaining <= .zero ? 0 : Int32(remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000 + 1)
+                let resolverDescriptors = hosts.descriptors
+                var fds = [
+                    pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
+                    pollfd(fd: wakeup, events: Int16(POLLIN), revents: 0),
+                ]
+                for watched in resolverDescriptors {
+                    let events = (watched.readable ? Int16(POLLIN) : 0) | (watched.writable ? Int16(POLLOUT) : 0)
+                    fds.append(pollfd(fd: watched.fd, events: events, revents: 0))
                 }
-                let ready = poll(&fds, 2, timeout)
+                let resync = shared.withLock { $0.observer.resyncDeadline }
+                let deadline = [resync, hosts.nextDeadline].compactMap { $0 }.min()
+                let ready = poll(&fds, nfds_t(fds.count), Self.timeout(until: deadline))
                 if ready < 0 && errno != EINTR { break }
-                if fds[1].revents != 0 { break }
+                if fds[1].revents != 0 {
+                    var count: UInt64 = 0
+                    _ = read(wakeup, &count, 8)
+                }
+                if shared.withLock({ $0.stopped }) { break }
+
+                for request in inbox.withLock({ inbox in defer { inbox = [] }; return inbox ?? [] }) {
+                    switch request {
+                    case let .check(check): hosts.start(check)
+                    case let .cancel(id): hosts.cancel(id)
+                    }
+                }
                 shared.withLock { shared in
-                    let change = fds[0].revents != 0 ? shared.mirror.readAvailable() : shared.mirror.resyncIfDue()
-                    _ = shared.mirror.takeIncidents()
+                    let change = fds[0].revents != 0 ? shared.observer.readAvailable() : shared.observer.resyncIfDue()
+                    _ = shared.observer.takeIncidents()
                     if let change {
                         for subscriber in shared.subscribers.values { subscriber.yield(.change(change)) }
                     }
                 }
+                for (offset, watched) in resolverDescriptors.enumerated() {
+                    let revents = fds[offset + 2].revents
+                    guard revents != 0 else { continue }
+                    let readable = revents & Int16(POLLIN | POLLERR | POLLHUP) != 0
+                    hosts.process(fd: watched.fd, readable: readable, writable: revents & Int16(POLLOUT) != 0)
+                }
+                hosts.processTimeouts()
             }
+            for request in inbox.withLock({ inbox in defer { inbox = nil }; return inbox ?? [] }) {
+                if case let .check(check) = request { check.completion(.failure(CheckCancelled())) }
+            }
+            hosts.cancelAll()
             let subscribers = shared.withLock { shared in
                 defer { shared.subscribers.removeAll() }
                 return Array(shared.subscribers.values)
             }
             for subscriber in subscribers { subscriber.finish() }
-            close(wakeup)
+        }
+
+        /// poll(2)'s timeout in milliseconds, rounded up so a deadline is never woken for early.
+        static func timeout(until deadline: ContinuousClock.Instant?) -> Int32 {
+            guard let deadline else { return -1 }
+            let remaining = ContinuousClock.now.duration(to: deadline)
+            guard remaining > .zero else { return 0 }
+            let (seconds, attoseconds) = remaining.components
+            let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+            return Int32(clamping: milliseconds)
         }
     }
 }

@@ -111,6 +111,11 @@ final class KernelMirror {
         return state.apply(events)
     }
 
+    /// Re-classifies every link with new configuration (a reload).
+    func reclassify(with classifier: Classifier) -> ReachabilityChange? {
+        state.reclassify(with: classifier)
+    }
+
     /// Runs the pending resync if it is due; for the driver's timer.
     func resyncIfDue() -> ReachabilityChange? {
         guard let deadline = resyncDeadline, deadline <= .now else { return nil }

@@ -33,4 +33,13 @@ public enum NetworkNamespace {
         }
         return try result.get()
     }
+
+    /// Moves the calling thread into the namespace at `path`. Only for a thread the caller owns
+    /// for good (reachd's main thread): never a pooled one.
+    public static func enter(_ path: String) throws(SystemError) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw SystemError("open network namespace \(path)") }
+        defer { close(fd) }
+        guard cnetlink_setns(fd, cnetlink_clone_newnet()) == 0 else { throw SystemError("setns \(path)") }
+    }
 }

@@ -1,0 +1,224 @@
+import CSystemd
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An sd_bus_message this side holds a reference to (a reply, or a call answered later).
+public final class OwnedBusMessage {
+    public let message: BusMessage
+
+    /// Takes over a reference the caller already owns.
+    init(adopting pointer: OpaquePointer) { message = BusMessage(pointer) }
+
+    /// Adds a reference to a borrowed message (to answer a call after its handler returned).
+    public init(retaining message: BusMessage) {
+        sd_bus_message_ref(message.pointer)
+        self.message = message
+    }
+
+    deinit { sd_bus_message_unref(message.pointer) }
+}
+
+/// A registration on the bus (object, match, name request); removed when released.
+public final class BusSlot {
+    private var slot: OpaquePointer?
+    private let keepAlive: AnyObject?
+
+    init(_ slot: OpaquePointer?, keepAlive: AnyObject? = nil) {
+        self.slot = slot
+        self.keepAlive = keepAlive
+    }
+
+    deinit { if let slot { sd_bus_slot_unref(slot) } }
+}
+
+/// A connection to a D-Bus bus. The daemon attaches it to its `EventLoop`; reachctl uses the
+/// synchronous `call` with a timeout. One thread only.
+public final class BusConnection {
+    public let bus: OpaquePointer
+
+    public enum Address: Sendable, Hashable {
+        /// The system bus (`DBUS_SYSTEM_BUS_ADDRESS` honoured).
+        case system
+        /// The user's session bus.
+        case user
+        /// An explicit address (`unix:path=...`), for tests and development.
+        case address(String)
+    }
+
+    public init(_ address: Address, description: String) throws(BusError) {
+        var bus: OpaquePointer?
+        var result: Int32
+        switch address {
+        case .system: result = sd_bus_open_system_with_description(&bus, description)
+        case .user: result = sd_bus_open_user_with_description(&bus, description)
+        case let .address(text):
+            result = sd_bus_new(&bus)
+            if result >= 0, let bus {
+                sd_bus_set_description(bus, description)
+                result = sd_bus_set_address(bus, text)
+                if result >= 0 { result = sd_bus_set_bus_client(bus, 1) }
+                if result >= 0 { result = sd_bus_start(bus) }
+                if result < 0 { sd_bus_unref(bus) }
+            }
+        }
+        guard result >= 0, let bus else { throw BusError("connect to the \(address) bus", code: result) }
+        self.bus = bus
+    }
+
+    deinit { sd_bus_flush_close_unref(bus) }
+
+    public var uniqueName: String? {
+        var name: UnsafePointer<CChar>?
+        guard sd_bus_get_unique_name(bus, &name) >= 0, let name else { return nil }
+        return String(cString: name)
+    }
+
+    /// Hands the connection's fd and timers to the loop. When the bus goes away the loop exits
+    /// with a failure code, so systemd restarts the daemon.
+    public func attach(to loop: EventLoop) throws(BusError) {
+        let result = sd_bus_attach_event(bus, loop.event, 0)
+        guard result >= 0 else { throw BusError("attach the bus to the event loop", code: result) }
+        sd_bus_set_exit_on_disconnect(bus, 1)
+    }
+
+    // MARK: serving
+
+    /// Asks for `name` without waiting; `handler` learns whether we got it.
+    public func requestName(_ name: String, _ handler: @escaping (Result<Void, BusError>) -> Void) throws(BusError) -> BusSlot {
+        let box = ReplyHandler { message, error in
+            if let error { handler(.failure(error)) } else { _ = message; handler(.success(())) }
+        }
+        var slot: OpaquePointer?
+        let context = Unmanaged.passUnretained(box).toOpaque()
+        let result = sd_bus_request_name_async(bus, &slot, name, 0, replyTrampoline, context)
+        guard result >= 0 else { throw BusError("request the name \(name)", code: result) }
+        return BusSlot(slot, keepAlive: box)
+    }
+
+    /// Calls `handler` for every matching signal, without a synchronous round trip for the match.
+    public func matchSignal(
+        sender: String?, path: String?, interface: String?, member: String?,
+        _ handler: @escaping (BusMessage) -> Void
+    ) throws(BusError) -> BusSlot {
+        let box = ReplyHandler { message, _ in if let message { handler(message) } }
+        var slot: OpaquePointer?
+        let context = Unmanaged.passUnretained(box).toOpaque()
+        let result = sd_bus_match_signal_async(bus, &slot, sender, path, interface, member, replyTrampoline, nil, context)
+        guard result >= 0 else { throw BusError("add a signal match", code: result) }
+        return BusSlot(slot, keepAlive: box)
+    }
+
+    /// Serves `object` at `path` with `vtable`.
+    public func add(_ object: any BusObject, at path: String, interface: String, vtable: BusVTable) throws(BusError) -> BusSlot {
+        let registration = BusRegistration(object: object, vtable: vtable)
+        var slot: OpaquePointer?
+        let context = Unmanaged.passUnretained(registration).toOpaque()
+        let result = sd_bus_add_object_vtable(bus, &slot, path, interface, vtable.entries.baseAddress, context)
+        guard result >= 0 else { throw BusError("serve \(interface) at \(path)", code: result) }
+        return BusSlot(slot, keepAlive: registration)
+    }
+
+    /// Sends a method return for `call`, with arguments appended by `build`.
+    public func reply(to call: BusMessage, _ build: (BusMessage) throws(BusError) -> Void) throws(BusError) {
+        var reply: OpaquePointer?
+        var result = sd_bus_message_new_method_return(call.pointer, &reply)
+        guard result >= 0, let reply else { throw BusError("create a reply", code: result) }
+        defer { sd_bus_message_unref(reply) }
+        try build(BusMessage(reply))
+        result = sd_bus_send(bus, reply, nil)
+        guard result >= 0 else { throw BusError("send a reply", code: result) }
+    }
+
+    /// Sends an error reply for `call`.
+    public func reply(to call: BusMessage, error: BusError) {
+        var value = csystemd_error_null()
+        sd_bus_error_set(&value, error.name, error.message)
+        sd_bus_reply_method_error(call.pointer, &value)
+        sd_bus_error_free(&value)
+    }
+
+    public func emitSignal(path: String, interface: String, member: String, _ build: (BusMessage) throws(BusError) -> Void) throws(BusError) {
+        var signal: OpaquePointer?
+        var result = sd_bus_message_new_signal(bus, &signal, path, interface, member)
+        guard result >= 0, let signal else { throw BusError("create signal \(member)", code: result) }
+        defer { sd_bus_message_unref(signal) }
+        try build(BusMessage(signal))
+        result = sd_bus_send(bus, signal, nil)
+        guard result >= 0 else { throw BusError("send signal \(member)", code: result) }
+    }
+
+    /// org.freedesktop.DBus.Properties.PropertiesChanged for `names` (values read from the vtable).
+    public func emitPropertiesChanged(path: String, interface: String, names: [String]) {
+        var pointers = names.map { strdup($0) } + [nil]
+        defer { for pointer in pointers { free(pointer) } }
+        _ = pointers.withUnsafeMutableBufferPointer { sd_bus_emit_properties_changed_strv(bus, path, interface, $0.baseAddress) }
+    }
+
+    // MARK: calling (clients)
+
+    /// A method call and its reply, waiting at most `timeout`.
+    public func call(
+        destination: String, path: String, interface: String, member: String, timeout: Duration,
+        _ build: (BusMessage) throws(BusError) -> Void = { _ in }
+    ) throws(BusError) -> OwnedBusMessage {
+        var call: OpaquePointer?
+        var result = sd_bus_message_new_method_call(bus, &call, destination, path, interface, member)
+        guard result >= 0, let call else { throw BusError("create call \(member)", code: result) }
+        defer { sd_bus_message_unref(call) }
+        try build(BusMessage(call))
+        var error = csystemd_error_null()
+        var reply: OpaquePointer?
+        let (seconds, attoseconds) = timeout.components
+        let usec = UInt64(max(0, seconds)) * 1_000_000 + UInt64(max(0, attoseconds)) / 1_000_000_000_000
+        result = sd_bus_call(bus, call, usec, &error, &reply)
+        guard result >= 0, let reply else { throw BusError(consuming: &error, operation: "call \(member)", code: result) }
+        return OwnedBusMessage(adopting: reply)
+    }
+
+    /// Adds a match synchronously (clients, before they start waiting).
+    public func addMatch(_ rule: String, _ handler: @escaping (BusMessage) -> Void) throws(BusError) -> BusSlot {
+        let box = ReplyHandler { message, _ in if let message { handler(message) } }
+        var slot: OpaquePointer?
+        let context = Unmanaged.passUnretained(box).toOpaque()
+        let result = sd_bus_add_match(bus, &slot, rule, replyTrampoline, context)
+        guard result >= 0 else { throw BusError("add match \(rule)", code: result) }
+        return BusSlot(slot, keepAlive: box)
+    }
+
+    /// Processes what is queued; true when something was done (call again before waiting).
+    public func process() throws(BusError) -> Bool {
+        let result = sd_bus_process(bus, nil)
+        guard result >= 0 else { throw BusError("process bus messages", code: result) }
+        return result > 0
+    }
+
+    /// Waits up to `timeout` for bus activity.
+    public func wait(timeout: Duration) throws(BusError) {
+        let (seconds, attoseconds) = timeout.components
+        let usec = UInt64(max(0, seconds)) * 1_000_000 + UInt64(max(0, attoseconds)) / 1_000_000_000_000
+        let result = sd_bus_wait(bus, usec)
+        guard result >= 0 || result == -EINTR else { throw BusError("wait for the bus", code: result) }
+    }
+
+    public var fileDescriptor: Int32 { sd_bus_get_fd(bus) }
+}
+
+/// The Swift closure behind an asynchronous reply, a match or a name request.
+final class ReplyHandler {
+    let body: (BusMessage?, BusError?) -> Void
+    init(_ body: @escaping (BusMessage?, BusError?) -> Void) { self.body = body }
+}
+
+let replyTrampoline: sd_bus_message_handler_t = { message, context, _ in
+    guard let message, let context else { return 0 }
+    let handler = Unmanaged<ReplyHandler>.fromOpaque(context).takeUnretainedValue()
+    if let error = sd_bus_message_get_error(message), sd_bus_error_is_set(error) != 0 {
+        let name = error.pointee.name.map { String(cString: $0) } ?? "org.freedesktop.DBus.Error.Failed"
+        let text = error.pointee.message.map { String(cString: $0) } ?? name
+        handler.body(nil, BusError(name: name, message: text))
+    } else {
+        handler.body(BusMessage(message), nil)
+    }
+    return 0
+}

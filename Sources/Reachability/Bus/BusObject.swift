@@ -1,0 +1,108 @@
+import CSystemd
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How a method call is answered.
+public enum BusReply {
+    /// Reply now with the arguments `build` appends.
+    case now((BusMessage) throws(BusError) -> Void)
+    /// The object keeps the call (`OwnedBusMessage(retaining:)`) and replies later.
+    case later
+}
+
+/// An object served on the bus. The vtable names its members; calls and property reads arrive
+/// here by name. Errors thrown become D-Bus error replies with their name and message.
+public protocol BusObject: AnyObject {
+    func call(_ method: String, _ message: BusMessage) throws(BusError) -> BusReply
+    func property(_ name: String, into reply: BusMessage) throws(BusError)
+}
+
+/// The members of an interface, as sd-bus wants them. Names and signatures are `StaticString`s:
+/// sd-bus keeps their pointers for as long as the object is served, and static strings never move.
+public final class BusVTable: @unchecked Sendable {  // immutable after init
+    public enum Member {
+        /// `names`: argument names each followed by "\0", inputs then outputs.
+        case method(StaticString, signature: StaticString, result: StaticString, names: StaticString)
+        case property(StaticString, signature: StaticString, emitsChange: Bool)
+        case signal(StaticString, signature: StaticString, names: StaticString)
+    }
+
+    let entries: UnsafeMutableBufferPointer<sd_bus_vtable>
+
+    public init(_ members: [Member]) {
+        entries = .allocate(capacity: members.count + 2)
+        var index = 0
+        func add(_ entry: sd_bus_vtable) {
+            entries[index] = entry
+            index += 1
+        }
+        add(csystemd_vtable_start(0))
+        for member in members {
+            switch member {
+            case let .method(name, signature, result, names):
+                add(csystemd_vtable_method(
+                    Self.c(name), Self.c(signature), Self.c(result), Self.c(names), methodTrampoline,
+                    csystemd_vtable_unprivileged()))
+            case let .property(name, signature, emitsChange):
+                add(csystemd_vtable_property(
+                    Self.c(name), Self.c(signature), propertyTrampoline,
+                    emitsChange ? csystemd_vtable_emits_change() : csystemd_vtable_const()))
+            case let .signal(name, signature, names):
+                add(csystemd_vtable_signal(Self.c(name), Self.c(signature), Self.c(names), 0))
+            }
+        }
+        add(csystemd_vtable_end())
+    }
+
+    deinit { entries.deallocate() }
+
+    private static func c(_ text: StaticString) -> UnsafePointer<CChar> {
+        UnsafeRawPointer(text.utf8Start).assumingMemoryBound(to: CChar.self)
+    }
+}
+
+/// What sd-bus's userdata points at: the object and the vtable memory it was registered with.
+final class BusRegistration {
+    let object: any BusObject
+    let vtable: BusVTable
+
+    init(object: any BusObject, vtable: BusVTable) {
+        self.object = object
+        self.vtable = vtable
+    }
+}
+
+let methodTrampoline: sd_bus_message_handler_t = { message, context, replyError in
+    guard let message, let context else { return -EINVAL }
+    let registration = Unmanaged<BusRegistration>.fromOpaque(context).takeUnretainedValue()
+    let call = BusMessage(message)
+    do throws(BusError) {
+        switch try registration.object.call(call.member ?? "", call) {
+        case let .now(build):
+            var reply: OpaquePointer?
+            var result = sd_bus_message_new_method_return(message, &reply)
+            guard result >= 0, let reply else { return result }
+            defer { sd_bus_message_unref(reply) }
+            try build(BusMessage(reply))
+            result = sd_bus_send(sd_bus_message_get_bus(message), reply, nil)
+            return result < 0 ? result : 1
+        case .later:
+            return 1
+        }
+    } catch {
+        // sd-bus sends the error reply and maps the name to an errno for us.
+        return sd_bus_error_set(replyError, error.name, error.message)
+    }
+}
+
+let propertyTrampoline: sd_bus_property_get_t = { _, _, _, property, reply, context, error in
+    guard let property, let reply, let context else { return -EINVAL }
+    let registration = Unmanaged<BusRegistration>.fromOpaque(context).takeUnretainedValue()
+    do throws(BusError) {
+        try registration.object.property(String(cString: property), into: BusMessage(reply))
+        return 1
+    } catch let failure {
+        return sd_bus_error_set(error, failure.name, failure.message)
+    }
+}

@@ -1,0 +1,164 @@
+import CSystemd
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The daemon's one event loop: an sd-event carrying netlink, the bus, c-ares sockets, timers,
+/// signals and the watchdog. Every source owns its sd_event_source and its Swift handler; the
+/// source ends when its `EventSource` is released or cancelled. One thread only.
+public final class EventLoop {
+    let event: OpaquePointer
+
+    public init() throws(SystemError) {
+        var event: OpaquePointer?
+        let result = sd_event_new(&event)
+        guard result >= 0, let event else { throw SystemError("sd_event_new", errno: -result) }
+        self.event = event
+    }
+
+    deinit { sd_event_unref(event) }
+
+    // epoll(7) event bits for `watch(fd:events:)`.
+    public static let readable = UInt32(EPOLLIN.rawValue)
+    public static let writable = UInt32(EPOLLOUT.rawValue)
+    public static let error = UInt32(EPOLLERR.rawValue)
+    public static let hangUp = UInt32(EPOLLHUP.rawValue)
+
+    /// CLOCK_MONOTONIC now, in microseconds, as the loop sees it.
+    public var now: UInt64 {
+        var usec: UInt64 = 0
+        sd_event_now(event, CLOCK_MONOTONIC, &usec)
+        return usec
+    }
+
+    /// Calls `handler` with the poll events whenever `fd` is ready for `events` (EPOLLIN...).
+    public func watch(fd: Int32, events: UInt32, _ handler: @escaping (UInt32) -> Void) throws(SystemError) -> EventSource {
+        let box = EventSource.Handler(io: handler)
+        let context = Unmanaged.passRetained(box).toOpaque()
+        var source: OpaquePointer?
+        let result = sd_event_add_io(event, &source, fd, events, { _, _, revents, context in
+            Unmanaged<EventSource.Handler>.fromOpaque(context!).takeUnretainedValue().io?(revents)
+            return 0
+        }, context)
+        guard result >= 0, let source else {
+            Unmanaged<EventSource.Handler>.fromOpaque(context).release()
+            throw SystemError("sd_event_add_io", errno: -result)
+        }
+        return EventSource(source: source, context: context)
+    }
+
+    /// A one-shot timer at `usec` (CLOCK_MONOTONIC); re-arm with `EventSource.schedule(at:)`.
+    public func timer(at usec: UInt64, _ handler: @escaping () -> Void) throws(SystemError) -> EventSource {
+        let box = EventSource.Handler(fire: handler)
+        let context = Unmanaged.passRetained(box).toOpaque()
+        var source: OpaquePointer?
+        // Accuracy 1 ms: deadlines are promises to callers, and coalescing does not matter here.
+        let result = sd_event_add_time(event, &source, CLOCK_MONOTONIC, usec, 1000, { _, _, context in
+            Unmanaged<EventSource.Handler>.fromOpaque(context!).takeUnretainedValue().fire?()
+            return 0
+        }, context)
+        guard result >= 0, let source else {
+            Unmanaged<EventSource.Handler>.fromOpaque(context).release()
+            throw SystemError("sd_event_add_time", errno: -result)
+        }
+        return EventSource(source: source, context: context)
+    }
+
+    /// Calls `handler` on `signal`. The signal must already be blocked in every thread
+    /// (`EventLoop.blockSignals` at the very start of main), or it kills the process first.
+    public func onSignal(_ signal: Int32, _ handler: @escaping () -> Void) throws(SystemError) -> EventSource {
+        let box = EventSource.Handler(fire: handler)
+        let context = Unmanaged.passRetained(box).toOpaque()
+        var source: OpaquePointer?
+        let result = sd_event_add_signal(event, &source, signal, { _, _, context in
+            Unmanaged<EventSource.Handler>.fromOpaque(context!).takeUnretainedValue().fire?()
+            return 0
+        }, context)
+        guard result >= 0, let source else {
+            Unmanaged<EventSource.Handler>.fromOpaque(context).release()
+            throw SystemError("sd_event_add_signal \(signal)", errno: -result)
+        }
+        return EventSource(source: source, context: context)
+    }
+
+    /// Blocks `signals` for this thread and every thread created after; call first thing in main.
+    public static func blockSignals(_ signals: [Int32]) {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for signal in signals { sigaddset(&set, signal) }
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+    }
+
+    /// Sends WATCHDOG=1 from the loop at half of WATCHDOG_USEC when the service manager asks for it.
+    /// Returns whether the watchdog is on.
+    @discardableResult
+    public func enableWatchdog() -> Bool { sd_event_set_watchdog(event, 1) > 0 }
+
+    /// Runs until `exit(code:)`; returns the code.
+    public func run() -> Int32 { sd_event_loop(event) }
+
+    public func exit(code: Int32) { sd_event_exit(event, code) }
+}
+
+/// An event source: owns its sd_event_source and handler. Released or cancelled, it ends.
+public final class EventSource {
+    final class Handler {
+        let io: ((UInt32) -> Void)?
+        let fire: (() -> Void)?
+        init(io: @escaping (UInt32) -> Void) { self.io = io; fire = nil }
+        init(fire: @escaping () -> Void) { io = nil; self.fire = fire }
+    }
+
+    private var source: OpaquePointer?
+    private let context: UnsafeMutableRawPointer
+
+    init(source: OpaquePointer, context: UnsafeMutableRawPointer) {
+        self.source = source
+        self.context = context
+    }
+
+    deinit {
+        cancel()
+        Unmanaged<Handler>.fromOpaque(context).release()
+    }
+
+    /// Stops the source for good. Safe to call from its own handler.
+    public func cancel() {
+        guard let source else { return }
+        sd_event_source_disable_unref(source)
+        self.source = nil
+    }
+
+    /// Re-arms a timer for `usec` (CLOCK_MONOTONIC) and enables it for one shot.
+    public func schedule(at usec: UInt64) {
+        guard let source else { return }
+        sd_event_source_set_time(source, usec)
+        sd_event_source_set_enabled(source, Int32(SD_EVENT_ONESHOT))
+    }
+
+    /// Disables a timer until the next `schedule(at:)`.
+    public func disable() {
+        guard let source else { return }
+        sd_event_source_set_enabled(source, Int32(SD_EVENT_OFF))
+    }
+
+    /// Changes which events an I/O source waits for.
+    public func setEvents(_ events: UInt32) {
+        guard let source else { return }
+        sd_event_source_set_io_events(source, events)
+    }
+}
+
+extension ContinuousClock.Instant {
+    /// This instant as CLOCK_MONOTONIC microseconds (ContinuousClock is CLOCK_MONOTONIC... on
+    /// Linux Swift's ContinuousClock uses CLOCK_BOOTTIME; convert through the offset now).
+    public var monotonicMicroseconds: UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let monotonicNow = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+        let remaining = ContinuousClock.now.duration(to: self)
+        let (seconds, attoseconds) = remaining.components
+        let delta = seconds * 1_000_000 + attoseconds / 1_000_000_000_000
+        return delta >= 0 ? monotonicNow &+ UInt64(delta) : monotonicNow &- min(monotonicNow, UInt64(-delta))
+    }
+}

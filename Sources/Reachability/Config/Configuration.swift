@@ -1,0 +1,88 @@
+/// The settings of reachd, as `/etc/reachd/reachd.conf` and its drop-ins give them (DESIGN.md
+/// "Configuration").
+///
+/// A plain value: `Configuration.default` is what reachd uses without any file, `parse` applies one
+/// file's text on top of a value, `load` reads the files from disk in systemd's order, and `mergedText`
+/// writes the effective value back as a file that parses to the same value.
+public struct Configuration: Sendable, Equatable {
+    /// `[Checks] DefaultTimeout`: the deadline of a host check when the caller gives none.
+    public var defaultTimeout: Duration
+    /// `[Checks] MaxConcurrentLookups`: DNS lookups in flight at once; more wait their turn.
+    public var maxConcurrentLookups: Int
+    /// `[Checks] NegativeCacheTime`: how long a "no such host" answer is remembered; zero remembers none.
+    public var negativeCacheTime: Duration
+    /// `[Limits] MaxWatchesPerClient`: D-Bus watch objects one client (unique bus name) may hold.
+    public var maxWatchesPerClient: Int
+    /// `[Limits] MaxWatches`: D-Bus watch objects of all clients together.
+    public var maxWatches: Int
+    /// `[Priorities]`: the priority of every kind (lower is preferred). Always holds every kind.
+    public var priorities: [InterfaceKind: Int]
+    /// `[Interface]` sections, in order: for each property the first matching rule that sets it wins.
+    public var rules: [InterfaceRule]
+    /// The files read, in the order they were applied; empty for the built-in defaults.
+    public var sources: [String]
+
+    /// The built-in defaults: the values `packaging/reachd.conf` documents (a test holds them equal).
+    public static let `default` = Configuration()
+
+    public init() {
+        // DESIGN.md "Checks": a host check answers within 5 s by default.
+        defaultTimeout = .seconds(5)
+        // Enough for a burst of checks at a network change; each lookup costs a socket or two.
+        maxConcurrentLookups = 64
+        // Long enough to absorb a burst of checks of a mistyped name, short enough that a newly published
+        // name shows up quickly; the same as the resolver cache's own `HostCache.negativeTTL`.
+        negativeCacheTime = .seconds(5)
+        // A desktop applet watches a handful of targets; 64 leaves room without letting one client hog.
+        maxWatchesPerClient = 64
+        // 64 clients at their full share.
+        maxWatches = 4096
+        priorities = Dictionary(uniqueKeysWithValues: InterfaceKind.allCases.map { ($0, $0.defaultPriority) })
+        rules = []
+        sources = []
+    }
+
+    /// Copies what the in-process monitor takes: rules, priorities and the lookup limit. The daemon uses
+    /// the other settings itself (timeouts for its D-Bus calls, watch limits for its clients).
+    public func apply(to monitor: inout MonitorConfiguration) {
+        monitor.rules = rules
+        monitor.priorities = priorities
+        monitor.maximumConcurrentLookups = maxConcurrentLookups
+    }
+}
+
+// MARK: - Bounds
+
+extension Configuration {
+    /// Below 10 ms no DNS server can answer even on the LAN; above 5 min a caller is better served by
+    /// "not reachable" and a watch than by a check that hangs (DESIGN.md: never block).
+    public static let defaultTimeoutRange: ClosedRange<Duration> = .milliseconds(10) ... .seconds(300)
+    /// At least one lookup must run. 4096 is a sanity bound: each lookup holds a socket or two, so a value
+    /// near it also needs a raised `LimitNOFILE=`.
+    public static let maxConcurrentLookupsRange: ClosedRange<Int> = 1 ... 4096
+    /// Zero turns negative caching off; an hour is the common resolver cap on negative TTLs (RFC 2308
+    /// suggests up to three hours, but reachd must notice a newly registered name sooner).
+    public static let negativeCacheTimeRange: ClosedRange<Duration> = .zero ... .seconds(3600)
+    /// A client needs at least one watch to use watches at all; 100,000 bounds the memory one client costs.
+    public static let maxWatchesPerClientRange: ClosedRange<Int> = 1 ... 100_000
+    /// The total bound on watch objects, and so on the daemon's memory for them.
+    public static let maxWatchesRange: ClosedRange<Int> = 1 ... 1_000_000
+    /// Route metrics in practice stay far below this; the cap keeps arithmetic on priorities safe.
+    public static let priorityRange: ClosedRange<Int> = 0 ... 100_000
+
+    /// A configuration file larger than this is refused unread: real ones are a few KiB, and the bound
+    /// keeps a mistaken path (a log, a disk image) from costing memory.
+    public static let maximumFileBytes = 1 << 20
+    /// Lines per file, for the same reason.
+    public static let maximumLines = 10_000
+    /// `[Interface]` rules in all files together: each link is matched against every rule.
+    public static let maximumRules = 1_000
+    /// Drop-in files in all directories together; bounds what a runaway directory costs.
+    public static let maximumDropIns = 1_000
+    /// The file name looked for in each configuration directory.
+    public static let fileName = "reachd.conf"
+    /// The directory of drop-ins next to it.
+    public static let dropInDirectoryName = "reachd.conf.d"
+    /// Where reachd looks, in priority order.
+    public static let defaultDirectories = ["/etc/reachd"]
+}

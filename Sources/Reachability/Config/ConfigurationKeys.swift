@@ -1,0 +1,83 @@
+/// The sections of reachd.conf, as written in their headers.
+enum ConfigurationSection: String, CaseIterable, Sendable {
+    case checks = "Checks"
+    case limits = "Limits"
+    case priorities = "Priorities"
+    /// Repeats: each one is a rule.
+    case interface = "Interface"
+
+    var name: String { rawValue }
+
+    /// The keys this section takes, in the order `mergedText` writes them.
+    var settings: [ConfigurationSetting] {
+        switch self {
+        case .checks: [.defaultTimeout, .maxConcurrentLookups, .negativeCacheTime]
+        case .limits: [.maxWatchesPerClient, .maxWatches]
+        case .priorities: ConfigurationSetting.priorityOrder.map { .priority($0) }
+        case .interface: [.name, .kind, .ignore, .metered, .rulePriority]
+        }
+    }
+
+    var keyNames: [String] { settings.map(\.name) }
+
+    /// The setting a key names: exactly as spelled, except that kind names in `[Priorities]` ignore case
+    /// (`WiFi`, `wifi`, `WIFI`), since they are values of `InterfaceKind` as much as keys.
+    func setting(named key: String) -> ConfigurationSetting? {
+        if self == .priorities {
+            return InterfaceKind(rawValue: key.lowercased()).map { .priority($0) }
+        }
+        return settings.first { $0.name == key }
+    }
+}
+
+/// One key of reachd.conf.
+enum ConfigurationSetting: Hashable, Sendable {
+    case defaultTimeout, maxConcurrentLookups, negativeCacheTime
+    case maxWatchesPerClient, maxWatches
+    case priority(InterfaceKind)
+    case name, kind, ignore, metered, rulePriority
+
+    /// `[Priorities]` in the order of the defaults, most preferred first.
+    static let priorityOrder: [InterfaceKind] = [.vpn, .wired, .wifi, .cellular, .bridge, .virtual, .other, .loopback]
+
+    /// The key as `mergedText` and messages spell it.
+    var name: String {
+        switch self {
+        case .defaultTimeout: "DefaultTimeout"
+        case .maxConcurrentLookups: "MaxConcurrentLookups"
+        case .negativeCacheTime: "NegativeCacheTime"
+        case .maxWatchesPerClient: "MaxWatchesPerClient"
+        case .maxWatches: "MaxWatches"
+        case .priority(let kind): Self.priorityKey(kind)
+        case .name: "Name"
+        case .kind: "Kind"
+        case .ignore: "Ignore"
+        case .metered: "Metered"
+        case .rulePriority: "Priority"
+        }
+    }
+
+    /// What a value looks like, for the message about an empty one.
+    var expected: String {
+        switch self {
+        case .defaultTimeout, .negativeCacheTime: "a duration such as 5s or 500ms"
+        case .maxConcurrentLookups, .maxWatchesPerClient, .maxWatches, .priority, .rulePriority: "a whole number"
+        case .name: "an interface name or glob such as wlan*"
+        case .kind: "one of " + InterfaceKind.allCases.map(\.rawValue).joined(separator: ", ")
+        case .ignore, .metered: "yes or no"
+        }
+    }
+
+    private static func priorityKey(_ kind: InterfaceKind) -> String {
+        switch kind {
+        case .loopback: "Loopback"
+        case .wired: "Wired"
+        case .wifi: "WiFi"
+        case .cellular: "Cellular"
+        case .vpn: "VPN"
+        case .bridge: "Bridge"
+        case .virtual: "Virtual"
+        case .other: "Other"
+        }
+    }
+}

@@ -1,0 +1,176 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Configuration {
+    /// Reads the configuration files, systemd's way, and applies them to the defaults.
+    ///
+    /// `directories` are searched in priority order (`["/etc/reachd", "/run/reachd", "/usr/lib/reachd"]`
+    /// would mirror systemd; the default is `/etc/reachd` alone):
+    /// - the main file is `reachd.conf` from the first directory that has one; none at all means defaults;
+    /// - drop-ins are the `*.conf` files in every directory's `reachd.conf.d/`, a name in an earlier
+    ///   directory hiding the same name in later ones; they are applied after the main file in the
+    ///   lexical (byte) order of their names, whatever their directory. Hidden files (`.name.conf`) are
+    ///   skipped; a missing directory is no error.
+    ///
+    /// A name that exists but is neither a regular file nor a directory (a symlink to `/dev/null`, as in
+    /// systemd) masks: it is not read and hides the same name in later directories. A directory where a
+    /// file is expected is an error.
+    ///
+    /// Every problem in every file is collected; any one fails the load, so a reload can keep the old
+    /// configuration. Files are read with a bound (`maximumFileBytes`) and must be UTF-8 text.
+    public static func load(directories: [String] = defaultDirectories) -> Result<Configuration, ConfigurationErrors> {
+        var configuration = Configuration.default
+        var errors: [ConfigurationError] = []
+
+        func apply(_ path: String, _ outcome: ConfigurationFileReader.Outcome) {
+            switch outcome {
+            case .missing, .notRegular:
+                break
+            case .failed(let error):
+                errors.append(error)
+            case .text(let text):
+                configuration.sources.append(path)
+                errors += parse(text, file: path, into: &configuration)
+            }
+        }
+
+        for directory in directories {
+            let path = ConfigurationFileReader.join(directory, fileName)
+            let outcome = ConfigurationFileReader.read(path)
+            if case .missing = outcome { continue }
+            apply(path, outcome)
+            break
+        }
+
+        var dropIns: [String: String] = [:]  // file name -> path, the first directory's
+        for directory in directories {
+            let folder = ConfigurationFileReader.join(directory, dropInDirectoryName)
+            switch ConfigurationFileReader.list(folder) {
+            case .failure(let error):
+                errors.append(error)
+            case .success(let names):
+                for name in names where name.hasSuffix(".conf") && !name.hasPrefix(".") && dropIns[name] == nil {
+                    dropIns[name] = ConfigurationFileReader.join(folder, name)
+                }
+            }
+        }
+        let ordered = dropIns.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        if ordered.count > maximumDropIns {
+            let folders = directories.map { ConfigurationFileReader.join($0, dropInDirectoryName) }
+            errors.append(ConfigurationError(
+                file: folders.joined(separator: ", "), line: nil,
+                message: "\(ordered.count) drop-in files, more than the limit of \(maximumDropIns); none is read"))
+        } else {
+            for name in ordered {
+                guard let path = dropIns[name] else { continue }
+                apply(path, ConfigurationFileReader.read(path))
+            }
+        }
+
+        return errors.isEmpty ? .success(configuration) : .failure(ConfigurationErrors(errors))
+    }
+}
+
+/// Bounded reads of configuration files and listings of drop-in directories, with Glibc.
+enum ConfigurationFileReader {
+    enum Outcome {
+        /// No such file (or a dangling symlink): not an error, the file is optional.
+        case missing
+        /// Exists but is no regular file nor a directory (a device such as /dev/null, a FIFO).
+        case notRegular
+        case failed(ConfigurationError)
+        case text(String)
+    }
+
+    static func join(_ directory: String, _ name: String) -> String {
+        directory.hasSuffix("/") ? directory + name : directory + "/" + name
+    }
+
+    static func read(_ path: String) -> Outcome {
+        func failure(_ message: String, line: Int? = nil) -> Outcome {
+            .failed(ConfigurationError(file: path, line: line, message: message))
+        }
+        // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below anyway.
+        let descriptor = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) }
+        guard descriptor >= 0 else {
+            let code = errno
+            if code == ENOENT { return .missing }
+            return failure("cannot open: \(describe(code))")
+        }
+        defer { close(descriptor) }  // never retried: the descriptor is gone whatever close returns
+
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { return failure("cannot stat: \(describe(errno))") }
+        switch status.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR: return failure("is a directory, not a file")
+        default: return .notRegular
+        }
+        let limit = Configuration.maximumFileBytes
+        guard status.st_size <= limit else { return failure(ConfigurationParser.tooLargeMessage(Int(status.st_size))) }
+
+        // Read until the end, but never more than one byte past the limit (the file may grow meanwhile).
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(Int(status.st_size))
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while bytes.count <= limit {
+            let wanted = min(chunk.count, limit + 1 - bytes.count)
+            let count = chunk.withUnsafeMutableBytes { buffer in
+                retryingOnInterrupt { Glibc.read(descriptor, buffer.baseAddress, wanted) }
+            }
+            guard count >= 0 else { return failure("cannot read: \(describe(errno))") }
+            if count == 0 { break }
+            bytes += chunk[..<count]
+        }
+        guard bytes.count <= limit else { return failure(ConfigurationParser.tooLargeMessage(bytes.count)) }
+        return text(bytes, path: path)
+    }
+
+    /// The bytes as a String, or the line of the first byte that is not UTF-8 text.
+    static func text(_ bytes: [UInt8], path: String) -> Outcome {
+        if !bytes.contains(0), let text = String(validating: bytes, as: UTF8.self) { return .text(text) }
+        for (index, line) in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
+            if line.contains(0) {
+                return .failed(ConfigurationError(
+                    file: path, line: index + 1, message: "contains a NUL byte; configuration files are text"))
+            }
+            if String(validating: line, as: UTF8.self) == nil {
+                return .failed(ConfigurationError(
+                    file: path, line: index + 1, message: "not valid UTF-8; configuration files are UTF-8 text"))
+            }
+        }
+        // A sequence cut by a newline is caught per line; this is not reached, but stays an error.
+        return .failed(ConfigurationError(file: path, line: nil, message: "not valid UTF-8"))
+    }
+
+    /// The names in a directory; an empty list when it does not exist.
+    static func list(_ path: String) -> Result<[String], ConfigurationError> {
+        guard let directory = opendir(path) else {
+            let code = errno
+            if code == ENOENT || code == ENOTDIR { return .success([]) }
+            return .failure(ConfigurationError(file: path, line: nil, message: "cannot list: \(describe(code))"))
+        }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while true {
+            errno = 0
+            guard let entry = readdir(directory) else {
+                let code = errno
+                guard code == 0 else {
+                    return .failure(ConfigurationError(file: path, line: nil, message: "cannot list: \(describe(code))"))
+                }
+                break
+            }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return .success(names)
+    }
+
+    private static func describe(_ code: Int32) -> String {
+        String(cString: strerror(code))
+    }
+}

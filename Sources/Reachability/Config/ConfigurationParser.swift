@@ -1,0 +1,365 @@
+extension Configuration {
+    /// Applies one file's text on top of `configuration` and returns every problem found, in line order.
+    ///
+    /// The syntax is systemd.syntax(7): `[Section]` headers, `Key=Value` assignments with the whitespace
+    /// around key and value trimmed, blank lines, and comment lines starting with `#` or `;` (also between
+    /// continued lines). A line ending in `\` continues on the next one, the `\` becoming a space; `\\` at
+    /// the end is not a continuation. A UTF-8 byte order mark at the start is skipped. Section and key
+    /// names are case-sensitive, except the kind names in `[Priorities]`.
+    ///
+    /// Scalar keys: the last assignment wins, within a file and across files, as in systemd. An empty value
+    /// is an error (remove the line to keep the default). Each `[Interface]` section is one rule; rules
+    /// accumulate in order, and a rule whose `Name=` equals that of a rule from an earlier file replaces it
+    /// in place (a section with only `Name=` so switches an earlier rule off). Within one file a second
+    /// section with the same `Name=`, or a key set twice in one section, is an error.
+    ///
+    /// Pure: no I/O, `file` only names the text in errors; `sources` is left alone (the loader records
+    /// the files it reads). Values that parse are applied even when others fail; a caller that gets any
+    /// error rejects the whole configuration.
+    public static func parse(_ text: String, file: String, into configuration: inout Configuration)
+        -> [ConfigurationError]
+    {
+        var parser = ConfigurationParser(file: file, configuration: configuration)
+        parser.parse(Array(text.utf8))
+        configuration = parser.configuration
+        return parser.errors
+    }
+}
+
+/// One file's parse: the line splitting of systemd.syntax(7), then one logical line at a time.
+struct ConfigurationParser {
+    let file: String
+    var configuration: Configuration
+    private(set) var errors: [ConfigurationError] = []
+
+    /// Where the lines being read go.
+    private var section: ConfigurationSection?
+    /// Whether the current section's lines are being dropped (an unknown or malformed header, reported once).
+    private var skippingSection = false
+    /// The `[Interface]` section being read, completed at the next header or the end.
+    private var pendingRule: PendingRule?
+    /// The `Name=` of every rule this file gave, with its section's line, to refuse a second one.
+    private var rulesInThisFile: [String: Int] = [:]
+    private var reportedTooManyRules = false
+
+    init(file: String, configuration: Configuration) {
+        self.file = file
+        self.configuration = configuration
+    }
+
+    // MARK: Lines
+
+    mutating func parse(_ bytes: [UInt8]) {
+        guard bytes.count <= Configuration.maximumFileBytes else {
+            fail(line: nil, ConfigurationParser.tooLargeMessage(bytes.count))
+            return
+        }
+        var text = bytes[...]
+        if text.starts(with: [0xEF, 0xBB, 0xBF]) { text = text.dropFirst(3) }
+        var lines = text.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        // A final newline ends the last line; it does not start another.
+        if lines.last?.isEmpty == true { lines.removeLast() }
+
+        var continuation: (text: [UInt8], line: Int)?
+        for (index, physical) in lines.enumerated() {
+            let number = index + 1
+            guard number <= Configuration.maximumLines else {
+                fail(line: number, "more than \(Configuration.maximumLines) lines; the file is refused")
+                return
+            }
+            let content = Self.trimmed(physical)
+            // Comment lines are skipped even between continued lines, as systemd does.
+            if let first = content.first, first == UInt8(ascii: "#") || first == UInt8(ascii: ";") { continue }
+            var logical = continuation.map { $0.text + content } ?? Array(content)
+            let start = continuation?.line ?? number
+            if Self.endsInContinuation(logical) {
+                logical[logical.count - 1] = UInt8(ascii: " ")
+                continuation = (logical, start)
+                continue
+            }
+            continuation = nil
+            handle(logical[...], line: start)
+        }
+        // A continuation at the end of the file ends there.
+        if let continuation { handle(continuation.text[...], line: continuation.line) }
+        finishSection()
+    }
+
+    /// Whether the text ends in a `\` that is not itself escaped (`\\`).
+    private static func endsInContinuation(_ text: [UInt8]) -> Bool {
+        var escaped = false
+        for byte in text {
+            escaped = escaped ? false : byte == UInt8(ascii: "\\")
+        }
+        return escaped
+    }
+
+    /// systemd's WHITESPACE: space, tab, newline, carriage return.
+    private static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+    }
+
+    private static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        var slice = bytes
+        while let first = slice.first, isWhitespace(first) { slice.removeFirst() }
+        while let last = slice.last, isWhitespace(last) { slice.removeLast() }
+        return slice
+    }
+
+    private static func string(_ bytes: ArraySlice<UInt8>) -> String {
+        String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// One logical line: a header, an assignment, or blank.
+    private mutating func handle(_ raw: ArraySlice<UInt8>, line: Int) {
+        let content = Self.trimmed(raw)
+        guard let first = content.first else { return }
+        if first == UInt8(ascii: "[") {
+            header(Self.string(content), line: line)
+            return
+        }
+        guard let equals = content.firstIndex(of: UInt8(ascii: "=")) else {
+            fail(line: line, section: section?.name, "line without '=': '\(Self.string(content))'; expected Key=Value")
+            return
+        }
+        let key = Self.string(Self.trimmed(content[..<equals]))
+        let value = Self.string(Self.trimmed(content[(equals + 1)...]))
+        guard let section else {
+            if !skippingSection {
+                fail(line: line, key: key.isEmpty ? nil : key,
+                     "assignment outside any section; put it below a section header such as [Checks]")
+            }
+            return
+        }
+        guard !key.isEmpty else {
+            fail(line: line, section: section.name, "line '\(Self.string(content))' has no key before '='")
+            return
+        }
+        assign(key: key, value: value, in: section, line: line)
+    }
+
+    // MARK: Sections
+
+    private mutating func header(_ text: String, line: Int) {
+        finishSection()
+        section = nil
+        skippingSection = true
+        guard text.count >= 2, text.hasSuffix("]") else {
+            fail(line: line, "invalid section header '\(text)'; expected [Name]")
+            return
+        }
+        let name = String(text.dropFirst().dropLast())
+        guard let found = ConfigurationSection(rawValue: name) else {
+            let names = ConfigurationSection.allCases.map(\.name)
+            let hint = Suggestion.nearest(to: name, among: names).map { "did you mean [\($0)]?" }
+                ?? "valid sections are " + names.map { "[\($0)]" }.joined(separator: ", ")
+            fail(line: line, "unknown section [\(name)]; \(hint)")
+            return
+        }
+        section = found
+        skippingSection = false
+        if found == .interface { pendingRule = PendingRule(line: line) }
+    }
+
+    /// Completes an `[Interface]` section into a rule; nothing for the others.
+    private mutating func finishSection() {
+        guard let rule = pendingRule else { return }
+        pendingRule = nil
+        guard !rule.failed else { return }  // already reported; a half rule would match the wrong links
+        guard let pattern = rule.pattern else {
+            fail(line: rule.line, section: ConfigurationSection.interface.name,
+                 "section without Name=; every rule needs the interface names it applies to")
+            return
+        }
+        if let earlier = rulesInThisFile[pattern] {
+            fail(line: rule.line, section: ConfigurationSection.interface.name, key: "Name",
+                 "a rule for '\(pattern)' already starts at line \(earlier) of this file; merge the two sections")
+            return
+        }
+        rulesInThisFile[pattern] = rule.line
+        let made = InterfaceRule(
+            pattern: pattern, kind: rule.kind, ignore: rule.ignore, metered: rule.metered, priority: rule.priority)
+        if let index = configuration.rules.firstIndex(where: { $0.pattern == pattern }) {
+            configuration.rules[index] = made  // a drop-in overriding a rule of an earlier file
+        } else if configuration.rules.count < Configuration.maximumRules {
+            configuration.rules.append(made)
+        } else if !reportedTooManyRules {
+            reportedTooManyRules = true
+            fail(line: rule.line, section: ConfigurationSection.interface.name,
+                 "more than \(Configuration.maximumRules) rules; merge rules with globs")
+        }
+    }
+
+    // MARK: Assignments
+
+    private mutating func assign(key: String, value: String, in section: ConfigurationSection, line: Int) {
+        guard let setting = section.setting(named: key) else {
+            let names = section.keyNames
+            let hint = Suggestion.nearest(to: key, among: names).map { "did you mean '\($0)'?" }
+                ?? "valid keys are " + names.joined(separator: ", ")
+            fail(line: line, section: section.name, key: key, "unknown key; \(hint)")
+            pendingRule?.failed = true
+            return
+        }
+        if section == .interface, let first = pendingRule?.keyLines[setting.name] {
+            fail(line: line, section: section.name, key: key,
+                 "set twice in one section (first at line \(first)); an [Interface] section is one rule")
+            pendingRule?.failed = true
+            return
+        }
+        pendingRule?.keyLines[setting.name] = line
+        guard !value.isEmpty else {
+            fail(line: line, section: section.name, key: key, "empty value; give \(setting.expected) or remove the line")
+            pendingRule?.failed = true
+            return
+        }
+        do throws(ValueProblem) {
+            try apply(setting, value)
+        } catch {
+            fail(line: line, section: section.name, key: key, error.message)
+            pendingRule?.failed = true
+        }
+    }
+
+    private mutating func apply(_ setting: ConfigurationSetting, _ value: String) throws(ValueProblem) {
+        switch setting {
+        case .defaultTimeout:
+            configuration.defaultTimeout = try ValueProblem.duration(value, in: Configuration.defaultTimeoutRange)
+        case .maxConcurrentLookups:
+            configuration.maxConcurrentLookups = try ValueProblem.integer(
+                value, in: Configuration.maxConcurrentLookupsRange)
+        case .negativeCacheTime:
+            configuration.negativeCacheTime = try ValueProblem.duration(value, in: Configuration.negativeCacheTimeRange)
+        case .maxWatchesPerClient:
+            configuration.maxWatchesPerClient = try ValueProblem.integer(
+                value, in: Configuration.maxWatchesPerClientRange)
+        case .maxWatches:
+            configuration.maxWatches = try ValueProblem.integer(value, in: Configuration.maxWatchesRange)
+        case .priority(let kind):
+            configuration.priorities[kind] = try ValueProblem.integer(value, in: Configuration.priorityRange)
+        case .name:
+            do {
+                try InterfaceRule.validate(pattern: value)
+            } catch {
+                throw ValueProblem(message: error.description)
+            }
+            pendingRule?.pattern = value
+        case .kind:
+            pendingRule?.kind = try ValueProblem.kind(value)
+        case .ignore:
+            pendingRule?.ignore = try ValueProblem.boolean(value)
+        case .metered:
+            pendingRule?.metered = try ValueProblem.boolean(value)
+        case .rulePriority:
+            pendingRule?.priority = try ValueProblem.integer(value, in: Configuration.priorityRange)
+        }
+    }
+
+    private mutating func fail(
+        line: Int?, section: String? = nil, key: String? = nil, _ message: String
+    ) {
+        errors.append(ConfigurationError(file: file, line: line, section: section, key: key, message: message))
+    }
+
+    static func tooLargeMessage(_ size: Int) -> String {
+        "the file is \(size) bytes, more than the limit of \(Configuration.maximumFileBytes) (1 MiB); it is refused"
+    }
+}
+
+/// An `[Interface]` section as read so far.
+private struct PendingRule {
+    /// The header's line.
+    var line: Int
+    var pattern: String?
+    var kind: InterfaceKind?
+    var ignore: Bool?
+    var metered: Bool?
+    var priority: Int?
+    /// Canonical key name to the line that set it, to refuse a second assignment.
+    var keyLines: [String: Int] = [:]
+    /// Some line of the section was wrong: the rule is dropped rather than applied in part.
+    var failed = false
+}
+
+/// Why a value was refused; the message names the value.
+struct ValueProblem: Error {
+    var message: String
+
+    static func duration(_ text: String, in range: ClosedRange<Duration>) throws(ValueProblem) -> Duration {
+        let value: Duration
+        do {
+            value = try DurationText.parse(text)
+        } catch {
+            throw ValueProblem(message: error.description)
+        }
+        guard range.contains(value) else {
+            throw ValueProblem(message: "duration '\(text)' is out of range: must be from "
+                + "\(DurationText.format(range.lowerBound)) to \(DurationText.format(range.upperBound))")
+        }
+        return value
+    }
+
+    /// Decimal digits only: no sign, no spaces, no hexadecimal.
+    static func integer(_ text: String, in range: ClosedRange<Int>) throws(ValueProblem) -> Int {
+        let expected = "a whole number from \(range.lowerBound) to \(range.upperBound)"
+        guard !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
+            throw ValueProblem(message: "invalid number '\(text)'; expected \(expected)")
+        }
+        // Digits only, so nil means it overflowed Int: far out of any range.
+        guard let value = Int(text), range.contains(value) else {
+            throw ValueProblem(message: "number \(text) is out of range; expected \(expected)")
+        }
+        return value
+    }
+
+    /// systemd's spellings, without regard to case.
+    static func boolean(_ text: String) throws(ValueProblem) -> Bool {
+        switch text.lowercased() {
+        case "yes", "true", "on", "1": return true
+        case "no", "false", "off", "0": return false
+        default: throw ValueProblem(message: "invalid boolean '\(text)'; expected yes, no, true, false, on, off, 1 or 0")
+        }
+    }
+
+    static func kind(_ text: String) throws(ValueProblem) -> InterfaceKind {
+        guard let kind = InterfaceKind(rawValue: text.lowercased()) else {
+            let names = InterfaceKind.allCases.map(\.rawValue).joined(separator: ", ")
+            throw ValueProblem(message: "unknown interface kind '\(text)'; expected one of \(names)")
+        }
+        return kind
+    }
+}
+
+/// Near misses for unknown names: a typo gets a "did you mean".
+enum Suggestion {
+    /// The candidate that equals `name` but for case, else the first within edit distance 2 (ignoring
+    /// case); nil when none is that close.
+    static func nearest(to name: String, among candidates: [String]) -> String? {
+        let lowered = Array(name.lowercased().unicodeScalars)
+        // Long garbage is never a typo, and skipping it bounds the cost of the distance.
+        guard lowered.count <= 64 else { return nil }
+        var best: (candidate: String, distance: Int)?
+        for candidate in candidates {
+            let distance = editDistance(lowered, Array(candidate.lowercased().unicodeScalars))
+            if distance <= 2, distance < (best?.distance ?? .max) { best = (candidate, distance) }
+        }
+        return best?.candidate
+    }
+
+    /// Levenshtein distance: insertions, deletions and substitutions each cost one.
+    static func editDistance(_ a: [Unicode.Scalar], _ b: [Unicode.Scalar]) -> Int {
+        guard !a.isEmpty else { return b.count }
+        guard !b.isEmpty else { return a.count }
+        var previous = Array(0...b.count)
+        var current = [Int](repeating: 0, count: b.count + 1)
+        for i in 1...a.count {
+            current[0] = i
+            for j in 1...b.count {
+                let substitution = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)
+                current[j] = min(substitution, previous[j] + 1, current[j - 1] + 1)
+            }
+            swap(&previous, &current)
+        }
+        return previous[b.count]
+    }
+}

@@ -1,0 +1,44 @@
+extension Configuration {
+    /// The effective configuration written as one reachd.conf: a header comment naming the files it was
+    /// merged from, then every setting with its value (defaults included) and every rule in order.
+    /// `reachd --check-config` prints it. Parsing it gives back this configuration (except `sources`,
+    /// which only the loader sets).
+    public var mergedText: String {
+        var lines = ["# The configuration reachd uses, merged from these files in this order (later ones win):"]
+        if sources.isEmpty {
+            lines.append("#   (none: the built-in defaults)")
+        } else {
+            lines += sources.map { "#   \($0)" }
+        }
+        for section in [ConfigurationSection.checks, .limits, .priorities] {
+            lines.append("")
+            lines.append("[\(section.name)]")
+            lines += section.settings.map { "\($0.name)=\(text(of: $0))" }
+        }
+        for rule in rules {
+            lines.append("")
+            lines.append("[\(ConfigurationSection.interface.name)]")
+            lines.append("\(ConfigurationSetting.name.name)=\(rule.pattern)")
+            if let kind = rule.kind { lines.append("\(ConfigurationSetting.kind.name)=\(kind.rawValue)") }
+            if let ignore = rule.ignore { lines.append("\(ConfigurationSetting.ignore.name)=\(Self.text(ignore))") }
+            if let metered = rule.metered { lines.append("\(ConfigurationSetting.metered.name)=\(Self.text(metered))") }
+            if let priority = rule.priority { lines.append("\(ConfigurationSetting.rulePriority.name)=\(priority)") }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// A scalar setting's value as the file spells it.
+    private func text(of setting: ConfigurationSetting) -> String {
+        switch setting {
+        case .defaultTimeout: DurationText.format(defaultTimeout)
+        case .maxConcurrentLookups: "\(maxConcurrentLookups)"
+        case .negativeCacheTime: DurationText.format(negativeCacheTime)
+        case .maxWatchesPerClient: "\(maxWatchesPerClient)"
+        case .maxWatches: "\(maxWatches)"
+        case .priority(let kind): "\(priorities[kind] ?? kind.defaultPriority)"
+        case .name, .kind, .ignore, .metered, .rulePriority: ""  // rule keys are written per rule
+        }
+    }
+
+    private static func text(_ flag: Bool) -> String { flag ? "yes" : "no" }
+}

@@ -1,0 +1,153 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A host check handed to the loop that runs host checks. `completion` runs exactly once, on
+/// that loop, with the answer or `CheckCancelled`.
+public struct HostCheckRequest: Sendable {
+    public let id: UInt64
+    public let name: String
+    public let deadline: ContinuousClock.Instant
+    public let completion: @Sendable (Result<CheckResult, CheckCancelled>) -> Void
+
+    public init(
+        id: UInt64, name: String, deadline: ContinuousClock.Instant,
+        completion: @escaping @Sendable (Result<CheckResult, CheckCancelled>) -> Void
+    ) {
+        self.id = id
+        self.name = name
+        self.deadline = deadline
+        self.completion = completion
+    }
+}
+
+/// Why a host check ended without an answer.
+public struct CheckCancelled: Error, CustomStringConvertible {
+    public var description: String { "the check was cancelled" }
+}
+
+/// Host checks on the monitor's thread: cache, the "is DNS even routable" pre-check, the
+/// resolver, and the evaluation of every answer's addresses. Loop-thread only.
+public final class HostChecks {
+    /// Evaluates addresses with the kernel's routes and the Engine's link states.
+    public typealias Evaluate = (_ addresses: [IPAddress], _ target: String) -> CheckResult
+
+    private let resolver: HostResolver?
+    private let resolverError: String?
+    private let evaluate: Evaluate
+    private var cache = HostCache()
+    private var running: [UInt64: (request: HostCheckRequest, lookup: HostResolver.RequestID)] = [:]
+
+    /// `options` nil (with `failure` saying why): every host check answers dnsFailure.
+    public init(options: HostResolver.Options?, failure: String?, evaluate: @escaping Evaluate) {
+        self.evaluate = evaluate
+        guard let options else {
+            resolver = nil
+            resolverError = failure ?? "host checks are unavailable"
+            return
+        }
+        do {
+            resolver = try HostResolver(options: options)
+            resolverError = nil
+        } catch {
+            resolver = nil
+            resolverError = "the resolver could not start: \(error)"
+        }
+    }
+
+    public var descriptors: [(fd: Int32, readable: Bool, writable: Bool)] { resolver?.descriptors ?? [] }
+    public var nextDeadline: ContinuousClock.Instant? { resolver?.nextDeadline }
+
+    public func process(fd: Int32, readable: Bool, writable: Bool) {
+        resolver?.process(fd: fd, readable: readable, writable: writable)
+    }
+
+    public func processTimeouts() { resolver?.processTimeouts() }
+
+    /// A network change: cached answers stay valid (DNS did not change), their routes are
+    /// evaluated afresh at every check, so nothing to do here but forget negative answers that a
+    /// dead link may have caused.
+    public func networkChanged() {}
+
+    public func start(_ request: HostCheckRequest) {
+        let now = ContinuousClock.now
+        if let local = Self.localhostAddresses(request.name) {
+            return request.completion(.success(evaluate(local, request.name)))
+        }
+        if let cached = cache.lookup(request.name, now: now) {
+            return request.completion(.success(answer(cached, for: request.name)))
+        }
+        guard let resolver else {
+            return request.completion(
+                .success(CheckResult(target: request.name, reason: .dnsFailure, message: resolverError)))
+        }
+        // No route to any nameserver: no query could leave, so say so now instead of waiting.
+        let servers = resolver.nameservers()
+        if !servers.isEmpty {
+            let verdicts = servers.map { evaluate([$0], request.name) }
+            if !verdicts.contains(where: \.isReachable), let first = verdicts.first {
+                var result = CheckResult(target: request.name, flags: first.flags, interface: first.interface, reason: first.reason ?? .noRoute)
+                result.message = "no DNS server is reachable (\(servers.map(\.description).joined(separator: ", ")))"
+                return request.completion(.success(result))
+            }
+        }
+        let name = request.name
+        let id = request.id
+        let lookup = resolver.resolve(name, deadline: request.deadline) { [weak self] outcome in
+            guard let self, let entry = self.running.removeValue(forKey: id) else { return }
+            self.cache.store(name, outcome, now: .now)
+            entry.request.completion(.success(self.answer(outcome, for: name)))
+        }
+        running[id] = (request, lookup)
+    }
+
+    public func cancel(_ id: UInt64) {
+        guard let entry = running.removeValue(forKey: id) else { return }
+        resolver?.cancel(entry.lookup)
+        entry.request.completion(.failure(CheckCancelled()))
+    }
+
+    /// Ends every check: the monitor is stopping.
+    public func cancelAll() {
+        for id in Array(running.keys) { cancel(id) }
+    }
+
+    private func answer(_ outcome: HostResolver.Outcome, for name: String) -> CheckResult {
+        switch outcome {
+        case let .resolved(addresses, _):
+            return evaluate(addresses, name)
+        case .notFound:
+            return CheckResult(target: name, reason: .dnsNotFound, message: "no such name (NXDOMAIN or no A/AAAA records)")
+        case .timedOut:
+            return CheckResult(target: name, reason: .dnsTimeout, message: "no DNS answer before the deadline")
+        case let .failed(message):
+            return CheckResult(target: name, reason: .dnsFailure, message: message)
+        }
+    }
+
+    /// RFC 6761 6.3: `localhost` and names under it are the loopback, without asking anyone.
+    static func localhostAddresses(_ name: String) -> [IPAddress]? {
+        let lowered = name.lowercased()
+        let bare = lowered.hasSuffix(".") ? String(lowered.dropLast()) : lowered
+        guard bare == "localhost" || bare.hasSuffix(".localhost") else { return nil }
+        return [.v4(0x7F00_0001), .v6(0, 1)]
+    }
+}
+
+extension CheckResult {
+    /// Combines the checks of a host's addresses: reachable when any is (the first reachable one
+    /// names the path); otherwise the most telling failure (a path that needs a connection beats
+    /// no route at all). All addresses are listed.
+    static func combining(_ results: [CheckResult], target: String, addresses: [IPAddress]) -> CheckResult {
+        let chosen = results.first(where: \.isReachable)
+            ?? results.first(where: { $0.flags.contains(.connectionRequired) })
+            ?? results.first
+            ?? CheckResult(target: target, reason: .noRoute)
+        var combined = chosen
+        combined.target = target
+        combined.addresses = addresses
+        combined.flags.remove(.isLocalAddress)
+        if chosen.flags.contains(.isLocalAddress) { combined.flags.insert(.isLocalAddress) }
+        return combined
+    }
+}

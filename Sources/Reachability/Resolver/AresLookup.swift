@@ -1,0 +1,236 @@
+import CAres
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One c-ares channel running one `ares_getaddrinfo`: the whole C surface of the resolver.
+///
+/// A channel per lookup is what makes a hard deadline possible with c-ares 1.18: `ares_cancel`
+/// and `ares_destroy` act on a whole channel, so only a channel of its own can be torn down
+/// without touching other lookups. Creating it also re-reads resolv.conf (1.18 has no reinit),
+/// so an edited resolv.conf applies to the next lookup.
+///
+/// c-ares calls back into `State` from inside `ares_getaddrinfo`, `ares_process_fd` and
+/// `ares_destroy`; the callbacks only record what happened there, and never call out. The owner
+/// reads `sockets` and `outcome` after each call returns. Not thread-safe: one thread.
+final class AresLookup {
+    /// What the C callbacks write to. A class of its own, apart from the lookup, so that
+    /// `ares_destroy` in `deinit` calls back into an object that is not being deinitialised.
+    private final class State {
+        var sockets: [Int32: (readable: Bool, writable: Bool)] = [:]
+        var outcome: HostResolver.Outcome?
+    }
+
+    private let state = State()
+    private var channel: ares_channel?
+
+    /// Sockets c-ares wants watched, as its socket-state callback last reported them.
+    var sockets: [Int32: (readable: Bool, writable: Bool)] { state.sockets }
+    /// The answer, once c-ares gave one (possibly already while starting).
+    var outcome: HostResolver.Outcome? { state.outcome }
+
+    /// Creates a channel from resolv.conf (`resolvConfPath`, or the system's) and starts the
+    /// lookup of A and AAAA records for `name`, /etc/hosts first, then DNS.
+    /// - Parameters:
+    ///   - timeout: c-ares' first-try timeout per server; it doubles on each later round.
+    ///   - tries: rounds over the server list.
+    init(name: String, timeout: Duration, tries: Int32, resolvConfPath: String?) {
+        let context = Unmanaged.passUnretained(state).toOpaque()
+        var options = ares_options()
+        var mask = ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_SOCK_STATE_CB | ARES_OPT_LOOKUPS
+        options.timeout = Int32(clamping: timeout.components.seconds * 1000
+            + timeout.components.attoseconds / 1_000_000_000_000_000)
+        options.tries = tries
+        options.sock_state_cb = { context, fd, readable, writable in
+            let state = Unmanaged<State>.fromOpaque(context!).takeUnretainedValue()
+            // (fd, 0, 0) is how c-ares says it closed the socket.
+            state.sockets[fd] = readable == 0 && writable == 0 ? nil : (readable != 0, writable != 0)
+        }
+        options.sock_state_cb_data = context
+        // "f" is the hosts file, "b" DNS: /etc/hosts first, as glibc's default nsswitch.conf.
+        // Set here rather than left to c-ares, which would follow /etc/nsswitch.conf.
+        let lookups = strdup("fb")
+        let path = resolvConfPath.map { strdup($0) } ?? nil
+        defer {
+            free(lookups)
+            free(path)
+        }
+        options.lookups = lookups
+        if let path {
+            options.resolvconf_path = path
+            mask |= ARES_OPT_RESOLVCONF
+        }
+        let status = ares_init_options(&channel, &options, mask)
+        guard status == ARES_SUCCESS else {
+            channel = nil
+            state.outcome = .failed("ares_init_options: " + Self.describe(status))
+            return
+        }
+        var hints = ares_addrinfo_hints()
+        hints.ai_family = AF_UNSPEC
+        // NOSORT: no RFC 6724 sorting, which would connect(2) a probe socket per address; the
+        // resolver orders addresses itself (IPv4 first).
+        hints.ai_flags = ARES_AI_NOSORT
+        ares_getaddrinfo(channel, name, nil, &hints, { context, status, _, result in
+            defer { if let result { ares_freeaddrinfo(result) } }
+            // Cancellation and destruction are ours: the resolver already decided the outcome.
+            guard status != ARES_ECANCELLED, status != ARES_EDESTRUCTION else { return }
+            let state = Unmanaged<State>.fromOpaque(context!).takeUnretainedValue()
+            guard state.outcome == nil else { return }
+            state.outcome = AresLookup.outcome(status: status, result: result)
+        }, context)
+    }
+
+    deinit { destroy() }
+
+    /// When c-ares next needs `processTimers` (a retransmission), relative to now; nil if never.
+    var timerDelay: Duration? {
+        guard let channel else { return nil }
+        var storage = timeval()
+        guard let delay = ares_timeout(channel, nil, &storage) else { return nil }
+        return .seconds(delay.pointee.tv_sec) + .microseconds(delay.pointee.tv_usec)
+    }
+
+    /// Lets c-ares read from / write to `fd` after the loop saw it ready.
+    func process(fd: Int32, readable: Bool, writable: Bool) {
+        guard let channel else { return }
+        ares_process_fd(channel, readable ? fd : ARES_SOCKET_BAD, writable ? fd : ARES_SOCKET_BAD)
+    }
+
+    /// Lets c-ares run its timers: retransmit, move on to the next server, or give up.
+    func processTimers() {
+        guard let channel else { return }
+        ares_process_fd(channel, ARES_SOCKET_BAD, ARES_SOCKET_BAD)
+    }
+
+    /// Ends the lookup at once: closes its sockets (`sockets` becomes empty) and frees the
+    /// channel. An outcome not yet reached stays nil. Never call it from a c-ares callback.
+    func destroy() {
+        guard let channel else { return }
+        self.channel = nil
+        ares_destroy(channel)
+    }
+
+    /// The nameservers c-ares reads from resolv.conf (`resolvConfPath`, or the system's), in order.
+    static func nameservers(resolvConfPath: String?) -> [IPAddress] {
+        var options = ares_options()
+        var mask: Int32 = 0
+        let path = resolvConfPath.map { strdup($0) } ?? nil
+        defer { free(path) }
+        if let path {
+            options.resolvconf_path = path
+            mask |= ARES_OPT_RESOLVCONF
+        }
+        var channel: ares_channel?
+        guard ares_init_options(&channel, &options, mask) == ARES_SUCCESS else { return [] }
+        defer { ares_destroy(channel) }
+        var list: UnsafeMutablePointer<ares_addr_node>?
+        guard ares_get_servers(channel, &list) == ARES_SUCCESS else { return [] }
+        defer { ares_free_data(list) }
+        var servers: [IPAddress] = []
+        var node = list
+        while let current = node {
+            var address = current.pointee.addr
+            switch current.pointee.family {
+            case AF_INET:
+                servers.append(.v4(UInt32(bigEndian: address.addr4.s_addr)))
+            case AF_INET6:
+                if let v6 = withUnsafeBytes(of: &address.addr6, { IPAddress(bytes: $0) }) { servers.append(v6) }
+            default:
+                break
+            }
+            node = current.pointee.next
+        }
+        return servers
+    }
+
+    /// Maps a finished lookup to an outcome: every c-ares status has its place.
+    private static func outcome(status: Int32, result: UnsafeMutablePointer<ares_addrinfo>?) -> HostResolver.Outcome {
+        switch status {
+        case ARES_SUCCESS:
+            guard let result else { return .notFound }
+            let (addresses, ttl) = addresses(in: result.pointee)
+            return addresses.isEmpty ? .notFound : .resolved(addresses, ttl: ttl)
+        case ARES_ENOTFOUND, ARES_ENODATA:
+            return .notFound
+        case ARES_ETIMEOUT:
+            return .timedOut
+        default:
+            return .failed(describe(status))
+        }
+    }
+
+    /// The addresses of an answer, IPv4 first, each once, and the smallest TTL of the records
+    /// involved (CNAMEs included: the answer is only as fresh as its least fresh part).
+    private static func addresses(in result: ares_addrinfo) -> ([IPAddress], UInt32) {
+        var v4: [IPAddress] = []
+        var v6: [IPAddress] = []
+        var ttl = Int32.max
+        var node = result.nodes
+        while let current = node?.pointee {
+            node = current.ai_next
+            guard let socketAddress = current.ai_addr else { continue }
+            switch current.ai_family {
+            case AF_INET where current.ai_addrlen >= MemoryLayout<sockaddr_in>.size:
+                let raw = UnsafeRawPointer(socketAddress).loadUnaligned(as: sockaddr_in.self)
+                let address = IPAddress.v4(UInt32(bigEndian: raw.sin_addr.s_addr))
+                if !v4.contains(address) { v4.append(address) }
+            case AF_INET6 where current.ai_addrlen >= MemoryLayout<sockaddr_in6>.size:
+                var raw = UnsafeRawPointer(socketAddress).loadUnaligned(as: sockaddr_in6.self)
+                guard let address = withUnsafeBytes(of: &raw.sin6_addr, { IPAddress(bytes: $0) }) else { continue }
+                if !v6.contains(address) { v6.append(address) }
+            default:
+                continue
+            }
+            ttl = min(ttl, current.ai_ttl)
+        }
+        var cname = result.cnames
+        while let current = cname?.pointee {
+            cname = current.next
+            ttl = min(ttl, current.ttl)
+        }
+        return (v4 + v6, UInt32(clamping: max(0, ttl == .max ? 0 : ttl)))
+    }
+
+    /// `ares_strerror` text and the status' C name, e.g. "Timeout while contacting DNS servers (ARES_ETIMEOUT)".
+    static func describe(_ status: Int32) -> String {
+        let text = ares_strerror(status).map { String(cString: $0) } ?? "unknown error"
+        return "\(text) (\(statusName(status)))"
+    }
+
+    private static func statusName(_ status: Int32) -> String {
+        switch status {
+        case ARES_SUCCESS: "ARES_SUCCESS"
+        case ARES_ENODATA: "ARES_ENODATA"
+        case ARES_EFORMERR: "ARES_EFORMERR"
+        case ARES_ESERVFAIL: "ARES_ESERVFAIL"
+        case ARES_ENOTFOUND: "ARES_ENOTFOUND"
+        case ARES_ENOTIMP: "ARES_ENOTIMP"
+        case ARES_EREFUSED: "ARES_EREFUSED"
+        case ARES_EBADQUERY: "ARES_EBADQUERY"
+        case ARES_EBADNAME: "ARES_EBADNAME"
+        case ARES_EBADFAMILY: "ARES_EBADFAMILY"
+        case ARES_EBADRESP: "ARES_EBADRESP"
+        case ARES_ECONNREFUSED: "ARES_ECONNREFUSED"
+        case ARES_ETIMEOUT: "ARES_ETIMEOUT"
+        case ARES_EOF: "ARES_EOF"
+        case ARES_EFILE: "ARES_EFILE"
+        case ARES_ENOMEM: "ARES_ENOMEM"
+        case ARES_EDESTRUCTION: "ARES_EDESTRUCTION"
+        case ARES_EBADSTR: "ARES_EBADSTR"
+        case ARES_EBADFLAGS: "ARES_EBADFLAGS"
+        case ARES_ENONAME: "ARES_ENONAME"
+        case ARES_EBADHINTS: "ARES_EBADHINTS"
+        case ARES_ENOTINITIALIZED: "ARES_ENOTINITIALIZED"
+        case ARES_ELOADIPHLPAPI: "ARES_ELOADIPHLPAPI"
+        case ARES_EADDRGETNETWORKPARAMS: "ARES_EADDRGETNETWORKPARAMS"
+        case ARES_ECANCELLED: "ARES_ECANCELLED"
+        case ARES_ESERVICE: "ARES_ESERVICE"
+        default: "ares status \(status)"
+        }
+    }
+
+    /// `ares_library_init`, once per process (it is not thread-safe, and its effect is global);
+    /// a Swift global is initialised exactly once, under a lock.
+    static let libraryStatus: Int32 = ares_library_init(ARES_LIB_INIT_ALL)
+}

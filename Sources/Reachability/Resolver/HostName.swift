@@ -1,0 +1,109 @@
+/// Checks host names before they reach DNS, so a typo is reported as what it is
+/// (`invalidTarget`) instead of a slow NXDOMAIN.
+///
+/// The rules are those of RFC 1123 host names, with `_` also allowed because real zones use it
+/// (`_dmarc`, SRV-style names). IP literals are not host names: callers recognise them first.
+public enum HostName {
+    /// 253 characters is the longest name that fits the 255-byte wire form (RFC 1035 3.1).
+    public static let maximumLength = 253
+    /// RFC 1035 2.3.4.
+    public static let maximumLabelLength = 63
+
+    /// Returns `text` unchanged when it is a valid host name (one trailing dot, the "fully
+    /// qualified, skip the search list" mark, is allowed), or what is wrong with it.
+    public static func validate(_ text: String) -> Result<String, HostNameError> {
+        if text.isEmpty { return .failure(HostNameError(name: text, problem: .empty)) }
+        for (offset, character) in text.enumerated() where !isAllowed(character) {
+            return .failure(HostNameError(name: text, problem: .invalidCharacter(character, position: offset + 1)))
+        }
+        let qualified = text.hasSuffix(".") && text != "."
+        let body = qualified ? String(text.dropLast()) : text
+        if body.utf8.count > maximumLength {
+            return .failure(HostNameError(name: text, problem: .tooLong(body.utf8.count)))
+        }
+        for label in body.split(separator: ".", omittingEmptySubsequences: false) {
+            if label.isEmpty { return .failure(HostNameError(name: text, problem: .emptyLabel)) }
+            if label.utf8.count > maximumLabelLength {
+                return .failure(HostNameError(name: text, problem: .labelTooLong(String(label))))
+            }
+            if label.hasPrefix("-") { return .failure(HostNameError(name: text, problem: .hyphenAtStart(String(label)))) }
+            if label.hasSuffix("-") { return .failure(HostNameError(name: text, problem: .hyphenAtEnd(String(label)))) }
+        }
+        return .success(text)
+    }
+
+    /// ASCII letters, digits, '-', '_' and the '.' between labels. Internationalised names must
+    /// arrive in their ASCII (punycode) form: c-ares does no IDN conversion.
+    private static func isAllowed(_ character: Character) -> Bool {
+        guard let ascii = character.asciiValue else { return false }
+        switch ascii {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):
+            return true
+        default:
+            return false
+        }
+    }
+}
+
+/// Why a text is not a host name, naming the offending label or character.
+public struct HostNameError: Error, Hashable, Sendable, CustomStringConvertible {
+    public enum Problem: Hashable, Sendable {
+        case empty
+        /// `position` counts characters from 1.
+        case invalidCharacter(Character, position: Int)
+        /// The length without the trailing dot.
+        case tooLong(Int)
+        case emptyLabel
+        case labelTooLong(String)
+        case hyphenAtStart(String)
+        case hyphenAtEnd(String)
+    }
+
+    public var name: String
+    public var problem: Problem
+
+    public init(name: String, problem: Problem) {
+        self.name = name
+        self.problem = problem
+    }
+
+    public var description: String {
+        switch problem {
+        case .empty:
+            return "invalid host name: empty"
+        case .invalidCharacter(let character, let position):
+            return "invalid character \(Self.quoted(character)) at position \(position) in '\(Self.printable(name))'"
+        case .tooLong(let length):
+            return "invalid host name '\(name.prefix(40))...': \(length) characters, at most \(HostName.maximumLength)"
+        case .emptyLabel:
+            return "invalid host name '\(name)': empty label"
+        case .labelTooLong(let label):
+            return "invalid host name '\(name)': label '\(label)' is \(label.utf8.count) characters, at most "
+                + "\(HostName.maximumLabelLength)"
+        case .hyphenAtStart(let label):
+            return "invalid host name '\(name)': label '\(label)' begins with '-'"
+        case .hyphenAtEnd(let label):
+            return "invalid host name '\(name)': label '\(label)' ends with '-'"
+        }
+    }
+
+    /// A character as a reader can see it: control characters and invisible ones by code point.
+    private static func quoted(_ character: Character) -> String {
+        let scalars = character.unicodeScalars
+        if scalars.count == 1, let scalar = scalars.first, scalar.value >= 0x20, scalar.value != 0x7F {
+            return "'\(character)'"
+        }
+        return scalars.map { "U+" + hex($0.value) }.joined(separator: " ")
+    }
+
+    /// The name with control characters replaced by '?', so a message stays on one line.
+    private static func printable(_ text: String) -> String {
+        String(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : Character($0) })
+    }
+
+    private static func hex(_ value: UInt32) -> String {
+        let digits = String(value, radix: 16, uppercase: true)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+    }
+}

@@ -1,0 +1,323 @@
+import CAres
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Resolves host names (A and AAAA, /etc/hosts then DNS) without ever blocking, and answers
+/// every lookup by its deadline: DNS that does not answer in time gives `.timedOut` at the
+/// deadline, not after c-ares' own 75 s of retries.
+///
+/// It owns no thread and no loop: it plugs into the caller's. After every call, the loop
+/// watches `descriptors`, wakes at `nextDeadline`, and calls `process(fd:readable:writable:)`
+/// for each ready descriptor and `processTimeouts()` when the deadline has come:
+///
+/// ```swift
+/// let id = resolver.resolve("example.com", deadline: .now + .seconds(5)) { outcome in ... }
+/// while waiting {
+///     poll(resolver.descriptors, timeout: resolver.nextDeadline)   // sketch
+///     for ready in readyDescriptors { resolver.process(fd: ready.fd, readable: ..., writable: ...) }
+///     if let deadline = resolver.nextDeadline, deadline <= .now { resolver.processTimeouts() }
+/// }
+/// ```
+/// Completions run only from `process` and `processTimeouts`, after the resolver's own
+/// bookkeeping, so a completion may call `resolve` or `cancel`. Not thread-safe: every call
+/// comes from the loop's thread. Sockets are opened on that thread, in its network namespace.
+///
+/// Each lookup runs on a c-ares channel of its own (see `AresLookup`), at most
+/// `Options.maxConcurrent` at a time; the others wait in order of arrival and time out at their
+/// own deadline if they are still waiting.
+public final class HostResolver {
+    public struct Options: Sendable {
+        /// Lookups running at once (one channel, one or two sockets each); more wait in line.
+        public var maxConcurrent = 64
+        /// The resolv.conf to read; nil for the system's. Read again for every lookup.
+        public var resolvConfPath: String? = nil
+
+        public init(maxConcurrent: Int = 64, resolvConfPath: String? = nil) {
+            self.maxConcurrent = maxConcurrent
+            self.resolvConfPath = resolvConfPath
+        }
+    }
+
+    public enum Outcome: Equatable, Sendable {
+        /// A and AAAA answers together, IPv4 first; `ttl` is the smallest TTL in seconds (0 for
+        /// /etc/hosts answers).
+        case resolved([IPAddress], ttl: UInt32)
+        /// NXDOMAIN, or the name exists without addresses.
+        case notFound
+        /// The deadline came first (or every server and retry timed out before it).
+        case timedOut
+        /// Anything else (refused, server failure, bad answer...): c-ares' message and status name.
+        case failed(String)
+    }
+
+    public typealias RequestID = UInt64
+
+    /// Rounds over the server list: with the first-try timeout a quarter of the time left, a
+    /// second nameserver is still asked well before the deadline.
+    static let tries: Int32 = 3
+    /// The shortest first-try timeout given to c-ares: below it, a loaded server on a slow link
+    /// would be retried before it could possibly answer.
+    static let minimumTryTimeout: Duration = .milliseconds(100)
+
+    private final class Request {
+        enum Phase {
+            case waiting
+            case running(AresLookup)
+            case finished(Outcome)
+            /// Completed or cancelled: nothing more happens to it.
+            case over
+        }
+
+        let id: RequestID
+        let name: String
+        let deadline: ContinuousClock.Instant
+        let completion: (Outcome) -> Void
+        var phase = Phase.waiting
+
+        init(id: RequestID, name: String, deadline: ContinuousClock.Instant, completion: @escaping (Outcome) -> Void) {
+            self.id = id
+            self.name = name
+            self.deadline = deadline
+            self.completion = completion
+        }
+
+        var lookup: AresLookup? {
+            if case .running(let lookup) = phase { return lookup }
+            return nil
+        }
+
+        var isWaiting: Bool {
+            if case .waiting = phase { return true }
+            return false
+        }
+    }
+
+    private let options: Options
+    private var nextID: RequestID = 1
+    /// Every request whose completion is still due (waiting, running, or finished and not yet
+    /// delivered), by id: what `cancel` can reach.
+    private var requests: [RequestID: Request] = [:]
+    /// The running requests, by id; at most `maxConcurrent`.
+    private var running: [RequestID: Request] = [:]
+    /// Requests waiting for a slot, oldest first from `waitingHead`. A cancelled one stays in the
+    /// array, marked over, and is skipped when its turn comes.
+    private var waiting: [Request] = []
+    private var waitingHead = 0
+    private var waitingCount = 0
+    /// Which running request owns each socket c-ares reported.
+    private var owners: [Int32: Request] = [:]
+    /// Finished requests whose completion has not run yet, in the order they finished.
+    private var finished: [Request] = []
+
+    public init(options: Options = Options()) throws {
+        precondition(options.maxConcurrent > 0, "maxConcurrent must be at least 1")
+        let status = AresLookup.libraryStatus
+        guard status == ARES_SUCCESS else {
+            throw ResolverError(message: "ares_library_init: " + AresLookup.describe(status))
+        }
+        self.options = options
+    }
+
+    deinit {
+        // Pending completions are dropped, as after `cancel`.
+        for request in running.values { request.lookup?.destroy() }
+    }
+
+    /// Starts a lookup of `name`'s A and AAAA records (or queues it when `maxConcurrent` run
+    /// already). `completion` runs exactly once, from a later `process` or `processTimeouts`,
+    /// unless the request is cancelled: when DNS answers, or at `deadline` with `.timedOut`
+    /// (a few milliseconds late at most, when the loop honours `nextDeadline`). A name ending in
+    /// a dot skips resolv.conf's search list.
+    @discardableResult
+    public func resolve(
+        _ name: String, deadline: ContinuousClock.Instant, completion: @escaping (Outcome) -> Void
+    ) -> RequestID {
+        let request = Request(id: nextID, name: name, deadline: deadline, completion: completion)
+        nextID += 1
+        requests[request.id] = request
+        if running.count < options.maxConcurrent, waitingCount == 0 {
+            start(request, now: .now)
+        } else {
+            waiting.append(request)
+            waitingCount += 1
+        }
+        return request.id
+    }
+
+    /// Forgets a request: its completion will not run, and its sockets are closed now.
+    /// Unknown or already completed ids are ignored.
+    public func cancel(_ id: RequestID) {
+        guard let request = requests.removeValue(forKey: id) else { return }
+        switch request.phase {
+        case .waiting:
+            waitingCount -= 1
+        case .running:
+            running[id] = nil
+            end(request)
+            startWaiting(now: .now)
+        case .finished, .over:
+            break
+        }
+        request.phase = .over
+    }
+
+    /// The descriptors c-ares wants watched now, in ascending order. Pass POLLERR/POLLHUP on as
+    /// `readable`: c-ares learns of socket errors by reading.
+    public var descriptors: [(fd: Int32, readable: Bool, writable: Bool)] {
+        owners.keys.sorted().compactMap { fd in
+            guard let interest = owners[fd]?.lookup?.sockets[fd] else { return nil }
+            return (fd, interest.readable, interest.writable)
+        }
+    }
+
+    /// When the loop must call `processTimeouts` at the latest: the earliest request deadline or
+    /// c-ares retransmission timer; now when completions are ready to run; nil when idle.
+    public var nextDeadline: ContinuousClock.Instant? {
+        let now = ContinuousClock.now
+        if !finished.isEmpty { return now }
+        var earliest: ContinuousClock.Instant?
+        func consider(_ instant: ContinuousClock.Instant) {
+            if earliest.map({ instant < $0 }) ?? true { earliest = instant }
+        }
+        for request in running.values {
+            consider(request.deadline)
+            if let delay = request.lookup?.timerDelay { consider(now + delay) }
+        }
+        if waitingCount > 0 {
+            for request in waiting[waitingHead...] where request.isWaiting { consider(request.deadline) }
+        }
+        return earliest
+    }
+
+    /// Lets c-ares handle readiness of `fd` (one of `descriptors`), then runs the completions of
+    /// whatever finished. Unknown descriptors (closed meanwhile) are ignored.
+    public func process(fd: Int32, readable: Bool, writable: Bool) {
+        if let request = owners[fd], let lookup = request.lookup {
+            perform(on: request) { lookup.process(fd: fd, readable: readable, writable: writable) }
+            startWaiting(now: .now)
+        }
+        deliver()
+    }
+
+    /// Times out overdue requests (running or waiting), runs c-ares' retransmission timers,
+    /// starts waiting requests in freed slots, then runs the completions of what finished.
+    public func processTimeouts() {
+        let now = ContinuousClock.now
+        for request in running.values.sorted(by: { $0.id < $1.id }) {
+            if request.deadline <= now {
+                running[request.id] = nil
+                end(request)
+                finish(request, .timedOut)
+            } else if let lookup = request.lookup {
+                perform(on: request) { lookup.processTimers() }
+            }
+        }
+        if waitingCount > 0 {
+            for request in waiting[waitingHead...] where request.isWaiting && request.deadline <= now {
+                waitingCount -= 1
+                finish(request, .timedOut)
+            }
+        }
+        startWaiting(now: now)
+        deliver()
+    }
+
+    /// The nameservers of the current resolv.conf, in order (what a lookup started now would
+    /// ask), for the "can any nameserver be reached at all" pre-check. Reads the file each call.
+    public func nameservers() -> [IPAddress] {
+        AresLookup.nameservers(resolvConfPath: options.resolvConfPath)
+    }
+
+    // MARK: - Bookkeeping
+
+    /// Starts `request` on a channel of its own. An answer c-ares has at once (/etc/hosts, an IP
+    /// literal, a bad name) is kept for the next `process`/`processTimeouts`.
+    private func start(_ request: Request, now: ContinuousClock.Instant) {
+        let tryTimeout = max(Self.minimumTryTimeout, now.duration(to: request.deadline) / 4)
+        let lookup = AresLookup(
+            name: request.name, timeout: tryTimeout, tries: Self.tries, resolvConfPath: options.resolvConfPath)
+        request.phase = .running(lookup)
+        running[request.id] = request
+        perform(on: request) {}
+    }
+
+    /// Runs one c-ares call for `request`, then brings `owners` in line with the sockets the
+    /// lookup reports, and finishes the request if c-ares gave its outcome. Called only from the
+    /// resolver's own methods, never from a c-ares callback, so destroying the channel is safe.
+    private func perform(on request: Request, _ call: () -> Void) {
+        guard let lookup = request.lookup else { return }
+        let before = Array(lookup.sockets.keys)
+        call()
+        for fd in before where lookup.sockets[fd] == nil && owners[fd] === request { owners[fd] = nil }
+        for fd in lookup.sockets.keys { owners[fd] = request }
+        if let outcome = lookup.outcome {
+            running[request.id] = nil
+            end(request)
+            finish(request, outcome)
+        }
+    }
+
+    /// Destroys the request's channel (closing its sockets) and forgets its sockets. c-ares calls
+    /// back from inside `ares_destroy` with ARES_EDESTRUCTION: `AresLookup` ignores that.
+    private func end(_ request: Request) {
+        guard let lookup = request.lookup else { return }
+        let sockets = Array(lookup.sockets.keys)
+        request.phase = .over
+        lookup.destroy()
+        for fd in sockets where owners[fd] === request { owners[fd] = nil }
+    }
+
+    private func finish(_ request: Request, _ outcome: Outcome) {
+        request.phase = .finished(outcome)
+        finished.append(request)
+    }
+
+    /// Fills free slots with waiting requests, oldest first; those already past their deadline
+    /// time out without starting.
+    private func startWaiting(now: ContinuousClock.Instant) {
+        while running.count < options.maxConcurrent, waitingCount > 0, waitingHead < waiting.count {
+            let request = waiting[waitingHead]
+            waitingHead += 1
+            guard request.isWaiting else { continue }
+            waitingCount -= 1
+            if request.deadline <= now {
+                finish(request, .timedOut)
+            } else {
+                start(request, now: now)
+            }
+        }
+        // Drop the consumed prefix once it is all there is, or large enough to be worth a copy.
+        if waitingCount == 0 || waitingHead >= 1024 {
+            if waitingCount == 0 {
+                waiting.removeAll(keepingCapacity: true)
+            } else {
+                waiting.removeFirst(waitingHead)
+            }
+            waitingHead = 0
+        }
+    }
+
+    /// Runs the completions that are ready, in the order their requests finished. Requests that
+    /// finish meanwhile (a completion may start a lookup that ends at once) wait for the next
+    /// call: `nextDeadline` then says "now".
+    private func deliver() {
+        guard !finished.isEmpty else { return }
+        let batch = finished
+        finished = []
+        for request in batch {
+            // An earlier completion of this batch may have cancelled it.
+            guard case .finished(let outcome) = request.phase, requests.removeValue(forKey: request.id) != nil else {
+                continue
+            }
+            request.phase = .over
+            request.completion(outcome)
+        }
+    }
+}
+
+/// The resolver could not be set up at all (c-ares failed to initialise).
+public struct ResolverError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}

@@ -1,0 +1,255 @@
+import Reachability
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// reachd's wiring: one sd-event loop carrying netlink, the bus, c-ares sockets, timers,
+/// signals and the watchdog. Nothing here blocks; the Engine and adapters do the work.
+final class Daemon {
+    static let busName = "org.reachd.Reachability1"
+    static let objectPath = "/org/reachd/Reachability1"
+    static let interface = "org.reachd.Reachability1"
+
+    let options: Options
+    let loop: EventLoop
+    let observer: NetworkObserver
+    private(set) var configuration: Configuration
+    private(set) var hostChecks: HostChecks!
+    var bus: BusConnection!
+    var watches: WatchRegistry!
+    private var sources: [EventSource] = []
+    private var busSlots: [BusSlot] = []
+    private var resyncTimer: EventSource!
+    private var resolverTimer: EventSource!
+    private var resolverSources: [EventSource] = []
+    private var nextCheckID: UInt64 = 0
+    private var lastStatus = ""
+
+    /// Runs the daemon; returns the process exit status.
+    static func main(_ options: Options) -> Int32 {
+        let configuration: Configuration
+        switch Configuration.load(directories: options.configDirectories) {
+        case let .success(loaded): configuration = loaded
+        case let .failure(errors):
+            for error in errors.errors { Log.error(error.description) }
+            Log.error("configuration rejected: \(errors.errors.count) error(s)")
+            return 2
+        }
+        if options.checkConfig {
+            print(configuration.mergedText, terminator: "")
+            return 0
+        }
+        do {
+            let daemon = try Daemon(options: options, configuration: configuration)
+            return daemon.run()
+        } catch {
+            Log.error("cannot start: \(error)")
+            return 1
+        }
+    }
+
+    init(options: Options, configuration: Configuration) throws {
+        self.options = options
+        self.configuration = configuration
+        loop = try EventLoop()
+        observer = try NetworkObserver(configuration: Self.monitorConfiguration(options, configuration))
+        hostChecks = HostChecks(options: Self.resolverOptions(options, configuration), failure: nil) { [unowned self] addresses, target in
+            self.observer.evaluate(addresses: addresses, target: target)
+        }
+        if let namespace = options.namespace {
+            // c-ares opens its sockets on this thread: they must live in the watched namespace too.
+            try NetworkNamespace.enter(namespace)
+        }
+    }
+
+    static func monitorConfiguration(_ options: Options, _ configuration: Configuration) -> MonitorConfiguration {
+        var monitor = MonitorConfiguration()
+        monitor.namespacePath = options.namespace
+        monitor.sysfsRoot = options.sysfsRoot
+        monitor.resolvConfPath = options.resolvConf
+        configuration.apply(to: &monitor)
+        return monitor
+    }
+
+    static func resolverOptions(_ options: Options, _ configuration: Configuration) -> HostResolver.Options {
+        HostResolver.Options(maxConcurrent: configuration.maxConcurrentLookups, resolvConfPath: options.resolvConf)
+    }
+
+    func run() -> Int32 {
+        do {
+            try start()
+        } catch {
+            Log.error("cannot start: \(error)")
+            return 1
+        }
+        let code = loop.run()
+        hostChecks.cancelAll()
+        ServiceManager.notify("STOPPING=1")
+        Log.info(code == 0 ? "stopped" : "stopping after an error (exit \(code))")
+        return code
+    }
+
+    private func start() throws {
+        // Netlink: every batch the kernel queued, applied at once.
+        sources.append(try loop.watch(fd: observer.netlinkDescriptor, events: EventLoop.readable) { [unowned self] _ in
+            self.handle(self.observer.readAvailable())
+        })
+        resyncTimer = try loop.timer(at: 0) { [unowned self] in self.handle(self.observer.resyncIfDue()) }
+        resyncTimer.disable()
+        resolverTimer = try loop.timer(at: 0) { [unowned self] in
+            self.hostChecks.processTimeouts()
+            self.syncResolver()
+        }
+        resolverTimer.disable()
+
+        sources.append(try loop.onSignal(SIGTERM) { [unowned self] in self.stop() })
+        sources.append(try loop.onSignal(SIGINT) { [unowned self] in self.stop() })
+        sources.append(try loop.onSignal(SIGHUP) { [unowned self] in self.reload() })
+        if loop.enableWatchdog() { Log.info("watchdog enabled") }
+
+        bus = try BusConnection(options.bus, description: "reachd")
+        try bus.attach(to: loop)
+        watches = WatchRegistry(daemon: self)
+        let service = ReachabilityService(daemon: self)
+        busSlots.append(try bus.add(service, at: Self.objectPath, interface: Self.interface, vtable: ReachabilityService.vtable))
+        // Losing the name (another owner replaced us) is as fatal as losing the bus.
+        busSlots.append(try bus.matchSignal(
+            sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            member: "NameLost"
+        ) { [unowned self] message in
+            if (try? message.readString()) == Self.busName {
+                Log.error("lost the bus name \(Self.busName)")
+                self.loop.exit(code: 1)
+            }
+        })
+        busSlots.append(try bus.requestName(Self.busName) { [unowned self] result in
+            switch result {
+            case .success:
+                // The first netlink sync completed before the loop started: now we are ready.
+                self.lastStatus = self.summary
+                ServiceManager.notify("READY=1\nSTATUS=\(self.lastStatus)")
+                Log.info("ready on the bus as \(Self.busName): \(self.lastStatus)")
+            case let .failure(error):
+                Log.error("cannot own the bus name \(Self.busName): \(error)")
+                self.loop.exit(code: 1)
+            }
+        })
+        scheduleResync()
+    }
+
+    var summary: String {
+        let snapshot = observer.snapshot
+        return renderSummary(snapshot.host, interfaces: snapshot.interfaces)
+    }
+
+    // MARK: changes
+
+    /// Publishes one change: properties, the Changed signal, STATUS=, and the watches.
+    private func handle(_ change: ReachabilityChange?) {
+        for line in observer.takeIncidents() { Log.warning("netlink: \(line)") }
+        scheduleResync()
+        guard let change else { return }
+        var changed = ["Generation"]
+        if change.hostChanged { changed = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "Generation"] }
+        bus.emitPropertiesChanged(path: Self.objectPath, interface: Self.interface, names: changed)
+        do {
+            try bus.emitSignal(path: Self.objectPath, interface: Self.interface, member: "Changed") { message throws(BusError) in
+                try message.append(change.host.flags.rawValue)
+                try message.append(change.host.primaryInterface)
+                try message.append(change.generation)
+            }
+        } catch {
+            Log.warning("cannot send Changed: \(error)")
+        }
+        for status in change.changedInterfaces { Log.debug("link \(status.name): \(status.kind.rawValue) [\(status.flags)]") }
+        for status in change.removedInterfaces { Log.debug("link \(status.name) removed") }
+        let summary = self.summary
+        if summary != lastStatus {
+            lastStatus = summary
+            ServiceManager.notify("STATUS=\(summary)")
+            Log.info(summary)
+        }
+        watches.reevaluate()
+    }
+
+    private func scheduleResync() {
+        if let deadline = observer.resyncDeadline {
+            resyncTimer.schedule(at: deadline.monotonicMicroseconds)
+        } else {
+            resyncTimer.disable()
+        }
+    }
+
+    // MARK: host checks
+
+    /// Starts a host check; `completion` runs on the loop.
+    func checkHost(_ name: String, timeout: Duration, completion: @escaping @Sendable (Result<CheckResult, CheckCancelled>) -> Void) -> UInt64 {
+        nextCheckID += 1
+        hostChecks.start(HostCheckRequest(id: nextCheckID, name: name, deadline: .now + timeout, completion: completion))
+        syncResolver()
+        return nextCheckID
+    }
+
+    func cancelHostCheck(_ id: UInt64) {
+        hostChecks.cancel(id)
+        syncResolver()
+    }
+
+    /// Mirrors the resolver's sockets and deadline into the loop. The sources are made anew each
+    /// time: a c-ares socket closed and another opened with the same number in one call would
+    /// otherwise leave a dead epoll registration behind. There are few, and this runs only when
+    /// host checks move.
+    func syncResolver() {
+        for source in resolverSources { source.cancel() }
+        resolverSources.removeAll(keepingCapacity: true)
+        for watched in hostChecks.descriptors {
+            var events: UInt32 = 0
+            if watched.readable { events |= EventLoop.readable }
+            if watched.writable { events |= EventLoop.writable }
+            let fd = watched.fd
+            do {
+                resolverSources.append(try loop.watch(fd: fd, events: events) { [unowned self] revents in
+                    let readable = revents & (EventLoop.readable | EventLoop.error | EventLoop.hangUp) != 0
+                    self.hostChecks.process(fd: fd, readable: readable, writable: revents & EventLoop.writable != 0)
+                    self.syncResolver()
+                })
+            } catch {
+                Log.warning("cannot watch a DNS socket: \(error)")
+            }
+        }
+        if let deadline = hostChecks.nextDeadline {
+            resolverTimer.schedule(at: deadline.monotonicMicroseconds)
+        } else {
+            resolverTimer.disable()
+        }
+    }
+
+    // MARK: signals
+
+    private func stop() {
+        Log.info("stopping on signal")
+        loop.exit(code: 0)
+    }
+
+    /// SIGHUP: re-read the configuration. A bad one is refused and the running one kept.
+    private func reload() {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let usec = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+        ServiceManager.notify("RELOADING=1\nMONOTONIC_USEC=\(usec)")
+        switch Configuration.load(directories: options.configDirectories) {
+        case let .success(loaded):
+            configuration = loaded
+            let monitor = Self.monitorConfiguration(options, loaded)
+            let change = observer.reclassify(with: Classifier(rules: monitor.rules, priorities: monitor.priorities))
+            watches.limits = (loaded.maxWatchesPerClient, loaded.maxWatches)
+            Log.info("configuration reloaded from \(loaded.sources.isEmpty ? "defaults" : loaded.sources.joined(separator: ", "))")
+            handle(change)
+            ServiceManager.notify("READY=1\nSTATUS=\(summary)")
+        case let .failure(errors):
+            for error in errors.errors { Log.error(error.description) }
+            Log.error("new configuration refused (\(errors.errors.count) error(s)); keeping the running one")
+            ServiceManager.notify("READY=1\nSTATUS=\(summary) (configuration reload refused: \(errors.errors.first?.description ?? "error"))")
+        }
+    }
+}

@@ -1,0 +1,22 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Logging for journald: one line per event that matters, on stderr. Under systemd (stderr is
+/// the journal: JOURNAL_STREAM is set) each line carries a `<N>` syslog priority prefix, which
+/// journald turns into the entry's priority; by hand, lines say `warning:`/`error:` instead.
+enum Log {
+    nonisolated(unsafe) static var toJournal = getenv("JOURNAL_STREAM") != nil
+    nonisolated(unsafe) static var verbose = false
+
+    static func debug(_ message: @autoclosure () -> String) { if verbose { write(7, "", message()) } }
+    static func info(_ message: String) { write(6, "", message) }
+    static func notice(_ message: String) { write(5, "", message) }
+    static func warning(_ message: String) { write(4, "warning: ", message) }
+    static func error(_ message: String) { write(3, "error: ", message) }
+
+    private static func write(_ priority: Int, _ label: String, _ message: String) {
+        let line = (toJournal ? "<\(priority)>" : label) + message + "\n"
+        _ = line.withCString { Glibc.write(STDERR_FILENO, $0, strlen($0)) }
+    }
+}

@@ -1,0 +1,98 @@
+import Reachability
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// reachd's command line. Parsed by hand: the daemon links no argument parser (and so no
+/// Foundation), which keeps its memory small.
+struct Options {
+    var bus: BusConnection.Address = .system
+    var configDirectories = Configuration.defaultDirectories
+    var checkConfig = false
+    var namespace: String?
+    var sysfsRoot = "/sys"
+    var resolvConf: String?
+    var verbose = false
+
+    static let usage = """
+        Usage: reachd [OPTIONS]
+
+        Watch the kernel's links, addresses and routes, derive reachability, and publish it on
+        D-Bus as org.reachd.Reachability1 (see reachd(8), reachctl(1)).
+
+        Options:
+          --system               serve on the system bus (the default)
+          --user                 serve on the user's session bus
+          --bus-address ADDRESS  serve on the bus at ADDRESS (unix:path=/run/...), for tests
+          --config-dir DIR       read DIR/reachd.conf and DIR/reachd.conf.d/*.conf instead of
+                                 /etc/reachd (repeatable: later directories override earlier ones)
+          --check-config         validate the configuration, print the merged result, and exit:
+                                 0 valid, 2 invalid (every error as FILE:LINE: [Section] Key: ...)
+          --netns NAME|PATH      watch a network namespace (`ip netns` NAME or a path)
+          --resolv-conf PATH     read nameservers from PATH instead of /etc/resolv.conf
+          --verbose              log debug lines too
+          --help                 show this help
+          --version              show the version
+
+        Signals: SIGHUP reloads the configuration (a bad one is refused and the old one kept);
+        SIGTERM and SIGINT stop. Exit status: 0 stopped cleanly, 1 lost the bus or the name
+        (systemd restarts it), 2 bad usage or configuration.
+        """
+
+    static let version = "reachd 0.1.0"
+
+    enum Parsed {
+        case run(Options)
+        case exit(Int32)
+    }
+
+    static func parse(_ arguments: [String]) -> Parsed {
+        var options = Options()
+        var configDirectories: [String] = []
+        var index = 0
+        func value(_ flag: String) -> String? {
+            index += 1
+            guard index < arguments.count, !arguments[index].isEmpty else {
+                Log.error("\(flag) needs a value; see reachd --help")
+                return nil
+            }
+            return arguments[index]
+        }
+        while index < arguments.count {
+            let argument = arguments[index]
+            switch argument {
+            case "--system": options.bus = .system
+            case "--user": options.bus = .user
+            case "--bus-address":
+                guard let address = value(argument) else { return .exit(2) }
+                options.bus = .address(address)
+            case "--config-dir":
+                guard let directory = value(argument) else { return .exit(2) }
+                configDirectories.append(directory)
+            case "--check-config": options.checkConfig = true
+            case "--netns":
+                guard let namespace = value(argument) else { return .exit(2) }
+                options.namespace = NetworkNamespace.path(forName: namespace)
+            case "--sysfs-root":
+                guard let root = value(argument) else { return .exit(2) }
+                options.sysfsRoot = root
+            case "--resolv-conf":
+                guard let path = value(argument) else { return .exit(2) }
+                options.resolvConf = path
+            case "--verbose": options.verbose = true
+            case "--help", "-h":
+                print(usage)
+                return .exit(0)
+            case "--version":
+                print(version)
+                return .exit(0)
+            default:
+                Log.error("unknown option '\(argument)'; see reachd --help")
+                return .exit(2)
+            }
+            index += 1
+        }
+        if !configDirectories.isEmpty { options.configDirectories = configDirectories }
+        return .run(options)
+    }
+}

@@ -1,0 +1,154 @@
+import Reachability
+
+/// The object `/org/reachd/Reachability1`: a table from D-Bus members to the Engine's answers.
+/// No logic of its own: validation and checks live in the library, limits in `WatchRegistry`.
+final class ReachabilityService: BusObject {
+    unowned let daemon: Daemon
+
+    init(daemon: Daemon) { self.daemon = daemon }
+
+    static let vtable = BusVTable([
+        .property("Flags", signature: "u", emitsChange: true),
+        .property("PrimaryInterface", signature: "s", emitsChange: true),
+        .property("State", signature: "s", emitsChange: true),
+        .property("AvailableInterfaces", signature: "as", emitsChange: true),
+        .property("Generation", signature: "t", emitsChange: true),
+        .method("GetStatus", signature: "", result: "a{sv}", names: "status\0"),
+        .method("ListInterfaces", signature: "", result: "a(issuas)", names: "interfaces\0"),
+        .method("CheckAddress", signature: "s", result: "uss", names: "address\0flags\0interface\0reason\0"),
+        .method(
+            "CheckHost", signature: "su", result: "usass",
+            names: "host\0timeout_ms\0flags\0interface\0addresses\0reason\0"),
+        .method("Watch", signature: "s", result: "o", names: "target\0watch\0"),
+        .method("Unwatch", signature: "o", result: "", names: "watch\0"),
+        .signal("Changed", signature: "ust", names: "flags\0primary_interface\0generation\0"),
+    ])
+
+    /// The longest timeout a caller may ask of CheckHost: a check is not a way to hang a client.
+    static let maximumTimeoutMilliseconds: UInt32 = 300_000
+
+    static func invalidTarget(_ message: String) -> BusError {
+        BusError(name: "org.reachd.Reachability1.Error.InvalidTarget", message: message)
+    }
+
+    func property(_ name: String, into reply: BusMessage) throws(BusError) {
+        let host = daemon.observer.state.host
+        switch name {
+        case "Flags": try reply.append(host.flags.rawValue)
+        case "PrimaryInterface": try reply.append(host.primaryInterface)
+        case "State": try reply.append(host.state.rawValue)
+        case "AvailableInterfaces": try reply.append(host.availableInterfaces)
+        case "Generation": try reply.append(daemon.observer.state.generation)
+        default: throw BusError(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(name)")
+        }
+    }
+
+    func call(_ method: String, _ message: BusMessage) throws(BusError) -> BusReply {
+        switch method {
+        case "GetStatus":
+            let snapshot = daemon.observer.state
+            return .now { reply throws(BusError) in
+                try reply.open("a", "{sv}")
+                try Self.entry(reply, "Flags", "u") { message throws(BusError) in try message.append(snapshot.host.flags.rawValue) }
+                try Self.entry(reply, "State", "s") { message throws(BusError) in try message.append(snapshot.host.state.rawValue) }
+                try Self.entry(reply, "PrimaryInterface", "s") { message throws(BusError) in try message.append(snapshot.host.primaryInterface) }
+                try Self.entry(reply, "AvailableInterfaces", "as") { message throws(BusError) in try message.append(snapshot.host.availableInterfaces) }
+                try Self.entry(reply, "Generation", "t") { message throws(BusError) in try message.append(snapshot.generation) }
+                try reply.close()
+            }
+        case "ListInterfaces":
+            let interfaces = daemon.observer.snapshot.interfaces
+            return .now { reply throws(BusError) in
+                try reply.open("a", "(issuas)")
+                for interface in interfaces {
+                    try reply.open("r", "issuas")
+                    try reply.append(interface.index)
+                    try reply.append(interface.name)
+                    try reply.append(interface.kind.rawValue)
+                    try reply.append(interface.flags.rawValue)
+                    try reply.append(interface.addresses.map(\.description))
+                    try reply.close()
+                }
+                try reply.close()
+            }
+        case "CheckAddress":
+            let target = try message.readString()
+            let result = daemon.observer.check(address: target)
+            if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address '\(target)'") }
+            return .now { reply throws(BusError) in
+                try reply.append(result.flags.rawValue)
+                try reply.append(result.interface)
+                try reply.append(result.reason?.rawValue ?? "")
+            }
+        case "CheckHost":
+            return try checkHost(message)
+        case "Watch":
+            let target = try message.readString()
+            let path = try daemon.watches.add(target: target, caller: message)
+            return .now { reply throws(BusError) in try reply.append(objectPath: path) }
+        case "Unwatch":
+            let path = try message.readObjectPath()
+            try daemon.watches.remove(path: path, caller: message.sender ?? "")
+            return .now { _ in }
+        default:
+            throw BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "no method \(method)")
+        }
+    }
+
+    /// CheckHost replies later: a slow DNS answer must never delay other callers.
+    private func checkHost(_ message: BusMessage) throws(BusError) -> BusReply {
+        let host = try message.readString()
+        let milliseconds = try message.readUInt32()
+        guard milliseconds <= Self.maximumTimeoutMilliseconds else {
+            throw BusError(
+                name: "org.freedesktop.DBus.Error.InvalidArgs",
+                message: "timeout_ms \(milliseconds) is above the maximum of \(Self.maximumTimeoutMilliseconds); 0 means the default")
+        }
+        let timeout = milliseconds == 0 ? daemon.configuration.defaultTimeout : .milliseconds(Int64(milliseconds))
+        if AddressTarget.looksLikeAddress(host) {
+            let result = daemon.observer.check(address: host)
+            if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address '\(host)'") }
+            return .now { reply throws(BusError) in try Self.appendHostReply(reply, result) }
+        }
+        if case let .failure(error) = HostName.validate(host) { throw Self.invalidTarget(error.description) }
+        let call = UncheckedBox(OwnedBusMessage(retaining: message))
+        let bus = UncheckedBox(daemon.bus!)
+        _ = daemon.checkHost(host, timeout: timeout) { outcome in
+            switch outcome {
+            case let .success(result):
+                do {
+                    try bus.value.reply(to: call.value.message) { reply throws(BusError) in try Self.appendHostReply(reply, result) }
+                } catch {
+                    Log.warning("cannot reply to CheckHost(\(host)): \(error)")
+                }
+            case .failure:
+                bus.value.reply(to: call.value.message, error: BusError(name: "org.reachd.Reachability1.Error.Timeout", message: "the check of \(host) was cancelled"))
+            }
+        }
+        return .later
+    }
+
+    static func appendHostReply(_ reply: BusMessage, _ result: CheckResult) throws(BusError) {
+        try reply.append(result.flags.rawValue)
+        try reply.append(result.interface)
+        try reply.append(result.addresses.map(\.description))
+        try reply.append(result.reason?.rawValue ?? "")
+    }
+
+    private static func entry(
+        _ reply: BusMessage, _ key: String, _ signature: String, _ value: (BusMessage) throws(BusError) -> Void
+    ) throws(BusError) {
+        try reply.open("e", "sv")
+        try reply.append(key)
+        try reply.open("v", signature)
+        try value(reply)
+        try reply.close()
+        try reply.close()
+    }
+}
+
+/// Carries a loop-confined value through a `@Sendable` completion that runs on the same loop.
+struct UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}

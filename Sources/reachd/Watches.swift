@@ -1,0 +1,149 @@
+import Reachability
+
+/// One watched target: `/org/reachd/Reachability1/watch/N`, interface
+/// `org.reachd.Reachability1.Watch`, with its own PropertiesChanged whenever its answer changes.
+final class Watch: BusObject {
+    static let interface = "org.reachd.Reachability1.Watch"
+    static let vtable = BusVTable([
+        .property("Target", signature: "s", emitsChange: false),
+        .property("Flags", signature: "u", emitsChange: true),
+        .property("Interface", signature: "s", emitsChange: true),
+        .property("Reason", signature: "s", emitsChange: true),
+    ])
+
+    let path: String
+    let target: String
+    let owner: String
+    var result: CheckResult
+    var slot: BusSlot?
+    /// The host check in flight for this watch, if any.
+    var pendingCheck: UInt64?
+
+    init(path: String, target: String, owner: String) {
+        self.path = path
+        self.target = target
+        self.owner = owner
+        result = CheckResult(target: target)
+    }
+
+    func call(_ method: String, _ message: BusMessage) throws(BusError) -> BusReply {
+        throw BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "no method \(method)")
+    }
+
+    func property(_ name: String, into reply: BusMessage) throws(BusError) {
+        switch name {
+        case "Target": try reply.append(target)
+        case "Flags": try reply.append(result.flags.rawValue)
+        case "Interface": try reply.append(result.interface)
+        case "Reason": try reply.append(result.reason?.rawValue ?? "")
+        default: throw BusError(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(name)")
+        }
+    }
+}
+
+/// The watches of all clients, with their limits. A client's watches die with it (sd_bus_track).
+final class WatchRegistry {
+    unowned let daemon: Daemon
+    var limits: (perClient: Int, total: Int)
+    private var watches: [String: Watch] = [:]
+    private var clients: [String: (track: BusTrack, paths: Set<String>)] = [:]
+    private var nextID: UInt64 = 0
+
+    init(daemon: Daemon) {
+        self.daemon = daemon
+        limits = (daemon.configuration.maxWatchesPerClient, daemon.configuration.maxWatches)
+    }
+
+    static func limitExceeded(_ message: String) -> BusError {
+        BusError(name: "org.reachd.Reachability1.Error.LimitExceeded", message: message)
+    }
+
+    var count: Int { watches.count }
+
+    /// Validates `target`, enforces the limits, and serves a new watch object.
+    func add(target: String, caller message: BusMessage) throws(BusError) -> String {
+        let isAddress = AddressTarget.looksLikeAddress(target)
+        if isAddress {
+            if case let .failure(error) = AddressTarget.parse(target) { throw ReachabilityService.invalidTarget(error.description) }
+        } else if case let .failure(error) = HostName.validate(target) {
+            throw ReachabilityService.invalidTarget(error.description)
+        }
+        let owner = message.sender ?? ""
+        let owned = clients[owner]?.paths.count ?? 0
+        guard owned < limits.perClient else {
+            throw Self.limitExceeded("\(owner) already has \(owned) watches, the most one client may hold (MaxWatchesPerClient=\(limits.perClient))")
+        }
+        guard watches.count < limits.total else {
+            throw Self.limitExceeded("reachd already serves \(watches.count) watches, the most it holds (MaxWatches=\(limits.total))")
+        }
+        if clients[owner] == nil {
+            let track = try BusTrack(bus: daemon.bus) { [unowned self] in self.removeAll(of: owner) }
+            clients[owner] = (track, [])
+        }
+        try clients[owner]?.track.add(senderOf: message)
+
+        nextID += 1
+        let watch = Watch(path: "\(Daemon.objectPath)/watch/\(nextID)", target: target, owner: owner)
+        watch.slot = try daemon.bus.add(watch, at: watch.path, interface: Watch.interface, vtable: Watch.vtable)
+        watches[watch.path] = watch
+        clients[owner]?.paths.insert(watch.path)
+        evaluate(watch, announce: false)
+        Log.debug("watch \(watch.path) on \(target) for \(owner)")
+        return watch.path
+    }
+
+    func remove(path: String, caller: String) throws(BusError) {
+        guard let watch = watches[path] else {
+            throw BusError(name: "org.freedesktop.DBus.Error.UnknownObject", message: "no watch \(path)")
+        }
+        guard watch.owner == caller else {
+            throw BusError(name: "org.freedesktop.DBus.Error.AccessDenied", message: "\(path) belongs to another client")
+        }
+        drop(watch)
+        if clients[caller]?.paths.isEmpty == true { clients.removeValue(forKey: caller) }
+    }
+
+    private func removeAll(of client: String) {
+        guard let entry = clients.removeValue(forKey: client) else { return }
+        for path in entry.paths { if let watch = watches[path] { drop(watch) } }
+        Log.debug("client \(client) left: dropped \(entry.paths.count) watch(es)")
+    }
+
+    private func drop(_ watch: Watch) {
+        if let pending = watch.pendingCheck { daemon.cancelHostCheck(pending) }
+        watches.removeValue(forKey: watch.path)
+        clients[watch.owner]?.paths.remove(watch.path)
+        watch.slot = nil
+    }
+
+    /// A network change: every watch is answered again (addresses at once; host names through
+    /// the cache, so DNS is asked only when an answer expired).
+    func reevaluate() {
+        for watch in watches.values { evaluate(watch, announce: true) }
+    }
+
+    private func evaluate(_ watch: Watch, announce: Bool) {
+        if AddressTarget.looksLikeAddress(watch.target) {
+            update(watch, daemon.observer.check(address: watch.target), announce: announce)
+            return
+        }
+        guard watch.pendingCheck == nil else { return }
+        let box = UncheckedBox(watch)
+        let registry = UncheckedBox(self)
+        watch.pendingCheck = daemon.checkHost(watch.target, timeout: daemon.configuration.defaultTimeout) { outcome in
+            box.value.pendingCheck = nil
+            if case let .success(result) = outcome { registry.value.update(box.value, result, announce: true) }
+        }
+    }
+
+    private func update(_ watch: Watch, _ result: CheckResult, announce: Bool) {
+        let old = watch.result
+        watch.result = result
+        guard announce, watches[watch.path] === watch else { return }
+        var names: [String] = []
+        if old.flags != result.flags { names.append("Flags") }
+        if old.interface != result.interface { names.append("Interface") }
+        if old.reason != result.reason { names.append("Reason") }
+        if !names.isEmpty { daemon.bus.emitPropertiesChanged(path: watch.path, interface: Watch.interface, names: names) }
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import Testing
+@testable import Reachability
+
+/// Host checks end to end: a real dnsmasq, a real black hole, the real kernel's routes.
+@Suite(rootOnly, .serialized)
+struct HostCheckTests {
+    @Test func answeredNameIsReachableViaTheUplink() async throws {
+        let scenario = try DNSScenario(nameserver: DNSScenario.answering)
+        let dns = try DNSMasqServer(in: scenario.server, address: DNSScenario.answering, records: ["up.test": ["203.0.113.10", "2001:db8::10"]])
+        let monitor = try scenario.monitor()
+        let result = try await monitor.check("up.test", timeout: .seconds(3))
+        #expect(result.isReachable)
+        #expect(result.interface == "up0")
+        #expect(result.gateway == IPAddress("192.0.2.1"))
+        #expect(result.addresses == [IPAddress("203.0.113.10")!, IPAddress("2001:db8::10")!])
+        #expect(result.reason == nil)
+        #expect(dns.queries(for: "up.test") >= 1)
+
+        let start = ContinuousClock.now
+        let missing = try await monitor.check("nothere.test", timeout: .seconds(3))
+        #expect(missing.reason == .dnsNotFound)
+        #expect(!missing.isReachable)
+        #expect(ContinuousClock.now - start < .milliseconds(500), "NXDOMAIN answers quickly")
+    }
+
+    @Test func cachedAnswerSendsNoQueryAndFollowsRoutes() async throws {
+        let scenario = try DNSScenario(nameserver: DNSScenario.answering)
+        let dns = try DNSMasqServer(in: scenario.server, address: DNSScenario.answering, records: ["up.test": ["203.0.113.10"]])
+        let monitor = try scenario.monitor()
+        #expect(try await monitor.check("up.test").isReachable)
+        let asked = dns.queries(for: "up.test")
+        #expect(asked >= 1)
+        #expect(try await monitor.check("up.test").isReachable)
+        #expect(dns.queries(for: "up.test") == asked, "a second check within the TTL sends no query")
+
+        // The cached answer's reachability follows the routes: no default route, no way there.
+        try scenario.client.ip("route del default")
+        try await eventually(monitor, "default route gone") { $0.host.state != .online }
+        let cut = try await monitor.check("up.test")
+        #expect(cut.reason == .noRoute)
+        #expect(cut.addresses == [IPAddress("203.0.113.10")!])
+        #expect(dns.queries(for: "up.test") == asked)
+    }
+
+    @Test func noRouteToTheServerAnswersAtOnceWithoutAQuery() async throws {
+        let scenario = try DNSScenario(nameserver: DNSScenario.answering)
+        let dns = try DNSMasqServer(in: scenario.server, address: DNSScenario.answering, records: ["up.test": ["203.0.113.10"]])
+        try scenario.client.ip("route del default")
+        let monitor = try scenario.monitor()
+        let start = ContinuousClock.now
+        let result = try await monitor.check("up.test", timeout: .seconds(5))
+        // At once: nowhere near the 5 s deadline (the margin only absorbs a loaded 2-core machine).
+        #expect(ContinuousClock.now - start < .seconds(1))
+        #expect(!result.isReachable)
+        #expect(result.reason == .noRoute)
+        #expect(result.message?.contains(DNSScenario.answering) == true)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(dns.queries(for: "up.test") == 0, "the DNS server saw no query")
+    }
+
+    @Test func blackHoleAnswersAtTheDeadlineWhileAddressChecksGoOn() async throws {
+        let scenario = try DNSScenario(nameserver: DNSScenario.blackHole)
+        let hole = try DNSBlackHole(in: scenario.server, address: DNSScenario.blackHole)
+        let monitor = try scenario.monitor()
+        let deadline = Duration.milliseconds(500)
+
+        let start = ContinuousClock.now
+        let one = try await monitor.check("slow.test", timeout: deadline)
+        let took = ContinuousClock.now - start
+        #expect(one.reason == .dnsTimeout)
+        #expect(took >= deadline)
+        #expect(took < deadline + .milliseconds(150), "took \(took)")
+
+        // 200 at once, all by the deadline plus a margin; an address check meanwhile answers at once.
+        let many = ContinuousClock.now
+        let results = try await withThrowingTaskGroup(of: (CheckResult, Duration).self) { group in
+            for i in 0..<200 {
+                group.addTask {
+                    let begin = ContinuousClock.now
+                    let result = try await monitor.check("slow\(i).test", timeout: deadline)
+                    return (result, ContinuousClock.now - begin)
+                }
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            let addressStart = ContinuousClock.now
+            let address = monitor.check(address: "203.0.113.5")
+            let addressTook = ContinuousClock.now - addressStart
+            #expect(address.isReachable)
+            #expect(addressTook < .milliseconds(20), "address check took \(addressTook) during 200 host checks")
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.count == 200)
+        #expect(results.allSatisfy { $0.0.reason == .dnsTimeout })
+        let slowest = results.map(\.1).max() ?? .zero
+        #expect(slowest < deadline + .milliseconds(250), "slowest took \(slowest)")
+        #expect(ContinuousClock.now - many < deadline + .milliseconds(300))
+        _ = hole
+    }
+
+    @Test func cancellationEndsTheCheck() async throws {
+        let scenario = try DNSScenario(nameserver: DNSScenario.blackHole)
+        let hole = try DNSBlackHole(in: scenario.server, address: DNSScenario.blackHole)
+        let monitor = try scenario.monitor()
+        let task = Task { try await monitor.check("slow.test", timeout: .seconds(30)) }
+        try await Task.sleep(for: .milliseconds(50))
+        let start = ContinuousClock.now
+        task.cancel()
+        await #expect(throws: CheckCancelled.self) { try await task.value }
+        #expect(ContinuousClock.now - start < .milliseconds(200))
+        _ = hole
+    }
+
+    @Test(arguments: [
+        ("", "empty"),
+        ("bad name.test", "invalid character"),
+        ("a..b", "empty label"),
+        (String(repeating: "a", count: 64) + ".test", "63"),
+        (String(repeating: "abcdefgh.", count: 30) + "test", "253"),
+        ("-lead.test", "-lead"),
+    ])
+    func invalidHostNamesAreNamed(name: String, fragment: String) async throws {
+        let ns = try TestNamespace("hinv")
+        let monitor = try ns.monitor()
+        let result = try await monitor.check(host: name, deadline: .now + .seconds(1))
+        #expect(result.reason == .invalidTarget)
+        #expect(result.message?.contains(fragment) == true, "message: \(result.message ?? "nil")")
+    }
+
+    @Test func localhostNeedsNoDNS() async throws {
+        let ns = try TestNamespace("lh")
+        let monitor = try ns.monitor()
+        let result = try await monitor.check("localhost", timeout: .seconds(1))
+        #expect(result.isReachable)
+        #expect(result.flags.contains(.isLocalAddress))
+        #expect(result.interface == "lo")
+    }
+}
