@@ -72,7 +72,9 @@ final class Daemon {
     }
 
     static func resolverOptions(_ options: Options, _ configuration: Configuration) -> HostResolver.Options {
-        HostResolver.Options(maxConcurrent: configuration.maxConcurrentLookups, resolvConfPath: options.resolvConf)
+        HostResolver.Options(
+            maxConcurrent: configuration.maxConcurrentLookups, resolvConfPath: options.resolvConf,
+            negativeCacheTime: configuration.negativeCacheTime)
     }
 
     func run() -> Int32 {

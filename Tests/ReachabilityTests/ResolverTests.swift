@@ -127,6 +127,18 @@ struct ResolverTests {
         #expect(cache.count == 0)
     }
 
+    @Test func negativeLifetimeIsConfigurableAndZeroKeepsNone() {
+        let start = ContinuousClock.now
+        var longer = HostCache(negativeLifetime: .seconds(30))
+        longer.store("nothere.example", .notFound, now: start)
+        #expect(longer.lookup("nothere.example", now: start + .seconds(29)) == .notFound)
+        #expect(longer.lookup("nothere.example", now: start + .seconds(30)) == nil)
+        var none = HostCache(negativeLifetime: .zero)
+        none.store("nothere.example", .notFound, now: start)
+        #expect(none.lookup("nothere.example", now: start) == nil)
+        #expect(none.count == 0)
+    }
+
     @Test func aFullCacheDropsExpiredEntriesThenTheOneExpiringFirst() {
         var cache = HostCache(capacity: 3)
         let start = ContinuousClock.now

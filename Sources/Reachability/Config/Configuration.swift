@@ -32,7 +32,7 @@ public struct Configuration: Sendable, Equatable {
         maxConcurrentLookups = 64
         // Long enough to absorb a burst of checks of a mistyped name, short enough that a newly published
         // name shows up quickly; the same as the resolver cache's own `HostCache.negativeTTL`.
-        negativeCacheTime = .seconds(5)
+        negativeCacheTime = HostCache.negativeTTL
         // A desktop applet watches a handful of targets; 64 leaves room without letting one client hog.
         maxWatchesPerClient = 64
         // 64 clients at their full share.
@@ -42,12 +42,14 @@ public struct Configuration: Sendable, Equatable {
         sources = []
     }
 
-    /// Copies what the in-process monitor takes: rules, priorities and the lookup limit. The daemon uses
+    /// Copies what the in-process monitor takes: rules, priorities, the lookup limit and the
+    /// negative cache time. The daemon uses
     /// the other settings itself (timeouts for its D-Bus calls, watch limits for its clients).
     public func apply(to monitor: inout MonitorConfiguration) {
         monitor.rules = rules
         monitor.priorities = priorities
         monitor.maximumConcurrentLookups = maxConcurrentLookups
+        monitor.negativeCacheTime = negativeCacheTime
     }
 }
 

@@ -35,12 +35,13 @@ public final class HostChecks {
     private let resolver: HostResolver?
     private let resolverError: String?
     private let evaluate: Evaluate
-    private var cache = HostCache()
+    private var cache: HostCache
     private var running: [UInt64: (request: HostCheckRequest, lookup: HostResolver.RequestID)] = [:]
 
     /// `options` nil (with `failure` saying why): every host check answers dnsFailure.
     public init(options: HostResolver.Options?, failure: String?, evaluate: @escaping Evaluate) {
         self.evaluate = evaluate
+        cache = HostCache(negativeLifetime: options?.negativeCacheTime ?? HostCache.negativeTTL)
         guard let options else {
             resolver = nil
             resolverError = failure ?? "host checks are unavailable"

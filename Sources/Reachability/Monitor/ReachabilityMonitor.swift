@@ -20,6 +20,8 @@ public struct MonitorConfiguration: Sendable {
     public var resolvConfPath: String? = nil
     /// Host lookups running at once; more wait their turn (never past their deadline).
     public var maximumConcurrentLookups = 64
+    /// How long host checks remember that a name does not exist.
+    public var negativeCacheTime: Duration = HostCache.negativeTTL
 
     public init() {}
 
@@ -59,7 +61,8 @@ public final class ReachabilityMonitor: Sendable {
         self.core = core
         let wakeup = core.wakeup
         let resolverOptions = HostResolver.Options(
-            maxConcurrent: configuration.maximumConcurrentLookups, resolvConfPath: configuration.resolvConfPath)
+            maxConcurrent: configuration.maximumConcurrentLookups, resolvConfPath: configuration.resolvConfPath,
+            negativeCacheTime: configuration.negativeCacheTime)
         // The thread enters the watched namespace, so the DNS sockets it opens live there too.
         var namespace: Int32?
         if let path = configuration.namespacePath {

@@ -13,6 +13,7 @@
 public struct HostCache: Sendable {
     public static let minimumTTL: Duration = .seconds(1)
     public static let maximumTTL: Duration = .seconds(3600)
+    /// The default lifetime of a negative answer (`[Checks] NegativeCacheTime=`).
     public static let negativeTTL: Duration = .seconds(5)
 
     private struct Entry: Sendable {
@@ -22,11 +23,14 @@ public struct HostCache: Sendable {
 
     /// At most this many names are kept; storing past it evicts the entry that expires first.
     public let capacity: Int
+    /// How long NXDOMAIN / no-data answers are kept; zero keeps none.
+    public let negativeLifetime: Duration
     private var entries: [String: Entry] = [:]
 
-    public init(capacity: Int = 4096) {
+    public init(capacity: Int = 4096, negativeLifetime: Duration = HostCache.negativeTTL) {
         precondition(capacity > 0, "a cache holds at least one entry")
         self.capacity = capacity
+        self.negativeLifetime = negativeLifetime
     }
 
     public var count: Int { entries.count }
@@ -54,7 +58,8 @@ public struct HostCache: Sendable {
             guard !addresses.isEmpty else { return }
             lifetime = min(max(.seconds(ttl), Self.minimumTTL), Self.maximumTTL)
         case .notFound:
-            lifetime = Self.negativeTTL
+            guard negativeLifetime > .zero else { return }
+            lifetime = negativeLifetime
         case .timedOut, .failed:
             return
         }

@@ -32,10 +32,13 @@ public final class HostResolver {
         public var maxConcurrent = 64
         /// The resolv.conf to read; nil for the system's. Read again for every lookup.
         public var resolvConfPath: String? = nil
+        /// How long callers that cache answers keep negative ones (`HostChecks` does).
+        public var negativeCacheTime: Duration = HostCache.negativeTTL
 
-        public init(maxConcurrent: Int = 64, resolvConfPath: String? = nil) {
+        public init(maxConcurrent: Int = 64, resolvConfPath: String? = nil, negativeCacheTime: Duration = HostCache.negativeTTL) {
             self.maxConcurrent = maxConcurrent
             self.resolvConfPath = resolvConfPath
+            self.negativeCacheTime = negativeCacheTime
         }
     }
 
