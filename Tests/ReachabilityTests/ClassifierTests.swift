@@ -425,13 +425,6 @@ private func detect(_ link: Link, _ device: DeviceFacts = DeviceFacts()) -> (kin
 
 // MARK: - SysfsReader against fake trees
 
-private struct SetupFailure: Error, CustomStringConvertible {
-    let call: String
-    let path: String
-    let code: Int32
-    var description: String { "\(call)(\(path)) failed: errno \(code)" }
-}
-
 /// A throwaway sysfs tree under /tmp, removed by `withFakeSysfs`.
 private struct FakeSysfs {
     let root: String
@@ -484,32 +477,11 @@ private struct FakeSysfs {
 }
 
 private func withFakeSysfs(_ body: (FakeSysfs) throws -> Void) throws {
-    var template = Array("/tmp/reachd-sysfs-XXXXXX".utf8CString)
-    guard let made = mkdtemp(&template) else { throw SetupFailure(call: "mkdtemp", path: "/tmp", code: errno) }
-    let fake = FakeSysfs(root: String(cString: made))
+    let fake = FakeSysfs(root: try makeScratchDirectory("reachd-sysfs"))
     defer { removeTree(fake.root) }
     try body(fake)
 }
 
-/// rm -rf without following symlinks (lstat, and unlink for anything that is not a directory).
-private func removeTree(_ path: String) {
-    var info = stat()
-    guard lstat(path, &info) == 0 else { return }
-    if info.st_mode & S_IFMT == S_IFDIR, let directory = opendir(path) {
-        var children: [String] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
-            }
-            if name != ".", name != ".." { children.append(name) }
-        }
-        closedir(directory)
-        for child in children { removeTree(path + "/" + child) }
-        rmdir(path)
-    } else {
-        unlink(path)
-    }
-}
 
 @Suite struct SysfsReaderTests {
     @Test func wifiDevice() throws {

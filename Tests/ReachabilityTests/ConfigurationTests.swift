@@ -16,13 +16,6 @@ private func parsed(_ text: String) -> (configuration: Configuration, errors: [S
     return (configuration, errors.map(\.description))
 }
 
-private struct SetupFailure: Error, CustomStringConvertible {
-    let call: String
-    let path: String
-    let code: Int32
-    var description: String { "\(call)(\(path)) failed: errno \(code)" }
-}
-
 /// A directory under /tmp standing in for /etc/reachd (or /run/reachd ...), removed afterwards.
 private struct Scratch {
     let root: String
@@ -64,32 +57,11 @@ private struct Scratch {
 }
 
 private func withScratch(_ body: (Scratch) throws -> Void) throws {
-    var template = Array("/tmp/reachd-config-XXXXXX".utf8CString)
-    guard let made = mkdtemp(&template) else { throw SetupFailure(call: "mkdtemp", path: "/tmp", code: errno) }
-    let scratch = Scratch(root: String(cString: made))
+    let scratch = Scratch(root: try makeScratchDirectory("reachd-config"))
     defer { removeTree(scratch.root) }
     try body(scratch)
 }
 
-/// rm -rf without following symlinks.
-private func removeTree(_ path: String) {
-    var info = stat()
-    guard lstat(path, &info) == 0 else { return }
-    if info.st_mode & S_IFMT == S_IFDIR, let directory = opendir(path) {
-        var children: [String] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name != ".", name != ".." { children.append(name) }
-        }
-        closedir(directory)
-        for child in children { removeTree(path + "/" + child) }
-        rmdir(path)
-    } else {
-        unlink(path)
-    }
-}
 
 /// The load's configuration, or a test failure listing its errors.
 private func loaded(_ directories: [String]) throws -> Configuration {
