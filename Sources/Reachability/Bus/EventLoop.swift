@@ -33,50 +33,48 @@ public final class EventLoop {
 
     /// Calls `handler` with the poll events whenever `fd` is ready for `events` (EPOLLIN...).
     public func watch(fd: Int32, events: UInt32, _ handler: @escaping (UInt32) -> Void) throws(SystemError) -> EventSource {
-        let box = EventSource.Handler(io: handler)
-        let context = Unmanaged.passRetained(box).toOpaque()
-        var source: OpaquePointer?
-        let result = sd_event_add_io(event, &source, fd, events, { _, _, revents, context in
-            Unmanaged<EventSource.Handler>.fromOpaque(context!).takeUnretainedValue().io?(revents)
-            return 0
-        }, context)
-        guard result >= 0, let source else {
-            Unmanaged<EventSource.Handler>.fromOpaque(context).release()
-            throw SystemError("sd_event_add_io", errno: -result)
+        try add("sd_event_add_io", EventSource.Handler(io: handler)) { source, context in
+            sd_event_add_io(event, &source, fd, events, { _, _, revents, context in
+                Unmanaged<EventSource.Handler>.fromOpaque(context!).takeUnretainedValue().io?(revents)
+                return 0
+            }, context)
         }
-        return EventSource(source: source, context: context)
     }
 
     /// A one-shot timer at `usec` (CLOCK_MONOTONIC); re-arm with `EventSource.schedule(at:)`.
     public func timer(at usec: UInt64, _ handler: @escaping () -> Void) throws(SystemError) -> EventSource {
-        let box = EventSource.Handler(fire: handler)
-        let context = Unmanaged.passRetained(box).toOpaque()
-        var source: OpaquePointer?
         // Accuracy 1 ms: deadlines are promises to callers, and coalescing does not matter here.
-        let result = sd_event_add_time(event, &source, CLOCK_MONOTONIC, usec, 1000, { _, _, context in
-            Unmanaged<EventSource.Handler>.fromOpaque(context!).takeUnretainedValue().fire?()
-            return 0
-        }, context)
-        guard result >= 0, let source else {
-            Unmanaged<EventSource.Handler>.fromOpaque(context).release()
-            throw SystemError("sd_event_add_time", errno: -result)
+        try add("sd_event_add_time", EventSource.Handler(fire: handler)) { source, context in
+            sd_event_add_time(event, &source, CLOCK_MONOTONIC, usec, 1000, { _, _, context in
+                Unmanaged<EventSource.Handler>.fromOpaque(context!).takeUnretainedValue().fire?()
+                return 0
+            }, context)
         }
-        return EventSource(source: source, context: context)
     }
 
     /// Calls `handler` on `signal`. The signal must already be blocked in every thread
     /// (`EventLoop.blockSignals` at the very start of main), or it kills the process first.
     public func onSignal(_ signal: Int32, _ handler: @escaping () -> Void) throws(SystemError) -> EventSource {
-        let box = EventSource.Handler(fire: handler)
-        let context = Unmanaged.passRetained(box).toOpaque()
+        try add("sd_event_add_signal \(signal)", EventSource.Handler(fire: handler)) { source, context in
+            sd_event_add_signal(event, &source, signal, { _, _, context in
+                Unmanaged<EventSource.Handler>.fromOpaque(context!).takeUnretainedValue().fire?()
+                return 0
+            }, context)
+        }
+    }
+
+    /// Registers a source whose C callback finds `handler` through its userdata; the returned
+    /// EventSource owns both.
+    private func add(
+        _ call: String, _ handler: EventSource.Handler,
+        _ register: (inout OpaquePointer?, UnsafeMutableRawPointer) -> Int32
+    ) throws(SystemError) -> EventSource {
+        let context = Unmanaged.passRetained(handler).toOpaque()
         var source: OpaquePointer?
-        let result = sd_event_add_signal(event, &source, signal, { _, _, context in
-            Unmanaged<EventSource.Handler>.fromOpaque(context!).takeUnretainedValue().fire?()
-            return 0
-        }, context)
+        let result = register(&source, context)
         guard result >= 0, let source else {
             Unmanaged<EventSource.Handler>.fromOpaque(context).release()
-            throw SystemError("sd_event_add_signal \(signal)", errno: -result)
+            throw SystemError(call, errno: -result)
         }
         return EventSource(source: source, context: context)
     }
