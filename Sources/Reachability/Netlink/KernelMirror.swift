@@ -74,11 +74,16 @@ final class KernelMirror {
         return lastResync.map { $0 + options.minimumResyncInterval } ?? .now
     }
 
-    /// Reads everything queued on the monitor socket and applies it as one batch.
-    /// Runs a due resync. Never blocks.
+    /// At most this many datagrams are read per call, so a storm of kernel messages cannot keep
+    /// the loop here forever: what is left keeps the socket readable and is read on the next turn,
+    /// after the loop has served its other sources.
+    static let datagramsPerTurn = 256
+
+    /// Reads what is queued on the monitor socket (up to `datagramsPerTurn` datagrams) and
+    /// applies it as one batch. Runs a due resync. Never blocks.
     func readAvailable() -> ReachabilityChange? {
         var events: [NetworkEvent] = []
-        drain: while true {
+        drain: for _ in 0..<Self.datagramsPerTurn {
             do {
                 switch try monitor.receive(into: &buffer) {
                 case .wouldBlock:
