@@ -580,3 +580,19 @@ private func withFakeSysfs(_ body: (FakeSysfs) throws -> Void) throws {
         }
     }
 }
+
+@Suite struct DeviceFactsNeedTests {
+    @Test(arguments: [
+        ("veth", Link.hardwareEther, false), ("bridge", Link.hardwareEther, false), ("tun", Link.hardwareNone, false),
+        ("wireguard", Link.hardwareNone, false), ("vlan", Link.hardwareEther, true), ("macsec", Link.hardwareEther, true),
+        ("something-new", Link.hardwareEther, true),
+    ])
+    func infoKindsThatDecideNeedNoSysfs(infoKind: String, hardware: UInt16, needed: Bool) {
+        let link = Link(index: 5, name: "x0", flags: Link.flagUp, hardwareType: hardware, infoKind: infoKind)
+        #expect(Classifier.needsDeviceFacts(link) == needed)
+    }
+
+    @Test func physicalLinksNeedSysfs() {
+        #expect(Classifier.needsDeviceFacts(Link(index: 2, name: "eth0", flags: Link.flagUp)))
+    }
+}

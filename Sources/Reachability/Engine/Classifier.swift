@@ -65,6 +65,14 @@ extension Classifier {
         return (.other, "fallback")
     }
 
+    /// Whether sysfs facts (DEVTYPE, phy80211, driver) could change how `link` is classified.
+    /// A software link whose info kind decides on its own needs none: reading them for thousands
+    /// of container veths would be half the cost of an initial sync for nothing.
+    public static func needsDeviceFacts(_ link: Link) -> Bool {
+        kindFromInfoKind(link, DeviceFacts(deviceType: "probe")) == nil
+            || kindFromInfoKind(link, DeviceFacts()) != kindFromInfoKind(link, DeviceFacts(deviceType: "wlan"))
+    }
+
     /// `IFLA_INFO_KIND`: the kernel driver that created a software link says exactly what it is, so it
     /// outranks every hint (a veth named `wlan0` inside a container is still a veth).
     static func kindFromInfoKind(_ link: Link, _ device: DeviceFacts) -> InterfaceKind? {

@@ -1,8 +1,6 @@
 extension NetworkState {
     /// The index of the visible-or-not link called `name`. Address checks resolve `%scope` with it.
-    public func linkIndex(named name: String) -> Int32? {
-        links.first { $0.value.link.name == name }?.key
-    }
+    public func linkIndex(named name: String) -> Int32? { linkIndexByName[name] }
 
     public func linkName(index: Int32) -> String? { links[index]?.link.name }
 

@@ -36,6 +36,8 @@ public struct NetworkState: Sendable {
     /// The kernel's replace identity (table, destination, metric, TOS) -> the routes in that slot,
     /// so NLM_F_REPLACE finds the route it replaces whatever link either one uses.
     private var routesBySlot: [RouteSlot: Set<Route.Key>] = [:]
+    /// Name -> index, for scoped addresses (`fe80::1%eth0`) without a pass over every link.
+    private(set) var linkIndexByName: [String: Int32] = [:]
 
     public init(classifier: Classifier = Classifier()) {
         self.classifier = classifier
@@ -124,6 +126,10 @@ public struct NetworkState: Sendable {
         entry.device = facts
         entry.classification = classification
         links[link.index] = entry
+        if let old, old.link.name != link.name, linkIndexByName[old.link.name] == link.index {
+            linkIndexByName.removeValue(forKey: old.link.name)
+        }
+        linkIndexByName[link.name] = link.index
         dirty.insert(link.index)
 
         if old?.link.master != link.master {
@@ -146,6 +152,7 @@ public struct NetworkState: Sendable {
 
     private mutating func removeLink(_ index: Int32) {
         guard let old = links.removeValue(forKey: index) else { return }
+        if linkIndexByName[old.link.name] == index { linkIndexByName.removeValue(forKey: old.link.name) }
         for key in old.addresses.keys { removeOwner(index, of: key.prefix.address) }
         if let master = old.link.master {
             ports[master]?.remove(index)
@@ -226,7 +233,9 @@ public struct NetworkState: Sendable {
             }
         }
         for index in dirty { updateReadiness(index) }
-        dirty.removeAll(keepingCapacity: true)
+        // Keeping a large capacity would make every later event walk it (after a sync of
+        // thousands of links): keep it only while small.
+        dirty.removeAll(keepingCapacity: dirty.count <= 64)
 
         let newHost = deriveHost()
         let hostChanged = newHost != host

@@ -209,9 +209,11 @@ final class KernelMirror {
         }
     }
 
-    /// sysfs is read only for links not seen before under this name: a flapping link costs nothing.
+    /// sysfs is read only for links not seen before under this name (a flapping link costs
+    /// nothing), and only when its facts could matter (not for a veth, bridge, tun...).
     private func deviceFacts(for link: Link, alsoKnown: [Int32: String]) -> DeviceFacts? {
         if state.links[link.index]?.link.name == link.name || alsoKnown[link.index] == link.name { return nil }
+        guard Classifier.needsDeviceFacts(link) else { return DeviceFacts() }
         return options.sysfs.deviceFacts(forInterface: link.name)
     }
 }
