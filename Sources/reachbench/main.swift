@@ -72,6 +72,9 @@ if options.kernel && getuid() != 0 {
     note("reachbench: needs root to create a network namespace (or use --engine-only)")
     exit(2)
 }
+#if DEBUG
+    note("reachbench: this is a debug build; the figures mean little (swift build -c release --product reachbench)")
+#endif
 installCleanupHandlers()
 do {
     let results = try await runBenchmarks(options)
