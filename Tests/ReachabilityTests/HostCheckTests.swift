@@ -98,6 +98,29 @@ struct HostCheckTests {
         _ = hole
     }
 
+    @Test func hostsFileAnswersWhenNoNameserverIsReachable() async throws {
+        // A name of this machine's /etc/hosts other than localhost (which needs no file at all).
+        let hosts = (try? String(contentsOfFile: "/etc/hosts", encoding: .utf8)) ?? ""
+        var entry: (address: IPAddress, name: String)?
+        for line in hosts.split(separator: "\n") where !line.hasPrefix("#") {
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+            guard fields.count >= 2, let address = IPAddress(fields[0]), !fields[1].hasPrefix("localhost") else { continue }
+            guard case .success = HostName.validate(fields[1]) else { continue }
+            entry = (address, fields[1])
+            break
+        }
+        guard let entry else {
+            print("skipping: /etc/hosts names nothing but localhost")
+            return
+        }
+        let scenario = try DNSScenario(nameserver: DNSScenario.answering)
+        try scenario.client.ip("route del default")
+        let monitor = try scenario.monitor()
+        let result = try await monitor.check(entry.name, timeout: .seconds(2))
+        #expect(result.addresses.contains(entry.address), "\(result)")
+        #expect(result.reason != .noRoute)
+    }
+
     @Test func cancellationEndsTheCheck() async throws {
         let scenario = try DNSScenario(nameserver: DNSScenario.blackHole)
         let hole = try DNSBlackHole(in: scenario.server, address: DNSScenario.blackHole)

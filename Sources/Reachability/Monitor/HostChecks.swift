@@ -87,6 +87,9 @@ public final class HostChecks {
         if !servers.isEmpty {
             let verdicts = servers.map { evaluate([$0], request.name) }
             if !verdicts.contains(where: \.isReachable), let first = verdicts.first {
+                // /etc/hosts still answers without the network (c-ares would read it first too).
+                let local = resolver.hostsFileAddresses(request.name)
+                if !local.isEmpty { return request.completion(.success(evaluate(local, request.name))) }
                 var result = CheckResult(target: request.name, flags: first.flags, interface: first.interface, reason: first.reason ?? .noRoute)
                 result.message = "no DNS server is reachable (\(servers.map(\.description).joined(separator: ", ")))"
                 return request.completion(.success(result))

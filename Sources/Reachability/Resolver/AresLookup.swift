@@ -144,6 +144,29 @@ final class AresLookup {
         return servers
     }
 
+    /// The addresses /etc/hosts gives `name` (IPv4 first), read synchronously from the file: no
+    /// query leaves the host. Empty when the file does not name it.
+    static func hostsFileAddresses(_ name: String) -> [IPAddress] {
+        var channel: ares_channel?
+        var options = ares_options()
+        guard ares_init_options(&channel, &options, 0) == ARES_SUCCESS else { return [] }
+        defer { ares_destroy(channel) }
+        var addresses: [IPAddress] = []
+        for family in [AF_INET, AF_INET6] {
+            var entry: UnsafeMutablePointer<hostent>?
+            guard ares_gethostbyname_file(channel, name, family, &entry) == ARES_SUCCESS, let entry else { continue }
+            defer { ares_free_hostent(entry) }
+            let length = Int(entry.pointee.h_length)
+            var index = 0
+            while let list = entry.pointee.h_addr_list, let raw = list[index] {
+                let bytes = UnsafeRawBufferPointer(start: raw, count: length)
+                if let address = IPAddress(bytes: bytes), !addresses.contains(address) { addresses.append(address) }
+                index += 1
+            }
+        }
+        return addresses
+    }
+
     /// Maps a finished lookup to an outcome: every c-ares status has its place.
     private static func outcome(status: Int32, result: UnsafeMutablePointer<ares_addrinfo>?) -> HostResolver.Outcome {
         switch status {

@@ -232,6 +232,12 @@ public final class HostResolver {
         AresLookup.nameservers(resolvConfPath: options.resolvConfPath)
     }
 
+    /// What /etc/hosts says about `name`, without any query: for answering when no nameserver
+    /// is reachable.
+    public func hostsFileAddresses(_ name: String) -> [IPAddress] {
+        AresLookup.hostsFileAddresses(name)
+    }
+
     // MARK: - Bookkeeping
 
     /// Starts `request` on a channel of its own. An answer c-ares has at once (/etc/hosts, an IP
