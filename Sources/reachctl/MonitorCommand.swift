@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Reachability
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,10 +11,11 @@ struct MonitorCommand: AsyncParsableCommand {
         commandName: "monitor",
         abstract: "Print the current state, then one line for every change, until interrupted.",
         discussion: """
-            A change is printed once per real change of what a user can see (host state, flags, \
-            primary or available interfaces, an interface's flags, kind or addresses), never for \
-            kernel noise that changes nothing. Each line is written at once, so the output can be \
-            piped. The generation increments with every change; a gap means a change was missed.
+            Without targets: the host. A change is printed once per real change of what a user \
+            can see (host state, flags, primary or available interfaces, an interface's flags, \
+            kind or addresses), never for kernel noise that changes nothing. Each line is written \
+            at once, so the output can be piped. The generation increments with every change; a \
+            gap means a change was missed.
 
             A text line reads:
               gen 8: online via eth0 (wired) [reachable|isWired]; wlan0: removed
@@ -22,13 +24,29 @@ struct MonitorCommand: AsyncParsableCommand {
             object per change with the host keys, generation, changedInterfaces (full objects) \
             and removedInterfaces (names).
 
+            With targets (addresses or host names): the first answer for each target, then one \
+            line whenever a target's answer changes (reachable or not, flags, interface, reason); \
+            a change that leaves every answer as it was prints nothing. reachd follows each target \
+            with a watch; in-process, the targets are checked again after every change. A text \
+            line reads:
+              gen 9: 192.0.2.1: not reachable via eth0 [connectionRequired]: linkDown
+            and a JSON line:
+              {"target":"192.0.2.1","flags":["connectionRequired"],"interface":"eth0","reason":"linkDown","generation":9}
+            ("generation" is the network state the answer rests on, left out when unknown).
+
             Examples:
               reachctl monitor
               reachctl monitor --json | jq -c 'select(.state != "online")'
+              reachctl monitor 192.0.2.1 example.org
+              reachctl monitor --json vpn.example.com | jq -r .reason
 
-            Stops on SIGINT (Ctrl-C) or SIGTERM. Exit status: 0 when stopped by a signal, 2 error.
+            Stops on SIGINT (Ctrl-C) or SIGTERM. Exit status: 0 when stopped by a signal, 2 \
+            error (an invalid target, reachd went away).
             """
     )
+
+    @Argument(help: ArgumentHelp("Addresses or host names to follow instead of the host.", valueName: "target"))
+    var targets: [String] = []
 
     @OptionGroup var options: CommonOptions
 
@@ -36,34 +54,99 @@ struct MonitorCommand: AsyncParsableCommand {
         try await reportingErrors {
             let source = try options.openSource()
             defer { source.stop() }
-            let updates = try await source.updates()
-            let stopSignals = SignalStream(signals: [SIGINT, SIGTERM])
-            defer { stopSignals.close() }
-
             let json = options.json
-            let outcome = await withTaskGroup(of: Outcome.self) { group in
-                group.addTask {
-                    for await update in updates { Terminal.writeLine(Self.render(update, json: json)) }
-                    return .updatesEnded
+            if targets.isEmpty {
+                let updates = try await source.updates()
+                try await Self.untilSignalled(updates) { update in Terminal.writeLine(Self.render(update, json: json)) }
+            } else {
+                let answers = try await source.answers(for: targets)
+                let shown = ShownAnswers()
+                try await Self.untilSignalled(answers) { answer in
+                    if answer.result.reason == .invalidTarget {
+                        throw ReachctlError("invalid target: \(answer.result.message ?? answer.result.target)")
+                    }
+                    guard shown.isNew(answer) else { return }
+                    Terminal.writeLine(json ? Self.json(answer).serialized() : Self.render(answer))
                 }
-                group.addTask {
-                    for await _ in stopSignals.stream { return .signalled }
-                    return .signalled
-                }
-                let first = await group.next() ?? .updatesEnded
-                group.cancelAll()
-                return first
             }
-            if outcome == .updatesEnded { throw ReachctlError("the monitor stopped unexpectedly") }
         }
     }
 
-    private enum Outcome: Sendable { case updatesEnded, signalled }
+    /// Runs `body` for each element until SIGINT or SIGTERM (a normal end), or until `stream`
+    /// ends on its own or `body` throws (an error).
+    private static func untilSignalled<Element: Sendable>(
+        _ stream: AsyncStream<Element>, _ body: @escaping @Sendable (Element) throws -> Void
+    ) async throws {
+        let stopSignals = SignalStream(signals: [SIGINT, SIGTERM])
+        defer { stopSignals.close() }
+        let outcome = await withTaskGroup(of: Outcome.self) { group in
+            group.addTask {
+                do {
+                    for await element in stream { try body(element) }
+                } catch {
+                    return .failed(String(describing: error))
+                }
+                return .updatesEnded
+            }
+            group.addTask {
+                for await _ in stopSignals.stream { return .signalled }
+                return .signalled
+            }
+            let first = await group.next() ?? .updatesEnded
+            group.cancelAll()
+            return first
+        }
+        switch outcome {
+        case .signalled: return
+        case .updatesEnded: throw ReachctlError("the monitor stopped unexpectedly (reachd went away?)")
+        case let .failed(message): throw ReachctlError(message)
+        }
+    }
+
+    private enum Outcome: Sendable, Equatable { case updatesEnded, signalled, failed(String) }
 
     static func render(_ update: ReachabilityUpdate, json: Bool) -> String {
         switch update {
         case .snapshot(let snapshot): json ? snapshot.json.serialized() : renderStatus(snapshot)
         case .change(let change): json ? change.json.serialized() : renderChange(change)
+        }
+    }
+
+    /// `gen 9: 192.0.2.1: not reachable via eth0 [connectionRequired]: linkDown`
+    static func render(_ answer: TargetAnswer) -> String {
+        let result = answer.result
+        var line = answer.generation.map { "gen \($0): " } ?? ""
+        line += "\(result.target): \(result.isReachable ? "reachable" : "not reachable")"
+        if !result.interface.isEmpty { line += " via \(result.interface)" }
+        if !result.flags.isEmpty { line += " [\(result.flags)]" }
+        if let reason = result.reason { line += ": \(reason.rawValue)" }
+        return line
+    }
+
+    /// `{"target":...,"flags":[...],"interface":...,"reason":...,"generation":9}`
+    static func json(_ answer: TargetAnswer) -> JSONValue {
+        let result = answer.result
+        var members: [(String, JSONValue)] = [
+            ("target", .string(result.target)),
+            ("flags", result.flags.json),
+            ("interface", .string(result.interface)),
+            ("reason", .string(result.reason?.rawValue ?? "")),
+        ]
+        if let generation = answer.generation { members.append(("generation", .uint(generation))) }
+        return .object(members)
+    }
+}
+
+/// The last answer printed per target, so a repeat prints nothing.
+final class ShownAnswers: Sendable {
+    private let shown = Mutex<[String: TargetAnswer.Essence]>([:])
+
+    /// Whether `answer` differs from the last one shown for its target (and remembers it).
+    func isNew(_ answer: TargetAnswer) -> Bool {
+        shown.withLock { shown in
+            guard shown[answer.result.target] != answer.essence else { return false }
+            shown[answer.result.target] = answer.essence
+            return true
         }
     }
 }

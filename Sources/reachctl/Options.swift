@@ -12,9 +12,21 @@ struct CommonOptions: ParsableArguments {
     @Option(
         name: .customLong("netns"),
         help: ArgumentHelp(
-            "Watch a network namespace: a NAME from /run/netns (like `ip -n NAME`), or a PATH to a namespace file.",
+            "Watch a network namespace: a NAME from /run/netns (like `ip -n NAME`), or a PATH to a namespace file. Always answered in-process: reachd watches only its own namespace.",
             valueName: "name-or-path"))
     var netns: String?
+
+    @Flag(
+        name: .customLong("daemon"),
+        help: "Answer only from reachd: when it does not answer, fail (exit 2) instead of answering in-process.")
+    var requireDaemon = false
+
+    @Option(
+        name: .customLong("bus-address"),
+        help: ArgumentHelp(
+            "Ask the reachd on the D-Bus bus at this address (unix:path=...); default: $REACHCTL_BUS_ADDRESS, else the system bus.",
+            valueName: "address"))
+    var busAddress: String?
 
     @Option(
         name: .customLong("sysfs-root"),
@@ -24,6 +36,13 @@ struct CommonOptions: ParsableArguments {
     var sysfsRoot: String?
 
     func validate() throws {
+        if answersInProcess, requireDaemon {
+            throw ValidationError("\(netns != nil ? "--netns" : "--sysfs-root") is answered in-process, never by reachd: drop --daemon, or it.")
+        }
+        if netns != nil, busAddress != nil {
+            throw ValidationError("--netns is answered in-process, never by reachd: drop --bus-address, or --netns.")
+        }
+        if let busAddress, busAddress.isEmpty { throw ValidationError("--bus-address needs an address, like unix:path=/run/dbus/system_bus_socket.") }
         if let netns { _ = try Self.namespacePath(for: netns) }
         if let sysfsRoot, !Self.isDirectory(sysfsRoot) {
             throw ValidationError("--sysfs-root '\(sysfsRoot)' is not a directory.")
@@ -38,10 +57,39 @@ struct CommonOptions: ParsableArguments {
         return configuration
     }
 
-    /// Opens the source of answers. For now always in-process; the D-Bus client goes first here
-    /// once reachd serves it.
-    func openSource() throws -> any ReachabilitySource {
-        try InProcessSource(configuration: configuration())
+    /// The environment variable naming a bus address, like `--bus-address`.
+    static let busAddressVariable = "REACHCTL_BUS_ADDRESS"
+
+    /// How long reachd has to answer the first call before reachctl answers in-process.
+    static let probeTimeout: Duration = .milliseconds(500)
+
+    /// The bus where reachd is asked: `--bus-address`, else $REACHCTL_BUS_ADDRESS, else the
+    /// system bus (whose own $DBUS_SYSTEM_BUS_ADDRESS sd-bus honours).
+    var bus: BusConnection.Address {
+        if let busAddress { return .address(busAddress) }
+        if let value = getenv(Self.busAddressVariable), value.pointee != 0 { return .address(String(cString: value)) }
+        return .system
+    }
+
+    /// Whether these options need the library in-process: a namespace, or a fake sysfs tree.
+    var answersInProcess: Bool { netns != nil || sysfsRoot != nil }
+
+    /// Opens the source of answers: reachd when it answers a status call within `probeTimeout`,
+    /// else the library in-process, saying so in one line on standard error. `--daemon` makes
+    /// a missing reachd an error (exit 2); `--netns` (and `--sysfs-root`) answer in-process
+    /// without asking reachd.
+    func openSource(probeTimeout: Duration = CommonOptions.probeTimeout) throws -> any ReachabilitySource {
+        if answersInProcess { return try InProcessSource(configuration: configuration()) }
+        do {
+            return try DaemonSource.open(bus, probeTimeout: probeTimeout)
+        } catch {
+            if requireDaemon {
+                Terminal.write("reachctl: reachd is not available: \(error.reason)\n", to: STDERR_FILENO)
+                throw ExitStatus.error.exitCode
+            }
+            Terminal.write("reachctl: reachd is not running (\(error.reason)); answering in-process\n", to: STDERR_FILENO)
+            return try InProcessSource(configuration: configuration())
+        }
     }
 
     /// Where `ip netns add` puts named namespaces.

@@ -1,8 +1,9 @@
 import Reachability
 
-/// Where reachctl gets its answers. Today only the library in-process; later reachd over D-Bus
-/// first, with the in-process monitor as the fallback (DESIGN.md "reachctl"). Commands see only
-/// this protocol, so the choice lives in `CommonOptions.openSource()`.
+/// Where reachctl gets its answers: reachd over D-Bus (`DaemonSource`), or the library
+/// in-process (`InProcessSource`) when no reachd answers or `--netns` asks for a namespace
+/// (DESIGN.md "reachctl"). Commands see only this protocol, so the choice lives in
+/// `CommonOptions.openSource()`, and the output is the same either way.
 protocol ReachabilitySource: Sendable {
     /// The current picture.
     func snapshot() async throws -> ReachabilitySnapshot
@@ -10,6 +11,10 @@ protocol ReachabilitySource: Sendable {
     func updates() async throws -> AsyncStream<ReachabilityUpdate>
     /// Checks an address (at once) or a host name (within `timeout`).
     func check(_ target: String, timeout: Duration) async throws -> CheckResult
+    /// The answer for each of `targets` as soon as it is known, then again whenever the network
+    /// changes, until `stop()`. An answer may repeat; callers drop repeats. An invalid target
+    /// answers once with reason `invalidTarget`.
+    func answers(for targets: [String]) async throws -> AsyncStream<TargetAnswer>
     /// Releases the source; pending update streams finish.
     func stop()
 }
@@ -28,4 +33,62 @@ struct InProcessSource: ReachabilitySource {
         try await monitor.check(target, timeout: timeout)
     }
     func stop() { monitor.stop() }
+
+    /// Evaluates the targets on the first snapshot and after every change: addresses at once,
+    /// host names each in a task of its own (a slow DNS answer never holds up the others; a
+    /// burst of changes while one resolves leads to one more check, not one per change).
+    func answers(for targets: [String]) -> AsyncStream<TargetAnswer> {
+        let (stream, continuation) = AsyncStream.makeStream(of: TargetAnswer.self)
+        let monitor = self.monitor
+        let updates = monitor.updates()
+        let addresses = targets.filter(AddressTarget.looksLikeAddress)
+        let hosts = targets.filter { !AddressTarget.looksLikeAddress($0) }
+        let task = Task {
+            await withTaskGroup(of: Void.self) { group in
+                var triggers: [AsyncStream<UInt64>.Continuation] = []
+                for host in hosts {
+                    let (trigger, pull) = AsyncStream.makeStream(of: UInt64.self, bufferingPolicy: .bufferingNewest(1))
+                    triggers.append(pull)
+                    group.addTask {
+                        for await generation in trigger {
+                            guard let result = try? await monitor.check(host, timeout: Self.hostTimeout) else { continue }
+                            continuation.yield(TargetAnswer(result: result, generation: generation))
+                        }
+                    }
+                }
+                for await update in updates {
+                    let generation = switch update {
+                    case let .snapshot(snapshot): snapshot.generation
+                    case let .change(change): change.generation
+                    }
+                    for address in addresses {
+                        continuation.yield(TargetAnswer(result: monitor.check(address: address), generation: generation))
+                    }
+                    for trigger in triggers { trigger.yield(generation) }
+                }
+                for trigger in triggers { trigger.finish() }
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    /// How long a host name watched by `answers(for:)` may take to resolve (reachd's default).
+    static let hostTimeout: Duration = .seconds(5)
+}
+
+/// One answer for a watched target (`reachctl monitor TARGET`, `reachctl wait --target`).
+struct TargetAnswer: Sendable, Hashable {
+    var result: CheckResult
+    /// The generation of the network state the answer rests on, when known.
+    var generation: UInt64?
+
+    /// What a user sees change: the verdict, its flags, the interface and the reason.
+    var essence: Essence { Essence(flags: result.flags, interface: result.interface, reason: result.reason) }
+    struct Essence: Hashable, Sendable {
+        var flags: ReachabilityFlags
+        var interface: String
+        var reason: Reason?
+    }
 }

@@ -15,17 +15,23 @@ struct Reachctl: AsyncParsableCommand {
 
             Without a subcommand it runs `status`. Every subcommand takes --json for scripts.
 
+            Answers come from reachd over D-Bus (the system bus, or --bus-address) when it is \
+            running; otherwise reachctl runs the same library in-process and says so in one line \
+            on standard error. --daemon refuses that fallback; --netns is always in-process.
+
             Examples:
               reachctl                     state, flags and usable interfaces
               reachctl interfaces          every interface: kind, flags, addresses
               reachctl check example.org   can a packet get there now, and how
               reachctl monitor --json      the snapshot, then a JSON line per change
+              reachctl monitor 192.0.2.1   a line whenever that address's answer changes
+              reachctl wait --timeout 1m   block until online (exit 1 after a minute)
               reachctl status --netns ns1  the same question inside namespace ns1
               reachctl status >/dev/null && echo online
 
             Exit status: 0 online or success, 1 not online, 2 usage or runtime error.
             """,
-        subcommands: [StatusCommand.self, InterfacesCommand.self, CheckCommand.self, MonitorCommand.self],
+        subcommands: [StatusCommand.self, InterfacesCommand.self, CheckCommand.self, MonitorCommand.self, WaitCommand.self],
         defaultSubcommand: StatusCommand.self
     )
 

@@ -1,0 +1,440 @@
+import CSystemd
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A synchronous client of reachd (`org.reachd.Reachability1`), for command-line tools and
+/// programs with a loop of their own.
+///
+/// ```swift
+/// let client = try ReachabilityClient(bus: .system)
+/// let snapshot = try client.snapshot()
+/// let answer = try client.check("example.org", timeout: .seconds(2))
+/// try client.subscribe()
+/// while true {
+///     for event in try client.nextEvents(timeout: nil) { ... }
+/// }
+/// ```
+/// Every call waits at most `timeout` for its reply (host checks: their own deadline plus a
+/// margin). Like the `BusConnection` under it, a client belongs to one thread at a time; it may
+/// be handed to another thread between uses. Signals that arrive during a call are kept and
+/// delivered by the next `dispatch()`.
+public final class ReachabilityClient {
+    public static let serviceName = "org.reachd.Reachability1"
+    public static let objectPath = "/org/reachd/Reachability1"
+    public static let interfaceName = "org.reachd.Reachability1"
+    public static let watchInterfaceName = "org.reachd.Reachability1.Watch"
+    /// Watch objects live under this path (`.../watch/N`).
+    public static let watchPathNamespace = "/org/reachd/Reachability1/watch"
+
+    /// The error names reachd answers with.
+    public enum ErrorName {
+        public static let invalidTarget = "org.reachd.Reachability1.Error.InvalidTarget"
+        public static let limitExceeded = "org.reachd.Reachability1.Error.LimitExceeded"
+        public static let timeout = "org.reachd.Reachability1.Error.Timeout"
+    }
+
+    /// The most reachd accepts as a CheckHost timeout (`timeout_ms`); longer ones are clamped.
+    public static let maximumCheckTimeout: Duration = .seconds(300)
+    /// How much longer than a host check's own deadline its call may take (bus round trips).
+    public static let checkCallMargin: Duration = .milliseconds(500)
+
+    /// Something the service told us without being asked.
+    public enum Event: Hashable, Sendable {
+        /// The `Changed` signal: derived state changed and is now at `generation`.
+        case changed(flags: ReachabilityFlags, primaryInterface: String, generation: UInt64)
+        /// A watch of ours (`watch(_:)`) has a new answer.
+        case watch(path: String, result: CheckResult)
+        /// reachd left the bus (stopped or crashed), or the bus connection was lost. Its watches
+        /// are gone; a new client must be made once it is back.
+        case serviceLost
+    }
+
+    public let connection: BusConnection
+    /// How long a call waits for its reply.
+    public var timeout: Duration
+
+    /// What the signal handlers queued, for `dispatch()` to finish and hand out.
+    private let inbox = Inbox()
+    private var slots: [BusSlot] = []
+    private var subscribed = false
+    /// The unique bus name of the reachd we talk to, once subscribed.
+    private var owner: String?
+    /// Our watches and their last known answers.
+    private var watches: [String: CheckResult] = [:]
+
+    /// Connects to `bus`. Does not talk to reachd yet: the first call does (use `status()` as
+    /// a probe). Throws when the bus itself cannot be reached.
+    public init(bus: BusConnection.Address, timeout: Duration = .milliseconds(500)) throws(BusError) {
+        connection = try BusConnection(bus, description: "reachability-client")
+        self.timeout = timeout
+    }
+
+    // MARK: questions
+
+    /// `GetStatus`: the host's state and the generation it belongs to. Unknown keys are skipped,
+    /// missing ones keep their defaults, so newer and older reachd versions both answer.
+    public func status() throws(BusError) -> (host: HostStatus, generation: UInt64) {
+        let reply = try call("GetStatus")
+        let message = reply.message
+        var host = HostStatus()
+        var generation: UInt64 = 0
+        guard try message.enter("a", "{sv}") else { throw Self.badReply("GetStatus", "expected a{sv}") }
+        while try message.enter("e", "sv") {
+            let key = try message.readString()
+            switch key {
+            case "Flags":
+                if let value = try Self.variant(message, "u", { m throws(BusError) in try m.readUInt32() }) {
+                    host.flags = ReachabilityFlags(rawValue: value)
+                }
+            case "State":
+                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
+                    host.state = ConnectivityState(rawValue: value) ?? .offline
+                }
+            case "PrimaryInterface":
+                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
+                    host.primaryInterface = value
+                }
+            case "AvailableInterfaces":
+                if let value = try Self.variant(message, "as", { m throws(BusError) in try m.readStringArray() }) {
+                    host.availableInterfaces = value
+                }
+            case "Generation":
+                if let value = try Self.variant(message, "t", { m throws(BusError) in try m.readUInt64() }) {
+                    generation = value
+                }
+            default:
+                try message.skip("v")
+            }
+            try message.exit()
+        }
+        try message.exit()
+        return (host, generation)
+    }
+
+    /// `ListInterfaces`: every visible interface, by index. Kinds and flags come from their
+    /// raw values (an unknown kind reads as `other`); an address reachd wrote in a form this
+    /// version cannot parse is left out.
+    public func interfaces() throws(BusError) -> [InterfaceStatus] {
+        let reply = try call("ListInterfaces")
+        let message = reply.message
+        var interfaces: [InterfaceStatus] = []
+        guard try message.enter("a", "(issuas)") else { throw Self.badReply("ListInterfaces", "expected a(issuas)") }
+        while try message.enter("r", "issuas") {
+            let index = try message.readInt32()
+            let name = try message.readString()
+            let kind = InterfaceKind(rawValue: try message.readString()) ?? .other
+            let flags = ReachabilityFlags(rawValue: try message.readUInt32())
+            let addresses = try message.readStringArray().compactMap(Self.prefix)
+            try message.exit()
+            interfaces.append(InterfaceStatus(index: index, name: name, kind: kind, flags: flags, addresses: addresses))
+        }
+        try message.exit()
+        return interfaces
+    }
+
+    /// The whole picture: `GetStatus` and `ListInterfaces`. Both are read again when a change
+    /// slipped in between them, so the interfaces belong to the generation reported.
+    public func snapshot() throws(BusError) -> ReachabilitySnapshot {
+        var status = try self.status()
+        for _ in 0..<3 {
+            let interfaces = try self.interfaces()
+            let after = try self.status()
+            if after.generation == status.generation {
+                return ReachabilitySnapshot(generation: status.generation, host: status.host, interfaces: interfaces)
+            }
+            status = after
+        }
+        // Changing faster than we can read: the latest of each is still a true answer.
+        return ReachabilitySnapshot(generation: status.generation, host: status.host, interfaces: try interfaces())
+    }
+
+    /// `CheckAddress`: at once, from the kernel's routing truth. An invalid address is an answer
+    /// with reason `invalidTarget` and reachd's message, as the in-process check gives it.
+    public func checkAddress(_ address: String) throws(BusError) -> CheckResult {
+        let reply: OwnedBusMessage
+        do {
+            reply = try call("CheckAddress") { message throws(BusError) in try message.append(address) }
+        } catch where error.name == ErrorName.invalidTarget {
+            return CheckResult(target: address, reason: .invalidTarget, message: error.message)
+        }
+        let message = reply.message
+        var result = CheckResult(target: address, addresses: Self.addresses(ofTarget: address))
+        result.flags = ReachabilityFlags(rawValue: try message.readUInt32())
+        result.interface = try message.readString()
+        result.reason = Reason(rawValue: try message.readString())
+        return result
+    }
+
+    /// `CheckHost`: resolves `host` within `timeout` (clamped to `maximumCheckTimeout`) and
+    /// checks its addresses; an address is checked at once. The call waits `timeout` plus
+    /// `checkCallMargin`. An invalid name is an answer with reason `invalidTarget`.
+    public func checkHost(_ host: String, timeout: Duration = .seconds(5)) throws(BusError) -> CheckResult {
+        let bounded = min(max(timeout, .milliseconds(1)), Self.maximumCheckTimeout)
+        let (seconds, attoseconds) = bounded.components
+        let milliseconds = UInt32(clamping: max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000))
+        let reply: OwnedBusMessage
+        do {
+            reply = try call("CheckHost", timeout: bounded + Self.checkCallMargin) { message throws(BusError) in
+                try message.append(host)
+                try message.append(milliseconds)
+            }
+        } catch where error.name == ErrorName.invalidTarget {
+            return CheckResult(target: host, reason: .invalidTarget, message: error.message)
+        }
+        let message = reply.message
+        var result = CheckResult(target: host)
+        result.flags = ReachabilityFlags(rawValue: try message.readUInt32())
+        result.interface = try message.readString()
+        result.addresses = try message.readStringArray().compactMap { IPAddress($0) }
+        result.reason = Reason(rawValue: try message.readString())
+        return result
+    }
+
+    /// An address with `checkAddress`, anything else with `checkHost`.
+    public func check(_ target: String, timeout: Duration = .seconds(5)) throws(BusError) -> CheckResult {
+        AddressTarget.looksLikeAddress(target) ? try checkAddress(target) : try checkHost(target, timeout: timeout)
+    }
+
+    // MARK: watches
+
+    /// `Watch`: asks reachd to follow `target` and returns the watch's object path. Its answers
+    /// arrive as `Event.watch` after `subscribe()` (called here when it was not yet). An invalid
+    /// target throws the InvalidTarget error; over the limits, LimitExceeded.
+    ///
+    /// A host watch has no answer until its first resolution: `answer(ofWatch:)` is then
+    /// `isPending`, and the first real answer arrives as an event.
+    public func watch(_ target: String) throws(BusError) -> String {
+        try subscribe()
+        let reply = try call("Watch") { message throws(BusError) in try message.append(target) }
+        let path = try reply.message.readObjectPath()
+        watches[path] = CheckResult(target: target, addresses: Self.addresses(ofTarget: target))
+        try refresh(watch: path)
+        return path
+    }
+
+    /// `Unwatch`: stops a watch of ours.
+    public func unwatch(_ path: String) throws(BusError) {
+        watches.removeValue(forKey: path)
+        _ = try call("Unwatch") { message throws(BusError) in try message.append(objectPath: path) }
+    }
+
+    /// The last known answer of a watch of ours.
+    public func answer(ofWatch path: String) -> CheckResult? { watches[path] }
+
+    /// Whether a watch's answer is still unknown: not reachable and no reason yet (a host watch
+    /// before its first resolution). Every real negative answer carries a reason.
+    public static func isPending(_ result: CheckResult) -> Bool {
+        !result.isReachable && result.reason == nil
+    }
+
+    // MARK: events
+
+    /// Starts receiving `Changed`, the PropertiesChanged of our watches, and reachd leaving the
+    /// bus. Idempotent. Matches name reachd's unique bus name, so nobody else's signals count.
+    public func subscribe() throws(BusError) {
+        guard !subscribed else { return }
+        let reply = try connection.call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            member: "GetNameOwner", timeout: timeout
+        ) { message throws(BusError) in try message.append(Self.serviceName) }
+        let owner = try reply.message.readString()
+        let inbox = self.inbox
+        slots.append(try connection.addMatch(
+            "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',interface='org.freedesktop.DBus',"
+                + "member='NameOwnerChanged',arg0='\(Self.serviceName)'"
+        ) { message in
+            _ = try? message.readString()
+            let old = (try? message.readString()) ?? ""
+            if old == owner { inbox.append(.lost) }
+        })
+        slots.append(try connection.addMatch(
+            "type='signal',sender='\(owner)',path='\(Self.objectPath)',interface='\(Self.interfaceName)',member='Changed'"
+        ) { message in
+            guard let flags = try? message.readUInt32(), let primary = try? message.readString(),
+                let generation = try? message.readUInt64()
+            else { return }
+            inbox.append(.changed(flags: ReachabilityFlags(rawValue: flags), primaryInterface: primary, generation: generation))
+        })
+        slots.append(try connection.addMatch(
+            "type='signal',sender='\(owner)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
+                + "path_namespace='\(Self.watchPathNamespace)',arg0='\(Self.watchInterfaceName)'"
+        ) { message in
+            guard let path = message.path, let properties = try? Self.readPropertiesChanged(message) else { return }
+            inbox.append(.watch(path: path, properties: properties.changed, invalidated: properties.invalidated))
+        })
+        self.owner = owner
+        subscribed = true
+    }
+
+    /// Handles everything the bus has queued and returns the events, in order. Never waits.
+    /// Throws when the connection failed (then the service is as good as lost).
+    public func dispatch() throws(BusError) -> [Event] {
+        while try connection.process() {}
+        var events: [Event] = []
+        for raw in inbox.take() {
+            switch raw {
+            case let .changed(flags, primary, generation):
+                events.append(.changed(flags: flags, primaryInterface: primary, generation: generation))
+            case .lost:
+                events.append(.serviceLost)
+            case let .watch(path, properties, invalidated):
+                guard var result = watches[path] else { continue }
+                Self.apply(properties, to: &result)
+                watches[path] = result
+                if !invalidated.isEmpty { try refresh(watch: path) }
+                if let result = watches[path] { events.append(.watch(path: path, result: result)) }
+            }
+        }
+        return events
+    }
+
+    /// Waits until the bus has something to process, `timeout` passes (nil: no limit), or
+    /// `descriptor` (for example an eventfd another thread writes to wake this one) becomes
+    /// readable. Returns whether `descriptor` did.
+    @discardableResult
+    public func wait(timeout: Duration?, orReadable descriptor: Int32? = nil) throws(BusError) -> Bool {
+        let events = sd_bus_get_events(connection.bus)
+        guard events >= 0 else { throw BusError("get the bus's poll events", code: events) }
+        var fds = [pollfd(fd: connection.fileDescriptor, events: Int16(events), revents: 0)]
+        if let descriptor { fds.append(pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)) }
+        var milliseconds: Int64 = timeout.map(Self.milliseconds) ?? -1
+        var busDeadline: UInt64 = 0
+        if sd_bus_get_timeout(connection.bus, &busDeadline) >= 0, busDeadline != UInt64.max {
+            var now = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            let nowMicroseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+            let busMilliseconds = busDeadline > nowMicroseconds ? Int64((busDeadline - nowMicroseconds + 999) / 1000) : 0
+            milliseconds = milliseconds < 0 ? busMilliseconds : min(milliseconds, busMilliseconds)
+        }
+        let ready = poll(&fds, nfds_t(fds.count), Int32(clamping: milliseconds))
+        guard ready >= 0 || errno == EINTR else { throw BusError("wait for the bus", code: -errno) }
+        return ready > 0 && fds.count > 1 && fds[1].revents != 0
+    }
+
+    /// `dispatch()`, and when nothing was queued, waits up to `timeout` (nil: no limit) and
+    /// dispatches again. May return no events (timeout, or bus traffic that was not for us).
+    public func nextEvents(timeout: Duration?) throws(BusError) -> [Event] {
+        let events = try dispatch()
+        guard events.isEmpty else { return events }
+        try wait(timeout: timeout)
+        return try dispatch()
+    }
+
+    // MARK: internals
+
+    private func call(
+        _ member: String, timeout: Duration? = nil, _ build: (BusMessage) throws(BusError) -> Void = { _ in }
+    ) throws(BusError) -> OwnedBusMessage {
+        try connection.call(
+            destination: owner ?? Self.serviceName, path: Self.objectPath, interface: Self.interfaceName,
+            member: member, timeout: timeout ?? self.timeout, build)
+    }
+
+    /// Reads a watch's properties anew (GetAll), replacing what we knew.
+    private func refresh(watch path: String) throws(BusError) {
+        let reply = try connection.call(
+            destination: owner ?? Self.serviceName, path: path, interface: "org.freedesktop.DBus.Properties",
+            member: "GetAll", timeout: timeout
+        ) { message throws(BusError) in try message.append(Self.watchInterfaceName) }
+        let properties = try Self.readProperties(reply.message)
+        guard var result = watches[path] else { return }
+        Self.apply(properties, to: &result)
+        watches[path] = result
+    }
+
+    /// The watch properties we understand, from an a{sv}; other keys and types are skipped.
+    struct WatchProperties: Hashable, Sendable {
+        var flags: UInt32?
+        var interface: String?
+        var reason: String?
+    }
+
+    private static func readProperties(_ message: BusMessage) throws(BusError) -> WatchProperties {
+        var properties = WatchProperties()
+        guard try message.enter("a", "{sv}") else { throw badReply("GetAll", "expected a{sv}") }
+        while try message.enter("e", "sv") {
+            switch try message.readString() {
+            case "Flags": properties.flags = try variant(message, "u") { m throws(BusError) in try m.readUInt32() }
+            case "Interface": properties.interface = try variant(message, "s") { m throws(BusError) in try m.readString() }
+            case "Reason": properties.reason = try variant(message, "s") { m throws(BusError) in try m.readString() }
+            default: try message.skip("v")
+            }
+            try message.exit()
+        }
+        try message.exit()
+        return properties
+    }
+
+    private static func readPropertiesChanged(_ message: BusMessage) throws(BusError) -> (changed: WatchProperties, invalidated: [String]) {
+        guard try message.readString() == watchInterfaceName else { return (WatchProperties(), []) }
+        let changed = try readProperties(message)
+        let invalidated = try message.readStringArray()
+        let known: Set<String> = ["Flags", "Interface", "Reason"]
+        return (changed, invalidated.filter(known.contains))
+    }
+
+    private static func apply(_ properties: WatchProperties, to result: inout CheckResult) {
+        if let flags = properties.flags { result.flags = ReachabilityFlags(rawValue: flags) }
+        if let interface = properties.interface { result.interface = interface }
+        if let reason = properties.reason { result.reason = Reason(rawValue: reason) }
+    }
+
+    /// Reads a variant when it holds `signature`; skips it (nil) when it holds anything else.
+    private static func variant<T>(
+        _ message: BusMessage, _ signature: String, _ read: (BusMessage) throws(BusError) -> T
+    ) throws(BusError) -> T? {
+        var type: CChar = 0
+        var contents: UnsafePointer<CChar>?
+        let peeked = sd_bus_message_peek_type(message.pointer, &type, &contents)
+        guard peeked > 0, type == CChar(UInt8(ascii: "v")), let contents, String(cString: contents) == signature else {
+            try message.skip("v")
+            return nil
+        }
+        guard try message.enter("v", signature) else { return nil }
+        let value = try read(message)
+        try message.exit()
+        return value
+    }
+
+    /// `192.0.2.5/24` as reachd writes interface addresses.
+    static func prefix(_ text: String) -> IPPrefix? {
+        guard let slash = text.lastIndex(of: "/"), let address = IPAddress(String(text[..<slash])),
+            let length = UInt8(text[text.index(after: slash)...]), Int(length) <= address.bitWidth
+        else { return nil }
+        return IPPrefix(address, length: length)
+    }
+
+    /// What an address check evaluates, as the in-process check reports it: the address itself.
+    static func addresses(ofTarget target: String) -> [IPAddress] {
+        guard AddressTarget.looksLikeAddress(target), case let .success(parsed) = AddressTarget.parse(target) else { return [] }
+        return [parsed.address]
+    }
+
+    private static func badReply(_ member: String, _ what: String) -> BusError {
+        BusError(name: "org.freedesktop.DBus.Error.InvalidSignature", message: "\(member) reply: \(what)")
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0, attoseconds >= 0 else { return 0 }
+        return seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+    }
+
+    /// What a signal handler saw, before `dispatch()` makes events of it.
+    enum RawEvent {
+        case changed(flags: ReachabilityFlags, primaryInterface: String, generation: UInt64)
+        case watch(path: String, properties: WatchProperties, invalidated: [String])
+        case lost
+    }
+
+    /// Filled by signal handlers (inside `process()`), emptied by `dispatch()`: same thread.
+    final class Inbox {
+        private var events: [RawEvent] = []
+        func append(_ event: RawEvent) { events.append(event) }
+        func take() -> [RawEvent] {
+            defer { events = [] }
+            return events
+        }
+    }
+}

@@ -1,0 +1,271 @@
+import ArgumentParser
+import Reachability
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct WaitCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "wait",
+        abstract: "Wait until the host is online (or a target is reachable, or a link of a kind is usable).",
+        discussion: """
+            Returns as soon as the condition holds, at once when it already does, and never later \
+            than --timeout: it follows changes as they happen (reachd's signals, or the kernel's \
+            events in-process), it does not poll.
+
+            The condition:
+              (default)     the host is online: the kernel's default route leaves
+                            through a ready link
+              --target T    T (an address or a host name) is reachable now; a name
+                            is resolved again after every change, within 5 s
+              --kind K      a link of kind K (wired, wifi, cellular, vpn) is usable:
+                            ready, with a default route (listed as "Available")
+            --target and --kind together must both hold.
+
+            Examples:
+              reachctl wait                            until online, at most 30 s
+              reachctl wait --timeout 2m --kind wired  until a wired uplink works
+              reachctl wait --target 192.0.2.1 --timeout 10s && mount /srv/backup
+              reachctl wait --timeout 5s || echo "offline: using the cache"
+
+            In a systemd unit, to start a service only once its server can be reached \
+            (a timeout fails the start; write ExecStartPre=-/usr/bin/reachctl ... to start \
+            anyway):
+              [Unit]
+              Wants=reachd.service
+              After=reachd.service
+              [Service]
+              ExecStartPre=/usr/bin/reachctl wait --timeout 60s --target api.example.com
+
+            Prints the final state (the status line, or the target's answer) on success; on a \
+            timeout, says what was missing on standard error. With --json it prints one object \
+            either way: the status keys (as `status --json`), "satisfied" (true or false), and \
+            "check" (the target's answer) with --target.
+
+            Exit status: 0 the condition holds, 1 the timeout passed first, 2 usage or error \
+            (an invalid target).
+            """
+    )
+
+    @Option(
+        help: ArgumentHelp("How long to wait at most: 500ms, 30s, 2m, or seconds.", valueName: "duration"),
+        transform: parseDurationArgument)
+    var timeout: Duration = .seconds(30)
+
+    @Option(help: ArgumentHelp("Wait until this address or host name is reachable.", valueName: "target"))
+    var target: String?
+
+    @Option(help: ArgumentHelp("Wait until a link of this kind is usable.", valueName: "kind"))
+    var kind: WaitKind?
+
+    @OptionGroup var options: CommonOptions
+
+    /// The kinds a user waits for (`InterfaceKind` without the ones that never carry an uplink).
+    enum WaitKind: String, ExpressibleByArgument, CaseIterable, Sendable {
+        case wired, wifi, cellular, vpn
+        var interfaceKind: InterfaceKind {
+            switch self {
+            case .wired: .wired
+            case .wifi: .wifi
+            case .cellular: .cellular
+            case .vpn: .vpn
+            }
+        }
+    }
+
+    func run() async throws {
+        let deadline = ContinuousClock.now + timeout
+        let condition = Condition(target: target, kind: kind?.interfaceKind)
+        let final = try await reportingErrors {
+            // The probe may not eat the whole budget: without an answer, in-process it is.
+            let source = try options.openSource(probeTimeout: min(CommonOptions.probeTimeout, timeout))
+            defer { source.stop() }
+            return try await Self.race(deadline: deadline) {
+                try await Self.follow(source, until: condition)
+            } timedOut: {
+                condition.state
+            }
+        }
+        if final.answer?.result.reason == .invalidTarget, let answer = final.answer?.result {
+            Terminal.write("reachctl: invalid target: \(answer.message ?? answer.target)\n", to: STDERR_FILENO)
+            throw ExitStatus.error.exitCode
+        }
+        let satisfied = condition.holds(final)
+        if options.json {
+            Terminal.writeLine(Self.json(final, satisfied: satisfied).serialized())
+        } else if satisfied {
+            Terminal.writeLine(final.answer.map { MonitorCommand.render(TargetAnswer(result: $0.result, generation: nil)) }
+                ?? renderSummary(final.snapshot?.host ?? HostStatus(), interfaces: final.snapshot?.interfaces ?? []))
+        } else {
+            Terminal.write(
+                "reachctl: still waiting after \(DurationText.format(timeout)): \(condition.missing(final))\n",
+                to: STDERR_FILENO)
+        }
+        if !satisfied { throw ExitStatus.notReachable.exitCode }
+    }
+
+    /// What is known so far: the host picture (kept whole by applying each change) and the
+    /// target's latest answer.
+    struct State: Sendable {
+        var snapshot: ReachabilitySnapshot?
+        var answer: TargetAnswer?
+    }
+
+    /// The condition, and the state seen so far (shared with the timeout side of the race).
+    final class Condition: Sendable {
+        let target: String?
+        let kind: InterfaceKind?
+        private let seen = Mutex(State())
+
+        init(target: String?, kind: InterfaceKind?) {
+            self.target = target
+            self.kind = kind
+        }
+
+        var state: State { seen.withLock { $0 } }
+
+        /// Records an update; returns the state when the condition now holds.
+        func record(_ update: ReachabilityUpdate) -> State? {
+            seen.withLock { state in
+                switch update {
+                case let .snapshot(snapshot): state.snapshot = snapshot
+                case let .change(change):
+                    guard var snapshot = state.snapshot else { break }
+                    snapshot.generation = change.generation
+                    snapshot.host = change.host
+                    let gone = Set(change.removedInterfaces.map(\.index))
+                    var byIndex = Dictionary(
+                        snapshot.interfaces.filter { !gone.contains($0.index) }.map { ($0.index, $0) },
+                        uniquingKeysWith: { first, _ in first })
+                    for interface in change.changedInterfaces { byIndex[interface.index] = interface }
+                    snapshot.interfaces = byIndex.values.sorted { $0.index < $1.index }
+                    state.snapshot = snapshot
+                }
+                return holds(state) ? state : nil
+            }
+        }
+
+        func record(_ answer: TargetAnswer) -> State? {
+            seen.withLock { state in
+                state.answer = answer
+                return holds(state) || answer.result.reason == .invalidTarget ? state : nil
+            }
+        }
+
+        func holds(_ state: State) -> Bool {
+            if let target {
+                guard let answer = state.answer, answer.result.target == target, answer.result.isReachable else { return false }
+            }
+            if let kind {
+                guard let snapshot = state.snapshot, Self.usable(kind, in: snapshot) else { return false }
+            }
+            if target == nil, kind == nil { return state.snapshot?.host.state == .online }
+            return true
+        }
+
+        /// Whether an interface of `kind` is among the available (usable) ones.
+        static func usable(_ kind: InterfaceKind, in snapshot: ReachabilitySnapshot) -> Bool {
+            snapshot.host.availableInterfaces.contains { name in
+                snapshot.interfaces.contains { $0.name == name && $0.kind == kind }
+            }
+        }
+
+        /// What is still missing, for the timeout message.
+        func missing(_ state: State) -> String {
+            var parts: [String] = []
+            let host = state.snapshot.map { renderSummary($0.host, interfaces: $0.interfaces) } ?? "state unknown"
+            if let target {
+                if let answer = state.answer?.result {
+                    parts.append("\(target) is not reachable" + (answer.reason.map { " (\($0.rawValue))" } ?? ""))
+                } else {
+                    parts.append("no answer for \(target) yet")
+                }
+            }
+            if let kind, !(state.snapshot.map { Self.usable(kind, in: $0) } ?? false) {
+                parts.append("no usable \(kind.rawValue) link")
+            }
+            if target == nil, kind == nil { return host }
+            return parts.joined(separator: "; ") + "; \(host)"
+        }
+    }
+
+    /// Follows the source until the condition holds; returns the state then. Ends early (with
+    /// the state so far) when a target turns out invalid.
+    static func follow(_ source: any ReachabilitySource, until condition: Condition) async throws -> State {
+        let updates = try await source.updates()
+        let answers: AsyncStream<TargetAnswer>? = if let target = condition.target {
+            try await source.answers(for: [target])
+        } else {
+            nil
+        }
+        return try await withThrowingTaskGroup(of: State?.self) { group in
+            group.addTask {
+                for await update in updates { if let done = condition.record(update) { return done } }
+                return nil
+            }
+            if let answers {
+                group.addTask {
+                    for await answer in answers { if let done = condition.record(answer) { return done } }
+                    return nil
+                }
+            }
+            while let finished = try await group.next() {
+                if let state = finished {
+                    group.cancelAll()
+                    return state
+                }
+                // A stream ended without the condition: the source is gone.
+                group.cancelAll()
+                throw ReachctlError("lost the source of answers while waiting (reachd went away?)")
+            }
+            throw ReachctlError("nothing to wait for")
+        }
+    }
+
+    /// Runs `body` against a deadline; whichever ends first wins. The loser is cancelled and
+    /// not waited for, so a stuck call can never hold the process past the deadline.
+    static func race(
+        deadline: ContinuousClock.Instant,
+        _ body: @escaping @Sendable () async throws -> State,
+        timedOut: @escaping @Sendable () -> State
+    ) async throws -> State {
+        let outcome = Mutex<CheckedContinuation<Result<State, any Error>, Never>?>(nil)
+        let finish: @Sendable (Result<State, any Error>) -> Void = { result in
+            outcome.withLock { continuation in
+                continuation?.resume(returning: result)
+                continuation = nil
+            }
+        }
+        var tasks: [Task<Void, Never>] = []
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<State, any Error>, Never>) in
+            outcome.withLock { $0 = continuation }
+            tasks.append(Task { finish(await Result { try await body() }) })
+            tasks.append(Task {
+                try? await Task.sleep(until: deadline, clock: .continuous)
+                finish(.success(timedOut()))
+            })
+        }
+        for task in tasks { task.cancel() }
+        return try result.get()
+    }
+
+    static func json(_ state: State, satisfied: Bool) -> JSONValue {
+        var members: [(String, JSONValue)] = []
+        if case let .object(status)? = state.snapshot?.json { members = status }
+        members.append(("satisfied", .bool(satisfied)))
+        if let answer = state.answer { members.append(("check", answer.result.json)) }
+        return .object(members)
+    }
+}
+
+extension Result where Failure == any Error {
+    /// `Result { try await ... }`
+    init(catching body: () async throws -> Success) async {
+        do {
+            self = .success(try await body())
+        } catch {
+            self = .failure(error)
+        }
+    }
+}

@@ -1,0 +1,404 @@
+import Foundation
+import Testing
+@testable import Reachability
+
+/// reachctl against a real reachd on a private bus (`--bus-address`), and its in-process fallback.
+@Suite(rootOnly)
+struct ReachctlDaemonTests {
+    /// Where the answers come from: reachd on the fixture's bus, or the library in-process.
+    enum Mode: String, CaseIterable, CustomTestStringConvertible, Sendable {
+        case daemon, inProcess
+        var testDescription: String { rawValue }
+    }
+
+    /// A namespace online through `up0` (veth; its peer `up0p` alongside), with IPv6 and a bridge.
+    static func scenario(_ tag: String = #function) throws -> TestNamespace {
+        let ns = try TestNamespace(tag)
+        try KernelMonitorTests.uplink(ns, "up0", "192.0.2.2/24", gateway: "192.0.2.1", metric: 100)
+        try ns.ip("-6 addr add 2001:db8::2/64 dev up0 nodad")
+        try ns.ip("link add dk0 type bridge")
+        try ns.ip("addr add 172.17.0.1/16 dev dk0")
+        return ns
+    }
+
+    /// Moves `up0p` into a namespace of its own, so flapping it changes nothing in `ns` but
+    /// up0's carrier.
+    static func farPeer(of ns: TestNamespace, _ tag: String = #function) throws -> TestNamespace {
+        let far = try TestNamespace("far" + tag)
+        try ns.ip("link set up0p netns \(far.name)")
+        try far.ip("link set up0p up")
+        return far
+    }
+
+    static func source(_ mode: Mode, _ ns: TestNamespace, _ fixture: ReachdFixture?) -> [String] {
+        switch mode {
+        case .daemon: ["--bus-address", fixture!.address]
+        case .inProcess: ["--netns", ns.name]
+        }
+    }
+
+    static func object(_ line: String) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+    }
+
+    /// A JSON object without the keys given (what legitimately differs between two sources).
+    static func comparable(_ json: [String: Any], without keys: Set<String>) -> NSDictionary {
+        NSDictionary(dictionary: json.filter { !keys.contains($0.key) })
+    }
+
+    // MARK: same answers either way
+
+    @Test func statusInterfacesAndChecksAreTheSameWithAndWithoutReachd() throws {
+        let ns = try Self.scenario()
+        let fixture = try ReachdFixture(namespace: ns)
+        let viaDaemon = ["--bus-address", fixture.address]
+        let inProcess = ["--netns", ns.name]
+
+        for command in [["status", "--json"], ["interfaces", "--json"]] {
+            let daemon = try reachctl(command + viaDaemon)
+            let local = try reachctl(command + inProcess)
+            #expect(daemon.status == 0 && local.status == 0, "\(command): \(daemon.stderr) \(local.stderr)")
+            #expect(daemon.stderr == "", "no fallback notice when reachd answers: \(daemon.stderr)")
+            #expect(local.stderr == "")
+            // Generations count each source's own history; everything else is the same truth.
+            #expect(
+                Self.comparable(try daemon.json(), without: ["generation"])
+                    == Self.comparable(try local.json(), without: ["generation"]),
+                "\(command)\n daemon: \(daemon.stdout)\n in-process: \(local.stdout)")
+        }
+        let text = try reachctl(["status"] + viaDaemon)
+        #expect(text.stdout.hasPrefix("State: online via up0 (virtual)\nFlags: reachable\nAvailable: up0\n"))
+
+        // The D-Bus replies carry no gateway, source or message: compare what both give.
+        let targets = [
+            "192.0.2.1", "198.51.100.7", "0.0.0.0", "::", "127.0.0.1", "192.0.2.2", "2001:db8::1",
+            "2001:db8:ffff::1", "fe80::1%up0", "::ffff:198.51.100.7", "localhost",
+        ]
+        for target in targets {
+            let daemon = try reachctl(["check", "--json", target] + viaDaemon)
+            let local = try reachctl(["check", "--json", target] + inProcess)
+            #expect(daemon.status == local.status, "\(target): \(daemon.stdout) \(daemon.stderr) / \(local.stdout)")
+            #expect(daemon.stderr == "")
+            let keys = Set(["target", "flags", "interface", "addresses", "reason"])
+            let a = try daemon.json()
+            let b = try local.json()
+            #expect(
+                NSDictionary(dictionary: a.filter { keys.contains($0.key) }) == NSDictionary(dictionary: b.filter { keys.contains($0.key) }),
+                "\(target): daemon \(daemon.stdout) in-process \(local.stdout)")
+            #expect(a.keys.count >= keys.count)
+        }
+        #expect(try reachctl(["check", "--json", "2001:db8:ffff::1"] + viaDaemon).json()["reason"] as? String == "noRoute")
+
+        // An invalid target: the same message and exit status 2 either way, text and JSON.
+        for target in ["192.0.2.999", "fe80::1%nosuchlink", "bad..name"] {
+            let daemon = try reachctl(["check", target] + viaDaemon)
+            let local = try reachctl(["check", target] + inProcess)
+            #expect(daemon.status == 2 && local.status == 2)
+            #expect(daemon.stderr == local.stderr, "\(target)")
+            #expect(daemon.stderr.hasPrefix("reachctl: invalid target: "))
+            let json = try reachctl(["check", "--json", target] + viaDaemon)
+            #expect(json.status == 2)
+            #expect(try json.json()["reason"] as? String == "invalidTarget")
+            #expect(try json.json()["message"] as? String == (try reachctl(["check", "--json", target] + inProcess).json()["message"] as? String))
+        }
+    }
+
+    @Test func theEnvironmentNamesTheBusToo() throws {
+        let ns = try Self.scenario()
+        let fixture = try ReachdFixture(namespace: ns)
+        let (result, _) = try reachctl(["status", "--json", "--daemon"], environment: ["REACHCTL_BUS_ADDRESS": fixture.address])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr == "")
+        #expect(try result.json()["primaryInterface"] as? String == "up0")
+    }
+
+    // MARK: without reachd
+
+    @Test func daemonRequiredFailsWithTheReasonWhenNoReachdAnswers() throws {
+        let missing = "unix:path=/nonexistent-\(getpid())/bus"
+        let noBus = try reachctl(["status", "--daemon", "--bus-address", missing])
+        #expect(noBus.status == 2)
+        #expect(noBus.stdout == "")
+        #expect(
+            noBus.stderr == "reachctl: reachd is not available: cannot connect to the bus at \(missing): No such file or directory\n")
+
+        // A bus without reachd on it.
+        let fixture = try ReachdFixture(namespace: nil)
+        for command in [["status"], ["interfaces"], ["check", "192.0.2.1"], ["monitor"], ["wait", "--timeout", "5s"]] {
+            let (result, elapsed) = try reachctl(command + ["--daemon", "--bus-address", fixture.address], environment: [:])
+            #expect(result.status == 2, "\(command)")
+            #expect(
+                result.stderr == "reachctl: reachd is not available: org.reachd.Reachability1 is not on the bus at \(fixture.address)\n",
+                "\(command)")
+            #expect(elapsed < .seconds(2), "\(command) fails at once")
+        }
+
+        // --netns is in-process by definition: asking for the daemon too is a usage error.
+        let ns = try TestNamespace()
+        let both = try reachctl(["status", "--daemon", "--netns", ns.name])
+        #expect(both.status == 2)
+        #expect(both.stderr.contains("--netns"))
+    }
+
+    @Test func fallbackAnswersInProcessAndSaysSoOnce() throws {
+        // No bus at all.
+        let missing = "unix:path=/nonexistent-\(getpid())/bus"
+        let status = try reachctl(["status", "--json", "--bus-address", missing])
+        #expect(status.stderr == "reachctl: reachd is not running (cannot connect to the bus at \(missing): No such file or directory); answering in-process\n")
+        #expect(status.status == 0 || status.status == 1)
+        #expect(try status.json()["state"] != nil, "the answer still comes, in-process")
+
+        // A bus without reachd: the same answers as in-process, with the notice.
+        let fixture = try ReachdFixture(namespace: nil)
+        let notice = "reachctl: reachd is not running (org.reachd.Reachability1 is not on the bus at \(fixture.address)); answering in-process\n"
+        let check = try reachctl(["check", "--json", "127.0.0.1", "--bus-address", fixture.address])
+        #expect(check.status == 0)
+        #expect(check.stderr == notice)
+        #expect(try check.json()["interface"] as? String == "lo")
+        let (viaEnvironment, _) = try reachctl(["interfaces"], environment: ["REACHCTL_BUS_ADDRESS": fixture.address])
+        #expect(viaEnvironment.stderr == notice)
+        #expect(viaEnvironment.stdout.contains("loopback"))
+
+        // --netns never asks reachd, so it has nothing to say about it.
+        let ns = try Self.scenario()
+        let quiet = try reachctl(["status", "--netns", ns.name])
+        #expect(quiet.stderr == "")
+        #expect(quiet.status == 0)
+    }
+
+    @Test func aReachdThatDoesNotAnswerCostsOnlyTheProbeTimeout() throws {
+        let ns = try Self.scenario()
+        let fixture = try ReachdFixture(namespace: ns)
+        fixture.freeze(true)
+        defer { fixture.freeze(false) }
+        let (result, elapsed) = try reachctl(["status", "--json", "--bus-address", fixture.address], environment: [:])
+        #expect(result.stderr == "reachctl: reachd is not running (no answer on the bus at \(fixture.address) within 500ms); answering in-process\n")
+        #expect(elapsed < .milliseconds(1500), "\(elapsed)")
+        #expect(try result.json()["state"] != nil)
+        let (required, _) = try reachctl(["status", "--daemon", "--bus-address", fixture.address], environment: [:])
+        #expect(required.status == 2)
+        #expect(required.stderr.hasPrefix("reachctl: reachd is not available: no answer on the bus at"))
+    }
+
+    // MARK: the client library
+
+    @Test func clientReadsWhatTheMonitorKnowsAndHearsChanges() async throws {
+        let ns = try Self.scenario()
+        let far = try Self.farPeer(of: ns)
+        let fixture = try ReachdFixture(namespace: ns)
+        let client = try ReachabilityClient(bus: .address(fixture.address))
+        let monitor = try ns.monitor(sysfsRoot: "/sys")
+        let snapshot = try client.snapshot()
+        #expect(snapshot.host == monitor.snapshot.host)
+        #expect(snapshot.interfaces == monitor.snapshot.interfaces)
+
+        let invalid = try client.checkAddress("192.0.2.999")
+        #expect(invalid.reason == .invalidTarget)
+        #expect(invalid.message == "'192.0.2.999' is not an IPv4 or IPv6 address")
+        let direct = try client.check("192.0.2.1")
+        #expect(direct.flags == [.reachable, .isDirect])
+        #expect(direct.interface == "up0")
+        #expect(direct.addresses == [IPAddress("192.0.2.1")!])
+        let host = try client.checkHost("localhost", timeout: .seconds(2))
+        #expect(host.isReachable)
+        #expect(host.interface == "lo")
+
+        let path = try client.watch("198.51.100.7")
+        #expect(path.hasPrefix(ReachabilityClient.watchPathNamespace + "/"))
+        #expect(client.answer(ofWatch: path)?.flags == [.reachable])
+        try far.ip("link set up0p down")
+        var changed: UInt64?
+        var watched: CheckResult?
+        let deadline = ContinuousClock.now + .seconds(5)
+        while changed == nil || watched == nil, ContinuousClock.now < deadline {
+            for event in try client.nextEvents(timeout: .milliseconds(100)) {
+                switch event {
+                case let .changed(flags, primary, generation):
+                    #expect(flags == [.connectionRequired])
+                    #expect(primary == "up0")
+                    changed = generation
+                case let .watch(eventPath, result):
+                    #expect(eventPath == path)
+                    watched = result
+                case .serviceLost:
+                    Issue.record("reachd is still there")
+                }
+            }
+        }
+        #expect(changed == snapshot.generation + 1)
+        #expect(watched?.reason == .linkDown)
+        #expect(watched?.target == "198.51.100.7")
+        try client.unwatch(path)
+
+        // reachd going away is an event, not silence.
+        fixture.stopDaemon()
+        var lost = false
+        let later = ContinuousClock.now + .seconds(5)
+        while !lost, ContinuousClock.now < later {
+            lost = try client.nextEvents(timeout: .milliseconds(100)).contains(.serviceLost)
+        }
+        #expect(lost)
+    }
+
+    // MARK: monitor
+
+    @Test func monitorThroughReachdPrintsALinePerCarrierFlap() async throws {
+        let ns = try Self.scenario()
+        let far = try Self.farPeer(of: ns)
+        let fixture = try ReachdFixture(namespace: ns)
+        let monitor = try ReachctlProcess(["monitor", "--json", "--bus-address", fixture.address])
+        defer { _ = monitor.terminate() }
+        var lines = try await monitor.waitForLines(1)
+        let first = try Self.object(lines[0])
+        #expect(first["state"] as? String == "online")
+        #expect(first["interfaces"] != nil, "the first line is the full snapshot")
+
+        for round in 0..<3 {
+            try far.ip("link set up0p down")
+            lines = try await monitor.waitForLines(2 + 2 * round)
+            try far.ip("link set up0p up")
+            lines = try await monitor.waitForLines(3 + 2 * round)
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        lines = monitor.output
+        #expect(lines.count == 7, "one line per carrier change, no noise: \(lines)")
+        let changes = try lines.dropFirst().map(Self.object)
+        #expect(changes.map { $0["state"] as? String } == ["offline", "online", "offline", "online", "offline", "online"])
+        let generations = changes.compactMap { $0["generation"] as? Int }
+        #expect(generations == generations.sorted() && Set(generations).count == 6, "generations increase: \(generations)")
+        #expect(changes[0]["flags"] as? [String] == ["connectionRequired"])
+        #expect((changes[0]["changedInterfaces"] as? [[String: Any]])?.map { $0["name"] as? String } == ["up0"])
+        #expect(monitor.terminate() == 0)
+    }
+
+    @Test(arguments: Mode.allCases)
+    func monitorTargetsPrintsALineWhenATargetChanges(_ mode: Mode) async throws {
+        let ns = try Self.scenario()
+        let far = try Self.farPeer(of: ns)
+        let fixture = mode == .daemon ? try ReachdFixture(namespace: ns) : nil
+        let monitor = try ReachctlProcess(["monitor", "--json", "192.0.2.1", "198.51.100.7"] + Self.source(mode, ns, fixture))
+        defer { _ = monitor.terminate() }
+
+        // The first answer of each target.
+        var lines = try await monitor.waitForLines(2)
+        var answers = try lines.map(Self.object)
+        #expect(Set(answers.compactMap { $0["target"] as? String }) == ["192.0.2.1", "198.51.100.7"])
+        #expect(answers.allSatisfy { ($0["flags"] as? [String])?.contains("reachable") == true })
+        #expect(answers.allSatisfy { $0["interface"] as? String == "up0" && $0["reason"] as? String == "" })
+        #expect(answers.allSatisfy { $0["generation"] is Int })
+        #expect(Array(answers[0].keys).count == 5)
+
+        // Carrier lost: both change.
+        try far.ip("link set up0p down")
+        lines = try await monitor.waitForLines(4)
+        answers = try lines.dropFirst(2).map(Self.object)
+        #expect(answers.allSatisfy { $0["reason"] as? String == "linkDown" }, "\(lines)")
+
+        // Back: both change again.
+        try far.ip("link set up0p up")
+        lines = try await monitor.waitForLines(6)
+
+        // No default route: only the far target changes; the on-link one stays as it was.
+        try ns.ip("route del default")
+        lines = try await monitor.waitForLines(7)
+        let last = try Self.object(lines[6])
+        #expect(last["target"] as? String == "198.51.100.7")
+        #expect(last["reason"] as? String == "noRoute")
+
+        // A change that leaves both answers alone prints nothing.
+        try ns.ip("link set dk0 up")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(monitor.output.count == 7, "\(monitor.output)")
+
+        // Text lines say the same.
+        let text = try ReachctlProcess(["monitor", "198.51.100.7"] + Self.source(mode, ns, fixture))
+        defer { _ = text.terminate() }
+        let textLines = try await text.waitForLines(1)
+        #expect(textLines[0].hasSuffix("198.51.100.7: not reachable: noRoute"), "\(textLines)")
+        #expect(textLines[0].hasPrefix("gen "))
+    }
+
+    @Test(arguments: Mode.allCases)
+    func monitorRefusesAnInvalidTarget(_ mode: Mode) throws {
+        let ns = try Self.scenario()
+        let fixture = mode == .daemon ? try ReachdFixture(namespace: ns) : nil
+        let result = try reachctl(["monitor", "192.0.2.999"] + Self.source(mode, ns, fixture))
+        #expect(result.status == 2)
+        #expect(result.stderr == "reachctl: invalid target: '192.0.2.999' is not an IPv4 or IPv6 address\n")
+    }
+
+    // MARK: wait
+
+    @Test(arguments: Mode.allCases)
+    func waitReturnsAtOnceWhenTheConditionHolds(_ mode: Mode) throws {
+        let ns = try Self.scenario()
+        let fixture = mode == .daemon ? try ReachdFixture(namespace: ns) : nil
+        let source = Self.source(mode, ns, fixture)
+        var (result, elapsed) = try reachctl(["wait", "--timeout", "20s"] + source, environment: [:])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == "online via up0 (virtual)\n")
+        #expect(result.stderr == "")
+        #expect(elapsed < .seconds(2), "\(elapsed)")
+
+        (result, elapsed) = try reachctl(["wait", "--json", "--target", "192.0.2.1"] + source, environment: [:])
+        #expect(result.status == 0)
+        let json = try result.json()
+        #expect(json["satisfied"] as? Bool == true)
+        #expect(json["state"] as? String == "online")
+        #expect((json["check"] as? [String: Any])?["interface"] as? String == "up0")
+        #expect(elapsed < .seconds(2))
+
+        // A bare veth is not wired: --kind wired never holds here, and says what is missing.
+        (result, elapsed) = try reachctl(["wait", "--kind", "wired", "--timeout", "300ms"] + source, environment: [:])
+        #expect(result.status == 1)
+        #expect(result.stderr == "reachctl: still waiting after 300ms: no usable wired link; online via up0 (virtual)\n")
+        #expect(elapsed < .milliseconds(1300))
+
+        (result, _) = try reachctl(["wait", "--target", "bad..name"] + source, environment: [:])
+        #expect(result.status == 2)
+        #expect(result.stderr.hasPrefix("reachctl: invalid target: "))
+    }
+
+    @Test(arguments: Mode.allCases)
+    func waitReturnsWhenTheRouteComesUpLater(_ mode: Mode) async throws {
+        let ns = try Self.scenario()
+        try ns.ip("route del default")
+        let fixture = mode == .daemon ? try ReachdFixture(namespace: ns) : nil
+        let source = Self.source(mode, ns, fixture)
+        let online = try BackgroundReachctl(["wait", "--timeout", "10s"] + source)
+        let target = try BackgroundReachctl(["wait", "--timeout", "10s", "--json", "--target", "198.51.100.7"] + source)
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(online.exitTime == nil && target.exitTime == nil, "nothing holds yet")
+        try ns.ip("route add default via 192.0.2.1 dev up0 metric 100")
+        let added = ContinuousClock.now
+
+        let (onlineResult, onlineEnded) = try await online.finish()
+        #expect(onlineResult.status == 0, "\(onlineResult.stderr)")
+        #expect(onlineResult.stdout == "online via up0 (virtual)\n")
+        #expect(onlineEnded - added < .seconds(1), "returns as the route appears: \(onlineEnded - added)")
+        let (targetResult, targetEnded) = try await target.finish()
+        #expect(targetResult.status == 0, "\(targetResult.stderr)")
+        #expect(try targetResult.json()["satisfied"] as? Bool == true)
+        #expect(((try targetResult.json()["check"]) as? [String: Any])?["flags"] as? [String] == ["reachable"])
+        #expect(targetEnded - added < .seconds(1), "\(targetEnded - added)")
+    }
+
+    @Test(arguments: Mode.allCases)
+    func waitGivesUpAtTheTimeout(_ mode: Mode) async throws {
+        let ns = try Self.scenario()
+        try ns.ip("route del default")
+        let fixture = mode == .daemon ? try ReachdFixture(namespace: ns) : nil
+        let source = Self.source(mode, ns, fixture)
+        let (result, elapsed) = try reachctl(["wait", "--timeout", "1s", "--json"] + source, environment: [:])
+        #expect(result.status == 1)
+        #expect(try result.json()["satisfied"] as? Bool == false)
+        #expect(try result.json()["state"] as? String == "local")
+        #expect(elapsed >= .seconds(1) && elapsed < .seconds(2), "ends at the timeout, not after: \(elapsed)")
+
+        // A host name whose DNS never answers cannot hold it past the deadline either.
+        let (host, hostElapsed) = try reachctl(["wait", "--timeout", "700ms", "--target", "unanswered.example"] + source, environment: [:])
+        #expect(host.status == 1)
+        #expect(host.stderr.hasPrefix("reachctl: still waiting after 700ms: "), "\(host.stderr)")
+        #expect(hostElapsed < .milliseconds(1700), "\(hostElapsed)")
+    }
+}
