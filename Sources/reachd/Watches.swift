@@ -18,6 +18,9 @@ final class Watch: BusObject {
     var slot: BusSlot?
     /// The host check in flight for this watch, if any.
     var pendingCheck: UInt64?
+    /// When a host whose DNS failed is asked again, and the delay after that one.
+    var retryAt: ContinuousClock.Instant?
+    var retryDelay: Duration = WatchRegistry.firstRetry
 
     init(path: String, target: String, owner: String) {
         self.path = path
@@ -48,6 +51,13 @@ final class WatchRegistry {
     private var watches: [String: Watch] = [:]
     private var clients: [String: (track: BusTrack, paths: Set<String>)] = [:]
     private var nextID: UInt64 = 0
+    private var retryTimer: EventSource?
+
+    /// A host watch whose DNS timed out or failed is asked again after 1 s, then twice as long
+    /// each time up to 5 min: DNS that comes back without any network change (a server that
+    /// restarts) is noticed, and a dead one costs one query every few minutes, not a storm.
+    static let firstRetry: Duration = .seconds(1)
+    static let lastRetry: Duration = .seconds(300)
 
     init(daemon: Daemon) {
         self.daemon = daemon
@@ -114,12 +124,38 @@ final class WatchRegistry {
         watches.removeValue(forKey: watch.path)
         clients[watch.owner]?.paths.remove(watch.path)
         watch.slot = nil
+        watch.retryAt = nil
     }
 
     /// A network change: every watch is answered again (addresses at once; host names through
     /// the cache, so DNS is asked only when an answer expired).
     func reevaluate() {
-        for watch in watches.values { evaluate(watch, announce: true) }
+        for watch in watches.values {
+            watch.retryDelay = Self.firstRetry
+            evaluate(watch, announce: true)
+        }
+    }
+
+    /// Runs the retries that are due and arms the timer for the next one.
+    private func retryDue() {
+        let now = ContinuousClock.now
+        for watch in watches.values {
+            guard let at = watch.retryAt, at <= now else { continue }
+            watch.retryAt = nil
+            evaluate(watch, announce: true)
+        }
+        scheduleRetry()
+    }
+
+    private func scheduleRetry() {
+        guard let next = watches.values.compactMap(\.retryAt).min() else {
+            retryTimer?.disable()
+            return
+        }
+        if retryTimer == nil {
+            retryTimer = try? daemon.loop.timer(at: 0) { [unowned self] in self.retryDue() }
+        }
+        retryTimer?.schedule(at: next.monotonicMicroseconds)
     }
 
     private func evaluate(_ watch: Watch, announce: Bool) {
@@ -131,8 +167,18 @@ final class WatchRegistry {
         let box = UncheckedBox(watch)
         let registry = UncheckedBox(self)
         watch.pendingCheck = daemon.checkHost(watch.target, timeout: daemon.configuration.defaultTimeout) { outcome in
-            box.value.pendingCheck = nil
-            if case let .success(result) = outcome { registry.value.update(box.value, result, announce: true) }
+            let watch = box.value
+            watch.pendingCheck = nil
+            guard case let .success(result) = outcome else { return }
+            registry.value.update(watch, result, announce: true)
+            if result.reason == .dnsTimeout || result.reason == .dnsFailure {
+                watch.retryAt = .now + watch.retryDelay
+                watch.retryDelay = min(watch.retryDelay * 2, Self.lastRetry)
+            } else {
+                watch.retryAt = nil
+                watch.retryDelay = Self.firstRetry
+            }
+            registry.value.scheduleRetry()
         }
     }
 
