@@ -1,0 +1,963 @@
+import Foundation
+import Testing
+@testable import Reachability
+
+// Packaging (issue 5): every file under packaging/ is checked here against the tools that will
+// read it on a real host (systemd-analyze, dbus-daemon, man/groff, dpkg, systemd-nspawn) and
+// against the code it describes. The Debian package itself is built, installed and removed only
+// with REACHD_PACKAGE_TEST=1, because that takes minutes and changes this machine.
+
+/// The exposure `systemd-analyze security --offline=true packaging/reachd.service` gives with
+/// systemd 252, as packaging/README.md and the unit's header state it. Lower is better; a change
+/// that lowers it should lower this figure and the two documents with it.
+private let documentedExposure = 1.1
+
+private let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    .deletingLastPathComponent().deletingLastPathComponent().path
+private let packaging = repository + "/packaging"
+private let busName = "org.reachd.Reachability1"
+private let objectPath = "/org/reachd/Reachability1"
+
+// MARK: - The unit
+
+@Suite("Packaging: systemd unit")
+struct PackagingUnitTests {
+    /// Root: the copy of the host's units includes directories only root may read.
+    @Test(rootOnly) func verifyIsClean() async throws {
+        let root = try PackagingRoot()
+        defer { root.remove() }
+        let clean = try await root.verify(unit: String(contentsOfFile: packaging + "/reachd.service", encoding: .utf8))
+        #expect(clean.status == 0 && clean.stdout.isEmpty && clean.stderr.isEmpty, "\(clean)")
+
+        // The same check fails for a unit with a mistake, so silence above means something.
+        let broken = try await root.verify(unit: String(contentsOfFile: packaging + "/reachd.service", encoding: .utf8)
+            .replacingOccurrences(of: "ProtectHome=yes", with: "ProtectHome=perhaps"))
+        #expect(broken.stderr.contains("perhaps"), "\(broken)")
+    }
+
+    @Test func exposureStaysAtTheDocumentedFigure() async throws {
+        let result = try await execute(
+            "/usr/bin/systemd-analyze", ["security", "--offline=true", "--no-pager", packaging + "/reachd.service"])
+        let exposure = try #require(Self.exposure(in: result.stdout), "\(result)")
+        #expect(exposure <= documentedExposure, "exposure rose to \(exposure): \(result.stdout)")
+
+        // The documents give the same figure.
+        let readme = try String(contentsOfFile: packaging + "/README.md", encoding: .utf8)
+        #expect(Self.exposure(in: readme) == documentedExposure)
+        let unit = try String(contentsOfFile: packaging + "/reachd.service", encoding: .utf8)
+        #expect(unit.contains("security --offline=true`: \(documentedExposure)"))
+    }
+
+    /// The figure of "Overall exposure level for reachd.service: 1.1 OK".
+    static func exposure(in text: String) -> Double? {
+        let marker = "Overall exposure level for reachd.service: "
+        guard let range = text.range(of: marker) else { return nil }
+        return Double(text[range.upperBound...].prefix { $0.isNumber || $0 == "." })
+    }
+
+    @Test func hardeningSettingsThatMatterArePresent() throws {
+        let settings = try unitSettings()
+        for (key, value) in [
+            ("Type", "notify"), ("BusName", busName), ("ExecStart", "/usr/sbin/reachd --system"),
+            ("ExecReload", "/bin/kill -HUP $MAINPID"), ("Restart", "on-failure"), ("User", "reachd"),
+            ("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"), ("CapabilityBoundingSet", ""),
+            ("RestrictAddressFamilies", "AF_UNIX AF_NETLINK AF_INET AF_INET6"),
+            ("SystemCallArchitectures", "native"), ("MemoryDenyWriteExecute", "yes"), ("PrivateUsers", "yes"),
+        ] {
+            #expect(settings[key]?.contains(value) == true, "\(key)=\(value): have \(settings[key] ?? [])")
+        }
+        #expect(settings["WatchdogSec"]?.isEmpty == false)
+        #expect(settings["SystemCallFilter"]?.first == "@system-service")
+        #expect(settings["DynamicUser"] == nil, "the bus policy needs a static user; see the unit's comment")
+    }
+
+    @Test func sysusersDeclaresASystemUserWithoutLogin() async throws {
+        let root = try makeScratchDirectory("reachd-sysusers")
+        defer { removeTree(root) }
+        try FileManager.default.createDirectory(atPath: root + "/etc", withIntermediateDirectories: true)
+        let made = try await execute("/usr/bin/systemd-sysusers", ["--root=\(root)", packaging + "/reachd.sysusers"])
+        #expect(made.status == 0, "\(made)")
+        let passwd = try String(contentsOfFile: root + "/etc/passwd", encoding: .utf8)
+        let fields = try #require(passwd.split(separator: "\n").first { $0.hasPrefix("reachd:") })
+            .split(separator: ":", omittingEmptySubsequences: false)
+        #expect(fields.count == 7)
+        #expect(Int(fields[2]).map { $0 > 0 && $0 < 1000 } == true, "a system uid: \(fields)")
+        #expect(fields[6] == "/usr/sbin/nologin")
+    }
+}
+
+/// `KEY` -> values, from the unit's `KEY=VALUE` lines in file order.
+private func unitSettings() throws -> [String: [String]] {
+    var settings: [String: [String]] = [:]
+    for line in try String(contentsOfFile: packaging + "/reachd.service", encoding: .utf8).split(separator: "\n") {
+        guard !line.hasPrefix("#"), !line.hasPrefix("["), let equals = line.firstIndex(of: "=") else { continue }
+        settings[String(line[..<equals]), default: []].append(String(line[line.index(after: equals)...]))
+    }
+    return settings
+}
+
+/// A temporary root for `systemd-analyze verify --root`: a copy of the host's units (the targets
+/// and sockets the unit names must exist), stubs where the unit's commands are, and the man pages
+/// on a MANPATH of their own, so that the man: links of Documentation= are checked too.
+private struct PackagingRoot {
+    let path: String
+
+    init() throws {
+        path = try makeScratchDirectory("reachd-verify")
+        do {
+            try fill()
+        } catch {
+            remove()
+            throw error
+        }
+    }
+
+    private func fill() throws {
+        let manager = FileManager.default
+        try manager.createDirectory(atPath: path + "/usr/lib/systemd", withIntermediateDirectories: true)
+        try manager.copyItem(atPath: "/usr/lib/systemd/system", toPath: path + "/usr/lib/systemd/system")
+        for stub in ["/usr/sbin/reachd", "/bin/kill"] {
+            try manager.createDirectory(atPath: path + (stub as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            _ = manager.createFile(atPath: path + stub, contents: Data("#!/bin/sh\n".utf8), attributes: [.posixPermissions: 0o755])
+        }
+        for page in ["reachd.8", "reachctl.1", "reachd.conf.5"] {
+            let directory = path + "/man/man" + page.split(separator: ".").last!
+            try manager.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try manager.copyItem(atPath: packaging + "/man/" + page, toPath: directory + "/" + page)
+        }
+    }
+
+    func verify(unit text: String) async throws -> Ran {
+        let unit = path + "/usr/lib/systemd/system/reachd.service"
+        try? FileManager.default.removeItem(atPath: unit)
+        try text.write(toFile: unit, atomically: true, encoding: .utf8)
+        var environment = ProcessInfo.processInfo.environment
+        environment["MANPATH"] = path + "/man"
+        return try await execute(
+            "/usr/bin/systemd-analyze", ["verify", "--root=\(path)", "reachd.service"], environment: environment)
+    }
+
+    func remove() { removeTree(path) }
+}
+
+// MARK: - Man pages and completions
+
+@Suite("Packaging: man pages and completions")
+struct PackagingDocumentationTests {
+    static let pages = ["reachd.8", "reachctl.1", "reachd.conf.5"]
+
+    @Test(arguments: pages) func pageRendersWithoutWarnings(_ page: String) async throws {
+        let path = packaging + "/man/" + page
+        let groff = try await execute("/usr/bin/groff", ["-man", "-ww", "-z", path])
+        #expect(groff.status == 0 && groff.stderr.isEmpty, "\(groff)")
+        var environment = ProcessInfo.processInfo.environment
+        environment["MANWIDTH"] = "80"
+        let man = try await execute("/usr/bin/man", ["--warnings", "-l", path], environment: environment)
+        #expect(man.status == 0 && man.stderr.isEmpty, "\(man.stderr)")
+        #expect(man.stdout.contains("SEE ALSO"))
+    }
+
+    @Test func aBrokenPageIsCaught() async throws {
+        let directory = try makeScratchDirectory("reachd-man")
+        defer { removeTree(directory) }
+        try ".TH X 1\n.SH NAME\nx \\- y\n.BOGUS macro\n\\f(XX\n".write(toFile: directory + "/x.1", atomically: true, encoding: .utf8)
+        let groff = try await execute("/usr/bin/groff", ["-man", "-ww", "-z", directory + "/x.1"])
+        #expect(!groff.stderr.isEmpty)
+    }
+
+    /// Every `--option` a man page names: `\-\-name` in roff, where `\-` is a hyphen.
+    static func options(in page: String) throws -> Set<String> {
+        let text = try String(contentsOfFile: packaging + "/man/" + page, encoding: .utf8)
+        var names = Set<String>()
+        var rest = text[...]
+        while let range = rest.range(of: "\\-\\-") {
+            var name = ""
+            var characters = rest[range.upperBound...].makeIterator()
+            while let character = characters.next() {
+                if character.isLetter || character.isNumber || character == "-" {
+                    name.append(character)
+                } else if character == "\\", let next = characters.next() {
+                    guard next == "-" else { break }
+                    name.append("-")
+                } else {
+                    break
+                }
+            }
+            names.insert(name)
+            rest = rest[range.upperBound...]
+        }
+        return names
+    }
+
+    @Test func reachdPageMatchesTheDaemon() async throws {
+        let help = try await execute(productPath("reachd"), ["--help"])
+        #expect(help.status == 0)
+        var helpOptions = Set<String>()
+        for word in help.stdout.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "," }) where word.hasPrefix("--") {
+            helpOptions.insert(String(word.dropFirst(2).prefix { $0.isLetter || $0 == "-" }))
+        }
+        #expect(helpOptions.count >= 9, "\(helpOptions)")
+        let pageOptions = try Self.options(in: "reachd.8")
+        #expect(helpOptions.subtracting(pageOptions).isEmpty, "reachd --help has options reachd(8) lacks")
+        #expect(pageOptions.subtracting(helpOptions).isEmpty, "reachd(8) names options reachd lacks")
+
+        // Every member of the shipped interface, and every error name the daemon sends.
+        let page = try String(contentsOfFile: packaging + "/man/reachd.8", encoding: .utf8)
+        let xml = try String(contentsOfFile: packaging + "/org.reachd.Reachability1.xml", encoding: .utf8)
+        let members = Self.members(inInterfaceXML: xml)
+        #expect(members.count >= 15, "\(members)")
+        for member in members { #expect(page.contains(".B \(member) ") || page.contains(".BI \(member)("), "reachd(8) lacks \(member)") }
+        var errors = Set<String>()
+        for file in try FileManager.default.contentsOfDirectory(atPath: repository + "/Sources/reachd") {
+            let source = try String(contentsOfFile: repository + "/Sources/reachd/" + file, encoding: .utf8)
+            errors.formUnion(Self.names(after: "org.reachd.Reachability1.Error.", in: source))
+        }
+        #expect(!errors.isEmpty)
+        #expect(errors == Self.names(after: "org.reachd.Reachability1.Error.", in: page), "errors the daemon sends vs. reachd(8)")
+    }
+
+    /// The methods, properties and signals of reachd's own interfaces in introspection XML.
+    static func members(inInterfaceXML xml: String) -> Set<String> {
+        var members = Set<String>()
+        for chunk in xml.components(separatedBy: "<interface name=\"").dropFirst()
+        where chunk.hasPrefix("org.reachd.Reachability1\"") || chunk.hasPrefix("org.reachd.Reachability1.Watch\"") {
+            let body = chunk.components(separatedBy: "</interface>")[0]
+            for kind in ["method", "property", "signal"] {
+                members.formUnion(names(after: "<\(kind) name=\"", in: body))
+            }
+        }
+        return members
+    }
+
+    static func names(after prefix: String, in text: String) -> Set<String> {
+        Set(text.components(separatedBy: prefix).dropFirst().map { String($0.prefix { $0.isLetter || $0.isNumber }) })
+    }
+
+    @Test func reachctlPageMatchesTheCommands() async throws {
+        let dump = try await execute(reachctlPath(), ["--experimental-dump-help"])
+        let root = try #require(JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [String: Any])
+        let command = try #require(root["command"] as? [String: Any])
+        let subcommands = try #require(command["subcommands"] as? [[String: Any]])
+        var codeOptions: Set<String> = ["generate-completion-script"]
+        var codeCommands = Set<String>()
+        for subcommand in subcommands where subcommand["shouldDisplay"] as? Bool != false {
+            codeCommands.insert(try #require(subcommand["commandName"] as? String))
+            for argument in subcommand["arguments"] as? [[String: Any]] ?? [] where argument["shouldDisplay"] as? Bool != false {
+                for name in argument["names"] as? [[String: String]] ?? [] where name["kind"] == "long" {
+                    codeOptions.insert(name["name"]!)
+                }
+            }
+        }
+        #expect(codeCommands.isSuperset(of: ["status", "interfaces", "check", "monitor", "help"]), "\(codeCommands)")
+        let pageOptions = try Self.options(in: "reachctl.1")
+        #expect(codeOptions.subtracting(pageOptions).isEmpty, "reachctl has options reachctl(1) lacks")
+        #expect(pageOptions.subtracting(codeOptions).isEmpty, "reachctl(1) names options reachctl lacks")
+
+        // The COMMANDS section: one `.TP` entry per subcommand, no more, no less.
+        let page = try String(contentsOfFile: packaging + "/man/reachctl.1", encoding: .utf8)
+        let section = try #require(page.components(separatedBy: ".SH COMMANDS\n").last?.components(separatedBy: "\n.SH ").first)
+        let documented = Set(section.components(separatedBy: ".TP\n").dropFirst().compactMap { entry -> String? in
+            let words = entry.split(separator: "\n").first?.split(separator: " ") ?? []
+            return words.count > 1 ? String(words[1]) : nil
+        })
+        #expect(documented == codeCommands, "reachctl(1) COMMANDS vs. reachctl's subcommands")
+    }
+
+    @Test func reachdConfPageMatchesTheConfiguration() throws {
+        let page = try String(contentsOfFile: packaging + "/man/reachd.conf.5", encoding: .utf8)
+        var codeKeys = Set<String>()
+        for section in ConfigurationSection.allCases {
+            #expect(page.contains(".SH [\(section.name)] SECTION"), "reachd.conf(5) lacks [\(section.name)]")
+            codeKeys.formUnion(section.keyNames)
+        }
+        let pageKeys = Self.names(after: ".BI ", in: page).filter { page.contains(".BI \($0)=") }
+        #expect(pageKeys == codeKeys, "reachd.conf(5) keys vs. ConfigurationSection")
+
+        // Each default the page states is the built-in one (as --check-config prints it).
+        for line in Configuration.default.mergedText.split(separator: "\n") where !line.hasPrefix("#") && line.contains("=") {
+            let parts = line.split(separator: "=", maxSplits: 1)
+            let key = String(parts[0])
+            let entry = try #require(page.components(separatedBy: ".BI \(key)=").dropFirst().first)
+            let paragraph = entry.components(separatedBy: ".TP\n")[0].components(separatedBy: "\n.SH")[0]
+            #expect(paragraph.contains("Default: \(parts[1])."), "reachd.conf(5) on \(key): expected Default: \(parts[1])")
+        }
+    }
+
+    @Test(arguments: ["bash", "zsh", "fish"]) func completionIsGeneratedFromReachctl(_ shell: String) async throws {
+        let script = try await execute(reachctlPath(), ["--generate-completion-script", shell])
+        #expect(script.status == 0)
+        for command in ["status", "interfaces", "check", "monitor", "json", "netns", "timeout"] {
+            #expect(script.stdout.contains(command), "\(shell) completion lacks \(command)")
+        }
+        if shell == "bash" {
+            let directory = try makeScratchDirectory("reachd-completion")
+            defer { removeTree(directory) }
+            try script.stdout.write(toFile: directory + "/reachctl", atomically: true, encoding: .utf8)
+            let syntax = try await execute("/bin/bash", ["-n", directory + "/reachctl"])
+            #expect(syntax.status == 0 && syntax.stderr.isEmpty, "\(syntax)")
+        }
+    }
+
+    @Test func daemonLinksNoFoundation() async throws {
+        let libraries = try await execute("/usr/bin/ldd", [productPath("reachd")])
+        #expect(libraries.status == 0)
+        #expect(!libraries.stdout.contains("Foundation"), "\(libraries.stdout)")
+    }
+}
+
+// MARK: - D-Bus policy
+
+@Suite("Packaging: D-Bus policy", rootOnly)
+struct PackagingBusPolicyTests {
+    @Test func everyoneMayAskOnlyReachdMayOwn() async throws {
+        let bus = try await SystemLikeBus()
+        defer { bus.stop() }
+
+        // nobody cannot own the name, even while no one has it: the policy says no.
+        let intruder = try await execute(
+            "/usr/bin/setpriv", asUser("nobody", "nogroup") + [bus.reachd, "--bus-address", bus.address, "--config-dir", bus.configDirectory],
+            environment: plainEnvironment, timeout: .seconds(10))
+        #expect(intruder.status == 1, "\(intruder)")
+        #expect(intruder.stderr.contains("not allowed to own"), "\(intruder.stderr)")
+
+        // reachd's own user can.
+        let daemon = try Background(
+            "/usr/bin/setpriv", asUser("reachd", "reachd") + [bus.reachd, "--bus-address", bus.address, "--config-dir", bus.configDirectory],
+            environment: plainEnvironment)
+        defer { daemon.kill() }
+        try await bus.waitForOwner(of: busName, while: daemon)
+
+        // A watch held by another client, for nobody to read.
+        let holder = try BusConnection(.address(bus.address), description: "watch-holder")
+        let reply = try holder.call(
+            destination: busName, path: objectPath, interface: busName, member: "Watch", timeout: .seconds(10)
+        ) { message throws(BusError) in try message.append("127.0.0.1") }
+        let watch = try withExtendedLifetime(reply) { try reply.message.readObjectPath() }
+
+        // nobody may ask everything a client needs...
+        let nobody = { (arguments: [String]) async throws -> Ran in
+            try await execute("/usr/bin/setpriv", asUser("nobody", "nogroup") + ["/usr/bin/busctl", "--address=\(bus.address)"] + arguments,
+                              environment: plainEnvironment)
+        }
+        let call = ["call", busName, objectPath, busName]
+        for (arguments, expected) in [
+            (call + ["GetStatus"], "a{sv} 5"),
+            (call + ["ListInterfaces"], "a(issuas)"),
+            (call + ["CheckAddress", "s", "127.0.0.1"], "\"lo\""),
+            (call + ["CheckHost", "su", "localhost", "2000"], "\"127.0.0.1\""),
+            (call + ["Watch", "s", "127.0.0.1"], "o \"/org/reachd/Reachability1/watch/"),
+            (["get-property", busName, objectPath, busName, "State"], "s \""),
+            (["call", busName, objectPath, "org.freedesktop.DBus.Properties", "GetAll", "s", busName], "a{sv}"),
+            (["get-property", busName, watch, "org.reachd.Reachability1.Watch", "Target"], "s \"127.0.0.1\""),
+            (["call", busName, objectPath, "org.freedesktop.DBus.Introspectable", "Introspect"], "GetStatus"),
+            (["call", busName, objectPath, "org.freedesktop.DBus.Peer", "GetMachineId"], "s \""),
+        ] {
+            let answer = try await nobody(arguments)
+            #expect(answer.status == 0 && answer.stdout.contains(expected), "nobody: busctl \(arguments.joined(separator: " ")): \(answer)")
+        }
+
+        // The same by reachd's unique name, as reachctl calls it once it found the owner: the
+        // bus applies the rules for a name to every connection that owns it.
+        let owner = try await execute("/usr/bin/busctl", [
+            "--address=\(bus.address)", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+            "GetNameOwner", "s", busName,
+        ]).stdout.split(separator: "\"").dropFirst().first.map(String.init) ?? ""
+        #expect(owner.hasPrefix(":"))
+        let byUniqueName = try await nobody(["call", owner, objectPath, busName, "GetStatus"])
+        #expect(byUniqueName.status == 0 && byUniqueName.stdout.hasPrefix("a{sv}"), "\(byUniqueName)")
+
+        // dbus-send prints the whole error: the bus's own refusal reads "Rejected send message".
+        let send = { (member: String, path: String, arguments: [String]) async throws -> Ran in
+            try await execute("/usr/bin/setpriv", asUser("nobody", "nogroup") + [
+                "/usr/bin/dbus-send", "--bus=\(bus.address)", "--print-reply", "--dest=\(busName)", path, member,
+            ] + arguments, environment: plainEnvironment)
+        }
+        // What the policy lets through reaches reachd, which answers for itself...
+        let watchCall = try await send("org.reachd.Reachability1.Watch.Frobnicate", watch, [])
+        #expect(watchCall.stderr.contains("org.freedesktop.DBus.Error.UnknownMethod"), "\(watchCall)")
+        // ...and everything else is refused by the bus before it reaches reachd.
+        for (member, arguments) in [
+            ("org.freedesktop.DBus.Properties.Set", ["string:\(busName)", "string:State", "variant:string:online"]),
+            ("org.reachd.Reachability1.Private.Anything", []),
+            ("org.freedesktop.DBus.ObjectManager.GetManagedObjects", []),
+        ] {
+            let refused = try await send(member, objectPath, arguments)
+            #expect(refused.status != 0 && refused.stderr.contains("AccessDenied: Rejected send message"), "nobody: \(member): \(refused)")
+        }
+
+        // The activation file is read: the bus can start reachd by name.
+        let activatable = try await execute(
+            "/usr/bin/busctl", ["--address=\(bus.address)", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                "org.freedesktop.DBus", "ListActivatableNames"])
+        #expect(activatable.stdout.contains("\"\(busName)\""), "\(activatable)")
+
+        withExtendedLifetime(holder) {}
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.wait(timeout: .seconds(10)) == 0, "\(daemon.stderr)")
+    }
+}
+
+/// A dbus-daemon configured like Debian's system bus (`/usr/share/dbus-1/system.conf`: nobody owns
+/// anything, no method calls, unless a policy file says otherwise) that includes the shipped
+/// policy and activation file, in a directory every user can reach, with a copy of reachd there.
+private final class SystemLikeBus: @unchecked Sendable {
+    let directory: String
+    let address: String
+    let reachd: String
+    let configDirectory: String
+    private var daemon: Background?
+
+    init() async throws {
+        // The user the package creates, from the shipped sysusers.d file (nothing if it exists).
+        let sysusers = try await execute("/usr/bin/systemd-sysusers", [packaging + "/reachd.sysusers"])
+        guard sysusers.status == 0 else { throw CommandFailed(command: "systemd-sysusers", status: sysusers.status, output: sysusers.stderr) }
+
+        directory = try makeScratchDirectory("reachd-sysbus")
+        reachd = directory + "/reachd"
+        configDirectory = directory + "/config"
+        address = "unix:path=\(directory)/system_bus_socket"
+        do {
+            try start()
+            try await waitForFile(directory + "/system_bus_socket", while: daemon!)
+            // A policy the bus could not use (an unknown user, a bad element) is only a warning:
+            // refuse it. (Not being allowed to raise its fd limit, in a test sandbox, is no concern.)
+            try await Task.sleep(for: .milliseconds(100))
+            let warnings = daemon!.stderr.split(separator: "\n").filter { !$0.contains("fd limit") }
+            guard warnings.isEmpty else { throw CommandFailed(command: "dbus-daemon", status: 0, output: daemon!.stderr) }
+        } catch {
+            stop()
+            throw error
+        }
+    }
+
+    private func start() throws {
+        chmod(directory, 0o755)
+        let manager = FileManager.default
+        try manager.createDirectory(atPath: configDirectory, withIntermediateDirectories: true)
+        try manager.createDirectory(atPath: directory + "/services", withIntermediateDirectories: true)
+        try manager.copyItem(
+            atPath: packaging + "/org.reachd.Reachability1.service", toPath: directory + "/services/org.reachd.Reachability1.service")
+        try manager.copyItem(atPath: productPath("reachd"), toPath: reachd)
+        chmod(reachd, 0o755)
+
+        let config = """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>system</type>
+              <auth>EXTERNAL</auth>
+              <listen>\(address)</listen>
+              <servicedir>\(directory)/services</servicedir>
+              <policy context="default">
+                <allow user="*"/>
+                <deny own="*"/>
+                <deny send_type="method_call"/>
+                <allow send_type="signal"/>
+                <allow send_requested_reply="true" send_type="method_return"/>
+                <allow send_requested_reply="true" send_type="error"/>
+                <allow receive_type="method_call"/>
+                <allow receive_type="method_return"/>
+                <allow receive_type="error"/>
+                <allow receive_type="signal"/>
+                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
+                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
+                <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus" send_member="UpdateActivationEnvironment"/>
+              </policy>
+              <include>\(packaging)/org.reachd.Reachability1.conf</include>
+            </busconfig>
+            """
+        try config.write(toFile: directory + "/bus.conf", atomically: true, encoding: .utf8)
+        daemon = try Background("/usr/bin/dbus-daemon", ["--config-file=\(directory)/bus.conf", "--nofork", "--nopidfile", "--nosyslog"])
+    }
+
+    func waitForOwner(of name: String, while process: Background) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while true {
+            let owned = try await execute("/usr/bin/busctl", [
+                "--address=\(address)", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                "NameHasOwner", "s", name,
+            ])
+            if owned.stdout.contains("b true") { return }
+            guard ContinuousClock.now < deadline, process.isRunning else {
+                throw CommandFailed(command: "wait for \(name)", status: -1, output: process.stderr)
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    func stop() {
+        daemon?.kill()
+        removeTree(directory)
+    }
+}
+
+private func asUser(_ user: String, _ group: String) -> [String] {
+    ["--reuid=\(user)", "--regid=\(group)", "--clear-groups", "--"]
+}
+
+/// What a daemon gets from systemd, less systemd's own variables: no NOTIFY_SOCKET, no JOURNAL_STREAM.
+private let plainEnvironment = ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"]
+
+// MARK: - The sandbox, from what reachd actually does
+
+@Suite("Packaging: sandbox fits the daemon", rootOnly, .enabled(if: programExists("/usr/bin/strace"), "needs strace (scripts/deps)"))
+struct PackagingSandboxTests {
+    /// Runs reachd under strace through a session that touches every path: start, netlink dump and
+    /// changes, D-Bus calls of every kind, DNS over the network (dnsmasq), a watch, a reload and a
+    /// stop. Then holds the trace against the unit: SystemCallFilter=, RestrictAddressFamilies=,
+    /// MemoryDenyWriteExecute=, ProcSubset=pid, ProtectSystem=strict and RestrictNamespaces=.
+    @Test func everySystemCallSocketAndFileFitsTheUnit() async throws {
+        let scenario = try DNSScenario(nameserver: DNSScenario.answering)
+        let dns = try DNSMasqServer(in: scenario.server, address: DNSScenario.answering, records: ["up.test": ["203.0.113.10"]])
+        let directory = try makeScratchDirectory("reachd-strace")
+        defer { removeTree(directory) }
+        let bus = try Background("/usr/bin/dbus-daemon", ["--session", "--nofork", "--nopidfile", "--nosyslog", "--address=unix:path=\(directory)/bus"])
+        defer { bus.kill() }
+        let address = "unix:path=\(directory)/bus"
+        try await waitForFile(directory + "/bus", while: bus)
+        try FileManager.default.createDirectory(atPath: directory + "/config", withIntermediateDirectories: true)
+        let trace = directory + "/trace"
+        let tracer = try Background("/usr/sbin/ip", [
+            "netns", "exec", scenario.client.name, "/usr/bin/strace", "-f", "-qq", "-o", trace, productPath("reachd"),
+            "--bus-address", address, "--config-dir", directory + "/config", "--resolv-conf", scenario.resolvConf.path,
+        ], environment: plainEnvironment)
+        defer { tracer.kill() }
+        let busctl = { (arguments: [String]) async throws -> Ran in
+            try await execute("/usr/bin/busctl", ["--address=\(address)"] + arguments)
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !(try await busctl(["call", busName, objectPath, busName, "GetStatus"]).stdout.contains("online")) {
+            guard ContinuousClock.now < deadline, tracer.isRunning else { throw TimedOut(what: "reachd online: \(tracer.stderr)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let call = ["call", busName, objectPath, busName]
+        for arguments in [
+            call + ["ListInterfaces"], call + ["CheckAddress", "s", "192.0.2.1"], call + ["CheckHost", "su", "up.test", "3000"],
+            call + ["CheckHost", "su", "nothere.test", "3000"], call + ["Watch", "s", "up.test"],
+            ["call", busName, objectPath, "org.freedesktop.DBus.Properties", "GetAll", "s", busName],
+            ["introspect", busName, objectPath],
+        ] {
+            let answer = try await busctl(arguments)
+            #expect(answer.status == 0, "busctl \(arguments.joined(separator: " ")): \(answer)")
+        }
+        #expect(dns.queries(for: "up.test") >= 1, "the host check went over the network")
+        // A carrier flap (netlink changes), then a reload, then a stop.
+        try scenario.server.ip("link set up0s down")
+        try await Task.sleep(for: .milliseconds(200))
+        try scenario.server.ip("link set up0s up")
+        try await Task.sleep(for: .milliseconds(200))
+        let reachd = try #require(try await descendant(of: tracer.pid, named: "reachd"))
+        kill(reachd, SIGHUP)
+        try await tracer.waitForError(containing: "configuration reloaded", timeout: .seconds(10))
+        kill(reachd, SIGTERM)
+        #expect(try await tracer.wait(timeout: .seconds(20)) == 0, "\(tracer.stderr)")
+
+        let lines = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n").map(String.init)
+        let calls = lines.compactMap(Self.call)
+        #expect(calls.count > 200, "the trace has \(calls.count) calls")
+        let filter = try await Self.allowedSystemCalls()
+        let outside = Set(calls.map(\.name)).subtracting(filter)
+        #expect(outside.isEmpty, "system calls outside SystemCallFilter=: \(outside.sorted())")
+
+        let families = Set(try unitSettings()["RestrictAddressFamilies"]?.flatMap { $0.split(separator: " ").map(String.init) } ?? [])
+        for socket in calls where socket.name == "socket" {
+            let family = String(socket.arguments.prefix { $0 != "," })
+            #expect(families.contains(family), "socket family \(family) outside RestrictAddressFamilies=")
+        }
+        for mapping in calls where ["mmap", "mprotect", "pkey_mprotect"].contains(mapping.name) {
+            let writableAndExecutable = mapping.arguments.contains("PROT_WRITE") && mapping.arguments.contains("PROT_EXEC")
+            let madeExecutable = mapping.name != "mmap" && mapping.arguments.contains("PROT_EXEC")
+            #expect(!writableAndExecutable && !madeExecutable, "MemoryDenyWriteExecute= would refuse: \(mapping.name)(\(mapping.arguments))")
+        }
+        for open in calls where open.name == "openat" || open.name == "open" {
+            guard let path = open.arguments.components(separatedBy: "\"").dropFirst().first else { continue }
+            if path.hasPrefix("/proc/") {
+                let component = path.dropFirst(6).prefix { $0 != "/" }
+                // sd-event reads the boot id to spread its timers and does without when it is hidden.
+                let allowed = component == "self" || component == "thread-self" || component.allSatisfy(\.isNumber)
+                    || path == "/proc/sys/kernel/random/boot_id"
+                #expect(allowed, "ProcSubset=pid hides \(path)")
+            }
+            let writes = ["O_WRONLY", "O_RDWR", "O_CREAT"].contains { open.arguments.contains($0) }
+            #expect(!writes || path == "/dev/null", "ProtectSystem=strict: reachd opens \(path) to write")
+        }
+        for name in ["setns", "unshare"] { #expect(!calls.contains { $0.name == name }, "RestrictNamespaces=: \(name)") }
+        #expect(!calls.contains { $0.name.hasPrefix("clone") && $0.arguments.contains("CLONE_NEW") })
+    }
+
+    struct Call {
+        var name: String
+        var arguments: Substring
+    }
+
+    /// `PID name(arguments) = result` from `strace -f`; nil for signals, exits and resumptions.
+    static func call(_ line: String) -> Call? {
+        let afterPID = line.drop { $0.isNumber }.drop { $0 == " " }
+        let name = afterPID.prefix { $0.isLowercase || $0.isNumber || $0 == "_" }
+        guard !name.isEmpty, afterPID.dropFirst(name.count).first == "(" else { return nil }
+        return Call(name: String(name), arguments: afterPID.dropFirst(name.count + 1))
+    }
+
+    /// The system calls the unit's SystemCallFilter= lines allow: the allow-list groups, less the
+    /// `~` ones, each expanded by `systemd-analyze syscall-filter`.
+    static func allowedSystemCalls() async throws -> Set<String> {
+        var allowed = Set<String>()
+        var denied = Set<String>()
+        for value in try unitSettings()["SystemCallFilter"] ?? [] {
+            let deny = value.hasPrefix("~")
+            for item in value.drop(while: { $0 == "~" }).split(separator: " ") {
+                let calls = try await expand(String(item))
+                if deny { denied.formUnion(calls) } else { allowed.formUnion(calls) }
+            }
+        }
+        #expect(allowed.count > 100)
+        return allowed.subtracting(denied)
+    }
+
+    static func expand(_ item: String) async throws -> Set<String> {
+        guard item.hasPrefix("@") else { return [item] }
+        let listing = try await execute("/usr/bin/systemd-analyze", ["syscall-filter", "--no-pager", item])
+        var calls = Set<String>()
+        for line in listing.stdout.split(separator: "\n").dropFirst() {
+            let word = line.trimmingCharacters(in: .whitespaces)
+            if word.isEmpty || word.hasPrefix("#") { continue }
+            calls.formUnion(word.hasPrefix("@") ? try await expand(word) : [word])
+        }
+        return calls
+    }
+}
+
+/// The first process below `ancestor` (children first) whose command is `name`, walking the tree
+/// from `ancestor` down through /proc: only our own processes, never a match on names machine-wide.
+/// Waits up to 10 s for it to appear.
+private func descendant(of ancestor: Int32, named name: String) async throws -> Int32? {
+    let deadline = ContinuousClock.now + .seconds(10)
+    while ContinuousClock.now < deadline {
+        var queue = [ancestor]
+        while !queue.isEmpty {
+            let parent = queue.removeFirst()
+            let children = (try? String(contentsOfFile: "/proc/\(parent)/task/\(parent)/children", encoding: .utf8)) ?? ""
+            for child in children.split(separator: " ").compactMap({ Int32($0) }) {
+                let command = (try? String(contentsOfFile: "/proc/\(child)/comm", encoding: .utf8)) ?? ""
+                if command.trimmingCharacters(in: .whitespacesAndNewlines) == name { return child }
+                queue.append(child)
+            }
+        }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    return nil
+}
+
+/// Waits until `path` exists (a socket being bound), as long as `process` runs.
+private func waitForFile(_ path: String, while process: Background) async throws {
+    let deadline = ContinuousClock.now + .seconds(10)
+    while !FileManager.default.fileExists(atPath: path) {
+        guard ContinuousClock.now < deadline, process.isRunning else { throw TimedOut(what: "\(path): \(process.stderr)") }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}
+
+// MARK: - The Debian package (REACHD_PACKAGE_TEST=1)
+
+private let packageTestsEnabled = ProcessInfo.processInfo.environment["REACHD_PACKAGE_TEST"] == "1"
+
+/// What `dpkg-deb -c` must list, directories with a trailing slash.
+private let expectedPackageContents: Set<String> = [
+    "etc/", "etc/reachd/", "etc/reachd/reachd.conf", "etc/reachd/reachd.conf.d/",
+    "usr/", "usr/bin/", "usr/bin/reachctl", "usr/sbin/", "usr/sbin/reachd",
+    "usr/lib/", "usr/lib/systemd/", "usr/lib/systemd/system/", "usr/lib/systemd/system/reachd.service",
+    "usr/lib/sysusers.d/", "usr/lib/sysusers.d/reachd.conf",
+    "usr/share/", "usr/share/dbus-1/", "usr/share/dbus-1/system.d/", "usr/share/dbus-1/system.d/org.reachd.Reachability1.conf",
+    "usr/share/dbus-1/system-services/", "usr/share/dbus-1/system-services/org.reachd.Reachability1.service",
+    "usr/share/dbus-1/interfaces/", "usr/share/dbus-1/interfaces/org.reachd.Reachability1.xml",
+    "usr/share/man/", "usr/share/man/man1/", "usr/share/man/man1/reachctl.1.gz", "usr/share/man/man5/",
+    "usr/share/man/man5/reachd.conf.5.gz", "usr/share/man/man8/", "usr/share/man/man8/reachd.8.gz",
+    "usr/share/bash-completion/", "usr/share/bash-completion/completions/", "usr/share/bash-completion/completions/reachctl",
+    "usr/share/zsh/", "usr/share/zsh/vendor-completions/", "usr/share/zsh/vendor-completions/_reachctl",
+    "usr/share/fish/", "usr/share/fish/vendor_completions.d/", "usr/share/fish/vendor_completions.d/reachctl.fish",
+    "usr/share/doc/", "usr/share/doc/reachd/", "usr/share/doc/reachd/copyright", "usr/share/doc/reachd/changelog.Debian.gz",
+    "usr/share/doc/reachd/README.md", "usr/share/lintian/", "usr/share/lintian/overrides/", "usr/share/lintian/overrides/reachd",
+]
+
+/// `scripts/package`, run once for the suite.
+private actor BuiltPackage {
+    static let shared = BuiltPackage()
+    private var path: String?
+
+    /// Where a person's `scripts/package` puts it too: build/ in the repository.
+    func deb() async throws -> String {
+        if let path { return path }
+        var environment = ProcessInfo.processInfo.environment
+        environment.removeValue(forKey: "OUT")
+        let built = try await execute(repository + "/scripts/package", [], environment: environment, timeout: .seconds(1500))
+        guard built.status == 0, let deb = built.stdout.split(separator: "\n").last.map(String.init), deb.hasSuffix(".deb") else {
+            throw CommandFailed(command: "scripts/package", status: built.status, output: built.stderr)
+        }
+        path = deb
+        return deb
+    }
+}
+
+@Suite("Packaging: Debian package", rootOnly, .serialized,
+       .enabled(if: packageTestsEnabled, "builds for minutes and installs on this machine: set REACHD_PACKAGE_TEST=1"))
+struct PackagingDebianTests {
+    @Test func packageHoldsExactlyTheExpectedFiles() async throws {
+        let deb = try await BuiltPackage.shared.deb()
+        let changelog = try String(contentsOfFile: packaging + "/debian/changelog", encoding: .utf8)
+        let version = String(changelog.drop { $0 != "(" }.dropFirst().prefix { $0 != ")" })
+        let architecture = try await execute("/usr/bin/dpkg", ["--print-architecture"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect((deb as NSString).lastPathComponent == "reachd_\(version)_\(architecture).deb", "\(deb)")
+        let listing = try await execute("/usr/bin/dpkg-deb", ["-c", deb])
+        let paths = Set(listing.stdout.split(separator: "\n").compactMap { line -> String? in
+            guard let dot = line.range(of: " ./") else { return nil }
+            let path = String(line[dot.upperBound...])
+            return path.isEmpty ? nil : path
+        })
+        #expect(paths.subtracting(expectedPackageContents).isEmpty, "unexpected: \(paths.subtracting(expectedPackageContents).sorted())")
+        #expect(expectedPackageContents.subtracting(paths).isEmpty, "missing: \(expectedPackageContents.subtracting(paths).sorted())")
+        #expect(listing.stdout.split(separator: "\n").allSatisfy { $0.contains(" root/root ") })
+
+        let depends = try await execute("/usr/bin/dpkg-deb", ["-f", deb, "Depends"]).stdout
+        for package in ["libsystemd0", "libc-ares2", "libc6", "adduser"] { #expect(depends.contains(package), "\(depends)") }
+        #expect(!depends.lowercased().contains("swift"))
+        let conffiles = try await execute("/usr/bin/dpkg-deb", ["-I", deb, "conffiles"]).stdout
+        #expect(conffiles == "/etc/reachd/reachd.conf\n")
+
+        // The binaries need no Swift toolchain, and the man pages and completions are real.
+        let tree = try makeScratchDirectory("reachd-deb")
+        defer { removeTree(tree) }
+        #expect(try await execute("/usr/bin/dpkg-deb", ["-x", deb, tree]).status == 0)
+        for binary in ["/usr/sbin/reachd", "/usr/bin/reachctl"] {
+            let libraries = try await execute("/usr/bin/ldd", [tree + binary]).stdout
+            #expect(!libraries.contains("swift") && !libraries.contains("not found") && !libraries.contains("Foundation"), "\(binary): \(libraries)")
+        }
+        let packaged = try await execute(tree + "/usr/sbin/reachd", ["--version"])
+        let built = try await execute(productPath("reachd"), ["--version"])
+        #expect(packaged.status == 0 && packaged.stdout == built.stdout && version.hasPrefix(packaged.stdout.dropFirst(7).dropLast() + "-"))
+        let page = try await execute("/bin/sh", ["-c", "zcat \(tree)/usr/share/man/man8/reachd.8.gz | groff -man -ww -z"])
+        #expect(page.status == 0 && page.stderr.isEmpty, "\(page)")
+        let bash = try String(contentsOfFile: tree + "/usr/share/bash-completion/completions/reachctl", encoding: .utf8)
+        #expect(!bash.hasPrefix("#!") && bash.contains("reachctl"))
+    }
+
+    @Test func installsUpgradesAndRemovesCleanly() async throws {
+        let deb = try await BuiltPackage.shared.deb()
+        let before = try await execute("/usr/bin/dpkg-query", ["-W", "-f=${Status}", "reachd"])
+        try #require(!before.stdout.contains("installed"), "reachd is installed on this machine already; remove it before this test")
+        var purged = false
+        defer { if !purged { _ = try? runSynchronously("/usr/bin/dpkg", ["-P", "reachd"]) } }
+
+        let install = try await execute("/usr/bin/dpkg", ["-i", deb], timeout: .seconds(300))
+        #expect(install.status == 0, "\(install)")
+        for path in ["/usr/sbin/reachd", "/usr/bin/reachctl", "/etc/reachd/reachd.conf", "/usr/lib/systemd/system/reachd.service",
+                     "/usr/share/dbus-1/system.d/org.reachd.Reachability1.conf", "/usr/share/man/man8/reachd.8.gz"] {
+            #expect(FileManager.default.fileExists(atPath: path), "\(path)")
+        }
+        #expect(try await execute("/usr/bin/id", ["-u", "reachd"]).status == 0, "postinst creates the user")
+        let check = try await execute("/usr/sbin/reachd", ["--check-config"])
+        #expect(check.status == 0 && check.stdout.contains("/etc/reachd/reachd.conf"), "\(check)")
+        // The installed unit, in the real root, with the installed man pages.
+        let verify = try await execute("/usr/bin/systemd-analyze", ["verify", "/usr/lib/systemd/system/reachd.service"])
+        #expect(verify.status == 0 && verify.stdout.isEmpty && verify.stderr.isEmpty, "\(verify)")
+        #expect(FileManager.default.fileExists(atPath: "/etc/systemd/system/multi-user.target.wants/reachd.service"), "enabled")
+
+        // An upgrade (the same version again runs the upgrade path of the maintainer scripts).
+        let upgrade = try await execute("/usr/bin/dpkg", ["-i", deb], timeout: .seconds(300))
+        #expect(upgrade.status == 0, "\(upgrade)")
+
+        let remove = try await execute("/usr/bin/dpkg", ["-r", "reachd"], timeout: .seconds(300))
+        #expect(remove.status == 0, "\(remove)")
+        #expect(!FileManager.default.fileExists(atPath: "/usr/sbin/reachd"))
+        #expect(FileManager.default.fileExists(atPath: "/etc/reachd/reachd.conf"), "a removal keeps the conffile")
+        #expect(try await execute("/usr/bin/dpkg-query", ["-W", "-f=${Status}", "reachd"]).stdout == "deinstall ok config-files")
+
+        let purge = try await execute("/usr/bin/dpkg", ["-P", "reachd"], timeout: .seconds(300))
+        purged = purge.status == 0
+        #expect(purge.status == 0, "\(purge)")
+        #expect(!FileManager.default.fileExists(atPath: "/etc/reachd"))
+        let leftovers = try await execute("/usr/bin/find", [
+            "/etc/systemd/system", "/var/lib/systemd/deb-systemd-helper-enabled", "/var/lib/systemd/deb-systemd-helper-masked",
+            "-name", "*reachd*",
+        ])
+        #expect(leftovers.stdout.isEmpty, "left behind: \(leftovers.stdout)")
+        #expect(try await execute("/usr/bin/dpkg-query", ["-W", "reachd"]).status != 0)
+    }
+
+    /// The package on a real systemd, in a container booted from this machine's own root under an
+    /// overlay (nothing is written to the host): the unit starts with its whole sandbox, reaches
+    /// READY, answers an unprivileged user, reloads, stops cleanly, and is started again by a bus call.
+    @Test(.enabled(if: programExists("/usr/bin/systemd-nspawn"), "needs systemd-nspawn (systemd-container)"))
+    func runsSandboxedUnderSystemd() async throws {
+        let deb = try await BuiltPackage.shared.deb()
+        let directory = try makeScratchDirectory("reachd-nspawn")
+        defer { removeTree(directory) }
+        try FileManager.default.copyItem(atPath: deb, toPath: directory + "/reachd.deb")
+        // A mount namespace of its own, so the overlay goes when the container does. scripts/test
+        // mounts a fresh sysfs over /sys, without the cgroup hierarchies nspawn needs: unmounting it
+        // here shows the machine's /sys again.
+        let script = """
+            set -e
+            if [ "$(stat -f -c %T /sys/fs/cgroup)" = sysfs ]; then umount /sys; fi
+            cd \(directory)
+            mkdir upper work root
+            mount -t overlay overlay -o lowerdir=/,upperdir=upper,workdir=work root
+            cp reachd.deb root/var/tmp/reachd.deb
+            chroot root dpkg -i /var/tmp/reachd.deb >dpkg.log 2>&1
+            exec systemd-nspawn -q -D root --register=no --private-network --keep-unit -b -- --unit=basic.target
+            """
+        let container = try Background("/usr/bin/unshare", ["--mount", "--propagation", "private", "--", "/bin/sh", "-c", script])
+        defer {
+            container.signal(SIGTERM)
+            _ = try? runSynchronously("/bin/sleep", ["3"])
+            container.kill()
+        }
+        // unshare and sh each exec the next; nspawn forks a child that forks systemd.
+        let systemd = try #require(try await descendant(of: container.pid, named: "systemd"), "\(container.stderr)")
+        let inside = { (arguments: [String]) async throws -> Ran in
+            try await execute("/usr/bin/nsenter", ["--target", "\(systemd)", "--all", "--"] + arguments, timeout: .seconds(60))
+        }
+        let booted = ContinuousClock.now + .seconds(60)
+        while !(try await inside(["systemctl", "is-active", "dbus.socket"]).stdout.hasPrefix("active")) {
+            guard ContinuousClock.now < booted else { throw TimedOut(what: "container boot: \(container.stderr)") }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+
+        let start = try await inside(["systemctl", "start", "reachd.service"])
+        let startJournal = try await inside(["journalctl", "-u", "reachd", "--no-pager"]).stdout
+        #expect(start.status == 0, "\(start) \(startJournal)")
+        let state = try await inside(["systemctl", "show", "reachd", "-p", "ActiveState", "-p", "MainPID", "-p", "StatusText"])
+        #expect(state.stdout.contains("ActiveState=active"), "\(state)")
+        let pid = state.stdout.split(separator: "\n").first { $0.hasPrefix("MainPID=") }.map { String($0.dropFirst(8)) } ?? "0"
+        let status = try await inside(["cat", "/proc/\(pid)/status"]).stdout
+        for field in ["NoNewPrivs:\t1", "Seccomp:\t2", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000"] {
+            #expect(status.contains(field), "reachd's /proc status lacks \(field)")
+        }
+        let uid = try await inside(["id", "-u", "reachd"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(status.contains("Uid:\t\(uid)\t"), "runs as reachd (\(uid))")
+
+        let asNobody = ["setpriv"] + asUser("nobody", "nogroup") + ["busctl", "call", busName, objectPath, busName]
+        let answer = try await inside(asNobody + ["CheckHost", "su", "localhost", "2000"])
+        #expect(answer.status == 0 && answer.stdout.contains("\"127.0.0.1\""), "\(answer)")
+
+        // reachctl, as an unprivileged user, through the policy (--daemon: no in-process answer).
+        let client = try await inside(["setpriv"] + asUser("nobody", "nogroup") + ["reachctl", "status", "--daemon", "--json"])
+        #expect(client.status != 2 && client.stdout.contains("\"state\""), "\(client)")
+
+        #expect(try await inside(["systemctl", "reload", "reachd"]).status == 0)
+        let stop = try await inside(["systemctl", "stop", "reachd"])
+        #expect(stop.status == 0)
+        let stopped = try await inside(["systemctl", "show", "reachd", "-p", "Result", "-p", "ExecMainStatus"])
+        #expect(stopped.stdout.contains("Result=success") && stopped.stdout.contains("ExecMainStatus=0"), "\(stopped)")
+
+        // Bus activation: a call by nobody starts the unit again.
+        let activated = try await inside(asNobody + ["GetStatus"])
+        #expect(activated.status == 0 && activated.stdout.hasPrefix("a{sv}"), "\(activated)")
+        #expect(try await inside(["systemctl", "is-active", "reachd"]).stdout.hasPrefix("active"))
+
+        let journal = try await inside(["journalctl", "-u", "reachd", "--no-pager", "-o", "cat"]).stdout
+        #expect(journal.contains("ready on the bus") && journal.contains("configuration reloaded"), "\(journal)")
+        for failure in ["SIGSYS", "core-dump", "Watchdog timeout", "Failed with result", "error:"] {
+            #expect(!journal.contains(failure), "journal: \(journal)")
+        }
+    }
+}
+
+// MARK: - Processes
+
+/// A finished program: exit status and both streams.
+private struct Ran: CustomStringConvertible {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+    var command: String
+    var description: String { "\(command) exited \(status); stdout: \(stdout); stderr: \(stderr)" }
+}
+
+private func programExists(_ path: String) -> Bool { FileManager.default.isExecutableFile(atPath: path) }
+
+/// The built product next to the test bundle (reachctlPath finds reachctl the same way).
+private func productPath(_ name: String) -> String {
+    URL(fileURLWithPath: reachctlPath()).deletingLastPathComponent().appendingPathComponent(name).path
+}
+
+/// Runs a program to completion (killed after `timeout`), its output in files so that no pipe fills.
+private func execute(
+    _ program: String, _ arguments: [String], environment: [String: String]? = nil, timeout: Duration = .seconds(120)
+) async throws -> Ran {
+    let child = try Background(program, arguments, environment: environment)
+    guard let status = try await child.wait(timeout: timeout) else {
+        child.kill()
+        throw TimedOut(what: "\(program) \(arguments.joined(separator: " ")): \(child.stderr)")
+    }
+    return Ran(status: status, stdout: child.stdout, stderr: child.stderr, command: ([program] + arguments).joined(separator: " "))
+}
+
+/// For `defer`, where nothing can be awaited.
+@discardableResult
+private func runSynchronously(_ program: String, _ arguments: [String]) throws -> Int32 {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: program)
+    process.arguments = arguments
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    return process.terminationStatus
+}
+
+/// A started program whose stdout and stderr go to files; killed (SIGKILL) when released.
+private final class Background: @unchecked Sendable {
+    private let process = Process()
+    private let directory: String
+
+    init(_ program: String, _ arguments: [String], environment: [String: String]? = nil) throws {
+        directory = try makeScratchDirectory("reachd-out")
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        process.standardInput = FileHandle.nullDevice
+        _ = FileManager.default.createFile(atPath: directory + "/out", contents: nil)
+        _ = FileManager.default.createFile(atPath: directory + "/err", contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/out"))
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/err"))
+        try process.run()
+    }
+
+    deinit {
+        kill()
+        removeTree(directory)
+    }
+
+    var pid: Int32 { process.processIdentifier }
+    var isRunning: Bool { process.isRunning }
+    var stdout: String { (try? String(contentsOfFile: directory + "/out", encoding: .utf8)) ?? "" }
+    var stderr: String { (try? String(contentsOfFile: directory + "/err", encoding: .utf8)) ?? "" }
+
+    func signal(_ number: Int32) { if process.isRunning { Glibc.kill(pid, number) } }
+
+    func kill() {
+        guard process.isRunning else { return }
+        Glibc.kill(pid, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// The exit status, or nil if still running after `timeout`.
+    func wait(timeout: Duration) async throws -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning {
+            guard ContinuousClock.now < deadline else { return nil }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    func waitForError(containing text: String, timeout: Duration) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !stderr.contains(text) {
+            guard ContinuousClock.now < deadline, process.isRunning else { throw TimedOut(what: "'\(text)' in \(stderr)") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}
