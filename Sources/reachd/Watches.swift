@@ -57,6 +57,8 @@ final class WatchRegistry {
     /// each time up to 5 min: DNS that comes back without any network change (a server that
     /// restarts) is noticed, and a dead one costs one query every few minutes, not a storm.
     static let firstRetry: Duration = .seconds(1)
+    /// `pendingCheck` while `checkHost` has not returned yet (check ids start at 1).
+    static let starting: UInt64 = 0
     static let lastRetry: Duration = .seconds(300)
 
     init(daemon: Daemon) {
@@ -166,7 +168,10 @@ final class WatchRegistry {
         guard watch.pendingCheck == nil else { return }
         let box = UncheckedBox(watch)
         let registry = UncheckedBox(self)
-        watch.pendingCheck = daemon.checkHost(watch.target, timeout: daemon.configuration.defaultTimeout) { outcome in
+        // The answer may come at once (cache, localhost, no reachable DNS server), before
+        // checkHost returns: mark the check as started first, so the completion can clear it.
+        watch.pendingCheck = Self.starting
+        let id = daemon.checkHost(watch.target, timeout: daemon.configuration.defaultTimeout) { outcome in
             let watch = box.value
             watch.pendingCheck = nil
             guard case let .success(result) = outcome else { return }
@@ -180,6 +185,7 @@ final class WatchRegistry {
             }
             registry.value.scheduleRetry()
         }
+        if watch.pendingCheck == Self.starting { watch.pendingCheck = id }
     }
 
     private func update(_ watch: Watch, _ result: CheckResult, announce: Bool) {

@@ -73,7 +73,7 @@ public struct HostNameError: Error, Hashable, Sendable, CustomStringConvertible 
         case .empty:
             return "invalid host name: empty"
         case .invalidCharacter(let character, let position):
-            return "invalid character \(Self.quoted(character)) at position \(position) in '\(Self.printable(name))'"
+            return "invalid character \(Self.quoted(character)) at position \(position) in \(Self.printable(name))"
         case .tooLong(let length):
             return "invalid host name '\(name.prefix(40))...': \(length) characters, at most \(HostName.maximumLength)"
         case .emptyLabel:
@@ -97,9 +97,12 @@ public struct HostNameError: Error, Hashable, Sendable, CustomStringConvertible 
         return scalars.map { "U+" + hex($0.value) }.joined(separator: " ")
     }
 
-    /// The name with control characters replaced by '?', so a message stays on one line.
+    /// The name with control characters replaced by '?', so a message stays on one line, and cut
+    /// after 60 characters: a hostile 100 KB name must not come back as a 100 KB error.
     private static func printable(_ text: String) -> String {
-        String(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : Character($0) })
+        let shown = String(text.unicodeScalars.prefix(60).map { $0.value < 0x20 || $0.value == 0x7F ? "?" : Character($0) })
+        let count = text.unicodeScalars.count
+        return count > 60 ? "'\(shown)...' (\(count) characters)" : "'\(shown)'"
     }
 
     private static func hex(_ value: UInt32) -> String {
