@@ -163,8 +163,13 @@ final class Daemon {
         } catch {
             Log.warning("cannot send Changed: \(error)")
         }
-        for status in change.changedInterfaces { Log.debug("link \(status.name): \(status.kind.rawValue) [\(status.flags)]") }
-        for status in change.removedInterfaces { Log.debug("link \(status.name) removed") }
+        // One line per interface whose visible state changed: what an administrator reads back
+        // in the journal when asking "what happened to the network at 14:02".
+        for status in change.changedInterfaces {
+            let addresses = status.addresses.isEmpty ? "no address" : status.addresses.map(\.description).joined(separator: " ")
+            Log.info("link \(status.name) (\(status.kind.rawValue)): \(status.flags), \(addresses)")
+        }
+        for status in change.removedInterfaces { Log.info("link \(status.name) removed") }
         let summary = self.summary
         if summary != lastStatus {
             lastStatus = summary
