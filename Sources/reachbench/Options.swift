@@ -14,21 +14,61 @@ struct Options: Sendable {
     /// `apply` calls per engine measurement (half carrier off, half on).
     var engineIterations = 20000
     var sysfs = true
+    /// The namespace rounds: initial sync, memory and change latency at each `pairSizes` size
+    /// (and address checks at each size when `checks` is on too).
     var kernel = true
     /// After the sizes, enable IPv6 on the largest size's pairs and measure again.
     var ipv6Round = true
+    /// The Engine in-process.
+    var engine = true
+    /// Address checks, host checks against a DNS black hole and dnsmasq, getent for comparison.
+    var checks = true
+    /// reachd on a private bus: Changed latency, call round trips, idle memory and wake-ups.
+    var bus = true
+    /// Timed address checks per target, and cached host checks.
+    var checkSamples = 10_000
+    var checkWarmup = 1_000
+    var blackHoleRepetitions = 3
+    var concurrentChecks = 500
+    var deadlineMilliseconds = 500
+    /// All checks of a black-hole batch share one deadline instead of each having its own.
+    var sharedDeadline = false
+    var getentRuns = 1
+    /// Timed D-Bus calls per method.
+    var busCalls = 5_000
+    var reachdPath: String?
+
+    /// Whether any group needs root (namespaces, child processes in them).
+    var needsRoot: Bool { kernel || checks || bus }
 
     static let usage = """
-        usage: reachbench [--json] [--quick] [--flaps N] [--warmup N] [--sync-reps N]
+        usage: reachbench [--json] [--quick] [--only GROUP,...] [--checks] [--no-checks] [--bus] [--no-bus]
+                          [--flaps N] [--warmup N] [--sync-reps N]
                           [--pairs A,B,...] [--engine-links A,B,...] [--engine-iterations N]
                           [--no-ipv6-round] [--no-sysfs] [--engine-only]
+                          [--check-samples N] [--blackhole-reps N] [--concurrent N] [--deadline MS] [--shared-deadline]
+                          [--getent-runs N] [--bus-calls N] [--reachd PATH]
 
-        Measures reachd's Reachability library against the real kernel, in a network namespace of
-        its own (reachbench-<pid>, removed at exit). Needs root, except with --engine-only.
+        Measures reachd's Reachability library and the reachd daemon against the real kernel, in
+        network namespaces of its own (reachbench-<pid>[-c|-s], removed at exit, also on signals).
+        Needs root, except with --engine-only.
+
+        Groups (all on by default; --quick runs only rounds and engine unless told otherwise):
+          rounds   initial sync, memory and change latency at each --pairs size (1-3a)
+          engine   the pure Engine in-process (3b)
+          checks   address checks (also at each --pairs size when rounds run), host checks against
+                   a DNS black hole and a dnsmasq, getent ahosts against the black hole (4-7)
+          bus      reachd on a private dbus-daemon: Changed signal latency next to ip monitor and
+                   the netlink floor, call round trips, idle memory and wake-ups (8)
 
           --json                 results as one JSON object on stdout (progress goes to stderr)
           --quick                smoke run: 20 flaps, 2 sync repetitions, pairs 10,200,
-                                 2000 engine iterations
+                                 2000 engine iterations; checks and bus off (with --checks:
+                                 1,000 samples, 1 black-hole repetition, no getent; with --bus:
+                                 500 calls)
+          --only GROUP,...       run only these groups (rounds, engine, checks, bus)
+          --checks, --no-checks  turn the checks group on or off
+          --bus, --no-bus        turn the bus group on or off
           --flaps N              carrier flaps per size, two samples each (default 200)
           --warmup N             flaps discarded before sampling (default 20)
           --sync-reps N          initial syncs timed per size (default 5)
@@ -39,7 +79,19 @@ struct Options: Sendable {
                                  link-local addresses on every extra pair end)
           --no-sysfs             give the monitor an empty sysfs root instead of mounting the
                                  namespace's sysfs
-          --engine-only          only the in-process Engine measurements (no root needed)
+          --engine-only          only the in-process Engine measurements (no root needed);
+                                 the same as --only engine
+          --check-samples N      timed address checks per target, and cached host checks
+                                 (default 10000, after 1000 warm-up; a tenth as many no-link checks)
+          --blackhole-reps N     repetitions of the black-hole measurement (default 3)
+          --concurrent N         host checks at once against the black hole (default 500)
+          --deadline MS          their deadline (default 500), from each call
+          --shared-deadline      one deadline for the whole batch instead (the waiting checks
+                                 then all expire together, without being started)
+          --getent-runs N        getent ahosts runs against the black hole, ~10 s each (default 1)
+          --bus-calls N          timed D-Bus calls per method (default 5000); the bus flaps
+                                 use --flaps and --warmup
+          --reachd PATH          the reachd binary (default: next to reachbench)
         """
 
     static func parse(_ arguments: some Collection<String>) throws(BenchError) -> Options {
@@ -51,6 +103,13 @@ struct Options: Sendable {
             options.syncRepetitions = 2
             options.pairSizes = [10, 200]
             options.engineIterations = 2000
+            options.checks = false
+            options.bus = false
+            options.checkSamples = 1000
+            options.checkWarmup = 100
+            options.blackHoleRepetitions = 1
+            options.getentRuns = 0
+            options.busCalls = 500
         }
         var rest = Array(arguments)[...]
         func value(_ name: String) throws(BenchError) -> String {
@@ -84,7 +143,34 @@ struct Options: Sendable {
             case "--engine-iterations": options.engineIterations = try count(argument, minimum: 2)
             case "--no-sysfs": options.sysfs = false
             case "--no-ipv6-round": options.ipv6Round = false
-            case "--engine-only": options.kernel = false
+            case "--engine-only":
+                options.kernel = false
+                options.checks = false
+                options.bus = false
+                options.engine = true
+            case "--only":
+                let text = try value(argument)
+                let groups = text.split(separator: ",").map(String.init)
+                let known = ["rounds", "engine", "checks", "bus"]
+                guard !groups.isEmpty, groups.allSatisfy(known.contains) else {
+                    throw BenchError("--only: expected groups from \(known.joined(separator: ",")), got '\(text)'")
+                }
+                options.kernel = groups.contains("rounds")
+                options.engine = groups.contains("engine")
+                options.checks = groups.contains("checks")
+                options.bus = groups.contains("bus")
+            case "--checks": options.checks = true
+            case "--no-checks": options.checks = false
+            case "--bus": options.bus = true
+            case "--no-bus": options.bus = false
+            case "--check-samples": options.checkSamples = try count(argument, minimum: 1)
+            case "--blackhole-reps": options.blackHoleRepetitions = try count(argument, minimum: 0)
+            case "--concurrent": options.concurrentChecks = try count(argument, minimum: 1)
+            case "--deadline": options.deadlineMilliseconds = try count(argument, minimum: 1)
+            case "--shared-deadline": options.sharedDeadline = true
+            case "--getent-runs": options.getentRuns = try count(argument, minimum: 0)
+            case "--bus-calls": options.busCalls = try count(argument, minimum: 1)
+            case "--reachd": options.reachdPath = try value(argument)
             default: throw BenchError("unknown argument '\(argument)'")
             }
         }

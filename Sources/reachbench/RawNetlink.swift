@@ -111,6 +111,24 @@ final class RawNetlink: @unchecked Sendable {
         }
     }
 
+    /// Reads what is queued, without waiting, and tells whether an RTM_NEWLINK for `index` with
+    /// the operational state asked for was among it (for a loop that polls several sources).
+    func takeOperState(index: Int32, up: Bool) -> Bool {
+        var matched = false
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if count < 0 && (errno == EINTR || errno == ENOBUFS) { continue }
+            guard count > 0 else { return matched }
+            forEachMessage(count) { type, _, body in
+                guard type == Self.newLink, body.count >= 16,
+                    body.loadUnaligned(fromByteOffset: 4, as: Int32.self) == index,
+                    let state = Self.operState(attributes: UnsafeRawBufferPointer(rebasing: body[16...]))
+                else { return }
+                if (state == Self.operStateUp) == up { matched = true }
+            }
+        }
+    }
+
     /// Discards everything queued.
     func drain() {
         while buffer.withUnsafeMutableBytes({ recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }) > 0 {}

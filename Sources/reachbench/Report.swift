@@ -9,11 +9,36 @@ struct Results: Sendable {
     var syncs: [SyncMeasurement] = []
     var flaps: [FlapMeasurement] = []
     var engine: [EngineMeasurement] = []
+    var addressChecks: [AddressCheckMeasurement] = []
+    var hostChecks: HostCheckResults?
+    var bus: BusMeasurement?
+    /// Why the bus group failed, when it did.
+    var busError: String?
+    /// The 1-minute load average at the start and end of each group.
+    var loads: [GroupLoad] = []
     var clockOverhead: UInt64 = 0
     var elapsed: UInt64 = 0
     /// 1-minute load average at the start and at the end of the run.
     var loadBefore = ""
     var loadAfter = ""
+}
+
+struct GroupLoad: Sendable {
+    var group: String
+    /// 1-minute load average at the start and the end of the group.
+    var start: String
+    var end: String
+    /// CPU pressure (some avg10) at the start and the end.
+    var pressureStart = ""
+    var pressureEnd = ""
+
+    init(group: String, start: String, pressure: String) {
+        self.group = group
+        self.start = start
+        end = loadAverage()
+        pressureStart = pressure
+        pressureEnd = cpuPressure()
+    }
 }
 
 enum Report {
@@ -28,6 +53,14 @@ enum Report {
         if options.kernel {
             out.append("flaps: \(options.flaps) per size (+\(options.warmup) warm-up), 2 samples each (down, up); "
                 + "initial syncs: \(options.syncRepetitions) per size; sysfs: \(results.sysfs)")
+        }
+        if options.checks {
+            out.append("checks: \(options.checkSamples) samples per target (+\(options.checkWarmup) warm-up), "
+                + "\(options.blackHoleRepetitions) black-hole repetitions of \(options.concurrentChecks) checks, "
+                + "\(options.getentRuns) getent run(s)")
+        }
+        if options.bus {
+            out.append("bus: \(options.flaps) flaps (+\(options.warmup) warm-up), \(options.busCalls) calls per method")
         }
         out.append("")
 
@@ -96,9 +129,129 @@ enum Report {
                 + "fill = one apply() of the whole synthetic dump")
             out.append("")
         }
+        out += checkSections(results)
+        out += busSection(results)
+        if !results.loads.isEmpty {
+            out.append("load average (1 min) per group: "
+                + results.loads.map { "\($0.group) \($0.start) -> \($0.end)" }.joined(separator: ", "))
+            out.append("CPU pressure (some avg10) per group: "
+                + results.loads.map { "\($0.group) \($0.pressureStart) -> \($0.pressureEnd)" }.joined(separator: ", "))
+        }
         let tenths = results.elapsed / 100_000_000
         out.append("total time: \(tenths / 10).\(tenths % 10) s")
         return out.joined(separator: "\n")
+    }
+
+    private static func row(_ summary: Summary) -> [String] {
+        [
+            "\(summary.count)", Format.microseconds(summary.median), Format.microseconds(summary.p99),
+            Format.microseconds(summary.max),
+        ]
+    }
+
+    private static func checkSections(_ results: Results) -> [String] {
+        var out: [String] = []
+        if !results.addressChecks.isEmpty {
+            out.append("4. Address check in-process: monitor.check(address:), back to back (us)")
+            out.append(Format.table(
+                ["where", "destination", "target", "answer", "n", "median", "p99", "max"],
+                results.addressChecks.map { [$0.setting, $0.path, $0.target, $0.flags] + row($0.summary) }, leftColumns: 4))
+            out.append("")
+        }
+        guard let host = results.hostChecks else { return out }
+        if !host.blackHole.isEmpty {
+            out.append("5. Host check against a DNS black hole, deadline \(Format.milliseconds(host.deadline)) ms "
+                + "(\(host.sharedDeadline ? "one for the whole batch" : "from each call")), maximumConcurrentLookups "
+                + "\(host.maximumConcurrentLookups)")
+            out.append("   lateness = answer in the awaiting task - its deadline (ms)")
+            out.append("   a. one check alone: " + host.blackHole.map {
+                "\(Format.milliseconds($0.single)) ms (\($0.singleReason))"
+            }.joined(separator: ", "))
+            out.append("   b. \(host.concurrent) checks at once, distinct names; c. the same with address checks back to back "
+                + "on a thread of their own (us)")
+            var rows: [[String]] = []
+            for (index, run) in host.blackHole.enumerated() {
+                for (kind, batch) in [("alone", run.alone), ("+ address checks", run.withAddressChecks)] {
+                    let during = batch.addressChecksDuring
+                    rows.append([
+                        "\(index + 1)", kind, "\(batch.lateness.count)", "\(batch.timeouts)",
+                        Format.milliseconds(batch.lateness.median), Format.milliseconds(batch.lateness.p99),
+                        Format.milliseconds(batch.lateness.max), Format.milliseconds(batch.wall),
+                        "\(batch.namesAsked)", "\(batch.queries)",
+                        during.map { "\($0.count)" } ?? "-", during.map { Format.microseconds($0.median) } ?? "-",
+                        during.map { Format.microseconds($0.p99) } ?? "-", during.map { Format.microseconds($0.max) } ?? "-",
+                        during == nil ? "-" : "\(batch.addressThreadSwitches.voluntary)/\(batch.addressThreadSwitches.involuntary)",
+                        Format.milliseconds(batch.runQueueWait) + "/" + Format.milliseconds(batch.runQueueWaitLargest),
+                    ])
+                }
+            }
+            out.append(Format.table(
+                ["rep", "batch", "n", "timeouts", "late med", "late p99", "late max", "wall", "names", "queries",
+                    "addr n", "addr med", "addr p99", "addr max", "vol/invol", "rq wait"], rows, leftColumns: 2))
+            out.append("   names / queries: distinct names and datagrams that reached the black hole during the batch "
+                + "(the lookups that started);")
+            out.append("   vol/invol: context switches of the address-check thread (voluntary = it waited, involuntary = preempted)")
+            out.append("   rq wait: ms the bench's threads were runnable without a CPU during the batch, all threads / the most "
+                + "for one thread")
+            out.append("")
+        }
+        out.append("6. Host checks with dnsmasq (ms / us)")
+        out.append("   cold (first) check of up.test: \(Format.milliseconds(host.cold)) ms (\(host.coldResult))")
+        if let cached = host.cached {
+            out.append("   cached checks of up.test: n \(cached.count), median \(Format.microseconds(cached.median)) us, "
+                + "p99 \(Format.microseconds(cached.p99)) us, max \(Format.microseconds(cached.max)) us")
+        }
+        out.append("   queries for up.test that reached dnsmasq in all: \(host.upQueries) (A and AAAA of the cold check)")
+        if let noLink = host.noLink {
+            out.append("   uplink without carrier, names never asked: n \(noLink.count), median "
+                + "\(Format.microseconds(noLink.median)) us, p99 \(Format.microseconds(noLink.p99)) us, max "
+                + "\(Format.microseconds(noLink.max)) us (\(host.noLinkResult)); queries that reached dnsmasq: \(host.noLinkQueries)")
+        }
+        out.append("")
+        if !host.getent.isEmpty {
+            out.append("7. getent ahosts slow.test against the same black hole (glibc defaults: timeout 5 s, attempts 2)")
+            for run in host.getent {
+                out.append("   \(Format.milliseconds(run.wall)) ms, \(run.status)\(run.output.isEmpty ? "" : ": " + run.output)")
+            }
+            out.append("")
+        }
+        return out
+    }
+
+    private static func busSection(_ results: Results) -> [String] {
+        if let error = results.busError { return ["8. D-Bus: failed: \(error)", ""] }
+        guard let bus = results.bus else { return [] }
+        var out: [String] = []
+        out.append("8. reachd on a private D-Bus (\(bus.reachd))")
+        out.append("   start to first GetStatus answer: \(Format.milliseconds(bus.startup)) ms")
+        out.append("   a. carrier flap (up0s in the server namespace) -> observer, same flaps for all three (us)")
+        var rows: [[String]] = []
+        for path in bus.flaps {
+            for (transition, summary) in [("down", path.down), ("up", path.up), ("both", path.all)] {
+                rows.append([path.path, transition] + row(summary))
+            }
+        }
+        out.append(Format.table(["observer", "change", "n", "median", "p99", "max"], rows, leftColumns: 2))
+        let per = bus.signalsPerTransitionTimes100
+        out.append("   Changed signals per transition: \(per / 100).\(per % 100 < 10 ? "0" : "")\(per % 100)")
+        out.append("   c. method call round trips, synchronous sd_bus_call (us)")
+        out.append(Format.table(["call", "n", "median", "p99", "max"], bus.calls.map { [$0.member] + row($0.summary) }))
+        func memory(_ usage: ProcessUsage) -> String {
+            "VmRSS \(Format.mebibytes(usage.residentKiB)) MiB (anon \(Format.mebibytes(usage.anonymousKiB)), file "
+                + "\(Format.mebibytes(usage.fileKiB))), PSS \(Format.mebibytes(usage.proportionalKiB)) MiB, \(usage.threads) thread(s)"
+        }
+        out.append("   d. idle after start (2 s): \(memory(bus.idle))")
+        out.append("      resident by mapping (MiB): " + bus.idle.mappings.prefix(10).map {
+            "\($0.name) \(Format.mebibytes($0.kib))"
+        }.joined(separator: ", "))
+        out.append("      in the next \(bus.idleWindowSeconds) s: \(bus.idleTimeslices) times on a CPU, "
+            + "\(bus.idleContextSwitches) context switches")
+        out.append("      idle after the flaps and calls: \(memory(bus.afterWork))")
+        out.append("      in the next \(bus.idleWindowSeconds) s: \(bus.afterWorkTimeslices) times on a CPU, "
+            + "\(bus.afterWorkContextSwitches) context switches")
+        out.append("   reachd on SIGTERM: \(bus.exit)")
+        out.append("")
+        return out
     }
 
     // MARK: JSON
@@ -129,6 +282,13 @@ enum Report {
                 ("warmupFlaps", .int(Int64(options.warmup))), ("syncRepetitions", .int(Int64(options.syncRepetitions))),
                 ("engineIterations", .int(Int64(options.engineIterations))), ("sysfs", .string(results.sysfs)),
                 ("ipv6Round", .bool(options.ipv6Round)),
+                ("groups", .array([("rounds", options.kernel), ("engine", options.engine), ("checks", options.checks),
+                    ("bus", options.bus)].filter(\.1).map { .string($0.0) })),
+                ("checkSamples", .int(Int64(options.checkSamples))), ("checkWarmup", .int(Int64(options.checkWarmup))),
+                ("blackHoleRepetitions", .int(Int64(options.blackHoleRepetitions))),
+                ("concurrentChecks", .int(Int64(options.concurrentChecks))),
+                ("deadlineMs", .int(Int64(options.deadlineMilliseconds))), ("sharedDeadline", .bool(options.sharedDeadline)),
+                ("getentRuns", .int(Int64(options.getentRuns))), ("busCalls", .int(Int64(options.busCalls))),
             ])),
             ("changeLatency", .array(results.flaps.map { flap in
                 var members: [(String, JSONValue)] = [
@@ -156,6 +316,76 @@ enum Report {
                     ("links", .int(Int64(engine.links))), ("fillNs", .uint(engine.fill)),
                     ("stateKiB", .int(Int64(engine.stateKiB))),
                     ("defaultRouteLinkEvent", summary(engine.uplink)), ("otherLinkEvent", summary(engine.leaf)),
+                ])
+            })),
+            ("addressChecks", .array(results.addressChecks.map { check in
+                .object([
+                    ("setting", .string(check.setting)), ("destination", .string(check.path)),
+                    ("target", .string(check.target)), ("flags", .string(check.flags)), ("check", summary(check.summary)),
+                ])
+            })),
+            ("hostChecks", results.hostChecks.map { host in
+                .object([
+                    ("deadlineNs", .uint(host.deadline)), ("concurrent", .int(Int64(host.concurrent))),
+                    ("maximumConcurrentLookups", .int(Int64(host.maximumConcurrentLookups))),
+                    ("sharedDeadline", .bool(host.sharedDeadline)),
+                    ("blackHole", .array(host.blackHole.map { run in
+                        func batch(_ b: BlackHoleBatch) -> JSONValue {
+                            .object([
+                                ("lateness", summary(b.lateness)), ("timeouts", .int(Int64(b.timeouts))),
+                                ("early", .int(Int64(b.early))), ("wallNs", .uint(b.wall)),
+                                ("queries", .int(Int64(b.queries))), ("namesAsked", .int(Int64(b.namesAsked))),
+                                ("addressChecksDuring", b.addressChecksDuring.map(summary) ?? .null),
+                                ("addressThreadVoluntarySwitches", .int(Int64(b.addressThreadSwitches.voluntary))),
+                                ("addressThreadInvoluntarySwitches", .int(Int64(b.addressThreadSwitches.involuntary))),
+                                ("runQueueWaitNs", .uint(b.runQueueWait)), ("runQueueWaitLargestNs", .uint(b.runQueueWaitLargest)),
+                            ])
+                        }
+                        return .object([
+                            ("singleLatenessNs", .uint(run.single)), ("singleReason", .string(run.singleReason)),
+                            ("alone", batch(run.alone)), ("withAddressChecks", batch(run.withAddressChecks)),
+                        ])
+                    })),
+                    ("coldNs", .uint(host.cold)), ("coldResult", .string(host.coldResult)),
+                    ("cached", host.cached.map(summary) ?? .null), ("upQueries", .int(Int64(host.upQueries))),
+                    ("noLink", host.noLink.map(summary) ?? .null), ("noLinkResult", .string(host.noLinkResult)),
+                    ("noLinkQueries", .int(Int64(host.noLinkQueries))),
+                    ("getent", .array(host.getent.map { run in
+                        .object([("wallNs", .uint(run.wall)), ("status", .string(run.status)), ("output", .string(run.output))])
+                    })),
+                ])
+            } ?? .null),
+            ("bus", results.bus.map { bus in
+                func usage(_ u: ProcessUsage) -> JSONValue {
+                    .object([
+                        ("vmRSSKiB", .int(Int64(u.residentKiB))), ("rssAnonKiB", .int(Int64(u.anonymousKiB))),
+                        ("rssFileKiB", .int(Int64(u.fileKiB))), ("pssKiB", .int(Int64(u.proportionalKiB))),
+                        ("threads", .int(Int64(u.threads))),
+                        ("residentByMapping", .array(u.mappings.map {
+                            .object([("name", .string($0.name)), ("kib", .int(Int64($0.kib)))])
+                        })),
+                    ])
+                }
+                return .object([
+                    ("reachd", .string(bus.reachd)), ("startupNs", .uint(bus.startup)),
+                    ("changeLatency", .array(bus.flaps.map { path in
+                        .object([
+                            ("observer", .string(path.path)), ("down", summary(path.down)), ("up", summary(path.up)),
+                            ("all", summary(path.all)),
+                        ])
+                    })),
+                    ("signalsPerTransitionTimes100", .int(Int64(bus.signalsPerTransitionTimes100))),
+                    ("calls", .array(bus.calls.map { .object([("member", .string($0.member)), ("call", summary($0.summary))]) })),
+                    ("idle", usage(bus.idle)), ("idleWindowSeconds", .int(Int64(bus.idleWindowSeconds))),
+                    ("idleTimeslices", .uint(bus.idleTimeslices)), ("idleContextSwitches", .uint(bus.idleContextSwitches)),
+                    ("afterWork", usage(bus.afterWork)), ("afterWorkTimeslices", .uint(bus.afterWorkTimeslices)),
+                    ("afterWorkContextSwitches", .uint(bus.afterWorkContextSwitches)), ("exit", .string(bus.exit)),
+                ])
+            } ?? (results.busError.map { .object([("error", .string($0))]) } ?? .null)),
+            ("groupLoadAverages", .array(results.loads.map {
+                .object([
+                    ("group", .string($0.group)), ("start", .string($0.start)), ("end", .string($0.end)),
+                    ("cpuPressureStart", .string($0.pressureStart)), ("cpuPressureEnd", .string($0.pressureEnd)),
                 ])
             })),
             ("loadAverage", .object([("start", .string(results.loadBefore)), ("end", .string(results.loadAfter))])),

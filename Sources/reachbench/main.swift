@@ -22,6 +22,8 @@ func runBenchmarks(_ options: Options) async throws -> Results {
         }
     }
     if options.kernel {
+        let load = loadAverage()
+        let pressure = cpuPressure()
         note("reachbench: setting up namespace reachbench-\(getpid())")
         let kernel = try KernelBench(mountSysfs: options.sysfs)
         bench = kernel
@@ -34,10 +36,35 @@ func runBenchmarks(_ options: Options) async throws -> Results {
             try kernel.enableIPv6OnPairs()
             try await measureRound(kernel, options, into: &results)
         }
+        results.loads.append(GroupLoad(group: "rounds", start: load, pressure: pressure))
     }
-    // The Engine runs while the namespace still exists: deleting thousands of veths keeps the
-    // kernel busy in the background for a while, which would disturb the samples.
-    for links in options.engineSizes {
+    // The checks, the bus and the Engine run while the rounds' namespace still exists: deleting
+    // thousands of veths keeps the kernel busy in the background for a while, which would
+    // disturb the samples.
+    if options.checks || options.bus {
+        note("reachbench: setting up namespaces reachbench-\(getpid())-c and -s (client, DNS servers)")
+        let network = try ServiceNetwork(mountSysfs: options.sysfs)
+        defer { network.close() }
+        if options.checks {
+            let load = loadAverage()
+            let pressure = cpuPressure()
+            try await CheckBench.measure(network, options, into: &results)
+            results.loads.append(GroupLoad(group: "checks", start: load, pressure: pressure))
+        }
+        if options.bus {
+            let load = loadAverage()
+            let pressure = cpuPressure()
+            do {
+                results.bus = try BusBench.measure(network, options)
+            } catch {
+                // The other groups' figures are still worth printing.
+                note("reachbench: bus: \(error)")
+                results.busError = "\(error)"
+            }
+            results.loads.append(GroupLoad(group: "bus", start: load, pressure: pressure))
+        }
+    }
+    for links in options.engine ? options.engineSizes : [] {
         note("reachbench: engine, \(links) links, \(options.engineIterations) events x 2")
         results.engine.append(try EngineBench.measure(links: links, iterations: options.engineIterations))
     }
@@ -55,6 +82,10 @@ func measureRound(_ kernel: KernelBench, _ options: Options, into results: inout
     results.flaps.append(try kernel.measureFloor(flaps: options.flaps, warmup: options.warmup))
     note("reachbench: \(size): \(options.flaps) flaps, monitor")
     results.flaps.append(try await kernel.measureMonitor(flaps: options.flaps, warmup: options.warmup))
+    if options.checks {
+        note("reachbench: \(size): address checks, \(options.checkSamples) per target")
+        results.addressChecks += try kernel.measureAddressChecks(samples: options.checkSamples, warmup: options.checkWarmup)
+    }
 }
 
 let options: Options
@@ -68,8 +99,8 @@ if options.help {
     print(Options.usage)
     exit(0)
 }
-if options.kernel && getuid() != 0 {
-    note("reachbench: needs root to create a network namespace (or use --engine-only)")
+if options.needsRoot && getuid() != 0 {
+    note("reachbench: needs root to create network namespaces (or use --engine-only)")
     exit(2)
 }
 #if DEBUG
