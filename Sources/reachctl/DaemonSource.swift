@@ -126,7 +126,7 @@ final class DaemonWorker: Sendable {
     init(client: ReachabilityClient) throws {
         wakeup = try EventDescriptor()
         let handOver = UncheckedSendable(client)
-        try startThread { [self] in
+        try DedicatedThread.start { [self] in
             let context = DaemonContext(client: handOver.take(), worker: self)
             context.run()
         }
@@ -359,24 +359,4 @@ final class UncheckedSendable<Value>: @unchecked Sendable {
         defer { value = nil }
         return value!
     }
-}
-
-/// Starts `body` on a new detached pthread.
-func startThread(_ body: @escaping @Sendable () -> Void) throws {
-    final class Box: Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    let context = Unmanaged.passRetained(Box(body)).toOpaque()
-    var thread = pthread_t()
-    let result = pthread_create(&thread, nil, { context in
-        let box = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue()
-        box.body()
-        return nil
-    }, context)
-    guard result == 0 else {
-        Unmanaged<Box>.fromOpaque(context).release()
-        throw ReachctlError("cannot start a thread: \(String(cString: strerror(result)))")
-    }
-    pthread_detach(thread)
 }
