@@ -81,11 +81,16 @@ struct WaitCommand: AsyncParsableCommand {
             // The probe may not eat the whole budget: without an answer, in-process it is.
             let source = try options.openSource(probeTimeout: min(CommonOptions.probeTimeout, timeout))
             defer { source.stop() }
-            return try await Self.race(deadline: deadline) {
+            var final = try await Self.race(deadline: deadline) {
                 try await Self.follow(source, until: condition)
             } timedOut: {
                 condition.state
             }
+            // A target's answer can settle the wait before the first snapshot was recorded: the
+            // report (status keys, summary line) still describes the host.
+            // (Only then: after a timeout nothing may hold the process any longer.)
+            if final.snapshot == nil, condition.holds(final) { final.snapshot = try? await source.snapshot() }
+            return final
         }
         if final.answer?.result.reason == .invalidTarget, let answer = final.answer?.result {
             Terminal.write("reachctl: invalid target: \(answer.message ?? answer.target)\n", to: STDERR_FILENO)

@@ -23,6 +23,9 @@ final class Daemon {
     private var resolverTimer: EventSource!
     private var resolverSources: [EventSource] = []
     private var nextCheckID: UInt64 = 0
+    /// Resolver settings from a reload, applied once no check is waiting for DNS.
+    private var pendingResolverOptions: HostResolver.Options?
+    private var resolverOptions: HostResolver.Options
     private var lastStatus = ""
 
     /// Runs the daemon; returns the process exit status.
@@ -53,12 +56,17 @@ final class Daemon {
         self.configuration = configuration
         loop = try EventLoop()
         observer = try NetworkObserver(configuration: Self.monitorConfiguration(options, configuration))
-        hostChecks = HostChecks(options: Self.resolverOptions(options, configuration), failure: nil) { [unowned self] addresses, target in
-            self.observer.evaluate(addresses: addresses, target: target)
-        }
+        resolverOptions = Self.resolverOptions(options, configuration)
+        hostChecks = makeHostChecks(resolverOptions)
         if let namespace = options.namespace {
             // c-ares opens its sockets on this thread: they must live in the watched namespace too.
             try NetworkNamespace.enter(namespace)
+        }
+    }
+
+    private func makeHostChecks(_ options: HostResolver.Options) -> HostChecks {
+        HostChecks(options: options, failure: nil) { [unowned self] addresses, target in
+            self.observer.evaluate(addresses: addresses, target: target)
         }
     }
 
@@ -207,6 +215,13 @@ final class Daemon {
     /// otherwise leave a dead epoll registration behind. There are few, and this runs only when
     /// host checks move.
     func syncResolver() {
+        if let pending = pendingResolverOptions, hostChecks.isIdle {
+            // A reload changed MaxConcurrentLookups or NegativeCacheTime: swap in a new resolver
+            // now that nothing waits on the old one (the cache starts afresh).
+            pendingResolverOptions = nil
+            resolverOptions = pending
+            hostChecks = makeHostChecks(pending)
+        }
         for source in resolverSources { source.cancel() }
         resolverSources.removeAll(keepingCapacity: true)
         for watched in hostChecks.descriptors {
@@ -250,6 +265,11 @@ final class Daemon {
             let monitor = Self.monitorConfiguration(options, loaded)
             let change = observer.reclassify(with: Classifier(rules: monitor.rules, priorities: monitor.priorities))
             watches.limits = (loaded.maxWatchesPerClient, loaded.maxWatches)
+            let newResolverOptions = Self.resolverOptions(options, loaded)
+            if newResolverOptions != resolverOptions {
+                pendingResolverOptions = newResolverOptions
+                syncResolver()
+            }
             Log.info("configuration reloaded from \(loaded.sources.isEmpty ? "defaults" : loaded.sources.joined(separator: ", "))")
             handle(change)
             ServiceManager.notify("READY=1\nSTATUS=\(summary)")

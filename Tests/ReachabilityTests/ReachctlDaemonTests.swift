@@ -365,8 +365,10 @@ struct ReachctlDaemonTests {
         try ns.ip("route del default")
         let fixture = mode == .daemon ? try ReachdFixture(namespace: ns) : nil
         let source = Self.source(mode, ns, fixture)
-        let online = try BackgroundReachctl(["wait", "--timeout", "10s"] + source)
-        let target = try BackgroundReachctl(["wait", "--timeout", "10s", "--json", "--target", "198.51.100.7"] + source)
+        // A long timeout: this test is about returning when the route appears, and on a loaded
+        // 2-core machine the test task itself may be woken seconds late.
+        let online = try BackgroundReachctl(["wait", "--timeout", "120s"] + source)
+        let target = try BackgroundReachctl(["wait", "--timeout", "120s", "--json", "--target", "198.51.100.7"] + source)
         try await Task.sleep(for: .milliseconds(500))
         #expect(online.exitTime == nil && target.exitTime == nil, "nothing holds yet")
         try ns.ip("route add default via 192.0.2.1 dev up0 metric 100")

@@ -56,6 +56,9 @@ public final class HostChecks {
         }
     }
 
+    /// No check is waiting for DNS: the resolver may be replaced (a configuration reload).
+    public var isIdle: Bool { running.isEmpty }
+
     public var descriptors: [(fd: Int32, readable: Bool, writable: Bool)] { resolver?.descriptors ?? [] }
     public var nextDeadline: ContinuousClock.Instant? { resolver?.nextDeadline }
 

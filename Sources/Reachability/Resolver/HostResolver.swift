@@ -27,7 +27,7 @@ import Glibc
 /// `Options.maxConcurrent` at a time; the others wait in order of arrival and time out at their
 /// own deadline if they are still waiting.
 public final class HostResolver {
-    public struct Options: Sendable {
+    public struct Options: Sendable, Equatable {
         /// Lookups running at once (one channel, one or two sockets each); more wait in line.
         public var maxConcurrent = 64
         /// The resolv.conf to read; nil for the system's. Read again for every lookup.

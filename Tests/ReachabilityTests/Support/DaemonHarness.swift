@@ -452,7 +452,7 @@ final class DaemonHarness: @unchecked Sendable {
         /// it and its index.
         @discardableResult
         func wait(
-            for what: String, from: Int = 0, timeout: Duration = .seconds(5), _ condition: (Datagram) -> Bool
+            for what: String, from: Int = 0, timeout: Duration = waitLimit, _ condition: (Datagram) -> Bool
         ) async throws -> (index: Int, datagram: Datagram) {
             let deadline = ContinuousClock.now + timeout
             while true {
@@ -521,7 +521,7 @@ final class DaemonHarness: @unchecked Sendable {
 
         /// Waits until `condition` holds for the signals so far.
         @discardableResult
-        func wait(for what: String, timeout: Duration = .seconds(5), _ condition: ([Signal]) -> Bool) async throws -> [Signal] {
+        func wait(for what: String, timeout: Duration = waitLimit, _ condition: ([Signal]) -> Bool) async throws -> [Signal] {
             let deadline = ContinuousClock.now + timeout
             while true {
                 let signals = self.signals

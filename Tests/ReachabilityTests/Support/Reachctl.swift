@@ -84,7 +84,7 @@ final class ReachctlProcess: Sendable {
     var output: [String] { lines.value.withLock { $0 } }
 
     /// Waits until at least `count` lines arrived.
-    func waitForLines(_ count: Int, timeout: Duration = .seconds(5)) async throws -> [String] {
+    func waitForLines(_ count: Int, timeout: Duration = waitLimit) async throws -> [String] {
         let deadline = ContinuousClock.now + timeout
         while output.count < count {
             guard ContinuousClock.now < deadline else { throw TimedOut(what: "\(count) lines, have \(output)") }
