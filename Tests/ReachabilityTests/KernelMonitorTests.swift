@@ -7,11 +7,7 @@ import Testing
 struct KernelMonitorTests {
     @Test func carrierFlapOnVethPeer() async throws {
         let ns = try TestNamespace()
-        try ns.ip("link add up0 type veth peer name up0p")
-        try ns.ip("addr add 192.0.2.2/24 dev up0")
-        try ns.ip("link set up0p up")
-        try ns.ip("link set up0 up")
-        try ns.ip("route add default via 192.0.2.1 dev up0")
+        try Self.uplink(ns, "up0", "192.0.2.2/24", gateway: "192.0.2.1", metric: 0)
         let monitor = try ns.monitor()
         let recorder = await UpdateRecorder(monitor)
         #expect(recorder.first.host.state == .online)

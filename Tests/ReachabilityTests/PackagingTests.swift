@@ -876,11 +876,6 @@ private struct Ran: CustomStringConvertible {
 
 private func programExists(_ path: String) -> Bool { FileManager.default.isExecutableFile(atPath: path) }
 
-/// The built product next to the test bundle (reachctlPath finds reachctl the same way).
-private func productPath(_ name: String) -> String {
-    URL(fileURLWithPath: reachctlPath()).deletingLastPathComponent().appendingPathComponent(name).path
-}
-
 /// Runs a program to completion (killed after `timeout`), its output in files so that no pipe fills.
 private func execute(
     _ program: String, _ arguments: [String], environment: [String: String]? = nil, timeout: Duration = .seconds(120)

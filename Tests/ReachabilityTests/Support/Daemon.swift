@@ -2,102 +2,20 @@ import Foundation
 import Synchronization
 @testable import Reachability
 
-/// The built `reachd` binary, next to `reachctl` (or `$REACHD`).
-func reachdPath() -> String {
-    if let path = ProcessInfo.processInfo.environment["REACHD"] { return path }
-    return URL(fileURLWithPath: reachctlPath()).deletingLastPathComponent().appendingPathComponent("reachd").path
-}
-
-private let fixtureCounter = Atomic<Int>(0)
-
-/// A private D-Bus bus (its own dbus-daemon) and, unless told otherwise, a reachd on it watching
-/// one test namespace with an empty configuration directory. Both processes are killed and the
-/// directory removed when the value is released.
+/// What the reachctl tests need of a `DaemonHarness`: a private bus and, given a namespace, a
+/// reachd on it that already answers (after its first netlink sync).
 final class ReachdFixture: @unchecked Sendable {
-    let directory: String
+    let harness: DaemonHarness
     /// The bus address to hand to `reachctl --bus-address` or `ReachabilityClient`.
-    let address: String
-    private let bus: Process
-    private(set) var reachd: Process?
+    var address: String { harness.address }
 
-    /// Starts the bus, then reachd (when `namespace` is given), and returns once reachd answers
-    /// GetStatus on the bus, which it does only after its first netlink sync (READY).
-    init(namespace: TestNamespace?, timeout: Duration = .seconds(10)) throws {
-        directory = NSTemporaryDirectory() + "reachd-fixture-\(getpid())-\(fixtureCounter.add(1, ordering: .relaxed).newValue)"
-        try? FileManager.default.removeItem(atPath: directory)
-        try FileManager.default.createDirectory(atPath: directory + "/config", withIntermediateDirectories: true)
-        address = "unix:path=\(directory)/bus"
-
-        bus = Process()
-        bus.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        bus.arguments = ["--session", "--nofork", "--nopidfile", "--address=\(address)"]
-        bus.standardOutput = FileHandle.nullDevice
-        bus.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try bus.run()
-        let deadline = ContinuousClock.now + timeout
-        while !FileManager.default.fileExists(atPath: directory + "/bus") {
-            guard ContinuousClock.now < deadline, bus.isRunning else {
-                throw TimedOut(what: "dbus-daemon to listen on \(address)")
-            }
-            usleep(2000)
-        }
-        guard let namespace else { return }
-
-        let log = directory + "/reachd.log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let daemon = Process()
-        daemon.executableURL = URL(fileURLWithPath: reachdPath())
-        daemon.arguments = ["--bus-address", address, "--netns", namespace.name, "--config-dir", directory + "/config"]
-        daemon.standardOutput = FileHandle(forWritingAtPath: log)
-        daemon.standardError = FileHandle(forWritingAtPath: log)
-        try daemon.run()
-        reachd = daemon
-        // READY: reachd owns its name only after the first complete netlink sync.
-        while true {
-            if let client = try? ReachabilityClient(bus: .address(address)), (try? client.status()) != nil { return }
-            guard ContinuousClock.now < deadline, daemon.isRunning else {
-                throw TimedOut(what: "reachd to answer on \(address); its log: \(self.log)")
-            }
-            usleep(5000)
-        }
+    init(namespace: TestNamespace?) throws {
+        harness = try DaemonHarness(namespace, start: namespace != nil)
+        if namespace != nil { try harness.waitUntilServing() }
     }
 
-    /// What reachd wrote so far.
-    var log: String { (try? String(contentsOfFile: directory + "/reachd.log", encoding: .utf8)) ?? "" }
-
-    /// Stops (SIGSTOP) or resumes (SIGCONT) reachd: a reachd that owns its name but never answers.
-    func freeze(_ frozen: Bool) {
-        if let reachd { kill(reachd.processIdentifier, frozen ? SIGSTOP : SIGCONT) }
-    }
-
-    /// Ends both processes without ever hanging: SIGTERM for reachd (it takes signals through a
-    /// signalfd), SIGKILL after a grace period; SIGKILL for dbus-daemon, because a child spawned
-    /// from a Dispatch worker thread inherits a mask that blocks SIGTERM.
-    deinit {
-        if let reachd {
-            kill(reachd.processIdentifier, SIGCONT)
-            Self.end(reachd, signal: SIGTERM, grace: .seconds(3))
-        }
-        Self.end(bus, signal: SIGKILL, grace: .seconds(3))
-        try? FileManager.default.removeItem(atPath: directory)
-    }
-
-    /// Sends `signal`, waits up to `grace` for the exit, then SIGKILL and a reap.
-    static func end(_ process: Process, signal: Int32, grace: Duration) {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, signal)
-        let deadline = ContinuousClock.now + grace
-        while process.isRunning, ContinuousClock.now < deadline { usleep(2000) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            while process.isRunning { usleep(2000) }
-        }
-    }
-
-    /// Stops reachd now (SIGTERM), as a crash or `systemctl stop` would.
-    func stopDaemon() {
-        if let reachd { Self.end(reachd, signal: SIGTERM, grace: .seconds(3)) }
-    }
+    func freeze(_ frozen: Bool) { harness.freeze(frozen) }
+    func stopDaemon() { harness.stopDaemon() }
 }
 
 /// Runs reachctl to completion with extra environment variables, and how long it took.

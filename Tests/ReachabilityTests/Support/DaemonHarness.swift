@@ -11,7 +11,8 @@ final class DaemonHarness: @unchecked Sendable {
     static let interface = "org.reachd.Reachability1"
     static let watchInterface = "org.reachd.Reachability1.Watch"
 
-    let namespace: TestNamespace
+    /// The namespace reachd watches; nil for a bus without reachd (reachctl's fallback tests).
+    let namespace: TestNamespace?
     /// The harness's own directory: the bus socket, the notify socket, the configuration.
     let directory: String
     /// `DIR/config`, passed as `--config-dir`; write `reachd.conf` here.
@@ -27,7 +28,7 @@ final class DaemonHarness: @unchecked Sendable {
     /// Starts a private bus (and, unless `start` is false, reachd on it). `config` becomes
     /// `reachd.conf`; `environment` is added to reachd's (e.g. `WATCHDOG_USEC`).
     init(
-        _ namespace: TestNamespace, config: String? = nil, resolvConf: String? = nil,
+        _ namespace: TestNamespace?, config: String? = nil, resolvConf: String? = nil,
         environment: [String: String] = [:], start: Bool = true
     ) throws {
         self.namespace = namespace
@@ -57,6 +58,34 @@ final class DaemonHarness: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    /// Stops reachd as `systemctl stop` would: SIGTERM (it reads signals from a signalfd, so the
+    /// inherited mask does not matter), SIGKILL if it has not exited within 3 s.
+    func stopDaemon() {
+        guard let daemon else { return }
+        daemon.signal(SIGCONT)
+        daemon.signal(SIGTERM)
+        if daemon.waitForExit(timeout: .seconds(3)) == nil { daemon.kill() }
+    }
+
+    /// Stops (SIGSTOP) or resumes (SIGCONT) reachd: a reachd that owns its name but never answers.
+    func freeze(_ frozen: Bool) { daemon?.signal(frozen ? SIGSTOP : SIGCONT) }
+
+    /// Blocks until reachd answers GetStatus, which it does only after its first netlink sync.
+    /// For synchronous callers; async tests use `ready(state:)`.
+    func waitUntilServing(timeout: Duration = waitLimit) throws {
+        let deadline = ContinuousClock.now + timeout
+        func answers() -> Bool {
+            guard let client = try? ReachabilityClient(bus: .address(address)) else { return false }
+            return (try? client.status()) != nil
+        }
+        while !answers() {
+            guard ContinuousClock.now < deadline, daemon?.isRunning == true else {
+                throw TimedOut(what: "reachd to answer on \(address); \(diagnostics)")
+            }
+            usleep(5000)
+        }
+    }
+
     func writeConfig(_ text: String) throws {
         try text.write(toFile: configDirectory + "/reachd.conf", atomically: true, encoding: .utf8)
     }
@@ -70,9 +99,10 @@ final class DaemonHarness: @unchecked Sendable {
         }
         environment["NOTIFY_SOCKET"] = notify.path
         environment.merge(extra) { $1 }
+        guard let namespace else { throw CommandFailed(command: "reachd", status: 0, output: "the harness has no namespace to watch") }
         var arguments = ["--bus-address", address, "--netns", namespace.name, "--config-dir", configDirectory]
         if let resolvConf { arguments += ["--resolv-conf", resolvConf] }
-        daemon = try Child(Self.productPath("reachd"), arguments, environment: environment)
+        daemon = try Child(productPath("reachd"), arguments, environment: environment)
     }
 
     /// Waits for the first `READY=1` (started by `init`), then until `State` is `state`.
@@ -219,19 +249,6 @@ final class DaemonHarness: @unchecked Sendable {
         }
         try message.exit()
         return status
-    }
-
-    /// The built product `name` (reachd, reachctl) next to the test bundle; `$REACHD` overrides.
-    static func productPath(_ name: String) -> String {
-        if let path = ProcessInfo.processInfo.environment[name.uppercased()] { return path }
-        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-        for _ in 0..<4 {
-            let candidate = directory.appendingPathComponent(name)
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate.path }
-            directory = directory.deletingLastPathComponent()
-        }
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
-        return URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent(name).path
     }
 
     /// A JSON number as busctl prints u and t (NSNumber, Int or Double after JSONSerialization).

@@ -1,19 +1,20 @@
 import Foundation
 import Synchronization
 
-/// The built `reachctl` binary, next to the test bundle in the build directory.
-func reachctlPath() -> String {
-    if let path = ProcessInfo.processInfo.environment["REACHCTL"] { return path }
-    let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-    var directory = bundle.deletingLastPathComponent()
+/// A product built beside the test bundle (`reachctl`, `reachd`), or `$NAME` (uppercased) when set.
+func productPath(_ name: String) -> String {
+    if let path = ProcessInfo.processInfo.environment[name.uppercased()] { return path }
+    var directory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
     for _ in 0..<4 {
-        let candidate = directory.appendingPathComponent("reachctl")
+        let candidate = directory.appendingPathComponent(name)
         if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate.path }
         directory = directory.deletingLastPathComponent()
     }
-    let fromExe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
-    return URL(fileURLWithPath: fromExe).deletingLastPathComponent().appendingPathComponent("reachctl").path
+    let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+    return URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent(name).path
 }
+
+func reachctlPath() -> String { productPath("reachctl") }
 
 struct CommandResult {
     var status: Int32
@@ -30,23 +31,7 @@ struct CommandResult {
 
 /// Runs reachctl to completion, capturing both streams and the exit status.
 func reachctl(_ arguments: [String]) throws -> CommandResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: reachctlPath())
-    process.arguments = arguments
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let errData = Mutex<Data>(Data())
-    let errReader = Thread { errData.withLock { $0 = err.fileHandleForReading.readDataToEndOfFile() } }
-    errReader.start()
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    while errReader.isExecuting || !errReader.isFinished { usleep(1000) }
-    return CommandResult(
-        status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-        stderr: String(decoding: errData.withLock { $0 }, as: UTF8.self))
+    try reachctl(arguments, environment: [:]).result
 }
 
 /// A long-running reachctl (monitor) whose stdout lines are collected as they arrive.
