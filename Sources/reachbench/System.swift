@@ -204,24 +204,28 @@ private final class ThreadWork: @unchecked Sendable {
     init(_ run: @escaping () -> Void) { self.run = run }
 }
 
+/// Starts `work` on a new OS thread (joinable).
+private func spawn(_ work: ThreadWork) throws(BenchError) -> pthread_t {
+    let context = Unmanaged.passRetained(work).toOpaque()
+    var thread = pthread_t()
+    let created = pthread_create(&thread, nil, { context in
+        Unmanaged<ThreadWork>.fromOpaque(context!).takeRetainedValue().run()
+        return nil
+    }, context)
+    guard created == 0 else {
+        Unmanaged<ThreadWork>.fromOpaque(context).release()
+        throw BenchError.system("pthread_create", errno: created)
+    }
+    return thread
+}
+
 /// Runs `body` on a fresh OS thread and waits for it. Used for everything that enters the
 /// bench namespace with setns(2): the namespace stays with that thread, which then ends, so no
 /// pooled thread ever changes namespace.
 func onFreshThread<T>(_ body: () -> T) throws(BenchError) -> T {
     var result: T?
     try withoutActuallyEscaping(body) { (body) throws(BenchError) in
-        let work = ThreadWork { result = body() }
-        let context = Unmanaged.passRetained(work).toOpaque()
-        var thread = pthread_t()
-        let created = pthread_create(&thread, nil, { context in
-            Unmanaged<ThreadWork>.fromOpaque(context!).takeRetainedValue().run()
-            return nil
-        }, context)
-        guard created == 0 else {
-            Unmanaged<ThreadWork>.fromOpaque(context).release()
-            throw BenchError.system("pthread_create", errno: created)
-        }
-        pthread_join(thread, nil)
+        _ = pthread_join(try spawn(ThreadWork { result = body() }), nil)
     }
     return result!
 }
@@ -406,18 +410,7 @@ final class BackgroundThread<T: Sendable> {
 
     init(_ body: @escaping @Sendable () -> T) throws(BenchError) {
         let box = self.box
-        let work = ThreadWork { box.value = body() }
-        let context = Unmanaged.passRetained(work).toOpaque()
-        var thread = pthread_t()
-        let created = pthread_create(&thread, nil, { context in
-            Unmanaged<ThreadWork>.fromOpaque(context!).takeRetainedValue().run()
-            return nil
-        }, context)
-        guard created == 0 else {
-            Unmanaged<ThreadWork>.fromOpaque(context).release()
-            throw BenchError.system("pthread_create", errno: created)
-        }
-        self.thread = thread
+        thread = try spawn(ThreadWork { box.value = body() })
     }
 
     /// Waits for the thread; its result.
