@@ -697,7 +697,7 @@ private func wellFormednessProblems(_ batch: NetlinkDecoder.Batch, count: Int) -
             if let source = route.preferredSource, source.family != route.destination.address.family {
                 problems.append("route \(route.destination) with source \(source) of another family")
             }
-        case .done, .error, .ignored:
+        case .done, .error, .ignored, .ruleChanged:
             break
         }
     }
@@ -789,6 +789,7 @@ extension DecoderTests {
                 case .address, .addressRemoved: kind = "address"
                 case .route, .routeRemoved: kind = "route"
                 case .done, .error: kind = "control"
+                case .ruleChanged: kind = "rule"
                 case .ignored: kind = "ignored"
                 }
                 decodedKinds[kind, default: 0] += 1

@@ -41,7 +41,7 @@ extension NetworkState {
     /// default route choice for that family.
     func generalConnectivity(target: String, family: UInt8) -> CheckResult {
         var result = CheckResult(target: target, addresses: [family == RT.familyIPv4 ? .anyV4 : .anyV6])
-        let path = kernelDefaultRoute(family: family).map { evaluate(route: $0, family: family) } ?? .noRoute
+        let path = internetRoute(family: family).map { evaluate(route: $0, family: family) } ?? .noRoute
         let fallback = host
         if path.isReachable || fallback.primaryInterface.isEmpty {
             result.flags = path.flags

@@ -14,10 +14,12 @@ public struct PathEvaluation: Hashable, Sendable {
 }
 
 extension NetworkState {
-    /// The default route the kernel would use now for `family` (AF_INET or AF_INET6), mirroring
-    /// its FIB choice: the main table before the default table, lowest metric first. A route whose
-    /// link lost carrier stays chosen (the kernel only marks it linkdown), which is why a worse
-    /// route through a good link does not make the host online.
+    /// The default route of the main or default table the kernel would use for `family` (AF_INET
+    /// or AF_INET6) when no policy rule sends traffic elsewhere: the main table before the default
+    /// table, lowest metric first. A route whose link lost carrier stays chosen (the kernel only
+    /// marks it linkdown), which is why a worse route through a good link does not make the host
+    /// online. This is also what carries a VPN: VPN clients leave it in place and steer traffic
+    /// around it (0/1 + 128/1, or a rule into a table of their own).
     public func kernelDefaultRoute(family: UInt8) -> Route? {
         var best: Route?
         for key in defaultRoutes where key.destination.address.family == family {
@@ -29,6 +31,13 @@ extension NetworkState {
             if ranks(route, before: current) { best = route }
         }
         return best
+    }
+
+    /// The route internet traffic of `family` takes now. Fed by the kernel's own answers when the
+    /// adapter provides them (every table, every `ip rule`: split defaults, wg-quick, Tailscale);
+    /// without them (pure tests), the main table's default route.
+    public func internetRoute(family: UInt8) -> Route? {
+        followsKernelPaths ? internetPaths[family] : kernelDefaultRoute(family: family)
     }
 
     private func ranks(_ a: Route, before b: Route) -> Bool {
@@ -74,18 +83,44 @@ extension NetworkState {
     }
 
     func deriveHost() -> HostStatus {
-        let v4 = kernelDefaultRoute(family: RT.familyIPv4).map { evaluate(route: $0, family: RT.familyIPv4) }
-        let v6 = kernelDefaultRoute(family: RT.familyIPv6).map { evaluate(route: $0, family: RT.familyIPv6) }
-        let chosen = [v4, v6].compactMap { $0 }.first { $0.isReachable } ?? v4 ?? v6
-        let state: ConnectivityState =
-            chosen?.isReachable == true ? .online : (readyLinks.isEmpty ? .offline : .local)
+        let paths = [RT.familyIPv4, RT.familyIPv6].compactMap { family in
+            internetRoute(family: family).map { (family: family, path: evaluate(route: $0, family: family)) }
+        }
+        guard let chosen = paths.first(where: { $0.path.isReachable }) ?? paths.first else {
+            return HostStatus(state: readyLinks.isEmpty ? .offline : .local, availableInterfaces: availableInterfaces(primary: nil))
+        }
+        var flags = chosen.path.flags
+        var underlying = ""
+        if flags.contains(.isVPN), let carrier = tunnelCarrier(of: chosen.path, family: chosen.family) {
+            underlying = carrier.interfaceName
+            // A tunnel over a metered or cellular link costs what its carrier costs.
+            flags.formUnion(carrier.flags.intersection([.isWWAN, .isExpensive]))
+        }
         return HostStatus(
-            flags: chosen?.flags ?? [], state: state, primaryInterface: chosen?.interfaceName ?? "",
-            availableInterfaces: availableInterfaces())
+            flags: flags, state: chosen.path.isReachable ? .online : (readyLinks.isEmpty ? .offline : .local),
+            primaryInterface: chosen.path.interfaceName,
+            availableInterfaces: availableInterfaces(primary: chosen.path.isReachable ? chosen.path.interfaceIndex : nil),
+            underlyingInterface: underlying)
     }
 
-    /// Visible, ready links that carry a usable default route, by priority, then metric, then index.
-    private func availableInterfaces() -> [String] {
+    /// The link that carries a tunnel, where the kernel tells: the main table's default route
+    /// (of the tunnel's family first), when it leaves through another link that is no tunnel.
+    private func tunnelCarrier(of tunnel: PathEvaluation, family: UInt8) -> PathEvaluation? {
+        let other = family == RT.familyIPv4 ? RT.familyIPv6 : RT.familyIPv4
+        for candidate in [family, other] {
+            guard let route = kernelDefaultRoute(family: candidate) else { continue }
+            let carrier = evaluate(route: route, family: candidate)
+            if carrier.interfaceIndex != nil, carrier.interfaceIndex != tunnel.interfaceIndex, !carrier.flags.contains(.isVPN) {
+                return carrier
+            }
+        }
+        return nil
+    }
+
+    /// Visible, ready links that carry a usable default route of the main or default table, and
+    /// the link internet traffic takes now (a split default over a tunnel, a VPN's own table), by
+    /// priority, then metric, then index.
+    private func availableInterfaces(primary: Int32?) -> [String] {
         var best: [Int32: (priority: Int, metric: UInt32)] = [:]
         for key in defaultRoutes {
             guard let route = routes[key], route.type == .unicast else { continue }
@@ -100,6 +135,9 @@ extension NetworkState {
                 if let known = best[index], known <= candidate { continue }
                 best[index] = candidate
             }
+        }
+        if let primary, best[primary] == nil, let entry = links[primary], !effectiveClassification(entry).isIgnored {
+            best[primary] = (effectiveClassification(entry).priority, 0)
         }
         return best.sorted { a, b in
             (a.value.priority, a.value.metric, a.key) < (b.value.priority, b.value.metric, b.key)

@@ -12,14 +12,23 @@ public struct NetworkState: Sendable {
     }
 
     public private(set) var generation: UInt64 = 0
+    /// Moves with every fact that can change a route lookup's answer (links, addresses, routes,
+    /// rules), visible or not: an answer for a single target (a watch) may change even when
+    /// nothing the host shows did.
+    public private(set) var routingEpoch: UInt64 = 0
     public private(set) var host = HostStatus()
     public private(set) var classifier: Classifier
 
     private(set) var links: [Int32: LinkEntry] = [:]
     private(set) var routes: [Route.Key: Route] = [:]
     private var routesByInterface: [Int32: Set<Route.Key>] = [:]
-    /// Default routes (prefix length 0) of the main and default tables: all the host status needs.
+    /// Default routes (prefix length 0) of the main and default tables. A policy table's default
+    /// (a second uplink for one source address) serves only the traffic its rule selects.
     private(set) var defaultRoutes: Set<Route.Key> = []
+    /// The kernel's answers for a global destination, per family (`NetworkEvent.internetPath`).
+    private(set) var internetPaths: [UInt8: Route] = [:]
+    /// Set by the first `internetPath` fact: from then on the host follows the kernel's answers.
+    private(set) var followsKernelPaths = false
     /// Bridge (or bond) index -> its ports, for kinds taken from ports.
     private var ports: [Int32: Set<Int32>] = [:]
     /// Derived status of every visible (not ignored) link.
@@ -75,6 +84,7 @@ public struct NetworkState: Sendable {
         let dumpRoutes = Set(dump.routes.map(\.key))
         for (key, route) in routes where !dumpRoutes.contains(key) { events.append(.routeRemoved(route)) }
         events += dump.routes.map { .route($0, replace: false) }
+        events += dump.internetPaths.map { .internetPath(family: $0.family, route: $0.route) }
         return events
     }
 
@@ -90,6 +100,7 @@ public struct NetworkState: Sendable {
     }
 
     private mutating func ingest(_ event: NetworkEvent) {
+        if case .internetPath = event {} else { routingEpoch &+= 1 }
         switch event {
         case let .link(link, device):
             updateLink(link, device: device)
@@ -107,6 +118,11 @@ public struct NetworkState: Sendable {
             insertRoute(route)
         case let .routeRemoved(route):
             removeRoute(route.key)
+        case .rulesChanged:
+            break  // the kernel's answers that follow (`internetPath`) carry the consequence
+        case let .internetPath(family, route):
+            followsKernelPaths = true
+            internetPaths[family] = route
         }
     }
 

@@ -13,6 +13,13 @@ public enum NetworkEvent: Hashable, Sendable {
     case route(Route, replace: Bool)
     /// RTM_DELROUTE.
     case routeRemoved(Route)
+    /// RTM_NEWRULE / RTM_DELRULE: policy routing changed (paths may move with no route event).
+    case rulesChanged
+    /// The kernel's own answer (RTM_GETROUTE) for a global destination of `family`: the path
+    /// internet traffic takes now, over every table and `ip rule`; nil when it has none. Once the
+    /// Engine has been given one, the host's answer follows these instead of the 0/0 routes of the
+    /// main table (see `NetworkState.deriveHost`).
+    case internetPath(family: UInt8, route: Route?)
 }
 
 /// A complete picture from a dump: what a (re)sync replaces the state with.
@@ -20,10 +27,16 @@ public struct NetworkDump: Sendable {
     public var links: [(Link, DeviceFacts?)]
     public var addresses: [Address]
     public var routes: [Route]
+    /// The kernel's internet paths taken right after the dump (see `NetworkEvent.internetPath`).
+    public var internetPaths: [(family: UInt8, route: Route?)]
 
-    public init(links: [(Link, DeviceFacts?)] = [], addresses: [Address] = [], routes: [Route] = []) {
+    public init(
+        links: [(Link, DeviceFacts?)] = [], addresses: [Address] = [], routes: [Route] = [],
+        internetPaths: [(family: UInt8, route: Route?)] = []
+    ) {
         self.links = links
         self.addresses = addresses
         self.routes = routes
+        self.internetPaths = internetPaths
     }
 }

@@ -26,15 +26,20 @@ public struct HostStatus: Hashable, Sendable {
     public var primaryInterface: String
     /// Ready links that carry a default route, by kind priority, then metric.
     public var availableInterfaces: [String]
+    /// When the primary interface is a tunnel: the link that carries the tunnel itself, as far as
+    /// the kernel tells (the main table's default route, which VPN clients leave in place);
+    /// empty otherwise.
+    public var underlyingInterface: String
 
     public init(
         flags: ReachabilityFlags = [], state: ConnectivityState = .offline,
-        primaryInterface: String = "", availableInterfaces: [String] = []
+        primaryInterface: String = "", availableInterfaces: [String] = [], underlyingInterface: String = ""
     ) {
         self.flags = flags
         self.state = state
         self.primaryInterface = primaryInterface
         self.availableInterfaces = availableInterfaces
+        self.underlyingInterface = underlyingInterface
     }
 }
 

@@ -3,12 +3,11 @@
 /// reachd drives it from sd-event. Single-threaded: every call from the owner's thread.
 public final class NetworkObserver {
     private let mirror: KernelMirror
-    private let routes: RouteQuery
+    private var routes: RouteQuery { mirror.routes }
 
     /// Opens the netlink sockets and completes the first sync.
     public init(configuration: MonitorConfiguration) throws(SystemError) {
         mirror = try KernelMirror(options: configuration.mirrorOptions)
-        routes = try RouteQuery(namespacePath: configuration.namespacePath)
         try mirror.synchronize()
         _ = mirror.takeIncidents()
     }
@@ -28,6 +27,8 @@ public final class NetworkObserver {
     public func resyncIfDue() -> ReachabilityChange? { mirror.resyncIfDue() }
 
     public var resyncCount: Int { mirror.resyncCount }
+    /// Receive-buffer overruns (ENOBUFS) seen since start.
+    public var overrunCount: Int { mirror.overrunCount }
 
     /// What went wrong with netlink input since the last call, as log lines.
     public func takeIncidents() -> [String] {

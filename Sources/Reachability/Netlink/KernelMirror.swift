@@ -12,6 +12,19 @@ import Glibc
 /// (one dump at a time: the kernel answers EBUSY otherwise), links then addresses then routes,
 /// and redone when the kernel flags it interrupted. Events queued meanwhile are applied after
 /// the dump; applying a fact again is idempotent, so the order settles to the truth.
+///
+/// After an overrun (ENOBUFS), a truncated or a malformed datagram the queue is no longer a
+/// complete history: messages are missing from it, so its last word on an object may not be the
+/// latest. The monitor socket is then read empty and everything read discarded (the kernel drops
+/// every new message until the queue is empty, so nothing after the loss is kept either), and a
+/// dump taken after that replaces the state; only what arrives after the drain is applied.
+///
+/// The host's path is the kernel's own answer: after every batch (and every dump) the mirror asks
+/// RTM_GETROUTE for one global destination per family (`internetDestinations`), so split defaults,
+/// policy rules (wg-quick, Tailscale) and rule changes move the host's answer exactly as they move
+/// traffic. Mirroring the FIB and the rules instead would have to re-implement every selector the
+/// kernel has (fwmark, uidrange, suppress_prefixlength, l3mdev, nexthop objects...) and drift from
+/// it; two lookups per batch cost about 0.1-0.2 ms and cannot block.
 final class KernelMirror {
     struct Options: Sendable {
         var namespacePath: String?
@@ -36,6 +49,8 @@ final class KernelMirror {
     private(set) var state: NetworkState
     private let monitor: NetlinkSocket
     private let requests: NetlinkSocket
+    /// Route lookups (RTM_GETROUTE) for the internet paths and for address checks.
+    let routes: RouteQuery
     private let options: Options
     private var sequence: UInt32 = 0
     private var buffer = [UInt8](repeating: 0, count: 64 << 10)
@@ -43,6 +58,16 @@ final class KernelMirror {
     private var lastResync: ContinuousClock.Instant?
     private(set) var incidents: [Incident] = []
     private(set) var resyncCount = 0
+    private(set) var overrunCount = 0
+
+    /// The destinations whose path stands for "the internet": two addresses no one routes
+    /// specially (k.root-servers.net's, operated by RIPE NCC), never sent a packet: the kernel is
+    /// only asked which route it would take. A VPN that carries everything (0/1 + 128/1, or a
+    /// rule into its own table) carries these too; a split tunnel for private ranges does not.
+    static let internetDestinations: [(family: UInt8, address: IPAddress)] = [
+        (RT.familyIPv4, .v4(0xC100_0E81)),  // 193.0.14.129
+        (RT.familyIPv6, .v6(0x2001_07FD_0000_0000, 1)),  // 2001:7fd::1
+    ]
 
     init(options: Options) throws(SystemError) {
         self.options = options
@@ -53,6 +78,7 @@ final class KernelMirror {
         requests = try NetlinkSocket(nonBlocking: false, namespacePath: options.namespacePath)
         // The kernel answers dumps at once; the timeout only bounds a kernel that never does.
         requests.setReceiveTimeout(milliseconds: 2000)
+        routes = try RouteQuery(namespacePath: options.namespacePath)
     }
 
     var monitorDescriptor: Int32 { monitor.fd }
@@ -83,37 +109,63 @@ final class KernelMirror {
     /// applies it as one batch. Runs a due resync. Never blocks.
     func readAvailable() -> ReachabilityChange? {
         var events: [NetworkEvent] = []
-        drain: for _ in 0..<Self.datagramsPerTurn {
+        read: for _ in 0..<Self.datagramsPerTurn {
             do {
                 switch try monitor.receive(into: &buffer) {
                 case .wouldBlock:
-                    break drain
+                    break read
                 case .foreign:
                     incidents.append(.foreignSender)
                 case let .datagram(count, truncated):
-                    if truncated {
-                        incidents.append(.truncatedDatagram)
-                        needsResync = true
-                    }
+                    if truncated { incidents.append(.truncatedDatagram) }
                     let batch = buffer.withUnsafeBytes { NetlinkDecoder.decode(UnsafeRawBufferPointer(rebasing: $0[..<min(count, $0.count)])) }
-                    if !batch.errors.isEmpty {
-                        incidents += batch.errors.map(Incident.malformed)
-                        needsResync = true
+                    incidents += batch.errors.map(Incident.malformed)
+                    if truncated || !batch.errors.isEmpty {
+                        discardQueue()
+                        events.removeAll()
+                        break read
                     }
                     for decoded in batch.messages { append(decoded, to: &events) }
                 }
             } catch {
-                // ENOBUFS: the kernel dropped messages. The socket stays usable; state may be stale.
-                incidents.append(.overrun)
-                needsResync = true
-                if error.errno != ENOBUFS { break drain }
+                // ENOBUFS: the kernel dropped messages. The socket stays usable; the state is stale.
+                if error.errno == ENOBUFS {
+                    incidents.append(.overrun)
+                    overrunCount += 1
+                }
+                discardQueue()
+                events.removeAll()
+                break read
             }
         }
         if let deadline = resyncDeadline, deadline <= .now {
-            // What was read is older than the dump about to be taken: the dump supersedes it.
             return (try? resynchronize()) ?? nil
         }
+        guard !events.isEmpty else { return nil }
+        events += internetPathEvents()
         return state.apply(events)
+    }
+
+    /// Reads the monitor socket empty and throws away what it held (see the type's comment), and
+    /// marks the state for a resync. Bounded: the kernel queues nothing new until it is empty.
+    private func discardQueue() {
+        needsResync = true
+        while true {
+            do {
+                if case .wouldBlock = try monitor.receive(into: &buffer) { return }
+            } catch {
+                if error.errno != ENOBUFS { return }
+            }
+        }
+    }
+
+    /// The kernel's answers for the internet destinations, as Engine facts.
+    private func internetPathEvents() -> [NetworkEvent] {
+        Self.internetDestinations.map { family, address in
+            let route: Route?
+            if case let .route(found) = try? routes.lookup(address) { route = found } else { route = nil }
+            return .internetPath(family: family, route: route)
+        }
     }
 
     /// Re-classifies every link with new configuration (a reload).
@@ -127,7 +179,7 @@ final class KernelMirror {
         return (try? resynchronize()) ?? nil
     }
 
-    /// Replaces the state with a fresh dump, then applies what the monitor queued meanwhile.
+    /// Replaces the state with a fresh dump; what the monitor queues from now on is applied after it.
     private func resynchronize() throws(SystemError) -> ReachabilityChange? {
         lastResync = .now
         needsResync = false
@@ -159,6 +211,7 @@ final class KernelMirror {
         for message in try dumpMessages(type: RT.getRoute) {
             if case let .route(route) = message { dump.routes.append(route) }
         }
+        for case let .internetPath(family, route) in internetPathEvents() { dump.internetPaths.append((family, route)) }
         return dump
     }
 
@@ -205,6 +258,7 @@ final class KernelMirror {
         case let .addressRemoved(address): events.append(.addressRemoved(address))
         case let .route(route): events.append(.route(route, replace: decoded.header.isReplace))
         case let .routeRemoved(route): events.append(.routeRemoved(route))
+        case .ruleChanged: events.append(.rulesChanged)
         case .done, .error, .ignored: break
         }
     }

@@ -66,10 +66,18 @@ public enum NetlinkDecoder {
         case RT.newRoute, RT.delRoute:
             guard let route = try decodeRoute(type: type, payload: payload, acceptCloned: acceptClonedRoutes) else { return .ignored(type: type) }
             return type == RT.newRoute ? .route(route) : .routeRemoved(route)
+        case RT.newRule, RT.delRule:
+            // struct fib_rule_hdr: family, dst_len, src_len, tos, table, res1, res2, action (u8), flags u32.
+            guard payload.count >= ruleHeaderSize else {
+                throw .truncatedPayload(messageType: type, needed: ruleHeaderSize, available: payload.count)
+            }
+            return .ruleChanged
         default:
             return .ignored(type: type)
         }
     }
+
+    static let ruleHeaderSize = 12
 
     // MARK: links
 

@@ -22,6 +22,9 @@ public enum RoutingMessage: Hashable, Sendable {
     case addressRemoved(Address)
     case route(Route)
     case routeRemoved(Route)
+    /// RTM_NEWRULE or RTM_DELRULE: the policy rules changed. Their content is not kept: the
+    /// kernel is asked for the paths they select (see `KernelMirror`).
+    case ruleChanged
     /// NLMSG_DONE: the end of a dump.
     case done
     /// NLMSG_ERROR: an errno (negative, as the kernel sends it) or 0 for an acknowledgement.

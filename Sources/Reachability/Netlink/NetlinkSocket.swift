@@ -14,6 +14,8 @@ struct NetlinkSocket: ~Copyable {
         7,  // RTNLGRP_IPV4_ROUTE
         9,  // RTNLGRP_IPV6_IFADDR
         11,  // RTNLGRP_IPV6_ROUTE
+        8,  // RTNLGRP_IPV4_RULE: an `ip rule` change alone can move the host's path
+        19,  // RTNLGRP_IPV6_RULE
     ]
 
     /// Opens a NETLINK_ROUTE socket (in `namespacePath`'s namespace when given).

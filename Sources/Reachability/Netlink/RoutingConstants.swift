@@ -15,6 +15,8 @@ enum RT {
     static let newRoute: UInt16 = 24  // RTM_NEWROUTE
     static let delRoute: UInt16 = 25
     static let getRoute: UInt16 = 26
+    static let newRule: UInt16 = 32  // RTM_NEWRULE
+    static let delRule: UInt16 = 33
 
     // nlmsghdr.nlmsg_flags
     static let flagRequest: UInt16 = 0x1  // NLM_F_REQUEST
