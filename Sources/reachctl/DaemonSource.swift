@@ -231,7 +231,7 @@ final class DaemonContext {
             switch event {
             case .serviceLost:
                 return false
-            case let .changed(_, _, signalled):
+            case let .changed(_, _, signalled), let .interfacesChanged(signalled):
                 generation = max(generation ?? 0, signalled)
                 for (id, subscriber) in updateSubscribers where subscriber.last.generation < signalled {
                     // One read serves every subscriber, and every signal it already covers.

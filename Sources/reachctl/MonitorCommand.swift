@@ -11,13 +11,15 @@ struct MonitorCommand: AsyncParsableCommand {
         commandName: "monitor",
         abstract: "Print the current state, then one line for every change, until interrupted.",
         discussion: """
-            Without targets: the host. A change is printed once per real change of what a user \
-            can see (host state, flags, primary or available interfaces, an interface's flags, \
-            kind or addresses), never for kernel noise that changes nothing. Each line is written \
-            at once, so the output can be piped. The generation increments with every change; a \
-            gap means a change was missed.
+            Without targets: the host. A line is printed once per change of the host's answer \
+            (state, flags, primary, underlying or available interfaces), never for kernel noise \
+            or for an interface that carries none of this host's paths (a container's veth or \
+            bridge appearing). With --interfaces, changes of any interface's flags, kind or \
+            addresses are printed too, each with the interfaces that changed. Each line is \
+            written at once, so the output can be piped. The generation increments with every \
+            change, host or interface; a gap means a change was not printed (or was missed).
 
-            A text line reads:
+            A text line reads (the interfaces that changed along follow the host):
               gen 8: online via eth0 (wired) [reachable|isWired]; wlan0: removed
 
             With --json: the first line is the full snapshot (as `status --json`), then one \
@@ -48,6 +50,9 @@ struct MonitorCommand: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("Addresses or host names to follow instead of the host.", valueName: "target"))
     var targets: [String] = []
 
+    @Flag(help: "Also print changes of single interfaces (flags, kind, addresses) that leave the host's answer as it was.")
+    var interfaces = false
+
     @OptionGroup var options: CommonOptions
 
     func run() async throws {
@@ -57,7 +62,11 @@ struct MonitorCommand: AsyncParsableCommand {
             let json = options.json
             if targets.isEmpty {
                 let updates = try await source.updates()
-                try await Self.untilSignalled(updates) { update in Terminal.writeLine(Self.render(update, json: json)) }
+                let interfaces = self.interfaces
+                try await Self.untilSignalled(updates) { update in
+                    guard let shown = Self.shown(update, interfaces: interfaces) else { return }
+                    Terminal.writeLine(Self.render(shown, json: json))
+                }
             } else {
                 let answers = try await source.answers(for: targets)
                 let shown = ShownAnswers()
@@ -104,6 +113,13 @@ struct MonitorCommand: AsyncParsableCommand {
     }
 
     private enum Outcome: Sendable, Equatable { case updatesEnded, signalled, failed(String) }
+
+    /// What of `update` is printed: every snapshot; a change only when the host's answer changed
+    /// (with the interfaces that changed along), unless `interfaces` asks for every change.
+    static func shown(_ update: ReachabilityUpdate, interfaces: Bool) -> ReachabilityUpdate? {
+        guard case let .change(change) = update, !interfaces, !change.hostChanged else { return update }
+        return nil
+    }
 
     static func render(_ update: ReachabilityUpdate, json: Bool) -> String {
         switch update {

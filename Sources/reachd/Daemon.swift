@@ -27,6 +27,8 @@ final class Daemon {
     private var pendingResolverOptions: HostResolver.Options?
     private var resolverOptions: HostResolver.Options
     private var lastStatus = ""
+    /// The routing epoch the watches were last evaluated at.
+    private var lastRoutingEpoch: UInt64 = 0
 
     /// Runs the daemon; returns the process exit status.
     static func main(_ options: Options) -> Int32 {
@@ -154,22 +156,39 @@ final class Daemon {
 
     // MARK: changes
 
-    /// Publishes one change: properties, the Changed signal, STATUS=, and the watches.
+    /// Publishes one change. `Changed` goes first and only when the host's answer changed;
+    /// interface-level changes have `InterfacesChanged`; both move `Generation`. Then the slower
+    /// parts: logs, STATUS=, and the watches (re-evaluated whenever routing facts moved, even when
+    /// nothing the host shows did: a single target's path may have).
     private func handle(_ change: ReachabilityChange?) {
         for line in observer.takeIncidents() { Log.warning("netlink: \(line)") }
         scheduleResync()
-        guard let change else { return }
-        var changed = ["Generation"]
-        if change.hostChanged { changed = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "Generation"] }
-        bus.emitPropertiesChanged(path: Self.objectPath, interface: Self.interface, names: changed)
-        do {
-            try bus.emitSignal(path: Self.objectPath, interface: Self.interface, member: "Changed") { message throws(BusError) in
+        if let change { publish(change) }
+        let epoch = observer.state.routingEpoch
+        if epoch != lastRoutingEpoch {
+            lastRoutingEpoch = epoch
+            watches.reevaluate()
+        }
+    }
+
+    private func publish(_ change: ReachabilityChange) {
+        if change.hostChanged {
+            emit("Changed") { message throws(BusError) in
                 try message.append(change.host.flags.rawValue)
                 try message.append(change.host.primaryInterface)
                 try message.append(change.generation)
             }
-        } catch {
-            Log.warning("cannot send Changed: \(error)")
+            bus.emitPropertiesChanged(path: Self.objectPath, interface: Self.interface, names: ReachabilityService.hostProperties + ["Generation"])
+        }
+        if !change.changedInterfaces.isEmpty || !change.removedInterfaces.isEmpty {
+            emit("InterfacesChanged") { message throws(BusError) in
+                try ReachabilityService.appendInterfaces(message, change.changedInterfaces)
+                try message.append(change.removedInterfaces.map(\.name))
+                try message.append(change.generation)
+            }
+            if !change.hostChanged {
+                bus.emitPropertiesChanged(path: Self.objectPath, interface: Self.interface, names: ["Generation"])
+            }
         }
         // One line per interface whose visible state changed: what an administrator reads back
         // in the journal when asking "what happened to the network at 14:02".
@@ -184,7 +203,14 @@ final class Daemon {
             ServiceManager.notify("STATUS=\(summary)")
             Log.info(summary)
         }
-        watches.reevaluate()
+    }
+
+    private func emit(_ member: String, _ arguments: (BusMessage) throws(BusError) -> Void) {
+        do {
+            try bus.emitSignal(path: Self.objectPath, interface: Self.interface, member: member, arguments)
+        } catch {
+            Log.warning("cannot send \(member): \(error)")
+        }
     }
 
     private func scheduleResync() {

@@ -12,6 +12,7 @@ final class ReachabilityService: BusObject {
         .property("PrimaryInterface", signature: "s", emitsChange: true),
         .property("State", signature: "s", emitsChange: true),
         .property("AvailableInterfaces", signature: "as", emitsChange: true),
+        .property("UnderlyingInterface", signature: "s", emitsChange: true),
         .property("Generation", signature: "t", emitsChange: true),
         .method("GetStatus", signature: "", result: "a{sv}", names: "status\0"),
         .method("ListInterfaces", signature: "", result: "a(issuas)", names: "interfaces\0"),
@@ -22,7 +23,11 @@ final class ReachabilityService: BusObject {
         .method("Watch", signature: "s", result: "o", names: "target\0watch\0"),
         .method("Unwatch", signature: "o", result: "", names: "watch\0"),
         .signal("Changed", signature: "ust", names: "flags\0primary_interface\0generation\0"),
+        .signal("InterfacesChanged", signature: "a(issuas)ast", names: "changed\0removed\0generation\0"),
     ])
+
+    /// The properties that make up the host's answer: they change together, with `Changed`.
+    static let hostProperties = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface"]
 
     /// The longest timeout a caller may ask of CheckHost: a check is not a way to hang a client.
     static let maximumTimeoutMilliseconds: UInt32 = 300_000
@@ -38,6 +43,7 @@ final class ReachabilityService: BusObject {
         case "PrimaryInterface": try reply.append(host.primaryInterface)
         case "State": try reply.append(host.state.rawValue)
         case "AvailableInterfaces": try reply.append(host.availableInterfaces)
+        case "UnderlyingInterface": try reply.append(host.underlyingInterface)
         case "Generation": try reply.append(daemon.observer.state.generation)
         default: throw BusError(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(name)")
         }
@@ -53,24 +59,13 @@ final class ReachabilityService: BusObject {
                 try Self.entry(reply, "State", "s") { message throws(BusError) in try message.append(snapshot.host.state.rawValue) }
                 try Self.entry(reply, "PrimaryInterface", "s") { message throws(BusError) in try message.append(snapshot.host.primaryInterface) }
                 try Self.entry(reply, "AvailableInterfaces", "as") { message throws(BusError) in try message.append(snapshot.host.availableInterfaces) }
+                try Self.entry(reply, "UnderlyingInterface", "s") { message throws(BusError) in try message.append(snapshot.host.underlyingInterface) }
                 try Self.entry(reply, "Generation", "t") { message throws(BusError) in try message.append(snapshot.generation) }
                 try reply.close()
             }
         case "ListInterfaces":
             let interfaces = daemon.observer.snapshot.interfaces
-            return .now { reply throws(BusError) in
-                try reply.open("a", "(issuas)")
-                for interface in interfaces {
-                    try reply.open("r", "issuas")
-                    try reply.append(interface.index)
-                    try reply.append(interface.name)
-                    try reply.append(interface.kind.rawValue)
-                    try reply.append(interface.flags.rawValue)
-                    try reply.append(interface.addresses.map(\.description))
-                    try reply.close()
-                }
-                try reply.close()
-            }
+            return .now { reply throws(BusError) in try Self.appendInterfaces(reply, interfaces) }
         case "CheckAddress":
             let target = try message.readString()
             let result = daemon.observer.check(address: target)
@@ -126,6 +121,21 @@ final class ReachabilityService: BusObject {
             }
         }
         return .later
+    }
+
+    /// `a(issuas)`: index, name, kind, flags, addresses; ListInterfaces and InterfacesChanged.
+    static func appendInterfaces(_ message: BusMessage, _ interfaces: [InterfaceStatus]) throws(BusError) {
+        try message.open("a", "(issuas)")
+        for interface in interfaces {
+            try message.open("r", "issuas")
+            try message.append(interface.index)
+            try message.append(interface.name)
+            try message.append(interface.kind.rawValue)
+            try message.append(interface.flags.rawValue)
+            try message.append(interface.addresses.map(\.description))
+            try message.close()
+        }
+        try message.close()
     }
 
     static func appendHostReply(_ reply: BusMessage, _ result: CheckResult) throws(BusError) {

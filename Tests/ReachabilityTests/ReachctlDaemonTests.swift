@@ -220,6 +220,8 @@ struct ReachctlDaemonTests {
                 case let .watch(eventPath, result):
                     #expect(eventPath == path)
                     watched = result
+                case .interfacesChanged:
+                    break
                 case .serviceLost:
                     Issue.record("reachd is still there")
                 }

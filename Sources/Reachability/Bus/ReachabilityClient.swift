@@ -43,6 +43,9 @@ public final class ReachabilityClient {
     public enum Event: Hashable, Sendable {
         /// The `Changed` signal: derived state changed and is now at `generation`.
         case changed(flags: ReachabilityFlags, primaryInterface: String, generation: UInt64)
+        /// The `InterfacesChanged` signal: an interface changed (the host's answer did not, or
+        /// `changed` came too) and derived state is now at `generation`.
+        case interfacesChanged(generation: UInt64)
         /// A watch of ours (`watch(_:)`) has a new answer.
         case watch(path: String, result: CheckResult)
         /// reachd left the bus (stopped or crashed), or the bus connection was lost. Its watches
@@ -98,6 +101,10 @@ public final class ReachabilityClient {
             case "AvailableInterfaces":
                 if let value = try Self.variant(message, "as", { m throws(BusError) in try m.readStringArray() }) {
                     host.availableInterfaces = value
+                }
+            case "UnderlyingInterface":
+                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
+                    host.underlyingInterface = value
                 }
             case "Generation":
                 if let value = try Self.variant(message, "t", { m throws(BusError) in try m.readUInt64() }) {
@@ -257,6 +264,16 @@ public final class ReachabilityClient {
             inbox.append(.changed(flags: ReachabilityFlags(rawValue: flags), primaryInterface: primary, generation: generation))
         })
         slots.append(try connection.addMatch(
+            "type='signal',sender='\(owner)',path='\(Self.objectPath)',interface='\(Self.interfaceName)',member='InterfacesChanged'"
+        ) { message in
+            // The generation is last, after the interfaces: the snapshot read that follows carries
+            // them, so only the generation is taken here.
+            guard (try? message.skip("a(issuas)")) != nil, (try? message.skip("as")) != nil,
+                let generation = try? message.readUInt64()
+            else { return }
+            inbox.append(.interfacesChanged(generation: generation))
+        })
+        slots.append(try connection.addMatch(
             "type='signal',sender='\(owner)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
                 + "path_namespace='\(Self.watchPathNamespace)',arg0='\(Self.watchInterfaceName)'"
         ) { message in
@@ -276,6 +293,8 @@ public final class ReachabilityClient {
             switch raw {
             case let .changed(flags, primary, generation):
                 events.append(.changed(flags: flags, primaryInterface: primary, generation: generation))
+            case let .interfacesChanged(generation):
+                events.append(.interfacesChanged(generation: generation))
             case .lost:
                 events.append(.serviceLost)
             case let .watch(path, properties, invalidated):
@@ -424,6 +443,7 @@ public final class ReachabilityClient {
     /// What a signal handler saw, before `dispatch()` makes events of it.
     enum RawEvent {
         case changed(flags: ReachabilityFlags, primaryInterface: String, generation: UInt64)
+        case interfacesChanged(generation: UInt64)
         case watch(path: String, properties: WatchProperties, invalidated: [String])
         case lost
     }

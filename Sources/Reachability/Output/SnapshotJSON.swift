@@ -21,13 +21,14 @@ extension InterfaceStatus {
 
 extension HostStatus {
     /// The host members shared by snapshots and changes, in documented order:
-    /// `flags`, `state`, `primaryInterface`, `availableInterfaces`.
+    /// `flags`, `state`, `primaryInterface`, `availableInterfaces`, `underlyingInterface`.
     var jsonMembers: [(String, JSONValue)] {
         [
             ("flags", flags.json),
             ("state", .string(state.rawValue)),
             ("primaryInterface", .string(primaryInterface)),
             ("availableInterfaces", .array(availableInterfaces.map(JSONValue.string))),
+            ("underlyingInterface", .string(underlyingInterface)),
         ]
     }
 }

@@ -2,7 +2,8 @@
 // never prints. Results have no trailing newline.
 
 /// One line saying how the host is connected, as sd-notify STATUS= and the status header use it:
-/// `online via wlan0 (wifi)`, `local, default route via eth0 (wired) not ready`, `offline`.
+/// `online via wlan0 (wifi)`, `online via wg0 (vpn) over wlan0 (wifi)`,
+/// `local, default route via eth0 (wired) not ready`, `offline`.
 ///
 /// `interfaces` supplies the primary link's kind; when the primary is not among them the kind is
 /// read from the host flags (`isWiFi` -> wifi, ...), and left out when they name none.
@@ -10,6 +11,10 @@ public func renderSummary(_ host: HostStatus, interfaces: [InterfaceStatus] = []
     guard !host.primaryInterface.isEmpty else { return host.state.rawValue }
     var via = host.primaryInterface
     if let kind = primaryKind(host, interfaces: interfaces) { via += " (\(kind.rawValue))" }
+    if !host.underlyingInterface.isEmpty {
+        via += " over \(host.underlyingInterface)"
+        if let kind = interfaces.first(where: { $0.name == host.underlyingInterface })?.kind { via += " (\(kind.rawValue))" }
+    }
     if host.state == .online { return "online via \(via)" }
     return "\(host.state.rawValue), default route via \(via) not ready"
 }

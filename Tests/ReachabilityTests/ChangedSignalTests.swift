@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+@testable import Reachability
+
+/// issue 8: `Changed` fires exactly once per change of the host's answer and never otherwise;
+/// interface-level changes have `InterfacesChanged`. Counted by busctl, a client that is not ours.
+@Suite(rootOnly)
+struct ChangedSignalTests {
+    typealias Scenario = DaemonBusTests.Scenario
+
+    static func count(_ member: String, _ signals: [DaemonHarness.Signal]) -> Int {
+        signals.filter { $0.path == DaemonHarness.objectPath && $0.member == member }.count
+    }
+
+    @Test func containerChurnAndAnIPv6LinkElsewhereSendNoChanged() async throws {
+        let scenario = try Scenario()
+        let harness = try DaemonHarness(scenario.ns)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        let monitor = try harness.monitor()
+
+        // What `docker run` does: a bridge with its subnet, a veth pair with one end enslaved.
+        try scenario.ns.ip("link add docker0 type bridge")
+        try scenario.ns.ip("addr add 172.17.0.1/16 dev docker0")
+        try scenario.ns.ip("link set docker0 up")
+        try scenario.ns.ip("link add vethc1 type veth peer name vethc1p")
+        try scenario.ns.ip("link set vethc1 master docker0")
+        try scenario.ns.ip("link set vethc1 up")
+        try scenario.ns.ip("link set vethc1p up")
+        // And a link with IPv6 on (link-local address, DAD) that carries no path of this host.
+        try scenario.ns.ip("link add lan1 type veth peer name lan1p")
+        try scenario.ns.ip("link set lan1p up")
+        try scenario.ns.ip("link set lan1 up")
+        try await monitor.wait(for: "InterfacesChanged for the new links") { signals in
+            signals.contains { $0.member == "InterfacesChanged" && "\($0.data)".contains("lan1") }
+        }
+        try scenario.ns.ip("link set lan1 mtu 1400")
+        try await Task.sleep(for: .milliseconds(1500))  // DAD of lan1's link-local address ends
+        let signals = monitor.signals
+        #expect(Self.count("Changed", signals) == 0, "\(signals.map(\.member))")
+        #expect(Self.count("InterfacesChanged", signals) >= 1)
+        // Generation moves with the interface changes, and PropertiesChanged says so, alone.
+        let properties = signals.filter { $0.path == DaemonHarness.objectPath }.compactMap(\.propertiesChanged)
+        #expect(properties.allSatisfy { Set($0.values.keys) == ["Generation"] }, "\(properties.map(\.values))")
+        monitor.stop()
+    }
+
+    @Test func carrierFlapWithIPv6ElsewhereIsExactlyTwoChanged() async throws {
+        let scenario = try Scenario()
+        // A second, local link: the host stays "local" (not "offline") while the uplink is out.
+        try scenario.ns.ip("link add lan2 type veth peer name lan2p")
+        try scenario.ns.ip("addr add 10.9.0.1/24 dev lan2")
+        try scenario.ns.ip("link set lan2p up")
+        try scenario.ns.ip("link set lan2 up")
+        let harness = try DaemonHarness(scenario.ns)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        let monitor = try harness.monitor()
+        try scenario.carrier(false)
+        // An IPv6 address on the other link: tentative, then DAD finishes during the outage.
+        try scenario.ns.ip("addr add 2001:db8:5::1/64 dev lan2")
+        try await monitor.wait(for: "Changed on carrier loss") { Self.count("Changed", $0) >= 1 }
+        try scenario.carrier(true)
+        try await monitor.wait(for: "Changed on carrier return") { Self.count("Changed", $0) >= 2 }
+        try await Task.sleep(for: .milliseconds(1500))  // lan2's DAD ends meanwhile
+        #expect(Self.count("InterfacesChanged", monitor.signals) >= 3, "up0 down, lan2's address, up0 up")
+        let changes = monitor.changes
+        #expect(changes.map(\.flags) == [DaemonBusTests.connectionRequired, DaemonBusTests.reachable], "\(changes)")
+        monitor.stop()
+    }
+
+    @Test func reachctlMonitorPrintsHostChangesOnlyUnlessAskedForInterfaces() async throws {
+        let scenario = try Scenario()
+        let harness = try DaemonHarness(scenario.ns)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        let hostOnly = try ReachctlProcess(["monitor", "--json", "--bus-address", harness.address])
+        let everything = try ReachctlProcess(["monitor", "--interfaces", "--json", "--bus-address", harness.address])
+        _ = try await hostOnly.waitForLines(1)
+        _ = try await everything.waitForLines(1)
+        try scenario.ns.ip("link add vethc2 type veth peer name vethc2p")
+        try scenario.ns.ip("link set vethc2p up")
+        try scenario.ns.ip("link set vethc2 up")
+        _ = try await everything.waitForLines(2)
+        try scenario.carrier(false)
+        let lines = try await hostOnly.waitForLines(2)
+        let second = try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: Any]
+        #expect(second?["state"] as? String == "offline")
+        #expect(second?["underlyingInterface"] as? String == "")
+        _ = try await everything.waitForLines(3)
+        #expect(hostOnly.terminate() == 0)
+        #expect(everything.terminate() == 0)
+        #expect(hostOnly.output.count == 2, "the veth appearing printed a line: \(hostOnly.output)")
+    }
+}
