@@ -55,7 +55,9 @@ extension NetworkState {
 
     /// Evaluates sending along `route` for an address of `family`.
     public func evaluate(route: Route, family: UInt8) -> PathEvaluation {
-        guard route.type == .unicast else { return .noRoute }
+        // Multicast and broadcast destinations leave through their link like unicast ones (the
+        // kernel answers them with such routes); blackhole, unreachable and prohibit never leave.
+        guard [.unicast, .multicast, .broadcast].contains(route.type) else { return .noRoute }
         let hop = route.nextHops.first { isReady($0.interfaceIndex) } ?? route.nextHops.first
         guard let hop, let index = hop.interfaceIndex, let entry = links[index] else { return .noRoute }
         var result = PathEvaluation(
