@@ -13,6 +13,8 @@ struct SyncMeasurement: Sendable {
     var links: Int
     /// Whether the extra pairs have IPv6 (a link-local address and an fe80::/64 route each).
     var ipv6: Bool
+    /// "" or "R rules, N routes" (the policy round).
+    var policy: String
     /// Interfaces and addresses the monitor's first snapshot holds (a check that it saw them all).
     var interfaces: Int
     var addresses: Int
@@ -34,6 +36,8 @@ struct FlapMeasurement: Sendable {
     var pairs: Int
     var links: Int
     var ipv6: Bool
+    /// "" or "R rules, N routes" (the policy round).
+    var policy: String
     var path: Path
     /// Carrier loss (peer set down): host reachable -> connectionRequired.
     var down: Summary
@@ -58,6 +62,8 @@ final class KernelBench {
     private(set) var pairsHaveIPv6 = false
 
     var links: Int { 2 * pairs + 3 }
+    /// What `installPolicy` added, for the report.
+    private(set) var policyLabel = ""
 
     init(mountSysfs: Bool) throws(BenchError) {
         namespace = try BenchNamespace()
@@ -133,6 +139,24 @@ final class KernelBench {
         note("reachbench: IPv6 on \(2 * pairs) pair ends in \(Format.milliseconds(monotonicNanoseconds() - start)) ms")
     }
 
+    /// Adds `rules` policy rules ahead of the main table's (none matches the flapped path or the
+    /// host's internet destination, so every route lookup walks them all) and `routes` /32 routes
+    /// spread over 100 tables. The kernel answers reachd's path lookups through all of them.
+    func installPolicy(rules: Int, routes: Int) throws(BenchError) {
+        guard rules > 0 || routes > 0 else { return }
+        let listener = try RawNetlink(in: namespace, groups: RawNetlink.groupsAll)
+        let start = monotonicNanoseconds()
+        var lines: [String] = []
+        for i in 0..<rules { lines.append("rule add pref \(1000 + i) to 172.\(16 + i / 256 % 16).\(i % 256).0/24 table \(100 + i % 100)") }
+        for i in 0..<routes { lines.append("route add 172.\(16 + i >> 16 & 15).\(i >> 8 & 255).\(i & 255)/32 via 192.0.2.1 dev up0 table \(100 + i % 100)") }
+        try namespace.batch(lines)
+        if !listener.waitForQuiet(quietMilliseconds: 300, limitMilliseconds: 20_000) {
+            note("reachbench: the namespace did not go quiet within 20 s; measuring anyway")
+        }
+        policyLabel = "\(rules) rules, \(routes) routes"
+        note("reachbench: \(policyLabel) added in \(Format.milliseconds(monotonicNanoseconds() - start)) ms")
+    }
+
     /// Deletes the extra pairs a link group (100 pairs) at a time. Deleting the namespace with
     /// thousands of links in it makes the kernel hold the global RTNL lock for seconds in one go
     /// (every other netlink user on the machine stalls meanwhile); one link at a time takes tens
@@ -173,7 +197,7 @@ final class KernelBench {
             monitor.stop()
         }
         return SyncMeasurement(
-            pairs: pairs, links: links, ipv6: pairsHaveIPv6, interfaces: interfaces, addresses: addresses,
+            pairs: pairs, links: links, ipv6: pairsHaveIPv6, policy: policyLabel, interfaces: interfaces, addresses: addresses,
             sync: Summary(samples), before: before, alive: alive)
     }
 
@@ -201,7 +225,7 @@ final class KernelBench {
             }
         }
         return FlapMeasurement(
-            pairs: pairs, links: links, ipv6: pairsHaveIPv6, path: .floor,
+            pairs: pairs, links: links, ipv6: pairsHaveIPv6, policy: policyLabel, path: .floor,
             down: Summary(down), up: Summary(up), all: Summary(down + up), updatesPerTransitionTimes100: nil)
     }
 
@@ -259,7 +283,7 @@ final class KernelBench {
             }
         }
         return FlapMeasurement(
-            pairs: pairs, links: links, ipv6: pairsHaveIPv6, path: .monitor,
+            pairs: pairs, links: links, ipv6: pairsHaveIPv6, policy: policyLabel, path: .monitor,
             down: Summary(down), up: Summary(up), all: Summary(down + up),
             updatesPerTransitionTimes100: changes * 100 / max(1, down.count + up.count))
     }

@@ -19,6 +19,10 @@ struct Options: Sendable {
     var kernel = true
     /// After the sizes, enable IPv6 on the largest size's pairs and measure again.
     var ipv6Round = true
+    /// The policy round: this many `ip rule`s and routes in other tables, then the largest size
+    /// measured again (per-event cost with a big FIB; the host path asks the kernel each batch).
+    var policyRules = 1000
+    var policyRoutes = 10000
     /// The Engine in-process.
     var engine = true
     /// Address checks, host checks against a DNS black hole and dnsmasq, getent for comparison.
@@ -45,7 +49,7 @@ struct Options: Sendable {
         usage: reachbench [--json] [--quick] [--only GROUP,...] [--checks] [--no-checks] [--bus] [--no-bus]
                           [--flaps N] [--warmup N] [--sync-reps N]
                           [--pairs A,B,...] [--engine-links A,B,...] [--engine-iterations N]
-                          [--no-ipv6-round] [--no-sysfs] [--engine-only]
+                          [--no-ipv6-round] [--policy RULES,ROUTES] [--no-sysfs] [--engine-only]
                           [--check-samples N] [--blackhole-reps N] [--concurrent N] [--deadline MS] [--shared-deadline]
                           [--getent-runs N] [--bus-calls N] [--reachd PATH]
 
@@ -77,6 +81,10 @@ struct Options: Sendable {
           --engine-iterations N  apply() calls per engine measurement (default 20000)
           --no-ipv6-round        skip the last round (the largest size again, with IPv6
                                  link-local addresses on every extra pair end)
+          --policy RULES,ROUTES  before the IPv6 round, add this many ip rules (none matching
+                                 the flapped path, all traversed by every lookup) and routes in
+                                 100 other tables, and measure the largest size again
+                                 (default 1000,10000; 0,0 skips; --quick skips)
           --no-sysfs             give the monitor an empty sysfs root instead of mounting the
                                  namespace's sysfs
           --engine-only          only the in-process Engine measurements (no root needed);
@@ -102,6 +110,8 @@ struct Options: Sendable {
             options.warmup = 5
             options.syncRepetitions = 2
             options.pairSizes = [10, 200]
+            options.policyRules = 0
+            options.policyRoutes = 0
             options.engineIterations = 2000
             options.checks = false
             options.bus = false
@@ -143,6 +153,10 @@ struct Options: Sendable {
             case "--engine-iterations": options.engineIterations = try count(argument, minimum: 2)
             case "--no-sysfs": options.sysfs = false
             case "--no-ipv6-round": options.ipv6Round = false
+            case "--policy":
+                let numbers = try counts(argument, minimum: 0)
+                guard numbers.count == 2 else { throw BenchError("--policy takes RULES,ROUTES, e.g. 1000,10000; got \(numbers)") }
+                (options.policyRules, options.policyRoutes) = (numbers[0], numbers[1])
             case "--engine-only":
                 options.kernel = false
                 options.checks = false

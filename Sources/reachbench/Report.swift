@@ -71,7 +71,7 @@ enum Report {
             for flap in results.flaps {
                 for (transition, summary) in [("down", flap.down), ("up", flap.up), ("both", flap.all)] {
                     rows.append([
-                        "\(flap.pairs)", "\(flap.links)", flap.ipv6 ? "yes" : "no", flap.path.rawValue, transition, "\(summary.count)",
+                        "\(flap.pairs)", "\(flap.links)", (flap.ipv6 ? "yes" : "no") + (flap.policy.isEmpty ? "" : "; \(flap.policy)"), flap.path.rawValue, transition, "\(summary.count)",
                         Format.microseconds(summary.median), Format.microseconds(summary.p99),
                         Format.microseconds(summary.max),
                     ])
@@ -96,7 +96,7 @@ enum Report {
             var rows: [[String]] = []
             for sync in results.syncs {
                 rows.append([
-                    "\(sync.pairs)", "\(sync.links)", sync.ipv6 ? "yes" : "no", "\(sync.interfaces)", "\(sync.addresses)", "\(sync.sync.count)",
+                    "\(sync.pairs)", "\(sync.links)", (sync.ipv6 ? "yes" : "no") + (sync.policy.isEmpty ? "" : "; \(sync.policy)"), "\(sync.interfaces)", "\(sync.addresses)", "\(sync.sync.count)",
                     Format.milliseconds(sync.sync.median), Format.milliseconds(sync.sync.min),
                     Format.milliseconds(sync.sync.max),
                     Format.mebibytes(sync.before.residentKiB), Format.mebibytes(sync.alive.residentKiB),
@@ -294,6 +294,7 @@ enum Report {
                 var members: [(String, JSONValue)] = [
                     ("pairs", .int(Int64(flap.pairs))), ("links", .int(Int64(flap.links))),
                     ("pairsIPv6", .bool(flap.ipv6)),
+                    ("policy", .string(flap.policy)),
                     ("path", .string(flap.path == .floor ? "netlinkFloor" : "monitorUpdates")),
                     ("down", summary(flap.down)), ("up", summary(flap.up)), ("all", summary(flap.all)),
                 ]
@@ -306,6 +307,7 @@ enum Report {
                 .object([
                     ("pairs", .int(Int64(sync.pairs))), ("links", .int(Int64(sync.links))),
                     ("pairsIPv6", .bool(sync.ipv6)),
+                    ("policy", .string(sync.policy)),
                     ("interfaces", .int(Int64(sync.interfaces))), ("addresses", .int(Int64(sync.addresses))),
                     ("sync", summary(sync.sync)), ("memoryBefore", memory(sync.before)),
                     ("memoryAlive", memory(sync.alive)),

@@ -32,6 +32,10 @@ func runBenchmarks(_ options: Options) async throws -> Results {
             try kernel.grow(to: pairs)
             try await measureRound(kernel, options, into: &results)
         }
+        if options.policyRules > 0 || options.policyRoutes > 0 {
+            try kernel.installPolicy(rules: options.policyRules, routes: options.policyRoutes)
+            try await measureRound(kernel, options, into: &results)
+        }
         if options.ipv6Round, kernel.pairs > 0 {
             try kernel.enableIPv6OnPairs()
             try await measureRound(kernel, options, into: &results)
