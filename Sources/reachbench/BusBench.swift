@@ -38,6 +38,9 @@ struct BusMeasurement: Sendable {
     var flaps: [BusFlapPath] = []
     /// Changed signals received per transition, x100.
     var signalsPerTransitionTimes100 = 0
+    /// GLib's GNetworkMonitor (its netlink backend) `network-changed` signals per transition,
+    /// x100; nil when python3-gi is not installed.
+    var glibSignalsPerTransitionTimes100: Int?
     var calls: [BusCallMeasurement] = []
     /// How reachd ended on SIGTERM.
     var exit = ""
@@ -109,7 +112,7 @@ enum BusBench {
         (result.idle, result.idleTimeslices, result.idleContextSwitches) = idleUsage(daemon.pid, window: result.idleWindowSeconds)
 
         note("reachbench: bus: \(options.flaps) flaps: netlink floor, ip monitor and reachd's Changed on the same flaps")
-        (result.flaps, result.signalsPerTransitionTimes100) = try measureFlaps(
+        (result.flaps, result.signalsPerTransitionTimes100, result.glibSignalsPerTransitionTimes100) = try measureFlaps(
             network, address: address, flaps: options.flaps, warmup: options.warmup)
         guard daemon.isRunning else { throw failure("reachd ended during the flaps") }
 
@@ -178,13 +181,26 @@ enum BusBench {
         var total = 0
     }
 
-    /// Flaps the uplink's peer and times, for each transition, three observers from just before
+    /// GLib's own network monitor in a Python child: one line per `network-changed` signal.
+    static let glibMonitorScript = """
+        import gi
+        gi.require_version("Gio", "2.0")
+        from gi.repository import Gio, GLib
+        monitor = Gio.NetworkMonitor.get_default()
+        monitor.connect("network-changed", lambda m, available: print("changed", int(available), flush=True))
+        print("ready", type(monitor).__name__, flush=True)
+        GLib.MainLoop().run()
+        """
+
+    /// Flaps the uplink's peer and times, for each transition, four observers from just before
     /// the sendmsg: a bare netlink socket in the client namespace, an `ip -n CLIENT monitor link`
-    /// child (its line on our pipe), and the Changed signal from reachd at a bus connection of
-    /// ours. One thread polls all three and stamps each when it has it in hand.
+    /// child (its line on our pipe), the Changed signal from reachd at a bus connection of ours,
+    /// and GLib's GNetworkMonitor in a Python child (its first `network-changed` line; GLib's
+    /// netlink backend says "available" even after carrier loss, so any signal counts). One
+    /// thread polls them all and stamps each when it has it in hand.
     static func measureFlaps(
         _ network: ServiceNetwork, address: String, flaps: Int, warmup: Int
-    ) throws -> ([BusFlapPath], Int) {
+    ) throws -> ([BusFlapPath], Int, Int?) {
         let subscriber = try BusConnection(.address(address), description: "reachbench-subscriber")
         let signals = SignalLog()
         let match = try subscriber.addMatch(
@@ -201,19 +217,35 @@ enum BusBench {
         defer { monitor.stop() }
         var lines = LineReader(fd: monitor.output!)
         let floor = try RawNetlink(in: network.client, groups: RawNetlink.groupLink)
+        let glib = try? ChildProcess(
+            network.client.ipTool, ["netns", "exec", network.client.name, "/usr/bin/python3", "-c", glibMonitorScript],
+            pipeOutput: true, logFile: network.file("glib-monitor.log"))
+        defer { glib?.stop() }
+        var glibLines = glib.map { LineReader(fd: $0.output!) }
+        var glibReady = false
+        for _ in 0..<50 where glib != nil && !glibReady {
+            sleepMilliseconds(100)
+            glibReady = glibLines?.availableLines()?.contains { $0.hasPrefix("ready") } ?? false
+        }
+        if !glibReady { note("reachbench: bus: GLib's network monitor did not start (python3-gi missing?); measuring without it") }
         sleepMilliseconds(300)  // ip monitor subscribes
 
-        var samples: [[UInt64]] = [[], [], [], [], [], []]  // floor, ip monitor, bus; down then up
+        // floor, ip monitor, bus, GLib; down then up
+        var samples: [[UInt64]] = Array(repeating: [], count: 8)
         var signalCount = 0
+        var glibSignalCount = 0
         for flap in 0..<(warmup + flaps) {
             for goingUp in [false, true] {
                 floor.drain()
                 _ = lines.availableLines()
+                _ = glibLines?.availableLines()
                 while try subscriber.process() {}
                 signals.entries.removeAll()
                 let before = signals.total
 
-                var times: [UInt64?] = [nil, nil, nil]
+                // GLib is waited for only when it runs; its extra signals for one transition
+                // arrive together, so all are counted before the next flap.
+                var times: [UInt64?] = [nil, nil, nil, glibReady ? nil : 0]
                 let start = monotonicNanoseconds()
                 try network.flapper.setAdminState(index: network.peer, up: goingUp)
                 while times.contains(where: { $0 == nil }) {
@@ -225,15 +257,16 @@ enum BusBench {
                     guard times.contains(where: { $0 == nil }) else { break }
                     let now = monotonicNanoseconds()
                     guard now - start < 3_000_000_000 else {
-                        let missing = zip(["netlink floor", "ip monitor", "reachd Changed"], times).filter { $0.1 == nil }.map(\.0)
+                        let missing = zip(["netlink floor", "ip monitor", "reachd Changed", "GLib network-changed"], times).filter { $0.1 == nil }.map(\.0)
                         throw BenchError("bus flaps: no \(missing.joined(separator: ", ")) within 3 s of setting up0s \(goingUp ? "up" : "down") (flap \(flap))")
                     }
                     var fds = [
                         pollfd(fd: times[0] == nil ? floor.fd : -1, events: Int16(POLLIN), revents: 0),
                         pollfd(fd: times[1] == nil ? monitor.output! : -1, events: Int16(POLLIN), revents: 0),
                         pollfd(fd: subscriber.fileDescriptor, events: Int16(POLLIN), revents: 0),
+                        pollfd(fd: times[3] == nil ? glib!.output! : -1, events: Int16(POLLIN), revents: 0),
                     ]
-                    _ = poll(&fds, 3, 100)
+                    _ = poll(&fds, 4, 100)
                     if fds[0].revents != 0, floor.takeOperState(index: network.uplink, up: goingUp) {
                         times[0] = monotonicNanoseconds() - start
                     }
@@ -243,20 +276,32 @@ enum BusBench {
                             times[1] = monotonicNanoseconds() - start
                         }
                     }
+                    if fds[3].revents != 0, let printed = glibLines?.availableLines(), printed.contains(where: { $0.hasPrefix("changed") }) {
+                        times[3] = monotonicNanoseconds() - start
+                        glibSignalCount += flap >= warmup ? printed.count { $0.hasPrefix("changed") } : 0
+                    }
                 }
                 try network.flapper.readAck()
+                if glibReady {
+                    // GLib's later signals for this transition (it sends several).
+                    sleepMilliseconds(50)
+                    if flap >= warmup { glibSignalCount += glibLines?.availableLines()?.count { $0.hasPrefix("changed") } ?? 0 }
+                }
                 if flap >= warmup {
-                    for (path, time) in times.enumerated() { samples[path * 2 + (goingUp ? 1 : 0)].append(time!) }
+                    for (path, time) in times.enumerated() where path < 3 || glibReady {
+                        samples[path * 2 + (goingUp ? 1 : 0)].append(time!)
+                    }
                     signalCount += signals.total - before
                 }
             }
         }
-        let paths = ["netlink floor", "ip monitor link", "reachd Changed signal"].enumerated().map { index, name in
+        let names = ["netlink floor", "ip monitor link", "reachd Changed signal"] + (glibReady ? ["GLib GNetworkMonitor (netlink)"] : [])
+        let paths = names.enumerated().map { index, name in
             BusFlapPath(
                 path: name, down: Summary(samples[index * 2]), up: Summary(samples[index * 2 + 1]),
                 all: Summary(samples[index * 2] + samples[index * 2 + 1]))
         }
-        return (paths, signalCount * 100 / max(1, 2 * flaps))
+        return (paths, signalCount * 100 / max(1, 2 * flaps), glibReady ? glibSignalCount * 100 / max(1, 2 * flaps) : nil)
     }
 
     /// Changed(u flags, ...) with the flags the transition leads to.

@@ -224,7 +224,7 @@ enum Report {
         var out: [String] = []
         out.append("8. reachd on a private D-Bus (\(bus.reachd))")
         out.append("   start to first GetStatus answer: \(Format.milliseconds(bus.startup)) ms")
-        out.append("   a. carrier flap (up0s in the server namespace) -> observer, same flaps for all three (us)")
+        out.append("   a. carrier flap (up0s in the server namespace) -> observer, the same flaps for each (us)")
         var rows: [[String]] = []
         for path in bus.flaps {
             for (transition, summary) in [("down", path.down), ("up", path.up), ("both", path.all)] {
@@ -234,6 +234,9 @@ enum Report {
         out.append(Format.table(["observer", "change", "n", "median", "p99", "max"], rows, leftColumns: 2))
         let per = bus.signalsPerTransitionTimes100
         out.append("   Changed signals per transition: \(per / 100).\(per % 100 < 10 ? "0" : "")\(per % 100)")
+        if let glib = bus.glibSignalsPerTransitionTimes100 {
+            out.append("   GLib network-changed signals per transition: \(glib / 100).\(glib % 100 < 10 ? "0" : "")\(glib % 100)")
+        }
         out.append("   c. method call round trips, synchronous sd_bus_call (us)")
         out.append(Format.table(["call", "n", "median", "p99", "max"], bus.calls.map { [$0.member] + row($0.summary) }))
         func memory(_ usage: ProcessUsage) -> String {
@@ -377,6 +380,7 @@ enum Report {
                         ])
                     })),
                     ("signalsPerTransitionTimes100", .int(Int64(bus.signalsPerTransitionTimes100))),
+                    ("glibSignalsPerTransitionTimes100", bus.glibSignalsPerTransitionTimes100.map { .int(Int64($0)) } ?? .null),
                     ("calls", .array(bus.calls.map { .object([("member", .string($0.member)), ("call", summary($0.summary))]) })),
                     ("idle", usage(bus.idle)), ("idleWindowSeconds", .int(Int64(bus.idleWindowSeconds))),
                     ("idleTimeslices", .uint(bus.idleTimeslices)), ("idleContextSwitches", .uint(bus.idleContextSwitches)),
