@@ -32,9 +32,10 @@ struct CheckCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "How long a host name may take to resolve: 500ms, 2s, 1m, or seconds.", valueName: "duration"),
+            "How long a host name may take to resolve: 500ms, 2s, 1m, or seconds (default: DefaultTimeout= of reachd.conf, 5s unless configured).",
+            valueName: "duration"),
         transform: parseDurationArgument)
-    var timeout: Duration = .seconds(5)
+    var timeout: Duration?
 
     @OptionGroup var options: CommonOptions
 

@@ -85,7 +85,7 @@ final class DaemonSource: ReachabilitySource {
         try await worker.perform { try $0.client.snapshot() }
     }
 
-    func check(_ target: String, timeout: Duration) async throws -> CheckResult {
+    func check(_ target: String, timeout: Duration?) async throws -> CheckResult {
         try await worker.perform { try $0.client.check(target, timeout: timeout) }
     }
 

@@ -29,6 +29,13 @@ struct CommonOptions: ParsableArguments {
     var busAddress: String?
 
     @Option(
+        name: .customLong("config-dir"),
+        help: ArgumentHelp(
+            "When answering in-process, read DIR/reachd.conf and DIR/reachd.conf.d/*.conf instead of /etc/reachd, as `reachd --config-dir` does: interface rules, priorities, metered links and the default DNS deadline apply, so the answer is reachd's. Repeatable, later directories win. reachd itself answers with its own configuration.",
+            valueName: "dir"))
+    var configDirectories: [String] = []
+
+    @Option(
         name: .customLong("sysfs-root"),
         help: ArgumentHelp(
             "Read device facts from this directory instead of /sys (for tests with a fake tree).",
@@ -49,12 +56,27 @@ struct CommonOptions: ParsableArguments {
         }
     }
 
-    /// The monitor settings these options ask for.
-    func configuration() throws -> MonitorConfiguration {
+    /// The configuration reachd would read (`/etc/reachd`, or `--config-dir`). A bad one is
+    /// refused as reachd refuses it, every error as FILE:LINE: [Section] Key: message (exit 2).
+    func settings() throws -> Configuration {
+        switch Configuration.load(directories: configDirectories.isEmpty ? Configuration.defaultDirectories : configDirectories) {
+        case let .success(configuration):
+            return configuration
+        case let .failure(errors):
+            for error in errors.errors { Terminal.write("reachctl: \(error.description)\n", to: STDERR_FILENO) }
+            Terminal.write("reachctl: configuration rejected: \(errors.errors.count) error(s)\n", to: STDERR_FILENO)
+            throw ExitStatus.error.exitCode
+        }
+    }
+
+    /// The in-process source these options ask for, with the configuration reachd would use.
+    func inProcessSource() throws -> InProcessSource {
+        let settings = try settings()
         var configuration = MonitorConfiguration()
+        settings.apply(to: &configuration)
         if let sysfsRoot { configuration.sysfsRoot = sysfsRoot }
         if let netns { configuration.namespacePath = try Self.namespacePath(for: netns) }
-        return configuration
+        return try InProcessSource(configuration: configuration, defaultTimeout: settings.defaultTimeout)
     }
 
     /// The environment variable naming a bus address, like `--bus-address`.
@@ -79,7 +101,7 @@ struct CommonOptions: ParsableArguments {
     /// a missing reachd an error (exit 2); `--netns` (and `--sysfs-root`) answer in-process
     /// without asking reachd.
     func openSource(probeTimeout: Duration = CommonOptions.probeTimeout) throws -> any ReachabilitySource {
-        if answersInProcess { return try InProcessSource(configuration: configuration()) }
+        if answersInProcess { return try inProcessSource() }
         do {
             return try DaemonSource.open(bus, probeTimeout: probeTimeout)
         } catch {
@@ -88,7 +110,7 @@ struct CommonOptions: ParsableArguments {
                 throw ExitStatus.error.exitCode
             }
             Terminal.write("reachctl: reachd is not running (\(error.reason)); answering in-process\n", to: STDERR_FILENO)
-            return try InProcessSource(configuration: configuration())
+            return try inProcessSource()
         }
     }
 

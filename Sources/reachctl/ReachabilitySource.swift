@@ -9,8 +9,9 @@ protocol ReachabilitySource: Sendable {
     func snapshot() async throws -> ReachabilitySnapshot
     /// The current snapshot, then every change, until `stop()`.
     func updates() async throws -> AsyncStream<ReachabilityUpdate>
-    /// Checks an address (at once) or a host name (within `timeout`).
-    func check(_ target: String, timeout: Duration) async throws -> CheckResult
+    /// Checks an address (at once) or a host name (within `timeout`; nil: the configured
+    /// DefaultTimeout= of reachd.conf, reachd's own when reachd answers).
+    func check(_ target: String, timeout: Duration?) async throws -> CheckResult
     /// The answer for each of `targets` as soon as it is known, then again whenever the network
     /// changes, until `stop()`. An answer may repeat; callers drop repeats. An invalid target
     /// answers once with reason `invalidTarget`.
@@ -22,15 +23,19 @@ protocol ReachabilitySource: Sendable {
 /// The library's own monitor, watching the kernel from inside this process.
 struct InProcessSource: ReachabilitySource {
     let monitor: ReachabilityMonitor
+    /// How long a host name may take when the caller names no timeout: DefaultTimeout= of the
+    /// configuration reachd would read, so both answer the same.
+    let defaultTimeout: Duration
 
-    init(configuration: MonitorConfiguration) throws {
+    init(configuration: MonitorConfiguration, defaultTimeout: Duration) throws {
         monitor = try ReachabilityMonitor(configuration: configuration)
+        self.defaultTimeout = defaultTimeout
     }
 
     func snapshot() -> ReachabilitySnapshot { monitor.snapshot }
     func updates() -> AsyncStream<ReachabilityUpdate> { monitor.updates() }
-    func check(_ target: String, timeout: Duration) async throws -> CheckResult {
-        try await monitor.check(target, timeout: timeout)
+    func check(_ target: String, timeout: Duration?) async throws -> CheckResult {
+        try await monitor.check(target, timeout: timeout ?? defaultTimeout)
     }
     func stop() { monitor.stop() }
 
@@ -40,6 +45,7 @@ struct InProcessSource: ReachabilitySource {
     func answers(for targets: [String]) -> AsyncStream<TargetAnswer> {
         let (stream, continuation) = AsyncStream.makeStream(of: TargetAnswer.self)
         let monitor = self.monitor
+        let hostTimeout = defaultTimeout
         let updates = monitor.updates()
         let addresses = targets.filter(AddressTarget.looksLikeAddress)
         let hosts = targets.filter { !AddressTarget.looksLikeAddress($0) }
@@ -51,7 +57,7 @@ struct InProcessSource: ReachabilitySource {
                     triggers.append(pull)
                     group.addTask {
                         for await generation in trigger {
-                            guard let result = try? await monitor.check(host, timeout: Self.hostTimeout) else { continue }
+                            guard let result = try? await monitor.check(host, timeout: hostTimeout) else { continue }
                             continuation.yield(TargetAnswer(result: result, generation: generation))
                         }
                     }
@@ -73,9 +79,6 @@ struct InProcessSource: ReachabilitySource {
         continuation.onTermination = { _ in task.cancel() }
         return stream
     }
-
-    /// How long a host name watched by `answers(for:)` may take to resolve (reachd's default).
-    static let hostTimeout: Duration = .seconds(5)
 }
 
 /// One answer for a watched target (`reachctl monitor TARGET`, `reachctl wait --target`).

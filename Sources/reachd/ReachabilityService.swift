@@ -16,10 +16,10 @@ final class ReachabilityService: BusObject {
         .property("Generation", signature: "t", emitsChange: true),
         .method("GetStatus", signature: "", result: "a{sv}", names: "status\0"),
         .method("ListInterfaces", signature: "", result: "a(issuas)", names: "interfaces\0"),
-        .method("CheckAddress", signature: "s", result: "uss", names: "address\0flags\0interface\0reason\0"),
+        .method("CheckAddress", signature: "s", result: "ussa{sv}", names: "address\0flags\0interface\0reason\0details\0"),
         .method(
-            "CheckHost", signature: "su", result: "usass",
-            names: "host\0timeout_ms\0flags\0interface\0addresses\0reason\0"),
+            "CheckHost", signature: "su", result: "usassa{sv}",
+            names: "host\0timeout_ms\0flags\0interface\0addresses\0reason\0details\0"),
         .method("Watch", signature: "s", result: "o", names: "target\0watch\0"),
         .method("Unwatch", signature: "o", result: "", names: "watch\0"),
         .signal("Changed", signature: "ust", names: "flags\0primary_interface\0generation\0"),
@@ -74,6 +74,7 @@ final class ReachabilityService: BusObject {
                 try reply.append(result.flags.rawValue)
                 try reply.append(result.interface)
                 try reply.append(result.reason?.rawValue ?? "")
+                try Self.appendDetails(reply, result)
             }
         case "CheckHost":
             return try checkHost(message)
@@ -143,6 +144,24 @@ final class ReachabilityService: BusObject {
         try reply.append(result.interface)
         try reply.append(result.addresses.map(\.description))
         try reply.append(result.reason?.rawValue ?? "")
+        try appendDetails(reply, result)
+    }
+
+    /// The trailing `a{sv}` of the check replies: what the verdict rests on, so an answer through
+    /// reachd carries what the in-process one does. Keys are left out when unknown: "Gateway" s
+    /// (the next hop), "Source" s (the source address the kernel would use), "Message" s.
+    static func appendDetails(_ reply: BusMessage, _ result: CheckResult) throws(BusError) {
+        try reply.open("a", "{sv}")
+        if let gateway = result.gateway {
+            try entry(reply, "Gateway", "s") { message throws(BusError) in try message.append(gateway.description) }
+        }
+        if let source = result.source {
+            try entry(reply, "Source", "s") { message throws(BusError) in try message.append(source.description) }
+        }
+        if let text = result.message {
+            try entry(reply, "Message", "s") { message throws(BusError) in try message.append(text) }
+        }
+        try reply.close()
     }
 
     private static func entry(

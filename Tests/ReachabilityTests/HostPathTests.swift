@@ -42,6 +42,13 @@ struct HostPathTests {
         // The address check of an internet address agrees with the host.
         #expect(monitor.check(address: "203.0.113.7").interface == "tun0")
         #expect(monitor.check(address: "0.0.0.0").interface == "tun0")
+        // And reachctl says so, as a user reads it.
+        let text = try reachctl(["status", "--netns", ns.name])
+        #expect(text.stdout.contains("State: online via tun0 (vpn) over up0"), "\(text.stdout)")
+        let json = try reachctl(["status", "--json", "--netns", ns.name]).json()
+        #expect(json["primaryInterface"] as? String == "tun0")
+        #expect(json["underlyingInterface"] as? String == "up0")
+        #expect((json["flags"] as? [String])?.contains("isVPN") == true)
 
         try ns.ip("route del 0.0.0.0/1 dev tun0")
         try ns.ip("route del 128.0.0.0/1 dev tun0")

@@ -170,16 +170,36 @@ public final class ReachabilityClient {
         result.flags = ReachabilityFlags(rawValue: try message.readUInt32())
         result.interface = try message.readString()
         result.reason = Reason(rawValue: try message.readString())
+        try Self.readDetails(message, into: &result)
         return result
+    }
+
+    /// The trailing `a{sv}` of the check replies (absent from older reachd versions): gateway,
+    /// source address and message. Unknown keys are skipped.
+    static func readDetails(_ message: BusMessage, into result: inout CheckResult) throws(BusError) {
+        guard try message.enter("a", "{sv}") else { return }
+        while try message.enter("e", "sv") {
+            let key = try message.readString()
+            let value = try variant(message, "s") { m throws(BusError) in try m.readString() }
+            switch key {
+            case "Gateway": result.gateway = value.flatMap(IPAddress.init)
+            case "Source": result.source = value.flatMap(IPAddress.init)
+            case "Message": result.message = value
+            default: break
+            }
+            try message.exit()
+        }
+        try message.exit()
     }
 
     /// `CheckHost`: resolves `host` within `timeout` (clamped to `maximumCheckTimeout`) and
     /// checks its addresses; an address is checked at once. The call waits `timeout` plus
     /// `checkCallMargin`. An invalid name is an answer with reason `invalidTarget`.
-    public func checkHost(_ host: String, timeout: Duration = .seconds(5)) throws(BusError) -> CheckResult {
-        let bounded = min(max(timeout, .milliseconds(1)), Self.maximumCheckTimeout)
+    /// A nil `timeout` asks for reachd's configured default (`timeout_ms` 0).
+    public func checkHost(_ host: String, timeout: Duration? = .seconds(5)) throws(BusError) -> CheckResult {
+        let bounded = min(max(timeout ?? Self.maximumCheckTimeout, .milliseconds(1)), Self.maximumCheckTimeout)
         let (seconds, attoseconds) = bounded.components
-        let milliseconds = UInt32(clamping: max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000))
+        let milliseconds = timeout == nil ? 0 : UInt32(clamping: max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000))
         let reply: OwnedBusMessage
         do {
             reply = try call("CheckHost", timeout: bounded + Self.checkCallMargin) { message throws(BusError) in
@@ -195,11 +215,12 @@ public final class ReachabilityClient {
         result.interface = try message.readString()
         result.addresses = try message.readStringArray().compactMap { IPAddress($0) }
         result.reason = Reason(rawValue: try message.readString())
+        try Self.readDetails(message, into: &result)
         return result
     }
 
-    /// An address with `checkAddress`, anything else with `checkHost`.
-    public func check(_ target: String, timeout: Duration = .seconds(5)) throws(BusError) -> CheckResult {
+    /// An address with `checkAddress`, anything else with `checkHost` (nil `timeout`: reachd's default).
+    public func check(_ target: String, timeout: Duration? = .seconds(5)) throws(BusError) -> CheckResult {
         AddressTarget.looksLikeAddress(target) ? try checkAddress(target) : try checkHost(target, timeout: timeout)
     }
 
