@@ -57,7 +57,13 @@ final class Daemon {
         self.options = options
         self.configuration = configuration
         loop = try EventLoop()
-        observer = try NetworkObserver(configuration: Self.monitorConfiguration(options, configuration))
+        var monitor = Self.monitorConfiguration(options, configuration)
+        switch ServiceManager.listenedNetlinkSocket() {
+        case let .success(fd): monitor.monitorSocket = fd
+        case let .failure(error): Log.warning("\(error); opening a netlink socket of its own")
+        }
+        observer = try NetworkObserver(configuration: monitor)
+        Log.info(Self.bufferReport(observer.netlinkReceiveBufferBytes, asked: Int(monitor.receiveBufferBytes), adopted: monitor.monitorSocket != nil))
         resolverOptions = Self.resolverOptions(options, configuration)
         hostChecks = makeHostChecks(resolverOptions)
         if let namespace = options.namespace {
@@ -70,6 +76,15 @@ final class Daemon {
         HostChecks(options: options, failure: nil) { [unowned self] addresses, target in
             self.observer.evaluate(addresses: addresses, target: target)
         }
+    }
+
+    /// One line for the journal: how big the netlink receive buffer is, and why.
+    static func bufferReport(_ granted: Int, asked: Int, adopted: Bool) -> String {
+        let size = "netlink: receive buffer \(granted / 1024) KiB"
+        if adopted { return size + " (socket from reachd.socket, sized by systemd)" }
+        // The kernel reports twice what it granted; less than twice the request means clamped.
+        if granted >= 2 * asked { return size + " (own socket, SO_RCVBUFFORCE)" }
+        return size + " (own socket, clamped to net.core.rmem_max: start reachd through reachd.socket for a larger one)"
     }
 
     static func monitorConfiguration(_ options: Options, _ configuration: Configuration) -> MonitorConfiguration {

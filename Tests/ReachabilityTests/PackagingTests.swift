@@ -131,6 +131,9 @@ private struct PackagingRoot {
         let unit = path + "/usr/lib/systemd/system/reachd.service"
         try? FileManager.default.removeItem(atPath: unit)
         try text.write(toFile: unit, atomically: true, encoding: .utf8)
+        let socket = path + "/usr/lib/systemd/system/reachd.socket"
+        try? FileManager.default.removeItem(atPath: socket)
+        try FileManager.default.copyItem(atPath: packaging + "/reachd.socket", toPath: socket)
         var environment = ProcessInfo.processInfo.environment
         environment["MANPATH"] = path + "/man"
         return try await execute(
@@ -666,7 +669,7 @@ private let packageTestsEnabled = ProcessInfo.processInfo.environment["REACHD_PA
 private let expectedPackageContents: Set<String> = [
     "etc/", "etc/reachd/", "etc/reachd/reachd.conf", "etc/reachd/reachd.conf.d/",
     "usr/", "usr/bin/", "usr/bin/reachctl", "usr/sbin/", "usr/sbin/reachd",
-    "usr/lib/", "usr/lib/systemd/", "usr/lib/systemd/system/", "usr/lib/systemd/system/reachd.service",
+    "usr/lib/", "usr/lib/systemd/", "usr/lib/systemd/system/", "usr/lib/systemd/system/reachd.service", "usr/lib/systemd/system/reachd.socket",
     "usr/lib/sysusers.d/", "usr/lib/sysusers.d/reachd.conf",
     "usr/share/", "usr/share/dbus-1/", "usr/share/dbus-1/system.d/", "usr/share/dbus-1/system.d/org.reachd.Reachability1.conf",
     "usr/share/dbus-1/system-services/", "usr/share/dbus-1/system-services/org.reachd.Reachability1.service",
@@ -857,6 +860,9 @@ struct PackagingDebianTests {
 
         let journal = try await inside(["journalctl", "-u", "reachd", "--no-pager", "-o", "cat"]).stdout
         #expect(journal.contains("ready on the bus") && journal.contains("configuration reloaded"), "\(journal)")
+        // The netlink socket came from reachd.socket, with the buffer PID 1 set past rmem_max.
+        #expect(journal.contains("(socket from reachd.socket, sized by systemd)"), "\(journal)")
+        #expect(try await inside(["systemctl", "is-active", "reachd.socket"]).stdout.hasPrefix("active"))
         for failure in ["SIGSYS", "core-dump", "Watchdog timeout", "Failed with result", "error:"] {
             #expect(!journal.contains(failure), "journal: \(journal)")
         }

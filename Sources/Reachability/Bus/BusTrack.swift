@@ -1,4 +1,7 @@
 import CSystemd
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Tracks bus peers (sd_bus_track): `onGone` runs once every peer added has left the bus.
 /// reachd keeps one per client, so a client's watches die with it.
@@ -34,5 +37,19 @@ public enum ServiceManager {
     @discardableResult
     public static func notify(_ state: String) -> Bool {
         sd_notify(0, state) > 0
+    }
+
+    /// The rtnetlink socket systemd passed (reachd.socket: `ListenNetlink=route ...`), as fd 3,
+    /// when LISTEN_FDS/LISTEN_PID say it is for this process; nil otherwise. The environment is
+    /// cleared either way, so children do not inherit it. Anything else passed is refused by
+    /// name, and left alone.
+    public static func listenedNetlinkSocket() -> Result<Int32?, SystemError> {
+        let count = sd_listen_fds(1)
+        guard count > 0 else { return .success(nil) }
+        let first = SD_LISTEN_FDS_START
+        guard count == 1, sd_is_socket(first, AF_NETLINK, Int32(SOCK_RAW.rawValue), -1) > 0 else {
+            return .failure(SystemError("systemd passed \(count) file descriptor(s); expected one rtnetlink socket (reachd.socket)", errno: EBADF))
+        }
+        return .success(first)
     }
 }

@@ -27,6 +27,9 @@ public final class NetworkObserver {
     public func resyncIfDue() -> ReachabilityChange? { mirror.resyncIfDue() }
 
     public var resyncCount: Int { mirror.resyncCount }
+    /// The monitor socket's receive buffer as the kernel granted it, in bytes.
+    public var netlinkReceiveBufferBytes: Int { mirror.receiveBufferBytes }
+
     /// Receive-buffer overruns (ENOBUFS) seen since start.
     public var overrunCount: Int { mirror.overrunCount }
 

@@ -16,6 +16,9 @@ public struct MonitorConfiguration: Sendable {
     public var namespacePath: String? = nil
     /// The monitor socket's receive buffer. Tests make it tiny to force overruns.
     public var receiveBufferBytes: Int32 = 8 << 20
+    /// An rtnetlink socket handed over by systemd (reachd.socket), used as the monitor socket
+    /// instead of opening one; the monitor owns it from then on. Its buffer is left as set.
+    public var monitorSocket: Int32? = nil
     /// The resolv.conf host checks read (again for every lookup); nil for the system's.
     public var resolvConfPath: String? = nil
     /// Host lookups running at once; more wait their turn (never past their deadline).
@@ -31,6 +34,7 @@ public struct MonitorConfiguration: Sendable {
         options.sysfs = SysfsReader(root: sysfsRoot)
         options.classifier = Classifier(rules: rules, priorities: priorities)
         options.receiveBufferBytes = receiveBufferBytes
+        options.adoptedMonitorSocket = monitorSocket
         return options
     }
 }

@@ -32,6 +32,8 @@ final class KernelMirror {
         var classifier = Classifier()
         /// 8 MiB: a burst of thousands of link changes fits. Tests shrink it to force overruns.
         var receiveBufferBytes: Int32 = 8 << 20
+        /// A monitor socket handed over (reachd.socket); nil to open one.
+        var adoptedMonitorSocket: Int32?
         /// Resyncs after overruns happen at most this often, so a storm cannot make us dump in a loop.
         var minimumResyncInterval: Duration = .milliseconds(100)
     }
@@ -72,8 +74,14 @@ final class KernelMirror {
     init(options: Options) throws(SystemError) {
         self.options = options
         state = NetworkState(classifier: options.classifier)
-        monitor = try NetlinkSocket(nonBlocking: true, namespacePath: options.namespacePath)
-        monitor.setReceiveBuffer(bytes: options.receiveBufferBytes)
+        if let fd = options.adoptedMonitorSocket {
+            // PID 1 sized its buffer (past rmem_max): setting it here could only shrink it.
+            monitor = try NetlinkSocket(adopting: fd)
+        } else {
+            monitor = try NetlinkSocket(nonBlocking: true, namespacePath: options.namespacePath)
+            monitor.setReceiveBuffer(bytes: options.receiveBufferBytes)
+        }
+        // The socket unit binds the link, address and route groups; the rule groups join here.
         try monitor.join(groups: NetlinkSocket.reachabilityGroups)
         requests = try NetlinkSocket(nonBlocking: false, namespacePath: options.namespacePath)
         // The kernel answers dumps at once; the timeout only bounds a kernel that never does.
@@ -82,6 +90,10 @@ final class KernelMirror {
     }
 
     var monitorDescriptor: Int32 { monitor.fd }
+
+    /// The receive buffer the kernel granted the monitor socket, in bytes (its bookkeeping
+    /// doubles what was asked).
+    var receiveBufferBytes: Int { Int(monitor.receiveBufferSize) }
 
     /// Takes the first complete picture. The state is valid once this returns.
     func synchronize() throws(SystemError) {

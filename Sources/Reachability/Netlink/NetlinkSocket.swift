@@ -48,6 +48,24 @@ struct NetlinkSocket: ~Copyable {
         _ = setOption(level: SOL_NETLINK, name: NETLINK_GET_STRICT_CHK, value: 1)
     }
 
+    /// Takes over `fd`, an rtnetlink socket made by someone else (systemd's reachd.socket, whose
+    /// `ReceiveBuffer=` PID 1 could set past rmem_max). Refuses, without closing it, anything that
+    /// is not a NETLINK_ROUTE socket. Made non-blocking: the loop only reads it when readable.
+    init(adopting fd: Int32) throws(SystemError) {
+        func option(_ name: Int32) -> Int32? {
+            var value: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            return getsockopt(fd, SOL_SOCKET, name, &value, &length) == 0 ? value : nil
+        }
+        guard let domain = option(SO_DOMAIN), domain == AF_NETLINK, let proto = option(SO_PROTOCOL), proto == NETLINK_ROUTE else {
+            throw SystemError("file descriptor \(fd) is not an rtnetlink socket", errno: ENOTSOCK)
+        }
+        let flags = fcntl(fd, F_GETFL)
+        guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else { throw SystemError("make fd \(fd) non-blocking") }
+        self.fd = fd
+        _ = setOption(level: SOL_NETLINK, name: NETLINK_GET_STRICT_CHK, value: 1)
+    }
+
     deinit { close(fd) }
 
     func setOption(level: Int32, name: Int32, value: Int32) -> Bool {

@@ -117,6 +117,9 @@ final class DaemonHarness: @unchecked Sendable {
         }
     }
 
+    /// What reachd wrote to its stderr (its log) so far.
+    var daemonErrorLines: [String] { daemon?.errorLines ?? [] }
+
     /// reachd's stderr and the notify datagrams, for failure messages.
     var diagnostics: String {
         "reachd stderr: \(daemon?.errorLines ?? []); notify: \(notify.datagrams.map(\.text).filter { $0 != "WATCHDOG=1" })"
