@@ -58,9 +58,11 @@ final class Daemon {
         self.configuration = configuration
         loop = try EventLoop()
         var monitor = Self.monitorConfiguration(options, configuration)
-        switch ServiceManager.listenedNetlinkSocket() {
-        case let .success(fd): monitor.monitorSocket = fd
-        case let .failure(error): Log.warning("\(error); opening a netlink socket of its own")
+        // reachd.socket passes one rtnetlink socket; the monitor refuses anything else by fd.
+        switch ServiceManager.listenedDescriptors() {
+        case []: break
+        case let descriptors where descriptors.count == 1: monitor.monitorSocket = descriptors[0]
+        case let descriptors: Log.warning("systemd passed \(descriptors.count) sockets, expected one (reachd.socket); opening a netlink socket of its own")
         }
         observer = try NetworkObserver(configuration: monitor)
         Log.info(Self.bufferReport(observer.netlinkReceiveBufferBytes, asked: Int(monitor.receiveBufferBytes), adopted: monitor.monitorSocket != nil))

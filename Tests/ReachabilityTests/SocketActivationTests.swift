@@ -1,4 +1,3 @@
-import CNetlink
 import Foundation
 import Synchronization
 import Testing
@@ -9,25 +8,14 @@ import Testing
 /// buffer's size, joins the rule groups itself, and follows links and rules through it.
 @Suite(rootOnly)
 struct SocketActivationTests {
-    /// What PID 1 does for reachd.socket: a NETLINK_ROUTE socket bound to the legacy group mask
-    /// 1361 (link, IPv4/IPv6 addresses and routes), with a buffer forced past rmem_max.
+    /// What PID 1 does for reachd.socket: a NETLINK_ROUTE socket in the groups of the mask 1361
+    /// (link, IPv4/IPv6 addresses and routes), with a buffer forced past rmem_max. Returns a
+    /// duplicate the caller owns.
     static func socketUnitSocket(in ns: TestNamespace, bytes: Int32) throws -> Int32 {
-        try NetworkNamespace.run(in: ns.path) { () -> Result<Int32, SystemError> in
-            let fd = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue), NETLINK_ROUTE)
-            guard fd >= 0 else { return .failure(SystemError("socket")) }
-            var address = sockaddr_nl()
-            address.nl_family = sa_family_t(AF_NETLINK)
-            address.nl_groups = 1361
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size)) }
-            }
-            var size = bytes
-            guard bound == 0, setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
-                close(fd)
-                return .failure(SystemError("bind/SO_RCVBUFFORCE"))
-            }
-            return .success(fd)
-        }
+        let socket = try NetlinkSocket(nonBlocking: false, namespacePath: ns.path)
+        try socket.join(groups: [1, 5, 7, 9, 11])
+        socket.setReceiveBuffer(bytes: bytes)
+        return dup(socket.fd)
     }
 
     /// reachd as systemd starts it: the socket as fd 3, LISTEN_FDS=1 and LISTEN_PID its own pid

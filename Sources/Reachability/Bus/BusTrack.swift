@@ -1,7 +1,4 @@
 import CSystemd
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Tracks bus peers (sd_bus_track): `onGone` runs once every peer added has left the bus.
 /// reachd keeps one per client, so a client's watches die with it.
@@ -39,17 +36,11 @@ public enum ServiceManager {
         sd_notify(0, state) > 0
     }
 
-    /// The rtnetlink socket systemd passed (reachd.socket: `ListenNetlink=route ...`), as fd 3,
-    /// when LISTEN_FDS/LISTEN_PID say it is for this process; nil otherwise. The environment is
-    /// cleared either way, so children do not inherit it. Anything else passed is refused by
-    /// name, and left alone.
-    public static func listenedNetlinkSocket() -> Result<Int32?, SystemError> {
+    /// The file descriptors systemd passed (socket units: LISTEN_FDS/LISTEN_PID naming this
+    /// process), from fd 3 on; empty when none. The variables are cleared, so children do not
+    /// inherit them. What they are is for the caller to check.
+    public static func listenedDescriptors() -> [Int32] {
         let count = sd_listen_fds(1)
-        guard count > 0 else { return .success(nil) }
-        let first = SD_LISTEN_FDS_START
-        guard count == 1, sd_is_socket(first, AF_NETLINK, Int32(SOCK_RAW.rawValue), -1) > 0 else {
-            return .failure(SystemError("systemd passed \(count) file descriptor(s); expected one rtnetlink socket (reachd.socket)", errno: EBADF))
-        }
-        return .success(first)
+        return count > 0 ? Array(SD_LISTEN_FDS_START..<SD_LISTEN_FDS_START + count) : []
     }
 }
