@@ -307,7 +307,7 @@ final class Daemon {
             configuration = loaded
             let monitor = Self.monitorConfiguration(options, loaded)
             let change = observer.reclassify(with: Classifier(rules: monitor.rules, priorities: monitor.priorities))
-            watches.limits = (loaded.maxWatchesPerClient, loaded.maxWatches)
+            watches.limits = (loaded.maxWatchesPerClient, loaded.maxWatchesPerUser, loaded.maxWatches)
             let newResolverOptions = Self.resolverOptions(options, loaded)
             if newResolverOptions != resolverOptions {
                 pendingResolverOptions = newResolverOptions

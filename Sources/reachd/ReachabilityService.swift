@@ -79,9 +79,7 @@ final class ReachabilityService: BusObject {
         case "CheckHost":
             return try checkHost(message)
         case "Watch":
-            let target = try message.readString()
-            let path = try daemon.watches.add(target: target, caller: message)
-            return .now { reply throws(BusError) in try reply.append(objectPath: path) }
+            return try daemon.watches.add(target: try message.readString(), caller: message)
         case "Unwatch":
             let path = try message.readObjectPath()
             try daemon.watches.remove(path: path, caller: message.sender ?? "")

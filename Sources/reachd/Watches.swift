@@ -14,6 +14,8 @@ final class Watch: BusObject {
     let path: String
     let target: String
     let owner: String
+    /// The Unix user of the owner, for MaxWatchesPerUser.
+    let uid: UInt32
     var result: CheckResult
     var slot: BusSlot?
     /// The host check in flight for this watch, if any.
@@ -22,10 +24,11 @@ final class Watch: BusObject {
     var retryAt: ContinuousClock.Instant?
     var retryDelay: Duration = WatchRegistry.firstRetry
 
-    init(path: String, target: String, owner: String) {
+    init(path: String, target: String, owner: String, uid: UInt32) {
         self.path = path
         self.target = target
         self.owner = owner
+        self.uid = uid
         result = CheckResult(target: target)
     }
 
@@ -45,13 +48,26 @@ final class Watch: BusObject {
 }
 
 /// The watches of all clients, with their limits. A client's watches die with it (sd_bus_track).
+/// Limits hold per connection, per Unix user (learnt from the bus without blocking) and in all.
 final class WatchRegistry {
     unowned let daemon: Daemon
-    var limits: (perClient: Int, total: Int)
+    var limits: (perClient: Int, perUser: Int, total: Int)
     private var watches: [String: Watch] = [:]
-    private var clients: [String: (track: BusTrack, paths: Set<String>)] = [:]
+    /// Every client that asked for a watch: its tracking, its watches, and its Unix user once known.
+    private var clients: [String: Client] = [:]
+    /// Watches held per Unix user.
+    private var perUser: [UInt32: Int] = [:]
     private var nextID: UInt64 = 0
     private var retryTimer: EventSource?
+
+    private struct Client {
+        var track: BusTrack
+        var paths: Set<String> = []
+        var uid: UInt32?
+        /// Watch calls waiting for the uid: the GetConnectionUnixUser call in flight, and the calls.
+        var lookup: BusSlot?
+        var waiting: [(target: String, call: OwnedBusMessage)] = []
+    }
 
     /// A host watch whose DNS timed out or failed is asked again after 1 s, then twice as long
     /// each time up to 5 min: DNS that comes back without any network change (a server that
@@ -63,7 +79,7 @@ final class WatchRegistry {
 
     init(daemon: Daemon) {
         self.daemon = daemon
-        limits = (daemon.configuration.maxWatchesPerClient, daemon.configuration.maxWatches)
+        limits = (daemon.configuration.maxWatchesPerClient, daemon.configuration.maxWatchesPerUser, daemon.configuration.maxWatches)
     }
 
     static func limitExceeded(_ message: String) -> BusError {
@@ -72,8 +88,11 @@ final class WatchRegistry {
 
     var count: Int { watches.count }
 
-    /// Validates `target`, enforces the limits, and serves a new watch object.
-    func add(target: String, caller message: BusMessage) throws(BusError) -> String {
+    /// Validates `target`, and serves a new watch object once the limits allow it: at once when
+    /// the caller's Unix user is known, else after asking the bus for it (asynchronously: the bus
+    /// attaches no credentials to messages, and a synchronous GetConnectionUnixUser would block
+    /// the loop).
+    func add(target: String, caller message: BusMessage) throws(BusError) -> BusReply {
         let isAddress = AddressTarget.looksLikeAddress(target)
         if isAddress {
             if case let .failure(error) = AddressTarget.parse(target) { throw ReachabilityService.invalidTarget(error.description) }
@@ -81,26 +100,74 @@ final class WatchRegistry {
             throw ReachabilityService.invalidTarget(error.description)
         }
         let owner = message.sender ?? ""
+        if clients[owner] == nil {
+            let track = try BusTrack(bus: daemon.bus) { [unowned self] in self.removeAll(of: owner) }
+            clients[owner] = Client(track: track)
+        }
+        try clients[owner]?.track.add(senderOf: message)
+        if let uid = clients[owner]?.uid {
+            let path = try create(target: target, owner: owner, uid: uid)
+            return .now { reply throws(BusError) in try reply.append(objectPath: path) }
+        }
+        clients[owner]?.waiting.append((target, OwnedBusMessage(retaining: message)))
+        if clients[owner]?.lookup == nil {
+            clients[owner]?.lookup = try daemon.bus.callAsync(
+                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                member: "GetConnectionUnixUser", { call throws(BusError) in try call.append(owner) }
+            ) { [unowned self] result in self.learned(owner, result.flatMap { reply in Result { () throws(BusError) in try reply.readUInt32() } }) }
+        }
+        return .later
+    }
+
+    /// The bus told `owner`'s Unix user (or could not): answer every Watch call that waited for it.
+    private func learned(_ owner: String, _ uid: Result<UInt32, BusError>) {
+        guard var client = clients[owner] else { return }  // it left meanwhile: nothing to answer
+        let waiting = client.waiting
+        client.waiting = []
+        client.lookup = nil
+        if case let .success(uid) = uid { client.uid = uid }
+        clients[owner] = client
+        for (target, call) in waiting {
+            switch uid {
+            case let .success(uid):
+                do {
+                    let path = try create(target: target, owner: owner, uid: uid)
+                    try daemon.bus.reply(to: call.message) { reply throws(BusError) in try reply.append(objectPath: path) }
+                } catch {
+                    daemon.bus.reply(to: call.message, error: error)
+                }
+            case let .failure(error):
+                daemon.bus.reply(
+                    to: call.message,
+                    error: BusError(name: "org.freedesktop.DBus.Error.Failed", message: "cannot learn the Unix user of \(owner): \(error.message)"))
+            }
+        }
+        if clients[owner]?.paths.isEmpty == true, clients[owner]?.waiting.isEmpty == true, case .failure = uid {
+            clients.removeValue(forKey: owner)
+        }
+    }
+
+    /// Enforces the limits and serves the watch object.
+    private func create(target: String, owner: String, uid: UInt32) throws(BusError) -> String {
         let owned = clients[owner]?.paths.count ?? 0
         guard owned < limits.perClient else {
             throw Self.limitExceeded("\(owner) already has \(owned) watches, the most one client may hold (MaxWatchesPerClient=\(limits.perClient))")
         }
+        let ofUser = perUser[uid] ?? 0
+        guard ofUser < limits.perUser else {
+            throw Self.limitExceeded("the clients of Unix user \(uid) already hold \(ofUser) watches, the most one user may hold (MaxWatchesPerUser=\(limits.perUser))")
+        }
         guard watches.count < limits.total else {
             throw Self.limitExceeded("reachd already serves \(watches.count) watches, the most it holds (MaxWatches=\(limits.total))")
         }
-        if clients[owner] == nil {
-            let track = try BusTrack(bus: daemon.bus) { [unowned self] in self.removeAll(of: owner) }
-            clients[owner] = (track, [])
-        }
-        try clients[owner]?.track.add(senderOf: message)
-
         nextID += 1
-        let watch = Watch(path: "\(Daemon.objectPath)/watch/\(nextID)", target: target, owner: owner)
+        let watch = Watch(path: "\(Daemon.objectPath)/watch/\(nextID)", target: target, owner: owner, uid: uid)
         watch.slot = try daemon.bus.add(watch, at: watch.path, interface: Watch.interface, vtable: Watch.vtable)
         watches[watch.path] = watch
         clients[owner]?.paths.insert(watch.path)
+        perUser[uid, default: 0] += 1
         evaluate(watch, announce: false)
-        Log.debug("watch \(watch.path) on \(target) for \(owner)")
+        Log.debug("watch \(watch.path) on \(target) for \(owner) (uid \(uid))")
         return watch.path
     }
 
@@ -125,6 +192,8 @@ final class WatchRegistry {
         if let pending = watch.pendingCheck { daemon.cancelHostCheck(pending) }
         watches.removeValue(forKey: watch.path)
         clients[watch.owner]?.paths.remove(watch.path)
+        perUser[watch.uid]? -= 1
+        if perUser[watch.uid] == 0 { perUser.removeValue(forKey: watch.uid) }
         watch.slot = nil
         watch.retryAt = nil
     }

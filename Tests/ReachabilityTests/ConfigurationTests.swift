@@ -346,7 +346,7 @@ struct ConfigurationErrorTests {
         ("[Checks\n", "test.conf:1: invalid section header '[Checks'; expected [Name]"),
         ("[Checks]\nDefaultTimout=1s\n", "test.conf:2: [Checks] DefaultTimout: unknown key; did you mean 'DefaultTimeout'?"),
         ("[Checks]\ndefaulttimeout=1s\n", "test.conf:2: [Checks] defaulttimeout: unknown key; did you mean 'DefaultTimeout'?"),
-        ("[Limits]\nFoo=1\n", "test.conf:2: [Limits] Foo: unknown key; valid keys are MaxWatchesPerClient, MaxWatches"),
+        ("[Limits]\nFoo=1\n", "test.conf:2: [Limits] Foo: unknown key; valid keys are MaxWatchesPerClient, MaxWatchesPerUser, MaxWatches"),
         ("[Priorities]\nWi-Fi=1\n", "test.conf:2: [Priorities] Wi-Fi: unknown key; did you mean 'WiFi'?"),
         ("[Interface]\nName=a\nKnd=wifi\n", "test.conf:3: [Interface] Knd: unknown key; did you mean 'Kind'?"),
         ("DefaultTimeout=1s\n", "test.conf:1: DefaultTimeout: assignment outside any section; put it below a section header such as [Checks]"),
@@ -682,6 +682,7 @@ struct ConfigurationTextTests {
 
             [Limits]
             MaxWatchesPerClient=64
+            MaxWatchesPerUser=2048
             MaxWatches=4096
 
             [Priorities]

@@ -15,6 +15,10 @@ public struct Configuration: Sendable, Equatable {
     public var maxWatchesPerClient: Int
     /// `[Limits] MaxWatches`: D-Bus watch objects of all clients together.
     public var maxWatches: Int
+    /// `[Limits] MaxWatchesPerUser`: D-Bus watch objects the clients of one Unix user may hold
+    /// together, root included, so one user opening many connections cannot take every watch.
+    /// MaxWatches still bounds them all.
+    public var maxWatchesPerUser: Int
     /// `[Priorities]`: the priority of every kind (lower is preferred). Always holds every kind.
     public var priorities: [InterfaceKind: Int]
     /// `[Interface]` sections, in order: for each property the first matching rule that sets it wins.
@@ -37,6 +41,9 @@ public struct Configuration: Sendable, Equatable {
         maxWatchesPerClient = 64
         // 64 clients at their full share.
         maxWatches = 4096
+        // Half of MaxWatches: one user cannot starve the others, and one service may still watch
+        // thousands of targets.
+        maxWatchesPerUser = 2048
         priorities = Dictionary(uniqueKeysWithValues: InterfaceKind.allCases.map { ($0, $0.defaultPriority) })
         rules = []
         sources = []
@@ -69,6 +76,7 @@ extension Configuration {
     public static let maxWatchesPerClientRange: ClosedRange<Int> = 1 ... 100_000
     /// The total bound on watch objects, and so on the daemon's memory for them.
     public static let maxWatchesRange: ClosedRange<Int> = 1 ... 1_000_000
+    public static let maxWatchesPerUserRange: ClosedRange<Int> = 1 ... 1_000_000
     /// Route metrics in practice stay far below this; the cap keeps arithmetic on priorities safe.
     public static let priorityRange: ClosedRange<Int> = 0 ... 100_000
 

@@ -12,7 +12,7 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
     var settings: [ConfigurationSetting] {
         switch self {
         case .checks: [.defaultTimeout, .maxConcurrentLookups, .negativeCacheTime]
-        case .limits: [.maxWatchesPerClient, .maxWatches]
+        case .limits: [.maxWatchesPerClient, .maxWatchesPerUser, .maxWatches]
         case .priorities: ConfigurationSetting.priorityOrder.map { .priority($0) }
         case .interface: [.name, .kind, .ignore, .metered, .rulePriority]
         }
@@ -33,7 +33,7 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
 /// One key of reachd.conf.
 enum ConfigurationSetting: Hashable, Sendable {
     case defaultTimeout, maxConcurrentLookups, negativeCacheTime
-    case maxWatchesPerClient, maxWatches
+    case maxWatchesPerClient, maxWatchesPerUser, maxWatches
     case priority(InterfaceKind)
     case name, kind, ignore, metered, rulePriority
 
@@ -47,6 +47,7 @@ enum ConfigurationSetting: Hashable, Sendable {
         case .maxConcurrentLookups: "MaxConcurrentLookups"
         case .negativeCacheTime: "NegativeCacheTime"
         case .maxWatchesPerClient: "MaxWatchesPerClient"
+        case .maxWatchesPerUser: "MaxWatchesPerUser"
         case .maxWatches: "MaxWatches"
         case .priority(let kind): Self.priorityKey(kind)
         case .name: "Name"
@@ -61,7 +62,7 @@ enum ConfigurationSetting: Hashable, Sendable {
     var expected: String {
         switch self {
         case .defaultTimeout, .negativeCacheTime: "a duration such as 5s or 500ms"
-        case .maxConcurrentLookups, .maxWatchesPerClient, .maxWatches, .priority, .rulePriority: "a whole number"
+        case .maxConcurrentLookups, .maxWatchesPerClient, .maxWatchesPerUser, .maxWatches, .priority, .rulePriority: "a whole number"
         case .name: "an interface name or glob such as wlan*"
         case .kind: "one of " + InterfaceKind.allCases.map(\.rawValue).joined(separator: ", ")
         case .ignore, .metered: "yes or no"

@@ -235,6 +235,8 @@ struct ConfigurationParser {
                 value, in: Configuration.maxWatchesPerClientRange)
         case .maxWatches:
             configuration.maxWatches = try ValueProblem.integer(value, in: Configuration.maxWatchesRange)
+        case .maxWatchesPerUser:
+            configuration.maxWatchesPerUser = try ValueProblem.integer(value, in: Configuration.maxWatchesPerUserRange)
         case .priority(let kind):
             configuration.priorities[kind] = try ValueProblem.integer(value, in: Configuration.priorityRange)
         case .name:

@@ -34,6 +34,7 @@ extension Configuration {
         case .maxConcurrentLookups: "\(maxConcurrentLookups)"
         case .negativeCacheTime: DurationText.format(negativeCacheTime)
         case .maxWatchesPerClient: "\(maxWatchesPerClient)"
+        case .maxWatchesPerUser: "\(maxWatchesPerUser)"
         case .maxWatches: "\(maxWatches)"
         case .priority(let kind): "\(priorities[kind] ?? kind.defaultPriority)"
         case .name, .kind, .ignore, .metered, .rulePriority: ""  // rule keys are written per rule

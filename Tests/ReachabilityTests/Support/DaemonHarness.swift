@@ -26,10 +26,11 @@ final class DaemonHarness: @unchecked Sendable {
     private let resolvConf: String?
 
     /// Starts a private bus (and, unless `start` is false, reachd on it). `config` becomes
-    /// `reachd.conf`; `environment` is added to reachd's (e.g. `WATCHDOG_USEC`).
+    /// `reachd.conf`; `environment` is added to reachd's (e.g. `WATCHDOG_USEC`). `anyUser`: a bus
+    /// every Unix user may connect to (as the system bus), not only this process's user.
     init(
         _ namespace: TestNamespace?, config: String? = nil, resolvConf: String? = nil,
-        environment: [String: String] = [:], start: Bool = true
+        environment: [String: String] = [:], start: Bool = true, anyUser: Bool = false
     ) throws {
         self.namespace = namespace
         self.resolvConf = resolvConf
@@ -40,15 +41,39 @@ final class DaemonHarness: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: configDirectory, withIntermediateDirectories: true)
         if let config { try config.write(toFile: configDirectory + "/reachd.conf", atomically: true, encoding: .utf8) }
         notify = try NotifySocket(path: directory + "/notify")
-        bus = try Child("/usr/bin/dbus-daemon", [
-            "--session", "--nofork", "--nopidfile", "--nosyslog", "--print-address=1",
-            "--address=unix:path=\(directory)/bus",
-        ])
+        var busArguments = ["--nofork", "--nopidfile", "--nosyslog", "--print-address=1"]
+        if anyUser {
+            chmod(directory, 0o755)
+            try Self.anyUserBusConfig(socket: directory + "/bus").write(toFile: directory + "/bus.conf", atomically: true, encoding: .utf8)
+            busArguments.append("--config-file=\(directory)/bus.conf")
+        } else {
+            busArguments += ["--session", "--address=unix:path=\(directory)/bus"]
+        }
+        bus = try Child("/usr/bin/dbus-daemon", busArguments)
         address = try bus.firstLine(timeout: .seconds(10))
         if start { try startDaemon(environment: environment) }
     }
 
     deinit { shutdown() }
+
+    /// A session-type bus that, like the system bus, lets every Unix user connect and call.
+    static func anyUserBusConfig(socket: String) -> String {
+        """
+        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+        <busconfig>
+          <type>session</type>
+          <listen>unix:path=\(socket)</listen>
+          <auth>EXTERNAL</auth>
+          <policy context="default">
+            <allow user="*"/>
+            <allow send_destination="*" eavesdrop="true"/>
+            <allow eavesdrop="true"/>
+            <allow own="*"/>
+          </policy>
+        </busconfig>
+        """
+    }
 
     /// Kills reachd and the bus (if still running) and removes the directory.
     func shutdown() {
