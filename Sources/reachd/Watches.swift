@@ -95,7 +95,10 @@ final class WatchRegistry {
     func add(target: String, caller message: BusMessage) throws(BusError) -> BusReply {
         let isAddress = AddressTarget.looksLikeAddress(target)
         if isAddress {
-            if case let .failure(error) = AddressTarget.parse(target) { throw ReachabilityService.invalidTarget(error.description) }
+            // The whole check, not only the syntax: a scope naming no interface (fe80::1%nonexist)
+            // is refused here exactly as CheckAddress refuses it.
+            let answer = daemon.observer.check(address: target)
+            if answer.reason == .invalidTarget { throw ReachabilityService.invalidTarget(answer.message ?? "invalid address '\(target)'") }
         } else if case let .failure(error) = HostName.validate(target) {
             throw ReachabilityService.invalidTarget(error.description)
         }

@@ -29,6 +29,9 @@ public struct AddressTarget: Hashable, Sendable {
             case .empty: "empty target"
             case let .tooLong(length): "target is \(length) characters long; an address has at most \(AddressTarget.maximumLength)"
             case let .invalidScope(text): "invalid scope in '\(text)': write an interface name or index after '%', as in fe80::1%eth0"
+            case let .notAnAddress(text) where HostName.isNumericForm(text):
+                "'\(text)' is a short, octal or single-number IPv4 form (as inet_aton reads it), which reachd does "
+                    + "not guess at: write the four decimal parts, as in 127.0.0.1"
             case let .notAnAddress(text): "'\(text)' is not an IPv4 or IPv6 address"
             }
         }

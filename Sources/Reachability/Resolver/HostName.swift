@@ -21,6 +21,7 @@ public enum HostName {
         if body.utf8.count > maximumLength {
             return .failure(HostNameError(name: text, problem: .tooLong(body.utf8.count)))
         }
+        if isNumericForm(body) { return .failure(HostNameError(name: text, problem: .numericAddressForm)) }
         for label in body.split(separator: ".", omittingEmptySubsequences: false) {
             if label.isEmpty { return .failure(HostNameError(name: text, problem: .emptyLabel)) }
             if label.utf8.count > maximumLabelLength {
@@ -30,6 +31,20 @@ public enum HostName {
             if label.hasSuffix("-") { return .failure(HostNameError(name: text, problem: .hyphenAtEnd(String(label)))) }
         }
         return .success(text)
+    }
+
+    /// Whether `text` is one of the numeric IPv4 forms inet_aton accepts (`127.1`, `2130706433`,
+    /// `0x7f.0.0.1`, `010.0.0.1`): up to four labels, each decimal, octal or 0x-hexadecimal. No
+    /// top-level domain is numeric, so such a text is never a host name; it must never go to DNS
+    /// either. One rule everywhere (CheckHost, Watch, reachctl): refused, saying what to write.
+    public static func isNumericForm(_ text: String) -> Bool {
+        let labels = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard (1...4).contains(labels.count) else { return false }
+        return labels.allSatisfy { label in
+            let lower = label.lowercased()
+            if lower.hasPrefix("0x") { return lower.count > 2 && lower.dropFirst(2).allSatisfy(\.isHexDigit) }
+            return !lower.isEmpty && lower.allSatisfy(\.isNumber)
+        }
     }
 
     /// ASCII letters, digits, '-', '_' and the '.' between labels. Internationalised names must
@@ -58,6 +73,8 @@ public struct HostNameError: Error, Hashable, Sendable, CustomStringConvertible 
         case labelTooLong(String)
         case hyphenAtStart(String)
         case hyphenAtEnd(String)
+        /// A numeric IPv4 form inet_aton accepts (`0x7f.0.0.1`): an address, not a name.
+        case numericAddressForm
     }
 
     public var name: String
@@ -83,6 +100,9 @@ public struct HostNameError: Error, Hashable, Sendable, CustomStringConvertible 
                 + "\(HostName.maximumLabelLength)"
         case .hyphenAtStart(let label):
             return "invalid host name '\(name)': label '\(label)' begins with '-'"
+        case .numericAddressForm:
+            return "'\(name)' is a hexadecimal, octal, short or single-number IPv4 form (as inet_aton reads it), "
+                + "not a host name, and reachd does not guess at it: write the four decimal parts, as in 127.0.0.1"
         case .hyphenAtEnd(let label):
             return "invalid host name '\(name)': label '\(label)' ends with '-'"
         }
