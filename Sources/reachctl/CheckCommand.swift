@@ -31,6 +31,7 @@ struct CheckCommand: AsyncParsableCommand {
     var target: String
 
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp(
             "How long a host name may take to resolve: 500ms, 2s, 1m, or seconds (default: DefaultTimeout= of reachd.conf, 5s unless configured).",
             valueName: "duration"),
@@ -38,6 +39,17 @@ struct CheckCommand: AsyncParsableCommand {
     var timeout: Duration?
 
     @OptionGroup var options: CommonOptions
+
+    func validate() throws {
+        if let timeout, timeout > ReachabilityClient.maximumCheckTimeout {
+            throw ValidationError(
+                "--timeout \(DurationText.format(timeout)) is above the maximum of \(DurationText.format(ReachabilityClient.maximumCheckTimeout)) "
+                    + "a host check may take; to wait longer for a host, use `reachctl wait --target HOST --timeout ...`.")
+        }
+        if let timeout, timeout <= .zero {
+            throw ValidationError("--timeout must be above zero; leave it out for the configured default (DefaultTimeout=).")
+        }
+    }
 
     func run() async throws {
         let result = try await reportingErrors {

@@ -55,6 +55,18 @@ struct MonitorCommand: AsyncParsableCommand {
 
     @OptionGroup var options: CommonOptions
 
+    /// reachd follows each target with a watch, and one client may hold 64 (MaxWatchesPerClient=
+    /// by default): a longer list is refused up front, not cut off in the middle.
+    static let maximumTargets = 64
+
+    func validate() throws {
+        if targets.count > Self.maximumTargets {
+            throw ValidationError(
+                "monitor follows at most \(Self.maximumTargets) targets at once (one watch each; reachd's MaxWatchesPerClient=), "
+                    + "got \(targets.count): split them over several monitors.")
+        }
+    }
+
     func run() async throws {
         try await reportingErrors {
             let source = try options.openSource()

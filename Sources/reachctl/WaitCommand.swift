@@ -48,7 +48,10 @@ struct WaitCommand: AsyncParsableCommand {
             """
     )
 
+    // .unconditional: `--timeout -1s` reaches the duration parser, which says what is wrong,
+    // instead of being taken for an unknown option.
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp("How long to wait at most: 500ms, 30s, 2m, or seconds.", valueName: "duration"),
         transform: parseDurationArgument)
     var timeout: Duration = .seconds(30)

@@ -58,3 +58,26 @@ struct InputEdgeBusTests {
         #expect(checkMessage.contains("nonexist") && checkMessage == watchMessage, "\(checkMessage) / \(watchMessage)")
     }
 }
+
+/// reachctl refuses what it cannot honour, before doing anything, with exit status 2.
+@Suite("reachctl usage limits")
+struct ReachctlLimitTests {
+    @Test(arguments: [
+        (["check", "example.org", "--timeout", "-1s"], "durations cannot be negative"),
+        (["wait", "--timeout", "-1s"], "durations cannot be negative"),
+        (["check", "example.org", "--timeout", "400s"], "above the maximum of 5m"),
+        (["check", "example.org", "--timeout", "0"], "must be above zero"),
+    ])
+    func badTimeoutsAreRefusedNamingTheValue(_ arguments: [String], _ expected: String) throws {
+        let result = try reachctl(arguments)
+        #expect(result.status == 2)
+        #expect(result.stderr.contains(expected), "\(result.stderr)")
+    }
+
+    @Test func monitorRefusesMoreTargetsThanAWatchLimitHolds() throws {
+        let targets = (1...65).map { "192.0.2.\($0)" }
+        let result = try reachctl(["monitor"] + targets)
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("at most 64 targets") && result.stderr.contains("got 65"), "\(result.stderr)")
+    }
+}
