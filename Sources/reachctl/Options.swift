@@ -61,6 +61,7 @@ struct CommonOptions: ParsableArguments {
     func settings() throws -> Configuration {
         switch Configuration.load(directories: configDirectories.isEmpty ? Configuration.defaultDirectories : configDirectories) {
         case let .success(configuration):
+            for warning in configuration.warnings { Terminal.write("reachctl: warning: \(warning.description)\n", to: STDERR_FILENO) }
             return configuration
         case let .failure(errors):
             for error in errors.errors { Terminal.write("reachctl: \(error.description)\n", to: STDERR_FILENO) }

@@ -40,6 +40,7 @@ final class Daemon {
             Log.error("configuration rejected: \(errors.errors.count) error(s)")
             return 2
         }
+        for warning in configuration.warnings { Log.warning(warning.description) }
         if options.checkConfig {
             print(configuration.mergedText, terminator: "")
             return 0
@@ -313,6 +314,7 @@ final class Daemon {
                 pendingResolverOptions = newResolverOptions
                 syncResolver()
             }
+            for warning in loaded.warnings { Log.warning(warning.description) }
             Log.info("configuration reloaded from \(loaded.sources.isEmpty ? "defaults" : loaded.sources.joined(separator: ", "))")
             handle(change)
             ServiceManager.notify("READY=1\nSTATUS=\(summary)")

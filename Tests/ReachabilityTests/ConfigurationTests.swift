@@ -563,7 +563,10 @@ struct ConfigurationFileTests {
     @Test func aDanglingDropInSymlinkIsSkipped() throws {
         try withScratch { scratch in
             try scratch.symlink("reachd.conf.d/10-gone.conf", to: scratch.path("nowhere.conf"))
-            #expect(Configuration.load(directories: [scratch.root]) == .success(.default))
+            var loaded = try Configuration.load(directories: [scratch.root]).get()
+            #expect(loaded.warnings.count == 1, "skipped, but said so: \(loaded.warnings)")
+            loaded.warnings = []
+            #expect(loaded == .default)
         }
     }
 
@@ -667,6 +670,38 @@ struct ConfigurationFileTests {
 }
 
 // MARK: - Merged text and the shipped file
+
+/// issue 16: a bad value is echoed whole, however long; a dangling drop-in link is warned about.
+@Suite("Configuration messages")
+struct ConfigurationMessageTests {
+    @Test(arguments: [
+        ("[Checks]\nDefaultTimeout=", "x"), ("[Interface]\nName=eth0\nKind=", "q"), ("[Interface]\nName=eth0\nMetered=", "y"),
+        ("[Limits]\nMaxWatchesPerUser=", "9"),
+    ])
+    func aLongBadValueIsEchoedWhole(_ prefix: String, _ filler: String) throws {
+        let value = String(repeating: filler, count: 500)
+        try withScratch { scratch in
+            try scratch.write("reachd.conf", prefix + value + "\n")
+            let errors = loadErrors([scratch.root])
+            #expect(errors.count == 1)
+            #expect(errors.first?.contains("'\(value)'") == true || errors.first?.contains(" \(value) ") == true, "\(errors)")
+        }
+    }
+
+    @Test func aDanglingDropInLinkIsAWarningByNameAndTheRestLoads() throws {
+        try withScratch { scratch in
+            try scratch.write("reachd.conf", "[Checks]\nDefaultTimeout=2s\n")
+            try scratch.directory("reachd.conf.d")
+            try scratch.symlink("reachd.conf.d/10-gone.conf", to: "/nonexistent/10-gone.conf")
+            try scratch.write("reachd.conf.d/20-here.conf", "[Limits]\nMaxWatches=10\n")
+            let configuration = try Configuration.load(directories: [scratch.root]).get()
+            #expect(configuration.defaultTimeout == .seconds(2) && configuration.maxWatches == 10)
+            #expect(configuration.warnings.map(\.description) == [
+                scratch.path("reachd.conf.d/10-gone.conf") + ": a symbolic link to /nonexistent/10-gone.conf, which does not exist; ignored",
+            ])
+        }
+    }
+}
 
 @Suite("Configuration text")
 struct ConfigurationTextTests {

@@ -25,6 +25,8 @@ public struct Configuration: Sendable, Equatable {
     public var rules: [InterfaceRule]
     /// The files read, in the order they were applied; empty for the built-in defaults.
     public var sources: [String]
+    /// What was odd but not wrong (a dangling symbolic link among the drop-ins), to be logged.
+    public var warnings: [ConfigurationError] = []
 
     /// The built-in defaults: the values `packaging/reachd.conf` documents (a test holds them equal).
     public static let `default` = Configuration()

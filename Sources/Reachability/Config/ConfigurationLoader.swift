@@ -27,6 +27,9 @@ extension Configuration {
             switch outcome {
             case .missing, .notRegular:
                 break
+            case .dangling(let target):
+                configuration.warnings.append(ConfigurationError(
+                    file: path, line: nil, message: "a symbolic link to \(target), which does not exist; ignored"))
             case .failed(let error):
                 errors.append(error)
             case .text(let text):
@@ -39,6 +42,10 @@ extension Configuration {
             let path = ConfigurationFileReader.join(directory, fileName)
             let outcome = ConfigurationFileReader.read(path)
             if case .missing = outcome { continue }
+            if case .dangling = outcome {
+                apply(path, outcome)
+                continue
+            }
             apply(path, outcome)
             break
         }
@@ -77,6 +84,8 @@ enum ConfigurationFileReader {
     enum Outcome {
         /// No such file (or a dangling symlink): not an error, the file is optional.
         case missing
+        /// A symbolic link whose target does not exist: not read, and warned about.
+        case dangling(target: String)
         /// Exists but is no regular file nor a directory (a device such as /dev/null, a FIFO).
         case notRegular
         case failed(ConfigurationError)
@@ -95,7 +104,15 @@ enum ConfigurationFileReader {
         let descriptor = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) }
         guard descriptor >= 0 else {
             let code = errno
-            if code == ENOENT { return .missing }
+            if code == ENOENT {
+                // A symbolic link to nothing is most likely a mistake (a drop-in linked from a
+                // place that moved): say so by name, but, as for any missing file, carry on.
+                var link = stat()
+                if lstat(path, &link) == 0, link.st_mode & S_IFMT == S_IFLNK {
+                    return .dangling(target: linkTarget(path))
+                }
+                return .missing
+            }
             return failure("cannot open: \(describe(code))")
         }
         defer { close(descriptor) }  // never retried: the descriptor is gone whatever close returns
@@ -168,6 +185,12 @@ enum ConfigurationFileReader {
             if name != "." && name != ".." { names.append(name) }
         }
         return .success(names)
+    }
+
+    private static func linkTarget(_ path: String) -> String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let count = readlink(path, &buffer, buffer.count - 1)
+        return count > 0 ? String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
     }
 
     private static func describe(_ code: Int32) -> String {
