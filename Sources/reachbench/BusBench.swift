@@ -61,7 +61,29 @@ enum BusBench {
         return String(executable[..<(executable.lastIndex(of: "/") ?? executable.startIndex)]) + "/reachd"
     }
 
-    static func measure(_ network: ServiceNetwork, _ options: Options) throws -> BusMeasurement {
+    /// A private dbus-daemon with reachd on it, watching the client namespace and asking the
+    /// nameserver of `resolvConf`; running until the returned value's children are stopped.
+    struct Service {
+        let bus: ChildProcess
+        let daemon: ChildProcess
+        let address: String
+        let client: BusConnection
+        let log: String
+        /// From spawning reachd to its first answer to GetStatus (sync done, name owned).
+        let startup: UInt64
+
+        func failure(_ what: String) -> BenchError {
+            let tail = (readSmallFile(log) ?? "").split(separator: "\n").suffix(5).joined(separator: "\n  ")
+            return BenchError("\(what) (reachd \(ChildProcess.describe(daemon.poll()))); its log \(log):\n  \(tail)")
+        }
+
+        func stop() {
+            _ = daemon.stop(signal: SIGKILL)
+            bus.stop()
+        }
+    }
+
+    static func startService(_ network: ServiceNetwork, _ options: Options, resolvConf: String, tag: String) throws -> Service {
         let reachd = reachdPath(options)
         guard access(reachd, X_OK) == 0 else {
             throw BenchError("reachd not found at \(reachd); build it next to reachbench with "
@@ -70,42 +92,45 @@ enum BusBench {
         guard let dbusDaemon = findExecutable(["/usr/bin/dbus-daemon", "/bin/dbus-daemon"]) else {
             throw BenchError("dbus-daemon not found (apt-get install dbus-daemon)")
         }
-        var result = BusMeasurement(reachd: reachd)
-
         // A private bus. It prints its address once it listens.
-        let socket = network.file("bus")
+        let socket = network.file("bus-\(tag)")
         let bus = try ChildProcess(
             dbusDaemon, ["--session", "--nofork", "--nopidfile", "--address=unix:path=\(socket)", "--print-address=1"],
-            pipeOutput: true, logFile: network.file("dbus-daemon.log"))
-        defer { bus.stop() }
+            pipeOutput: true, logFile: network.file("dbus-daemon-\(tag).log"))
         var busOutput = LineReader(fd: bus.output!)
         guard let address = busOutput.line(withinMilliseconds: 10_000), address.hasPrefix("unix:") else {
+            bus.stop()
             throw BenchError("dbus-daemon did not print its address within 10 s (\(ChildProcess.describe(bus.poll())))")
         }
-
         // reachd on it, watching the client namespace.
-        let log = network.file("reachd.log")
+        let log = network.file("reachd-\(tag).log")
         var arguments = [
             "--bus-address", address, "--netns", network.client.name, "--config-dir", try network.subdirectory("config"),
-            "--resolv-conf", network.answeringResolvConf,
+            "--resolv-conf", resolvConf,
         ]
         if let sysfs = network.client.sysfsRoot { arguments += ["--sysfs-root", sysfs] }
         let client = try BusConnection(.address(address), description: "reachbench")
         let spawned = monotonicNanoseconds()
         let daemon = try ChildProcess(reachd, arguments, logFile: log)
-        defer { daemon.stop(signal: SIGKILL) }
-        func failure(_ what: String) -> BenchError {
-            let tail = (readSmallFile(log) ?? "").split(separator: "\n").suffix(5).joined(separator: "\n  ")
-            return BenchError("\(what) (reachd \(ChildProcess.describe(daemon.poll()))); its log \(log):\n  \(tail)")
-        }
         while true {
             if (try? getStatus(client)) != nil { break }
             guard daemon.isRunning, monotonicNanoseconds() - spawned < 10_000_000_000 else {
-                throw failure("reachd did not answer GetStatus within 10 s")
+                let service = Service(bus: bus, daemon: daemon, address: address, client: client, log: log, startup: 0)
+                defer { service.stop() }
+                throw service.failure("reachd did not answer GetStatus within 10 s")
             }
             sleepMilliseconds(2)
         }
-        result.startup = monotonicNanoseconds() - spawned
+        return Service(bus: bus, daemon: daemon, address: address, client: client, log: log, startup: monotonicNanoseconds() - spawned)
+    }
+
+    static func measure(_ network: ServiceNetwork, _ options: Options) throws -> BusMeasurement {
+        let service = try startService(network, options, resolvConf: network.answeringResolvConf, tag: "bus")
+        defer { service.stop() }
+        var result = BusMeasurement(reachd: reachdPath(options))
+        let (daemon, client, address) = (service.daemon, service.client, service.address)
+        let failure = service.failure
+        result.startup = service.startup
         note("reachbench: bus: reachd (pid \(daemon.pid)) answered after \(Format.milliseconds(result.startup)) ms; idle 2 + \(result.idleWindowSeconds) s")
 
         // Idle: memory after 2 s, then how often it ran in the next 5 s.

@@ -21,6 +21,10 @@ struct Options: Sendable {
     var ipv6Round = true
     /// The policy round: this many `ip rule`s and routes in other tables, then the largest size
     /// measured again (per-event cost with a big FIB; the host path asks the kernel each batch).
+    /// The host load group: this many concurrent CheckHost calls per batch, with this deadline.
+    var hostLoad = false
+    var hostLoadCounts = [500, 1000, 3000]
+    var hostLoadDeadlineMilliseconds = 2000
     var policyRules = 1000
     var policyRoutes = 10000
     /// The Engine in-process.
@@ -43,13 +47,13 @@ struct Options: Sendable {
     var reachdPath: String?
 
     /// Whether any group needs root (namespaces, child processes in them).
-    var needsRoot: Bool { kernel || checks || bus }
+    var needsRoot: Bool { kernel || checks || bus || hostLoad }
 
     static let usage = """
         usage: reachbench [--json] [--quick] [--only GROUP,...] [--checks] [--no-checks] [--bus] [--no-bus]
                           [--flaps N] [--warmup N] [--sync-reps N]
                           [--pairs A,B,...] [--engine-links A,B,...] [--engine-iterations N]
-                          [--no-ipv6-round] [--policy RULES,ROUTES] [--no-sysfs] [--engine-only]
+                          [--no-ipv6-round] [--policy RULES,ROUTES] [--host-load A,B] [--no-sysfs] [--engine-only]
                           [--check-samples N] [--blackhole-reps N] [--concurrent N] [--deadline MS] [--shared-deadline]
                           [--getent-runs N] [--bus-calls N] [--reachd PATH]
 
@@ -81,6 +85,10 @@ struct Options: Sendable {
           --engine-iterations N  apply() calls per engine measurement (default 20000)
           --no-ipv6-round        skip the last round (the largest size again, with IPv6
                                  link-local addresses on every extra pair end)
+          --host-load A,B,...    also run A, then B... concurrent D-Bus CheckHost calls against the
+                                 DNS black hole (e.g. 500,1000,3000): lateness past the deadline,
+                                 CheckAddress round trips meanwhile, reachd's CPU time
+          --host-load-deadline MS  their deadline (default 2000)
           --policy RULES,ROUTES  before the IPv6 round, add this many ip rules (none matching
                                  the flapped path, all traversed by every lookup) and routes in
                                  100 other tables, and measure the largest size again
@@ -153,6 +161,10 @@ struct Options: Sendable {
             case "--engine-iterations": options.engineIterations = try count(argument, minimum: 2)
             case "--no-sysfs": options.sysfs = false
             case "--no-ipv6-round": options.ipv6Round = false
+            case "--host-load":
+                options.hostLoad = true
+                options.hostLoadCounts = try counts(argument, minimum: 1)
+            case "--host-load-deadline": options.hostLoadDeadlineMilliseconds = try count(argument, minimum: 10)
             case "--policy":
                 let numbers = try counts(argument, minimum: 0)
                 guard numbers.count == 2 else { throw BenchError("--policy takes RULES,ROUTES, e.g. 1000,10000; got \(numbers)") }
@@ -165,7 +177,7 @@ struct Options: Sendable {
             case "--only":
                 let text = try value(argument)
                 let groups = text.split(separator: ",").map(String.init)
-                let known = ["rounds", "engine", "checks", "bus"]
+                let known = ["rounds", "engine", "checks", "bus", "hostload"]
                 guard !groups.isEmpty, groups.allSatisfy(known.contains) else {
                     throw BenchError("--only: expected groups from \(known.joined(separator: ",")), got '\(text)'")
                 }
@@ -173,6 +185,7 @@ struct Options: Sendable {
                 options.engine = groups.contains("engine")
                 options.checks = groups.contains("checks")
                 options.bus = groups.contains("bus")
+                options.hostLoad = groups.contains("hostload")
             case "--checks": options.checks = true
             case "--no-checks": options.checks = false
             case "--bus": options.bus = true

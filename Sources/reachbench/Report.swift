@@ -12,6 +12,7 @@ struct Results: Sendable {
     var addressChecks: [AddressCheckMeasurement] = []
     var hostChecks: HostCheckResults?
     var bus: BusMeasurement?
+    var hostLoad: [HostLoadMeasurement] = []
     /// Why the bus group failed, when it did.
     var busError: String?
     /// The 1-minute load average at the start and end of each group.
@@ -131,6 +132,21 @@ enum Report {
         }
         out += checkSections(results)
         out += busSection(results)
+        if !results.hostLoad.isEmpty {
+            out.append("9. Concurrent D-Bus CheckHost against a DNS black hole (ms past each call's deadline; CheckAddress round trips meanwhile, us)")
+            let rows = results.hostLoad.map { load in
+                [
+                    "\(load.concurrent)", "\(load.deadlineMilliseconds)", "\(load.timedOut)",
+                    Format.milliseconds(load.lateness.median), Format.milliseconds(load.lateness.p99), Format.milliseconds(load.lateness.max),
+                    "\(load.checkAddress.count)", Format.microseconds(load.checkAddress.median), Format.microseconds(load.checkAddress.p99),
+                    Format.microseconds(load.checkAddress.max), "\(load.cpuMilliseconds)",
+                ]
+            }
+            out.append(Format.table(
+                ["checks", "deadline", "dnsTimeout", "late p50", "p99", "max", "CheckAddress n", "p50", "p99", "max", "reachd CPU ms"],
+                rows, leftColumns: 0))
+            out.append("")
+        }
         if !results.loads.isEmpty {
             out.append("load average (1 min) per group: "
                 + results.loads.map { "\($0.group) \($0.start) -> \($0.end)" }.joined(separator: ", "))

@@ -45,7 +45,7 @@ func runBenchmarks(_ options: Options) async throws -> Results {
     // The checks, the bus and the Engine run while the rounds' namespace still exists: deleting
     // thousands of veths keeps the kernel busy in the background for a while, which would
     // disturb the samples.
-    if options.checks || options.bus {
+    if options.checks || options.bus || options.hostLoad {
         note("reachbench: setting up namespaces reachbench-\(getpid())-c and -s (client, DNS servers)")
         let network = try ServiceNetwork(mountSysfs: options.sysfs)
         defer { network.close() }
@@ -66,6 +66,12 @@ func runBenchmarks(_ options: Options) async throws -> Results {
                 results.busError = "\(error)"
             }
             results.loads.append(GroupLoad(group: "bus", start: load, pressure: pressure))
+        }
+        if options.hostLoad {
+            let load = loadAverage()
+            let pressure = cpuPressure()
+            results.hostLoad = try HostLoadBench.measure(network, options)
+            results.loads.append(GroupLoad(group: "hostload", start: load, pressure: pressure))
         }
     }
     for links in options.engine ? options.engineSizes : [] {

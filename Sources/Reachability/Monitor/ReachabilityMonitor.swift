@@ -231,6 +231,7 @@ public final class ReachabilityMonitor: Sendable {
             let hosts = HostChecks(options: options, failure: hostCheckFailure.withLock { $0 }) { [unowned self] addresses, target in
                 self.shared.withLock { $0.observer.evaluate(addresses: addresses, target: target) }
             }
+            var routingEpoch = shared.withLock { $0.observer.state.routingEpoch }
             while true {
                 let resolverDescriptors = hosts.descriptors
                 var fds = [
@@ -257,12 +258,17 @@ public final class ReachabilityMonitor: Sendable {
                     case let .cancel(id): hosts.cancel(id)
                     }
                 }
-                shared.withLock { shared in
+                let epoch = shared.withLock { shared in
                     let change = fds[0].revents != 0 ? shared.observer.readAvailable() : shared.observer.resyncIfDue()
                     _ = shared.observer.takeIncidents()
                     if let change {
                         for subscriber in shared.subscribers.values { subscriber.yield(.change(change)) }
                     }
+                    return shared.observer.state.routingEpoch
+                }
+                if epoch != routingEpoch {
+                    routingEpoch = epoch
+                    hosts.networkChanged()
                 }
                 for (offset, watched) in resolverDescriptors.enumerated() {
                     let revents = fds[offset + 2].revents

@@ -18,6 +18,9 @@ final class AresLookup {
     /// `ares_destroy` in `deinit` calls back into an object that is not being deinitialised.
     private final class State {
         var sockets: [Int32: (readable: Bool, writable: Bool)] = [:]
+        /// Which opening of each socket this is (see `socketSerials`).
+        var serials: [Int32: UInt64] = [:]
+        var opened: UInt64 = 0
         var outcome: HostResolver.Outcome?
     }
 
@@ -26,6 +29,10 @@ final class AresLookup {
 
     /// Sockets c-ares wants watched, as its socket-state callback last reported them.
     var sockets: [Int32: (readable: Bool, writable: Bool)] { state.sockets }
+    /// Tells sockets apart that reuse a descriptor number: c-ares may close a socket and open
+    /// another with the same number within one call, and a loop watching the old one must
+    /// register the new one afresh.
+    var socketSerials: [Int32: UInt64] { state.serials }
     /// The answer, once c-ares gave one (possibly already while starting).
     var outcome: HostResolver.Outcome? { state.outcome }
 
@@ -44,7 +51,16 @@ final class AresLookup {
         options.sock_state_cb = { context, fd, readable, writable in
             let state = Unmanaged<State>.fromOpaque(context!).takeUnretainedValue()
             // (fd, 0, 0) is how c-ares says it closed the socket.
-            state.sockets[fd] = readable == 0 && writable == 0 ? nil : (readable != 0, writable != 0)
+            if readable == 0 && writable == 0 {
+                state.sockets[fd] = nil
+                state.serials[fd] = nil
+            } else {
+                if state.sockets[fd] == nil {
+                    state.opened += 1
+                    state.serials[fd] = state.opened
+                }
+                state.sockets[fd] = (readable != 0, writable != 0)
+            }
         }
         options.sock_state_cb_data = context
         // "f" is the hosts file, "b" DNS: /etc/hosts first, as glibc's default nsswitch.conf.

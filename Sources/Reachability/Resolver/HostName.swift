@@ -38,13 +38,24 @@ public enum HostName {
     /// top-level domain is numeric, so such a text is never a host name; it must never go to DNS
     /// either. One rule everywhere (CheckHost, Watch, reachctl): refused, saying what to write.
     public static func isNumericForm(_ text: String) -> Bool {
-        let labels = text.split(separator: ".", omittingEmptySubsequences: false)
+        let labels = text.split(separator: ".", omittingEmptySubsequences: false).map { $0.lowercased() }
         guard (1...4).contains(labels.count) else { return false }
-        return labels.allSatisfy { label in
-            let lower = label.lowercased()
-            if lower.hasPrefix("0x") { return lower.count > 2 && lower.dropFirst(2).allSatisfy(\.isHexDigit) }
-            return !lower.isEmpty && lower.allSatisfy(\.isNumber)
+        var values: [UInt64] = []
+        for label in labels {
+            let value: UInt64? =
+                if label.hasPrefix("0x") { label.count > 2 ? UInt64(label.dropFirst(2), radix: 16) : nil }
+                else if label.count > 1, label.hasPrefix("0") { UInt64(label, radix: 8) }
+                else { UInt64(label) }
+            guard let value else { return false }
+            values.append(value)
         }
+        // inet_aton: every part but the last is one byte; the last fills the bytes left.
+        guard values.dropLast().allSatisfy({ $0 <= 255 }), values[values.count - 1] < UInt64(1) << (32 - 8 * (values.count - 1)) else {
+            return false
+        }
+        // Four plain decimal parts are the ordinary dotted quad, not one of these forms.
+        let plain = labels.allSatisfy { !($0.count > 1 && $0.hasPrefix("0")) && !$0.hasPrefix("0x") }
+        return !(values.count == 4 && plain)
     }
 
     /// ASCII letters, digits, '-', '_' and the '.' between labels. Internationalised names must

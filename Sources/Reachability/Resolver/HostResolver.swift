@@ -62,10 +62,17 @@ public final class HostResolver {
     /// The shortest first-try timeout given to c-ares: below it, a loaded server on a slow link
     /// would be retried before it could possibly answer.
     static let minimumTryTimeout: Duration = .milliseconds(100)
+    /// A waiting lookup with less than this left is not started: no DNS server answers faster
+    /// than a round trip plus a channel's set-up, and on a busy machine starting it only costs
+    /// the loop time that others' deadlines need. It is answered `.timedOut` at its deadline,
+    /// without a query, as if it had run.
+    static let minimumTimeToStart: Duration = .milliseconds(50)
 
     private final class Request {
         enum Phase {
             case waiting
+            /// Came up with too little time left to start; times out at its deadline.
+            case expiring
             case running(AresLookup)
             case finished(Outcome)
             /// Completed or cancelled: nothing more happens to it.
@@ -94,6 +101,11 @@ public final class HostResolver {
             if case .waiting = phase { return true }
             return false
         }
+
+        var isExpiring: Bool {
+            if case .expiring = phase { return true }
+            return false
+        }
     }
 
     private let options: Options
@@ -108,8 +120,18 @@ public final class HostResolver {
     private var waiting: [Request] = []
     private var waitingHead = 0
     private var waitingCount = 0
+    /// No later than the earliest deadline among the waiting requests (it may be earlier, once
+    /// that request left the queue: the wake-up it causes recomputes it). Keeps `nextDeadline`
+    /// from walking a thousand waiting requests after every event.
+    private var waitingDeadlineBound: ContinuousClock.Instant?
+    /// Moves whenever the set of sockets, or what is wanted of them, may have changed: a loop
+    /// that mirrors `descriptors` need not read them again while it stands still.
+    public private(set) var descriptorGeneration: UInt64 = 0
     /// Which running request owns each socket c-ares reported.
     private var owners: [Int32: Request] = [:]
+    /// Waiting requests that came up with too little time left to start (`minimumTimeToStart`):
+    /// they wait for their deadline here, and time out then.
+    private var expiring: [Request] = []
     /// Finished requests whose completion has not run yet, in the order they finished.
     private var finished: [Request] = []
 
@@ -144,6 +166,8 @@ public final class HostResolver {
         } else {
             waiting.append(request)
             waitingCount += 1
+            waitingDeadlineBound = min(waitingDeadlineBound ?? deadline, deadline)
+            if case let .some(cached) = cachedNextDeadline { cachedNextDeadline = .some(min(cached ?? deadline, deadline)) }
         }
         return request.id
     }
@@ -151,6 +175,7 @@ public final class HostResolver {
     /// Forgets a request: its completion will not run, and its sockets are closed now.
     /// Unknown or already completed ids are ignored.
     public func cancel(_ id: RequestID) {
+        cachedNextDeadline = nil
         guard let request = requests.removeValue(forKey: id) else { return }
         switch request.phase {
         case .waiting:
@@ -159,26 +184,53 @@ public final class HostResolver {
             running[id] = nil
             end(request)
             startWaiting(now: .now)
-        case .finished, .over:
+        case .expiring, .finished, .over:
             break
         }
         request.phase = .over
     }
 
+    /// A socket c-ares wants watched: its descriptor, the events, and an identity that changes
+    /// whenever the descriptor number comes to stand for another socket (so a loop that keeps
+    /// its registrations knows to register that one afresh).
+    public struct Descriptor: Hashable, Sendable {
+        public var fd: Int32
+        public var readable: Bool
+        public var writable: Bool
+        public var identity: Identity
+
+        public struct Identity: Hashable, Sendable {
+            var request: RequestID
+            var serial: UInt64
+        }
+    }
+
     /// The descriptors c-ares wants watched now, in ascending order. Pass POLLERR/POLLHUP on as
     /// `readable`: c-ares learns of socket errors by reading.
-    public var descriptors: [(fd: Int32, readable: Bool, writable: Bool)] {
+    public var descriptors: [Descriptor] {
         owners.keys.sorted().compactMap { fd in
-            guard let interest = owners[fd]?.lookup?.sockets[fd] else { return nil }
-            return (fd, interest.readable, interest.writable)
+            guard let request = owners[fd], let lookup = request.lookup, let interest = lookup.sockets[fd] else { return nil }
+            let identity = Descriptor.Identity(request: request.id, serial: lookup.socketSerials[fd] ?? 0)
+            return Descriptor(fd: fd, readable: interest.readable, writable: interest.writable, identity: identity)
         }
     }
 
     /// When the loop must call `processTimeouts` at the latest: the earliest request deadline or
     /// c-ares retransmission timer; now when completions are ready to run; nil when idle.
     public var nextDeadline: ContinuousClock.Instant? {
+        if !finished.isEmpty { return .now }
+        if let cached = cachedNextDeadline { return cached }
+        let computed = computeNextDeadline()
+        cachedNextDeadline = .some(computed)
+        return computed
+    }
+
+    /// `nextDeadline` as last computed; nil (not .some(nil)) once anything may have moved it. A
+    /// burst of resolve calls that only queue does not: each just lowers it to its own deadline.
+    private var cachedNextDeadline: ContinuousClock.Instant??
+
+    private func computeNextDeadline() -> ContinuousClock.Instant? {
         let now = ContinuousClock.now
-        if !finished.isEmpty { return now }
         var earliest: ContinuousClock.Instant?
         func consider(_ instant: ContinuousClock.Instant) {
             if earliest.map({ instant < $0 }) ?? true { earliest = instant }
@@ -187,15 +239,15 @@ public final class HostResolver {
             consider(request.deadline)
             if let delay = request.lookup?.timerDelay { consider(now + delay) }
         }
-        if waitingCount > 0 {
-            for request in waiting[waitingHead...] where request.isWaiting { consider(request.deadline) }
-        }
+        if waitingCount > 0, let bound = waitingDeadlineBound { consider(bound) }
+        for request in expiring where request.isExpiring { consider(request.deadline) }
         return earliest
     }
 
     /// Lets c-ares handle readiness of `fd` (one of `descriptors`), then runs the completions of
     /// whatever finished. Unknown descriptors (closed meanwhile) are ignored.
     public func process(fd: Int32, readable: Bool, writable: Bool) {
+        cachedNextDeadline = nil
         if let request = owners[fd], let lookup = request.lookup {
             perform(on: request) { lookup.process(fd: fd, readable: readable, writable: writable) }
             startWaiting(now: .now)
@@ -206,6 +258,7 @@ public final class HostResolver {
     /// Times out overdue requests (running or waiting), runs c-ares' retransmission timers,
     /// starts waiting requests in freed slots, then runs the completions of what finished.
     public func processTimeouts() {
+        cachedNextDeadline = nil
         let now = ContinuousClock.now
         for request in running.values.sorted(by: { $0.id < $1.id }) {
             if request.deadline <= now {
@@ -217,14 +270,26 @@ public final class HostResolver {
             }
         }
         if waitingCount > 0 {
-            for request in waiting[waitingHead...] where request.isWaiting && request.deadline <= now {
-                waitingCount -= 1
-                finish(request, .timedOut)
+            waitingDeadlineBound = nil
+            for request in waiting[waitingHead...] where request.isWaiting {
+                if request.deadline <= now {
+                    waitingCount -= 1
+                    finish(request, .timedOut)
+                } else {
+                    waitingDeadlineBound = min(waitingDeadlineBound ?? request.deadline, request.deadline)
+                }
             }
+        }
+        if !expiring.isEmpty {
+            for request in expiring where request.isExpiring && request.deadline <= now { finish(request, .timedOut) }
+            expiring.removeAll { !$0.isExpiring }
         }
         startWaiting(now: now)
         deliver()
     }
+
+    /// The resolv.conf lookups read: the configured one, or the system's.
+    public var resolvConfPath: String { options.resolvConfPath ?? "/etc/resolv.conf" }
 
     /// The nameservers of the current resolv.conf, in order (what a lookup started now would
     /// ask), for the "can any nameserver be reached at all" pre-check. Reads the file each call.
@@ -248,6 +313,8 @@ public final class HostResolver {
             name: request.name, timeout: tryTimeout, tries: Self.tries, resolvConfPath: options.resolvConfPath)
         request.phase = .running(lookup)
         running[request.id] = request
+        descriptorGeneration &+= 1  // its sockets were opened while it started
+        cachedNextDeadline = nil
         perform(on: request) {}
     }
 
@@ -257,7 +324,12 @@ public final class HostResolver {
     private func perform(on request: Request, _ call: () -> Void) {
         guard let lookup = request.lookup else { return }
         let before = Array(lookup.sockets.keys)
+        let serialsBefore = lookup.socketSerials
+        let interestBefore = lookup.sockets.mapValues { [$0.readable, $0.writable] }
         call()
+        if lookup.socketSerials != serialsBefore || lookup.sockets.mapValues({ [$0.readable, $0.writable] }) != interestBefore {
+            descriptorGeneration &+= 1
+        }
         for fd in before where lookup.sockets[fd] == nil && owners[fd] === request { owners[fd] = nil }
         for fd in lookup.sockets.keys { owners[fd] = request }
         if let outcome = lookup.outcome {
@@ -273,6 +345,7 @@ public final class HostResolver {
         guard let lookup = request.lookup else { return }
         let sockets = Array(lookup.sockets.keys)
         request.phase = .over
+        if !sockets.isEmpty { descriptorGeneration &+= 1 }
         lookup.destroy()
         for fd in sockets where owners[fd] === request { owners[fd] = nil }
     }
@@ -292,6 +365,9 @@ public final class HostResolver {
             waitingCount -= 1
             if request.deadline <= now {
                 finish(request, .timedOut)
+            } else if now.duration(to: request.deadline) < Self.minimumTimeToStart {
+                request.phase = .expiring
+                expiring.append(request)
             } else {
                 start(request, now: now)
             }
