@@ -138,7 +138,7 @@ enum BusBench {
 
         note("reachbench: bus: \(options.flaps) flaps: netlink floor, ip monitor and reachd's Changed on the same flaps")
         (result.flaps, result.signalsPerTransitionTimes100, result.glibSignalsPerTransitionTimes100) = try measureFlaps(
-            network, address: address, flaps: options.flaps, warmup: options.warmup)
+            network, address: address, flaps: options.flaps, warmup: options.warmup, glib: options.glib)
         guard daemon.isRunning else { throw failure("reachd ended during the flaps") }
 
         note("reachbench: bus: \(options.busCalls) round trips each: Peer.Ping, CheckAddress, GetStatus")
@@ -224,7 +224,7 @@ enum BusBench {
     /// netlink backend says "available" even after carrier loss, so any signal counts). One
     /// thread polls them all and stamps each when it has it in hand.
     static func measureFlaps(
-        _ network: ServiceNetwork, address: String, flaps: Int, warmup: Int
+        _ network: ServiceNetwork, address: String, flaps: Int, warmup: Int, glib withGLib: Bool
     ) throws -> ([BusFlapPath], Int, Int?) {
         let subscriber = try BusConnection(.address(address), description: "reachbench-subscriber")
         let signals = SignalLog()
@@ -242,7 +242,7 @@ enum BusBench {
         defer { monitor.stop() }
         var lines = LineReader(fd: monitor.output!)
         let floor = try RawNetlink(in: network.client, groups: RawNetlink.groupLink)
-        let glib = try? ChildProcess(
+        let glib = !withGLib ? nil : try? ChildProcess(
             network.client.ipTool, ["netns", "exec", network.client.name, "/usr/bin/python3", "-c", glibMonitorScript],
             pipeOutput: true, logFile: network.file("glib-monitor.log"))
         defer { glib?.stop() }
@@ -252,7 +252,7 @@ enum BusBench {
             sleepMilliseconds(100)
             glibReady = glibLines?.availableLines()?.contains { $0.hasPrefix("ready") } ?? false
         }
-        if !glibReady { note("reachbench: bus: GLib's network monitor did not start (python3-gi missing?); measuring without it") }
+        if withGLib, !glibReady { note("reachbench: bus: GLib's network monitor did not start (python3-gi missing?); measuring without it") }
         sleepMilliseconds(300)  // ip monitor subscribes
 
         // floor, ip monitor, bus, GLib; down then up

@@ -23,6 +23,8 @@ struct Options: Sendable {
     /// measured again (per-event cost with a big FIB; the host path asks the kernel each batch).
     /// The host load group: this many concurrent CheckHost calls per batch, with this deadline.
     var hostLoad = false
+    /// GLib's GNetworkMonitor as a fourth observer of the bus flaps (waits 1 s per transition it misses).
+    var glib = false
     var hostLoadCounts = [500, 1000, 3000]
     var hostLoadDeadlineMilliseconds = 2000
     var policyRules = 1000
@@ -53,7 +55,7 @@ struct Options: Sendable {
         usage: reachbench [--json] [--quick] [--only GROUP,...] [--checks] [--no-checks] [--bus] [--no-bus]
                           [--flaps N] [--warmup N] [--sync-reps N]
                           [--pairs A,B,...] [--engine-links A,B,...] [--engine-iterations N]
-                          [--no-ipv6-round] [--policy RULES,ROUTES] [--host-load A,B] [--no-sysfs] [--engine-only]
+                          [--no-ipv6-round] [--policy RULES,ROUTES] [--host-load A,B] [--glib] [--no-sysfs] [--engine-only]
                           [--check-samples N] [--blackhole-reps N] [--concurrent N] [--deadline MS] [--shared-deadline]
                           [--getent-runs N] [--bus-calls N] [--reachd PATH]
 
@@ -85,6 +87,8 @@ struct Options: Sendable {
           --engine-iterations N  apply() calls per engine measurement (default 20000)
           --no-ipv6-round        skip the last round (the largest size again, with IPv6
                                  link-local addresses on every extra pair end)
+          --glib                 bus flaps: also time GLib's GNetworkMonitor (python3-gi), which
+                                 misses carrier changes: each miss costs a 1 s wait
           --host-load A,B,...    also run A, then B... concurrent D-Bus CheckHost calls against the
                                  DNS black hole (e.g. 500,1000,3000): lateness past the deadline,
                                  CheckAddress round trips meanwhile, reachd's CPU time
@@ -161,6 +165,7 @@ struct Options: Sendable {
             case "--engine-iterations": options.engineIterations = try count(argument, minimum: 2)
             case "--no-sysfs": options.sysfs = false
             case "--no-ipv6-round": options.ipv6Round = false
+            case "--glib": options.glib = true
             case "--host-load":
                 options.hostLoad = true
                 options.hostLoadCounts = try counts(argument, minimum: 1)

@@ -109,7 +109,7 @@ struct AddressCheckTests {
 
     @Test(arguments: [
         ("", "empty"),
-        ("1.2.3", "not an IPv4 or IPv6 address"),
+        ("1.2.3", "short, octal or single-number IPv4 form"),
         ("256.1.1.1", "not an IPv4 or IPv6 address"),
         ("2001:db8::1::2", "not an IPv4 or IPv6 address"),
         ("fe80::1%", "invalid scope"),
