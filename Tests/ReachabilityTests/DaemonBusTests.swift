@@ -137,6 +137,13 @@ struct DaemonBusTests {
         #expect(DaemonHarness.jsonNumber(noRoute[0]) == 0)
         #expect(noRoute[1] as? String == "")
         #expect(noRoute[2] as? String == "noRoute")
+        // The trailing details, as busctl decodes the a{sv}: keys only when known.
+        func details(_ reply: [Any]) -> [String: String]? {
+            (reply.last as? [String: [String: Any]])?.compactMapValues { $0["type"] as? String == "s" ? $0["data"] as? String : nil }
+        }
+        #expect(onLink.count == 4 && details(onLink) == ["Source": "192.0.2.2"], "\(onLink)")
+        #expect(details(viaGateway) == ["Gateway": "192.0.2.1", "Source": "192.0.2.2"], "\(viaGateway)")
+        #expect(details(noRoute) == [:], "\(noRoute)")
 
         // CheckHost with an address literal (no DNS) and with localhost (/etc/hosts).
         let literal = try DaemonHarness.jsonData(try harness.busctlCall("CheckHost", "su", "192.0.2.7", "0"))
@@ -144,6 +151,7 @@ struct DaemonBusTests {
         #expect(literal[1] as? String == "up0")
         #expect(literal[2] as? [String] == ["192.0.2.7"])
         #expect(literal[3] as? String == "")
+        #expect(literal.count == 5 && details(literal) == ["Source": "192.0.2.2"], "\(literal)")
         let localhost = try DaemonHarness.jsonData(try harness.busctlCall("CheckHost", "su", "localhost", "2000"))
         let localFlags = UInt32(DaemonHarness.jsonNumber(localhost[0]) ?? 0)
         #expect(localFlags & (Self.reachable | Self.isLocalAddress) == Self.reachable | Self.isLocalAddress, "\(localhost)")
