@@ -155,4 +155,59 @@ struct ParityTests {
         #expect(result.stderr.contains("reachd.conf:2"), "\(result.stderr)")
         #expect(result.stderr.contains("forever"), "\(result.stderr)")
     }
+
+    /// reachd as it was before the check replies had details: CheckAddress ends at `reason`.
+    /// Enough of it for reachctl (GetStatus answers the probe).
+    final class ReachdWithoutDetails: BusObject {
+        static let vtable = BusVTable([
+            .method("GetStatus", signature: "", result: "a{sv}", names: "status\0"),
+            .method("CheckAddress", signature: "s", result: "uss", names: "address\0flags\0interface\0reason\0"),
+        ])
+
+        func call(_ method: String, _ message: BusMessage) throws(BusError) -> BusReply {
+            if method == "GetStatus" {
+                return .now { reply throws(BusError) in
+                    try reply.open("a", "{sv}")
+                    try reply.close()
+                }
+            }
+            return .now { reply throws(BusError) in
+                try reply.append(ReachabilityFlags.reachable.rawValue)
+                try reply.append("up0")
+                try reply.append("")
+            }
+        }
+
+        func property(_ name: String, into reply: BusMessage) throws(BusError) {}
+    }
+
+    @Test func aReplyWithoutDetailsFromAnOlderReachdStillAnswers() throws {
+        let harness = try DaemonHarness(nil, start: false)
+        defer { harness.shutdown() }
+        let server = try BusConnection(.address(harness.address), description: "older-reachd")
+        let object = try server.add(
+            ReachdWithoutDetails(), at: DaemonHarness.objectPath, interface: DaemonHarness.interface, vtable: ReachdWithoutDetails.vtable)
+        var named: Result<Void, BusError>?
+        let name = try server.requestName(DaemonHarness.busName) { named = $0 }
+        let deadline = ContinuousClock.now + waitLimit
+        while named == nil, ContinuousClock.now < deadline {
+            while try server.process() {}
+            try server.wait(timeout: .milliseconds(50))
+        }
+        _ = try #require(named).get()
+
+        // reachctl runs on its own while this thread serves its calls.
+        let child = try DaemonHarness.Child(reachctlPath(), ["check", "--json", "--daemon", "--bus-address", harness.address, "192.0.2.7"])
+        while child.isRunning, ContinuousClock.now < deadline {
+            while try server.process() {}
+            try server.wait(timeout: .milliseconds(20))
+        }
+        let status = child.waitForExit(timeout: .seconds(5))
+        withExtendedLifetime((object, name)) {}
+        #expect(status == 0, "\(child.errorOutput)")
+        let json = try CommandResult(status: status ?? -1, stdout: child.output, stderr: child.errorOutput).json()
+        #expect(json["interface"] as? String == "up0")
+        #expect(json["reason"] as? String == "")
+        #expect(json["gateway"] == nil && json["source"] == nil, "\(json)")
+    }
 }

@@ -174,9 +174,15 @@ public final class ReachabilityClient {
         return result
     }
 
-    /// The trailing `a{sv}` of the check replies (absent from older reachd versions): gateway,
-    /// source address and message. Unknown keys are skipped.
+    /// The trailing `a{sv}` of the check replies: gateway, source address and message. Unknown
+    /// keys are skipped. A reachd from before the details ends its reply at `reason`; entering
+    /// a container there fails (ENXIO), so whether one follows is peeked first.
     static func readDetails(_ message: BusMessage, into result: inout CheckResult) throws(BusError) {
+        var type: CChar = 0
+        var contents: UnsafePointer<CChar>?
+        guard sd_bus_message_peek_type(message.pointer, &type, &contents) > 0, type == CChar(UInt8(ascii: "a")),
+            let contents, String(cString: contents) == "{sv}"
+        else { return }
         guard try message.enter("a", "{sv}") else { return }
         while try message.enter("e", "sv") {
             let key = try message.readString()
