@@ -145,15 +145,23 @@ struct ParityTests {
         #expect(elapsed >= .milliseconds(700) && elapsed < .seconds(4), "took \(elapsed): the configured 700 ms deadline was not used")
     }
 
-    @Test func aBadConfigurationIsRefusedInProcessWithItsLocation() throws {
+    @Test func aBadConfigurationIsRefusedInProcessWithReachdsErrors() throws {
         let ns = try Self.scenario()
         let directory = try makeScratchDirectory("parity-bad")
         defer { removeTree(directory) }
-        try "[Checks]\nDefaultTimeout=forever\n".write(toFile: directory + "/reachd.conf", atomically: true, encoding: .utf8)
+        try FileManager.default.createDirectory(atPath: directory + "/reachd.conf.d", withIntermediateDirectories: true)
+        try "[Checks]\nDefaultTimeout=forever\n[Interface]\nKind=modem\n".write(toFile: directory + "/reachd.conf", atomically: true, encoding: .utf8)
+        try "[Priorities]\nWiFi=-3\n".write(toFile: directory + "/reachd.conf.d/10-wifi.conf", atomically: true, encoding: .utf8)
         let result = try reachctl(["status", "--netns", ns.name, "--config-dir", directory])
         #expect(result.status == 2)
-        #expect(result.stderr.contains("reachd.conf:2"), "\(result.stderr)")
-        #expect(result.stderr.contains("forever"), "\(result.stderr)")
+        #expect(result.stdout == "")
+        #expect(result.stderr.contains("reachd.conf:2: [Checks] DefaultTimeout: invalid duration 'forever'"), "\(result.stderr)")
+        // Every error as reachd --check-config words it, in the same order; only the prefix differs.
+        let reachd = try DaemonHarness.execute(productPath("reachd"), ["--check-config", "--config-dir", directory])
+        #expect(reachd.status == 2)
+        let fromReachd = reachd.stderr.split(separator: "\n").map { $0.replacing("error: ", with: "", maxReplacements: 1) }
+        let fromReachctl = result.stderr.split(separator: "\n").map { $0.replacing("reachctl: ", with: "", maxReplacements: 1) }
+        #expect(fromReachd.count == 4 && fromReachctl == fromReachd, "reachd:\n\(reachd.stderr)reachctl:\n\(result.stderr)")
     }
 
     /// reachd as it was before the check replies had details: CheckAddress ends at `reason`.
