@@ -62,31 +62,60 @@ struct ParityTests {
         return [path: value as? NSObject ?? NSNull()]
     }
 
+    /// Records one issue per field on which reachd's answer and the in-process one differ.
+    /// `generation` is not compared: each source counts its own events, not the network.
+    static func expectSameFields(
+        _ what: String, _ viaReachd: [String: Any], _ inProcess: [String: Any], sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let left = fields(viaReachd)
+        let right = fields(inProcess)
+        for path in Set(left.keys).union(right.keys).sorted() where path != "generation" && left[path] != right[path] {
+            Issue.record(
+                "\(what): \(path) is \(left[path].map { "\($0)" } ?? "absent") through reachd, \(right[path].map { "\($0)" } ?? "absent") in-process",
+                sourceLocation: sourceLocation)
+        }
+    }
+
     /// Asks reachd, then the library in-process, then reachd again, and compares field by field
     /// once reachd's two answers (generation included) are the same: the network held still
     /// while in-process answered. Without that, the kernel moving in between (a link-local
     /// address leaving DAD) would make two true answers about different moments look like a
-    /// disagreement. `generation` itself is not compared: each source counts its own events.
-    /// Returns reachd's answer.
+    /// disagreement. Returns reachd's answer.
+    @discardableResult
+    static func expectSameAnswer(
+        _ what: String, viaReachd: () throws -> [String: Any], inProcess: () throws -> [String: Any],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> [String: Any] {
+        for _ in 0..<5 {
+            let before = try viaReachd()
+            let local = try inProcess()
+            guard fields(before) == fields(try viaReachd()) else { continue }
+            expectSameFields(what, before, local, sourceLocation: sourceLocation)
+            return before
+        }
+        Issue.record("\(what): reachd's answer kept changing; nothing compared", sourceLocation: sourceLocation)
+        return [:]
+    }
+
+    /// `expectSameAnswer` for one reachctl command, with the arguments that pick each source.
     @discardableResult
     static func expectSameAnswer(
         _ command: [String], daemon: [String], inProcess: [String], sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> [String: Any] {
-        for _ in 0..<5 {
-            let before = try json(command + daemon)
-            let local = try json(command + inProcess)
-            guard fields(before) == fields(try json(command + daemon)) else { continue }
-            let left = fields(before)
-            let right = fields(local)
-            for path in Set(left.keys).union(right.keys).sorted() where path != "generation" && left[path] != right[path] {
-                Issue.record(
-                    "\(command.joined(separator: " ")): \(path) is \(left[path].map { "\($0)" } ?? "absent") through reachd, \(right[path].map { "\($0)" } ?? "absent") in-process",
-                    sourceLocation: sourceLocation)
-            }
-            return before
-        }
-        Issue.record("\(command.joined(separator: " ")): reachd's answer kept changing; nothing compared", sourceLocation: sourceLocation)
-        return [:]
+        try expectSameAnswer(
+            command.joined(separator: " "), viaReachd: { try json(command + daemon) }, inProcess: { try json(command + inProcess) },
+            sourceLocation: sourceLocation)
+    }
+
+    /// reachctl in a mount namespace of its own whose /etc/resolv.conf is `resolvConf` (what
+    /// reachd reads through --resolv-conf), and how long it took.
+    static func reachctlInMountNamespace(resolvConf: String, _ arguments: [String]) throws -> (result: CommandResult, elapsed: Duration) {
+        let started = ContinuousClock.now
+        let output = try DaemonHarness.execute("/usr/bin/unshare", [
+            "-m", "--propagation", "private", "sh", "-c", "mount --bind \"$1\" /etc/resolv.conf && shift && exec \"$@\"", "sh",
+            resolvConf, reachctlPath(),
+        ] + arguments)
+        return (CommandResult(status: output.status, stdout: output.stdout, stderr: output.stderr), ContinuousClock.now - started)
     }
 
     @Test func statusInterfacesAndChecksAreEqualThroughReachdAndInProcess() async throws {
@@ -115,34 +144,50 @@ struct ParityTests {
         #expect(far["source"] as? String == "192.0.2.2")
     }
 
-    @Test func inProcessUsesTheConfiguredDefaultDeadline() async throws {
+    @Test func hostChecksOverDNSAreEqualThroughReachdAndInProcess() async throws {
+        let scenario = try DNSScenario(nameserver: DNSScenario.answering)
+        let dns = try DNSMasqServer(in: scenario.server, address: DNSScenario.answering, records: ["up.test": ["203.0.113.10"]])
+        let harness = try DaemonHarness(scenario.client, config: "[Interface]\nName=up0\nMetered=yes\n", resolvConf: scenario.resolvConf.path)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        let daemon = ["--json", "--daemon", "--bus-address", harness.address]
+        let inProcess = ["--json", "--netns", scenario.client.name, "--config-dir", harness.configDirectory]
+        var answers: [String: [String: Any]] = [:]
+        for target in ["up.test", "nothere.test"] {
+            answers[target] = try Self.expectSameAnswer(
+                "check \(target)", viaReachd: { try Self.json(["check", target] + daemon) },
+                inProcess: { try Self.reachctlInMountNamespace(resolvConf: scenario.resolvConf.path, ["check", target] + inProcess).result.json() })
+        }
+        withExtendedLifetime(dns) {}
+        // What CheckHost's details carried: the next hop and source for the resolved address,
+        // what DNS said for the name that does not exist.
+        #expect(answers["up.test"]?["gateway"] as? String == "192.0.2.1", "\(answers)")
+        #expect(answers["up.test"]?["source"] as? String == "192.0.2.2")
+        #expect((answers["up.test"]?["flags"] as? [String])?.contains("isExpensive") == true, "Metered=yes applies")
+        #expect(answers["nothere.test"]?["reason"] as? String == "dnsNotFound", "\(answers)")
+        let message = answers["nothere.test"]?["message"] as? String
+        #expect(message?.contains("NXDOMAIN") == true, "\(answers)")
+    }
+
+    @Test func bothUseTheConfiguredDefaultDeadline() async throws {
         let scenario = try DNSScenario(nameserver: DNSScenario.blackHole)
         let hole = try DNSBlackHole(in: scenario.server, address: DNSScenario.blackHole)
-        let directory = try makeScratchDirectory("parity")
-        defer { removeTree(directory) }
-        try Self.config.write(toFile: directory + "/reachd.conf", atomically: true, encoding: .utf8)
-        // reachctl in a mount namespace of its own whose /etc/resolv.conf names the black hole:
-        // the check must end at DefaultTimeout=700ms of the configuration, not at 5 s.
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-        process.arguments = [
-            "-m", "--propagation", "private", "sh", "-c", "mount --bind \"$1\" /etc/resolv.conf && shift && exec \"$@\"", "sh",
-            scenario.resolvConf.path, reachctlPath(), "check", "--json", "--netns", scenario.client.name, "--config-dir", directory,
-            "never.test",
-        ]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        let started = ContinuousClock.now
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let elapsed = ContinuousClock.now - started
+        let harness = try DaemonHarness(scenario.client, config: Self.config, resolvConf: scenario.resolvConf.path)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        // Without --timeout the check must end at DefaultTimeout=700ms of the configuration, not
+        // at 5 s: reachd's own through the bus (timeout_ms 0), the one read in-process.
+        let (viaReachd, reachdElapsed) = try reachctl(["check", "--json", "--daemon", "--bus-address", harness.address, "never.test"], environment: [:])
+        let (local, localElapsed) = try Self.reachctlInMountNamespace(
+            resolvConf: scenario.resolvConf.path,
+            ["check", "--json", "--netns", scenario.client.name, "--config-dir", harness.configDirectory, "never.test"])
         withExtendedLifetime(hole) {}
-        #expect(process.terminationStatus == 1)
-        let json = try JSONSerialization.jsonObject(with: output) as? [String: Any]
-        #expect(json?["reason"] as? String == "dnsTimeout", "\(String(decoding: output, as: UTF8.self))")
-        #expect(elapsed >= .milliseconds(700) && elapsed < .seconds(4), "took \(elapsed): the configured 700 ms deadline was not used")
+        for (result, elapsed) in [(viaReachd, reachdElapsed), (local, localElapsed)] {
+            #expect(result.status == 1, "\(result.stderr)")
+            #expect(try result.json()["reason"] as? String == "dnsTimeout", "\(result.stdout)")
+            #expect(elapsed >= .milliseconds(700) && elapsed < .seconds(4), "took \(elapsed): the configured 700 ms deadline was not used")
+        }
+        Self.expectSameFields("check never.test", try viaReachd.json(), try local.json())
     }
 
     @Test func aBadConfigurationIsRefusedInProcessWithReachdsErrors() throws {
