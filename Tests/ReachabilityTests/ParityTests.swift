@@ -209,6 +209,29 @@ struct ParityTests {
         #expect(fromReachd.count == 4 && fromReachctl == fromReachd, "reachd:\n\(reachd.stderr)reachctl:\n\(result.stderr)")
     }
 
+    @Test func theFallbackWhenReachdIsAbsentReadsTheConfigurationToo() throws {
+        let directory = try makeScratchDirectory("parity-fallback")
+        defer { removeTree(directory) }
+        try "[Interface]\nName=lo\nIgnore=yes\n".write(toFile: directory + "/reachd.conf", atomically: true, encoding: .utf8)
+        let missing = "unix:path=/nonexistent-\(getpid())/bus"
+        let plain = try reachctl(["interfaces", "--json", "--bus-address", missing])
+        let configured = try reachctl(["interfaces", "--json", "--bus-address", missing, "--config-dir", directory])
+        for result in [plain, configured] {
+            #expect(result.stderr.hasSuffix("; answering in-process\n"), "\(result.stderr)")
+        }
+        func names(_ result: CommandResult) throws -> [String] {
+            (try result.json()["interfaces"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+        }
+        #expect(try names(plain).contains("lo"), "\(plain.stdout)")
+        #expect(try !names(configured).contains("lo"), "Ignore=yes from --config-dir hides lo: \(configured.stdout)")
+        // A bad configuration stops the fallback as it stops reachd.
+        try "[Interface]\nIgnore=maybe\n".write(toFile: directory + "/reachd.conf", atomically: true, encoding: .utf8)
+        let bad = try reachctl(["status", "--bus-address", missing, "--config-dir", directory])
+        #expect(bad.status == 2)
+        #expect(bad.stdout == "")
+        #expect(bad.stderr.contains("reachd.conf:2: [Interface] Ignore: invalid boolean 'maybe'"), "\(bad.stderr)")
+    }
+
     /// reachd as it was before the check replies had details: CheckAddress ends at `reason`.
     /// Enough of it for reachctl (GetStatus answers the probe).
     final class ReachdWithoutDetails: BusObject {
