@@ -125,6 +125,10 @@ struct ParityTests {
         try await harness.ready()
         let daemon = ["--json", "--daemon", "--bus-address", harness.address]
         let inProcess = ["--json", "--netns", ns.name, "--config-dir", harness.configDirectory]
+        let text = { (arguments: [String]) throws -> [String: Any] in
+            let result = try reachctl(arguments.filter { $0 != "--json" })
+            return ["status": result.status, "stdout": result.stdout, "stderr": result.stderr]
+        }
 
         let status = try Self.expectSameAnswer(["status"], daemon: daemon, inProcess: inProcess)
         #expect(status["primaryInterface"] as? String == "up0")
@@ -137,6 +141,10 @@ struct ParityTests {
 
         for target in ["198.51.100.7", "192.0.2.9", "10.99.0.5", "172.17.0.9", "0.0.0.0", "localhost"] {
             try Self.expectSameAnswer(["check", target], daemon: daemon, inProcess: inProcess)
+            // And the text a person reads, exit status included.
+            try Self.expectSameAnswer(
+                "check \(target) (text)", viaReachd: { try text(["check", target] + daemon) },
+                inProcess: { try text(["check", target] + inProcess) })
         }
         // The details travel over D-Bus too.
         let far = try Self.json(["check", "198.51.100.7"] + daemon)
