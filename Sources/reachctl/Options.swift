@@ -31,7 +31,7 @@ struct CommonOptions: ParsableArguments {
     @Option(
         name: .customLong("config-dir"),
         help: ArgumentHelp(
-            "When answering in-process, read DIR/reachd.conf and DIR/reachd.conf.d/*.conf instead of /etc/reachd, as `reachd --config-dir` does: interface rules, priorities, metered links and the default DNS deadline apply, so the answer is reachd's. Repeatable, later directories win. reachd itself answers with its own configuration.",
+            "When answering in-process, read DIR/reachd.conf and DIR/reachd.conf.d/*.conf instead of /etc/reachd, as `reachd --config-dir` does: interface rules, priorities, metered links and the default DNS deadline apply, so the answer is reachd's. Repeatable: the directories are searched in the order given and earlier ones take precedence, as for reachd (reachd.conf(5)). reachd itself answers with its own configuration.",
             valueName: "dir"))
     var configDirectories: [String] = []
 

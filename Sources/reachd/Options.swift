@@ -25,7 +25,8 @@ struct Options {
           --user                 serve on the user's session bus
           --bus-address ADDRESS  serve on the bus at ADDRESS (unix:path=/run/...), for tests
           --config-dir DIR       read DIR/reachd.conf and DIR/reachd.conf.d/*.conf instead of
-                                 /etc/reachd (repeatable: later directories override earlier ones)
+                                 /etc/reachd (repeatable: searched in the order given, earlier
+                                 directories take precedence; see reachd.conf(5))
           --check-config         validate the configuration, print the merged result, and exit:
                                  0 valid, 2 invalid (every error as FILE:LINE: [Section] Key: ...)
           --netns NAME|PATH      watch a network namespace (`ip netns` NAME or a path)

@@ -232,6 +232,17 @@ struct ParityTests {
         }
         #expect(try names(plain).contains("lo"), "\(plain.stdout)")
         #expect(try !names(configured).contains("lo"), "Ignore=yes from --config-dir hides lo: \(configured.stdout)")
+        // Repeated, the first directory with a reachd.conf wins, as for reachd: a second
+        // directory whose reachd.conf ignores nothing changes nothing after, everything before.
+        let other = try makeScratchDirectory("parity-fallback-other")
+        defer { removeTree(other) }
+        try "[Checks]\nDefaultTimeout=2s\n".write(toFile: other + "/reachd.conf", atomically: true, encoding: .utf8)
+        let first = try reachctl(["interfaces", "--json", "--bus-address", missing, "--config-dir", directory, "--config-dir", other])
+        let second = try reachctl(["interfaces", "--json", "--bus-address", missing, "--config-dir", other, "--config-dir", directory])
+        #expect(try !names(first).contains("lo"), "\(first.stdout)")
+        #expect(try names(second).contains("lo"), "\(second.stdout)")
+        let reachd = try DaemonHarness.execute(productPath("reachd"), ["--check-config", "--config-dir", other, "--config-dir", directory])
+        #expect(reachd.stdout.contains("#   \(other)/reachd.conf\n") && !reachd.stdout.contains("\(directory)/reachd.conf"), "\(reachd.stdout)")
         // A bad configuration stops the fallback as it stops reachd.
         try "[Interface]\nIgnore=maybe\n".write(toFile: directory + "/reachd.conf", atomically: true, encoding: .utf8)
         let bad = try reachctl(["status", "--bus-address", missing, "--config-dir", directory])
