@@ -31,7 +31,7 @@ struct CommonOptions: ParsableArguments {
     @Option(
         name: .customLong("config-dir"),
         help: ArgumentHelp(
-            "When answering in-process, read DIR/reachd.conf and DIR/reachd.conf.d/*.conf instead of /etc/reachd, as `reachd --config-dir` does: interface rules, priorities, metered links and the default DNS deadline apply, so the answer is reachd's. Repeatable: the directories are searched in the order given and earlier ones take precedence, as for reachd (reachd.conf(5)). reachd itself answers with its own configuration.",
+            "When answering in-process, read DIR/reachd.conf and DIR/reachd.conf.d/*.conf instead of /etc/reachd, as `reachd --config-dir` does: interface rules, priorities, metered links and the default DNS deadline apply, so the answer is reachd's. Repeatable: the directories are searched in the order given and earlier ones take precedence, as for reachd (reachd.conf(5)). reachd itself answers with its own configuration, so not with --daemon.",
             valueName: "dir"))
     var configDirectories: [String] = []
 
@@ -48,6 +48,9 @@ struct CommonOptions: ParsableArguments {
         }
         if netns != nil, busAddress != nil {
             throw ValidationError("--netns is answered in-process, never by reachd: drop --bus-address, or --netns.")
+        }
+        if let directory = configDirectories.first, requireDaemon {
+            throw ValidationError("--config-dir '\(directory)' applies only in-process; with --daemon reachd answers with its own configuration: drop one of them.")
         }
         if let busAddress, busAddress.isEmpty { throw ValidationError("--bus-address needs an address, like unix:path=/run/dbus/system_bus_socket.") }
         if let netns { _ = try Self.namespacePath(for: netns) }

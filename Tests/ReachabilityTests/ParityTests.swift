@@ -243,6 +243,10 @@ struct ParityTests {
         #expect(try names(second).contains("lo"), "\(second.stdout)")
         let reachd = try DaemonHarness.execute(productPath("reachd"), ["--check-config", "--config-dir", other, "--config-dir", directory])
         #expect(reachd.stdout.contains("#   \(other)/reachd.conf\n") && !reachd.stdout.contains("\(directory)/reachd.conf"), "\(reachd.stdout)")
+        // --daemon never answers in-process: a configuration for it could only be ignored.
+        let refused = try reachctl(["status", "--daemon", "--bus-address", missing, "--config-dir", directory])
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("--config-dir '\(directory)' applies only in-process"), "\(refused.stderr)")
         // A bad configuration stops the fallback as it stops reachd.
         try "[Interface]\nIgnore=maybe\n".write(toFile: directory + "/reachd.conf", atomically: true, encoding: .utf8)
         let bad = try reachctl(["status", "--bus-address", missing, "--config-dir", directory])
