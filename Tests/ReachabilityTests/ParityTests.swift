@@ -125,7 +125,7 @@ struct ParityTests {
         try await harness.ready()
         let daemon = ["--json", "--daemon", "--bus-address", harness.address]
         let inProcess = ["--json", "--netns", ns.name, "--config-dir", harness.configDirectory]
-        let text = { (arguments: [String]) throws -> [String: Any] in
+        let plainText = { (arguments: [String]) throws -> [String: Any] in
             let result = try reachctl(arguments.filter { $0 != "--json" })
             return ["status": result.status, "stdout": result.stdout, "stderr": result.stderr]
         }
@@ -143,8 +143,8 @@ struct ParityTests {
             try Self.expectSameAnswer(["check", target], daemon: daemon, inProcess: inProcess)
             // And the text a person reads, exit status included.
             try Self.expectSameAnswer(
-                "check \(target) (text)", viaReachd: { try text(["check", target] + daemon) },
-                inProcess: { try text(["check", target] + inProcess) })
+                "check \(target) (text)", viaReachd: { try plainText(["check", target] + daemon) },
+                inProcess: { try plainText(["check", target] + inProcess) })
         }
         // The details travel over D-Bus too.
         let far = try Self.json(["check", "198.51.100.7"] + daemon)
