@@ -77,6 +77,13 @@ struct ParityTests {
             let local = try Self.json(["check", target] + inProcess)
             #expect(Self.comparable(viaReachd) == Self.comparable(local), "check \(target): reachd \(viaReachd), in-process \(local)")
         }
+        // --verbose adds how the kernel mirror has fared, both ways.
+        for arguments in [daemon, inProcess] {
+            let verbose = try Self.json(["status", "--verbose"] + arguments)
+            #expect(verbose["overruns"] as? Int == 0 && (verbose["resyncs"] as? Int ?? 0) >= 1, "\(arguments): \(verbose)")
+        }
+        let text = try reachctl(["status", "--verbose", "--daemon", "--bus-address", harness.address])
+        #expect(text.stdout.contains("Netlink: 0 overrun(s), 1 resync(s)"), "\(text.stdout)")
         // The details travel over D-Bus too.
         let far = try Self.json(["check", "198.51.100.7"] + daemon)
         #expect(far["gateway"] as? String == "192.0.2.1")
