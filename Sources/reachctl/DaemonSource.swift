@@ -85,6 +85,10 @@ final class DaemonSource: ReachabilitySource {
         try await worker.perform { try $0.client.snapshot() }
     }
 
+    func counters() async throws -> MirrorCounters? {
+        try await worker.perform { try $0.client.fullStatus().counters }
+    }
+
     func check(_ target: String, timeout: Duration?) async throws -> CheckResult {
         try await worker.perform { try $0.client.check(target, timeout: timeout) }
     }

@@ -7,6 +7,8 @@ import Reachability
 protocol ReachabilitySource: Sendable {
     /// The current picture.
     func snapshot() async throws -> ReachabilitySnapshot
+    /// The kernel mirror's overruns and resyncs; nil when reachd does not say.
+    func counters() async throws -> MirrorCounters?
     /// The current snapshot, then every change, until `stop()`.
     func updates() async throws -> AsyncStream<ReachabilityUpdate>
     /// Checks an address (at once) or a host name (within `timeout`; nil: the configured
@@ -33,6 +35,7 @@ struct InProcessSource: ReachabilitySource {
     }
 
     func snapshot() -> ReachabilitySnapshot { monitor.snapshot }
+    func counters() -> MirrorCounters? { monitor.counters }
     func updates() -> AsyncStream<ReachabilityUpdate> { monitor.updates() }
     func check(_ target: String, timeout: Duration?) async throws -> CheckResult {
         try await monitor.check(target, timeout: timeout ?? defaultTimeout)

@@ -12,7 +12,8 @@ struct StatusCommand: AsyncParsableCommand {
             an address), offline (neither).
 
             With --json it prints one object with the keys flags, state, primaryInterface, \
-            availableInterfaces, generation and interfaces.
+            availableInterfaces, underlyingInterface, generation and interfaces (with --verbose \
+            also overruns and resyncs).
 
             Examples:
               reachctl status
@@ -23,6 +24,9 @@ struct StatusCommand: AsyncParsableCommand {
             """
     )
 
+    @Flag(help: "Also show how the kernel mirror has fared: netlink receive-buffer overruns and resyncs since start.")
+    var verbose = false
+
     @OptionGroup var options: CommonOptions
 
     func run() async throws {
@@ -30,7 +34,18 @@ struct StatusCommand: AsyncParsableCommand {
             let source = try options.openSource()
             defer { source.stop() }
             let snapshot = try await source.snapshot()
-            Terminal.writeLine(options.json ? snapshot.json.serialized() : renderStatus(snapshot))
+            let counters = verbose ? try await source.counters() : nil
+            if options.json {
+                var json = snapshot.json
+                if let counters, case let .object(members) = json {
+                    json = .object(members + [("overruns", .uint(counters.overruns)), ("resyncs", .uint(counters.resyncs))])
+                }
+                Terminal.writeLine(json.serialized())
+            } else {
+                var text = renderStatus(snapshot)
+                if let counters { text += "\nNetlink: \(counters.overruns) overrun(s), \(counters.resyncs) resync(s)" }
+                Terminal.writeLine(text)
+            }
             return snapshot.host.state == .online
         }
         if !online { throw ExitStatus.notReachable.exitCode }

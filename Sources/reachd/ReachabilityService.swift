@@ -53,6 +53,7 @@ final class ReachabilityService: BusObject {
         switch method {
         case "GetStatus":
             let snapshot = daemon.observer.state
+            let counters = daemon.observer.counters
             return .now { reply throws(BusError) in
                 try reply.open("a", "{sv}")
                 try Self.entry(reply, "Flags", "u") { message throws(BusError) in try message.append(snapshot.host.flags.rawValue) }
@@ -61,6 +62,8 @@ final class ReachabilityService: BusObject {
                 try Self.entry(reply, "AvailableInterfaces", "as") { message throws(BusError) in try message.append(snapshot.host.availableInterfaces) }
                 try Self.entry(reply, "UnderlyingInterface", "s") { message throws(BusError) in try message.append(snapshot.host.underlyingInterface) }
                 try Self.entry(reply, "Generation", "t") { message throws(BusError) in try message.append(snapshot.generation) }
+                try Self.entry(reply, "Overruns", "t") { message throws(BusError) in try message.append(counters.overruns) }
+                try Self.entry(reply, "Resyncs", "t") { message throws(BusError) in try message.append(counters.resyncs) }
                 try reply.close()
             }
         case "ListInterfaces":

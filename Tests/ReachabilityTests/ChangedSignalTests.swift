@@ -79,13 +79,20 @@ struct ChangedSignalTests {
         _ = try await hostOnly.waitForLines(1)
         _ = try await everything.waitForLines(1)
         try scenario.ns.ip("link add vethc2 type veth peer name vethc2p")
+        try scenario.ns.ip("addr add 172.18.0.2/16 dev vethc2")
         try scenario.ns.ip("link set vethc2p up")
         try scenario.ns.ip("link set vethc2 up")
-        _ = try await everything.waitForLines(2)
+        // Once the veth is ready (so the host, when the uplink goes, is "local" at once, not
+        // "offline" first and "local" when the veth's readiness arrives later on a busy machine).
+        let deadline = ContinuousClock.now + waitLimit
+        while !everything.output.contains(where: { $0.contains("\"name\":\"vethc2\",\"kind\":\"virtual\",\"flags\":[\"reachable\"") }) {
+            guard ContinuousClock.now < deadline else { throw TimedOut(what: "vethc2 ready: \(everything.output)") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
         try scenario.carrier(false)
         let lines = try await hostOnly.waitForLines(2)
         let second = try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: Any]
-        #expect(second?["state"] as? String == "offline")
+        #expect(second?["state"] as? String == "local")
         #expect(second?["underlyingInterface"] as? String == "")
         _ = try await everything.waitForLines(3)
         #expect(hostOnly.terminate() == 0)

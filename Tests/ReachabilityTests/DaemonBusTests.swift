@@ -782,6 +782,7 @@ struct DaemonBusTests {
         let status = try await daemon.exit(timeout: .seconds(5))
         #expect(status != nil && status != 0, "exit \(String(describing: status)); \(daemon.errorLines)")
         #expect(!daemon.terminatedBySignal, "reachd must exit by itself, not crash")
+        #expect(daemon.errorLines.contains { $0.contains("lost the bus: the connection was closed by the other end") }, "\(daemon.errorLines)")
     }
 }
 

@@ -131,15 +131,11 @@ struct DifferentialRoutingTests {
         var routed = 0, failed = 0
         for layout in 0..<layouts {
             let ns = try TestNamespace("diff\(layout)")
-            try KernelMonitorTests.uplink(ns, "up0", "192.0.2.2/24", gateway: "192.0.2.1", metric: 0)
+            let tun = try HostPathTests.uplinkAndTunnel(ns)
             try ns.ip("link add up1 type veth peer name up1p")
             try ns.ip("addr add 198.51.100.2/24 dev up1")
             try ns.ip("link set up1p up")
             try ns.ip("link set up1 up")
-            try ns.ip("tuntap add dev tun0 mode tun")
-            let tun = try TunHolder(name: "tun0", in: ns)
-            try ns.ip("addr add 10.8.0.2/24 dev tun0")
-            try ns.ip("link set tun0 up")
             let lines = Self.randomLayout(&random, routes: 60, rules: 12 + layout * 6)
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("\(ns.name)-layout")
             try lines.joined(separator: "\n").appending("\n").write(to: file, atomically: true, encoding: .utf8)

@@ -146,6 +146,13 @@ struct ParityTests {
                 "check \(target) (text)", viaReachd: { try plainText(["check", target] + daemon) },
                 inProcess: { try plainText(["check", target] + inProcess) })
         }
+        // --verbose adds how the kernel mirror has fared, both ways.
+        for arguments in [daemon, inProcess] {
+            let verbose = try Self.json(["status", "--verbose"] + arguments)
+            #expect(verbose["overruns"] as? Int == 0 && (verbose["resyncs"] as? Int ?? 0) >= 1, "\(arguments): \(verbose)")
+        }
+        let text = try reachctl(["status", "--verbose", "--daemon", "--bus-address", harness.address])
+        #expect(text.stdout.contains("Netlink: 0 overrun(s), 1 resync(s)"), "\(text.stdout)")
         // The details travel over D-Bus too.
         let far = try Self.json(["check", "198.51.100.7"] + daemon)
         #expect(far["gateway"] as? String == "192.0.2.1")

@@ -162,18 +162,31 @@ public final class BusConnection {
         destination: String, path: String, interface: String, member: String, timeout: Duration,
         _ build: (BusMessage) throws(BusError) -> Void = { _ in }
     ) throws(BusError) -> OwnedBusMessage {
-        var call: OpaquePointer?
-        var result = sd_bus_message_new_method_call(bus, &call, destination, path, interface, member)
-        guard result >= 0, let call else { throw BusError("create call \(member)", code: result) }
+        let call = try methodCall(destination: destination, path: path, interface: interface, member: member, build)
         defer { sd_bus_message_unref(call) }
-        try build(BusMessage(call))
         var error = csystemd_error_null()
         var reply: OpaquePointer?
         let (seconds, attoseconds) = timeout.components
         let usec = UInt64(max(0, seconds)) * 1_000_000 + UInt64(max(0, attoseconds)) / 1_000_000_000_000
-        result = sd_bus_call(bus, call, usec, &error, &reply)
+        let result = sd_bus_call(bus, call, usec, &error, &reply)
         guard result >= 0, let reply else { throw BusError(consuming: &error, operation: "call \(member)", code: result) }
         return OwnedBusMessage(adopting: reply)
+    }
+
+    /// A new method call message with its arguments; the caller unrefs it.
+    private func methodCall(
+        destination: String, path: String, interface: String, member: String, _ build: (BusMessage) throws(BusError) -> Void
+    ) throws(BusError) -> OpaquePointer {
+        var call: OpaquePointer?
+        let result = sd_bus_message_new_method_call(bus, &call, destination, path, interface, member)
+        guard result >= 0, let call else { throw BusError("create call \(member)", code: result) }
+        do {
+            try build(BusMessage(call))
+        } catch {
+            sd_bus_message_unref(call)
+            throw error
+        }
+        return call
     }
 
     /// A method call whose reply (or error) reaches `handler` later, on the loop; never waits.
@@ -183,16 +196,13 @@ public final class BusConnection {
         _ build: (BusMessage) throws(BusError) -> Void = { _ in },
         reply handler: @escaping (Result<BusMessage, BusError>) -> Void
     ) throws(BusError) -> BusSlot {
-        var call: OpaquePointer?
-        var result = sd_bus_message_new_method_call(bus, &call, destination, path, interface, member)
-        guard result >= 0, let call else { throw BusError("create call \(member)", code: result) }
+        let call = try methodCall(destination: destination, path: path, interface: interface, member: member, build)
         defer { sd_bus_message_unref(call) }
-        try build(BusMessage(call))
         let box = ReplyHandler { message, error in
             if let message { handler(.success(message)) } else { handler(.failure(error ?? BusError("call \(member)", code: -EIO))) }
         }
         var slot: OpaquePointer?
-        result = sd_bus_call_async(bus, &slot, call, replyTrampoline, Unmanaged.passUnretained(box).toOpaque(), 0)
+        let result = sd_bus_call_async(bus, &slot, call, replyTrampoline, Unmanaged.passUnretained(box).toOpaque(), 0)
         guard result >= 0 else { throw BusError("call \(member)", code: result) }
         return BusSlot(slot, keepAlive: box)
     }

@@ -78,10 +78,17 @@ public final class ReachabilityClient {
     /// `GetStatus`: the host's state and the generation it belongs to. Unknown keys are skipped,
     /// missing ones keep their defaults, so newer and older reachd versions both answer.
     public func status() throws(BusError) -> (host: HostStatus, generation: UInt64) {
+        let full = try fullStatus()
+        return (full.host, full.generation)
+    }
+
+    /// `GetStatus` with the mirror's counters (nil from a reachd that does not send them).
+    public func fullStatus() throws(BusError) -> (host: HostStatus, generation: UInt64, counters: MirrorCounters?) {
         let reply = try call("GetStatus")
         let message = reply.message
         var host = HostStatus()
         var generation: UInt64 = 0
+        var counters: MirrorCounters?
         guard try message.enter("a", "{sv}") else { throw Self.badReply("GetStatus", "expected a{sv}") }
         while try message.enter("e", "sv") {
             let key = try message.readString()
@@ -110,13 +117,21 @@ public final class ReachabilityClient {
                 if let value = try Self.variant(message, "t", { m throws(BusError) in try m.readUInt64() }) {
                     generation = value
                 }
+            case "Overruns":
+                if let value = try Self.variant(message, "t", { m throws(BusError) in try m.readUInt64() }) {
+                    counters = MirrorCounters(overruns: value, resyncs: counters?.resyncs ?? 0)
+                }
+            case "Resyncs":
+                if let value = try Self.variant(message, "t", { m throws(BusError) in try m.readUInt64() }) {
+                    counters = MirrorCounters(overruns: counters?.overruns ?? 0, resyncs: value)
+                }
             default:
                 try message.skip("v")
             }
             try message.exit()
         }
         try message.exit()
-        return (host, generation)
+        return (host, generation, counters)
     }
 
     /// `ListInterfaces`: every visible interface, by index. Kinds and flags come from their

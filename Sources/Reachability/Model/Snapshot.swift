@@ -80,3 +80,15 @@ public struct ReachabilityChange: Hashable, Sendable {
         self.removedInterfaces = removedInterfaces
     }
 }
+
+/// How the kernel mirror has fared: receive-buffer overruns (ENOBUFS) and resyncs (fresh dumps,
+/// the first sync included), for `reachctl status --verbose` and the metrics of operators.
+public struct MirrorCounters: Hashable, Sendable {
+    public var overruns: UInt64
+    public var resyncs: UInt64
+
+    public init(overruns: UInt64 = 0, resyncs: UInt64 = 0) {
+        self.overruns = overruns
+        self.resyncs = resyncs
+    }
+}

@@ -33,6 +33,8 @@ public final class NetworkObserver {
     /// Receive-buffer overruns (ENOBUFS) seen since start.
     public var overrunCount: Int { mirror.overrunCount }
 
+    public var counters: MirrorCounters { MirrorCounters(overruns: UInt64(overrunCount), resyncs: UInt64(resyncCount)) }
+
     /// What went wrong with netlink input since the last call, as log lines.
     public func takeIncidents() -> [String] {
         mirror.takeIncidents().map { incident in

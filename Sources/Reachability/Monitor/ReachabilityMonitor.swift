@@ -108,6 +108,9 @@ public final class ReachabilityMonitor: Sendable {
     /// How many times the monitor re-dumped the kernel's state after an overrun (and at start).
     public var resyncCount: Int { core.shared.withLock { $0.observer.resyncCount } }
 
+    /// Overruns and resyncs so far.
+    public var counters: MirrorCounters { core.shared.withLock { $0.observer.counters } }
+
     /// The current snapshot, then every change, until `stop()` or the stream is dropped.
     public func updates() -> AsyncStream<ReachabilityUpdate> {
         let (stream, continuation) = AsyncStream.makeStream(of: ReachabilityUpdate.self, bufferingPolicy: .unbounded)
