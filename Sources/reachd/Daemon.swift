@@ -63,11 +63,16 @@ final class Daemon {
         self.configuration = configuration
         loop = try EventLoop()
         var monitor = Self.monitorConfiguration(options, configuration)
-        // reachd.socket passes one rtnetlink socket; the monitor refuses anything else by fd.
+        // reachd.socket passes one rtnetlink socket. Anything else (a drop-in gone wrong) is
+        // closed, and reachd watches through a socket of its own, as when started by hand.
         switch ServiceManager.listenedDescriptors() {
         case []: break
-        case let descriptors where descriptors.count == 1: monitor.monitorSocket = descriptors[0]
-        case let descriptors: Log.warning("systemd passed \(descriptors.count) sockets, expected one (reachd.socket); opening a netlink socket of its own")
+        case let descriptors where descriptors.count == 1 && MonitorConfiguration.isRouteNetlinkSocket(descriptors[0]):
+            monitor.monitorSocket = descriptors[0]
+        case let descriptors:
+            let what = descriptors.count == 1 ? "file descriptor \(descriptors[0]), not an rtnetlink socket" : "\(descriptors.count) sockets"
+            Log.warning("systemd passed \(what); expected one rtnetlink socket (reachd.socket): ignoring it, opening a netlink socket of its own")
+            for descriptor in descriptors { close(descriptor) }
         }
         observer = try NetworkObserver(configuration: monitor)
         Log.info(Self.bufferReport(observer.netlinkReceiveBufferBytes, asked: Int(monitor.receiveBufferBytes), adopted: monitor.monitorSocket != nil))

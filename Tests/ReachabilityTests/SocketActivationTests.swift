@@ -5,7 +5,8 @@ import Testing
 
 /// issue 16: reachd takes the rtnetlink socket systemd hands it (reachd.socket: `ListenNetlink=`,
 /// `ReceiveBuffer=` set by PID 1 past rmem_max) instead of opening its own, says so with the
-/// buffer's size, joins the rule groups itself, and follows links and rules through it.
+/// buffer's size, joins the rule groups itself, and follows links and rules through it. What
+/// overran counts in GetStatus and `reachctl status --verbose`.
 @Suite(rootOnly)
 struct SocketActivationTests {
     /// What PID 1 does for reachd.socket: a NETLINK_ROUTE socket in the groups of the mask 1361
@@ -18,28 +19,66 @@ struct SocketActivationTests {
         return dup(socket.fd)
     }
 
-    /// reachd as systemd starts it: the socket as fd 3, LISTEN_FDS=1 and LISTEN_PID its own pid
-    /// (the shell sets it to its pid, then becomes reachd). Returns the pid and its stderr.
-    static func spawn(_ arguments: [String], socket: Int32, environment: [String: String]) throws -> (pid: pid_t, stderr: Int32) {
-        var pipeEnds: [Int32] = [0, 0]
-        guard pipe(&pipeEnds) == 0 else { throw SystemError("pipe") }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, socket, 3)
-        posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 2)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        let argv = ["/bin/sh", "-c", "LISTEN_PID=$$ exec \"$@\"", "sh"] + arguments
-        let env = environment.map { "\($0.key)=\($0.value)" }
-        var cArgv = argv.map { strdup($0) } + [nil]
-        var cEnv = env.map { strdup($0) } + [nil]
-        defer { (cArgv + cEnv).forEach { free($0) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, "/bin/sh", &actions, nil, &cArgv, &cEnv)
-        close(pipeEnds[1])
-        guard result == 0 else { throw SystemError("posix_spawn", errno: result) }
-        return (pid, pipeEnds[0])
+    /// reachd started as systemd starts a socket-activated service: `socket` as fd 3,
+    /// LISTEN_FDS=1 and LISTEN_PID its own pid (the shell sets it to its pid, then becomes
+    /// reachd: Foundation's Process cannot place a descriptor at 3). Its stderr is collected.
+    final class ActivatedDaemon: Sendable {
+        let pid: pid_t
+        private final class Log: Sendable { let text = Mutex("") }
+        private let log = Log()
+
+        init(_ harness: DaemonHarness, _ ns: TestNamespace, socket: Int32) throws {
+            var environment = ProcessInfo.processInfo.environment
+            for key in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "JOURNAL_STREAM"] {
+                environment.removeValue(forKey: key)
+            }
+            environment["NOTIFY_SOCKET"] = harness.notify.path
+            environment["LISTEN_FDS"] = "1"
+            let arguments = [productPath("reachd"), "--bus-address", harness.address, "--netns", ns.name, "--config-dir", harness.configDirectory]
+            var pipeEnds: [Int32] = [0, 0]
+            guard pipe(&pipeEnds) == 0 else { throw SystemError("pipe") }
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            posix_spawn_file_actions_adddup2(&actions, socket, 3)
+            posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 2)
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            let argv = ["/bin/sh", "-c", "LISTEN_PID=$$ exec \"$@\"", "sh"] + arguments
+            var cArgv = argv.map { strdup($0) } + [nil]
+            var cEnv = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+            defer { (cArgv + cEnv).forEach { free($0) } }
+            var pid: pid_t = 0
+            let result = posix_spawn(&pid, "/bin/sh", &actions, nil, &cArgv, &cEnv)
+            close(pipeEnds[1])
+            guard result == 0 else {
+                close(pipeEnds[0])
+                throw SystemError("posix_spawn", errno: result)
+            }
+            self.pid = pid
+            let stderr = pipeEnds[0]
+            Thread.detachNewThread { [log] in
+                defer { close(stderr) }
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while true {
+                    let count = buffer.withUnsafeMutableBytes { read(stderr, $0.baseAddress, $0.count) }
+                    if count < 0, errno == EINTR { continue }
+                    if count <= 0 { return }
+                    log.text.withLock { $0 += String(decoding: buffer[0..<count], as: UTF8.self) }
+                }
+            }
+        }
+
+        /// What reachd logged so far.
+        var text: String { log.text.withLock { $0 } }
+
+        func signal(_ number: Int32) { kill(pid, number) }
+
+        func stop() {
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+        }
     }
 
     @Test func reachdAdoptsTheSocketUnitsSocketAndFollowsLinksAndRulesThroughIt() async throws {
@@ -47,36 +86,12 @@ struct SocketActivationTests {
         let harness = try DaemonHarness(scenario.ns, start: false)
         defer { harness.shutdown() }
         let fd = try Self.socketUnitSocket(in: scenario.ns, bytes: 3 << 20)
-        var environment = ProcessInfo.processInfo.environment
-        for key in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"] {
-            environment.removeValue(forKey: key)
-        }
-        environment["NOTIFY_SOCKET"] = harness.notify.path
-        environment["LISTEN_FDS"] = "1"
-        let (pid, stderr) = try Self.spawn(
-            [productPath("reachd"), "--bus-address", harness.address, "--netns", scenario.ns.name, "--config-dir", harness.configDirectory],
-            socket: fd, environment: environment)
+        let daemon = try ActivatedDaemon(harness, scenario.ns, socket: fd)
         close(fd)
-        defer {
-            kill(pid, SIGKILL)
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
-            close(stderr)
-        }
-        let log = Mutex("")
-        Thread.detachNewThread {
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { read(stderr, $0.baseAddress, $0.count) }
-                if count < 0, errno == EINTR { continue }
-                if count <= 0 { return }
-                log.withLock { $0 += String(decoding: buffer[0..<count], as: UTF8.self) }
-            }
-        }
+        defer { daemon.stop() }
         try await harness.ready()
-        let text = log.withLock { $0 }
         // 3 MiB forced; the kernel reports twice that.
-        #expect(text.contains("netlink: receive buffer 6144 KiB (socket from reachd.socket, sized by systemd)"), "\(text)")
+        #expect(daemon.text.contains("netlink: receive buffer 6144 KiB (socket from reachd.socket, sized by systemd)"), "\(daemon.text)")
 
         let client = try harness.connect()
         // A carrier loss arrives through the adopted socket (its link group)...
@@ -99,6 +114,93 @@ struct SocketActivationTests {
         // As root the test's reachd can force its own buffer; either way the line says which.
         let lines = harness.daemonErrorLines
         #expect(lines.contains { $0.contains("netlink: receive buffer") && $0.contains("(own socket") }, "\(lines)")
+    }
+
+    /// A netlink socket of another protocol passes sd_is_socket(fd, AF_NETLINK, 0, -1) but would
+    /// never carry a link change: reachd says so and watches through a socket of its own.
+    @Test func aPassedSocketThatIsNotRtnetlinkIsRefusedByNameAndReachdOpensItsOwn() async throws {
+        let scenario = try DaemonBusTests.Scenario()
+        let harness = try DaemonHarness(scenario.ns, start: false)
+        defer { harness.shutdown() }
+        let generic = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 16)  // NETLINK_GENERIC
+        try #require(generic >= 0, "socket(AF_NETLINK, NETLINK_GENERIC): errno \(errno)")
+        let daemon = try ActivatedDaemon(harness, scenario.ns, socket: generic)
+        close(generic)
+        defer { daemon.stop() }
+        try await harness.ready()
+        #expect(daemon.text.contains("systemd passed file descriptor 3, not an rtnetlink socket"), "\(daemon.text)")
+        #expect(daemon.text.contains("netlink: receive buffer") && daemon.text.contains("(own socket"), "\(daemon.text)")
+        let client = try harness.connect()
+        try scenario.carrier(false)
+        try await Self.eventually("not online after carrier loss") { try DaemonHarness.property(client, "State") as String != "online" }
+    }
+
+    /// reachd.socket lives on while reachd restarts: what it queued meanwhile (here up to an
+    /// overrun) predates reachd's first dump, so reachd reads it empty first. That is no overrun
+    /// of reachd's and costs no dump past the first sync, and the state is the kernel's.
+    @Test func whatTheSocketQueuedBeforeReachdStartedIsDiscardedNotCounted() async throws {
+        let scenario = try DaemonBusTests.Scenario()
+        let harness = try DaemonHarness(scenario.ns, start: false)
+        defer { harness.shutdown() }
+        let fd = try Self.socketUnitSocket(in: scenario.ns, bytes: 4096)
+        defer { close(fd) }
+        try OverrunTests.burst(scenario.ns, pairs: 40, prefix: "sq")
+        try scenario.ns.ip("link del sq0")  // one the queue still shows as created
+        let daemon = try ActivatedDaemon(harness, scenario.ns, socket: fd)
+        defer { daemon.stop() }
+        try await harness.ready()
+        let counters = try #require(try ReachabilityClient(bus: .address(harness.address)).fullStatus().counters)
+        #expect(counters == MirrorCounters(overruns: 0, resyncs: 1), "\(daemon.text)")
+        let names = Set(try ReachabilityClient(bus: .address(harness.address)).interfaces().map(\.name))
+        #expect(names.count == 2 + 78 && !names.contains("sq0") && names.contains("sq1"), "\(names.sorted())")
+    }
+
+    /// An overrun of the adopted socket (a 4 KiB buffer, reachd stopped during a burst) shows in
+    /// GetStatus to an independent client (busctl) and in `reachctl status --verbose`, text and
+    /// JSON; and reachd equals the kernel again.
+    @Test func overrunsAndResyncsShowInGetStatusAndReachctlStatusVerbose() async throws {
+        let scenario = try DaemonBusTests.Scenario()
+        let harness = try DaemonHarness(scenario.ns, start: false)
+        defer { harness.shutdown() }
+        let fd = try Self.socketUnitSocket(in: scenario.ns, bytes: 4096)
+        let daemon = try ActivatedDaemon(harness, scenario.ns, socket: fd)
+        close(fd)
+        defer { daemon.stop() }
+        try await harness.ready()
+
+        func busctlCounters() throws -> (overruns: UInt64?, resyncs: UInt64?, types: [String?]) {
+            let status = try DaemonHarness.jsonData(try harness.busctlCall("GetStatus"))
+            let dictionary = try #require(status.first as? [String: Any], "\(status)")
+            func entry(_ key: String) -> [String: Any]? { dictionary[key] as? [String: Any] }
+            return (DaemonHarness.jsonNumber(entry("Overruns")?["data"]), DaemonHarness.jsonNumber(entry("Resyncs")?["data"]),
+                    [entry("Overruns")?["type"] as? String, entry("Resyncs")?["type"] as? String])
+        }
+        let before = try busctlCounters()
+        #expect(before.overruns == 0 && before.resyncs == 1 && before.types == ["t", "t"], "\(before)")
+
+        daemon.signal(SIGSTOP)
+        try OverrunTests.burst(scenario.ns, pairs: 40, prefix: "sv")
+        daemon.signal(SIGCONT)
+        try await Self.eventually("an overrun and a resync in GetStatus") {
+            let counters = try busctlCounters()
+            return (counters.overruns ?? 0) >= 1 && (counters.resyncs ?? 0) >= 2
+        }
+        let after = try busctlCounters()
+        try await Self.eventually("every link of the burst listed") {
+            try ReachabilityClient(bus: .address(harness.address)).interfaces().count == 2 + 80
+        }
+
+        let common = ["status", "--verbose", "--daemon", "--bus-address", harness.address]
+        let json = try reachctl(common + ["--json"])
+        #expect(json.status == 0, "\(json)")
+        let object = try json.json()
+        #expect(DaemonHarness.jsonNumber(object["overruns"]) == after.overruns, "\(json.stdout)")
+        #expect(DaemonHarness.jsonNumber(object["resyncs"]) == after.resyncs, "\(json.stdout)")
+        let text = try reachctl(common)
+        #expect(text.stdout.contains("\nNetlink: \(after.overruns ?? 0) overrun(s), \(after.resyncs ?? 0) resync(s)"), "\(text)")
+        // Without --verbose neither appears.
+        let plain = try reachctl(["status", "--json", "--daemon", "--bus-address", harness.address])
+        #expect(!plain.stdout.contains("overruns"), "\(plain)")
     }
 
     static func eventually(_ what: String, _ condition: () throws -> Bool) async throws {

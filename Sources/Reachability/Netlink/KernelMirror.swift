@@ -97,6 +97,9 @@ final class KernelMirror {
 
     /// Takes the first complete picture. The state is valid once this returns.
     func synchronize() throws(SystemError) {
+        // A socket from reachd.socket holds what the kernel queued since it was bound (at boot,
+        // or before the last reachd exited), perhaps up to an overrun: all older than this dump.
+        discardQueue()
         _ = try resynchronize()
     }
 

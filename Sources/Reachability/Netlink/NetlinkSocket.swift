@@ -52,12 +52,7 @@ struct NetlinkSocket: ~Copyable {
     /// `ReceiveBuffer=` PID 1 could set past rmem_max). Refuses, without closing it, anything that
     /// is not a NETLINK_ROUTE socket. Made non-blocking: the loop only reads it when readable.
     init(adopting fd: Int32) throws(SystemError) {
-        func option(_ name: Int32) -> Int32? {
-            var value: Int32 = 0
-            var length = socklen_t(MemoryLayout<Int32>.size)
-            return getsockopt(fd, SOL_SOCKET, name, &value, &length) == 0 ? value : nil
-        }
-        guard let domain = option(SO_DOMAIN), domain == AF_NETLINK, let proto = option(SO_PROTOCOL), proto == NETLINK_ROUTE else {
+        guard Self.isRoute(fd) else {
             throw SystemError("file descriptor \(fd) is not an rtnetlink socket", errno: ENOTSOCK)
         }
         let flags = fcntl(fd, F_GETFL)
@@ -67,6 +62,17 @@ struct NetlinkSocket: ~Copyable {
     }
 
     deinit { close(fd) }
+
+    /// Whether `fd` is a NETLINK_ROUTE socket: sd_is_socket(fd, AF_NETLINK, 0, -1), and the
+    /// protocol too (a NETLINK_AUDIT socket would pass that).
+    static func isRoute(_ fd: Int32) -> Bool {
+        func option(_ name: Int32) -> Int32? {
+            var value: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            return getsockopt(fd, SOL_SOCKET, name, &value, &length) == 0 ? value : nil
+        }
+        return option(SO_DOMAIN) == AF_NETLINK && option(SO_PROTOCOL) == NETLINK_ROUTE
+    }
 
     func setOption(level: Int32, name: Int32, value: Int32) -> Bool {
         var value = value
@@ -153,4 +159,9 @@ struct NetlinkSocket: ~Copyable {
         guard sender.nl_pid == 0 else { return .foreign }
         return .datagram(count: count, truncated: flags & Int32(MSG_TRUNC) != 0)
     }
+}
+
+extension MonitorConfiguration {
+    /// Whether `fd` may be handed over as `monitorSocket`: an rtnetlink (NETLINK_ROUTE) socket.
+    public static func isRouteNetlinkSocket(_ fd: Int32) -> Bool { NetlinkSocket.isRoute(fd) }
 }
