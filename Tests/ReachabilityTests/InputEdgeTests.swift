@@ -126,3 +126,69 @@ struct ReachctlLimitTests {
         #expect(result.stderr.contains("at most 64 targets") && result.stderr.contains("got 65"), "\(result.stderr)")
     }
 }
+
+/// reachd and a bus that fails or stops reading: the log says why, memory does not grow per change.
+@Suite(rootOnly)
+struct BusTroubleTests {
+    @Test func losingTheBusIsLoggedWithItsCause() async throws {
+        let scenario = try DaemonBusTests.Scenario()
+        let harness = try DaemonHarness(scenario.ns)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        let daemon = try #require(harness.daemon)
+        harness.bus.kill()
+        let status = try await daemon.exit(timeout: .seconds(5))
+        #expect(status == 1, "exit \(String(describing: status)); \(daemon.errorLines)")
+        let line = daemon.errorLines.first { $0.contains("lost the bus") } ?? ""
+        // dbus-daemon killed: reachd reads end-of-file, which sd-bus reports as ECONNRESET.
+        #expect(line.contains("the connection was closed by the other end") && line.hasSuffix("Connection reset by peer; exiting so that systemd restarts reachd"), "\(daemon.errorLines)")
+        #expect(daemon.errorLines.filter { $0.contains("lost the bus") }.count == 1, "one line says it: \(daemon.errorLines)")
+    }
+
+    /// A stopped dbus-daemon reads nothing while the link flaps 40 times under 2,000 watches: reachd holds
+    /// its signals back instead of queueing one per change, and sends the latest when the
+    /// broker resumes, so the monitor sees far fewer Changed than reachd had changes, the last
+    /// of them carrying the final generation.
+    @Test func signalsAreCoalescedWhileTheBrokerIsStopped() async throws {
+        let scenario = try DaemonBusTests.Scenario()
+        let harness = try DaemonHarness(scenario.ns, config: "[Limits]\nMaxWatchesPerClient=2000\nMaxWatchesPerUser=2000\n")
+        defer { harness.shutdown() }
+        try await harness.ready()
+        // Watches that change with every flap: each change sends some 2,000 signals, so even the
+        // 16 MiB socket buffer sd-bus sets as root is full within a few changes.
+        let client = try harness.connect("watcher")
+        for index in 0..<2000 { _ = try DaemonHarness.watch(client, "10.\(index / 200).\(index % 200).1") }
+        let monitor = try harness.monitor("type='signal',member='Changed'")
+        defer { monitor.stop() }
+        let mark = harness.notify.datagrams.count
+        harness.bus.signal(SIGSTOP)
+        var resumed = false
+        defer { if !resumed { harness.bus.signal(SIGCONT) } }
+        // One carrier flap at a time, each seen by reachd (its STATUS= on NOTIFY_SOCKET, which
+        // the stall does not block), so every flap is two host changes.
+        var next = mark
+        for _ in 0..<40 {
+            for up in [false, true] {
+                _ = try scenario.far.ip("link set up0p \(up ? "up" : "down")")
+                next = try await harness.notify.wait(for: "STATUS after a flap", from: next) { datagram in
+                    datagram.fields["STATUS"].map { $0.hasPrefix("online") == up } ?? false
+                }.index + 1
+            }
+        }
+        let statuses = harness.notify.datagrams[mark...].filter { $0.fields["STATUS"] != nil }.count
+        harness.bus.signal(SIGCONT)
+        resumed = true
+        let status = try DaemonHarness.status(try harness.connect())
+        #expect(status.primaryInterface == "up0")
+        // Held signals go out as soon as the broker reads again; wait until none arrives for 1 s.
+        var received = -1
+        while monitor.changes.count != received {
+            received = monitor.changes.count
+            try await Task.sleep(for: .seconds(1))
+        }
+        let last = try #require(monitor.changes.last)
+        #expect(last.primaryInterface == "up0" && last.generation <= status.generation, "\(last) / \(status)")
+        #expect(statuses >= 80, "the flaps must make many host changes to prove anything: \(statuses)")
+        #expect(received < statuses / 2, "\(received) Changed signals for \(statuses) host changes: not coalesced")
+    }
+}
