@@ -112,6 +112,8 @@ struct ReachctlLimitTests {
         (["wait", "--timeout", "-1s"], "durations cannot be negative"),
         (["check", "example.org", "--timeout", "400s"], "above the maximum of 5m"),
         (["check", "example.org", "--timeout", "0"], "must be above zero"),
+        (["wait", "--timeout", "1441m"], "longer than the maximum of 24 hours"),
+        (["check", "example.org", "--timeout", "5m1s"], "invalid duration '5m1s'"),
     ])
     func badTimeoutsAreRefusedNamingTheValue(_ arguments: [String], _ expected: String) throws {
         let result = try reachctl(arguments)
@@ -124,6 +126,27 @@ struct ReachctlLimitTests {
         let result = try reachctl(["monitor"] + targets)
         #expect(result.status == 2)
         #expect(result.stderr.contains("at most 64 targets") && result.stderr.contains("got 65"), "\(result.stderr)")
+    }
+}
+
+/// A dangling drop-in link is a warning by name from every program that reads reachd.conf, and
+/// the rest of the configuration still applies.
+@Suite("Configuration warnings")
+struct ConfigurationWarningTests {
+    @Test func reachdAndReachctlWarnAboutADanglingDropInByName() throws {
+        let root = try makeScratchDirectory("reachd-dangling")
+        defer { removeTree(root) }
+        try FileManager.default.createDirectory(atPath: root + "/reachd.conf.d", withIntermediateDirectories: true)
+        try "[Checks]\nDefaultTimeout=2s\n".write(toFile: root + "/reachd.conf", atomically: true, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(atPath: root + "/reachd.conf.d/10-gone.conf", withDestinationPath: "/nonexistent/10-gone.conf")
+        let expected = root + "/reachd.conf.d/10-gone.conf: a symbolic link to /nonexistent/10-gone.conf, which does not exist; ignored"
+        let checked = try DaemonHarness.execute(productPath("reachd"), ["--check-config", "--config-dir", root])
+        #expect(checked.status == 0, "a warning, not an error: \(checked.stderr)")
+        #expect(checked.stderr.contains(expected), "\(checked.stderr)")
+        #expect(checked.stdout.contains("DefaultTimeout=2s"), "\(checked.stdout)")
+        // reachctl reads the same files in-process; an invalid target stops it right after.
+        let reachctl = try reachctl(["check", "127.1", "--config-dir", root, "--sysfs-root", "/"])
+        #expect(reachctl.stderr.contains("warning: " + expected), "\(reachctl.stderr)")
     }
 }
 
