@@ -147,17 +147,11 @@ final class Daemon {
         if loop.enableWatchdog() { Log.info("watchdog enabled") }
 
         bus = try BusConnection(options.bus, description: "reachd")
-        try bus.attach(to: loop)
+        // The journal says what happened (with the errno), not only that the daemon stopped.
+        try bus.attach(to: loop) { cause in Log.error("lost the bus: \(cause); exiting so that systemd restarts reachd") }
         watches = WatchRegistry(daemon: self)
         let service = ReachabilityService(daemon: self)
         busSlots.append(try bus.add(service, at: Self.objectPath, interface: Self.interface, vtable: ReachabilityService.vtable))
-        // sd-bus says so with a local signal just before the loop exits (exit on disconnect): the
-        // journal should say what happened, not only that the daemon stopped.
-        busSlots.append(try bus.matchSignal(
-            sender: nil, path: "/org/freedesktop/DBus/Local", interface: "org.freedesktop.DBus.Local", member: "Disconnected"
-        ) { _ in
-            Log.error("lost the bus: the connection was closed by the other end (dbus-daemon stopped or restarted, or it dropped reachd); exiting so that systemd restarts reachd")
-        })
         // Losing the name (another owner replaced us) is as fatal as losing the bus.
         busSlots.append(try bus.matchSignal(
             sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",

@@ -688,6 +688,27 @@ struct ConfigurationMessageTests {
         }
     }
 
+    /// Every key of every section, given a 2,000-character bad value: the one error names the
+    /// value whole (never cut), whichever check refuses it.
+    @Test func everyKeyEchoesALongBadValueWhole() {
+        let junk = "x" + String(repeating: "9-", count: 1000)
+        for section in ConfigurationSection.allCases {
+            for key in section.keyNames {
+                let prefix = section == .interface && key != "Name" ? "[Interface]\nName=eth0\n" : "[\(section.name)]\n"
+                var configuration = Configuration.default
+                let errors = Configuration.parse(prefix + "\(key)=\(junk)\n", file: "reachd.conf", into: &configuration)
+                #expect(errors.count == 1, "[\(section.name)] \(key): \(errors)")
+                #expect(errors.first?.description.contains(junk) == true, "[\(section.name)] \(key) cut the value: \(errors.first?.description.prefix(200) ?? "")")
+            }
+        }
+        // Lines that are not assignments, and unknown names, are echoed whole too.
+        for text in ["[Checks]\n\(junk)\n", "[\(junk)\n", "[Checks]\n=\(junk)\n"] {
+            var configuration = Configuration.default
+            let errors = Configuration.parse(text, file: "reachd.conf", into: &configuration)
+            #expect(errors.first?.description.contains(junk) == true, "\(errors.first?.description.prefix(200) ?? "none")")
+        }
+    }
+
     @Test func aDanglingDropInLinkIsAWarningByNameAndTheRestLoads() throws {
         try withScratch { scratch in
             try scratch.write("reachd.conf", "[Checks]\nDefaultTimeout=2s\n")

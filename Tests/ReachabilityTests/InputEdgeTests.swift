@@ -24,9 +24,39 @@ struct NumericFormTests {
         #expect(error.description.contains("inet_aton") && error.description.contains("127.0.0.1"), "\(error)")
     }
 
-    @Test(arguments: ["example.com", "0x7f.example", "a1.b2", "host-1.test", "1a.2b.3c.4d"])
+    @Test(arguments: ["example.com", "0x7f.example", "a1.b2", "host-1.test", "1a.2b.3c.4d", "123.example", "0x7f.local"])
     func namesWithLettersStayNames(_ text: String) {
         #expect(throws: Never.self) { try HostName.validate(text).get() }
+        #expect(!AddressTarget.looksLikeAddress(text), "\(text) would be refused as an address")
+    }
+
+    /// Every entry point routes with looksLikeAddress; a text it sends to the address side is
+    /// then refused by parse, so nothing of this list can ever reach DNS.
+    @Test(arguments: [
+        ("0x7f.0.0.1", "inet_aton"), ("0x7f000001", "inet_aton"), ("1.0x1", "inet_aton"), ("127.1.", "inet_aton"),
+        ("192.0.2.999", "is not an IPv4 or IPv6 address"), ("1.2.3.4.5", "is not an IPv4 or IPv6 address"),
+        ("0x7f.0.0.999", "last label '999' is all digits"), ("host.123", "last label '123' is all digits"),
+        ("host.123.", "last label '123' is all digits"),
+    ])
+    func textsThatCannotBeNamesGoToTheAddressSideAndAreRefusedThere(_ text: String, _ expected: String) {
+        #expect(AddressTarget.looksLikeAddress(text))
+        guard case let .failure(error) = AddressTarget.parse(text) else {
+            Issue.record("\(text) parsed as an address")
+            return
+        }
+        #expect(error.description.contains("'\(text)'") && error.description.contains(expected), "\(error)")
+        #expect(throws: HostNameError.self) { try HostName.validate(text).get() }
+    }
+
+    @Test func anAddressIsStillNotANameToCheckAddress() {
+        guard case let .failure(error) = AddressTarget.parse("example.test") else { Issue.record("parsed"); return }
+        #expect(error.description == "'example.test' is not an IPv4 or IPv6 address")
+    }
+
+    @Test func aNumericTopLevelLabelIsNamedInTheHostNameError() {
+        let error = HostName.validate("printer.lan.42")
+        #expect(error == .failure(HostNameError(name: "printer.lan.42", problem: .numericTopLevelLabel("42"))))
+        if case let .failure(error) = error { #expect(error.description.contains("last label '42' is all digits"), "\(error)") }
     }
 }
 
@@ -43,19 +73,34 @@ struct InputEdgeBusTests {
             #expect(output.status != 0, "busctl \(arguments) succeeded: \(output.stdout)")
             return output.stderr
         }
-        for target in ["0x7f.0.0.1", "127.1", "2130706433"] {
-            for arguments in [["CheckHost", "su", target, "500"], ["Watch", "s", target]] {
+        for target in ["0x7f.0.0.1", "127.1", "2130706433", "010.0.0.1", "10.1", "host.123"] {
+            var messages: Set<String> = []
+            for arguments in [["CheckHost", "su", target, "500"], ["Watch", "s", target], ["CheckAddress", "s", target]] {
                 let message = try refusal(arguments)
-                #expect(message.contains(target) && message.contains("127.0.0.1"), "\(arguments): \(message)")
+                #expect(message.contains("'\(target)'"), "\(arguments): \(message)")
+                messages.insert(message)
             }
-            let result = try reachctl(["check", target, "--daemon", "--bus-address", harness.address])
-            #expect(result.status == 2 && result.stderr.contains("inet_aton"), "\(result.stderr)")
+            #expect(messages.count == 1, "one refusal for \(target) whatever the method: \(messages)")
+            let advice = target == "host.123" ? "all digits" : "127.0.0.1"
+            for command in [["check", target], ["monitor", target]] {
+                let daemon = try reachctl(command + ["--daemon", "--bus-address", harness.address])
+                #expect(daemon.status == 2 && daemon.stderr.contains("'\(target)'") && daemon.stderr.contains(advice), "\(command): \(daemon.stderr)")
+                let inProcess = try reachctl(command + ["--netns", scenario.ns.name])
+                #expect(inProcess.status == 2 && inProcess.stderr.contains("'\(target)'") && inProcess.stderr.contains(advice), "\(command) in-process: \(inProcess.stderr)")
+            }
         }
         // A scope that names no interface: CheckAddress and Watch give the same refusal.
         let scoped = "fe80::1%nonexist"
         let checkMessage = try refusal(["CheckAddress", "s", scoped])
         let watchMessage = try refusal(["Watch", "s", scoped])
         #expect(checkMessage.contains("nonexist") && checkMessage == watchMessage, "\(checkMessage) / \(watchMessage)")
+        #expect(try refusal(["CheckHost", "su", scoped, "500"]) == checkMessage)
+        for command in [["check", scoped], ["monitor", scoped]] {
+            for source in [["--daemon", "--bus-address", harness.address], ["--netns", scenario.ns.name]] {
+                let result = try reachctl(command + source)
+                #expect(result.status == 2 && result.stderr.contains("no interface named 'nonexist'"), "\(command + source): \(result.stderr)")
+            }
+        }
     }
 }
 
@@ -67,6 +112,8 @@ struct ReachctlLimitTests {
         (["wait", "--timeout", "-1s"], "durations cannot be negative"),
         (["check", "example.org", "--timeout", "400s"], "above the maximum of 5m"),
         (["check", "example.org", "--timeout", "0"], "must be above zero"),
+        (["wait", "--timeout", "1441m"], "longer than the maximum of 24 hours"),
+        (["check", "example.org", "--timeout", "5m1s"], "invalid duration '5m1s'"),
     ])
     func badTimeoutsAreRefusedNamingTheValue(_ arguments: [String], _ expected: String) throws {
         let result = try reachctl(arguments)
@@ -79,5 +126,92 @@ struct ReachctlLimitTests {
         let result = try reachctl(["monitor"] + targets)
         #expect(result.status == 2)
         #expect(result.stderr.contains("at most 64 targets") && result.stderr.contains("got 65"), "\(result.stderr)")
+    }
+}
+
+/// A dangling drop-in link is a warning by name from every program that reads reachd.conf, and
+/// the rest of the configuration still applies.
+@Suite("Configuration warnings")
+struct ConfigurationWarningTests {
+    @Test func reachdAndReachctlWarnAboutADanglingDropInByName() throws {
+        let root = try makeScratchDirectory("reachd-dangling")
+        defer { removeTree(root) }
+        try FileManager.default.createDirectory(atPath: root + "/reachd.conf.d", withIntermediateDirectories: true)
+        try "[Checks]\nDefaultTimeout=2s\n".write(toFile: root + "/reachd.conf", atomically: true, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(atPath: root + "/reachd.conf.d/10-gone.conf", withDestinationPath: "/nonexistent/10-gone.conf")
+        let expected = root + "/reachd.conf.d/10-gone.conf: a symbolic link to /nonexistent/10-gone.conf, which does not exist; ignored"
+        let checked = try DaemonHarness.execute(productPath("reachd"), ["--check-config", "--config-dir", root])
+        #expect(checked.status == 0, "a warning, not an error: \(checked.stderr)")
+        #expect(checked.stderr.contains(expected), "\(checked.stderr)")
+        #expect(checked.stdout.contains("DefaultTimeout=2s"), "\(checked.stdout)")
+        // reachctl reads the same files in-process; an invalid target stops it right after.
+        let reachctl = try reachctl(["check", "127.1", "--config-dir", root, "--sysfs-root", "/"])
+        #expect(reachctl.stderr.contains("warning: " + expected), "\(reachctl.stderr)")
+    }
+}
+
+/// reachd and a bus that fails or stops reading: the log says why, memory does not grow per change.
+@Suite(rootOnly)
+struct BusTroubleTests {
+    @Test func losingTheBusIsLoggedWithItsCause() async throws {
+        let scenario = try DaemonBusTests.Scenario()
+        let harness = try DaemonHarness(scenario.ns)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        let daemon = try #require(harness.daemon)
+        harness.bus.kill()
+        let status = try await daemon.exit(timeout: .seconds(5))
+        #expect(status == 1, "exit \(String(describing: status)); \(daemon.errorLines)")
+        let line = daemon.errorLines.first { $0.contains("lost the bus") } ?? ""
+        // dbus-daemon killed: reachd reads end-of-file, which sd-bus reports as ECONNRESET.
+        #expect(line.contains("the connection was closed by the other end") && line.hasSuffix("Connection reset by peer; exiting so that systemd restarts reachd"), "\(daemon.errorLines)")
+        #expect(daemon.errorLines.filter { $0.contains("lost the bus") }.count == 1, "one line says it: \(daemon.errorLines)")
+    }
+
+    /// A stopped dbus-daemon reads nothing while the link flaps 40 times under 2,000 watches: reachd holds
+    /// its signals back instead of queueing one per change, and sends the latest when the
+    /// broker resumes, so the monitor sees far fewer Changed than reachd had changes, the last
+    /// of them carrying the final generation.
+    @Test func signalsAreCoalescedWhileTheBrokerIsStopped() async throws {
+        let scenario = try DaemonBusTests.Scenario()
+        let harness = try DaemonHarness(scenario.ns, config: "[Limits]\nMaxWatchesPerClient=2000\nMaxWatchesPerUser=2000\n")
+        defer { harness.shutdown() }
+        try await harness.ready()
+        // Watches that change with every flap: each change sends some 2,000 signals, so even the
+        // 16 MiB socket buffer sd-bus sets as root is full within a few changes.
+        let client = try harness.connect("watcher")
+        for index in 0..<2000 { _ = try DaemonHarness.watch(client, "10.\(index / 200).\(index % 200).1") }
+        let monitor = try harness.monitor("type='signal',member='Changed'")
+        defer { monitor.stop() }
+        let mark = harness.notify.datagrams.count
+        harness.bus.signal(SIGSTOP)
+        var resumed = false
+        defer { if !resumed { harness.bus.signal(SIGCONT) } }
+        // One carrier flap at a time, each seen by reachd (its STATUS= on NOTIFY_SOCKET, which
+        // the stall does not block), so every flap is two host changes.
+        var next = mark
+        for _ in 0..<40 {
+            for up in [false, true] {
+                _ = try scenario.far.ip("link set up0p \(up ? "up" : "down")")
+                next = try await harness.notify.wait(for: "STATUS after a flap", from: next) { datagram in
+                    datagram.fields["STATUS"].map { $0.hasPrefix("online") == up } ?? false
+                }.index + 1
+            }
+        }
+        let statuses = harness.notify.datagrams[mark...].filter { $0.fields["STATUS"] != nil }.count
+        harness.bus.signal(SIGCONT)
+        resumed = true
+        let status = try DaemonHarness.status(try harness.connect())
+        #expect(status.primaryInterface == "up0")
+        // Held signals go out as soon as the broker reads again; wait until none arrives for 1 s.
+        var received = -1
+        while monitor.changes.count != received {
+            received = monitor.changes.count
+            try await Task.sleep(for: .seconds(1))
+        }
+        let last = try #require(monitor.changes.last)
+        #expect(last.primaryInterface == "up0" && last.generation <= status.generation, "\(last) / \(status)")
+        #expect(statuses >= 80, "the flaps must make many host changes to prove anything: \(statuses)")
+        #expect(received < statuses / 2, "\(received) Changed signals for \(statuses) host changes: not coalesced")
     }
 }

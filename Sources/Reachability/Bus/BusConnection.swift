@@ -66,7 +66,13 @@ public final class BusConnection {
         self.bus = bus
     }
 
-    deinit { sd_bus_flush_close_unref(bus) }
+    /// Runs this connection on a loop, once `attach` was called.
+    private var driver: BusLoopDriver?
+
+    deinit {
+        driver = nil
+        sd_bus_flush_close_unref(bus)
+    }
 
     public var uniqueName: String? {
         var name: UnsafePointer<CChar>?
@@ -74,12 +80,12 @@ public final class BusConnection {
         return String(cString: name)
     }
 
-    /// Hands the connection's fd and timers to the loop. When the bus goes away the loop exits
-    /// with a failure code, so systemd restarts the daemon.
-    public func attach(to loop: EventLoop) throws(BusError) {
-        let result = sd_bus_attach_event(bus, loop.event, 0)
-        guard result >= 0 else { throw BusError("attach the bus to the event loop", code: result) }
-        sd_bus_set_exit_on_disconnect(bus, 1)
+    /// Hands the connection's fd and timers to the loop. When the connection fails, `onLoss`
+    /// learns why (the errno's text, and what it usually means) and the loop exits with 1, so
+    /// systemd restarts the daemon. While the broker does not read, signals are held back, the
+    /// latest of each kind, instead of queueing without bound (`BusLoopDriver`).
+    public func attach(to loop: EventLoop, onLoss: @escaping (_ cause: String) -> Void) throws(BusError) {
+        driver = try BusLoopDriver(self, loop: loop, onLoss: onLoss)
     }
 
     // MARK: serving
@@ -138,18 +144,33 @@ public final class BusConnection {
         sd_bus_error_free(&value)
     }
 
+    /// Sends a signal, or, while the broker is not reading, holds it back in place of the one of
+    /// the same path, interface and member held before (see `attach`).
     public func emitSignal(path: String, interface: String, member: String, _ build: (BusMessage) throws(BusError) -> Void) throws(BusError) {
         var signal: OpaquePointer?
         var result = sd_bus_message_new_signal(bus, &signal, path, interface, member)
         guard result >= 0, let signal else { throw BusError("create signal \(member)", code: result) }
         defer { sd_bus_message_unref(signal) }
         try build(BusMessage(signal))
+        if let driver, driver.holdsSignals {
+            driver.hold(signal, key: .signal(path: path, interface: interface, member: member))
+            return
+        }
         result = sd_bus_send(bus, signal, nil)
         guard result >= 0 else { throw BusError("send signal \(member)", code: result) }
     }
 
-    /// org.freedesktop.DBus.Properties.PropertiesChanged for `names` (values read from the vtable).
+    /// org.freedesktop.DBus.Properties.PropertiesChanged for `names` (values read from the vtable
+    /// when sent: while the broker is not reading, the names are held back and merged).
     public func emitPropertiesChanged(path: String, interface: String, names: [String]) {
+        if let driver, driver.holdsSignals {
+            driver.holdProperties(path: path, interface: interface, names: names)
+            return
+        }
+        sendPropertiesChanged(path: path, interface: interface, names: names)
+    }
+
+    func sendPropertiesChanged(path: String, interface: String, names: [String]) {
         var pointers = names.map { strdup($0) } + [nil]
         defer { for pointer in pointers { free(pointer) } }
         _ = pointers.withUnsafeMutableBufferPointer { sd_bus_emit_properties_changed_strv(bus, path, interface, $0.baseAddress) }

@@ -103,6 +103,8 @@ public final class EventSource {
     final class Handler {
         let io: ((UInt32) -> Void)?
         let fire: (() -> Void)?
+        /// Runs before the loop waits (see `onPrepare`).
+        var prepare: (() -> Void)?
         init(io: @escaping (UInt32) -> Void) { self.io = io; fire = nil }
         init(fire: @escaping () -> Void) { io = nil; self.fire = fire }
     }
@@ -138,6 +140,18 @@ public final class EventSource {
     public func disable() {
         guard let source else { return }
         sd_event_source_set_enabled(source, Int32(SD_EVENT_OFF))
+    }
+
+    /// Runs `body` every time before the loop polls while this source is enabled: the place to
+    /// tell the loop what a library that keeps its own queues (sd-bus) waits for next.
+    public func onPrepare(_ body: @escaping () -> Void) throws(SystemError) {
+        guard let source else { return }
+        Unmanaged<Handler>.fromOpaque(context).takeUnretainedValue().prepare = body
+        let result = sd_event_source_set_prepare(source) { _, context in
+            Unmanaged<EventSource.Handler>.fromOpaque(context!).takeUnretainedValue().prepare?()
+            return 0
+        }
+        guard result >= 0 else { throw SystemError("sd_event_source_set_prepare", errno: -result) }
     }
 
     /// Changes which events an I/O source waits for.

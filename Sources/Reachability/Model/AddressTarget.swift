@@ -29,9 +29,13 @@ public struct AddressTarget: Hashable, Sendable {
             case .empty: "empty target"
             case let .tooLong(length): "target is \(length) characters long; an address has at most \(AddressTarget.maximumLength)"
             case let .invalidScope(text): "invalid scope in '\(text)': write an interface name or index after '%', as in fe80::1%eth0"
-            case let .notAnAddress(text) where HostName.isNumericForm(text):
-                "'\(text)' is a short, octal or single-number IPv4 form (as inet_aton reads it), which reachd does "
-                    + "not guess at: write the four decimal parts, as in 127.0.0.1"
+            case let .notAnAddress(text) where HostName.isNumericForm(text.hasSuffix(".") ? String(text.dropLast()) : text):
+                "'\(text)' is a short, octal or single-number IPv4 form (as inet_aton reads it; 0x parts are "
+                    + "hexadecimal), which reachd does not guess at: write the four decimal parts, as in 127.0.0.1"
+            case let .notAnAddress(text) where !text.contains(":") && text.contains(where: \.isLetter):
+                // Letters, but a numeric last label (host.123): the host name error says why it is neither.
+                HostName.numericTopLabel(text).map { HostNameError(name: text, problem: .numericTopLevelLabel($0)).description }
+                    ?? "'\(text)' is not an IPv4 or IPv6 address"
             case let .notAnAddress(text): "'\(text)' is not an IPv4 or IPv6 address"
             }
         }
@@ -57,8 +61,13 @@ public struct AddressTarget: Hashable, Sendable {
         return .success(AddressTarget(address: address, scope: scope))
     }
 
-    /// Whether `text` looks like an address rather than a host name (digits and dots, or a colon).
+    /// Whether `text` is to be read as an address rather than a host name: it has a colon, or it
+    /// cannot be a host name because its last label is all digits (`192.0.2.1`, `127.1`,
+    /// `192.0.2.999`, `host.123`) or it is one of inet_aton's numeric forms (`0x7f.0.0.1`,
+    /// `0x7f000001`). Every entry point (CheckAddress, CheckHost, Watch, reachctl, in-process)
+    /// decides with this, so such a text is answered, or refused by `parse` with a reason, the
+    /// same way everywhere, and never sent to DNS.
     public static func looksLikeAddress(_ text: String) -> Bool {
-        text.contains(":") || (!text.isEmpty && text.allSatisfy { $0.isNumber || $0 == "." })
+        text.contains(":") || HostName.numericTopLabel(text) != nil || HostName.isNumericForm(text)
     }
 }

@@ -22,6 +22,10 @@ public enum HostName {
             return .failure(HostNameError(name: text, problem: .tooLong(body.utf8.count)))
         }
         if isNumericForm(body) { return .failure(HostNameError(name: text, problem: .numericAddressForm)) }
+        // A dotted quad passes: callers take it for the address it is before asking here.
+        if let label = numericTopLabel(body), IPAddress(body) == nil {
+            return .failure(HostNameError(name: text, problem: .numericTopLevelLabel(label)))
+        }
         for label in body.split(separator: ".", omittingEmptySubsequences: false) {
             if label.isEmpty { return .failure(HostNameError(name: text, problem: .emptyLabel)) }
             if label.utf8.count > maximumLabelLength {
@@ -36,7 +40,9 @@ public enum HostName {
     /// Whether `text` is one of the numeric IPv4 forms inet_aton accepts (`127.1`, `2130706433`,
     /// `0x7f.0.0.1`, `010.0.0.1`): up to four labels, each decimal, octal or 0x-hexadecimal. No
     /// top-level domain is numeric, so such a text is never a host name; it must never go to DNS
-    /// either. One rule everywhere (CheckHost, Watch, reachctl): refused, saying what to write.
+    /// either. One rule everywhere (CheckAddress, CheckHost, Watch, reachctl, in-process or
+    /// through reachd): refused, saying what to write. Not read as ping does, because the octal
+    /// reading of `010.0.0.1` (8.0.0.1) surprises more people than it serves.
     public static func isNumericForm(_ text: String) -> Bool {
         let labels = text.split(separator: ".", omittingEmptySubsequences: false).map { $0.lowercased() }
         guard (1...4).contains(labels.count) else { return false }
@@ -56,6 +62,17 @@ public enum HostName {
         // Four plain decimal parts are the ordinary dotted quad, not one of these forms.
         let plain = labels.allSatisfy { !($0.count > 1 && $0.hasPrefix("0")) && !$0.hasPrefix("0x") }
         return !(values.count == 4 && plain)
+    }
+
+    /// The last label of `text` (one trailing dot ignored) when it is all decimal digits: no
+    /// top-level domain is (RFC 1123 2.1, RFC 3696 2), so `host.123` or `192.0.2.999` is a
+    /// mistyped address or name, never something to ask DNS about.
+    public static func numericTopLabel(_ text: String) -> String? {
+        let body = text.hasSuffix(".") ? text.dropLast() : Substring(text)
+        guard let label = body.split(separator: ".", omittingEmptySubsequences: false).last,
+            !label.isEmpty, label.allSatisfy({ $0.isASCII && $0.isNumber })
+        else { return nil }
+        return String(label)
     }
 
     /// ASCII letters, digits, '-', '_' and the '.' between labels. Internationalised names must
@@ -86,6 +103,8 @@ public struct HostNameError: Error, Hashable, Sendable, CustomStringConvertible 
         case hyphenAtEnd(String)
         /// A numeric IPv4 form inet_aton accepts (`0x7f.0.0.1`): an address, not a name.
         case numericAddressForm
+        /// The last label is all digits (`host.123`): no top-level domain is.
+        case numericTopLevelLabel(String)
     }
 
     public var name: String
@@ -114,6 +133,9 @@ public struct HostNameError: Error, Hashable, Sendable, CustomStringConvertible 
         case .numericAddressForm:
             return "'\(name)' is a hexadecimal, octal, short or single-number IPv4 form (as inet_aton reads it), "
                 + "not a host name, and reachd does not guess at it: write the four decimal parts, as in 127.0.0.1"
+        case .numericTopLevelLabel(let label):
+            return "'\(name)' is neither an address nor a host name: its last label '\(label)' is all digits, and no "
+                + "top-level domain is; write an address as 192.0.2.1 or 2001:db8::1"
         case .hyphenAtEnd(let label):
             return "invalid host name '\(name)': label '\(label)' ends with '-'"
         }
