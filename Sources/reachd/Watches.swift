@@ -156,12 +156,14 @@ final class WatchRegistry {
         guard owned < limits.perClient else {
             throw Self.limitExceeded("\(owner) already has \(owned) watches, the most one client may hold (MaxWatchesPerClient=\(limits.perClient))")
         }
+        // The total first: with a small MaxWatches, MaxWatchesPerUser=auto equals it, and the
+        // message then names the limit that really binds.
+        guard watches.count < limits.total else {
+            throw Self.limitExceeded("reachd already serves \(watches.count) watches, the most it holds (MaxWatches=\(limits.total))")
+        }
         let ofUser = perUser[uid] ?? 0
         guard ofUser < limits.perUser else {
             throw Self.limitExceeded("the clients of Unix user \(uid) already hold \(ofUser) watches, the most one user may hold (MaxWatchesPerUser=\(limits.perUser))")
-        }
-        guard watches.count < limits.total else {
-            throw Self.limitExceeded("reachd already serves \(watches.count) watches, the most it holds (MaxWatches=\(limits.total))")
         }
         nextID += 1
         let watch = Watch(path: "\(Daemon.objectPath)/watch/\(nextID)", target: target, owner: owner, uid: uid)

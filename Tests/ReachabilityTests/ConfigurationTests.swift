@@ -717,7 +717,7 @@ struct ConfigurationTextTests {
 
             [Limits]
             MaxWatchesPerClient=64
-            MaxWatchesPerUser=2048
+            MaxWatchesPerUser=auto
             MaxWatches=4096
 
             [Priorities]
