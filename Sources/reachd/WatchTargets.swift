@@ -10,8 +10,9 @@ final class WatchedTarget {
     var result: CheckResult
     /// The host check in flight, if any (`WatchTargets.starting` while checkHost has not returned).
     var pendingCheck: UInt64?
-    /// Waiting in line for a lookup slot (`WatchTargets.maxInFlight`).
+    /// Waiting in line for a lookup slot (`WatchTargets.maxInFlight`), since `queuedAt`.
     var queued = false
+    var queuedAt: ContinuousClock.Instant = .now
     /// False once its last watch went: a queued or in-flight check of it is then forgotten.
     var isWatched = true
     /// The delay before the next attempt after another failure, before jitter.
@@ -47,9 +48,11 @@ final class WatchTargets {
     private var targets: [String: WatchedTarget] = [:]
     private var retries = RetryHeap()
     private var retryTimer: EventSource?
-    /// Host targets waiting for a lookup slot, oldest first from `readyHead`.
+    /// Host targets waiting for a lookup slot, oldest first from `readyHead`. Those before
+    /// `overdueHead` have been told that DNS did not answer in time (see `answerOverdue`).
     private var ready: [WatchedTarget] = []
     private var readyHead = 0
+    private var overdueHead = 0
     /// Host checks of watches in flight now.
     private var inFlight = 0
     /// `startReady` is running: a check answered at once must not start the queue again inside it.
@@ -122,6 +125,7 @@ final class WatchTargets {
             start(target)
         } else {
             target.queued = true
+            target.queuedAt = .now
             ready.append(target)
         }
     }
@@ -151,9 +155,28 @@ final class WatchTargets {
             } else {
                 target.retryDelay = Self.firstRetry
             }
+            if result.reason == .dnsTimeout { answerOverdue() }
         }
         startReady()
         scheduleTimer()
+    }
+
+    /// DNS is timing out, and targets have waited longer than a check's deadline for a slot:
+    /// they are answered dnsTimeout now, as a CheckHost of them would have been, instead of
+    /// showing no answer for minutes while thousands of names wait for a dead server. They keep
+    /// their place and are still asked in turn. Queued in time order, so the walk stops at the
+    /// first recent one and never passes a target twice.
+    private func answerOverdue() {
+        let due = ContinuousClock.now - daemon.configuration.defaultTimeout
+        overdueHead = max(overdueHead, readyHead)
+        while overdueHead < ready.count, ready[overdueHead].queuedAt <= due {
+            let target = ready[overdueHead]
+            overdueHead += 1
+            guard target.queued, target.isWatched, target.result.reason != .dnsTimeout else { continue }
+            var result = CheckResult(target: target.target, reason: .dnsTimeout)
+            result.message = "no DNS answer before the deadline: the lookups ahead of this name timed out"
+            update(target, result, announce: true)
+        }
     }
 
     /// Starts queued targets while slots are free, oldest first.
@@ -171,8 +194,10 @@ final class WatchTargets {
         if readyHead == ready.count {
             ready.removeAll(keepingCapacity: true)
             readyHead = 0
+            overdueHead = 0
         } else if readyHead >= 1024 {
             ready.removeFirst(readyHead)
+            overdueHead = max(0, overdueHead - readyHead)
             readyHead = 0
         }
     }

@@ -14,10 +14,10 @@ struct WatchSharingTests {
 
     /// The lookups dnsmasq saw for `name`: its distinct client sockets, in order of appearance
     /// (`--log-queries=extra` lines such as `3 127.0.0.1/50867 query[A] dead.test from 127.0.0.1`).
-    static func lookups(_ dns: DNSServers, log: String) -> [String] {
+    static func lookups(_ dns: DNSServers, log: String, of name: String = name) -> [String] {
         var seen: [String] = []
         let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        for line in text.split(separator: "\n") where line.contains(" query[") && line.contains("] \(name) from ") {
+        for line in text.split(separator: "\n") where line.contains(" query[") && line.contains("\(name) from ") {
             let fields = line.split(separator: " ")
             guard let index = fields.firstIndex(where: { $0.hasPrefix("query[") }), index > 0 else { continue }
             let client = String(fields[index - 1])
@@ -73,5 +73,39 @@ struct WatchSharingTests {
         _ = try await waitForLookups(5, within: .seconds(4))
         #expect(ContinuousClock.now - changed < .seconds(5))
         #expect(Self.lookups(dns, log: log).count == 5, "\(Self.lookups(dns, log: log))")
+    }
+
+    /// Watches run at most half of MaxConcurrentLookups lookups at once (here one), the rest wait
+    /// in line; names that waited longer than a check's deadline behind lookups that timed out
+    /// are answered dnsTimeout at once, as CheckHost would have answered them.
+    @Test func lookupsOfWatchesAreBoundedAndThoseWaitingAreAnsweredAtTheDeadline() async throws {
+        let dns = try DNSServers()
+        let log = try dns.dnsmasq(on: "127.0.0.2", DNSServers.testZone + ["--server=/\(Self.name)/127.0.0.3", "--log-queries=extra"])
+        try dns.blackHole(on: "127.0.0.3")
+        try dns.writeResolvConf(nameservers: ["127.0.0.2"])
+        let harness = try DaemonHarness(
+            dns.ns, config: "[Checks]\nDefaultTimeout=500ms\nMaxConcurrentLookups=2\n", resolvConf: dns.resolvConfPath)
+        defer { harness.shutdown() }
+        try await harness.ready(state: nil)
+
+        let client = try harness.connect()
+        let names = (1...6).map { "n\($0).\(Self.name)" }
+        let started = ContinuousClock.now
+        let paths = try names.map { try DaemonHarness.watch(client, $0) }
+        func reasons() throws -> [String] {
+            try paths.map { try DaemonHarness.property(client, "Reason", path: $0, interface: DaemonHarness.watchInterface) }
+        }
+        let deadline = started + waitLimit
+        while try reasons() != Array(repeating: "dnsTimeout", count: 6) {
+            guard ContinuousClock.now < deadline else { throw TimedOut(what: "every watch dnsTimeout: \(try reasons())") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        // One 500 ms lookup at a time: by now at most one per 500 ms has started, and the names
+        // still waiting were answered without being asked (unbounded, all six go out at once).
+        let elapsed = ContinuousClock.now - started
+        let asked = Self.lookups(dns, log: log, of: "." + Self.name)
+        #expect(asked.count <= Int(elapsed / .milliseconds(500)) + 1, "\(asked) after \(elapsed)")
+        #expect(asked.count < 6, "\(asked) after \(elapsed)")
+        #expect(!asked.isEmpty)
     }
 }
