@@ -1,52 +1,5 @@
 import Reachability
 
-/// One watched target: `/org/reachd/Reachability1/watch/N`, interface
-/// `org.reachd.Reachability1.Watch`, with its own PropertiesChanged whenever its answer changes.
-final class Watch: BusObject {
-    static let interface = "org.reachd.Reachability1.Watch"
-    static let vtable = BusVTable([
-        .property("Target", signature: "s", emitsChange: false),
-        .property("Flags", signature: "u", emitsChange: true),
-        .property("Interface", signature: "s", emitsChange: true),
-        .property("Reason", signature: "s", emitsChange: true),
-    ])
-
-    let path: String
-    let target: String
-    let owner: String
-    /// The Unix user of the owner, for MaxWatchesPerUser.
-    let uid: UInt32
-    var result: CheckResult
-    var slot: BusSlot?
-    /// The host check in flight for this watch, if any.
-    var pendingCheck: UInt64?
-    /// When a host whose DNS failed is asked again, and the delay after that one.
-    var retryAt: ContinuousClock.Instant?
-    var retryDelay: Duration = WatchRegistry.firstRetry
-
-    init(path: String, target: String, owner: String, uid: UInt32) {
-        self.path = path
-        self.target = target
-        self.owner = owner
-        self.uid = uid
-        result = CheckResult(target: target)
-    }
-
-    func call(_ method: String, _ message: BusMessage) throws(BusError) -> BusReply {
-        throw BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "no method \(method)")
-    }
-
-    func property(_ name: String, into reply: BusMessage) throws(BusError) {
-        switch name {
-        case "Target": try reply.append(target)
-        case "Flags": try reply.append(result.flags.rawValue)
-        case "Interface": try reply.append(result.interface)
-        case "Reason": try reply.append(result.reason?.rawValue ?? "")
-        default: throw BusError(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(name)")
-        }
-    }
-}
-
 /// The watches of all clients, with their limits. A client's watches die with it (sd_bus_track).
 /// Limits hold per connection, per Unix user (learnt from the bus without blocking) and in all.
 final class WatchRegistry {
@@ -58,7 +11,8 @@ final class WatchRegistry {
     /// Watches held per Unix user.
     private var perUser: [UInt32: Int] = [:]
     private var nextID: UInt64 = 0
-    private var retryTimer: EventSource?
+    /// The distinct targets the watches share, and when each is asked.
+    private let targets: WatchTargets
 
     private struct Client {
         var track: BusTrack
@@ -69,16 +23,9 @@ final class WatchRegistry {
         var waiting: [(target: String, call: OwnedBusMessage)] = []
     }
 
-    /// A host watch whose DNS timed out or failed is asked again after 1 s, then twice as long
-    /// each time up to 5 min: DNS that comes back without any network change (a server that
-    /// restarts) is noticed, and a dead one costs one query every few minutes, not a storm.
-    static let firstRetry: Duration = .seconds(1)
-    /// `pendingCheck` while `checkHost` has not returned yet (check ids start at 1).
-    static let starting: UInt64 = 0
-    static let lastRetry: Duration = .seconds(300)
-
     init(daemon: Daemon) {
         self.daemon = daemon
+        targets = WatchTargets(daemon: daemon)
         limits = (daemon.configuration.maxWatchesPerClient, daemon.configuration.maxWatchesPerUser, daemon.configuration.maxWatches)
     }
 
@@ -156,20 +103,22 @@ final class WatchRegistry {
         guard owned < limits.perClient else {
             throw Self.limitExceeded("\(owner) already has \(owned) watches, the most one client may hold (MaxWatchesPerClient=\(limits.perClient))")
         }
+        // The total first: with a small MaxWatches, MaxWatchesPerUser=auto equals it, and the
+        // message then names the limit that really binds.
+        guard watches.count < limits.total else {
+            throw Self.limitExceeded("reachd already serves \(watches.count) watches, the most it holds (MaxWatches=\(limits.total))")
+        }
         let ofUser = perUser[uid] ?? 0
         guard ofUser < limits.perUser else {
             throw Self.limitExceeded("the clients of Unix user \(uid) already hold \(ofUser) watches, the most one user may hold (MaxWatchesPerUser=\(limits.perUser))")
         }
-        guard watches.count < limits.total else {
-            throw Self.limitExceeded("reachd already serves \(watches.count) watches, the most it holds (MaxWatches=\(limits.total))")
-        }
         nextID += 1
-        let watch = Watch(path: "\(Daemon.objectPath)/watch/\(nextID)", target: target, owner: owner, uid: uid)
+        let watch = Watch(path: "\(Daemon.objectPath)/watch/\(nextID)", owner: owner, uid: uid, shared: targets.target(for: target))
         watch.slot = try daemon.bus.add(watch, at: watch.path, interface: Watch.interface, vtable: Watch.vtable)
         watches[watch.path] = watch
         clients[owner]?.paths.insert(watch.path)
         perUser[uid, default: 0] += 1
-        evaluate(watch, announce: false)
+        targets.attach(watch)
         Log.debug("watch \(watch.path) on \(target) for \(owner) (uid \(uid))")
         return watch.path
     }
@@ -192,82 +141,16 @@ final class WatchRegistry {
     }
 
     private func drop(_ watch: Watch) {
-        if let pending = watch.pendingCheck { daemon.cancelHostCheck(pending) }
         watches.removeValue(forKey: watch.path)
         clients[watch.owner]?.paths.remove(watch.path)
         perUser[watch.uid]? -= 1
         if perUser[watch.uid] == 0 { perUser.removeValue(forKey: watch.uid) }
         watch.slot = nil
-        watch.retryAt = nil
+        targets.detach(watch)
     }
 
-    /// A network change: every watch is answered again (addresses at once; host names through
-    /// the cache, so DNS is asked only when an answer expired).
+    /// A network change: every distinct target is answered again, once for all its watches.
     func reevaluate() {
-        for watch in watches.values {
-            watch.retryDelay = Self.firstRetry
-            evaluate(watch, announce: true)
-        }
-    }
-
-    /// Runs the retries that are due and arms the timer for the next one.
-    private func retryDue() {
-        let now = ContinuousClock.now
-        for watch in watches.values {
-            guard let at = watch.retryAt, at <= now else { continue }
-            watch.retryAt = nil
-            evaluate(watch, announce: true)
-        }
-        scheduleRetry()
-    }
-
-    private func scheduleRetry() {
-        guard let next = watches.values.compactMap(\.retryAt).min() else {
-            retryTimer?.disable()
-            return
-        }
-        if retryTimer == nil {
-            retryTimer = try? daemon.loop.timer(at: 0) { [unowned self] in self.retryDue() }
-        }
-        retryTimer?.schedule(at: next.monotonicMicroseconds)
-    }
-
-    private func evaluate(_ watch: Watch, announce: Bool) {
-        if AddressTarget.looksLikeAddress(watch.target) {
-            update(watch, daemon.observer.check(address: watch.target), announce: announce)
-            return
-        }
-        guard watch.pendingCheck == nil else { return }
-        let box = UncheckedBox(watch)
-        let registry = UncheckedBox(self)
-        // The answer may come at once (cache, localhost, no reachable DNS server), before
-        // checkHost returns: mark the check as started first, so the completion can clear it.
-        watch.pendingCheck = Self.starting
-        let id = daemon.checkHost(watch.target, timeout: daemon.configuration.defaultTimeout) { outcome in
-            let watch = box.value
-            watch.pendingCheck = nil
-            guard case let .success(result) = outcome else { return }
-            registry.value.update(watch, result, announce: true)
-            if result.reason == .dnsTimeout || result.reason == .dnsFailure {
-                watch.retryAt = .now + watch.retryDelay
-                watch.retryDelay = min(watch.retryDelay * 2, Self.lastRetry)
-            } else {
-                watch.retryAt = nil
-                watch.retryDelay = Self.firstRetry
-            }
-            registry.value.scheduleRetry()
-        }
-        if watch.pendingCheck == Self.starting { watch.pendingCheck = id }
-    }
-
-    private func update(_ watch: Watch, _ result: CheckResult, announce: Bool) {
-        let old = watch.result
-        watch.result = result
-        guard announce, watches[watch.path] === watch else { return }
-        var names: [String] = []
-        if old.flags != result.flags { names.append("Flags") }
-        if old.interface != result.interface { names.append("Interface") }
-        if old.reason != result.reason { names.append("Reason") }
-        if !names.isEmpty { daemon.bus.emitPropertiesChanged(path: watch.path, interface: Watch.interface, names: names) }
+        targets.networkChanged()
     }
 }

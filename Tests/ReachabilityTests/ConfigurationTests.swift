@@ -738,7 +738,7 @@ struct ConfigurationTextTests {
 
             [Limits]
             MaxWatchesPerClient=64
-            MaxWatchesPerUser=2048
+            MaxWatchesPerUser=auto
             MaxWatches=4096
 
             [Priorities]

@@ -74,3 +74,44 @@ struct WatchLimitTests {
         #expect(again.lines.filter { $0.hasPrefix("ok ") }.count == 4, "\(again.lines)")
     }
 }
+
+/// `MaxWatchesPerUser=auto` (the default) follows MaxWatches: half of it, at least 2048, at most
+/// all of it; a number is taken as written; anything else is refused by name.
+@Suite("MaxWatchesPerUser")
+struct WatchesPerUserSettingTests {
+    static func parsed(_ text: String) -> (Configuration, [String]) {
+        var configuration = Configuration.default
+        let errors = Configuration.parse(text, file: "test.conf", into: &configuration)
+        return (configuration, errors.map(\.description))
+    }
+
+    @Test(arguments: [
+        ("", 2048), ("MaxWatches=100000\n", 50000), ("MaxWatches=5000\n", 2500), ("MaxWatches=4097\n", 2048),
+        ("MaxWatches=1000\n", 1000), ("MaxWatches=1\n", 1), ("MaxWatchesPerUser=auto\nMaxWatches=10000\n", 5000),
+        ("MaxWatchesPerUser=AUTO\n", 2048), ("MaxWatchesPerUser=7\nMaxWatches=100000\n", 7),
+        ("MaxWatches=10\nMaxWatchesPerUser=500\n", 500),
+    ])
+    func effectiveLimit(_ limits: String, _ expected: Int) {
+        let (configuration, errors) = Self.parsed("[Limits]\n" + limits)
+        #expect(errors == [])
+        #expect(configuration.maxWatchesPerUser == expected)
+    }
+
+    @Test func autoIsWrittenBackAsAutoAndANumberAsTheNumber() {
+        let (automatic, _) = Self.parsed("[Limits]\nMaxWatches=100000\n")
+        #expect(automatic.mergedText.contains("\nMaxWatchesPerUser=auto\n"))
+        let (explicit, _) = Self.parsed("[Limits]\nMaxWatchesPerUser=300\n")
+        #expect(explicit.mergedText.contains("\nMaxWatchesPerUser=300\n"))
+        #expect(explicit != .default)
+    }
+
+    @Test(arguments: [
+        ("automatic", "test.conf:2: [Limits] MaxWatchesPerUser: invalid number 'automatic'; expected a whole number from 1 to 1000000, or auto"),
+        ("0", "test.conf:2: [Limits] MaxWatchesPerUser: number 0 is out of range; expected a whole number from 1 to 1000000, or auto"),
+        ("", "test.conf:2: [Limits] MaxWatchesPerUser: empty value; give a whole number or auto or remove the line"),
+    ])
+    func aBadValueIsRefusedByName(_ value: String, _ message: String) {
+        let (_, errors) = Self.parsed("[Limits]\nMaxWatchesPerUser=\(value)\n")
+        #expect(errors == [message])
+    }
+}

@@ -15,10 +15,8 @@ public struct Configuration: Sendable, Equatable {
     public var maxWatchesPerClient: Int
     /// `[Limits] MaxWatches`: D-Bus watch objects of all clients together.
     public var maxWatches: Int
-    /// `[Limits] MaxWatchesPerUser`: D-Bus watch objects the clients of one Unix user may hold
-    /// together, root included, so one user opening many connections cannot take every watch.
-    /// MaxWatches still bounds them all.
-    public var maxWatchesPerUser: Int
+    /// `[Limits] MaxWatchesPerUser` as written: nil for `auto`, the default (see `maxWatchesPerUser`).
+    public var maxWatchesPerUserSetting: Int?
     /// `[Priorities]`: the priority of every kind (lower is preferred). Always holds every kind.
     public var priorities: [InterfaceKind: Int]
     /// `[Interface]` sections, in order: for each property the first matching rule that sets it wins.
@@ -43,12 +41,20 @@ public struct Configuration: Sendable, Equatable {
         maxWatchesPerClient = 64
         // 64 clients at their full share.
         maxWatches = 4096
-        // Half of MaxWatches: one user cannot starve the others, and one service may still watch
-        // thousands of targets.
-        maxWatchesPerUser = 2048
+        // auto: follows MaxWatches (see `maxWatchesPerUser`).
+        maxWatchesPerUserSetting = nil
         priorities = Dictionary(uniqueKeysWithValues: InterfaceKind.allCases.map { ($0, $0.defaultPriority) })
         rules = []
         sources = []
+    }
+
+    /// `[Limits] MaxWatchesPerUser`: D-Bus watch objects the clients of one Unix user may hold
+    /// together, root included, so one user opening many connections cannot take every watch.
+    /// `auto` (the default) is half of MaxWatches, so one user cannot starve the others, but at
+    /// least `minimumAutoWatchesPerUser`, so one service may still watch thousands of targets, and
+    /// at most MaxWatches, which bounds them all anyway.
+    public var maxWatchesPerUser: Int {
+        maxWatchesPerUserSetting ?? min(maxWatches, max(Self.minimumAutoWatchesPerUser, maxWatches / 2))
     }
 
     /// Copies what the in-process monitor takes: rules, priorities, the lookup limit and the
@@ -79,6 +85,9 @@ extension Configuration {
     /// The total bound on watch objects, and so on the daemon's memory for them.
     public static let maxWatchesRange: ClosedRange<Int> = 1 ... 1_000_000
     public static let maxWatchesPerUserRange: ClosedRange<Int> = 1 ... 1_000_000
+    /// The least `MaxWatchesPerUser=auto` gives (unless MaxWatches is smaller): one service (a
+    /// monitoring agent, a fleet of containers) may watch that many targets.
+    public static let minimumAutoWatchesPerUser = 2048
     /// Route metrics in practice stay far below this; the cap keeps arithmetic on priorities safe.
     public static let priorityRange: ClosedRange<Int> = 0 ... 100_000
 

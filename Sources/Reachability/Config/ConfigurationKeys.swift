@@ -62,7 +62,8 @@ enum ConfigurationSetting: Hashable, Sendable {
     var expected: String {
         switch self {
         case .defaultTimeout, .negativeCacheTime: "a duration such as 5s or 500ms"
-        case .maxConcurrentLookups, .maxWatchesPerClient, .maxWatchesPerUser, .maxWatches, .priority, .rulePriority: "a whole number"
+        case .maxConcurrentLookups, .maxWatchesPerClient, .maxWatches, .priority, .rulePriority: "a whole number"
+        case .maxWatchesPerUser: "a whole number or auto"
         case .name: "an interface name or glob such as wlan*"
         case .kind: "one of " + InterfaceKind.allCases.map(\.rawValue).joined(separator: ", ")
         case .ignore, .metered: "yes or no"

@@ -236,7 +236,7 @@ struct ConfigurationParser {
         case .maxWatches:
             configuration.maxWatches = try ValueProblem.integer(value, in: Configuration.maxWatchesRange)
         case .maxWatchesPerUser:
-            configuration.maxWatchesPerUser = try ValueProblem.integer(value, in: Configuration.maxWatchesPerUserRange)
+            configuration.maxWatchesPerUserSetting = try ValueProblem.integerOrAuto(value, in: Configuration.maxWatchesPerUserRange)
         case .priority(let kind):
             configuration.priorities[kind] = try ValueProblem.integer(value, in: Configuration.priorityRange)
         case .name:
@@ -312,6 +312,16 @@ struct ValueProblem: Error {
             throw ValueProblem(message: "number \(text) is out of range; expected \(expected)")
         }
         return value
+    }
+
+    /// A whole number in `range`, or `auto` (any case) for nil: a default derived from other keys.
+    static func integerOrAuto(_ text: String, in range: ClosedRange<Int>) throws(ValueProblem) -> Int? {
+        if text.lowercased() == "auto" { return nil }
+        do {
+            return try integer(text, in: range)
+        } catch {
+            throw ValueProblem(message: error.message + ", or auto")
+        }
     }
 
     /// systemd's spellings, without regard to case.

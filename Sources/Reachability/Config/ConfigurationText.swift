@@ -34,7 +34,7 @@ extension Configuration {
         case .maxConcurrentLookups: "\(maxConcurrentLookups)"
         case .negativeCacheTime: DurationText.format(negativeCacheTime)
         case .maxWatchesPerClient: "\(maxWatchesPerClient)"
-        case .maxWatchesPerUser: "\(maxWatchesPerUser)"
+        case .maxWatchesPerUser: maxWatchesPerUserSetting.map { "\($0)" } ?? "auto"
         case .maxWatches: "\(maxWatches)"
         case .priority(let kind): "\(priorities[kind] ?? kind.defaultPriority)"
         case .name, .kind, .ignore, .metered, .rulePriority: ""  // rule keys are written per rule

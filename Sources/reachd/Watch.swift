@@ -1,0 +1,45 @@
+import Reachability
+
+/// One client's watch: `/org/reachd/Reachability1/watch/N`, interface
+/// `org.reachd.Reachability1.Watch`, with its own PropertiesChanged whenever its answer changes.
+/// Watches on the same target share one `WatchedTarget`, and so one answer and one DNS lookup.
+final class Watch: BusObject {
+    static let interface = "org.reachd.Reachability1.Watch"
+    static let vtable = BusVTable([
+        .property("Target", signature: "s", emitsChange: false),
+        .property("Flags", signature: "u", emitsChange: true),
+        .property("Interface", signature: "s", emitsChange: true),
+        .property("Reason", signature: "s", emitsChange: true),
+    ])
+
+    let path: String
+    let owner: String
+    /// The Unix user of the owner, for MaxWatchesPerUser.
+    let uid: UInt32
+    let shared: WatchedTarget
+    var slot: BusSlot?
+
+    init(path: String, owner: String, uid: UInt32, shared: WatchedTarget) {
+        self.path = path
+        self.owner = owner
+        self.uid = uid
+        self.shared = shared
+    }
+
+    var target: String { shared.target }
+
+    func call(_ method: String, _ message: BusMessage) throws(BusError) -> BusReply {
+        throw BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "no method \(method)")
+    }
+
+    func property(_ name: String, into reply: BusMessage) throws(BusError) {
+        let result = shared.result
+        switch name {
+        case "Target": try reply.append(shared.target)
+        case "Flags": try reply.append(result.flags.rawValue)
+        case "Interface": try reply.append(result.interface)
+        case "Reason": try reply.append(result.reason?.rawValue ?? "")
+        default: throw BusError(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(name)")
+        }
+    }
+}
