@@ -60,6 +60,8 @@ public final class HostChecks {
     public var isIdle: Bool { running.isEmpty }
 
     public var descriptors: [(fd: Int32, readable: Bool, writable: Bool)] { resolver?.descriptors ?? [] }
+    /// The resolver's sockets whose watch changed since the last call (see `HostResolver`).
+    public func takeSocketChanges() -> [HostResolver.SocketChange] { resolver?.takeSocketChanges() ?? [] }
     public var nextDeadline: ContinuousClock.Instant? { resolver?.nextDeadline }
 
     public func process(fd: Int32, readable: Bool, writable: Bool) {
