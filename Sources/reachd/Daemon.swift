@@ -20,8 +20,7 @@ final class Daemon {
     private var sources: [EventSource] = []
     private var busSlots: [BusSlot] = []
     private var resyncTimer: EventSource!
-    private var resolverTimer: EventSource!
-    private var resolverSources: [EventSource] = []
+    private var resolverSources: ResolverSources!
     private var nextCheckID: UInt64 = 0
     /// Resolver settings from a reload, applied once no check is waiting for DNS.
     private var pendingResolverOptions: HostResolver.Options?
@@ -123,11 +122,14 @@ final class Daemon {
         })
         resyncTimer = try loop.timer(at: 0) { [unowned self] in self.handle(self.observer.resyncIfDue()) }
         resyncTimer.disable()
-        resolverTimer = try loop.timer(at: 0) { [unowned self] in
+        resolverSources = try ResolverSources(loop: loop) { [unowned self] in
             self.hostChecks.processTimeouts()
             self.syncResolver()
+        } ready: { [unowned self] fd, revents in
+            let readable = revents & (EventLoop.readable | EventLoop.error | EventLoop.hangUp) != 0
+            self.hostChecks.process(fd: fd, readable: readable, writable: revents & EventLoop.writable != 0)
+            self.syncResolver()
         }
-        resolverTimer.disable()
 
         sources.append(try loop.onSignal(SIGTERM) { [unowned self] in self.stop() })
         sources.append(try loop.onSignal(SIGINT) { [unowned self] in self.stop() })
@@ -251,10 +253,7 @@ final class Daemon {
         syncResolver()
     }
 
-    /// Mirrors the resolver's sockets and deadline into the loop. The sources are made anew each
-    /// time: a c-ares socket closed and another opened with the same number in one call would
-    /// otherwise leave a dead epoll registration behind. There are few, and this runs only when
-    /// host checks move.
+    /// Mirrors the resolver's socket changes and deadline into the loop (`ResolverSources`).
     func syncResolver() {
         if let pending = pendingResolverOptions, hostChecks.isIdle {
             // A reload changed MaxConcurrentLookups or NegativeCacheTime: swap in a new resolver
@@ -262,29 +261,9 @@ final class Daemon {
             pendingResolverOptions = nil
             resolverOptions = pending
             hostChecks = makeHostChecks(pending)
+            resolverSources.reset()
         }
-        for source in resolverSources { source.cancel() }
-        resolverSources.removeAll(keepingCapacity: true)
-        for watched in hostChecks.descriptors {
-            var events: UInt32 = 0
-            if watched.readable { events |= EventLoop.readable }
-            if watched.writable { events |= EventLoop.writable }
-            let fd = watched.fd
-            do {
-                resolverSources.append(try loop.watch(fd: fd, events: events) { [unowned self] revents in
-                    let readable = revents & (EventLoop.readable | EventLoop.error | EventLoop.hangUp) != 0
-                    self.hostChecks.process(fd: fd, readable: readable, writable: revents & EventLoop.writable != 0)
-                    self.syncResolver()
-                })
-            } catch {
-                Log.warning("cannot watch a DNS socket: \(error)")
-            }
-        }
-        if let deadline = hostChecks.nextDeadline {
-            resolverTimer.schedule(at: deadline.monotonicMicroseconds)
-        } else {
-            resolverTimer.disable()
-        }
+        resolverSources.sync(hostChecks)
     }
 
     // MARK: signals
