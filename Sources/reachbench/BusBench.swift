@@ -67,45 +67,12 @@ enum BusBench {
             throw BenchError("reachd not found at \(reachd); build it next to reachbench with "
                 + "`swift build -c release --product reachd` (same --scratch-path), or pass --reachd PATH")
         }
-        guard let dbusDaemon = findExecutable(["/usr/bin/dbus-daemon", "/bin/dbus-daemon"]) else {
-            throw BenchError("dbus-daemon not found (apt-get install dbus-daemon)")
-        }
+        let running = try startReachd(network, options, resolvConf: network.answeringResolvConf)
+        defer { running.stop() }
+        let (client, address, daemon) = (running.client, running.address, running.daemon)
+        let failure = running.failure
         var result = BusMeasurement(reachd: reachd)
-
-        // A private bus. It prints its address once it listens.
-        let socket = network.file("bus")
-        let bus = try ChildProcess(
-            dbusDaemon, ["--session", "--nofork", "--nopidfile", "--address=unix:path=\(socket)", "--print-address=1"],
-            pipeOutput: true, logFile: network.file("dbus-daemon.log"))
-        defer { bus.stop() }
-        var busOutput = LineReader(fd: bus.output!)
-        guard let address = busOutput.line(withinMilliseconds: 10_000), address.hasPrefix("unix:") else {
-            throw BenchError("dbus-daemon did not print its address within 10 s (\(ChildProcess.describe(bus.poll())))")
-        }
-
-        // reachd on it, watching the client namespace.
-        let log = network.file("reachd.log")
-        var arguments = [
-            "--bus-address", address, "--netns", network.client.name, "--config-dir", try network.subdirectory("config"),
-            "--resolv-conf", network.answeringResolvConf,
-        ]
-        if let sysfs = network.client.sysfsRoot { arguments += ["--sysfs-root", sysfs] }
-        let client = try BusConnection(.address(address), description: "reachbench")
-        let spawned = monotonicNanoseconds()
-        let daemon = try ChildProcess(reachd, arguments, logFile: log)
-        defer { daemon.stop(signal: SIGKILL) }
-        func failure(_ what: String) -> BenchError {
-            let tail = (readSmallFile(log) ?? "").split(separator: "\n").suffix(5).joined(separator: "\n  ")
-            return BenchError("\(what) (reachd \(ChildProcess.describe(daemon.poll()))); its log \(log):\n  \(tail)")
-        }
-        while true {
-            if (try? getStatus(client)) != nil { break }
-            guard daemon.isRunning, monotonicNanoseconds() - spawned < 10_000_000_000 else {
-                throw failure("reachd did not answer GetStatus within 10 s")
-            }
-            sleepMilliseconds(2)
-        }
-        result.startup = monotonicNanoseconds() - spawned
+        result.startup = running.startup
         note("reachbench: bus: reachd (pid \(daemon.pid)) answered after \(Format.milliseconds(result.startup)) ms; idle 2 + \(result.idleWindowSeconds) s")
 
         // Idle: memory after 2 s, then how often it ran in the next 5 s.
@@ -143,6 +110,68 @@ enum BusBench {
 
         result.exit = ChildProcess.describe(daemon.stop(signal: SIGTERM))
         return result
+    }
+
+    /// A private dbus-daemon and reachd on it, answering GetStatus.
+    struct RunningReachd {
+        let bus: ChildProcess
+        let daemon: ChildProcess
+        let address: String
+        let client: BusConnection
+        let log: String
+        /// From spawning reachd to its first answer to GetStatus (sync done, name owned).
+        let startup: UInt64
+
+        func failure(_ what: String) -> BenchError {
+            let tail = (readSmallFile(log) ?? "").split(separator: "\n").suffix(5).joined(separator: "\n  ")
+            return BenchError("\(what) (reachd \(ChildProcess.describe(daemon.poll()))); its log \(log):\n  \(tail)")
+        }
+
+        func stop() {
+            _ = daemon.stop(signal: SIGKILL)
+            _ = bus.stop()
+        }
+    }
+
+    /// Starts a private bus and reachd on it (watching the client namespace, nameservers from
+    /// `resolvConf`), and waits for its first GetStatus answer.
+    static func startReachd(_ network: ServiceNetwork, _ options: Options, resolvConf: String) throws -> RunningReachd {
+        let reachd = reachdPath(options)
+        guard let dbusDaemon = findExecutable(["/usr/bin/dbus-daemon", "/bin/dbus-daemon"]) else {
+            throw BenchError("dbus-daemon not found (apt-get install dbus-daemon)")
+        }
+        // A private bus. It prints its address once it listens.
+        let socket = network.file("bus-" + (resolvConf as String).split(separator: "/").last!)
+        let bus = try ChildProcess(
+            dbusDaemon, ["--session", "--nofork", "--nopidfile", "--address=unix:path=\(socket)", "--print-address=1"],
+            pipeOutput: true, logFile: socket + ".log")
+        var busOutput = LineReader(fd: bus.output!)
+        guard let address = busOutput.line(withinMilliseconds: 10_000), address.hasPrefix("unix:") else {
+            _ = bus.stop()
+            throw BenchError("dbus-daemon did not print its address within 10 s (\(ChildProcess.describe(bus.poll())))")
+        }
+        // reachd on it, watching the client namespace.
+        let log = socket + "-reachd.log"
+        var arguments = [
+            "--bus-address", address, "--netns", network.client.name, "--config-dir", try network.subdirectory("config"),
+            "--resolv-conf", resolvConf,
+        ]
+        if let sysfs = network.client.sysfsRoot { arguments += ["--sysfs-root", sysfs] }
+        let client = try BusConnection(.address(address), description: "reachbench")
+        let spawned = monotonicNanoseconds()
+        let daemon = try ChildProcess(reachd, arguments, logFile: log)
+        var running = RunningReachd(bus: bus, daemon: daemon, address: address, client: client, log: log, startup: 0)
+        while true {
+            if (try? getStatus(client)) != nil { break }
+            guard daemon.isRunning, monotonicNanoseconds() - spawned < 10_000_000_000 else {
+                defer { running.stop() }
+                throw running.failure("reachd did not answer GetStatus within 10 s")
+            }
+            sleepMilliseconds(2)
+        }
+        running = RunningReachd(
+            bus: bus, daemon: daemon, address: address, client: client, log: log, startup: monotonicNanoseconds() - spawned)
+        return running
     }
 
     static func getStatus(_ client: BusConnection) throws {

@@ -29,6 +29,10 @@ struct Options: Sendable {
     var checks = true
     /// reachd on a private bus: Changed latency, call round trips, idle memory and wake-ups.
     var bus = true
+    /// Concurrent CheckHost storms through reachd against the black hole (off unless asked).
+    var busHosts = false
+    var busHostChecks = [500, 1000, 3000]
+    var busHostDeadline = 2000
     /// Timed address checks per target, and cached host checks.
     var checkSamples = 10_000
     var checkWarmup = 1_000
@@ -43,7 +47,7 @@ struct Options: Sendable {
     var reachdPath: String?
 
     /// Whether any group needs root (namespaces, child processes in them).
-    var needsRoot: Bool { kernel || checks || bus }
+    var needsRoot: Bool { kernel || checks || bus || busHosts }
 
     static let usage = """
         usage: reachbench [--json] [--quick] [--only GROUP,...] [--checks] [--no-checks] [--bus] [--no-bus]
@@ -64,6 +68,8 @@ struct Options: Sendable {
                    a DNS black hole and a dnsmasq, getent ahosts against the black hole (4-7)
           bus      reachd on a private dbus-daemon: Changed signal latency next to ip monitor and
                    the netlink floor, call round trips, idle memory and wake-ups (8)
+          bushosts reachd with the black hole as nameserver: concurrent CheckHost storms, their
+                   lateness and CheckAddress round trips meanwhile (off unless named in --only)
 
           --json                 results as one JSON object on stdout (progress goes to stderr)
           --quick                smoke run: 20 flaps, 2 sync repetitions, pairs 10,200,
@@ -97,6 +103,8 @@ struct Options: Sendable {
           --shared-deadline      one deadline for the whole batch instead (the waiting checks
                                  then all expire together, without being started)
           --getent-runs N        getent ahosts runs against the black hole, ~10 s each (default 1)
+          --bus-host-checks N,.. bushosts group: concurrent CheckHost storms (default 500,1000,3000)
+          --bus-host-deadline MS bushosts group: CheckHost timeout_ms (default 2000)
           --bus-calls N          timed D-Bus calls per method (default 5000); the bus flaps
                                  use --flaps and --warmup
           --reachd PATH          the reachd binary (default: next to reachbench)
@@ -165,7 +173,7 @@ struct Options: Sendable {
             case "--only":
                 let text = try value(argument)
                 let groups = text.split(separator: ",").map(String.init)
-                let known = ["rounds", "engine", "checks", "bus"]
+                let known = ["rounds", "engine", "checks", "bus", "bushosts"]
                 guard !groups.isEmpty, groups.allSatisfy(known.contains) else {
                     throw BenchError("--only: expected groups from \(known.joined(separator: ",")), got '\(text)'")
                 }
@@ -173,6 +181,7 @@ struct Options: Sendable {
                 options.engine = groups.contains("engine")
                 options.checks = groups.contains("checks")
                 options.bus = groups.contains("bus")
+                options.busHosts = groups.contains("bushosts")
             case "--checks": options.checks = true
             case "--no-checks": options.checks = false
             case "--bus": options.bus = true
@@ -184,6 +193,8 @@ struct Options: Sendable {
             case "--shared-deadline": options.sharedDeadline = true
             case "--getent-runs": options.getentRuns = try count(argument, minimum: 0)
             case "--bus-calls": options.busCalls = try count(argument, minimum: 1)
+            case "--bus-host-checks": options.busHostChecks = try counts(argument, minimum: 1)
+            case "--bus-host-deadline": options.busHostDeadline = try count(argument, minimum: 1)
             case "--reachd": options.reachdPath = try value(argument)
             default: throw BenchError("unknown argument '\(argument)'")
             }

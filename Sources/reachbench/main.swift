@@ -45,7 +45,7 @@ func runBenchmarks(_ options: Options) async throws -> Results {
     // The checks, the bus and the Engine run while the rounds' namespace still exists: deleting
     // thousands of veths keeps the kernel busy in the background for a while, which would
     // disturb the samples.
-    if options.checks || options.bus {
+    if options.checks || options.bus || options.busHosts {
         note("reachbench: setting up namespaces reachbench-\(getpid())-c and -s (client, DNS servers)")
         let network = try ServiceNetwork(mountSysfs: options.sysfs)
         defer { network.close() }
@@ -66,6 +66,10 @@ func runBenchmarks(_ options: Options) async throws -> Results {
                 results.busError = "\(error)"
             }
             results.loads.append(GroupLoad(group: "bus", start: load, pressure: pressure))
+        }
+        if options.busHosts {
+            // Printed as it goes (stderr), one line per storm; not part of the report or JSON.
+            _ = try BusHostBench.measure(network, options)
         }
     }
     for links in options.engine ? options.engineSizes : [] {

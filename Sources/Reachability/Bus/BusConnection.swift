@@ -176,6 +176,30 @@ public final class BusConnection {
         return OwnedBusMessage(adopting: reply)
     }
 
+    /// Sends a method call without waiting: `handler` runs from `process()` with the reply or
+    /// the error (a timeout after `timeout` included). Releasing the slot drops the call.
+    public func callAsync(
+        destination: String, path: String, interface: String, member: String, timeout: Duration,
+        _ build: (BusMessage) throws(BusError) -> Void = { _ in },
+        reply handler: @escaping (Result<BusMessage, BusError>) -> Void
+    ) throws(BusError) -> BusSlot {
+        var call: OpaquePointer?
+        var result = sd_bus_message_new_method_call(bus, &call, destination, path, interface, member)
+        guard result >= 0, let call else { throw BusError("create call \(member)", code: result) }
+        defer { sd_bus_message_unref(call) }
+        try build(BusMessage(call))
+        let box = ReplyHandler { message, error in
+            if let message { handler(.success(message)) } else { handler(.failure(error ?? BusError("call \(member)", code: -EIO))) }
+        }
+        var slot: OpaquePointer?
+        let context = Unmanaged.passUnretained(box).toOpaque()
+        let (seconds, attoseconds) = timeout.components
+        let usec = UInt64(max(0, seconds)) * 1_000_000 + UInt64(max(0, attoseconds)) / 1_000_000_000_000
+        result = sd_bus_call_async(bus, &slot, call, replyTrampoline, context, usec)
+        guard result >= 0 else { throw BusError("call \(member)", code: result) }
+        return BusSlot(slot, keepAlive: box)
+    }
+
     /// Adds a match synchronously (clients, before they start waiting).
     public func addMatch(_ rule: String, _ handler: @escaping (BusMessage) -> Void) throws(BusError) -> BusSlot {
         let box = ReplyHandler { message, _ in if let message { handler(message) } }
