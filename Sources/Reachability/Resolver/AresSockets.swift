@@ -26,7 +26,7 @@ extension AresLookup {
                 asocket: { domain, type, proto, _ in
                     // c-ares leaves sockets it did not open as they come: without O_NONBLOCK a
                     // read with nothing queued would block the loop (seen: a hung recvfrom).
-                    socket(domain, type | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), proto)
+                    ResolverSocket.open(domain: domain, type: type, protocol: proto)
                 },
                 aclose: { fd, context in
                     let state = AresLookup.state(context)
@@ -35,10 +35,7 @@ extension AresLookup {
                 },
                 aconnect: { fd, address, length, context in
                     if let address, let server = AresLookup.server(address) {
-                        var type: Int32 = 0
-                        var size = socklen_t(MemoryLayout<Int32>.size)
-                        getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size)
-                        AresLookup.state(context).peers[fd] = (server, type == Int32(SOCK_DGRAM.rawValue))
+                        AresLookup.state(context).peers[fd] = (server, ResolverSocket.isDatagram(fd))
                     }
                     return connect(fd, address, length)
                 },

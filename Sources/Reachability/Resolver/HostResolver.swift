@@ -159,6 +159,8 @@ public final class HostResolver {
     private var changedSockets: [Int32: Bool] = [:]
     /// Finished requests whose completion has not run yet, in the order they finished.
     private var finished: [Request] = []
+    /// resolv.conf's nameservers, with the file's identity and modification stamp when read.
+    private var nameserverCache: (stamp: [UInt64], servers: [IPAddress])?
 
     public init(options: Options = Options()) throws {
         precondition(options.maxConcurrent > 0, "maxConcurrent must be at least 1")
@@ -292,9 +294,25 @@ public final class HostResolver {
     }
 
     /// The nameservers of the current resolv.conf, in order (what a lookup started now would
-    /// ask), for the "can any nameserver be reached at all" pre-check. Reads the file each call.
+    /// ask), for the "can any nameserver be reached at all" pre-check. The file is parsed again
+    /// only when it changed (another inode, size or modification time: an edit in place or a
+    /// file renamed over it): every host check asks, and a burst of a thousand checks should not
+    /// parse it a thousand times on the loop.
     public func nameservers() -> [IPAddress] {
-        AresLookup.nameservers(resolvConfPath: options.resolvConfPath)
+        var info = stat()
+        let path = options.resolvConfPath ?? "/etc/resolv.conf"
+        guard stat(path, &info) == 0 else {
+            nameserverCache = nil
+            return AresLookup.nameservers(resolvConfPath: options.resolvConfPath)
+        }
+        let stamp = [
+            UInt64(info.st_ino), UInt64(bitPattern: Int64(info.st_size)), UInt64(bitPattern: Int64(info.st_mtim.tv_sec)),
+            UInt64(bitPattern: Int64(info.st_mtim.tv_nsec)), UInt64(info.st_dev),
+        ]
+        if let cache = nameserverCache, cache.stamp == stamp { return cache.servers }
+        let servers = AresLookup.nameservers(resolvConfPath: options.resolvConfPath)
+        nameserverCache = (stamp, servers)
+        return servers
     }
 
     /// What /etc/hosts says about `name`, without any query: for answering when no nameserver
