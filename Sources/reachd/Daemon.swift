@@ -20,12 +20,7 @@ final class Daemon {
     private var sources: [EventSource] = []
     private var busSlots: [BusSlot] = []
     private var resyncTimer: EventSource!
-    private var resolverTimer: EventSource!
-    /// The host checks and socket generation `resolverSources` mirror.
-    private var mirroredChecks: HostChecks?
-    private var mirroredGeneration: UInt64 = 0
-    /// The loop's registration of each c-ares socket, by descriptor.
-    private var resolverSources: [Int32: (identity: HostResolver.Descriptor.Identity, events: UInt32, source: EventSource)] = [:]
+    private var resolverSources: ResolverSources!
     private var nextCheckID: UInt64 = 0
     /// Resolver settings from a reload, applied once no check is waiting for DNS.
     private var pendingResolverOptions: HostResolver.Options?
@@ -135,11 +130,14 @@ final class Daemon {
         })
         resyncTimer = try loop.timer(at: 0) { [unowned self] in self.handle(self.observer.resyncIfDue()) }
         resyncTimer.disable()
-        resolverTimer = try loop.timer(at: 0) { [unowned self] in
+        resolverSources = try ResolverSources(loop: loop) { [unowned self] in
             self.hostChecks.processTimeouts()
             self.syncResolver()
+        } ready: { [unowned self] fd, revents in
+            let readable = revents & (EventLoop.readable | EventLoop.error | EventLoop.hangUp) != 0
+            self.hostChecks.process(fd: fd, readable: readable, writable: revents & EventLoop.writable != 0)
+            self.syncResolver()
         }
-        resolverTimer.disable()
 
         sources.append(try loop.onSignal(SIGTERM) { [unowned self] in self.stop() })
         sources.append(try loop.onSignal(SIGINT) { [unowned self] in self.stop() })
@@ -265,11 +263,7 @@ final class Daemon {
         syncResolver()
     }
 
-    /// Mirrors the resolver's sockets and deadline into the loop, changing only what changed:
-    /// with a thousand checks pending, re-registering every socket on every event made the loop
-    /// spend its time in epoll_ctl (perf: 31% of reachd's CPU) and answers came late. A
-    /// descriptor number that now stands for another socket (closed and reopened within one
-    /// call) has another identity, and gets a registration of its own.
+    /// Mirrors the resolver's socket changes and deadline into the loop (`ResolverSources`).
     func syncResolver() {
         if let pending = pendingResolverOptions, hostChecks.isIdle {
             // A reload changed MaxConcurrentLookups or NegativeCacheTime: swap in a new resolver
@@ -277,49 +271,9 @@ final class Daemon {
             pendingResolverOptions = nil
             resolverOptions = pending
             hostChecks = makeHostChecks(pending)
+            resolverSources.reset()
         }
-        if hostChecks !== mirroredChecks || hostChecks.descriptorGeneration != mirroredGeneration {
-            mirroredChecks = hostChecks
-            mirroredGeneration = hostChecks.descriptorGeneration
-            mirrorResolverSockets()
-        }
-        if let deadline = hostChecks.nextDeadline {
-            resolverTimer.schedule(at: deadline.monotonicMicroseconds)
-        } else {
-            resolverTimer.disable()
-        }
-    }
-
-    private func mirrorResolverSockets() {
-        var wanted = Set<Int32>()
-        for watched in hostChecks.descriptors {
-            wanted.insert(watched.fd)
-            var events: UInt32 = 0
-            if watched.readable { events |= EventLoop.readable }
-            if watched.writable { events |= EventLoop.writable }
-            if let known = resolverSources[watched.fd], known.identity == watched.identity {
-                if known.events != events {
-                    known.source.setEvents(events)
-                    resolverSources[watched.fd]?.events = events
-                }
-                continue
-            }
-            resolverSources.removeValue(forKey: watched.fd)?.source.cancel()
-            let fd = watched.fd
-            do {
-                let source = try loop.watch(fd: fd, events: events) { [unowned self] revents in
-                    let readable = revents & (EventLoop.readable | EventLoop.error | EventLoop.hangUp) != 0
-                    self.hostChecks.process(fd: fd, readable: readable, writable: revents & EventLoop.writable != 0)
-                    self.syncResolver()
-                }
-                resolverSources[fd] = (watched.identity, events, source)
-            } catch {
-                Log.warning("cannot watch a DNS socket: \(error)")
-            }
-        }
-        if resolverSources.count > wanted.count {
-            for fd in Array(resolverSources.keys) where !wanted.contains(fd) { resolverSources.removeValue(forKey: fd)?.source.cancel() }
-        }
+        resolverSources.sync(hostChecks)
     }
 
     // MARK: signals

@@ -98,6 +98,65 @@ struct HostCheckTests {
         _ = hole
     }
 
+    /// A lookup whose turn comes with less than `HostResolver.minimumStartLead` left is never
+    /// started: it answers dnsTimeout at its own deadline and no query for it reaches the wire.
+    /// One lookup at a time: "first" holds the slot until its deadline; "second" is due 30 ms
+    /// later (too little to start), "third" 200 ms later (enough).
+    @Test func aLookupThatCannotFinishIsAnsweredAtItsDeadlineWithoutAQuery() async throws {
+        let scenario = try DNSScenario(nameserver: DNSScenario.blackHole)
+        let hole = try DNSBlackHole(in: scenario.server, address: DNSScenario.blackHole)
+        let monitor = try scenario.monitor(maximumConcurrentLookups: 1)
+        let start = ContinuousClock.now
+        let first = start + .milliseconds(400)
+        let second = first + .milliseconds(30)
+        let third = first + .milliseconds(200)
+        async let a = monitor.check(host: "first.test", deadline: first)
+        try await Task.sleep(for: .milliseconds(20))
+        async let b = monitor.check(host: "second.test", deadline: second)
+        async let c = monitor.check(host: "third.test", deadline: third)
+        let (resultB, endB) = (try await b, ContinuousClock.now)
+        let (resultA, resultC) = (try await a, try await c)
+        #expect(resultA.reason == .dnsTimeout)
+        #expect(resultB.reason == .dnsTimeout)
+        #expect(resultC.reason == .dnsTimeout)
+        #expect(endB >= second, "answered \(second.duration(to: endB)) before its deadline")
+        #expect(endB < second + .milliseconds(150), "answered \(second.duration(to: endB)) after its deadline")
+        let asked = Set(hole.drainQueriedNames())
+        #expect(asked.contains("first.test") && asked.contains("third.test"), "\(asked)")
+        #expect(!asked.contains("second.test"), "a query for the lookup that could not finish: \(asked)")
+    }
+
+    /// Nothing listens on port 53 of the nameserver: ICMP port unreachable comes back, and the
+    /// check fails at once naming it, instead of timing out after c-ares' retries.
+    @Test func aClosedDNSPortFailsAtOnceNamingTheRefusal() async throws {
+        let closed = "198.51.100.55"
+        let scenario = try DNSScenario(nameserver: closed)
+        try scenario.server.ip("addr add \(closed)/32 dev lo")
+        let monitor = try scenario.monitor()
+        let start = ContinuousClock.now
+        let result = try await monitor.check("up.test", timeout: .seconds(4))
+        let took = ContinuousClock.now - start
+        #expect(result.reason == .dnsFailure, "\(result)")
+        #expect(result.message?.contains(closed) == true, "\(result.message ?? "nil")")
+        #expect(result.message?.contains("ICMP port unreachable") == true, "\(result.message ?? "nil")")
+        #expect(took < .milliseconds(500), "took \(took) of a 4 s deadline")
+    }
+
+    /// A server that answers REFUSED (dnsmasq for a name outside its zone, without upstream):
+    /// the check fails at once, naming the server and the refusal.
+    @Test func aRefusingDNSServerFailsAtOnceNamingTheRefusal() async throws {
+        let scenario = try DNSScenario(nameserver: DNSScenario.answering)
+        let dns = try DNSMasqServer(in: scenario.server, address: DNSScenario.answering, records: [:])
+        let monitor = try scenario.monitor()
+        let start = ContinuousClock.now
+        let result = try await monitor.check("elsewhere.example", timeout: .seconds(4))
+        let took = ContinuousClock.now - start
+        #expect(result.reason == .dnsFailure, "\(result)")
+        #expect(result.message == "the DNS server \(DNSScenario.answering) refused the query (REFUSED)", "\(result.message ?? "nil")")
+        #expect(took < .milliseconds(500), "took \(took) of a 4 s deadline")
+        #expect(dns.queries(for: "elsewhere.example") >= 1)
+    }
+
     @Test func hostsFileAnswersWhenNoNameserverIsReachable() async throws {
         // A name of this machine's /etc/hosts other than localhost (which needs no file at all).
         let hosts = (try? String(contentsOfFile: "/etc/hosts", encoding: .utf8)) ?? ""

@@ -102,10 +102,11 @@ struct WatchSharingTests {
         }
         // One 500 ms lookup at a time: by now at most one per 500 ms has started, and the names
         // still waiting were answered without being asked (unbounded, all six go out at once).
+        // How many rounds ran by now depends on how fast this loop polled (a loaded machine
+        // polls late), so the bound is per elapsed time, not a fixed count.
         let elapsed = ContinuousClock.now - started
         let asked = Self.lookups(dns, log: log, of: "." + Self.name)
         #expect(asked.count <= Int(elapsed / .milliseconds(500)) + 1, "\(asked) after \(elapsed)")
-        #expect(asked.count < 6, "\(asked) after \(elapsed)")
         #expect(!asked.isEmpty)
     }
 }

@@ -211,9 +211,10 @@ public final class BusConnection {
     }
 
     /// A method call whose reply (or error) reaches `handler` later, on the loop; never waits.
-    /// Dropping the returned slot cancels the call.
+    /// Dropping the returned slot cancels the call. Without `timeout`, sd-bus' default (25 s)
+    /// ends a call that gets no reply.
     public func callAsync(
-        destination: String, path: String, interface: String, member: String,
+        destination: String, path: String, interface: String, member: String, timeout: Duration? = nil,
         _ build: (BusMessage) throws(BusError) -> Void = { _ in },
         reply handler: @escaping (Result<BusMessage, BusError>) -> Void
     ) throws(BusError) -> BusSlot {
@@ -223,7 +224,12 @@ public final class BusConnection {
             if let message { handler(.success(message)) } else { handler(.failure(error ?? BusError("call \(member)", code: -EIO))) }
         }
         var slot: OpaquePointer?
-        let result = sd_bus_call_async(bus, &slot, call, replyTrampoline, Unmanaged.passUnretained(box).toOpaque(), 0)
+        var usec: UInt64 = 0
+        if let timeout {
+            let (seconds, attoseconds) = timeout.components
+            usec = UInt64(max(0, seconds)) * 1_000_000 + UInt64(max(0, attoseconds)) / 1_000_000_000_000
+        }
+        let result = sd_bus_call_async(bus, &slot, call, replyTrampoline, Unmanaged.passUnretained(box).toOpaque(), usec)
         guard result >= 0 else { throw BusError("call \(member)", code: result) }
         return BusSlot(slot, keepAlive: box)
     }

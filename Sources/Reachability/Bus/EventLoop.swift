@@ -18,6 +18,9 @@ public final class EventLoop {
 
     deinit { sd_event_unref(event) }
 
+    /// `EventSource.setPriority` for what must not wait behind bulk I/O: deadline timers.
+    public static let urgent = Int64(SD_EVENT_PRIORITY_IMPORTANT)
+
     // epoll(7) event bits for `watch(fd:events:)`.
     public static let readable = UInt32(EPOLLIN.rawValue)
     public static let writable = UInt32(EPOLLOUT.rawValue)
@@ -152,6 +155,13 @@ public final class EventSource {
             return 0
         }
         guard result >= 0 else { throw SystemError("sd_event_source_set_prepare", errno: -result) }
+    }
+
+    /// Ranks the source against the others: when several are ready in one turn, sd-event runs
+    /// the lowest value first (`EventLoop.urgent` before the default 0 of I/O and the bus).
+    public func setPriority(_ priority: Int64) {
+        guard let source else { return }
+        sd_event_source_set_priority(source, priority)
     }
 
     /// Changes which events an I/O source waits for.

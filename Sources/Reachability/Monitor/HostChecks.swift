@@ -59,9 +59,9 @@ public final class HostChecks {
     /// No check is waiting for DNS: the resolver may be replaced (a configuration reload).
     public var isIdle: Bool { running.isEmpty }
 
-    public var descriptors: [HostResolver.Descriptor] { resolver?.descriptors ?? [] }
-    /// See `HostResolver.descriptorGeneration`.
-    public var descriptorGeneration: UInt64 { resolver?.descriptorGeneration ?? 0 }
+    public var descriptors: [(fd: Int32, readable: Bool, writable: Bool)] { resolver?.descriptors ?? [] }
+    /// The resolver's sockets whose watch changed since the last call (see `HostResolver`).
+    public func takeSocketChanges() -> [HostResolver.SocketChange] { resolver?.takeSocketChanges() ?? [] }
     public var nextDeadline: ContinuousClock.Instant? { resolver?.nextDeadline }
 
     public func process(fd: Int32, readable: Bool, writable: Bool) {

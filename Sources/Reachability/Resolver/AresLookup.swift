@@ -16,12 +16,16 @@ import Glibc
 final class AresLookup {
     /// What the C callbacks write to. A class of its own, apart from the lookup, so that
     /// `ares_destroy` in `deinit` calls back into an object that is not being deinitialised.
-    private final class State {
+    final class State {
         var sockets: [Int32: (readable: Bool, writable: Bool)] = [:]
-        /// Which opening of each socket this is (see `socketSerials`).
-        var serials: [Int32: UInt64] = [:]
-        var opened: UInt64 = 0
+        /// Sockets c-ares closed since the owner last looked (`takeClosed`): a number closed and
+        /// opened again names a new socket, whose epoll registration must be made anew.
+        var closed: Set<Int32> = []
         var outcome: HostResolver.Outcome?
+        /// The server each socket was connected to, and whether it is a datagram socket.
+        var peers: [Int32: (server: IPAddress, datagram: Bool)] = [:]
+        /// Servers that refused, and how (see `SocketCalls`).
+        var refusals: [IPAddress: String] = [:]
     }
 
     private let state = State()
@@ -29,12 +33,27 @@ final class AresLookup {
 
     /// Sockets c-ares wants watched, as its socket-state callback last reported them.
     var sockets: [Int32: (readable: Bool, writable: Bool)] { state.sockets }
-    /// Tells sockets apart that reuse a descriptor number: c-ares may close a socket and open
-    /// another with the same number within one call, and a loop watching the old one must
-    /// register the new one afresh.
-    var socketSerials: [Int32: UInt64] { state.serials }
     /// The answer, once c-ares gave one (possibly already while starting).
     var outcome: HostResolver.Outcome? { state.outcome }
+    /// The distinct nameservers of this channel.
+    private(set) var servers: Set<IPAddress> = []
+
+    /// The descriptors c-ares closed since the last call (some may be open again by now).
+    func takeClosed() -> Set<Int32> {
+        defer { state.closed.removeAll() }
+        return state.closed
+    }
+
+    /// Every nameserver of the channel refused (ICMP port unreachable, or a REFUSED answer):
+    /// the lookup cannot succeed, and waiting for c-ares' retries would turn a clear refusal into
+    /// a timeout. The message names each server and how it refused.
+    var refusal: String? {
+        guard !servers.isEmpty, servers.allSatisfy({ state.refusals[$0] != nil }) else { return nil }
+        let each = servers.sorted { $0.description < $1.description }.map { "\($0) \(state.refusals[$0]!)" }
+        return each.count == 1
+            ? "the DNS server \(each[0])"
+            : "every DNS server refused: " + each.joined(separator: ", ")
+    }
 
     /// Creates a channel from resolv.conf (`resolvConfPath`, or the system's) and starts the
     /// lookup of A and AAAA records for `name`, /etc/hosts first, then DNS.
@@ -53,12 +72,8 @@ final class AresLookup {
             // (fd, 0, 0) is how c-ares says it closed the socket.
             if readable == 0 && writable == 0 {
                 state.sockets[fd] = nil
-                state.serials[fd] = nil
+                state.closed.insert(fd)
             } else {
-                if state.sockets[fd] == nil {
-                    state.opened += 1
-                    state.serials[fd] = state.opened
-                }
                 state.sockets[fd] = (readable != 0, writable != 0)
             }
         }
@@ -82,6 +97,8 @@ final class AresLookup {
             state.outcome = .failed("ares_init_options: " + Self.describe(status))
             return
         }
+        ares_set_socket_functions(channel, SocketCalls.table, context)
+        servers = Set(Self.servers(of: channel))
         var hints = ares_addrinfo_hints()
         hints.ai_family = AF_UNSPEC
         // NOSORT: no RFC 6724 sorting, which would connect(2) a probe socket per address; the
@@ -140,6 +157,11 @@ final class AresLookup {
         var channel: ares_channel?
         guard ares_init_options(&channel, &options, mask) == ARES_SUCCESS else { return [] }
         defer { ares_destroy(channel) }
+        return servers(of: channel)
+    }
+
+    /// A channel's nameservers, in order.
+    private static func servers(of channel: ares_channel?) -> [IPAddress] {
         var list: UnsafeMutablePointer<ares_addr_node>?
         guard ares_get_servers(channel, &list) == ARES_SUCCESS else { return [] }
         defer { ares_free_data(list) }

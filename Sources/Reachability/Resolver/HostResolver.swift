@@ -24,8 +24,14 @@ import Glibc
 /// comes from the loop's thread. Sockets are opened on that thread, in its network namespace.
 ///
 /// Each lookup runs on a c-ares channel of its own (see `AresLookup`), at most
-/// `Options.maxConcurrent` at a time; the others wait in order of arrival and time out at their
-/// own deadline if they are still waiting.
+/// `Options.maxConcurrent` at a time; the others wait in order of arrival. Deadlines and c-ares'
+/// retransmission timers sit in min-heaps, so `nextDeadline` is O(1) and each expiry O(log n),
+/// however many lookups wait. A waiting lookup whose deadline is closer than
+/// `minimumStartLead` when its turn comes is not started at all: it is answered `.timedOut` at
+/// its deadline without a query being sent.
+///
+/// A loop that keeps one registration per socket (sd-event, epoll) follows the sockets with
+/// `takeSocketChanges()` instead of `descriptors`: only what changed since the last call.
 public final class HostResolver {
     public struct Options: Sendable, Equatable {
         /// Lookups running at once (one channel, one or two sockets each); more wait in line.
@@ -50,8 +56,21 @@ public final class HostResolver {
         case notFound
         /// The deadline came first (or every server and retry timed out before it).
         case timedOut
-        /// Anything else (refused, server failure, bad answer...): c-ares' message and status name.
+        /// Anything else (refused, server failure, bad answer...): c-ares' message and status name,
+        /// or which server refused and how.
         case failed(String)
+    }
+
+    /// A socket whose watch must change: `readable` and `writable` both false means it closed.
+    /// `renewed`: the number was closed at least once since the last report, so whatever the
+    /// loop registered under it is gone (epoll forgets a closed file) and must be made anew,
+    /// even if a socket with that number is open again now.
+    public struct SocketChange: Equatable, Sendable {
+        public var fd: Int32
+        public var readable: Bool
+        public var writable: Bool
+        public var renewed: Bool
+        public var isClosed: Bool { !readable && !writable }
     }
 
     public typealias RequestID = UInt64
@@ -62,17 +81,21 @@ public final class HostResolver {
     /// The shortest first-try timeout given to c-ares: below it, a loaded server on a slow link
     /// would be retried before it could possibly answer.
     static let minimumTryTimeout: Duration = .milliseconds(100)
-    /// A waiting lookup with less than this left is not started: no DNS server answers faster
-    /// than a round trip plus a channel's set-up, and on a busy machine starting it only costs
-    /// the loop time that others' deadlines need. It is answered `.timedOut` at its deadline,
-    /// without a query, as if it had run.
-    static let minimumTimeToStart: Duration = .milliseconds(50)
+    /// A waiting lookup is started only with at least this much time left. A slot frees when
+    /// a running lookup ends, and under load that is mostly when a crowd of deadlines falls due:
+    /// starting the next waiting lookups then (a channel, resolv.conf read, a socket and two
+    /// queries each, then a teardown moments later) spends the loop's time exactly when answers
+    /// are due, for lookups that could hardly finish: 50 ms is half the shortest try c-ares
+    /// is given, and several round trips to a server on a slow path. Such a lookup is answered
+    /// `.timedOut` at its own deadline, with no query sent.
+    public static let minimumStartLead: Duration = .milliseconds(50)
 
     private final class Request {
         enum Phase {
+            /// In line for a slot.
             case waiting
-            /// Came up with too little time left to start; times out at its deadline.
-            case expiring
+            /// Its turn came too close to its deadline: it is answered `.timedOut` then.
+            case parked
             case running(AresLookup)
             case finished(Outcome)
             /// Completed or cancelled: nothing more happens to it.
@@ -84,6 +107,8 @@ public final class HostResolver {
         let deadline: ContinuousClock.Instant
         let completion: (Outcome) -> Void
         var phase = Phase.waiting
+        /// When its channel's retransmission timer is due, while running.
+        var timerDue: ContinuousClock.Instant?
 
         init(id: RequestID, name: String, deadline: ContinuousClock.Instant, completion: @escaping (Outcome) -> Void) {
             self.id = id
@@ -102,9 +127,12 @@ public final class HostResolver {
             return false
         }
 
-        var isExpiring: Bool {
-            if case .expiring = phase { return true }
-            return false
+        /// Waiting, parked or running: its deadline still matters.
+        var isPending: Bool {
+            switch phase {
+            case .waiting, .parked, .running: true
+            case .finished, .over: false
+            }
         }
     }
 
@@ -120,18 +148,15 @@ public final class HostResolver {
     private var waiting: [Request] = []
     private var waitingHead = 0
     private var waitingCount = 0
-    /// No later than the earliest deadline among the waiting requests (it may be earlier, once
-    /// that request left the queue: the wake-up it causes recomputes it). Keeps `nextDeadline`
-    /// from walking a thousand waiting requests after every event.
-    private var waitingDeadlineBound: ContinuousClock.Instant?
-    /// Moves whenever the set of sockets, or what is wanted of them, may have changed: a loop
-    /// that mirrors `descriptors` need not read them again while it stands still.
-    public private(set) var descriptorGeneration: UInt64 = 0
+    /// Every pending request's deadline; stale entries (finished, cancelled) are skipped.
+    private var deadlines = DeadlineHeap<Request>()
+    /// Running requests' retransmission timers; an entry is current while it equals the
+    /// request's `timerDue`.
+    private var timers = DeadlineHeap<Request>()
     /// Which running request owns each socket c-ares reported.
     private var owners: [Int32: Request] = [:]
-    /// Waiting requests that came up with too little time left to start (`minimumTimeToStart`):
-    /// they wait for their deadline here, and time out then.
-    private var expiring: [Request] = []
+    /// Sockets whose watch changed since `takeSocketChanges`, with whether they closed meanwhile.
+    private var changedSockets: [Int32: Bool] = [:]
     /// Finished requests whose completion has not run yet, in the order they finished.
     private var finished: [Request] = []
 
@@ -161,13 +186,14 @@ public final class HostResolver {
         let request = Request(id: nextID, name: name, deadline: deadline, completion: completion)
         nextID += 1
         requests[request.id] = request
+        deadlines.insert(deadline, request)
         if running.count < options.maxConcurrent, waitingCount == 0 {
+            // A free slot: start it, however short the deadline (the caller chose it, and a
+            // local server answers in a millisecond).
             start(request, now: .now)
         } else {
             waiting.append(request)
             waitingCount += 1
-            waitingDeadlineBound = min(waitingDeadlineBound ?? deadline, deadline)
-            if case let .some(cached) = cachedNextDeadline { cachedNextDeadline = .some(min(cached ?? deadline, deadline)) }
         }
         return request.id
     }
@@ -175,7 +201,6 @@ public final class HostResolver {
     /// Forgets a request: its completion will not run, and its sockets are closed now.
     /// Unknown or already completed ids are ignored.
     public func cancel(_ id: RequestID) {
-        cachedNextDeadline = nil
         guard let request = requests.removeValue(forKey: id) else { return }
         switch request.phase {
         case .waiting:
@@ -184,34 +209,30 @@ public final class HostResolver {
             running[id] = nil
             end(request)
             startWaiting(now: .now)
-        case .expiring, .finished, .over:
+        case .parked, .finished, .over:
             break
         }
         request.phase = .over
     }
 
-    /// A socket c-ares wants watched: its descriptor, the events, and an identity that changes
-    /// whenever the descriptor number comes to stand for another socket (so a loop that keeps
-    /// its registrations knows to register that one afresh).
-    public struct Descriptor: Hashable, Sendable {
-        public var fd: Int32
-        public var readable: Bool
-        public var writable: Bool
-        public var identity: Identity
-
-        public struct Identity: Hashable, Sendable {
-            var request: RequestID
-            var serial: UInt64
+    /// The descriptors c-ares wants watched now, in ascending order. Pass POLLERR/POLLHUP on as
+    /// `readable`: c-ares learns of socket errors by reading.
+    public var descriptors: [(fd: Int32, readable: Bool, writable: Bool)] {
+        owners.keys.sorted().compactMap { fd in
+            guard let interest = owners[fd]?.lookup?.sockets[fd] else { return nil }
+            return (fd, interest.readable, interest.writable)
         }
     }
 
-    /// The descriptors c-ares wants watched now, in ascending order. Pass POLLERR/POLLHUP on as
-    /// `readable`: c-ares learns of socket errors by reading.
-    public var descriptors: [Descriptor] {
-        owners.keys.sorted().compactMap { fd in
-            guard let request = owners[fd], let lookup = request.lookup, let interest = lookup.sockets[fd] else { return nil }
-            let identity = Descriptor.Identity(request: request.id, serial: lookup.socketSerials[fd] ?? 0)
-            return Descriptor(fd: fd, readable: interest.readable, writable: interest.writable, identity: identity)
+    /// The sockets whose watch changed since the last call (opened, closed, renewed, or
+    /// wanting other events), each once; clears the list. Cost: the number of changes.
+    public func takeSocketChanges() -> [SocketChange] {
+        guard !changedSockets.isEmpty else { return [] }
+        defer { changedSockets.removeAll(keepingCapacity: true) }
+        return changedSockets.map { fd, renewed in
+            let interest = owners[fd]?.lookup?.sockets[fd]
+            return SocketChange(
+                fd: fd, readable: interest?.readable ?? false, writable: interest?.writable ?? false, renewed: renewed)
         }
     }
 
@@ -219,35 +240,17 @@ public final class HostResolver {
     /// c-ares retransmission timer; now when completions are ready to run; nil when idle.
     public var nextDeadline: ContinuousClock.Instant? {
         if !finished.isEmpty { return .now }
-        if let cached = cachedNextDeadline { return cached }
-        let computed = computeNextDeadline()
-        cachedNextDeadline = .some(computed)
-        return computed
-    }
-
-    /// `nextDeadline` as last computed; nil (not .some(nil)) once anything may have moved it. A
-    /// burst of resolve calls that only queue does not: each just lowers it to its own deadline.
-    private var cachedNextDeadline: ContinuousClock.Instant??
-
-    private func computeNextDeadline() -> ContinuousClock.Instant? {
-        let now = ContinuousClock.now
-        var earliest: ContinuousClock.Instant?
-        func consider(_ instant: ContinuousClock.Instant) {
-            if earliest.map({ instant < $0 }) ?? true { earliest = instant }
+        deadlines.prune { _, request in request.isPending }
+        timers.prune { instant, request in request.timerDue == instant && request.lookup != nil }
+        switch (deadlines.first?.instant, timers.first?.instant) {
+        case let (deadline?, timer?): return min(deadline, timer)
+        case let (deadline, timer): return deadline ?? timer
         }
-        for request in running.values {
-            consider(request.deadline)
-            if let delay = request.lookup?.timerDelay { consider(now + delay) }
-        }
-        if waitingCount > 0, let bound = waitingDeadlineBound { consider(bound) }
-        for request in expiring where request.isExpiring { consider(request.deadline) }
-        return earliest
     }
 
     /// Lets c-ares handle readiness of `fd` (one of `descriptors`), then runs the completions of
     /// whatever finished. Unknown descriptors (closed meanwhile) are ignored.
     public func process(fd: Int32, readable: Bool, writable: Bool) {
-        cachedNextDeadline = nil
         if let request = owners[fd], let lookup = request.lookup {
             perform(on: request) { lookup.process(fd: fd, readable: readable, writable: writable) }
             startWaiting(now: .now)
@@ -255,44 +258,45 @@ public final class HostResolver {
         deliver()
     }
 
-    /// Times out overdue requests (running or waiting), runs c-ares' retransmission timers,
-    /// starts waiting requests in freed slots, then runs the completions of what finished.
+    /// Times out overdue requests (running, waiting or parked), runs the c-ares retransmission
+    /// timers that are due, starts waiting requests in freed slots, then runs the completions of
+    /// what finished. Cost: O(log n) per deadline or timer that fell due.
     public func processTimeouts() {
-        cachedNextDeadline = nil
         let now = ContinuousClock.now
-        for request in running.values.sorted(by: { $0.id < $1.id }) {
-            if request.deadline <= now {
+        while let top = deadlines.first, top.instant <= now {
+            deadlines.removeFirst()
+            let request = top.key
+            switch request.phase {
+            case .running:
                 running[request.id] = nil
                 end(request)
                 finish(request, .timedOut)
-            } else if let lookup = request.lookup {
-                perform(on: request) { lookup.processTimers() }
+            case .waiting:
+                waitingCount -= 1
+                finish(request, .timedOut)
+            case .parked:
+                finish(request, .timedOut)
+            case .finished, .over:
+                break
             }
         }
-        if waitingCount > 0 {
-            waitingDeadlineBound = nil
-            for request in waiting[waitingHead...] where request.isWaiting {
-                if request.deadline <= now {
-                    waitingCount -= 1
-                    finish(request, .timedOut)
-                } else {
-                    waitingDeadlineBound = min(waitingDeadlineBound ?? request.deadline, request.deadline)
-                }
-            }
-        }
-        if !expiring.isEmpty {
-            for request in expiring where request.isExpiring && request.deadline <= now { finish(request, .timedOut) }
-            expiring.removeAll { !$0.isExpiring }
+        while let top = timers.first, top.instant <= now {
+            timers.removeFirst()
+            let request = top.key
+            guard request.timerDue == top.instant, let lookup = request.lookup else { continue }
+            request.timerDue = nil
+            perform(on: request) { lookup.processTimers() }
         }
         startWaiting(now: now)
         deliver()
     }
 
-    /// The resolv.conf lookups read: the configured one, or the system's.
+    /// The resolv.conf this resolver reads.
     public var resolvConfPath: String { options.resolvConfPath ?? "/etc/resolv.conf" }
 
     /// The nameservers of the current resolv.conf, in order (what a lookup started now would
-    /// ask), for the "can any nameserver be reached at all" pre-check. Reads the file each call.
+    /// ask), for the "can any nameserver be reached at all" pre-check. Reads the file each call:
+    /// `HostChecks` keeps the verdict until the file or the network changes.
     public func nameservers() -> [IPAddress] {
         AresLookup.nameservers(resolvConfPath: options.resolvConfPath)
     }
@@ -313,29 +317,55 @@ public final class HostResolver {
             name: request.name, timeout: tryTimeout, tries: Self.tries, resolvConfPath: options.resolvConfPath)
         request.phase = .running(lookup)
         running[request.id] = request
-        descriptorGeneration &+= 1  // its sockets were opened while it started
-        cachedNextDeadline = nil
-        perform(on: request) {}
+        // The channel opened its sockets while starting: all of them are new to the loop.
+        perform(on: request, socketsBefore: [:]) {}
     }
 
-    /// Runs one c-ares call for `request`, then brings `owners` in line with the sockets the
-    /// lookup reports, and finishes the request if c-ares gave its outcome. Called only from the
-    /// resolver's own methods, never from a c-ares callback, so destroying the channel is safe.
-    private func perform(on request: Request, _ call: () -> Void) {
+    /// Runs one c-ares call for `request`, then brings `owners`, the socket changes and the
+    /// request's timer in line with what the lookup reports, and finishes the request if c-ares
+    /// gave its outcome or every server refused. Called only from the resolver's own methods,
+    /// never from a c-ares callback, so destroying the channel is safe.
+    private func perform(
+        on request: Request, socketsBefore: [Int32: (readable: Bool, writable: Bool)]? = nil, _ call: () -> Void
+    ) {
         guard let lookup = request.lookup else { return }
-        let before = Array(lookup.sockets.keys)
-        let serialsBefore = lookup.socketSerials
-        let interestBefore = lookup.sockets.mapValues { [$0.readable, $0.writable] }
+        let before = socketsBefore ?? lookup.sockets
         call()
-        if lookup.socketSerials != serialsBefore || lookup.sockets.mapValues({ [$0.readable, $0.writable] }) != interestBefore {
-            descriptorGeneration &+= 1
+        let after = lookup.sockets
+        for fd in lookup.takeClosed() {
+            changedSockets[fd] = true
+            if owners[fd] === request, after[fd] == nil { owners[fd] = nil }
         }
-        for fd in before where lookup.sockets[fd] == nil && owners[fd] === request { owners[fd] = nil }
-        for fd in lookup.sockets.keys { owners[fd] = request }
-        if let outcome = lookup.outcome {
+        for fd in before.keys where after[fd] == nil && owners[fd] === request {
+            owners[fd] = nil
+            changedSockets[fd] = true
+        }
+        for (fd, interest) in after {
+            owners[fd] = request
+            if let old = before[fd], old == interest { continue }
+            if changedSockets[fd] == nil { changedSockets[fd] = false }
+        }
+        if let outcome = Self.outcome(of: lookup) {
             running[request.id] = nil
             end(request)
             finish(request, outcome)
+            return
+        }
+        let due = lookup.timerDelay.map { ContinuousClock.now + $0 }
+        if due != request.timerDue {
+            request.timerDue = due
+            if let due { timers.insert(due, request) }
+        }
+    }
+
+    /// What ended the lookup, if anything did. Every server refusing decides it, also over what
+    /// c-ares concluded from the refusals (ECONNREFUSED "Could not contact DNS servers", or a
+    /// timeout after retrying a refused send): the refusal is what the caller needs to read.
+    private static func outcome(of lookup: AresLookup) -> Outcome? {
+        switch (lookup.outcome, lookup.refusal) {
+        case (.resolved, _), (.notFound, _): lookup.outcome
+        case let (_, refusal?): .failed(refusal)
+        case (let outcome, nil): outcome
         }
     }
 
@@ -345,9 +375,12 @@ public final class HostResolver {
         guard let lookup = request.lookup else { return }
         let sockets = Array(lookup.sockets.keys)
         request.phase = .over
-        if !sockets.isEmpty { descriptorGeneration &+= 1 }
+        request.timerDue = nil
         lookup.destroy()
-        for fd in sockets where owners[fd] === request { owners[fd] = nil }
+        for fd in sockets where owners[fd] === request {
+            owners[fd] = nil
+            changedSockets[fd] = true
+        }
     }
 
     private func finish(_ request: Request, _ outcome: Outcome) {
@@ -355,19 +388,16 @@ public final class HostResolver {
         finished.append(request)
     }
 
-    /// Fills free slots with waiting requests, oldest first; those already past their deadline
-    /// time out without starting.
+    /// Fills free slots with waiting requests, oldest first; one whose deadline is closer than
+    /// `minimumStartLead` is parked instead, to be answered `.timedOut` at its deadline.
     private func startWaiting(now: ContinuousClock.Instant) {
         while running.count < options.maxConcurrent, waitingCount > 0, waitingHead < waiting.count {
             let request = waiting[waitingHead]
             waitingHead += 1
             guard request.isWaiting else { continue }
             waitingCount -= 1
-            if request.deadline <= now {
-                finish(request, .timedOut)
-            } else if now.duration(to: request.deadline) < Self.minimumTimeToStart {
-                request.phase = .expiring
-                expiring.append(request)
+            if now.duration(to: request.deadline) < Self.minimumStartLead {
+                request.phase = .parked
             } else {
                 start(request, now: now)
             }

@@ -69,6 +69,32 @@ final class DNSBlackHole: Sendable {
     }
 
     deinit { close(fd) }
+
+    /// Reads every query queued so far (without waiting) and returns the names asked, in order,
+    /// one per datagram: the proof of which lookups put a query on the wire.
+    func drainQueriedNames() -> [String] {
+        var names: [String] = []
+        var buffer = [UInt8](repeating: 0, count: 1500)
+        while true {
+            let count = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            guard count > 0 else { break }
+            names.append(Self.questionName(buffer[..<count]))
+        }
+        return names
+    }
+
+    /// The QNAME of a DNS query (RFC 1035 4.1.2: labels after the 12-byte header), dotted.
+    static func questionName(_ datagram: ArraySlice<UInt8>) -> String {
+        var labels: [String] = []
+        var index = datagram.startIndex + 12
+        while index < datagram.endIndex, datagram[index] != 0 {
+            let length = Int(datagram[index])
+            let end = min(index + 1 + length, datagram.endIndex)
+            labels.append(String(decoding: datagram[(index + 1)..<end], as: UTF8.self))
+            index = end
+        }
+        return labels.joined(separator: ".")
+    }
 }
 
 /// A client namespace with an uplink to a server namespace that holds the DNS servers:
@@ -98,8 +124,9 @@ struct DNSScenario {
         try "nameserver \(nameserver)\n".write(to: resolvConf, atomically: true, encoding: .utf8)
     }
 
-    func monitor() throws -> ReachabilityMonitor {
+    func monitor(maximumConcurrentLookups: Int? = nil) throws -> ReachabilityMonitor {
         var configuration = MonitorConfiguration()
+        if let maximumConcurrentLookups { configuration.maximumConcurrentLookups = maximumConcurrentLookups }
         configuration.namespacePath = client.path
         configuration.sysfsRoot = "/nonexistent-sysfs"
         configuration.resolvConfPath = resolvConf.path

@@ -1,0 +1,93 @@
+import CAres
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension AresLookup {
+    /// c-ares' socket calls, passed straight to the kernel, watching for refusals on the way.
+    ///
+    /// c-ares 1.18 does not report a refusal as such. A REFUSED answer makes it try the next
+    /// server (and the same one again on the next round), and when every try has been refused it
+    /// reports ARES_ECONNREFUSED, "Could not contact DNS servers": the same status as for a
+    /// server it never reached. ICMP port unreachable is worse: the error pending on the
+    /// connected UDP socket is often consumed by the send of the AAAA query, which c-ares takes
+    /// as a failed send and retries on its timer, so the lookup ends in ETIMEOUT after rounds of
+    /// retries. `ARES_FLAG_NOCHECKRESP` would give ARES_EREFUSED at once for a REFUSED answer,
+    /// but it also stops c-ares from asking the next nameserver after SERVFAIL or REFUSED, which
+    /// glibc does; and it does nothing for ICMP. So the lookup notes here, per server, a REFUSED
+    /// answer (the DNS header's RCODE 5) or ECONNREFUSED from a send or receive, and the resolver
+    /// ends the lookup as soon as every nameserver of its channel has refused (`refusal`).
+    enum SocketCalls {
+        /// c-ares keeps the pointer, so the table lives for the process. Written once here, then
+        /// only read (by c-ares, on whichever loop thread runs a lookup): safe to share.
+        nonisolated(unsafe) static let table: UnsafeMutablePointer<ares_socket_functions> = {
+            let table = UnsafeMutablePointer<ares_socket_functions>.allocate(capacity: 1)
+            table.initialize(to: ares_socket_functions(
+                asocket: { domain, type, proto, _ in
+                    // c-ares leaves sockets it did not open as they come: without O_NONBLOCK a
+                    // read with nothing queued would block the loop (seen: a hung recvfrom).
+                    ResolverSocket.open(domain: domain, type: type, protocol: proto)
+                },
+                aclose: { fd, context in
+                    let state = AresLookup.state(context)
+                    state.peers[fd] = nil
+                    return close(fd)
+                },
+                aconnect: { fd, address, length, context in
+                    if let address, let server = AresLookup.server(address) {
+                        AresLookup.state(context).peers[fd] = (server, ResolverSocket.isDatagram(fd))
+                    }
+                    return connect(fd, address, length)
+                },
+                arecvfrom: { fd, buffer, length, flags, from, fromLength, context in
+                    let count = recvfrom(fd, buffer, length, flags, from, fromLength)
+                    let error = errno
+                    let state = AresLookup.state(context)
+                    if let peer = state.peers[fd] {
+                        if count < 0, error == ECONNREFUSED {
+                            state.refusals[peer.server] = refusedByICMP
+                        } else if peer.datagram, count >= 4, let buffer,
+                            buffer.load(fromByteOffset: 3, as: UInt8.self) & 0x0F == refusedCode
+                        {
+                            state.refusals[peer.server] = refusedByAnswer
+                        }
+                    }
+                    errno = error
+                    return count
+                },
+                asendv: { fd, vector, count, context in
+                    let sent = writev(fd, vector, count)
+                    let error = errno
+                    let state = AresLookup.state(context)
+                    if sent < 0, error == ECONNREFUSED, let peer = state.peers[fd] {
+                        state.refusals[peer.server] = refusedByICMP
+                    }
+                    errno = error
+                    return sent
+                }))
+            return table
+        }()
+
+        /// RCODE 5, REFUSED (RFC 1035 4.1.1).
+        static let refusedCode: UInt8 = 5
+        static let refusedByAnswer = "refused the query (REFUSED)"
+        static let refusedByICMP = "refused the connection (ICMP port unreachable: nothing listens on its port 53)"
+    }
+
+    fileprivate static func state(_ context: UnsafeMutableRawPointer?) -> State {
+        Unmanaged<State>.fromOpaque(context!).takeUnretainedValue()
+    }
+
+    fileprivate static func server(_ address: UnsafePointer<sockaddr>) -> IPAddress? {
+        switch Int32(address.pointee.sa_family) {
+        case AF_INET:
+            let raw = UnsafeRawPointer(address).loadUnaligned(as: sockaddr_in.self)
+            return .v4(UInt32(bigEndian: raw.sin_addr.s_addr))
+        case AF_INET6:
+            var raw = UnsafeRawPointer(address).loadUnaligned(as: sockaddr_in6.self)
+            return withUnsafeBytes(of: &raw.sin6_addr) { IPAddress(bytes: $0) }
+        default:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,19 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The socket(2) details of c-ares' socket calls (`AresLookup.SocketCalls`), in a file that does
+/// not import CAres: ares.h pulls in <sys/socket.h> outside Glibc's module, and a file importing
+/// both had the compiler lose the SOCK_* constants for the whole module in some builds.
+enum ResolverSocket {
+    /// A socket for c-ares, non-blocking and close-on-exec, as c-ares makes its own.
+    static func open(domain: Int32, type: Int32, protocol: Int32) -> Int32 {
+        socket(domain, type | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), `protocol`)
+    }
+
+    static func isDatagram(_ fd: Int32) -> Bool {
+        var type: Int32 = 0
+        var size = socklen_t(MemoryLayout<Int32>.size)
+        return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) == 0 && type == Int32(SOCK_DGRAM.rawValue)
+    }
+}
