@@ -18,6 +18,8 @@ struct HostLoadMeasurement: Sendable {
     var timedOut: Int
     /// reachd's CPU time (user + system) during the batch, in milliseconds.
     var cpuMilliseconds: Int
+    /// Busy loops that held the CPUs meanwhile (`--cpu-hog`).
+    var hogs: Int = 0
 }
 
 enum HostLoadBench {
@@ -25,10 +27,18 @@ enum HostLoadBench {
         try network.startBlackHole()
         let service = try BusBench.startService(network, options, resolvConf: network.blackHoleResolvConf, tag: "hostload")
         defer { service.stop() }
+        // Issue 9: deadlines must hold while other work saturates every core. The hogs are
+        // plain shell busy loops at the default nice level, as a build or a batch job would be.
+        var hogs: [ChildProcess] = []
+        defer { for hog in hogs { _ = hog.stop(signal: SIGKILL) } }
+        for _ in 0..<options.cpuHogs { hogs.append(try ChildProcess("/bin/sh", ["-c", "while :; do :; done"])) }
+        if !hogs.isEmpty { sleepMilliseconds(1000) }
         var results: [HostLoadMeasurement] = []
         for (round, count) in options.hostLoadCounts.enumerated() {
-            note("reachbench: host load: \(count) concurrent CheckHost, \(options.hostLoadDeadlineMilliseconds) ms deadline, black hole")
-            results.append(try batch(service, count: count, deadline: options.hostLoadDeadlineMilliseconds, round: round))
+            note("reachbench: host load: \(count) concurrent CheckHost, \(options.hostLoadDeadlineMilliseconds) ms deadline, black hole, \(hogs.count) CPU hogs")
+            var result = try batch(service, count: count, deadline: options.hostLoadDeadlineMilliseconds, round: round)
+            result.hogs = hogs.count
+            results.append(result)
             guard service.daemon.isRunning else { throw service.failure("reachd ended during the host load") }
             sleepMilliseconds(500)
         }

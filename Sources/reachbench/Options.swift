@@ -27,6 +27,8 @@ struct Options: Sendable {
     var glib = false
     var hostLoadCounts = [500, 1000, 3000]
     var hostLoadDeadlineMilliseconds = 2000
+    /// Busy loops running during the host load (issue 9: deadlines on a saturated machine).
+    var cpuHogs = 0
     var policyRules = 1000
     var policyRoutes = 10000
     /// The Engine in-process.
@@ -93,6 +95,8 @@ struct Options: Sendable {
                                  DNS black hole (e.g. 500,1000,3000): lateness past the deadline,
                                  CheckAddress round trips meanwhile, reachd's CPU time
           --host-load-deadline MS  their deadline (default 2000)
+          --cpu-hog N            host load: N shell busy loops hold the CPUs meanwhile (default 0;
+                                 use the number of cores to saturate the machine)
           --policy RULES,ROUTES  before the IPv6 round, add this many ip rules (none matching
                                  the flapped path, all traversed by every lookup) and routes in
                                  100 other tables, and measure the largest size again
@@ -170,6 +174,7 @@ struct Options: Sendable {
                 options.hostLoad = true
                 options.hostLoadCounts = try counts(argument, minimum: 1)
             case "--host-load-deadline": options.hostLoadDeadlineMilliseconds = try count(argument, minimum: 10)
+            case "--cpu-hog": options.cpuHogs = try count(argument, minimum: 0)
             case "--policy":
                 let numbers = try counts(argument, minimum: 0)
                 guard numbers.count == 2 else { throw BenchError("--policy takes RULES,ROUTES, e.g. 1000,10000; got \(numbers)") }

@@ -139,11 +139,11 @@ enum Report {
                     "\(load.concurrent)", "\(load.deadlineMilliseconds)", "\(load.timedOut)",
                     Format.milliseconds(load.lateness.median), Format.milliseconds(load.lateness.p99), Format.milliseconds(load.lateness.max),
                     "\(load.checkAddress.count)", Format.microseconds(load.checkAddress.median), Format.microseconds(load.checkAddress.p99),
-                    Format.microseconds(load.checkAddress.max), "\(load.cpuMilliseconds)",
+                    Format.microseconds(load.checkAddress.max), "\(load.cpuMilliseconds)", "\(load.hogs)",
                 ]
             }
             out.append(Format.table(
-                ["checks", "deadline", "dnsTimeout", "late p50", "p99", "max", "CheckAddress n", "p50", "p99", "max", "reachd CPU ms"],
+                ["checks", "deadline", "dnsTimeout", "late p50", "p99", "max", "CheckAddress n", "p50", "p99", "max", "reachd CPU ms", "CPU hogs"],
                 rows, leftColumns: 0))
             out.append("")
         }

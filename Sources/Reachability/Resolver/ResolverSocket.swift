@@ -1,10 +1,12 @@
+import CNetlink
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// The socket(2) details of c-ares' socket calls (`AresLookup.SocketCalls`), in a file that does
-/// not import CAres: ares.h pulls in <sys/socket.h> outside Glibc's module, and a file importing
-/// both had the compiler lose the SOCK_* constants for the whole module in some builds.
+/// not import CAres. ares.h pulls <sys/socket.h> in outside Glibc's module, and then Glibc's
+/// SOCK_* constants vanish from the module in a whole-module (release) build; CNetlink's header
+/// includes <sys/socket.h> too and provides them, as NetlinkSocket takes them.
 enum ResolverSocket {
     /// A socket for c-ares, non-blocking and close-on-exec, as c-ares makes its own.
     static func open(domain: Int32, type: Int32, protocol: Int32) -> Int32 {
