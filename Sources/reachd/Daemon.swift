@@ -17,6 +17,8 @@ final class Daemon {
     private(set) var hostChecks: HostChecks!
     var bus: BusConnection!
     var watches: WatchRegistry!
+    /// The opt-in connectivity probe (`[Connectivity]`); idle, with no timer, when off.
+    private var internetProbe: InternetProbe!
     private var sources: [EventSource] = []
     private var busSlots: [BusSlot] = []
     private var resyncTimer: EventSource!
@@ -176,6 +178,18 @@ final class Daemon {
             }
         })
         scheduleResync()
+        internetProbe = InternetProbe(daemon: self, settings: ConnectivitySettings())
+        internetProbe.configure(configuration.connectivity)
+    }
+
+    /// The probe's verdict joins the host's answer: published like any change of it.
+    func recordConnectivity(_ status: ConnectivityStatus) {
+        handle(observer.record(connectivity: status))
+    }
+
+    /// `Validate`: probe now (see `InternetProbe.validate`).
+    func validateConnectivity(_ reply: @escaping (ConnectivityStatus) -> Void) {
+        internetProbe.validate(reply)
     }
 
     /// Another connection owns the name: say which (its unique name and PID, as the bus tells
@@ -220,6 +234,8 @@ final class Daemon {
         for line in observer.takeIncidents() { Log.warning("netlink: \(line)") }
         scheduleResync()
         if let change { publish(change) }
+        // nil until start() made it (the first sync's change comes before).
+        internetProbe?.networkChanged()
         let epoch = observer.state.routingEpoch
         if epoch != lastRoutingEpoch {
             lastRoutingEpoch = epoch
@@ -333,6 +349,7 @@ final class Daemon {
             for warning in loaded.warnings { Log.warning(warning.description) }
             Log.info("configuration reloaded from \(loaded.sources.isEmpty ? "defaults" : loaded.sources.joined(separator: ", "))")
             handle(change)
+            internetProbe.configure(loaded.connectivity)
             ServiceManager.notify("READY=1\nSTATUS=\(summary)")
         case let .failure(errors):
             for error in errors.errors { Log.error(error.description) }

@@ -13,6 +13,8 @@ final class ReachabilityService: BusObject {
         .property("State", signature: "s", emitsChange: true),
         .property("AvailableInterfaces", signature: "as", emitsChange: true),
         .property("UnderlyingInterface", signature: "s", emitsChange: true),
+        .property("Connectivity", signature: "s", emitsChange: true),
+        .property("Portal", signature: "s", emitsChange: true),
         .property("Generation", signature: "t", emitsChange: true),
         .method("GetStatus", signature: "", result: "a{sv}", names: "status\0"),
         .method("ListInterfaces", signature: "", result: "a(issuas)", names: "interfaces\0"),
@@ -20,6 +22,7 @@ final class ReachabilityService: BusObject {
         .method(
             "CheckHost", signature: "su", result: "usassa{sv}",
             names: "host\0timeout_ms\0flags\0interface\0addresses\0reason\0details\0"),
+        .method("Validate", signature: "", result: "sss", names: "connectivity\0portal\0detail\0"),
         .method("Watch", signature: "s", result: "o", names: "target\0watch\0"),
         .method("Unwatch", signature: "o", result: "", names: "watch\0"),
         .signal("Changed", signature: "ust", names: "flags\0primary_interface\0generation\0"),
@@ -27,7 +30,7 @@ final class ReachabilityService: BusObject {
     ])
 
     /// The properties that make up the host's answer: they change together, with `Changed`.
-    static let hostProperties = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface"]
+    static let hostProperties = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface", "Connectivity", "Portal"]
 
     /// The longest timeout a caller may ask of CheckHost: a check is not a way to hang a client.
     static let maximumTimeoutMilliseconds: UInt32 = 300_000
@@ -44,6 +47,8 @@ final class ReachabilityService: BusObject {
         case "State": try reply.append(host.state.rawValue)
         case "AvailableInterfaces": try reply.append(host.availableInterfaces)
         case "UnderlyingInterface": try reply.append(host.underlyingInterface)
+        case "Connectivity": try reply.append(host.connectivity.connectivity.rawValue)
+        case "Portal": try reply.append(host.connectivity.portal)
         case "Generation": try reply.append(daemon.observer.state.generation)
         default: throw BusError(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(name)")
         }
@@ -61,6 +66,8 @@ final class ReachabilityService: BusObject {
                 try Self.entry(reply, "PrimaryInterface", "s") { message throws(BusError) in try message.append(snapshot.host.primaryInterface) }
                 try Self.entry(reply, "AvailableInterfaces", "as") { message throws(BusError) in try message.append(snapshot.host.availableInterfaces) }
                 try Self.entry(reply, "UnderlyingInterface", "s") { message throws(BusError) in try message.append(snapshot.host.underlyingInterface) }
+                try Self.entry(reply, "Connectivity", "s") { message throws(BusError) in try message.append(snapshot.host.connectivity.connectivity.rawValue) }
+                try Self.entry(reply, "Portal", "s") { message throws(BusError) in try message.append(snapshot.host.connectivity.portal) }
                 try Self.entry(reply, "Generation", "t") { message throws(BusError) in try message.append(snapshot.generation) }
                 try Self.entry(reply, "Overruns", "t") { message throws(BusError) in try message.append(counters.overruns) }
                 try Self.entry(reply, "Resyncs", "t") { message throws(BusError) in try message.append(counters.resyncs) }
@@ -81,6 +88,22 @@ final class ReachabilityService: BusObject {
             }
         case "CheckHost":
             return try checkHost(message)
+        case "Validate":
+            // Replies when the probe answers (within its Timeout=), never blocking the loop.
+            let call = UncheckedBox(OwnedBusMessage(retaining: message))
+            let bus = UncheckedBox(daemon.bus!)
+            daemon.validateConnectivity { status in
+                do {
+                    try bus.value.reply(to: call.value.message) { reply throws(BusError) in
+                        try reply.append(status.connectivity.rawValue)
+                        try reply.append(status.portal)
+                        try reply.append(status.detail)
+                    }
+                } catch {
+                    Log.warning("cannot reply to Validate: \(error)")
+                }
+            }
+            return .later
         case "Watch":
             return try daemon.watches.add(target: try message.readString(), caller: message)
         case "Unwatch":

@@ -113,6 +113,14 @@ public final class ReachabilityClient {
                 if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
                     host.underlyingInterface = value
                 }
+            case "Connectivity":
+                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
+                    host.connectivity.connectivity = Connectivity(rawValue: value) ?? .unknown
+                }
+            case "Portal":
+                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
+                    host.connectivity.portal = value
+                }
             case "Generation":
                 if let value = try Self.variant(message, "t", { m throws(BusError) in try m.readUInt64() }) {
                     generation = value

@@ -89,7 +89,9 @@ extension NetworkState {
             internetRoute(family: family).map { (family: family, path: evaluate(route: $0, family: family)) }
         }
         guard let chosen = paths.first(where: { $0.path.isReachable }) ?? paths.first else {
-            return HostStatus(state: readyLinks.isEmpty ? .offline : .local, availableInterfaces: availableInterfaces(primary: nil))
+            return HostStatus(
+                state: readyLinks.isEmpty ? .offline : .local, availableInterfaces: availableInterfaces(primary: nil),
+                connectivity: connectivity)
         }
         var flags = chosen.path.flags
         var underlying = ""
@@ -98,11 +100,13 @@ extension NetworkState {
             // A tunnel over a metered or cellular link costs what its carrier costs.
             flags.formUnion(carrier.flags.intersection([.isWWAN, .isExpensive]))
         }
+        // The probe's verdict counts only for a path packets can take.
+        if chosen.path.isReachable { flags.formUnion(connectivity.flags) }
         return HostStatus(
             flags: flags, state: chosen.path.isReachable ? .online : (readyLinks.isEmpty ? .offline : .local),
             primaryInterface: chosen.path.interfaceName,
             availableInterfaces: availableInterfaces(primary: chosen.path.isReachable ? chosen.path.interfaceIndex : nil),
-            underlyingInterface: underlying)
+            underlyingInterface: underlying, connectivity: connectivity)
     }
 
     /// The link that carries a tunnel, where the kernel tells: the main table's default route

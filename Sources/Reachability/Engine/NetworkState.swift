@@ -27,6 +27,8 @@ public struct NetworkState: Sendable {
     private(set) var defaultRoutes: Set<Route.Key> = []
     /// The kernel's answers for a global destination, per family (`NetworkEvent.internetPath`).
     private(set) var internetPaths: [UInt8: Route] = [:]
+    /// The probe's last verdict (`NetworkEvent.connectivity`); unknown without a probe.
+    private(set) var connectivity = ConnectivityStatus.unknown
     /// Set by the first `internetPath` fact: from then on the host follows the kernel's answers.
     private(set) var followsKernelPaths = false
     /// Bridge (or bond) index -> its ports, for kinds taken from ports.
@@ -100,7 +102,10 @@ public struct NetworkState: Sendable {
     }
 
     private mutating func ingest(_ event: NetworkEvent) {
-        if case .internetPath = event {} else { routingEpoch &+= 1 }
+        switch event {
+        case .internetPath, .connectivity: break
+        default: routingEpoch &+= 1
+        }
         switch event {
         case let .link(link, device):
             updateLink(link, device: device)
@@ -123,6 +128,8 @@ public struct NetworkState: Sendable {
         case let .internetPath(family, route):
             followsKernelPaths = true
             internetPaths[family] = route
+        case let .connectivity(status):
+            connectivity = status
         }
     }
 

@@ -20,6 +20,10 @@ public enum NetworkEvent: Hashable, Sendable {
     /// Engine has been given one, the host's answer follows these instead of the 0/0 routes of the
     /// main table (see `NetworkState.deriveHost`).
     case internetPath(family: UInt8, route: Route?)
+    /// Not from the kernel: the connectivity probe's verdict on the host's path (reachd's opt-in
+    /// `[Connectivity]` probe). It joins the host's answer (`HostStatus.connectivity`, and the
+    /// `validated` or `interventionRequired` flag) but moves no route, so no routing epoch.
+    case connectivity(ConnectivityStatus)
 }
 
 /// A complete picture from a dump: what a (re)sync replaces the state with.

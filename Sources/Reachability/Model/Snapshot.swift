@@ -30,16 +30,21 @@ public struct HostStatus: Hashable, Sendable {
     /// the kernel tells (the main table's default route, which VPN clients leave in place);
     /// empty otherwise.
     public var underlyingInterface: String
+    /// Whether the internet really answers through this path: the opt-in probe's verdict
+    /// (`[Connectivity]` in reachd.conf); `unknown` without it.
+    public var connectivity: ConnectivityStatus
 
     public init(
         flags: ReachabilityFlags = [], state: ConnectivityState = .offline,
-        primaryInterface: String = "", availableInterfaces: [String] = [], underlyingInterface: String = ""
+        primaryInterface: String = "", availableInterfaces: [String] = [], underlyingInterface: String = "",
+        connectivity: ConnectivityStatus = .unknown
     ) {
         self.flags = flags
         self.state = state
         self.primaryInterface = primaryInterface
         self.availableInterfaces = availableInterfaces
         self.underlyingInterface = underlyingInterface
+        self.connectivity = connectivity
     }
 }
 

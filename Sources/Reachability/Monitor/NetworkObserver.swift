@@ -49,6 +49,11 @@ public final class NetworkObserver {
         }
     }
 
+    /// The connectivity probe's verdict joins the host's answer: a change when it differs.
+    public func record(connectivity: ConnectivityStatus) -> ReachabilityChange? {
+        mirror.record(connectivity: connectivity)
+    }
+
     /// New interface rules and priorities (a configuration reload).
     public func reclassify(with classifier: Classifier) -> ReachabilityChange? {
         mirror.reclassify(with: classifier)

@@ -183,6 +183,11 @@ final class KernelMirror {
         }
     }
 
+    /// The connectivity probe's verdict (see `NetworkEvent.connectivity`).
+    func record(connectivity: ConnectivityStatus) -> ReachabilityChange? {
+        state.apply([.connectivity(connectivity)])
+    }
+
     /// Re-classifies every link with new configuration (a reload).
     func reclassify(with classifier: Classifier) -> ReachabilityChange? {
         state.reclassify(with: classifier)

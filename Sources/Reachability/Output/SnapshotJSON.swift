@@ -21,7 +21,9 @@ extension InterfaceStatus {
 
 extension HostStatus {
     /// The host members shared by snapshots and changes, in documented order:
-    /// `flags`, `state`, `primaryInterface`, `availableInterfaces`, `underlyingInterface`.
+    /// `flags`, `state`, `primaryInterface`, `availableInterfaces`, `underlyingInterface`,
+    /// `connectivity` (the probe's verdict: `unknown` without it) and `portal` (a login page's
+    /// URL, or empty).
     var jsonMembers: [(String, JSONValue)] {
         [
             ("flags", flags.json),
@@ -29,6 +31,8 @@ extension HostStatus {
             ("primaryInterface", .string(primaryInterface)),
             ("availableInterfaces", .array(availableInterfaces.map(JSONValue.string))),
             ("underlyingInterface", .string(underlyingInterface)),
+            ("connectivity", .string(connectivity.connectivity.rawValue)),
+            ("portal", .string(connectivity.portal)),
         ]
     }
 }

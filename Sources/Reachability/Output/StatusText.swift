@@ -15,8 +15,18 @@ public func renderSummary(_ host: HostStatus, interfaces: [InterfaceStatus] = []
         via += " over \(host.underlyingInterface)"
         if let kind = interfaces.first(where: { $0.name == host.underlyingInterface })?.kind { via += " (\(kind.rawValue))" }
     }
-    if host.state == .online { return "online via \(via)" }
+    if host.state == .online { return "online via \(via)" + renderInternet(host.connectivity) }
     return "\(host.state.rawValue), default route via \(via) not ready"
+}
+
+/// `, internet: full`, `, internet: portal at http://login.example/`: the probe's verdict, when
+/// there is one (nothing without the probe).
+func renderInternet(_ status: ConnectivityStatus) -> String {
+    switch status.connectivity {
+    case .unknown: ""
+    case .portal: ", internet: portal" + (status.portal.isEmpty ? "" : " at \(status.portal)")
+    case .none, .limited, .full: ", internet: \(status.connectivity.rawValue)"
+    }
 }
 
 /// The header `reachctl status` prints:

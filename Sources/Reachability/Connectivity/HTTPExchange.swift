@@ -1,0 +1,119 @@
+import CNetlink
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One probe request on a non-blocking TCP socket, driven by the caller's loop: connect (bound
+/// to a source address, which pins the request to the path being judged without any privilege),
+/// send `GET`, read the answer until it can be judged. Owns its socket: closed when the exchange
+/// ends, whatever happened. Never blocks; the deadline is the caller's timer.
+public final class HTTPExchange {
+    public enum Outcome: Sendable, Hashable {
+        case answered(HTTPResponse)
+        /// Nothing usable came back: what happened, as a sentence (`connect: Connection refused`).
+        case failed(String)
+    }
+
+    public let fd: Int32
+    private var request: [UInt8]
+    private var sent = 0
+    private var connected = false
+    private var reader = HTTPResponseReader()
+
+    /// The events the loop should wait for now.
+    public var events: (readable: Bool, writable: Bool) {
+        connected && sent == request.count ? (true, false) : (false, true)
+    }
+
+    /// Opens the socket and starts connecting to `address` on `url.port`, from `source` when
+    /// given. Throws when the socket cannot even be made or the connection fails at once.
+    public init(url: ProbeURL, address: IPAddress, source: IPAddress?) throws(SystemError) {
+        let family = Int32(address.family)
+        fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SystemError("socket") }
+        request = Array((
+            "GET \(url.path) HTTP/1.1\r\nHost: \(url.hostHeader)\r\nUser-Agent: reachd\r\nAccept: */*\r\n"
+                + "Cache-Control: no-cache\r\nConnection: close\r\n\r\n"
+        ).utf8)
+        do throws(SystemError) {
+            if let source, source.family == address.family {
+                let bound = Self.withSocketAddress(source, port: 0) { bind(fd, $0, $1) }
+                guard bound == 0 else { throw SystemError("bind to \(source)") }
+            }
+            let result = Self.withSocketAddress(address, port: url.port) { connect(fd, $0, $1) }
+            if result == 0 {
+                connected = true
+            } else if errno != EINPROGRESS {
+                throw SystemError("connect to \(address) port \(url.port)")
+            }
+        } catch {
+            close(fd)
+            throw error
+        }
+    }
+
+    deinit { close(fd) }
+
+    /// Handles readiness; returns the outcome once there is one (then the exchange is over).
+    public func handle(readable: Bool, writable: Bool) -> Outcome? {
+        if !connected {
+            var error: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 else { return .failed(SystemError("getsockopt").description) }
+            if error != 0 { return .failed(SystemError("connect", errno: error).description) }
+            if !writable { return nil }
+            connected = true
+        }
+        while sent < request.count {
+            let count = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if count < 0 {
+                if errno == EAGAIN || errno == EINTR { return nil }
+                return .failed(SystemError("send").description)
+            }
+            sent += count
+        }
+        guard readable else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        // A bounded number of reads per wakeup: the reader keeps at most a few KiB anyway.
+        for _ in 0..<8 {
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            do throws(HTTPResponseError) {
+                if count > 0 {
+                    if let response = try reader.feed(buffer[..<count]) { return .answered(response) }
+                    continue
+                }
+                if count == 0 { return .answered(try reader.finish()) }
+            } catch {
+                return .failed(error.description)
+            }
+            if errno == EAGAIN || errno == EINTR { return nil }
+            return .failed(SystemError("recv").description)
+        }
+        return nil
+    }
+
+    /// Calls `body` with `address:port` as a sockaddr and its length.
+    private static func withSocketAddress<R>(_ address: IPAddress, port: UInt16, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+        switch address {
+        case let .v4(value):
+            var socketAddress = sockaddr_in()
+            socketAddress.sin_family = sa_family_t(AF_INET)
+            socketAddress.sin_port = port.bigEndian
+            socketAddress.sin_addr.s_addr = value.bigEndian
+            return withUnsafePointer(to: &socketAddress) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+        case .v6:
+            var socketAddress = sockaddr_in6()
+            socketAddress.sin6_family = sa_family_t(AF_INET6)
+            socketAddress.sin6_port = port.bigEndian
+            let bytes = address.bytes
+            withUnsafeMutableBytes(of: &socketAddress.sin6_addr) { raw in
+                for (index, byte) in bytes.enumerated() where index < raw.count { raw[index] = byte }
+            }
+            return withUnsafePointer(to: &socketAddress) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            }
+        }
+    }
+}

@@ -1,0 +1,245 @@
+import Reachability
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The opt-in connectivity probe (`[Connectivity]` in reachd.conf, issue 11): asks a known HTTP
+/// server through the host's path whether the internet answers, and feeds the verdict to the
+/// Engine as one more fact. On reachd's loop, never blocking: the name goes through the same
+/// resolver as CheckHost, the request through a non-blocking socket bound to the path's source
+/// address, and one timer carries both the probe's deadline and the next probe.
+///
+/// When: at start, when the host's path changes (state, primary or underlying interface, the
+/// kernel's internet route with its gateway and source), on request (`Validate`), and on the
+/// timer: the full interval after a good answer, 1 s after a bad one, doubling up to the
+/// interval, each with +-20% jitter. At most one probe in flight; none while the host has no
+/// route (the verdict is then `none` without traffic). Off: no timer, no traffic, `unknown`.
+final class InternetProbe {
+    private unowned let daemon: Daemon
+    private var settings: ConnectivitySettings
+    private var timer: EventSource?
+    private var attempt: Attempt?
+    private var pathKey: PathKey?
+    private var retryDelay = ConnectivitySettings.firstRetry
+    private var nextProbe: ContinuousClock.Instant?
+    /// Callers of Validate waiting for the probe in flight.
+    private var waiters: [(ConnectivityStatus) -> Void] = []
+    private var random = SystemRandomNumberGenerator()
+    /// When the last probe ended.
+    private var lastVerdict: ContinuousClock.Instant?
+
+    /// What identifies the path being judged: a change re-probes at once.
+    private struct PathKey: Hashable {
+        var state: ConnectivityState
+        var primary: String
+        var underlying: String
+        var v4: Route?
+        var v6: Route?
+    }
+
+    /// One probe in flight: resolving, then exchanging.
+    private final class Attempt {
+        let deadline: ContinuousClock.Instant
+        var check: UInt64?
+        var exchange: HTTPExchange?
+        var source: EventSource?
+        init(deadline: ContinuousClock.Instant) { self.deadline = deadline }
+        func cancel(_ daemon: Daemon) {
+            if let check { daemon.cancelHostCheck(check) }
+            check = nil
+            source?.cancel()
+            source = nil
+            exchange = nil
+        }
+    }
+
+    init(daemon: Daemon, settings: ConnectivitySettings) {
+        self.daemon = daemon
+        self.settings = settings
+    }
+
+    var isEnabled: Bool { settings.isEnabled }
+
+    /// At start and after a reload: begins (or stops) probing with `settings`.
+    func configure(_ settings: ConnectivitySettings) {
+        let changed = settings != self.settings
+        self.settings = settings
+        guard changed || attempt == nil && nextProbe == nil else { return }
+        stop()
+        guard let url = settings.url else {
+            record(.unknown)
+            return
+        }
+        Log.info("connectivity: probing \(url) (every \(DurationText.format(settings.interval)) while good, timeout \(DurationText.format(settings.timeout)))")
+        pathKey = currentPathKey()
+        retryDelay = ConnectivitySettings.firstRetry
+        probe(reason: "start")
+    }
+
+    /// After every change of the network: a new path is judged afresh, at once.
+    func networkChanged() {
+        guard settings.isEnabled else { return }
+        let key = currentPathKey()
+        guard key != pathKey else { return }
+        pathKey = key
+        retryDelay = ConnectivitySettings.firstRetry
+        cancelAttempt()
+        probe(reason: "the path changed")
+    }
+
+    /// `Validate`: probes now (or joins the probe in flight) and answers with its verdict.
+    func validate(_ reply: @escaping (ConnectivityStatus) -> Void) {
+        guard settings.isEnabled else { return reply(.unknown) }
+        // Callers asking in a loop get the fresh verdict, not a probe each.
+        if attempt == nil, let last = lastVerdict, ContinuousClock.now - last < .seconds(2) {
+            return reply(daemon.observer.state.host.connectivity)
+        }
+        waiters.append(reply)
+        if attempt == nil { probe(reason: "asked") }
+    }
+
+    private func stop() {
+        cancelAttempt()
+        timer?.disable()
+        nextProbe = nil
+        let pending = waiters
+        waiters = []
+        for waiter in pending { waiter(daemon.observer.state.host.connectivity) }
+    }
+
+    private func cancelAttempt() {
+        attempt?.cancel(daemon)
+        attempt = nil
+    }
+
+    private func currentPathKey() -> PathKey {
+        let state = daemon.observer.state
+        return PathKey(
+            state: state.host.state, primary: state.host.primaryInterface, underlying: state.host.underlyingInterface,
+            v4: state.internetRoute(family: UInt8(AF_INET)), v6: state.internetRoute(family: UInt8(AF_INET6)))
+    }
+
+    // MARK: one probe
+
+    private func probe(reason: String) {
+        guard let url = settings.url else { return }
+        nextProbe = nil
+        guard daemon.observer.state.host.state == .online else {
+            // No route: nothing could answer, and nothing is sent. The next path change re-probes.
+            finish(ProbeExpectation.failed("no route to the internet"), schedule: false)
+            return
+        }
+        let attempt = Attempt(deadline: .now + settings.timeout)
+        self.attempt = attempt
+        arm(attempt.deadline)
+        if IPAddress(url.host) != nil {
+            connect(attempt, to: daemon.observer.check(address: url.host))
+            return
+        }
+        // Completions run on the loop's thread (HostChecks); the boxes only cross the type check.
+        let box = UncheckedBox((probe: self, attempt: attempt))
+        attempt.check = daemon.checkHost(url.host, timeout: settings.timeout) { outcome in
+            guard case let .success(result) = outcome else { return }  // cancelled: the attempt is gone
+            box.value.probe.resolved(result, for: box.value.attempt)
+        }
+    }
+
+    private func resolved(_ result: CheckResult, for attempt: Attempt) {
+        guard attempt === self.attempt else { return }
+        attempt.check = nil
+        connect(attempt, to: result)
+    }
+
+    private func connect(_ attempt: Attempt, to result: CheckResult) {
+        guard let url = settings.url else { return }
+        guard let address = result.addresses.first, result.flags.contains(.reachable) else {
+            let why = result.reason.map { "\(url.host): \($0.rawValue)" + (result.message.map { " (\($0))" } ?? "") } ?? "\(url.host): no address"
+            return finish(ProbeExpectation.failed(why))
+        }
+        // The lookup's sockets are closed by now, but their sd-event sources are dropped only
+        // when the resolver's changes are applied: done first, or dropping a source for a closed
+        // number would take the probe's new socket, which reuses that number, out of epoll.
+        daemon.syncResolver()
+        do {
+            let exchange = try HTTPExchange(url: url, address: address, source: result.source)
+            attempt.exchange = exchange
+            attempt.source = try daemon.loop.watch(fd: exchange.fd, events: Self.events(exchange)) { [unowned self] revents in
+                self.ready(attempt, revents)
+            }
+        } catch {
+            finish(ProbeExpectation.failed(error.description))
+        }
+    }
+
+    private func ready(_ attempt: Attempt, _ revents: UInt32) {
+        guard attempt === self.attempt, let exchange = attempt.exchange else { return }
+        let readable = revents & (EventLoop.readable | EventLoop.error | EventLoop.hangUp) != 0
+        if let outcome = exchange.handle(readable: readable, writable: revents & (EventLoop.writable | EventLoop.error) != 0) {
+            switch outcome {
+            case let .answered(response): finish(settings.expectation.judge(response))
+            case let .failed(what): finish(ProbeExpectation.failed(what))
+            }
+        } else {
+            attempt.source?.setEvents(Self.events(exchange))
+        }
+    }
+
+    private static func events(_ exchange: HTTPExchange) -> UInt32 {
+        let wanted = exchange.events
+        return (wanted.readable ? EventLoop.readable : 0) | (wanted.writable ? EventLoop.writable : 0)
+    }
+
+    /// The timer: the probe's deadline while one is in flight, else the next probe.
+    private func fired() {
+        if let attempt, attempt.deadline <= .now {
+            finish(ProbeExpectation.failed("no answer within \(DurationText.format(settings.timeout))"))
+        } else if let nextProbe, nextProbe <= .now {
+            probe(reason: "the interval passed")
+        } else if let due = attempt?.deadline ?? nextProbe {
+            arm(due)
+        }
+    }
+
+    private func finish(_ status: ConnectivityStatus, schedule: Bool = true) {
+        cancelAttempt()
+        lastVerdict = .now
+        let previous = daemon.observer.state.host.connectivity
+        if status.connectivity != previous.connectivity || status.portal != previous.portal {
+            let portal = status.portal.isEmpty ? "" : " at \(status.portal)"
+            Log.info("connectivity: \(status.connectivity.rawValue)\(portal) (\(status.detail))")
+        }
+        record(status)
+        let pending = waiters
+        waiters = []
+        for waiter in pending { waiter(status) }
+        guard schedule, settings.isEnabled else {
+            timer?.disable()
+            return
+        }
+        let delay: Duration
+        if status.connectivity == .full {
+            delay = settings.interval
+            retryDelay = ConnectivitySettings.firstRetry
+        } else {
+            delay = min(retryDelay, settings.interval)
+            retryDelay = min(retryDelay * 2, settings.interval)
+        }
+        // +-20%, so a fleet that lost its uplink together does not probe in step.
+        let jitter = Double.random(in: 0.8...1.2, using: &random)
+        nextProbe = .now + delay * jitter
+        arm(nextProbe!)
+    }
+
+    private func record(_ status: ConnectivityStatus) {
+        daemon.recordConnectivity(status)
+    }
+
+    private func arm(_ instant: ContinuousClock.Instant) {
+        do {
+            if timer == nil { timer = try daemon.loop.timer(at: 0) { [unowned self] in self.fired() } }
+            timer?.schedule(at: instant.monotonicMicroseconds)
+        } catch {
+            Log.warning("connectivity: cannot arm a timer: \(error)")
+        }
+    }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import Testing
+@testable import Reachability
+
+/// issue 11: the opt-in connectivity probe against real HTTP servers in a namespace: healthy
+/// (204), a hotel login (302), a page where 204 belongs, a server that accepts and never answers
+/// (a dead uplink past the gateway). reachd runs as
+/// shipped, on a private bus; what it says is read with independent calls (properties, GetStatus,
+/// Validate) and counted in `Changed` signals.
+/// Serialized: each test keeps long-lived children (HTTP and DNS servers). Started by four tests
+/// at once they inherited each other's process-exit sockets (Foundation's Process learns of an
+/// exit from the end of file on one), so each test waited for the others' servers to end.
+@Suite(rootOnly, .serialized)
+struct ConnectivityProbeTests {
+    static let validated = ReachabilityFlags.validated.rawValue
+    static let intervention = ReachabilityFlags.interventionRequired.rawValue
+
+    /// Serves on 192.0.2.1 (the scenario's gateway, in `far`): port 8204 answers 204, 8302
+    /// redirects to a login page, 8200 answers a page, 8999 accepts and never answers. Every
+    /// request is printed ("GET PORT PATH"), so the test can count them.
+    static let servers = """
+        import socket, sys, threading
+        answers = {
+            8204: b"HTTP/1.1 204 No Content\\r\\nConnection: close\\r\\n\\r\\n",
+            8302: b"HTTP/1.1 302 Found\\r\\nLocation: http://login.hotel.example/?continue=probe\\r\\nContent-Length: 0\\r\\n\\r\\n",
+            8200: b"HTTP/1.1 200 OK\\r\\nContent-Type: text/html\\r\\nContent-Length: 33\\r\\n\\r\\n<html><b>Please log in</b></html>",
+        }
+        def serve(port):
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(("0.0.0.0", port))
+            listener.listen(64)
+            held = []
+            while True:
+                connection, _ = listener.accept()
+                request = connection.recv(4096).decode(errors="replace")
+                print("GET", port, request.split(" ")[1] if " " in request else "?", flush=True)
+                if port in answers:
+                    connection.sendall(answers[port])
+                    connection.close()
+                else:
+                    held.append(connection)  # never answered, never closed
+        for port in (8204, 8302, 8200, 8999):
+            threading.Thread(target=serve, args=(port,), daemon=True).start()
+        print("ready", flush=True)
+        threading.Event().wait()
+        """
+
+    struct Setup {
+        let scenario: DaemonBusTests.Scenario
+        let server: DaemonHarness.Child
+        let harness: DaemonHarness
+        let client: BusConnection
+
+        init(config: String, resolvConf: String? = nil, _ tag: String = #function) async throws {
+            scenario = try DaemonBusTests.Scenario(tag)
+            server = try DaemonHarness.Child("/usr/bin/ip", ["netns", "exec", scenario.far.name, "/usr/bin/python3", "-c", ConnectivityProbeTests.servers])
+            #expect(try server.firstLine(timeout: .seconds(10)) == "ready")
+            harness = try DaemonHarness(scenario.ns, config: config, resolvConf: resolvConf)
+            try await harness.ready()
+            client = try harness.connect()
+        }
+
+        func connectivity() throws -> String { try DaemonHarness.property(client, "Connectivity") }
+        func portal() throws -> String { try DaemonHarness.property(client, "Portal") }
+        func flags() throws -> UInt32 { try DaemonHarness.property(client, "Flags") }
+        var requests: [String] { server.lines.filter { $0.hasPrefix("GET ") } }
+
+        func waitFor(_ connectivity: String, within limit: Duration = waitLimit) async throws {
+            let deadline = ContinuousClock.now + limit
+            while try self.connectivity() != connectivity {
+                guard ContinuousClock.now < deadline else {
+                    throw TimedOut(what: "Connectivity \(connectivity), is \(try self.connectivity()); requests \(requests); \(harness.diagnostics)")
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+
+        func reload(_ config: String) throws {
+            try harness.writeConfig(config)
+            harness.daemon?.signal(SIGHUP)
+        }
+
+        func validate() throws -> (connectivity: String, portal: String, detail: String) {
+            let output = try harness.busctlCall("Validate")
+            let data = try DaemonHarness.jsonData(output)
+            return (data[0] as? String ?? "?", data[1] as? String ?? "?", data[2] as? String ?? "?")
+        }
+    }
+
+    @Test func healthyPortalAndDeadUplinkAreToldApart() async throws {
+        let setup = try await Setup(config: "[Connectivity]\nURL=http://192.0.2.1:8204/generate_204\nTimeout=1s\n")
+        try await setup.waitFor("full")
+        #expect(try setup.flags() & Self.validated != 0)
+        #expect(try setup.flags() & Self.intervention == 0)
+        #expect(setup.requests.first == "GET 8204 /generate_204", "\(setup.requests)")
+        let status = try DaemonHarness.jsonData(try setup.harness.busctlCall("GetStatus"))
+        #expect("\(status)".contains("full"), "GetStatus carries Connectivity: \(status)")
+
+        // A hotel login page: one Changed for the change of answer, the redirect's target told.
+        let monitor = try setup.harness.monitor("type='signal',member='Changed'")
+        defer { monitor.stop() }
+        try setup.reload("[Connectivity]\nURL=http://192.0.2.1:8302/generate_204\nTimeout=1s\n")
+        try await setup.waitFor("portal")
+        #expect(try setup.portal() == "http://login.hotel.example/?continue=probe")
+        #expect(try setup.flags() & Self.intervention != 0 && setup.flags() & Self.validated == 0)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(monitor.changes.count == 1, "one Changed for full -> portal: \(monitor.changes)")
+        #expect(monitor.changes.last.map { $0.flags & Self.intervention != 0 } == true)
+
+        // A page where 204 belongs is a portal too; Validate answers with what it saw.
+        try setup.reload("[Connectivity]\nURL=http://192.0.2.1:8200/check\nTimeout=1s\n")
+        let page = try setup.validate()
+        #expect(page.connectivity == "portal" && page.portal == "" && page.detail.contains("HTTP 200"), "\(page)")
+
+        // An uplink whose far end accepts and never answers: none at the probe's deadline, and
+        // address checks answer at once meanwhile.
+        try setup.reload("[Connectivity]\nURL=http://192.0.2.1:8999/generate_204\nTimeout=1s\n")
+        let started = ContinuousClock.now
+        let address = try DaemonHarness.jsonData(try setup.harness.busctlCall("CheckAddress", "s", "192.0.2.7"))
+        #expect(address.count == 4 && (address[1] as? String) == "up0", "\(address)")
+        try await setup.waitFor("none")
+        #expect(ContinuousClock.now - started >= .milliseconds(900), "none only at the probe's 1 s deadline")
+        #expect(try setup.flags() & (Self.validated | Self.intervention) == 0)
+        #expect(try setup.validate().detail.contains("no answer within 1s"))
+    }
+
+    @Test func noRouteMeansNoneWithoutTrafficAndTheRouteBackProbesAtOnce() async throws {
+        let setup = try await Setup(config: "[Connectivity]\nURL=http://192.0.2.1:8204/\nTimeout=2s\nInterval=1m\n")
+        try await setup.waitFor("full")
+        let before = setup.requests.count
+        try setup.scenario.carrier(false)
+        try await setup.waitFor("none")
+        #expect(setup.requests.count == before, "no probe over a dead link: \(setup.requests)")
+        #expect(try setup.flags() & Self.validated == 0)
+        // The path comes back: probed at once, not at the next interval (1 min).
+        try setup.scenario.carrier(true)
+        try await setup.waitFor("full", within: .seconds(10))
+        #expect(setup.requests.count == before + 1, "\(setup.requests)")
+    }
+
+    @Test func offMeansUnknownNoTrafficAndNoTimer() async throws {
+        let setup = try await Setup(config: "[Checks]\nDefaultTimeout=2s\n")
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(try setup.connectivity() == "unknown")
+        #expect(setup.requests.isEmpty)
+        let answer = try setup.validate()
+        #expect(answer.connectivity == "unknown", "\(answer)")
+        #expect(setup.requests.isEmpty)
+    }
+}
