@@ -86,6 +86,8 @@ final class SCInProcessBackend: SCBackend {
         return true
     }
 
+    var followerCount: Int { followers.withLock { $0.count } }
+
     func unfollow(_ id: UInt64) {
         followers.withLock { _ = $0.removeValue(forKey: id) }
     }

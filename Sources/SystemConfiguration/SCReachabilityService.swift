@@ -103,6 +103,16 @@ final class SCReachabilityService: Sendable {
         for follower in followers { _ = fallback.follow(follower) }
     }
 
+    /// Whether reachd answers now (for tests and diagnostics).
+    var answersFromDaemon: Bool {
+        backends.withLock { backends in backends.daemon.map { !$0.isClosed } ?? false }
+    }
+
+    /// Targets followed in-process now (for tests: released references leave none).
+    var followerCount: Int {
+        backends.withLock { $0.inProcess }?.followerCount ?? 0
+    }
+
     // MARK: questions
 
     /// The target's flags now (a name within the deadline); nil when nobody could answer.

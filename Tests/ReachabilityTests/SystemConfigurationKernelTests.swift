@@ -115,7 +115,7 @@ struct SystemConfigurationKernelTests {
         listener = nil
         try await waitUntil("every weak box released") { boxes.value == 0 }
         if let harness {
-            try await waitUntil("every watch released") { try watchObjects(harness).isEmpty }
+            try await waitUntil("every watch released") { try Self.watchObjects(harness).isEmpty }
         }
     }
 
@@ -140,5 +140,81 @@ struct SystemConfigurationKernelTests {
             }
             try await waitUntil("every weak box released") { boxes.value == 0 }
         }
+    }
+
+    /// issue 10: creating, scheduling and releasing 10,000 references (without unscheduling
+    /// them: their deinit does) leaves no watch in reachd, every context released, and this
+    /// process's memory flat.
+    @Test func tenThousandReferencesThroughReachdLeaveNothingBehind() async throws {
+        let ns = try Self.scenario()
+        let harness = try DaemonHarness(ns)
+        try await harness.ready()
+        try await withReachabilityService(namespace: ns, bus: harness.address) { service in
+            try await Self.cycleReferences(service: service) { try Self.watchObjects(harness).isEmpty }
+            #expect(service.answersFromDaemon)
+        }
+    }
+
+    @Test func tenThousandReferencesInProcessLeaveNothingBehind() async throws {
+        let ns = try Self.scenario()
+        try await withReachabilityService(namespace: ns) { service in
+            try await Self.cycleReferences(service: service) { service.followerCount == 0 }
+        }
+    }
+
+    /// 1,000 references to warm up (allocator pools, the connection, reachd's tables), then
+    /// 9,000 more, each for an address of its own, scheduled with a context and dropped.
+    static func cycleReferences(service: SCReachabilityService, released: () throws -> Bool) async throws {
+        let boxes = BoxCount()
+        let queue = DispatchQueue(label: "test.many")
+        func cycle(_ range: Range<Int>) {
+            for i in range {
+                var address = socketAddress("10.\((i >> 16) & 255).\((i >> 8) & 255).\(i & 255)")
+                let made = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { SCNetworkReachabilityCreateWithAddress(nil, $0) }
+                }
+                guard let reference = made else {
+                    Issue.record("reference \(i) not made: \(SCError())")
+                    return
+                }
+                let box = Counted(boxes)
+                var context = SCNetworkReachabilityContext(
+                    version: 0, info: Unmanaged.passUnretained(box).toOpaque(),
+                    retain: { UnsafeRawPointer(Unmanaged<Counted>.fromOpaque($0).retain().toOpaque()) },
+                    release: { Unmanaged<Counted>.fromOpaque($0).release() },
+                    copyDescription: nil)
+                guard SCNetworkReachabilitySetCallback(reference, { _, _, _ in }, &context),
+                    SCNetworkReachabilitySetDispatchQueue(reference, queue)
+                else {
+                    Issue.record("reference \(i) not scheduled: \(SCError())")
+                    return
+                }
+            }
+        }
+        cycle(0..<1000)
+        try await waitUntil("the first thousand released") { try released() }
+        let before = residentBytes()
+        cycle(1000..<10000)
+        try await waitUntil("every follower released") { try released() }
+        let grown = residentBytes() - before
+        #expect(grown < 4 << 20, "resident memory grew by \(grown) bytes over 9,000 references")
+        try await waitUntil("every context released") { boxes.value == 0 }
+    }
+
+    /// A context's info that counts itself in `boxes` while alive.
+    final class Counted {
+        let boxes: BoxCount
+        init(_ boxes: BoxCount) {
+            self.boxes = boxes
+            boxes.alive.add(1, ordering: .relaxed)
+        }
+        deinit { boxes.alive.subtract(1, ordering: .relaxed) }
+    }
+
+    /// This process's resident set, from /proc/self/statm.
+    static func residentBytes() -> Int {
+        let text = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? ""
+        let pages = text.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 }
