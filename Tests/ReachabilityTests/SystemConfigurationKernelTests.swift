@@ -119,6 +119,28 @@ struct SystemConfigurationKernelTests {
         }
     }
 
+    /// reachd stops while a target is followed: the follower moves in-process, no callback
+    /// fires for the move itself (the flags stayed), and the next change still arrives.
+    @Test func followersMoveInProcessWhenReachdLeaves() async throws {
+        let ns = try Self.scenario()
+        let harness = try DaemonHarness(ns)
+        try await harness.ready()
+        try await withReachabilityService(namespace: ns, bus: harness.address) { service in
+            let boxes = BoxCount()
+            let listener = ListenerClient(try #require(zeroAddressReference()), boxes: boxes)
+            #expect(listener.startListening())
+            #expect(service.answersFromDaemon)
+            harness.stopDaemon()
+            try await waitUntil("reachd gone") { !service.answersFromDaemon }
+            #expect(listener.flags == [.reachable], "answered in-process now")
+            try await Task.sleep(for: Self.quiet)
+            #expect(listener.callbackFlags.isEmpty, "no callback for the move: \(listener.callbackFlags)")
+            try ns.ip("link set up0p down")
+            try await waitUntil("carrier loss, seen in-process") { listener.callbackFlags == [[.connectionRequired]] }
+            listener.stopListening()
+        }
+    }
+
     /// A callback in flight when its client goes away finds the weak box empty and does nothing;
     /// the box itself lives until that callback is over.
     @Test func clientReleasedWhileCallbacksAreInFlight() async throws {
