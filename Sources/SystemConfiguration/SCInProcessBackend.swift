@@ -35,9 +35,11 @@ final class SCInProcessBackend: SCBackend {
         self.hostTimeout = hostTimeout
         let stream = monitor.routingChanges()
         let box = WeakBox<SCInProcessBackend>()
+        // Ends with the stream, which the monitor finishes when it stops (at the latest in deinit).
+        // Before `box` is filled, or once the backend is gone, a change has nobody to recheck.
         changes = Task {
             for await _ in stream {
-                guard let backend = box.value else { return }
+                guard let backend = box.value else { continue }
                 backend.serial.async { backend.recheckAll() }
             }
         }
