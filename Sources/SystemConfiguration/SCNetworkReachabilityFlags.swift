@@ -20,7 +20,8 @@ public struct SCNetworkReachabilityFlags: OptionSet, Sendable, Hashable {
     public static let connectionRequired = SCNetworkReachabilityFlags(rawValue: 1 << 2)
     /// Never set on Linux: no link here comes up by itself when traffic is sent.
     public static let connectionOnTraffic = SCNetworkReachabilityFlags(rawValue: 1 << 3)
-    /// Reserved for a captive-portal probe; not set yet.
+    /// A captive portal stands in the way (reachd's opt-in connectivity probe); on the host's
+    /// own answer (the zero address) only.
     public static let interventionRequired = SCNetworkReachabilityFlags(rawValue: 1 << 4)
     /// Never set on Linux (Apple's VPN On Demand).
     public static let connectionOnDemand = SCNetworkReachabilityFlags(rawValue: 1 << 5)

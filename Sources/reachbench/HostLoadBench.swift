@@ -12,6 +12,10 @@ struct HostLoadMeasurement: Sendable {
     var deadlineMilliseconds: Int
     /// Answer arrival minus (send time + deadline), per call; negative values count as 0.
     var lateness: Summary
+    /// reachd's own part: its `ElapsedUSec` detail (call taken to reply sent) minus the deadline.
+    /// The difference to `lateness` is the time calls and replies spent queued in the client,
+    /// dbus-daemon and the sockets.
+    var reachdLateness: Summary
     /// Round trips of CheckAddress calls made every 5 ms while the checks were pending.
     var checkAddress: Summary
     /// Answers whose reason was dnsTimeout (all of them should be).
@@ -51,6 +55,7 @@ enum HostLoadBench {
         let client = service.client
         final class Tally {
             var lateness: [UInt64] = []
+            var reachdLateness: [UInt64] = []
             var timedOut = 0
             var pendingAddress: UInt64?
             var addressTimes: [UInt64] = []
@@ -76,6 +81,9 @@ enum HostLoadBench {
                     _ = try? reply.readString()
                     _ = try? reply.readStringArray()
                     if (try? reply.readString()) == "dnsTimeout" { tally.timedOut += 1 }
+                    if let elapsed = try? elapsedNanoseconds(reply) {
+                        tally.reachdLateness.append(elapsed > deadlineNanoseconds ? elapsed - deadlineNanoseconds : 0)
+                    }
                 }
             })
         }
@@ -102,8 +110,26 @@ enum HostLoadBench {
         withExtendedLifetime((slots, addressSlot)) {}
         return HostLoadMeasurement(
             concurrent: count, deadlineMilliseconds: deadline, lateness: Summary(tally.lateness),
+            reachdLateness: Summary(tally.reachdLateness.isEmpty ? [0] : tally.reachdLateness),
             checkAddress: Summary(tally.addressTimes.isEmpty ? [0] : tally.addressTimes), timedOut: tally.timedOut,
             cpuMilliseconds: Int((cpuTime(service.daemon.pid) - cpuBefore) / 1_000_000))
+    }
+
+    /// The `ElapsedUSec` detail of a CheckHost reply (read up to its details), in nanoseconds.
+    static func elapsedNanoseconds(_ reply: BusMessage) throws(BusError) -> UInt64? {
+        guard try reply.enter("a", "{sv}") else { return nil }
+        var found: UInt64?
+        while try reply.enter("e", "sv") {
+            if try reply.readString() == "ElapsedUSec", try reply.enter("v", "t") {
+                found = try reply.readUInt64() * 1000
+                try reply.exit()
+            } else {
+                try reply.skip("v")
+            }
+            try reply.exit()
+        }
+        try reply.exit()
+        return found
     }
 
     /// utime + stime of `pid` in nanoseconds (/proc/PID/stat, clock ticks).

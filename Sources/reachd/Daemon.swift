@@ -162,17 +162,47 @@ final class Daemon {
         })
         busSlots.append(try bus.requestName(Self.busName) { [unowned self] result in
             switch result {
-            case .success:
+            case .success(.owned):
                 // The first netlink sync completed before the loop started: now we are ready.
                 self.lastStatus = self.summary
                 ServiceManager.notify("READY=1\nSTATUS=\(self.lastStatus)")
                 Log.info("ready on the bus as \(Self.busName): \(self.lastStatus)")
+            case .success(.ownedByAnother), .success(.queued):
+                // Never READY without the name: clients would talk to the other instance.
+                self.refuseSecondInstance()
             case let .failure(error):
                 Log.error("cannot own the bus name \(Self.busName): \(error)")
                 self.loop.exit(code: 1)
             }
         })
         scheduleResync()
+    }
+
+    /// Another connection owns the name: say which (its unique name and PID, as the bus tells
+    /// them, asked without blocking) and exit 1.
+    private func refuseSecondInstance() {
+        let name = Self.busName
+        func refuse(_ owner: String) {
+            Log.error("another instance owns the bus name \(name) (\(owner)); exiting: stop it first, or give this one another bus")
+            ServiceManager.notify("STATUS=refused: \(name) is owned by \(owner)")
+            loop.exit(code: 1)
+        }
+        func ask(_ member: String, _ argument: String, _ read: @escaping (BusMessage) throws(BusError) -> String, then: @escaping (String?) -> Void) {
+            do {
+                busSlots.append(try bus.callAsync(
+                    destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                    member: member, timeout: .seconds(2), { message throws(BusError) in try message.append(argument) }
+                ) { result in then((try? result.get()).flatMap { try? read($0) }) })
+            } catch {
+                then(nil)
+            }
+        }
+        ask("GetNameOwner", name, { message throws(BusError) in try message.readString() }) { owner in
+            guard let owner else { return refuse("its owner could not be asked") }
+            ask("GetConnectionUnixProcessID", owner, { message throws(BusError) in "\(try message.readUInt32())" }) { pid in
+                refuse(pid.map { "\(owner), pid \($0)" } ?? owner)
+            }
+        }
     }
 
     var summary: String {

@@ -110,11 +110,15 @@ final class ReachabilityService: BusObject {
         if case let .failure(error) = HostName.validate(host) { throw Self.invalidTarget(error.description) }
         let call = UncheckedBox(OwnedBusMessage(retaining: message))
         let bus = UncheckedBox(daemon.bus!)
+        let received = ContinuousClock.now
         _ = daemon.checkHost(host, timeout: timeout) { outcome in
             switch outcome {
             case let .success(result):
+                let elapsed = ContinuousClock.now - received
                 do {
-                    try bus.value.reply(to: call.value.message) { reply throws(BusError) in try Self.appendHostReply(reply, result) }
+                    try bus.value.reply(to: call.value.message) { reply throws(BusError) in
+                        try Self.appendHostReply(reply, result, elapsed: elapsed)
+                    }
                 } catch {
                     Log.warning("cannot reply to CheckHost(\(host)): \(error)")
                 }
@@ -140,19 +144,28 @@ final class ReachabilityService: BusObject {
         try message.close()
     }
 
-    static func appendHostReply(_ reply: BusMessage, _ result: CheckResult) throws(BusError) {
+    /// `elapsed`: from the call's dispatch to this reply, for a check that waited for DNS.
+    static func appendHostReply(_ reply: BusMessage, _ result: CheckResult, elapsed: Duration? = nil) throws(BusError) {
         try reply.append(result.flags.rawValue)
         try reply.append(result.interface)
         try reply.append(result.addresses.map(\.description))
         try reply.append(result.reason?.rawValue ?? "")
-        try appendDetails(reply, result)
+        try appendDetails(reply, result, elapsed: elapsed)
     }
 
     /// The trailing `a{sv}` of the check replies: what the verdict rests on, so an answer through
     /// reachd carries what the in-process one does. Keys are left out when unknown: "Gateway" s
-    /// (the next hop), "Source" s (the source address the kernel would use), "Message" s.
-    static func appendDetails(_ reply: BusMessage, _ result: CheckResult) throws(BusError) {
+    /// (the next hop), "Source" s (the source address the kernel would use), "Message" s, and
+    /// for a CheckHost that waited for DNS "ElapsedUSec" t: microseconds from when reachd took
+    /// the call to its reply, so a caller can tell reachd's time from the bus's (a crowded
+    /// bus delays a call before reachd sees it, and that part is not reachd's to keep).
+    static func appendDetails(_ reply: BusMessage, _ result: CheckResult, elapsed: Duration? = nil) throws(BusError) {
         try reply.open("a", "{sv}")
+        if let elapsed {
+            let (seconds, attoseconds) = elapsed.components
+            let usec = UInt64(max(0, seconds)) * 1_000_000 + UInt64(max(0, attoseconds)) / 1_000_000_000_000
+            try entry(reply, "ElapsedUSec", "t") { message throws(BusError) in try message.append(usec) }
+        }
         if let gateway = result.gateway {
             try entry(reply, "Gateway", "s") { message throws(BusError) in try message.append(gateway.description) }
         }

@@ -366,6 +366,14 @@ struct DaemonBusTests {
         defer { harness.shutdown() }
         try await harness.ready()
 
+        // A check that waited for DNS says how long reachd held it: at least its deadline.
+        let timedOut = try DaemonHarness.jsonData(try harness.busctlCall("CheckHost", "su", "slow.test", "300"))
+        #expect(timedOut.count == 5 && timedOut[3] as? String == "dnsTimeout", "\(timedOut)")
+        let elapsed = ((timedOut.last as? [String: [String: Any]])?["ElapsedUSec"]).flatMap { entry in
+            entry["type"] as? String == "t" ? DaemonHarness.jsonNumber(entry["data"]) : nil
+        }
+        #expect(elapsed.map { $0 >= 300_000 } == true, "ElapsedUSec in \(timedOut)")
+
         func answers(_ path: String) throws -> Bool {
             let output = try harness.busctl(["get-property", DaemonHarness.busName, path, DaemonHarness.watchInterface, "Target"])
             if output.status == 0 { return true }

@@ -168,6 +168,43 @@ struct BusTroubleTests {
         #expect(daemon.errorLines.filter { $0.contains("lost the bus") }.count == 1, "one line says it: \(daemon.errorLines)")
     }
 
+    /// issue 9: a second reachd on the same bus never announces READY without the name: it exits
+    /// 1 naming the owner (unique name and PID, asked from the bus), and the first keeps the name,
+    /// as an independent client (busctl's GetNameOwner) sees.
+    @Test func aSecondInstanceIsRefusedByNameAndNeverReady() async throws {
+        let scenario = try DaemonBusTests.Scenario()
+        let harness = try DaemonHarness(scenario.ns)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        let first = try #require(harness.daemon)
+        func owner() throws -> String? {
+            let output = try harness.busctl([
+                "--json=short", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner", "s",
+                DaemonHarness.busName,
+            ])
+            return try DaemonHarness.jsonData(output).first as? String
+        }
+        let before = try #require(try owner())
+
+        let notify = try DaemonHarness.NotifySocket(path: harness.directory + "/notify-second")
+        defer { notify.close() }
+        var environment = ProcessInfo.processInfo.environment
+        for key in ["WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "JOURNAL_STREAM"] { environment.removeValue(forKey: key) }
+        environment["NOTIFY_SOCKET"] = notify.path
+        let second = try DaemonHarness.Child(
+            productPath("reachd"), ["--bus-address", harness.address, "--netns", scenario.ns.name, "--config-dir", harness.configDirectory],
+            environment: environment)
+        let status = try await second.exit(timeout: .seconds(20))
+        #expect(status == 1, "exit \(String(describing: status)); \(second.errorLines)")
+        let line = second.errorLines.first { $0.contains("another instance owns the bus name") } ?? ""
+        #expect(line.contains("\(DaemonHarness.busName) (\(before), pid \(first.pid))"), "\(second.errorLines)")
+        #expect(!second.errorLines.contains { $0.contains("ready on the bus") }, "\(second.errorLines)")
+        #expect(!notify.datagrams.contains { $0.fields["READY"] == "1" }, "\(notify.datagrams.map(\.text))")
+        #expect(notify.datagrams.contains { $0.fields["STATUS"]?.hasPrefix("refused:") == true }, "\(notify.datagrams.map(\.text))")
+        #expect(try owner() == before)
+        #expect(first.isRunning)
+    }
+
     /// A stopped dbus-daemon reads nothing while the link flaps 40 times under 2,000 watches: reachd holds
     /// its signals back instead of queueing one per change, and sends the latest when the
     /// broker resumes, so the monitor sees far fewer Changed than reachd had changes, the last

@@ -293,14 +293,14 @@ struct ParityTests {
         let server = try BusConnection(.address(harness.address), description: "older-reachd")
         let object = try server.add(
             ReachdWithoutDetails(), at: DaemonHarness.objectPath, interface: DaemonHarness.interface, vtable: ReachdWithoutDetails.vtable)
-        var named: Result<Void, BusError>?
+        var named: Result<BusConnection.NameRequest, BusError>?
         let name = try server.requestName(DaemonHarness.busName) { named = $0 }
         let deadline = ContinuousClock.now + waitLimit
         while named == nil, ContinuousClock.now < deadline {
             while try server.process() {}
             try server.wait(timeout: .milliseconds(50))
         }
-        _ = try #require(named).get()
+        #expect(try #require(named).get() == .owned)
 
         // reachctl runs on its own while this thread serves its calls.
         let child = try DaemonHarness.Child(reachctlPath(), ["check", "--json", "--daemon", "--bus-address", harness.address, "192.0.2.7"])

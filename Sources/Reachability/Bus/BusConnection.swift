@@ -90,10 +90,32 @@ public final class BusConnection {
 
     // MARK: serving
 
-    /// Asks for `name` without waiting; `handler` learns whether we got it.
-    public func requestName(_ name: String, _ handler: @escaping (Result<Void, BusError>) -> Void) throws(BusError) -> BusSlot {
+    /// What the bus answered to RequestName (the D-Bus specification's reply codes).
+    public enum NameRequest: Equatable, Sendable {
+        /// The name is ours (DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER or ALREADY_OWNER).
+        case owned
+        /// Another connection owns it; we are not queued (DBUS_REQUEST_NAME_REPLY_EXISTS).
+        case ownedByAnother
+        /// In line behind the owner (IN_QUEUE); only with SD_BUS_NAME_QUEUE, which we never ask.
+        case queued
+    }
+
+    /// Asks for `name` without waiting and without queueing behind another owner; `handler`
+    /// learns from the bus's reply whether the name is ours. A successful call alone does not
+    /// say so: another owner is a successful reply too, with another code.
+    public func requestName(_ name: String, _ handler: @escaping (Result<NameRequest, BusError>) -> Void) throws(BusError) -> BusSlot {
         let box = ReplyHandler { message, error in
-            if let error { handler(.failure(error)) } else { _ = message; handler(.success(())) }
+            guard let message else { return handler(.failure(error ?? BusError("request the name \(name)", code: -EIO))) }
+            do throws(BusError) {
+                switch try message.readUInt32() {
+                case 1, 4: handler(.success(.owned))
+                case 2: handler(.success(.queued))
+                case 3: handler(.success(.ownedByAnother))
+                case let code: handler(.failure(BusError("request the name \(name): unknown reply code \(code)", code: -EPROTO)))
+                }
+            } catch {
+                handler(.failure(error))
+            }
         }
         var slot: OpaquePointer?
         let context = Unmanaged.passUnretained(box).toOpaque()

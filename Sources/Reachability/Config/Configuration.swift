@@ -19,6 +19,8 @@ public struct Configuration: Sendable, Equatable {
     public var maxWatchesPerUserSetting: Int?
     /// `[Priorities]`: the priority of every kind (lower is preferred). Always holds every kind.
     public var priorities: [InterfaceKind: Int]
+    /// `[Connectivity]`: the opt-in probe of the internet through the host's path.
+    public var connectivity = ConnectivitySettings()
     /// `[Interface]` sections, in order: for each property the first matching rule that sets it wins.
     public var rules: [InterfaceRule]
     /// The files read, in the order they were applied; empty for the built-in defaults.

@@ -3,6 +3,7 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
     case checks = "Checks"
     case limits = "Limits"
     case priorities = "Priorities"
+    case connectivity = "Connectivity"
     /// Repeats: each one is a rule.
     case interface = "Interface"
 
@@ -14,6 +15,7 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
         case .checks: [.defaultTimeout, .maxConcurrentLookups, .negativeCacheTime]
         case .limits: [.maxWatchesPerClient, .maxWatchesPerUser, .maxWatches]
         case .priorities: ConfigurationSetting.priorityOrder.map { .priority($0) }
+        case .connectivity: [.probeURL, .expectedStatus, .expectedBody, .probeInterval, .probeTimeout]
         case .interface: [.name, .kind, .ignore, .metered, .rulePriority]
         }
     }
@@ -35,6 +37,7 @@ enum ConfigurationSetting: Hashable, Sendable {
     case defaultTimeout, maxConcurrentLookups, negativeCacheTime
     case maxWatchesPerClient, maxWatchesPerUser, maxWatches
     case priority(InterfaceKind)
+    case probeURL, expectedStatus, expectedBody, probeInterval, probeTimeout
     case name, kind, ignore, metered, rulePriority
 
     /// `[Priorities]` in the order of the defaults, most preferred first.
@@ -50,6 +53,11 @@ enum ConfigurationSetting: Hashable, Sendable {
         case .maxWatchesPerUser: "MaxWatchesPerUser"
         case .maxWatches: "MaxWatches"
         case .priority(let kind): Self.priorityKey(kind)
+        case .probeURL: "URL"
+        case .expectedStatus: "ExpectedStatus"
+        case .expectedBody: "ExpectedBody"
+        case .probeInterval: "Interval"
+        case .probeTimeout: "Timeout"
         case .name: "Name"
         case .kind: "Kind"
         case .ignore: "Ignore"
@@ -61,8 +69,11 @@ enum ConfigurationSetting: Hashable, Sendable {
     /// What a value looks like, for the message about an empty one.
     var expected: String {
         switch self {
-        case .defaultTimeout, .negativeCacheTime: "a duration such as 5s or 500ms"
+        case .defaultTimeout, .negativeCacheTime, .probeInterval, .probeTimeout: "a duration such as 5s or 500ms"
         case .maxConcurrentLookups, .maxWatchesPerClient, .maxWatches, .priority, .rulePriority: "a whole number"
+        case .probeURL: "an http:// URL, such as http://nmcheck.gnome.org/check_network_status.txt"
+        case .expectedStatus: "an HTTP status such as 204"
+        case .expectedBody: "the text the answer's body starts with"
         case .maxWatchesPerUser: "a whole number or auto"
         case .name: "an interface name or glob such as wlan*"
         case .kind: "one of " + InterfaceKind.allCases.map(\.rawValue).joined(separator: ", ")

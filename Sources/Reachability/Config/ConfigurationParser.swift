@@ -239,6 +239,19 @@ struct ConfigurationParser {
             configuration.maxWatchesPerUserSetting = try ValueProblem.integerOrAuto(value, in: Configuration.maxWatchesPerUserRange)
         case .priority(let kind):
             configuration.priorities[kind] = try ValueProblem.integer(value, in: Configuration.priorityRange)
+        case .probeURL:
+            switch ProbeURL.parse(value) {
+            case let .success(url): configuration.connectivity.url = url
+            case let .failure(error): throw ValueProblem(message: error.description)
+            }
+        case .expectedStatus:
+            configuration.connectivity.expectation.status = try ValueProblem.integer(value, in: ConnectivitySettings.statusRange)
+        case .expectedBody:
+            configuration.connectivity.expectation.body = value
+        case .probeInterval:
+            configuration.connectivity.interval = try ValueProblem.duration(value, in: ConnectivitySettings.intervalRange)
+        case .probeTimeout:
+            configuration.connectivity.timeout = try ValueProblem.duration(value, in: ConnectivitySettings.timeoutRange)
         case .name:
             do {
                 try InterfaceRule.validate(pattern: value)

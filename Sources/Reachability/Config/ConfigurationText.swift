@@ -15,6 +15,17 @@ extension Configuration {
             lines.append("[\(section.name)]")
             lines += section.settings.map { "\($0.name)=\(text(of: $0))" }
         }
+        lines.append("")
+        lines.append("[\(ConfigurationSection.connectivity.name)]")
+        if connectivity.isEnabled {
+            lines += ConfigurationSection.connectivity.settings.compactMap { setting in
+                let value = text(of: setting)
+                return value.isEmpty ? nil : "\(setting.name)=\(value)"
+            }
+        } else {
+            // Off: no URL. The other keys only matter once one is set.
+            lines.append("# URL= not set: the connectivity probe is off")
+        }
         for rule in rules {
             lines.append("")
             lines.append("[\(ConfigurationSection.interface.name)]")
@@ -37,6 +48,11 @@ extension Configuration {
         case .maxWatchesPerUser: maxWatchesPerUserSetting.map { "\($0)" } ?? "auto"
         case .maxWatches: "\(maxWatches)"
         case .priority(let kind): "\(priorities[kind] ?? kind.defaultPriority)"
+        case .probeURL: connectivity.url?.description ?? ""
+        case .expectedStatus: "\(connectivity.expectation.status)"
+        case .expectedBody: connectivity.expectation.body
+        case .probeInterval: DurationText.format(connectivity.interval)
+        case .probeTimeout: DurationText.format(connectivity.timeout)
         case .name, .kind, .ignore, .metered, .rulePriority: ""  // rule keys are written per rule
         }
     }

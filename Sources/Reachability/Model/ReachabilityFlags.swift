@@ -1,5 +1,5 @@
 /// SCNetworkReachability-style flags, bit-compatible with Apple's `SCNetworkReachabilityFlags`
-/// for the bits both share, with Linux extensions in bits 19-22.
+/// for the bits both share, with Linux extensions in bits 19-23.
 ///
 /// Several flags hold at once (`[.reachable, .isDirect, .isWiFi]`), hence a bitmask.
 /// Bits 24-31 belong to applications and are never set by reachd.
@@ -15,7 +15,8 @@ public struct ReachabilityFlags: OptionSet, Sendable, Hashable {
     public static let connectionRequired = ReachabilityFlags(rawValue: 1 << 2)
     /// Reserved for SC compatibility; never produced on Linux.
     public static let connectionOnTraffic = ReachabilityFlags(rawValue: 1 << 3)
-    /// Reserved for a future captive-portal probe.
+    /// The connectivity probe (`[Connectivity] URL=`) met a captive portal: a login page stands
+    /// between this host and the internet. Only on the host's flags.
     public static let interventionRequired = ReachabilityFlags(rawValue: 1 << 4)
     /// Reserved for SC compatibility; never produced on Linux.
     public static let connectionOnDemand = ReachabilityFlags(rawValue: 1 << 5)
@@ -33,6 +34,9 @@ public struct ReachabilityFlags: OptionSet, Sendable, Hashable {
     public static let isVPN = ReachabilityFlags(rawValue: 1 << 21)
     /// Linux extension: the egress is cellular, or configured as metered.
     public static let isExpensive = ReachabilityFlags(rawValue: 1 << 22)
+    /// Linux extension: the connectivity probe got its expected answer through the host's path
+    /// (the internet works, not only a route). Only on the host's flags, only with the probe on.
+    public static let validated = ReachabilityFlags(rawValue: 1 << 23)
 
     /// Reserved for applications (like `UIControl.State.application`); reachd never sets these.
     public static let application = ReachabilityFlags(rawValue: 0xFF00_0000)
@@ -52,6 +56,7 @@ public struct ReachabilityFlags: OptionSet, Sendable, Hashable {
         (.isWired, "isWired"),
         (.isVPN, "isVPN"),
         (.isExpensive, "isExpensive"),
+        (.validated, "validated"),
     ]
 
     /// The names of the flags that are set, in documented order; unnamed bits print as hex.

@@ -187,7 +187,12 @@ public final class HostResolver {
         nextID += 1
         requests[request.id] = request
         deadlines.insert(deadline, request)
-        if running.count < options.maxConcurrent, waitingCount == 0 {
+        if let address = IPAddress(name) {
+            // c-ares 1.18 sends an address literal to DNS when its own shortcut does not apply
+            // (then the answer depends on whether a nameserver refuses); an address needs no
+            // lookup. Delivered by the loop like every other answer.
+            finish(request, .resolved([address], ttl: 0))
+        } else if running.count < options.maxConcurrent, waitingCount == 0 {
             // A free slot: start it, however short the deadline (the caller chose it, and a
             // local server answers in a millisecond).
             start(request, now: .now)

@@ -1,0 +1,55 @@
+/// What the probe expects back (`[Connectivity]`), and how an answer or a failure maps onto
+/// `Connectivity`. Pure: the daemon's probe feeds it what happened.
+///
+/// The rules, beside those of the checkers people trust (documented in reachd.conf(5)):
+/// - **full**: the header `X-NetworkManager-Status: online` (NetworkManager's), or, with
+///   `ExpectedBody=` set, that prefix of a 200's body (NetworkManager's); without it, the
+///   `ExpectedStatus=` (default 204: Android's and NetworkManager's generate_204 servers), or a
+///   200 with an empty body (NetworkManager counts it as 204 too).
+/// - **portal**: a redirect (3xx, its Location reported: what Android and NetworkManager
+///   take as a login page), or a 200 with content other than what was expected (Android: a
+///   200-399 with content; NetworkManager: an unexpected body).
+/// - **limited**: any other answer: 4xx and 5xx, and a 200 of 1-4 bytes when no body was
+///   expected (Android calls that a failure, not a portal: a broken middlebox, not a login page).
+/// - **none**: no answer at all: DNS failed or timed out, the connection was refused, reset or
+///   never answered within `Timeout=` (NetworkManager calls these "limited"; we keep "none" for
+///   "nothing answers", as its state names suggest, and "limited" for "something answers wrongly").
+public struct ProbeExpectation: Sendable, Hashable {
+    public var status: Int
+    /// A prefix the body must start with; empty for none.
+    public var body: String
+
+    public init(status: Int = 204, body: String = "") {
+        self.status = status
+        self.body = body
+    }
+
+    public func judge(_ response: HTTPResponse) -> ConnectivityStatus {
+        let detail = "HTTP \(response.status)" + (response.body.isEmpty ? "" : ", \(response.body.count)\(response.isComplete ? "" : "+") bytes")
+        if response.headers["x-networkmanager-status"]?.lowercased() == "online" {
+            return ConnectivityStatus(connectivity: .full, detail: detail + ", X-NetworkManager-Status: online")
+        }
+        if (300...399).contains(response.status), response.status != 304 {
+            let location = response.headers["location"] ?? ""
+            return ConnectivityStatus(connectivity: .portal, portal: location, detail: detail + (location.isEmpty ? ", a redirect without Location" : ""))
+        }
+        if !body.isEmpty {
+            guard response.status == 200 else { return ConnectivityStatus(connectivity: .limited, detail: detail) }
+            let expected = Array(body.utf8)
+            if response.body.starts(with: expected) { return ConnectivityStatus(connectivity: .full, detail: detail) }
+            return ConnectivityStatus(connectivity: .portal, detail: detail + ", not the expected body")
+        }
+        if response.status == status { return ConnectivityStatus(connectivity: .full, detail: detail) }
+        if response.status == 200 {
+            if response.body.isEmpty { return ConnectivityStatus(connectivity: .full, detail: detail + " (empty, as good as 204)") }
+            if response.body.count <= 4, response.isComplete { return ConnectivityStatus(connectivity: .limited, detail: detail + " (too short to be a page)") }
+            return ConnectivityStatus(connectivity: .portal, detail: detail + ", content where \(status) was expected")
+        }
+        return ConnectivityStatus(connectivity: .limited, detail: detail)
+    }
+
+    /// Nothing answered: `what` says how (`DNS timeout`, `connect: Connection refused`).
+    public static func failed(_ what: String) -> ConnectivityStatus {
+        ConnectivityStatus(connectivity: .none, detail: what)
+    }
+}
