@@ -6,6 +6,9 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "Reachability", targets: ["Reachability"]),
+        // Apple's SCNetworkReachability API over the library, for code written for Apple platforms.
+        // Linux only: on Apple platforms the system framework has this name (README "Porting from Apple platforms").
+        .library(name: "SystemConfiguration", targets: ["SystemConfiguration"]),
         .executable(name: "reachd", targets: ["reachd"]),
         .executable(name: "reachctl", targets: ["reachctl"]),
     ],
@@ -31,6 +34,10 @@ let package = Package(
             name: "Reachability",
             dependencies: ["CNetlink", "CAres", "CSystemd"]
         ),
+        .target(
+            name: "SystemConfiguration",
+            dependencies: ["Reachability"]
+        ),
         .executableTarget(
             name: "reachd",
             dependencies: ["Reachability"]
@@ -49,7 +56,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ReachabilityTests",
-            dependencies: ["Reachability"]
+            dependencies: ["Reachability", "SystemConfiguration"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -153,16 +153,57 @@ public final class ReachabilityMonitor: Sendable {
         let id = core.nextCheckID()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<CheckResult, any Error>) in
-                let request = HostCheckRequest(id: id, name: host, deadline: deadline) { result in
+                startHostCheck(id: id, host: host, deadline: deadline) { result in
                     continuation.resume(with: result.mapError { $0 as any Error })
                 }
-                if !core.submit(.check(request)) { continuation.resume(throwing: CheckCancelled()) }
-                wake()
             }
         } onCancel: {
             _ = core.submit(.cancel(id))
             wake()
         }
+    }
+
+    /// `check(host:deadline:)` for callers that cannot await (SystemConfiguration's GetFlags, a
+    /// watch re-checked after a change): `completion` runs once, on the monitor's thread, with
+    /// the answer by `deadline`, or `CheckCancelled` when the monitor has stopped.
+    public func check(
+        host: String, deadline: ContinuousClock.Instant,
+        completion: @escaping @Sendable (Result<CheckResult, CheckCancelled>) -> Void
+    ) {
+        if case let .failure(error) = HostName.validate(host) { return completion(.success(.invalid(host, error.description))) }
+        startHostCheck(id: core.nextCheckID(), host: host, deadline: deadline, completion: completion)
+    }
+
+    private func startHostCheck(
+        id: UInt64, host: String, deadline: ContinuousClock.Instant,
+        completion: @escaping @Sendable (Result<CheckResult, CheckCancelled>) -> Void
+    ) {
+        let request = HostCheckRequest(id: id, name: host, deadline: deadline, completion: completion)
+        if !core.submit(.check(request)) { return completion(.failure(CheckCancelled())) }
+        wake()
+    }
+
+    /// The routing epoch each time it moves: a link, address, route or rule changed, whether or
+    /// not the host's answer or any interface's did (`updates()` says nothing then). What a
+    /// follower of single targets re-checks on, as reachd's watches do. Newest value only: a
+    /// burst of changes while the consumer is busy is one element. Ends at `stop()`.
+    public func routingChanges() -> AsyncStream<UInt64> {
+        let (stream, continuation) = AsyncStream.makeStream(of: UInt64.self, bufferingPolicy: .bufferingNewest(1))
+        let id = core.shared.withLock { shared -> UInt64? in
+            guard !shared.stopped else { return nil }
+            shared.nextID += 1
+            shared.routingSubscribers[shared.nextID] = continuation
+            return shared.nextID
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        let core = self.core
+        continuation.onTermination = { _ in
+            core.shared.withLock { _ = $0.routingSubscribers.removeValue(forKey: id) }
+        }
+        return stream
     }
 
     private func wake() { core.wake() }
@@ -181,6 +222,7 @@ public final class ReachabilityMonitor: Sendable {
         struct Shared: ~Copyable {
             var observer: NetworkObserver
             var subscribers: [UInt64: AsyncStream<ReachabilityUpdate>.Continuation] = [:]
+            var routingSubscribers: [UInt64: AsyncStream<UInt64>.Continuation] = [:]
             var nextID: UInt64 = 0
             var stopped = false
         }
@@ -272,6 +314,9 @@ public final class ReachabilityMonitor: Sendable {
                 if epoch != routingEpoch {
                     routingEpoch = epoch
                     hosts.networkChanged()
+                    shared.withLock { shared in
+                        for subscriber in shared.routingSubscribers.values { subscriber.yield(epoch) }
+                    }
                 }
                 for (offset, watched) in resolverDescriptors.enumerated() {
                     let revents = fds[offset + 2].revents
@@ -285,11 +330,15 @@ public final class ReachabilityMonitor: Sendable {
                 if case let .check(check) = request { check.completion(.failure(CheckCancelled())) }
             }
             hosts.cancelAll()
-            let subscribers = shared.withLock { shared in
-                defer { shared.subscribers.removeAll() }
-                return Array(shared.subscribers.values)
+            let (subscribers, routingSubscribers) = shared.withLock { shared in
+                defer {
+                    shared.subscribers.removeAll()
+                    shared.routingSubscribers.removeAll()
+                }
+                return (Array(shared.subscribers.values), Array(shared.routingSubscribers.values))
             }
             for subscriber in subscribers { subscriber.finish() }
+            for subscriber in routingSubscribers { subscriber.finish() }
         }
 
         /// poll(2)'s timeout in milliseconds, rounded up so a deadline is never woken for early.
