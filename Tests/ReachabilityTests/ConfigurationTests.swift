@@ -342,7 +342,7 @@ struct ConfigurationErrorTests {
     @Test(arguments: [
         ("[Check]\n", "test.conf:1: unknown section [Check]; did you mean [Checks]?"),
         ("\n[interface]\n", "test.conf:2: unknown section [interface]; did you mean [Interface]?"),
-        ("[Network]\n", "test.conf:1: unknown section [Network]; valid sections are [Checks], [Limits], [Priorities], [Interface]"),
+        ("[Network]\n", "test.conf:1: unknown section [Network]; valid sections are [Checks], [Limits], [Priorities], [WaitOnline], [Compatibility], [Interface]"),
         ("[Checks\n", "test.conf:1: invalid section header '[Checks'; expected [Name]"),
         ("[Checks]\nDefaultTimout=1s\n", "test.conf:2: [Checks] DefaultTimout: unknown key; did you mean 'DefaultTimeout'?"),
         ("[Checks]\ndefaulttimeout=1s\n", "test.conf:2: [Checks] defaulttimeout: unknown key; did you mean 'DefaultTimeout'?"),
@@ -423,7 +423,7 @@ struct ConfigurationErrorTests {
     @Test func linesAfterAnUnknownSectionAreNotReportedAgain() {
         let (_, errors) = parsed("[Resolve]\nDNS=1.1.1.1\nDomains=~.\n[Checks]\nFoo=1\n")
         #expect(errors == [
-            "test.conf:1: unknown section [Resolve]; valid sections are [Checks], [Limits], [Priorities], [Interface]",
+            "test.conf:1: unknown section [Resolve]; valid sections are [Checks], [Limits], [Priorities], [WaitOnline], [Compatibility], [Interface]",
             "test.conf:5: [Checks] Foo: unknown key; valid keys are DefaultTimeout, MaxConcurrentLookups, NegativeCacheTime",
         ])
     }
@@ -751,6 +751,12 @@ struct ConfigurationTextTests {
             Other=800
             Loopback=1000
 
+            [WaitOnline]
+            Timeout=30s
+
+            [Compatibility]
+            NetworkManager=no
+
             """)
     }
 
@@ -793,6 +799,12 @@ struct ConfigurationTextTests {
                 Name=eth 0
                 Metered=no
                 Priority=0
+                [WaitOnline]
+                Timeout=2m
+                Target=example.org
+                Kind=WiFi
+                [Compatibility]
+                NetworkManager=on
                 """)
             let original = try loaded([scratch.root])
             var reparsed = Configuration.default
@@ -830,7 +842,8 @@ struct ConfigurationTextTests {
         let errors = Configuration.parse(uncommented, file: "reachd.conf", into: &configuration)
         #expect(errors == [])
         #expect(configuration == .default)
-        let scalarKeys = [ConfigurationSection.checks, .limits, .priorities].flatMap(\.keyNames)
+        // [WaitOnline] Target= and Kind= have no default: the file shows them as examples.
+        let scalarKeys = [ConfigurationSection.checks, .limits, .priorities, .compatibility].flatMap(\.keyNames) + ["Timeout"]
         #expect(keys == Set(scalarKeys))
     }
 }

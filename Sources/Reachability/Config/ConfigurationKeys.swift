@@ -3,6 +3,10 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
     case checks = "Checks"
     case limits = "Limits"
     case priorities = "Priorities"
+    /// What reachd-wait-online.service waits for (`reachctl wait --from-config`).
+    case waitOnline = "WaitOnline"
+    /// Surfaces for programs that never heard of reachd (the NetworkManager D-Bus subset).
+    case compatibility = "Compatibility"
     /// Repeats: each one is a rule.
     case interface = "Interface"
 
@@ -14,6 +18,8 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
         case .checks: [.defaultTimeout, .maxConcurrentLookups, .negativeCacheTime]
         case .limits: [.maxWatchesPerClient, .maxWatchesPerUser, .maxWatches]
         case .priorities: ConfigurationSetting.priorityOrder.map { .priority($0) }
+        case .waitOnline: [.waitTimeout, .waitTarget, .waitKind]
+        case .compatibility: [.networkManager]
         case .interface: [.name, .kind, .ignore, .metered, .rulePriority]
         }
     }
@@ -36,6 +42,8 @@ enum ConfigurationSetting: Hashable, Sendable {
     case maxWatchesPerClient, maxWatchesPerUser, maxWatches
     case priority(InterfaceKind)
     case name, kind, ignore, metered, rulePriority
+    case waitTimeout, waitTarget, waitKind
+    case networkManager
 
     /// `[Priorities]` in the order of the defaults, most preferred first.
     static let priorityOrder: [InterfaceKind] = [.vpn, .wired, .wifi, .cellular, .bridge, .virtual, .other, .loopback]
@@ -55,18 +63,24 @@ enum ConfigurationSetting: Hashable, Sendable {
         case .ignore: "Ignore"
         case .metered: "Metered"
         case .rulePriority: "Priority"
+        case .waitTimeout: "Timeout"
+        case .waitTarget: "Target"
+        case .waitKind: "Kind"
+        case .networkManager: "NetworkManager"
         }
     }
 
     /// What a value looks like, for the message about an empty one.
     var expected: String {
         switch self {
-        case .defaultTimeout, .negativeCacheTime: "a duration such as 5s or 500ms"
+        case .defaultTimeout, .negativeCacheTime, .waitTimeout: "a duration such as 5s or 500ms"
         case .maxConcurrentLookups, .maxWatchesPerClient, .maxWatches, .priority, .rulePriority: "a whole number"
         case .maxWatchesPerUser: "a whole number or auto"
         case .name: "an interface name or glob such as wlan*"
         case .kind: "one of " + InterfaceKind.allCases.map(\.rawValue).joined(separator: ", ")
-        case .ignore, .metered: "yes or no"
+        case .ignore, .metered, .networkManager: "yes or no"
+        case .waitTarget: "an address or a host name"
+        case .waitKind: "one of " + Configuration.waitOnlineKinds.map(\.rawValue).joined(separator: ", ")
         }
     }
 

@@ -15,6 +15,14 @@ extension Configuration {
             lines.append("[\(section.name)]")
             lines += section.settings.map { "\($0.name)=\(text(of: $0))" }
         }
+        lines.append("")
+        lines.append("[\(ConfigurationSection.waitOnline.name)]")
+        lines.append("\(ConfigurationSetting.waitTimeout.name)=\(DurationText.format(waitOnlineTimeout))")
+        if let waitOnlineTarget { lines.append("\(ConfigurationSetting.waitTarget.name)=\(waitOnlineTarget)") }
+        if let waitOnlineKind { lines.append("\(ConfigurationSetting.waitKind.name)=\(waitOnlineKind.rawValue)") }
+        lines.append("")
+        lines.append("[\(ConfigurationSection.compatibility.name)]")
+        lines.append("\(ConfigurationSetting.networkManager.name)=\(Self.text(networkManagerCompatibility))")
         for rule in rules {
             lines.append("")
             lines.append("[\(ConfigurationSection.interface.name)]")
@@ -38,6 +46,7 @@ extension Configuration {
         case .maxWatches: "\(maxWatches)"
         case .priority(let kind): "\(priorities[kind] ?? kind.defaultPriority)"
         case .name, .kind, .ignore, .metered, .rulePriority: ""  // rule keys are written per rule
+        case .waitTimeout, .waitTarget, .waitKind, .networkManager: ""  // written by mergedText itself
         }
     }
 
