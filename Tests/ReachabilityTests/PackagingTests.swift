@@ -35,6 +35,27 @@ struct PackagingUnitTests {
         #expect(broken.stderr.contains("perhaps"), "\(broken)")
     }
 
+    /// reachd-wait-online.service: clean for systemd-analyze, shaped as systemd.special(7) asks of
+    /// a wait-online unit, and not tied to reachd so tightly that a reachd restart re-runs it.
+    @Test(rootOnly) func waitOnlineUnitIsCleanAndOrdersNetworkOnline() async throws {
+        let root = try PackagingRoot()
+        defer { root.remove() }
+        let clean = try await root.verify(
+            unit: String(contentsOfFile: packaging + "/reachd.service", encoding: .utf8), unitName: "reachd-wait-online.service")
+        #expect(clean.status == 0 && clean.stdout.isEmpty && clean.stderr.isEmpty, "\(clean)")
+
+        let settings = try unitSettings("reachd-wait-online.service")
+        for (key, value) in [
+            ("Type", "oneshot"), ("RemainAfterExit", "yes"), ("DefaultDependencies", "no"),
+            ("Before", "network-online.target shutdown.target"), ("WantedBy", "network-online.target"),
+            ("After", "reachd.service"), ("Wants", "reachd.service"), ("Conflicts", "shutdown.target"),
+            ("ExecStart", "/usr/bin/reachctl wait --from-config"), ("User", "reachd"), ("CapabilityBoundingSet", ""),
+        ] {
+            #expect(settings[key]?.contains(value) == true, "\(key)=\(value): have \(settings[key] ?? [])")
+        }
+        #expect(settings["Requires"] == nil)
+    }
+
     @Test func exposureStaysAtTheDocumentedFigure() async throws {
         let result = try await execute(
             "/usr/bin/systemd-analyze", ["security", "--offline=true", "--no-pager", packaging + "/reachd.service"])
@@ -87,9 +108,9 @@ struct PackagingUnitTests {
 }
 
 /// `KEY` -> values, from the unit's `KEY=VALUE` lines in file order.
-private func unitSettings() throws -> [String: [String]] {
+private func unitSettings(_ unit: String = "reachd.service") throws -> [String: [String]] {
     var settings: [String: [String]] = [:]
-    for line in try String(contentsOfFile: packaging + "/reachd.service", encoding: .utf8).split(separator: "\n") {
+    for line in try String(contentsOfFile: packaging + "/" + unit, encoding: .utf8).split(separator: "\n") {
         guard !line.hasPrefix("#"), !line.hasPrefix("["), let equals = line.firstIndex(of: "=") else { continue }
         settings[String(line[..<equals]), default: []].append(String(line[line.index(after: equals)...]))
     }
@@ -116,7 +137,7 @@ private struct PackagingRoot {
         let manager = FileManager.default
         try manager.createDirectory(atPath: path + "/usr/lib/systemd", withIntermediateDirectories: true)
         try manager.copyItem(atPath: "/usr/lib/systemd/system", toPath: path + "/usr/lib/systemd/system")
-        for stub in ["/usr/sbin/reachd", "/bin/kill"] {
+        for stub in ["/usr/sbin/reachd", "/usr/bin/reachctl", "/bin/kill"] {
             try manager.createDirectory(atPath: path + (stub as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             _ = manager.createFile(atPath: path + stub, contents: Data("#!/bin/sh\n".utf8), attributes: [.posixPermissions: 0o755])
         }
@@ -127,17 +148,20 @@ private struct PackagingRoot {
         }
     }
 
-    func verify(unit text: String) async throws -> Ran {
+    /// Verifies `unitName` with `text` as reachd.service and the other shipped units beside it.
+    func verify(unit text: String, unitName: String = "reachd.service") async throws -> Ran {
         let unit = path + "/usr/lib/systemd/system/reachd.service"
         try? FileManager.default.removeItem(atPath: unit)
         try text.write(toFile: unit, atomically: true, encoding: .utf8)
-        let socket = path + "/usr/lib/systemd/system/reachd.socket"
-        try? FileManager.default.removeItem(atPath: socket)
-        try FileManager.default.copyItem(atPath: packaging + "/reachd.socket", toPath: socket)
+        for other in ["reachd.socket", "reachd-wait-online.service"] {
+            let copy = path + "/usr/lib/systemd/system/" + other
+            try? FileManager.default.removeItem(atPath: copy)
+            try FileManager.default.copyItem(atPath: packaging + "/" + other, toPath: copy)
+        }
         var environment = ProcessInfo.processInfo.environment
         environment["MANPATH"] = path + "/man"
         return try await execute(
-            "/usr/bin/systemd-analyze", ["verify", "--root=\(path)", "reachd.service"], environment: environment)
+            "/usr/bin/systemd-analyze", ["verify", "--root=\(path)", unitName], environment: environment)
     }
 
     func remove() { removeTree(path) }
@@ -670,6 +694,7 @@ private let expectedPackageContents: Set<String> = [
     "etc/", "etc/reachd/", "etc/reachd/reachd.conf", "etc/reachd/reachd.conf.d/",
     "usr/", "usr/bin/", "usr/bin/reachctl", "usr/sbin/", "usr/sbin/reachd",
     "usr/lib/", "usr/lib/systemd/", "usr/lib/systemd/system/", "usr/lib/systemd/system/reachd.service", "usr/lib/systemd/system/reachd.socket",
+    "usr/lib/systemd/system/reachd-wait-online.service",
     "usr/lib/sysusers.d/", "usr/lib/sysusers.d/reachd.conf",
     "usr/share/", "usr/share/dbus-1/", "usr/share/dbus-1/system.d/", "usr/share/dbus-1/system.d/org.reachd.Reachability1.conf",
     "usr/share/dbus-1/system-services/", "usr/share/dbus-1/system-services/org.reachd.Reachability1.service",
