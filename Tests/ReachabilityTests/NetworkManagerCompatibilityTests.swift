@@ -217,6 +217,34 @@ struct NetworkManagerCompatibilityTests {
         #expect(first["backend"] as? String == "GNetworkMonitorNetlink", "\(first)")
     }
 
+    /// `systemctl reload reachd` switches the surface: off releases the name, on claims it again.
+    @Test func aReloadSwitchesTheSurface() async throws {
+        let uplinks = try Uplinks()
+        let harness = try DaemonHarness(uplinks.ns, config: Self.config)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        func owned() throws -> Bool {
+            try harness.busctl(["call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner", "s", Self.nmName])
+                .stdout == "b true\n"
+        }
+        func until(_ wanted: Bool) async throws {
+            let deadline = ContinuousClock.now + waitLimit
+            while try owned() != wanted {
+                guard ContinuousClock.now < deadline else { throw TimedOut(what: "owner of \(Self.nmName) \(wanted); \(harness.diagnostics)") }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        try await until(true)
+        try harness.writeConfig(Self.config.replacingOccurrences(of: "NetworkManager=yes", with: "NetworkManager=no"))
+        harness.daemon?.signal(SIGHUP)
+        try await until(false)
+        #expect(try harness.busctl(["introspect", Self.nmName, Self.nmPath]).status != 0)
+        try harness.writeConfig(Self.config)
+        harness.daemon?.signal(SIGHUP)
+        try await until(true)
+        #expect(try harness.busctl(["get-property", Self.nmName, Self.nmPath, Self.nmName, "State"]).stdout == "u 70\n")
+    }
+
     /// Never alongside NetworkManager: when another connection owns the name, reachd says so and
     /// serves its own interface only; it does not queue for the name.
     @Test func aTakenNameIsRefusedClearlyAndReachdGoesOn() async throws {

@@ -17,6 +17,8 @@ private let repository = URL(fileURLWithPath: #filePath).deletingLastPathCompone
 private let packaging = repository + "/packaging"
 private let busName = "org.reachd.Reachability1"
 private let objectPath = "/org/reachd/Reachability1"
+private let nmName = "org.freedesktop.NetworkManager"
+private let nmPath = "/org/freedesktop/NetworkManager"
 
 // MARK: - The unit
 
@@ -54,6 +56,21 @@ struct PackagingUnitTests {
             #expect(settings[key]?.contains(value) == true, "\(key)=\(value): have \(settings[key] ?? [])")
         }
         #expect(settings["Requires"] == nil)
+    }
+
+    /// The drop-in an administrator links when turning the NetworkManager surface on: clean, and
+    /// what it adds is the conflict with NetworkManager and the ordering before sessions.
+    @Test(rootOnly) func networkManagerDropInIsClean() async throws {
+        let root = try PackagingRoot()
+        defer { root.remove() }
+        let unit = try String(contentsOfFile: packaging + "/reachd.service", encoding: .utf8)
+        let verified = try await root.verify(unit: unit, dropIn: packaging + "/reachd-networkmanager.dropin.conf")
+        #expect(verified.status == 0 && verified.stdout.isEmpty && verified.stderr.isEmpty, "\(verified)")
+        let settings = try unitSettings("reachd-networkmanager.dropin.conf")
+        #expect(settings["Conflicts"] == ["NetworkManager.service"])
+        #expect(settings["Before"]?.first?.contains("systemd-user-sessions.service") == true)
+        // reachd.service itself never conflicts: reachd alone runs fine beside NetworkManager.
+        #expect(try unitSettings()["Conflicts"] == nil)
     }
 
     @Test func exposureStaysAtTheDocumentedFigure() async throws {
@@ -149,7 +166,13 @@ private struct PackagingRoot {
     }
 
     /// Verifies `unitName` with `text` as reachd.service and the other shipped units beside it.
-    func verify(unit text: String, unitName: String = "reachd.service") async throws -> Ran {
+    func verify(unit text: String, unitName: String = "reachd.service", dropIn: String? = nil) async throws -> Ran {
+        let dropInDirectory = path + "/etc/systemd/system/reachd.service.d"
+        removeTree(dropInDirectory)
+        if let dropIn {
+            try FileManager.default.createDirectory(atPath: dropInDirectory, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: dropIn, toPath: dropInDirectory + "/networkmanager.conf")
+        }
         let unit = path + "/usr/lib/systemd/system/reachd.service"
         try? FileManager.default.removeItem(atPath: unit)
         try text.write(toFile: unit, atomically: true, encoding: .utf8)
@@ -339,6 +362,9 @@ struct PackagingBusPolicyTests {
     @Test func everyoneMayAskOnlyReachdMayOwn() async throws {
         let bus = try await SystemLikeBus()
         defer { bus.stop() }
+        // With the NetworkManager surface on, so that its policy is tried too.
+        try "[Compatibility]\nNetworkManager=yes\n".write(toFile: bus.configDirectory + "/reachd.conf", atomically: true, encoding: .utf8)
+        chmod(bus.configDirectory + "/reachd.conf", 0o644)
 
         // nobody cannot own the name, even while no one has it: the policy says no.
         let intruder = try await execute(
@@ -353,6 +379,7 @@ struct PackagingBusPolicyTests {
             environment: plainEnvironment)
         defer { daemon.kill() }
         try await bus.waitForOwner(of: busName, while: daemon)
+        try await bus.waitForOwner(of: "org.freedesktop.NetworkManager", while: daemon)
 
         // A watch held by another client, for nobody to read.
         let holder = try BusConnection(.address(bus.address), description: "watch-holder")
@@ -378,6 +405,10 @@ struct PackagingBusPolicyTests {
             (["get-property", busName, watch, "org.reachd.Reachability1.Watch", "Target"], "s \"127.0.0.1\""),
             (["call", busName, objectPath, "org.freedesktop.DBus.Introspectable", "Introspect"], "GetStatus"),
             (["call", busName, objectPath, "org.freedesktop.DBus.Peer", "GetMachineId"], "s \""),
+            // What GLib's and Qt's NetworkManager backends read (reachd-networkmanager.conf).
+            (["get-property", nmName, nmPath, nmName, "State"], "u "),
+            (["call", nmName, nmPath, "org.freedesktop.DBus.Properties", "GetAll", "s", nmName], "a{sv} 4 "),
+            (["call", nmName, nmPath, "org.freedesktop.DBus.Introspectable", "Introspect"], "PrimaryConnection"),
         ] {
             let answer = try await nobody(arguments)
             #expect(answer.status == 0 && answer.stdout.contains(expected), "nobody: busctl \(arguments.joined(separator: " ")): \(answer)")
@@ -403,6 +434,11 @@ struct PackagingBusPolicyTests {
         let watchCall = try await send("org.reachd.Reachability1.Watch.Frobnicate", watch, [])
         #expect(watchCall.stderr.contains("org.freedesktop.DBus.Error.UnknownMethod"), "\(watchCall)")
         // ...and everything else is refused by the bus before it reaches reachd.
+        let nmSet = try await execute("/usr/bin/setpriv", asUser("nobody", "nogroup") + [
+            "/usr/bin/dbus-send", "--bus=\(bus.address)", "--print-reply", "--dest=\(nmName)", nmPath,
+            "org.freedesktop.DBus.Properties.Set", "string:\(nmName)", "string:State", "variant:uint32:70",
+        ], environment: plainEnvironment)
+        #expect(nmSet.status != 0 && nmSet.stderr.contains("AccessDenied: Rejected send message"), "nobody: Set on NetworkManager: \(nmSet)")
         for (member, arguments) in [
             ("org.freedesktop.DBus.Properties.Set", ["string:\(busName)", "string:State", "variant:string:online"]),
             ("org.reachd.Reachability1.Private.Anything", []),
@@ -492,6 +528,7 @@ private final class SystemLikeBus: @unchecked Sendable {
                 <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus" send_member="UpdateActivationEnvironment"/>
               </policy>
               <include>\(packaging)/org.reachd.Reachability1.conf</include>
+              <include>\(packaging)/reachd-networkmanager.conf</include>
             </busconfig>
             """
         try config.write(toFile: directory + "/bus.conf", atomically: true, encoding: .utf8)
@@ -697,6 +734,7 @@ private let expectedPackageContents: Set<String> = [
     "usr/lib/systemd/system/reachd-wait-online.service",
     "usr/lib/sysusers.d/", "usr/lib/sysusers.d/reachd.conf",
     "usr/share/", "usr/share/dbus-1/", "usr/share/dbus-1/system.d/", "usr/share/dbus-1/system.d/org.reachd.Reachability1.conf",
+    "usr/share/dbus-1/system.d/reachd-networkmanager.conf", "usr/share/reachd/", "usr/share/reachd/reachd-networkmanager.conf",
     "usr/share/dbus-1/system-services/", "usr/share/dbus-1/system-services/org.reachd.Reachability1.service",
     "usr/share/dbus-1/interfaces/", "usr/share/dbus-1/interfaces/org.reachd.Reachability1.xml",
     "usr/share/man/", "usr/share/man/man1/", "usr/share/man/man1/reachctl.1.gz", "usr/share/man/man5/",
@@ -876,6 +914,8 @@ struct PackagingDebianTests {
         let verbose = try await inside(["setpriv"] + asUser("nobody", "nogroup") + ["reachctl", "status", "--daemon", "--verbose"])
         #expect(verbose.stdout.contains("Netlink: 0 overrun(s), 1 resync(s)"), "\(verbose)")
 
+        try await checkWaitOnline(inside)
+
         #expect(try await inside(["systemctl", "reload", "reachd"]).status == 0)
         let stop = try await inside(["systemctl", "stop", "reachd"])
         #expect(stop.status == 0)
@@ -900,6 +940,46 @@ struct PackagingDebianTests {
             #expect(!journal.contains(failure), "journal: \(journal)")
         }
     }
+}
+
+/// reachd-wait-online.service in the booted container (which has only lo: no uplink): shipped
+/// disabled; once enabled it orders network-online.target, fails at its Timeout= (3 s here, from a
+/// drop-in) with one journal line saying what it waited for and what it saw, and succeeds at once
+/// when an uplink is there.
+private func checkWaitOnline(_ inside: ([String]) async throws -> Ran) async throws {
+    let unit = "reachd-wait-online.service"
+    #expect(try await inside(["systemctl", "is-enabled", unit]).stdout.hasPrefix("disabled"), "the package leaves it off")
+    let dropIn = try await inside(["sh", "-c", "mkdir -p /etc/reachd/reachd.conf.d && printf '[WaitOnline]\\nTimeout=3s\\n' >/etc/reachd/reachd.conf.d/50-wait.conf"])
+    #expect(dropIn.status == 0, "\(dropIn)")
+    #expect(try await inside(["systemctl", "enable", unit]).status == 0)
+    let target = try await inside(["systemctl", "show", "network-online.target", "-p", "Wants", "-p", "After"]).stdout
+    #expect(target.contains("Wants=") && target.components(separatedBy: unit).count == 3, "network-online.target: \(target)")
+
+    // No uplink: reaching network-online.target takes the 3 s and no more; the unit fails.
+    let start = ContinuousClock.now
+    let reached = try await inside(["systemctl", "start", "network-online.target"])
+    let waited = ContinuousClock.now - start
+    #expect(reached.status == 0, "a failed Wants= does not fail the target: \(reached)")
+    #expect(waited >= .seconds(3) && waited < .seconds(10), "waited \(waited)")
+    #expect(try await inside(["systemctl", "is-failed", unit]).stdout.hasPrefix("failed"))
+    let journal = try await inside(["journalctl", "-u", unit, "--no-pager", "-o", "cat"]).stdout
+    #expect(journal.contains("reachctl: still waiting after 3s for the host to be online; saw: "), "\(journal)")
+
+    // An uplink (a veth whose peer is up, an address and a default route): done at once.
+    for command in [
+        "ip link add up0 type veth peer name up0p", "ip link set up0p up", "ip addr add 192.0.2.2/24 dev up0",
+        "ip link set up0 up", "ip route add default via 192.0.2.1 dev up0",
+    ] {
+        let made = try await inside(command.split(separator: " ").map(String.init))
+        #expect(made.status == 0, "\(command): \(made)")
+    }
+    let again = ContinuousClock.now
+    let restarted = try await inside(["systemctl", "restart", unit])
+    let log = try await inside(["journalctl", "-u", unit, "--no-pager", "-o", "cat"]).stdout
+    #expect(restarted.status == 0, "\(restarted) \(log)")
+    #expect(ContinuousClock.now - again < .seconds(3))
+    #expect(try await inside(["systemctl", "is-active", unit]).stdout.hasPrefix("active"))
+    _ = try await inside(["ip", "link", "del", "up0"])
 }
 
 // MARK: - Processes
