@@ -23,6 +23,10 @@ struct WaitCommand: AsyncParsableCommand {
                             ready, with a default route (listed as "Available")
             --target and --kind together must both hold.
 
+            --from-config takes the timeout and the condition from the [WaitOnline] \
+            section of reachd.conf (Timeout=, Target=, Kind=; see reachd.conf(5)), as \
+            reachd-wait-online.service does; options given as well take precedence.
+
             Examples:
               reachctl wait                            until online, at most 30 s
               reachctl wait --timeout 2m --kind wired  until a wired uplink works
@@ -39,7 +43,7 @@ struct WaitCommand: AsyncParsableCommand {
               ExecStartPre=/usr/bin/reachctl wait --timeout 60s --target api.example.com
 
             Prints the final state (the status line, or the target's answer) on success; on a \
-            timeout, says what was missing on standard error. With --json it prints one object \
+            timeout, says on standard error what it waited for and what it saw instead. With --json it prints one object \
             either way: the status keys (as `status --json`), "satisfied" (true or false), and \
             "check" (the target's answer) with --target.
 
@@ -52,15 +56,21 @@ struct WaitCommand: AsyncParsableCommand {
     // instead of being taken for an unknown option.
     @Option(
         parsing: .unconditional,
-        help: ArgumentHelp("How long to wait at most: 500ms, 30s, 2m, or seconds.", valueName: "duration"),
+        help: ArgumentHelp("How long to wait at most: 500ms, 30s, 2m, or seconds (default: 30s).", valueName: "duration"),
         transform: parseDurationArgument)
-    var timeout: Duration = .seconds(30)
+    var timeout: Duration?
 
     @Option(help: ArgumentHelp("Wait until this address or host name is reachable.", valueName: "target"))
     var target: String?
 
     @Option(help: ArgumentHelp("Wait until a link of this kind is usable.", valueName: "kind"))
     var kind: WaitKind?
+
+    @Flag(help: "Take the timeout and condition from [WaitOnline] in reachd.conf (what reachd-wait-online.service runs); options given too win.")
+    var fromConfig = false
+
+    /// Without --timeout or [WaitOnline] Timeout=.
+    static let defaultTimeout: Duration = .seconds(30)
 
     @OptionGroup var options: CommonOptions
 
@@ -78,8 +88,13 @@ struct WaitCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // A bad reachd.conf is refused here, by FILE:LINE, as reachd refuses it (exit 2).
+        let settings = fromConfig ? try options.settings() : nil
+        let timeout = self.timeout ?? settings?.waitOnlineTimeout ?? Self.defaultTimeout
+        let target = self.target ?? settings?.waitOnlineTarget
+        let kind = self.kind?.interfaceKind ?? settings?.waitOnlineKind
         let deadline = ContinuousClock.now + timeout
-        let condition = Condition(target: target, kind: kind?.interfaceKind)
+        let condition = Condition(target: target, kind: kind)
         let final = try await reportingErrors {
             // The probe may not eat the whole budget: without an answer, in-process it is.
             let source = try options.openSource(probeTimeout: min(CommonOptions.probeTimeout, timeout))
@@ -106,8 +121,9 @@ struct WaitCommand: AsyncParsableCommand {
             Terminal.writeLine(final.answer.map { MonitorCommand.render(TargetAnswer(result: $0.result, generation: nil)) }
                 ?? renderSummary(final.snapshot?.host ?? HostStatus(), interfaces: final.snapshot?.interfaces ?? []))
         } else {
+            // One line that a journal reader understands alone: what was waited for, what was seen.
             Terminal.write(
-                "reachctl: still waiting after \(DurationText.format(timeout)): \(condition.missing(final))\n",
+                "reachctl: still waiting after \(DurationText.format(timeout)) for \(condition.goal); saw: \(condition.missing(final))\n",
                 to: STDERR_FILENO)
         }
         if !satisfied { throw ExitStatus.notReachable.exitCode }
@@ -177,6 +193,15 @@ struct WaitCommand: AsyncParsableCommand {
             snapshot.host.availableInterfaces.contains { name in
                 snapshot.interfaces.contains { $0.name == name && $0.kind == kind }
             }
+        }
+
+        /// What is waited for, for the timeout message: "the host to be online", "192.0.2.1 to be
+        /// reachable and a usable wired link".
+        var goal: String {
+            var parts: [String] = []
+            if let target { parts.append("\(target) to be reachable") }
+            if let kind { parts.append("a usable \(kind.rawValue) link") }
+            return parts.isEmpty ? "the host to be online" : parts.joined(separator: " and ")
         }
 
         /// What is still missing, for the timeout message.

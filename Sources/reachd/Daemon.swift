@@ -30,6 +30,8 @@ final class Daemon {
     private var lastStatus = ""
     /// The routing epoch the watches were last evaluated at.
     private var lastRoutingEpoch: UInt64 = 0
+    /// `[Compatibility] NetworkManager=yes`: org.freedesktop.NetworkManager for GLib and Qt.
+    private var networkManager: NetworkManagerSurface?
 
     /// Runs the daemon; returns the process exit status.
     static func main(_ options: Options) -> Int32 {
@@ -162,6 +164,9 @@ final class Daemon {
                 self.loop.exit(code: 1)
             }
         })
+        // Asked before reachd's own name: the bus answers in order, so READY=1 (which sessions
+        // and portals may be ordered after) comes once that name is decided too.
+        applyCompatibility()
         busSlots.append(try bus.requestName(Self.busName) { [unowned self] result in
             switch result {
             case .success(.owned):
@@ -270,6 +275,7 @@ final class Daemon {
             Log.info("link \(status.name) (\(status.kind.rawValue)): \(status.flags), \(addresses)")
         }
         for status in change.removedInterfaces { Log.info("link \(status.name) removed") }
+        networkManager?.update()
         let summary = self.summary
         if summary != lastStatus {
             lastStatus = summary
@@ -291,6 +297,42 @@ final class Daemon {
             resyncTimer.schedule(at: deadline.monotonicMicroseconds)
         } else {
             resyncTimer.disable()
+        }
+    }
+
+    // MARK: compatibility
+
+    /// Starts or stops the NetworkManager surface to match the configuration (at start and on
+    /// every reload). Off, nothing is claimed on the bus.
+    private func applyCompatibility() {
+        let wanted = configuration.networkManagerCompatibility
+        guard wanted != (networkManager != nil) else { return }
+        let name = NetworkManagerSurface.busName
+        if !wanted {
+            networkManager?.stop()
+            networkManager = nil
+            Log.info("NetworkManager compatibility off: released \(name)")
+            return
+        }
+        let surface = NetworkManagerSurface(bus: bus) { [unowned self] in self.observer.snapshot }
+        networkManager = surface
+        do {
+            try surface.start { [weak self, weak surface] refusal in
+                guard let self, let surface, self.networkManager === surface else { return }
+                if let why = refusal {
+                    // Never alongside NetworkManager: reachd's own interface goes on, this one does not.
+                    Log.error("NetworkManager compatibility refused: cannot own \(name): \(why); serving only \(Self.busName)")
+                    ServiceManager.notify("STATUS=\(self.summary) (NetworkManager compatibility refused: \(name) is taken)")
+                    self.networkManager = nil
+                } else {
+                    let values = surface.values
+                    Log.info("NetworkManager compatibility: serving \(name) (State \(values.state), Connectivity \(values.connectivity), Metered \(values.metered))")
+                }
+            }
+        } catch {
+            Log.error("NetworkManager compatibility refused: cannot serve \(name): \(error)")
+            surface.stop()
+            networkManager = nil
         }
     }
 
@@ -350,6 +392,7 @@ final class Daemon {
             Log.info("configuration reloaded from \(loaded.sources.isEmpty ? "defaults" : loaded.sources.joined(separator: ", "))")
             handle(change)
             internetProbe.configure(loaded.connectivity)
+            applyCompatibility()
             ServiceManager.notify("READY=1\nSTATUS=\(summary)")
         case let .failure(errors):
             for error in errors.errors { Log.error(error.description) }

@@ -342,7 +342,7 @@ struct ConfigurationErrorTests {
     @Test(arguments: [
         ("[Check]\n", "test.conf:1: unknown section [Check]; did you mean [Checks]?"),
         ("\n[interface]\n", "test.conf:2: unknown section [interface]; did you mean [Interface]?"),
-        ("[Network]\n", "test.conf:1: unknown section [Network]; valid sections are [Checks], [Limits], [Priorities], [Connectivity], [Interface]"),
+        ("[Network]\n", "test.conf:1: unknown section [Network]; valid sections are [Checks], [Limits], [Priorities], [Connectivity], [WaitOnline], [Compatibility], [Interface]"),
         ("[Checks\n", "test.conf:1: invalid section header '[Checks'; expected [Name]"),
         ("[Checks]\nDefaultTimout=1s\n", "test.conf:2: [Checks] DefaultTimout: unknown key; did you mean 'DefaultTimeout'?"),
         ("[Checks]\ndefaulttimeout=1s\n", "test.conf:2: [Checks] defaulttimeout: unknown key; did you mean 'DefaultTimeout'?"),
@@ -423,7 +423,7 @@ struct ConfigurationErrorTests {
     @Test func linesAfterAnUnknownSectionAreNotReportedAgain() {
         let (_, errors) = parsed("[Resolve]\nDNS=1.1.1.1\nDomains=~.\n[Checks]\nFoo=1\n")
         #expect(errors == [
-            "test.conf:1: unknown section [Resolve]; valid sections are [Checks], [Limits], [Priorities], [Connectivity], [Interface]",
+            "test.conf:1: unknown section [Resolve]; valid sections are [Checks], [Limits], [Priorities], [Connectivity], [WaitOnline], [Compatibility], [Interface]",
             "test.conf:5: [Checks] Foo: unknown key; valid keys are DefaultTimeout, MaxConcurrentLookups, NegativeCacheTime",
         ])
     }
@@ -755,6 +755,12 @@ struct ConfigurationTextTests {
             [Connectivity]
             # URL= not set: the connectivity probe is off
 
+            [WaitOnline]
+            Timeout=30s
+
+            [Compatibility]
+            NetworkManager=no
+
             """)
     }
 
@@ -768,7 +774,7 @@ struct ConfigurationTextTests {
         #expect(configuration.connectivity.url == ProbeURL(host: "2001:db8::1", port: 8080, path: "/check?x=1"))
         #expect(configuration.connectivity.expectation == ProbeExpectation(status: 200, body: "NetworkManager is online"))
         #expect(configuration.connectivity.interval == .seconds(60) && configuration.connectivity.timeout == .seconds(3))
-        #expect(configuration.mergedText.hasSuffix("""
+        #expect(configuration.mergedText.contains("""
             [Connectivity]
             URL=http://[2001:db8::1]:8080/check?x=1
             ExpectedStatus=200
@@ -836,6 +842,12 @@ struct ConfigurationTextTests {
                 Name=eth 0
                 Metered=no
                 Priority=0
+                [WaitOnline]
+                Timeout=2m
+                Target=example.org
+                Kind=WiFi
+                [Compatibility]
+                NetworkManager=on
                 """)
             let original = try loaded([scratch.root])
             var reparsed = Configuration.default
@@ -873,7 +885,8 @@ struct ConfigurationTextTests {
         let errors = Configuration.parse(uncommented, file: "reachd.conf", into: &configuration)
         #expect(errors == [])
         #expect(configuration == .default)
-        let scalarKeys = [ConfigurationSection.checks, .limits, .priorities].flatMap(\.keyNames)
+        // [WaitOnline] Target= and Kind= have no default: the file shows them as examples.
+        let scalarKeys = [ConfigurationSection.checks, .limits, .priorities, .compatibility].flatMap(\.keyNames) + ["Timeout"]
         #expect(keys == Set(scalarKeys))
     }
 }

@@ -17,6 +17,8 @@ private let repository = URL(fileURLWithPath: #filePath).deletingLastPathCompone
 private let packaging = repository + "/packaging"
 private let busName = "org.reachd.Reachability1"
 private let objectPath = "/org/reachd/Reachability1"
+private let nmName = "org.freedesktop.NetworkManager"
+private let nmPath = "/org/freedesktop/NetworkManager"
 
 // MARK: - The unit
 
@@ -33,6 +35,42 @@ struct PackagingUnitTests {
         let broken = try await root.verify(unit: String(contentsOfFile: packaging + "/reachd.service", encoding: .utf8)
             .replacingOccurrences(of: "ProtectHome=yes", with: "ProtectHome=perhaps"))
         #expect(broken.stderr.contains("perhaps"), "\(broken)")
+    }
+
+    /// reachd-wait-online.service: clean for systemd-analyze, shaped as systemd.special(7) asks of
+    /// a wait-online unit, and not tied to reachd so tightly that a reachd restart re-runs it.
+    @Test(rootOnly) func waitOnlineUnitIsCleanAndOrdersNetworkOnline() async throws {
+        let root = try PackagingRoot()
+        defer { root.remove() }
+        let clean = try await root.verify(
+            unit: String(contentsOfFile: packaging + "/reachd.service", encoding: .utf8), unitName: "reachd-wait-online.service")
+        #expect(clean.status == 0 && clean.stdout.isEmpty && clean.stderr.isEmpty, "\(clean)")
+
+        let settings = try unitSettings("reachd-wait-online.service")
+        for (key, value) in [
+            ("Type", "oneshot"), ("RemainAfterExit", "yes"), ("DefaultDependencies", "no"),
+            ("Before", "network-online.target shutdown.target"), ("WantedBy", "network-online.target"),
+            ("After", "reachd.service"), ("Wants", "reachd.service"), ("Conflicts", "shutdown.target"),
+            ("ExecStart", "/usr/bin/reachctl wait --from-config"), ("User", "reachd"), ("CapabilityBoundingSet", ""),
+        ] {
+            #expect(settings[key]?.contains(value) == true, "\(key)=\(value): have \(settings[key] ?? [])")
+        }
+        #expect(settings["Requires"] == nil)
+    }
+
+    /// The drop-in an administrator links when turning the NetworkManager surface on: clean, and
+    /// what it adds is the conflict with NetworkManager and the ordering before sessions.
+    @Test(rootOnly) func networkManagerDropInIsClean() async throws {
+        let root = try PackagingRoot()
+        defer { root.remove() }
+        let unit = try String(contentsOfFile: packaging + "/reachd.service", encoding: .utf8)
+        let verified = try await root.verify(unit: unit, dropIn: packaging + "/reachd-networkmanager.dropin.conf")
+        #expect(verified.status == 0 && verified.stdout.isEmpty && verified.stderr.isEmpty, "\(verified)")
+        let settings = try unitSettings("reachd-networkmanager.dropin.conf")
+        #expect(settings["Conflicts"] == ["NetworkManager.service"])
+        #expect(settings["Before"]?.first?.contains("systemd-user-sessions.service") == true)
+        // reachd.service itself never conflicts: reachd alone runs fine beside NetworkManager.
+        #expect(try unitSettings()["Conflicts"] == nil)
     }
 
     @Test func exposureStaysAtTheDocumentedFigure() async throws {
@@ -87,9 +125,9 @@ struct PackagingUnitTests {
 }
 
 /// `KEY` -> values, from the unit's `KEY=VALUE` lines in file order.
-private func unitSettings() throws -> [String: [String]] {
+private func unitSettings(_ unit: String = "reachd.service") throws -> [String: [String]] {
     var settings: [String: [String]] = [:]
-    for line in try String(contentsOfFile: packaging + "/reachd.service", encoding: .utf8).split(separator: "\n") {
+    for line in try String(contentsOfFile: packaging + "/" + unit, encoding: .utf8).split(separator: "\n") {
         guard !line.hasPrefix("#"), !line.hasPrefix("["), let equals = line.firstIndex(of: "=") else { continue }
         settings[String(line[..<equals]), default: []].append(String(line[line.index(after: equals)...]))
     }
@@ -116,7 +154,7 @@ private struct PackagingRoot {
         let manager = FileManager.default
         try manager.createDirectory(atPath: path + "/usr/lib/systemd", withIntermediateDirectories: true)
         try manager.copyItem(atPath: "/usr/lib/systemd/system", toPath: path + "/usr/lib/systemd/system")
-        for stub in ["/usr/sbin/reachd", "/bin/kill"] {
+        for stub in ["/usr/sbin/reachd", "/usr/bin/reachctl", "/bin/kill"] {
             try manager.createDirectory(atPath: path + (stub as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             _ = manager.createFile(atPath: path + stub, contents: Data("#!/bin/sh\n".utf8), attributes: [.posixPermissions: 0o755])
         }
@@ -127,17 +165,26 @@ private struct PackagingRoot {
         }
     }
 
-    func verify(unit text: String) async throws -> Ran {
+    /// Verifies `unitName` with `text` as reachd.service and the other shipped units beside it.
+    func verify(unit text: String, unitName: String = "reachd.service", dropIn: String? = nil) async throws -> Ran {
+        let dropInDirectory = path + "/etc/systemd/system/reachd.service.d"
+        removeTree(dropInDirectory)
+        if let dropIn {
+            try FileManager.default.createDirectory(atPath: dropInDirectory, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: dropIn, toPath: dropInDirectory + "/networkmanager.conf")
+        }
         let unit = path + "/usr/lib/systemd/system/reachd.service"
         try? FileManager.default.removeItem(atPath: unit)
         try text.write(toFile: unit, atomically: true, encoding: .utf8)
-        let socket = path + "/usr/lib/systemd/system/reachd.socket"
-        try? FileManager.default.removeItem(atPath: socket)
-        try FileManager.default.copyItem(atPath: packaging + "/reachd.socket", toPath: socket)
+        for other in ["reachd.socket", "reachd-wait-online.service"] {
+            let copy = path + "/usr/lib/systemd/system/" + other
+            try? FileManager.default.removeItem(atPath: copy)
+            try FileManager.default.copyItem(atPath: packaging + "/" + other, toPath: copy)
+        }
         var environment = ProcessInfo.processInfo.environment
         environment["MANPATH"] = path + "/man"
         return try await execute(
-            "/usr/bin/systemd-analyze", ["verify", "--root=\(path)", "reachd.service"], environment: environment)
+            "/usr/bin/systemd-analyze", ["verify", "--root=\(path)", unitName], environment: environment)
     }
 
     func remove() { removeTree(path) }
@@ -276,11 +323,19 @@ struct PackagingDocumentationTests {
         let pageKeys = Self.names(after: ".BI ", in: page).filter { page.contains(".BI \($0)=") }
         #expect(pageKeys == codeKeys, "reachd.conf(5) keys vs. ConfigurationSection")
 
-        // Each default the page states is the built-in one (as --check-config prints it).
-        for line in Configuration.default.mergedText.split(separator: "\n") where !line.hasPrefix("#") && line.contains("=") {
+        // Each default the page states is the built-in one (as --check-config prints it), looked
+        // up in its own section: two sections may share a key name (Timeout=).
+        var section = ""
+        for line in Configuration.default.mergedText.split(separator: "\n") where !line.hasPrefix("#") {
+            if line.hasPrefix("[") {
+                section = String(line.dropFirst().dropLast())
+                continue
+            }
+            guard line.contains("=") else { continue }
             let parts = line.split(separator: "=", maxSplits: 1)
             let key = String(parts[0])
-            let entry = try #require(page.components(separatedBy: ".BI \(key)=").dropFirst().first)
+            let sectionText = page.components(separatedBy: ".SH [\(section)] SECTION").dropFirst().first?.components(separatedBy: "\n.SH ").first ?? page
+            let entry = try #require(sectionText.components(separatedBy: ".BI \(key)=").dropFirst().first, "reachd.conf(5) [\(section)] lacks \(key)")
             let paragraph = entry.components(separatedBy: ".TP\n")[0].components(separatedBy: "\n.SH")[0]
             #expect(paragraph.contains("Default: \(parts[1])."), "reachd.conf(5) on \(key): expected Default: \(parts[1])")
         }
@@ -315,6 +370,9 @@ struct PackagingBusPolicyTests {
     @Test func everyoneMayAskOnlyReachdMayOwn() async throws {
         let bus = try await SystemLikeBus()
         defer { bus.stop() }
+        // With the NetworkManager surface on, so that its policy is tried too.
+        try "[Compatibility]\nNetworkManager=yes\n".write(toFile: bus.configDirectory + "/reachd.conf", atomically: true, encoding: .utf8)
+        chmod(bus.configDirectory + "/reachd.conf", 0o644)
 
         // nobody cannot own the name, even while no one has it: the policy says no.
         let intruder = try await execute(
@@ -329,6 +387,7 @@ struct PackagingBusPolicyTests {
             environment: plainEnvironment)
         defer { daemon.kill() }
         try await bus.waitForOwner(of: busName, while: daemon)
+        try await bus.waitForOwner(of: "org.freedesktop.NetworkManager", while: daemon)
 
         // A watch held by another client, for nobody to read.
         let holder = try BusConnection(.address(bus.address), description: "watch-holder")
@@ -354,6 +413,10 @@ struct PackagingBusPolicyTests {
             (["get-property", busName, watch, "org.reachd.Reachability1.Watch", "Target"], "s \"127.0.0.1\""),
             (["call", busName, objectPath, "org.freedesktop.DBus.Introspectable", "Introspect"], "GetStatus"),
             (["call", busName, objectPath, "org.freedesktop.DBus.Peer", "GetMachineId"], "s \""),
+            // What GLib's and Qt's NetworkManager backends read (reachd-networkmanager.conf).
+            (["get-property", nmName, nmPath, nmName, "State"], "u "),
+            (["call", nmName, nmPath, "org.freedesktop.DBus.Properties", "GetAll", "s", nmName], "a{sv} 4 "),
+            (["call", nmName, nmPath, "org.freedesktop.DBus.Introspectable", "Introspect"], "PrimaryConnection"),
         ] {
             let answer = try await nobody(arguments)
             #expect(answer.status == 0 && answer.stdout.contains(expected), "nobody: busctl \(arguments.joined(separator: " ")): \(answer)")
@@ -379,6 +442,11 @@ struct PackagingBusPolicyTests {
         let watchCall = try await send("org.reachd.Reachability1.Watch.Frobnicate", watch, [])
         #expect(watchCall.stderr.contains("org.freedesktop.DBus.Error.UnknownMethod"), "\(watchCall)")
         // ...and everything else is refused by the bus before it reaches reachd.
+        let nmSet = try await execute("/usr/bin/setpriv", asUser("nobody", "nogroup") + [
+            "/usr/bin/dbus-send", "--bus=\(bus.address)", "--print-reply", "--dest=\(nmName)", nmPath,
+            "org.freedesktop.DBus.Properties.Set", "string:\(nmName)", "string:State", "variant:uint32:70",
+        ], environment: plainEnvironment)
+        #expect(nmSet.status != 0 && nmSet.stderr.contains("AccessDenied: Rejected send message"), "nobody: Set on NetworkManager: \(nmSet)")
         for (member, arguments) in [
             ("org.freedesktop.DBus.Properties.Set", ["string:\(busName)", "string:State", "variant:string:online"]),
             ("org.reachd.Reachability1.Private.Anything", []),
@@ -468,6 +536,7 @@ private final class SystemLikeBus: @unchecked Sendable {
                 <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus" send_member="UpdateActivationEnvironment"/>
               </policy>
               <include>\(packaging)/org.reachd.Reachability1.conf</include>
+              <include>\(packaging)/reachd-networkmanager.conf</include>
             </busconfig>
             """
         try config.write(toFile: directory + "/bus.conf", atomically: true, encoding: .utf8)
@@ -670,8 +739,10 @@ private let expectedPackageContents: Set<String> = [
     "etc/", "etc/reachd/", "etc/reachd/reachd.conf", "etc/reachd/reachd.conf.d/",
     "usr/", "usr/bin/", "usr/bin/reachctl", "usr/sbin/", "usr/sbin/reachd",
     "usr/lib/", "usr/lib/systemd/", "usr/lib/systemd/system/", "usr/lib/systemd/system/reachd.service", "usr/lib/systemd/system/reachd.socket",
+    "usr/lib/systemd/system/reachd-wait-online.service",
     "usr/lib/sysusers.d/", "usr/lib/sysusers.d/reachd.conf",
     "usr/share/", "usr/share/dbus-1/", "usr/share/dbus-1/system.d/", "usr/share/dbus-1/system.d/org.reachd.Reachability1.conf",
+    "usr/share/dbus-1/system.d/reachd-networkmanager.conf", "usr/share/reachd/", "usr/share/reachd/reachd-networkmanager.conf",
     "usr/share/dbus-1/system-services/", "usr/share/dbus-1/system-services/org.reachd.Reachability1.service",
     "usr/share/dbus-1/interfaces/", "usr/share/dbus-1/interfaces/org.reachd.Reachability1.xml",
     "usr/share/man/", "usr/share/man/man1/", "usr/share/man/man1/reachctl.1.gz", "usr/share/man/man5/",
@@ -851,6 +922,8 @@ struct PackagingDebianTests {
         let verbose = try await inside(["setpriv"] + asUser("nobody", "nogroup") + ["reachctl", "status", "--daemon", "--verbose"])
         #expect(verbose.stdout.contains("Netlink: 0 overrun(s), 1 resync(s)"), "\(verbose)")
 
+        try await checkWaitOnline(inside)
+
         #expect(try await inside(["systemctl", "reload", "reachd"]).status == 0)
         let stop = try await inside(["systemctl", "stop", "reachd"])
         #expect(stop.status == 0)
@@ -875,6 +948,46 @@ struct PackagingDebianTests {
             #expect(!journal.contains(failure), "journal: \(journal)")
         }
     }
+}
+
+/// reachd-wait-online.service in the booted container (which has only lo: no uplink): shipped
+/// disabled; once enabled it orders network-online.target, fails at its Timeout= (3 s here, from a
+/// drop-in) with one journal line saying what it waited for and what it saw, and succeeds at once
+/// when an uplink is there.
+private func checkWaitOnline(_ inside: ([String]) async throws -> Ran) async throws {
+    let unit = "reachd-wait-online.service"
+    #expect(try await inside(["systemctl", "is-enabled", unit]).stdout.hasPrefix("disabled"), "the package leaves it off")
+    let dropIn = try await inside(["sh", "-c", "mkdir -p /etc/reachd/reachd.conf.d && printf '[WaitOnline]\\nTimeout=3s\\n' >/etc/reachd/reachd.conf.d/50-wait.conf"])
+    #expect(dropIn.status == 0, "\(dropIn)")
+    #expect(try await inside(["systemctl", "enable", unit]).status == 0)
+    let target = try await inside(["systemctl", "show", "network-online.target", "-p", "Wants", "-p", "After"]).stdout
+    #expect(target.contains("Wants=") && target.components(separatedBy: unit).count == 3, "network-online.target: \(target)")
+
+    // No uplink: reaching network-online.target takes the 3 s and no more; the unit fails.
+    let start = ContinuousClock.now
+    let reached = try await inside(["systemctl", "start", "network-online.target"])
+    let waited = ContinuousClock.now - start
+    #expect(reached.status == 0, "a failed Wants= does not fail the target: \(reached)")
+    #expect(waited >= .seconds(3) && waited < .seconds(10), "waited \(waited)")
+    #expect(try await inside(["systemctl", "is-failed", unit]).stdout.hasPrefix("failed"))
+    let journal = try await inside(["journalctl", "-u", unit, "--no-pager", "-o", "cat"]).stdout
+    #expect(journal.contains("reachctl: still waiting after 3s for the host to be online; saw: "), "\(journal)")
+
+    // An uplink (a veth whose peer is up, an address and a default route): done at once.
+    for command in [
+        "ip link add up0 type veth peer name up0p", "ip link set up0p up", "ip addr add 192.0.2.2/24 dev up0",
+        "ip link set up0 up", "ip route add default via 192.0.2.1 dev up0",
+    ] {
+        let made = try await inside(command.split(separator: " ").map(String.init))
+        #expect(made.status == 0, "\(command): \(made)")
+    }
+    let again = ContinuousClock.now
+    let restarted = try await inside(["systemctl", "restart", unit])
+    let log = try await inside(["journalctl", "-u", unit, "--no-pager", "-o", "cat"]).stdout
+    #expect(restarted.status == 0, "\(restarted) \(log)")
+    #expect(ContinuousClock.now - again < .seconds(3))
+    #expect(try await inside(["systemctl", "is-active", unit]).stdout.hasPrefix("active"))
+    _ = try await inside(["ip", "link", "del", "up0"])
 }
 
 // MARK: - Processes

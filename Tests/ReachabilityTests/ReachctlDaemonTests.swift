@@ -349,7 +349,7 @@ struct ReachctlDaemonTests {
         // A bare veth is not wired: --kind wired never holds here, and says what is missing.
         (result, elapsed) = try reachctl(["wait", "--kind", "wired", "--timeout", "300ms"] + source, environment: [:])
         #expect(result.status == 1)
-        #expect(result.stderr == "reachctl: still waiting after 300ms: no usable wired link; online via up0 (virtual)\n")
+        #expect(result.stderr == "reachctl: still waiting after 300ms for a usable wired link; saw: no usable wired link; online via up0 (virtual)\n")
         #expect(elapsed < .milliseconds(1300))
 
         (result, _) = try reachctl(["wait", "--target", "bad..name"] + source, environment: [:])
@@ -398,7 +398,29 @@ struct ReachctlDaemonTests {
         // A host name whose DNS never answers cannot hold it past the deadline either.
         let (host, hostElapsed) = try reachctl(["wait", "--timeout", "700ms", "--target", "unanswered.example"] + source, environment: [:])
         #expect(host.status == 1)
-        #expect(host.stderr.hasPrefix("reachctl: still waiting after 700ms: "), "\(host.stderr)")
+        #expect(host.stderr.hasPrefix("reachctl: still waiting after 700ms for unanswered.example to be reachable; saw: "), "\(host.stderr)")
         #expect(hostElapsed < .milliseconds(1700), "\(hostElapsed)")
+
+        // --from-config: [WaitOnline] gives the timeout and the condition (reachd-wait-online.service),
+        // and the one line on stderr says both what was waited for and what was seen.
+        let directory = try makeScratchDirectory("reachd-waitonline")
+        defer { removeTree(directory) }
+        try "[WaitOnline]\nTimeout=600ms\nKind=wired\n".write(toFile: directory + "/reachd.conf", atomically: true, encoding: .utf8)
+        let configSource = mode == .daemon ? ["--bus-address", fixture!.address] : source
+        let (configured, configuredElapsed) = try reachctl(
+            ["wait", "--from-config", "--config-dir", directory] + configSource, environment: [:])
+        #expect(configured.status == 1)
+        #expect(configured.stderr == "reachctl: still waiting after 600ms for a usable wired link; saw: no usable wired link; local\n",
+                "\(configured.stderr)")
+        #expect(configuredElapsed >= .milliseconds(600) && configuredElapsed < .milliseconds(1600), "\(configuredElapsed)")
+        // An option given too wins over the file.
+        let (overridden, _) = try reachctl(
+            ["wait", "--from-config", "--config-dir", directory, "--timeout", "200ms", "--json"] + configSource, environment: [:])
+        #expect(overridden.status == 1)
+        #expect(try overridden.json()["satisfied"] as? Bool == false)
+        // A bad file is refused by FILE:LINE, as reachd refuses it.
+        try "[WaitOnline]\nKind=bridge\n".write(toFile: directory + "/reachd.conf", atomically: true, encoding: .utf8)
+        let (refused, _) = try reachctl(["wait", "--from-config", "--config-dir", directory] + configSource, environment: [:])
+        #expect(refused.status == 2 && refused.stderr.contains("reachd.conf:2: [WaitOnline] Kind: 'bridge'"), "\(refused.stderr)")
     }
 }

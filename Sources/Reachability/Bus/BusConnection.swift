@@ -124,6 +124,11 @@ public final class BusConnection {
         return BusSlot(slot, keepAlive: box)
     }
 
+    /// Gives `name` up without waiting for the bus's answer (a surface switched off on reload).
+    public func releaseName(_ name: String) {
+        _ = sd_bus_release_name_async(bus, nil, name, nil, nil)
+    }
+
     /// Calls `handler` for every matching signal, without a synchronous round trip for the match.
     public func matchSignal(
         sender: String?, path: String?, interface: String?, member: String?,

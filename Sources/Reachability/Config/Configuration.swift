@@ -23,6 +23,15 @@ public struct Configuration: Sendable, Equatable {
     public var connectivity = ConnectivitySettings()
     /// `[Interface]` sections, in order: for each property the first matching rule that sets it wins.
     public var rules: [InterfaceRule]
+    /// `[WaitOnline] Timeout`: how long reachd-wait-online.service waits before it fails.
+    public var waitOnlineTimeout: Duration
+    /// `[WaitOnline] Target`: an address or host name that must be reachable; nil for none.
+    public var waitOnlineTarget: String?
+    /// `[WaitOnline] Kind`: a kind of link that must be usable (one of `waitOnlineKinds`); nil for none.
+    public var waitOnlineKind: InterfaceKind?
+    /// `[Compatibility] NetworkManager`: serve the subset of org.freedesktop.NetworkManager that
+    /// GLib's and Qt's network monitors read. Off by default: nothing is claimed on the bus.
+    public var networkManagerCompatibility: Bool
     /// The files read, in the order they were applied; empty for the built-in defaults.
     public var sources: [String]
     /// What was odd but not wrong (a dangling symbolic link among the drop-ins), to be logged.
@@ -47,6 +56,12 @@ public struct Configuration: Sendable, Equatable {
         maxWatchesPerUserSetting = nil
         priorities = Dictionary(uniqueKeysWithValues: InterfaceKind.allCases.map { ($0, $0.defaultPriority) })
         rules = []
+        // Long enough for DHCP on a slow link, short enough that a boot without an uplink goes on
+        // within half a minute (networkd-wait-online's 2 minutes are what users complain about).
+        waitOnlineTimeout = .seconds(30)
+        waitOnlineTarget = nil
+        waitOnlineKind = nil
+        networkManagerCompatibility = false
         sources = []
     }
 
@@ -92,6 +107,10 @@ extension Configuration {
     public static let minimumAutoWatchesPerUser = 2048
     /// Route metrics in practice stay far below this; the cap keeps arithmetic on priorities safe.
     public static let priorityRange: ClosedRange<Int> = 0 ... 100_000
+    /// Below 100 ms nothing could come up; 24 hours is reachctl's own bound on any duration.
+    public static let waitOnlineTimeoutRange: ClosedRange<Duration> = .milliseconds(100) ... DurationText.maximum
+    /// The kinds `[WaitOnline] Kind=` takes: those `reachctl wait --kind` takes, the ones that carry an uplink.
+    public static let waitOnlineKinds: [InterfaceKind] = [.wired, .wifi, .cellular, .vpn]
 
     /// A configuration file larger than this is refused unread: real ones are a few KiB, and the bound
     /// keeps a mistaken path (a log, a disk image) from costing memory.

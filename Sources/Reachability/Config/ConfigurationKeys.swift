@@ -4,6 +4,10 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
     case limits = "Limits"
     case priorities = "Priorities"
     case connectivity = "Connectivity"
+    /// What reachd-wait-online.service waits for (`reachctl wait --from-config`).
+    case waitOnline = "WaitOnline"
+    /// Surfaces for programs that never heard of reachd (the NetworkManager D-Bus subset).
+    case compatibility = "Compatibility"
     /// Repeats: each one is a rule.
     case interface = "Interface"
 
@@ -16,6 +20,8 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
         case .limits: [.maxWatchesPerClient, .maxWatchesPerUser, .maxWatches]
         case .priorities: ConfigurationSetting.priorityOrder.map { .priority($0) }
         case .connectivity: [.probeURL, .expectedStatus, .expectedBody, .probeInterval, .probeTimeout]
+        case .waitOnline: [.waitTimeout, .waitTarget, .waitKind]
+        case .compatibility: [.networkManager]
         case .interface: [.name, .kind, .ignore, .metered, .rulePriority]
         }
     }
@@ -39,6 +45,8 @@ enum ConfigurationSetting: Hashable, Sendable {
     case priority(InterfaceKind)
     case probeURL, expectedStatus, expectedBody, probeInterval, probeTimeout
     case name, kind, ignore, metered, rulePriority
+    case waitTimeout, waitTarget, waitKind
+    case networkManager
 
     /// `[Priorities]` in the order of the defaults, most preferred first.
     static let priorityOrder: [InterfaceKind] = [.vpn, .wired, .wifi, .cellular, .bridge, .virtual, .other, .loopback]
@@ -63,13 +71,17 @@ enum ConfigurationSetting: Hashable, Sendable {
         case .ignore: "Ignore"
         case .metered: "Metered"
         case .rulePriority: "Priority"
+        case .waitTimeout: "Timeout"
+        case .waitTarget: "Target"
+        case .waitKind: "Kind"
+        case .networkManager: "NetworkManager"
         }
     }
 
     /// What a value looks like, for the message about an empty one.
     var expected: String {
         switch self {
-        case .defaultTimeout, .negativeCacheTime, .probeInterval, .probeTimeout: "a duration such as 5s or 500ms"
+        case .defaultTimeout, .negativeCacheTime, .probeInterval, .probeTimeout, .waitTimeout: "a duration such as 5s or 500ms"
         case .maxConcurrentLookups, .maxWatchesPerClient, .maxWatches, .priority, .rulePriority: "a whole number"
         case .probeURL: "an http:// URL, such as http://nmcheck.gnome.org/check_network_status.txt"
         case .expectedStatus: "an HTTP status such as 204"
@@ -77,7 +89,9 @@ enum ConfigurationSetting: Hashable, Sendable {
         case .maxWatchesPerUser: "a whole number or auto"
         case .name: "an interface name or glob such as wlan*"
         case .kind: "one of " + InterfaceKind.allCases.map(\.rawValue).joined(separator: ", ")
-        case .ignore, .metered: "yes or no"
+        case .ignore, .metered, .networkManager: "yes or no"
+        case .waitTarget: "an address or a host name"
+        case .waitKind: "one of " + Configuration.waitOnlineKinds.map(\.rawValue).joined(separator: ", ")
         }
     }
 

@@ -267,6 +267,14 @@ struct ConfigurationParser {
             pendingRule?.metered = try ValueProblem.boolean(value)
         case .rulePriority:
             pendingRule?.priority = try ValueProblem.integer(value, in: Configuration.priorityRange)
+        case .waitTimeout:
+            configuration.waitOnlineTimeout = try ValueProblem.duration(value, in: Configuration.waitOnlineTimeoutRange)
+        case .waitTarget:
+            configuration.waitOnlineTarget = try ValueProblem.target(value)
+        case .waitKind:
+            configuration.waitOnlineKind = try ValueProblem.waitKind(value)
+        case .networkManager:
+            configuration.networkManagerCompatibility = try ValueProblem.boolean(value)
         }
     }
 
@@ -344,6 +352,29 @@ struct ValueProblem: Error {
         case "no", "false", "off", "0": return false
         default: throw ValueProblem(message: "invalid boolean '\(text)'; expected yes, no, true, false, on, off, 1 or 0")
         }
+    }
+
+    /// What `reachctl wait --target` takes: an address, or a host name (refused as it would refuse it).
+    static func target(_ text: String) throws(ValueProblem) -> String {
+        if AddressTarget.looksLikeAddress(text) {
+            if case let .failure(error) = AddressTarget.parse(text) { throw ValueProblem(message: error.description) }
+        } else if case let .failure(error) = HostName.validate(text) {
+            // HostNameError cuts a long name short for a caller's log; a configuration error
+            // names the value whole, as every other key's does.
+            if case let .tooLong(length) = error.problem {
+                throw ValueProblem(message: "invalid host name '\(text)': \(length) characters, at most \(HostName.maximumLength)")
+            }
+            throw ValueProblem(message: error.description)
+        }
+        return text
+    }
+
+    static func waitKind(_ text: String) throws(ValueProblem) -> InterfaceKind {
+        let names = Configuration.waitOnlineKinds.map(\.rawValue).joined(separator: ", ")
+        guard let kind = InterfaceKind(rawValue: text.lowercased()), Configuration.waitOnlineKinds.contains(kind) else {
+            throw ValueProblem(message: "'\(text)' is not a kind of link that carries an uplink; expected one of \(names)")
+        }
+        return kind
     }
 
     static func kind(_ text: String) throws(ValueProblem) -> InterfaceKind {

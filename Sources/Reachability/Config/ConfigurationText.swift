@@ -26,6 +26,14 @@ extension Configuration {
             // Off: no URL. The other keys only matter once one is set.
             lines.append("# URL= not set: the connectivity probe is off")
         }
+        lines.append("")
+        lines.append("[\(ConfigurationSection.waitOnline.name)]")
+        lines.append("\(ConfigurationSetting.waitTimeout.name)=\(DurationText.format(waitOnlineTimeout))")
+        if let waitOnlineTarget { lines.append("\(ConfigurationSetting.waitTarget.name)=\(waitOnlineTarget)") }
+        if let waitOnlineKind { lines.append("\(ConfigurationSetting.waitKind.name)=\(waitOnlineKind.rawValue)") }
+        lines.append("")
+        lines.append("[\(ConfigurationSection.compatibility.name)]")
+        lines.append("\(ConfigurationSetting.networkManager.name)=\(Self.text(networkManagerCompatibility))")
         for rule in rules {
             lines.append("")
             lines.append("[\(ConfigurationSection.interface.name)]")
@@ -54,6 +62,7 @@ extension Configuration {
         case .probeInterval: DurationText.format(connectivity.interval)
         case .probeTimeout: DurationText.format(connectivity.timeout)
         case .name, .kind, .ignore, .metered, .rulePriority: ""  // rule keys are written per rule
+        case .waitTimeout, .waitTarget, .waitKind, .networkManager: ""  // written by mergedText itself
         }
     }
 
