@@ -23,3 +23,29 @@ struct TargetFuzzRegressionTests {
         }
     }
 }
+
+@Suite("Fuzz regressions: addresses")
+struct AddressFuzzRegressionTests {
+    /// fuzz-target: `::%%\0\0\0\0\0\0\0B` was accepted with a scope no link can have (a NUL, a
+    /// `%`); the scope must be a name the kernel could give a link, or an index.
+    @Test(arguments: ["::%%\0\0\0\0\0\0\0B", "fe80::1%eth\00", "fe80::1%a b", "fe80::1%a:b", "fe80::1%.", "fe80::1%..", "fe80::1%\t", "fe80::1%a/b"])
+    func aScopeNoLinkCanHaveIsRefused(_ text: String) {
+        #expect(AddressTarget.parse(text) == .failure(.invalidScope(text)))
+    }
+
+    @Test(arguments: [("fe80::1%eth0", AddressTarget.Scope.name("eth0")), ("fe80::1%3", .index(3)), ("[fe80::1%wlp3s0]", .name("wlp3s0"))])
+    func aScopeALinkCanHaveIsKept(_ text: String, _ scope: AddressTarget.Scope) {
+        #expect((try? AddressTarget.parse(text).get())?.scope == scope)
+    }
+
+    /// inet_pton reads a C string, so before the fix the text ended at the NUL and `1.2.3.4\0junk`
+    /// was the address 1.2.3.4.
+    @Test(arguments: ["1.2.3.4\0junk", "::1\0", "\u{0}1.2.3.4", "2001:db8::1\0%eth0"])
+    func aNulInTheAddressIsNoAddress(_ text: String) {
+        #expect(IPAddress(text) == nil)
+        guard case .failure = AddressTarget.parse(text) else {
+            Issue.record("\(text.debugDescription) parsed as an address")
+            return
+        }
+    }
+}
