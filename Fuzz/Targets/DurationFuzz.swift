@@ -28,8 +28,7 @@ public func fuzzDuration(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let duration = Duration(secondsComponent: seconds, attosecondsComponent: attoseconds)
         let text = DurationText.format(duration)
         // `format` truncates to the nanosecond; within parse's range it must read back as that.
-        let (s, a) = duration.components
-        let truncated = Duration(secondsComponent: s, attosecondsComponent: a / 1_000_000_000 * 1_000_000_000)
+        let truncated = Duration(attoseconds: duration.attoseconds / 1_000_000_000 * 1_000_000_000)
         if truncated >= .zero, truncated <= DurationText.maximum {
             let back = try? DurationText.parse(text)
             require(back == truncated, "format(\(duration)) is \(text.debugDescription), which parses to \(String(describing: back))")

@@ -49,3 +49,19 @@ struct AddressFuzzRegressionTests {
         }
     }
 }
+
+@Suite("Fuzz regressions: durations")
+struct DurationFuzzRegressionTests {
+    /// fuzz-duration: `format` read `Duration.components`, which traps when the seconds do not fit
+    /// an Int64; such durations are valid values (`.seconds(Int64.max) * 2`).
+    @Test func formatTakesEveryDuration() {
+        // The crasher's 16 bytes: seconds Int64.min, attoseconds 0x8400000000000020 as Int64.
+        let found = Duration(secondsComponent: .min, attosecondsComponent: -8_935_141_660_703_064_032)
+        #expect(DurationText.format(found) == "-9223372036854775816.93514166s")
+        let huge = Duration.seconds(Int64.max) * 2
+        #expect(DurationText.format(huge) == "18446744073709551614s")
+        #expect(DurationText.format(.zero - huge) == "-18446744073709551614s")
+        #expect(DurationText.format(.seconds(90)) == "90s")
+        #expect(DurationText.format(.milliseconds(1500)) == "1.5s")
+    }
+}
