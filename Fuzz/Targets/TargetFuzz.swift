@@ -44,7 +44,7 @@ private func checkAccepted(_ target: AddressTarget, text: String) {
     require(IPAddress(printed) == target.address, "\(printed) does not parse back to the address of \(text.debugDescription)")
     require(target.address.unmappedV4 == nil, "an IPv4-mapped address was not taken as IPv4")
     if case .name(let name) = target.scope {
-        require(!name.isEmpty && name.utf8.count <= 15, "scope name \(name.debugDescription) cannot name an interface")
+        require(AddressTarget.isInterfaceName(Substring(name)), "scope \(name.debugDescription) cannot name an interface")
     }
 }
 
