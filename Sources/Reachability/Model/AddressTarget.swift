@@ -51,7 +51,7 @@ public struct AddressTarget: Hashable, Sendable {
         if let percent = body.firstIndex(of: "%") {
             let name = body[body.index(after: percent)...]
             body = body[..<percent]
-            guard !name.isEmpty, name.utf8.count <= 15, !name.contains("/"), body.contains(":") else {
+            guard isInterfaceName(name), body.contains(":") else {
                 return .failure(.invalidScope(text))
             }
             if let index = Int32(name), index > 0 { scope = .index(index) } else { scope = .name(String(name)) }
@@ -59,6 +59,15 @@ public struct AddressTarget: Hashable, Sendable {
         guard var address = IPAddress(String(body)) else { return .failure(.notAnAddress(text)) }
         if let v4 = address.unmappedV4 { address = v4 }
         return .success(AddressTarget(address: address, scope: scope))
+    }
+
+    /// Whether the kernel could have given a link this name (net/core/dev.c, dev_valid_name): 1 to 15
+    /// bytes (IFNAMSIZ - 1), not `.` or `..`, and no `/`, `:`, whitespace or NUL. Anything else in a
+    /// scope is a typo or an attack, refused as such rather than looked up.
+    static func isInterfaceName(_ name: Substring) -> Bool {
+        guard (1...15).contains(name.utf8.count), name != ".", name != ".." else { return false }
+        // isspace() in the C locale: space, \t, \n, \v, \f, \r.
+        return !name.utf8.contains { $0 == 0 || $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: ":") || $0 == 0x20 || (0x09...0x0D).contains($0) }
     }
 
     /// Whether `text` is to be read as an address rather than a host name: it has a colon, or it

@@ -54,6 +54,8 @@ public enum IPAddress: Hashable, Sendable {
     /// Parses the textual forms inet_pton(3) accepts: dotted quad, or RFC 4291 IPv6.
     /// No scope suffix (`%eth0`) and no host names: see `AddressTarget` for those.
     public init?(_ text: String) {
+        // inet_pton reads a C string: a NUL would end the text early and `1.2.3.4\0junk` pass.
+        guard !text.utf8.contains(0) else { return nil }
         if text.contains(":") {
             var raw = in6_addr()
             guard inet_pton(AF_INET6, text, &raw) == 1 else { return nil }

@@ -92,9 +92,9 @@ public enum DurationText {
     /// `1m`, from one second up in seconds (`2s`, `1.5s`, `90s`), below a second in milliseconds
     /// (`500ms`, `0.25ms`). Negative durations get a leading `-` (which `parse` rejects).
     public static func format(_ duration: Duration) -> String {
-        let (seconds, attoseconds) = duration.components
-        // Attoseconds carry the sign of seconds; truncate to nanoseconds.
-        let total = Int128(seconds) * 1_000_000_000 + Int128(attoseconds / 1_000_000_000)
+        // The whole value in attoseconds, truncated to nanoseconds. Not `components`: it traps for
+        // a duration whose seconds do not fit an Int64 (`.seconds(Int64.max) * 2` is a valid Duration).
+        let total = duration.attoseconds / 1_000_000_000
         if total < 0 { return "-" + format(magnitude: UInt128(-total)) }
         return format(magnitude: UInt128(total))
     }

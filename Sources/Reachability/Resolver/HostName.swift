@@ -48,6 +48,12 @@ public enum HostName {
         guard (1...4).contains(labels.count) else { return false }
         var values: [UInt64] = []
         for label in labels {
+            // Digits only: Swift's integer parsing also takes a leading '+' or '-', which inet_aton
+            // does not (`-0`, `+1`, `0x+f.1` are no address, and must not be called one).
+            let digits = label.hasPrefix("0x") ? label.dropFirst(2) : Substring(label)
+            guard digits.utf8.allSatisfy({ UInt8(ascii: "0") <= $0 && $0 <= UInt8(ascii: "9") || UInt8(ascii: "a") <= $0 && $0 <= UInt8(ascii: "f") }) else {
+                return false
+            }
             let value: UInt64? =
                 if label.hasPrefix("0x") { label.count > 2 ? UInt64(label.dropFirst(2), radix: 16) : nil }
                 else if label.count > 1, label.hasPrefix("0") { UInt64(label, radix: 8) }
