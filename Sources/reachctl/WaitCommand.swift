@@ -32,6 +32,7 @@ struct WaitCommand: AsyncParsableCommand {
               reachctl wait --timeout 2m --kind wired  until a wired uplink works
               reachctl wait --target 192.0.2.1 --timeout 10s && mount /srv/backup
               reachctl wait --timeout 5s || echo "offline: using the cache"
+              reachctl wait --internet --timeout 1m    until reachd's probe says the internet answers
 
             In a systemd unit, to start a service only once its server can be reached \
             (a timeout fails the start; write ExecStartPre=-/usr/bin/reachctl ... to start \
@@ -72,6 +73,10 @@ struct WaitCommand: AsyncParsableCommand {
     /// Without --timeout or [WaitOnline] Timeout=.
     static let defaultTimeout: Duration = .seconds(30)
 
+    @Flag(help: ArgumentHelp(
+        "Wait until the internet really answers: reachd's connectivity probe says full (needs reachd running with [Connectivity] URL= in reachd.conf; a captive portal or a dead uplink keeps waiting)."))
+    var internet = false
+
     @OptionGroup var options: CommonOptions
 
     /// The kinds a user waits for (`InterfaceKind` without the ones that never carry an uplink).
@@ -94,11 +99,15 @@ struct WaitCommand: AsyncParsableCommand {
         let target = self.target ?? settings?.waitOnlineTarget
         let kind = self.kind?.interfaceKind ?? settings?.waitOnlineKind
         let deadline = ContinuousClock.now + timeout
-        let condition = Condition(target: target, kind: kind)
+        let condition = Condition(target: target, kind: kind, internet: internet)
         let final = try await reportingErrors {
             // The probe may not eat the whole budget: without an answer, in-process it is.
             let source = try options.openSource(probeTimeout: min(CommonOptions.probeTimeout, timeout))
             defer { source.stop() }
+            if internet, !(source is DaemonSource) {
+                // Only reachd probes: in-process the answer would stay unknown until the timeout.
+                throw ReachctlError("--internet needs reachd running with [Connectivity] URL= set in reachd.conf (the connectivity probe); reachd is not answering on the bus")
+            }
             var final = try await Self.race(deadline: deadline) {
                 try await Self.follow(source, until: condition)
             } timedOut: {
@@ -140,11 +149,14 @@ struct WaitCommand: AsyncParsableCommand {
     final class Condition: Sendable {
         let target: String?
         let kind: InterfaceKind?
+        /// The probe's verdict must be full (`--internet`).
+        let internet: Bool
         private let seen = Mutex(State())
 
-        init(target: String?, kind: InterfaceKind?) {
+        init(target: String?, kind: InterfaceKind?, internet: Bool = false) {
             self.target = target
             self.kind = kind
+            self.internet = internet
         }
 
         var state: State { seen.withLock { $0 } }
@@ -184,6 +196,10 @@ struct WaitCommand: AsyncParsableCommand {
             if let kind {
                 guard let snapshot = state.snapshot, Self.usable(kind, in: snapshot) else { return false }
             }
+            if internet {
+                guard let snapshot = state.snapshot, snapshot.host.state == .online, snapshot.host.connectivity.connectivity == .full
+                else { return false }
+            }
             if target == nil, kind == nil { return state.snapshot?.host.state == .online }
             return true
         }
@@ -201,6 +217,7 @@ struct WaitCommand: AsyncParsableCommand {
             var parts: [String] = []
             if let target { parts.append("\(target) to be reachable") }
             if let kind { parts.append("a usable \(kind.rawValue) link") }
+            if internet { parts.append("the internet to answer (connectivity full)") }
             return parts.isEmpty ? "the host to be online" : parts.joined(separator: " and ")
         }
 
@@ -218,8 +235,12 @@ struct WaitCommand: AsyncParsableCommand {
             if let kind, !(state.snapshot.map { Self.usable(kind, in: $0) } ?? false) {
                 parts.append("no usable \(kind.rawValue) link")
             }
-            if target == nil, kind == nil { return host }
-            return parts.joined(separator: "; ") + "; \(host)"
+            if internet, let connectivity = state.snapshot?.host.connectivity, connectivity.connectivity != .full {
+                // The summary names portal/none/limited already; unknown means the probe is off.
+                if connectivity.connectivity == .unknown { parts.append("connectivity unknown (is [Connectivity] URL= set in reachd.conf?)") }
+            }
+            if target == nil, kind == nil, parts.isEmpty { return host }
+            return (parts + [host]).joined(separator: "; ")
         }
     }
 

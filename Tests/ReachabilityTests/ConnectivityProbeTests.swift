@@ -125,6 +125,23 @@ struct ConnectivityProbeTests {
         #expect(try setup.validate().detail.contains("no answer within 1s"))
     }
 
+    /// `reachctl wait --internet` through reachd: done at full, still waiting (exit 1, one line
+    /// saying what was seen) behind a portal, and refused by reason without reachd.
+    @Test func reachctlWaitsForTheInternetNotForARoute() async throws {
+        let setup = try await Setup(config: "[Connectivity]\nURL=http://192.0.2.1:8204/generate_204\nTimeout=1s\n")
+        let done = try reachctl(["wait", "--internet", "--timeout", "10s", "--daemon", "--bus-address", setup.harness.address])
+        #expect(done.status == 0 && done.stdout.contains("internet: full"), "\(done)")
+        try setup.reload("[Connectivity]\nURL=http://192.0.2.1:8302/generate_204\nTimeout=1s\n")
+        try await setup.waitFor("portal")
+        let portal = try reachctl(["wait", "--internet", "--timeout", "1s", "--daemon", "--bus-address", setup.harness.address])
+        #expect(portal.status == 1, "\(portal)")
+        #expect(portal.stderr.contains("the internet to answer") && portal.stderr.contains("internet: portal at http://login.hotel.example/"), "\(portal.stderr)")
+        let status = try reachctl(["status", "--json", "--daemon", "--bus-address", setup.harness.address])
+        #expect((try? status.json())?["connectivity"] as? String == "portal", "\(status)")
+        let alone = try reachctl(["wait", "--internet", "--timeout", "1s", "--netns", setup.scenario.ns.name])
+        #expect(alone.status != 0 && alone.stderr.contains("--internet needs reachd"), "\(alone)")
+    }
+
     @Test func noRouteMeansNoneWithoutTrafficAndTheRouteBackProbesAtOnce() async throws {
         let setup = try await Setup(config: "[Connectivity]\nURL=http://192.0.2.1:8204/\nTimeout=2s\nInterval=1m\n")
         try await setup.waitFor("full")
