@@ -65,3 +65,31 @@ struct DurationFuzzRegressionTests {
         #expect(DurationText.format(.milliseconds(1500)) == "1.5s")
     }
 }
+
+@Suite("Fuzz regressions: HTTP responses to the connectivity probe")
+struct HTTPFuzzRegressionTests {
+    /// fuzz-http: `Content-Length: -2` made the reader cut the body with a negative length, a
+    /// trap: any server answering the probe (or anyone on its path) could stop reachd.
+    @Test(arguments: ["-2", "-1", "+5", "5, 5", "0x10", " ", "1e3"])
+    func aContentLengthThatIsNoNumberIsAMalformedResponse(_ length: String) {
+        var reader = HTTPResponseReader()
+        let bytes = Array("HTTP/1.1 511 Network Authentication Required\r\nContent-Length: \(length)\r\n\r\nlog in first".utf8)
+        #expect(throws: HTTPResponseError.self) { _ = try reader.feed(bytes) }
+    }
+
+    /// The crasher as the fuzzer found it (a status text of bytes that are not UTF-8, LF only).
+    @Test func theFoundInputIsRefused() {
+        let bytes: [UInt8] = Array("HTTP/1. 511 N".utf8) + [0xFF, 0xFF, 0xFF, 0x0A]
+            + Array("Content-Length: -2\r\n\r\nlog in first".utf8)
+        var reader = HTTPResponseReader()
+        #expect(throws: HTTPResponseError.self) { _ = try reader.feed(bytes) }
+    }
+
+    @Test func aLengthTooLargeForIntReadsWhatComes() throws {
+        var reader = HTTPResponseReader()
+        let bytes = Array("HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\nhello".utf8)
+        #expect(try reader.feed(bytes) == nil)
+        let response = try reader.finish()
+        #expect(response.body == Array("hello".utf8) && !response.isComplete)
+    }
+}

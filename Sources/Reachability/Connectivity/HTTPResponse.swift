@@ -59,7 +59,8 @@ public struct HTTPResponseReader: Sendable {
     private func response(atEnd: Bool) -> HTTPResponse? {
         guard let head else { return nil }
         let received = buffer.count - head.bodyStart
-        let length = head.headers["content-length"].flatMap { Int($0) }
+        // Digits only (parseHead checked): nil from Int means too large for it, so all that comes.
+        let length = head.headers["content-length"].map { Int($0) ?? .max }
         // 204 and 304 have no body by definition (RFC 9110 6.4.1).
         let expected = head.status == 204 || head.status == 304 ? 0 : length
         let kept = Array(buffer[head.bodyStart...].prefix(HTTPResponse.maximumBody))
@@ -98,6 +99,13 @@ public struct HTTPResponseReader: Sendable {
             let name = line[..<colon].lowercased()
             let value = line[line.index(after: colon)...].trimmingASCIISpaces()
             if headers[name] == nil { headers[name] = value }
+        }
+        // RFC 9110 8.6: Content-Length is 1*DIGIT. Anything else (`-2`, `+5`, `5, 5`) makes the
+        // framing unknowable (RFC 9112 6.3), and a negative length would cut the body before it
+        // starts: the response is malformed.
+        if let length = headers["content-length"],
+            length.isEmpty || !length.utf8.allSatisfy({ UInt8(ascii: "0") <= $0 && $0 <= UInt8(ascii: "9") }) {
+            throw HTTPResponseError(description: "invalid Content-Length '\(length.prefix(40))': not a number of bytes")
         }
         return (status, headers, bodyStart)
     }
