@@ -93,3 +93,37 @@ struct HTTPFuzzRegressionTests {
         #expect(response.body == Array("hello".utf8) && !response.isComplete)
     }
 }
+
+@Suite("HTTP head limit, whatever the chunks")
+struct HTTPHeadLimitTests {
+    /// Found reading the http target's oracle (its inputs stop at 2 KiB, short of the limit): a
+    /// head longer than maximumHead was refused byte by byte but accepted in one chunk.
+    @Test(arguments: [HTTPResponse.maximumHead - 1, HTTPResponse.maximumHead, HTTPResponse.maximumHead + 1, HTTPResponse.maximumHead + 600])
+    func theSameHeadGetsTheSameAnswerInOneChunkAndByteByByte(_ headBytes: Int) {
+        let start = Array("HTTP/1.1 204 No Content\r\nX-Pad: ".utf8)
+        let end = Array("\r\n\r\n".utf8)
+        let head = start + [UInt8](repeating: UInt8(ascii: "a"), count: headBytes - start.count - end.count) + end
+        #expect(head.count == headBytes)
+        func read(chunk: Int) -> Result<HTTPResponse, HTTPResponseError> {
+            var reader = HTTPResponseReader()
+            var offset = 0
+            do throws(HTTPResponseError) {
+                while offset < head.count {
+                    if let response = try reader.feed(head[offset..<min(head.count, offset + chunk)]) { return .success(response) }
+                    offset += chunk
+                }
+                return .success(try reader.finish())
+            } catch {
+                return .failure(error)
+            }
+        }
+        let whole = read(chunk: head.count)
+        #expect(whole == read(chunk: 1))
+        #expect(whole == read(chunk: 1000))
+        if headBytes <= HTTPResponse.maximumHead {
+            #expect((try? whole.get())?.status == 204)
+        } else {
+            #expect(throws: HTTPResponseError.self) { try whole.get() }
+        }
+    }
+}

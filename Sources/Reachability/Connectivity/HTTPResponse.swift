@@ -37,12 +37,14 @@ public struct HTTPResponseReader: Sendable {
     public mutating func feed(_ bytes: some Collection<UInt8>) throws(HTTPResponseError) -> HTTPResponse? {
         buffer.append(contentsOf: bytes.prefix(HTTPResponse.maximumHead + HTTPResponse.maximumBody + 1 - buffer.count))
         if head == nil {
+            // The head with its blank line is at most maximumHead bytes, however the bytes were
+            // cut: one chunk holding a longer head is refused as a byte-by-byte stream is.
+            let tooLong = HTTPResponseError(description: "the response head is longer than \(HTTPResponse.maximumHead) bytes")
             guard let end = Self.endOfHead(buffer) else {
-                if buffer.count > HTTPResponse.maximumHead {
-                    throw HTTPResponseError(description: "the response head is longer than \(HTTPResponse.maximumHead) bytes")
-                }
+                if buffer.count >= HTTPResponse.maximumHead { throw tooLong }
                 return nil
             }
+            guard end.bodyStart <= HTTPResponse.maximumHead else { throw tooLong }
             head = try Self.parseHead(buffer[..<end.headEnd], bodyStart: end.bodyStart)
         }
         return response(atEnd: false)
