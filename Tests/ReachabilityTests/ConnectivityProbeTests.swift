@@ -48,13 +48,13 @@ struct ConnectivityProbeTests {
 
     struct Setup {
         let scenario: DaemonBusTests.Scenario
-        let server: DaemonHarness.Child
+        let server: ChildProcess
         let harness: DaemonHarness
         let client: BusConnection
 
         init(config: String, resolvConf: String? = nil, _ tag: String = #function) async throws {
             scenario = try DaemonBusTests.Scenario(tag)
-            server = try DaemonHarness.Child("/usr/bin/ip", ["netns", "exec", scenario.far.name, "/usr/bin/python3", "-c", ConnectivityProbeTests.servers])
+            server = try ChildProcess("/usr/bin/ip", ["netns", "exec", scenario.far.name, "/usr/bin/python3", "-c", ConnectivityProbeTests.servers])
             #expect(try server.firstLine(timeout: .seconds(10)) == "ready")
             harness = try DaemonHarness(scenario.ns, config: config, resolvConf: resolvConf)
             try await harness.ready()

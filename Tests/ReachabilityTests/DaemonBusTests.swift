@@ -248,7 +248,7 @@ struct DaemonBusTests {
 
         // Netlink noise that changes nothing: no signal at all. (`ip monitor` proves the kernel
         // did send a message for each.)
-        let kernel = try DaemonHarness.Child("/usr/sbin/ip", ["-n", scenario.ns.name, "monitor", "link", "address", "route"])
+        let kernel = try ChildProcess("/usr/sbin/ip", ["-n", scenario.ns.name, "monitor", "link", "address", "route"])
         try await Task.sleep(for: .milliseconds(100))
         let signalsBefore = monitor.signals.count
         try scenario.ns.ip("link set up0 mtu 1400")
@@ -581,7 +581,7 @@ struct DaemonBusTests {
 
         // Twenty host checks held by the black hole until their 1.5 s deadline...
         let slow = try (0..<20).map { index in
-            try DaemonHarness.Child("/usr/bin/busctl", [
+            try ChildProcess("/usr/bin/busctl", [
                 "--address=\(address)", "--json=short", "call", DaemonHarness.busName, DaemonHarness.objectPath,
                 DaemonHarness.interface, "CheckHost", "su", "slow\(index).test", "1500",
             ])

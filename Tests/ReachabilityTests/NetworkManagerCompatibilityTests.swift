@@ -33,13 +33,13 @@ struct NetworkManagerCompatibilityTests {
 
     /// One GLib client, in `ns` (its netlink parent class watches the same links reachd does).
     final class GLibClient: @unchecked Sendable {
-        let child: DaemonHarness.Child
+        let child: ChildProcess
 
         init(_ ns: TestNamespace, bus: String, backend: String) throws {
             var environment = ProcessInfo.processInfo.environment
             environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus
             environment["GIO_USE_NETWORK_MONITOR"] = backend
-            child = try DaemonHarness.Child(
+            child = try ChildProcess(
                 "/usr/sbin/ip", ["netns", "exec", ns.name, "/usr/bin/python3", "-c", NetworkManagerCompatibilityTests.client],
                 environment: environment)
         }
@@ -253,7 +253,7 @@ struct NetworkManagerCompatibilityTests {
         defer { harness.shutdown() }
         var environment = ProcessInfo.processInfo.environment
         environment["DBUS_SYSTEM_BUS_ADDRESS"] = harness.address
-        let owner = try DaemonHarness.Child("/usr/bin/python3", ["-c", """
+        let owner = try ChildProcess("/usr/bin/python3", ["-c", """
             import gi
             gi.require_version("Gio", "2.0")
             from gi.repository import Gio, GLib

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import Reachability
 
@@ -21,11 +20,9 @@ struct SocketActivationTests {
 
     /// reachd started as systemd starts a socket-activated service: `socket` as fd 3,
     /// LISTEN_FDS=1 and LISTEN_PID its own pid (the shell sets it to its pid, then becomes
-    /// reachd: Foundation's Process cannot place a descriptor at 3). Its stderr is collected.
+    /// reachd). Its stderr is collected.
     final class ActivatedDaemon: Sendable {
-        let pid: pid_t
-        private final class Log: Sendable { let text = Mutex("") }
-        private let log = Log()
+        private let child: ChildProcess
 
         init(_ harness: DaemonHarness, _ ns: TestNamespace, socket: Int32) throws {
             var environment = ProcessInfo.processInfo.environment
@@ -35,50 +32,16 @@ struct SocketActivationTests {
             environment["NOTIFY_SOCKET"] = harness.notify.path
             environment["LISTEN_FDS"] = "1"
             let arguments = [productPath("reachd"), "--bus-address", harness.address, "--netns", ns.name, "--config-dir", harness.configDirectory]
-            var pipeEnds: [Int32] = [0, 0]
-            guard pipe(&pipeEnds) == 0 else { throw SystemError("pipe") }
-            var actions = posix_spawn_file_actions_t()
-            posix_spawn_file_actions_init(&actions)
-            defer { posix_spawn_file_actions_destroy(&actions) }
-            posix_spawn_file_actions_adddup2(&actions, socket, 3)
-            posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 2)
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-            let argv = ["/bin/sh", "-c", "LISTEN_PID=$$ exec \"$@\"", "sh"] + arguments
-            var cArgv = argv.map { strdup($0) } + [nil]
-            var cEnv = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-            defer { (cArgv + cEnv).forEach { free($0) } }
-            var pid: pid_t = 0
-            let result = posix_spawn(&pid, "/bin/sh", &actions, nil, &cArgv, &cEnv)
-            close(pipeEnds[1])
-            guard result == 0 else {
-                close(pipeEnds[0])
-                throw SystemError("posix_spawn", errno: result)
-            }
-            self.pid = pid
-            let stderr = pipeEnds[0]
-            Thread.detachNewThread { [log] in
-                defer { close(stderr) }
-                var buffer = [UInt8](repeating: 0, count: 4096)
-                while true {
-                    let count = buffer.withUnsafeMutableBytes { read(stderr, $0.baseAddress, $0.count) }
-                    if count < 0, errno == EINTR { continue }
-                    if count <= 0 { return }
-                    log.text.withLock { $0 += String(decoding: buffer[0..<count], as: UTF8.self) }
-                }
-            }
+            child = try ChildProcess(
+                "/bin/sh", ["-c", "LISTEN_PID=$$ exec \"$@\"", "sh"] + arguments, environment: environment, passing: [socket])
         }
 
         /// What reachd logged so far.
-        var text: String { log.text.withLock { $0 } }
+        var text: String { child.errorOutput }
 
-        func signal(_ number: Int32) { kill(pid, number) }
+        func signal(_ number: Int32) { child.signal(number) }
 
-        func stop() {
-            kill(pid, SIGKILL)
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
-        }
+        func stop() { child.kill() }
     }
 
     @Test func reachdAdoptsTheSocketUnitsSocketAndFollowsLinksAndRulesThroughIt() async throws {
