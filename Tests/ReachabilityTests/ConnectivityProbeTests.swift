@@ -7,10 +7,7 @@ import Testing
 /// (a dead uplink past the gateway). reachd runs as
 /// shipped, on a private bus; what it says is read with independent calls (properties, GetStatus,
 /// Validate) and counted in `Changed` signals.
-/// Serialized: each test keeps long-lived children (HTTP and DNS servers). Started by four tests
-/// at once they inherited each other's process-exit sockets (Foundation's Process learns of an
-/// exit from the end of file on one), so each test waited for the others' servers to end.
-@Suite(rootOnly, .serialized)
+@Suite(rootOnly)
 struct ConnectivityProbeTests {
     static let validated = ReachabilityFlags.validated.rawValue
     static let intervention = ReachabilityFlags.interventionRequired.rawValue
