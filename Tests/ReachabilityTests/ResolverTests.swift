@@ -367,6 +367,23 @@ struct ResolverTests {
             #expect(elapsed < .milliseconds(1500), "answered after \(Self.ms(elapsed)) ms")
         }
 
+        /// dnsmasq with `--address` for a name and no `--local` answers its A query and refuses
+        /// the AAAA one (it has no upstream to ask): one family answered is an answer, at once,
+        /// not a refusal and not a wait for the deadline.
+        @Test func oneFamilyAnsweredAndTheOtherRefusedIsAnAnswerAtOnce() async throws {
+            let dns = try DNSServers()
+            let log = try dns.dnsmasq(on: "127.0.0.1", ["--address=/half.example/192.0.2.20"])
+            try dns.writeResolvConf(nameservers: ["127.0.0.1"])
+            let (outcome, elapsed) = try await Self.resolveOne("half.example", with: dns, deadline: .seconds(4))
+            print("resolver timing: A answered, AAAA refused, 4 s deadline: \(String(describing: outcome)) after \(Self.ms(elapsed)) ms")
+            guard case let .resolved(addresses, _) = outcome else {
+                Issue.record("\(String(describing: outcome)); dnsmasq saw \(dns.queries(inLog: log))")
+                return
+            }
+            #expect(addresses == [IPAddress("192.0.2.20")!])
+            #expect(elapsed < .milliseconds(500), "answered after \(Self.ms(elapsed)) ms")
+        }
+
         /// The socket feed a per-descriptor loop follows: the lookup's socket appears once, and
         /// is reported closed when the lookup ends; nothing is reported twice.
         @Test func socketChangesReportEachOpenAndCloseOnce() async throws {

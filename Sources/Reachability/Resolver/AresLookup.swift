@@ -24,8 +24,9 @@ final class AresLookup {
         var outcome: HostResolver.Outcome?
         /// The server each socket was connected to, and whether it is a datagram socket.
         var peers: [Int32: (server: IPAddress, datagram: Bool)] = [:]
-        /// Servers that refused, and how (see `SocketCalls`).
-        var refusals: [IPAddress: String] = [:]
+        /// Servers that refused, how (see `SocketCalls`), and the query types they refused: nil
+        /// for every type (ICMP refuses the server itself, or an answer did not say its question).
+        var refusals: [IPAddress: (how: String, types: Set<UInt16>?)] = [:]
     }
 
     private let state = State()
@@ -44,12 +45,18 @@ final class AresLookup {
         return state.closed
     }
 
-    /// Every nameserver of the channel refused (ICMP port unreachable, or a REFUSED answer):
-    /// the lookup cannot succeed, and waiting for c-ares' retries would turn a clear refusal into
-    /// a timeout. The message names each server and how it refused.
+    /// Every nameserver of the channel refused both families (ICMP port unreachable, or REFUSED
+    /// answers to the A and the AAAA query): the lookup cannot succeed, and waiting for c-ares'
+    /// retries would turn a clear refusal into a timeout. A server that refused only one family
+    /// (dnsmasq with `--address` and no `--local` refuses AAAA) may still answer the other: that
+    /// answer is the lookup's. The message names each server and how it refused.
     var refusal: String? {
-        guard !servers.isEmpty, servers.allSatisfy({ state.refusals[$0] != nil }) else { return nil }
-        let each = servers.sorted { $0.description < $1.description }.map { "\($0) \(state.refusals[$0]!)" }
+        let everyFamily: Set<UInt16> = [Self.typeA, Self.typeAAAA]
+        let refusedAll = servers.allSatisfy { server in
+            state.refusals[server].map { $0.types?.isSuperset(of: everyFamily) ?? true } ?? false
+        }
+        guard !servers.isEmpty, refusedAll else { return nil }
+        let each = servers.sorted { $0.description < $1.description }.map { "\($0) \(state.refusals[$0]!.how)" }
         return each.count == 1
             ? "the DNS server \(each[0])"
             : "every DNS server refused: " + each.joined(separator: ", ")
