@@ -62,6 +62,11 @@ public final class HostChecks {
     public var descriptors: [(fd: Int32, readable: Bool, writable: Bool)] { resolver?.descriptors ?? [] }
     /// The resolver's sockets whose watch changed since the last call (see `HostResolver`).
     public func takeSocketChanges() -> [HostResolver.SocketChange] { resolver?.takeSocketChanges() ?? [] }
+    /// See `HostResolver.socketWillClose`.
+    public var socketWillClose: ((Int32) -> Void)? {
+        get { resolver?.socketWillClose }
+        set { resolver?.socketWillClose = newValue }
+    }
     public var nextDeadline: ContinuousClock.Instant? { resolver?.nextDeadline }
 
     public func process(fd: Int32, readable: Bool, writable: Bool) {

@@ -11,8 +11,9 @@ import Glibc
 /// so an edited resolv.conf applies to the next lookup.
 ///
 /// c-ares calls back into `State` from inside `ares_getaddrinfo`, `ares_process_fd` and
-/// `ares_destroy`; the callbacks only record what happened there, and never call out. The owner
-/// reads `sockets` and `outcome` after each call returns. Not thread-safe: one thread.
+/// `ares_destroy`; the callbacks only record what happened there, and call out only to
+/// `willClose`, just before a socket is closed. The owner reads `sockets` and `outcome` after
+/// each call returns. Not thread-safe: one thread.
 final class AresLookup {
     /// What the C callbacks write to. A class of its own, apart from the lookup, so that
     /// `ares_destroy` in `deinit` calls back into an object that is not being deinitialised.
@@ -27,9 +28,13 @@ final class AresLookup {
         /// Servers that refused, how (see `SocketCalls`), and the query types they refused: nil
         /// for every type (ICMP refuses the server itself, or an answer did not say its question).
         var refusals: [IPAddress: (how: String, types: Set<UInt16>?)] = [:]
+        /// Told of each socket just before c-ares closes it (see `HostResolver.socketWillClose`).
+        let willClose: ((Int32) -> Void)?
+
+        init(willClose: ((Int32) -> Void)?) { self.willClose = willClose }
     }
 
-    private let state = State()
+    private let state: State
     private var channel: ares_channel?
 
     /// Sockets c-ares wants watched, as its socket-state callback last reported them.
@@ -67,7 +72,9 @@ final class AresLookup {
     /// - Parameters:
     ///   - timeout: c-ares' first-try timeout per server; it doubles on each later round.
     ///   - tries: rounds over the server list.
-    init(name: String, timeout: Duration, tries: Int32, resolvConfPath: String?) {
+    ///   - willClose: told of each of its sockets just before it is closed.
+    init(name: String, timeout: Duration, tries: Int32, resolvConfPath: String?, willClose: ((Int32) -> Void)? = nil) {
+        state = State(willClose: willClose)
         let context = Unmanaged.passUnretained(state).toOpaque()
         var options = ares_options()
         var mask = ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_SOCK_STATE_CB | ARES_OPT_LOOKUPS

@@ -31,6 +31,9 @@ extension AresLookup {
                 aclose: { fd, context in
                     let state = AresLookup.state(context)
                     state.peers[fd] = nil
+                    // While the number is still this socket's: once closed, the next socket
+                    // opened (a probe's, anyone's) may get it.
+                    state.willClose?(fd)
                     return close(fd)
                 },
                 aconnect: { fd, address, length, context in
