@@ -244,18 +244,12 @@ final class AresLookup {
         var node = result.nodes
         while let current = node?.pointee {
             node = current.ai_next
-            guard let socketAddress = current.ai_addr else { continue }
-            switch current.ai_family {
-            case AF_INET where current.ai_addrlen >= MemoryLayout<sockaddr_in>.size:
-                let raw = UnsafeRawPointer(socketAddress).loadUnaligned(as: sockaddr_in.self)
-                let address = IPAddress.v4(UInt32(bigEndian: raw.sin_addr.s_addr))
-                if !v4.contains(address) { v4.append(address) }
-            case AF_INET6 where current.ai_addrlen >= MemoryLayout<sockaddr_in6>.size:
-                var raw = UnsafeRawPointer(socketAddress).loadUnaligned(as: sockaddr_in6.self)
-                guard let address = withUnsafeBytes(of: &raw.sin6_addr, { IPAddress(bytes: $0) }) else { continue }
-                if !v6.contains(address) { v6.append(address) }
-            default:
-                continue
+            guard let socketAddress = current.ai_addr,
+                let address = IPAddress.fromSocketAddress(UnsafeRawBufferPointer(start: socketAddress, count: Int(current.ai_addrlen)))?.address
+            else { continue }
+            switch address {
+            case .v4: if !v4.contains(address) { v4.append(address) }
+            case .v6: if !v6.contains(address) { v6.append(address) }
             }
             ttl = min(ttl, current.ai_ttl)
         }

@@ -37,7 +37,7 @@ extension AresLookup {
                     return close(fd)
                 },
                 aconnect: { fd, address, length, context in
-                    if let address, let server = AresLookup.server(address) {
+                    if let address, let server = IPAddress.fromSocketAddress(UnsafeRawBufferPointer(start: address, count: Int(length)))?.address {
                         AresLookup.state(context).peers[fd] = (server, ResolverSocket.isDatagram(fd))
                     }
                     return connect(fd, address, length)
@@ -100,19 +100,6 @@ extension AresLookup {
 
     fileprivate static func state(_ context: UnsafeMutableRawPointer?) -> State {
         Unmanaged<State>.fromOpaque(context!).takeUnretainedValue()
-    }
-
-    fileprivate static func server(_ address: UnsafePointer<sockaddr>) -> IPAddress? {
-        switch Int32(address.pointee.sa_family) {
-        case AF_INET:
-            let raw = UnsafeRawPointer(address).loadUnaligned(as: sockaddr_in.self)
-            return .v4(UInt32(bigEndian: raw.sin_addr.s_addr))
-        case AF_INET6:
-            var raw = UnsafeRawPointer(address).loadUnaligned(as: sockaddr_in6.self)
-            return withUnsafeBytes(of: &raw.sin6_addr) { IPAddress(bytes: $0) }
-        default:
-            return nil
-        }
     }
 }
 
