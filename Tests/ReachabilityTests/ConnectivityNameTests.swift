@@ -108,10 +108,8 @@ struct ConnectivityNameTests {
 extension ConnectivityProbeTests.Setup {
     /// Waits until the HTTP servers saw `count` requests.
     func waitForRequests(_ count: Int, within limit: Duration = waitLimit) async throws {
-        let deadline = ContinuousClock.now + limit
-        while requests.count < count {
-            guard ContinuousClock.now < deadline else { throw TimedOut(what: "\(count) requests, have \(requests); \(harness.diagnostics)") }
-            try await Task.sleep(for: .milliseconds(20))
+        try await eventually("\(count) requests, have \(requests); \(harness.diagnostics)", timeout: limit, every: .milliseconds(20)) {
+            requests.count >= count
         }
     }
 }

@@ -64,13 +64,10 @@ struct ConnectivityProbeTests {
         var requests: [String] { server.lines.filter { $0.hasPrefix("GET ") } }
 
         func waitFor(_ connectivity: String, within limit: Duration = waitLimit) async throws {
-            let deadline = ContinuousClock.now + limit
-            while try self.connectivity() != connectivity {
-                guard ContinuousClock.now < deadline else {
-                    throw TimedOut(what: "Connectivity \(connectivity), is \(try self.connectivity()); requests \(requests); \(harness.diagnostics)")
-                }
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            try await eventually(
+                "Connectivity \(connectivity), is \((try? self.connectivity()) ?? "?"); requests \(requests); \(harness.diagnostics)",
+                timeout: limit, every: .milliseconds(20)
+            ) { try self.connectivity() == connectivity }
         }
 
         func reload(_ config: String) throws {

@@ -59,14 +59,14 @@ struct SocketActivationTests {
         let client = try harness.connect()
         // A carrier loss arrives through the adopted socket (its link group)...
         try scenario.carrier(false)
-        try await Self.eventually("not online after carrier loss") { try DaemonHarness.property(client, "State") as String != "online" }
+        try await eventually("not online after carrier loss") { try DaemonHarness.property(client, "State") as String != "online" }
         try scenario.carrier(true)
-        try await Self.eventually("online again") { try DaemonHarness.property(client, "State") as String == "online" }
+        try await eventually("online again") { try DaemonHarness.property(client, "State") as String == "online" }
         // ... and a rule change alone, through the rule group reachd joined itself.
         try scenario.ns.ip("rule add pref 100 prohibit")
-        try await Self.eventually("not online under a prohibit rule") { try DaemonHarness.property(client, "State") as String != "online" }
+        try await eventually("not online under a prohibit rule") { try DaemonHarness.property(client, "State") as String != "online" }
         try scenario.ns.ip("rule del pref 100")
-        try await Self.eventually("online once the rule is gone") { try DaemonHarness.property(client, "State") as String == "online" }
+        try await eventually("online once the rule is gone") { try DaemonHarness.property(client, "State") as String == "online" }
     }
 
     @Test func withoutTheSocketUnitReachdSaysItsOwnBufferIsClamped() async throws {
@@ -95,7 +95,7 @@ struct SocketActivationTests {
         #expect(daemon.text.contains("netlink: receive buffer") && daemon.text.contains("(own socket"), "\(daemon.text)")
         let client = try harness.connect()
         try scenario.carrier(false)
-        try await Self.eventually("not online after carrier loss") { try DaemonHarness.property(client, "State") as String != "online" }
+        try await eventually("not online after carrier loss") { try DaemonHarness.property(client, "State") as String != "online" }
     }
 
     /// reachd.socket lives on while reachd restarts: what it queued meanwhile (here up to an
@@ -144,12 +144,12 @@ struct SocketActivationTests {
         daemon.signal(SIGSTOP)
         try OverrunTests.burst(scenario.ns, pairs: 40, prefix: "sv")
         daemon.signal(SIGCONT)
-        try await Self.eventually("an overrun and a resync in GetStatus") {
+        try await eventually("an overrun and a resync in GetStatus") {
             let counters = try busctlCounters()
             return (counters.overruns ?? 0) >= 1 && (counters.resyncs ?? 0) >= 2
         }
         let after = try busctlCounters()
-        try await Self.eventually("every link of the burst listed") {
+        try await eventually("every link of the burst listed") {
             try ReachabilityClient(bus: .address(harness.address)).interfaces().count == 2 + 80
         }
 
@@ -164,13 +164,5 @@ struct SocketActivationTests {
         // Without --verbose neither appears.
         let plain = try reachctl(["status", "--json", "--daemon", "--bus-address", harness.address])
         #expect(!plain.stdout.contains("overruns"), "\(plain)")
-    }
-
-    static func eventually(_ what: String, _ condition: () throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + waitLimit
-        while try !condition() {
-            guard ContinuousClock.now < deadline else { throw TimedOut(what: what) }
-            try await Task.sleep(for: .milliseconds(5))
-        }
     }
 }

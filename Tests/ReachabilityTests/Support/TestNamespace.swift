@@ -125,13 +125,12 @@ func eventually(
     _ monitor: ReachabilityMonitor, _ what: String, timeout: Duration = waitLimit,
     _ condition: (ReachabilitySnapshot) -> Bool
 ) async throws -> ReachabilitySnapshot {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        let snapshot = monitor.snapshot
-        if condition(snapshot) { return snapshot }
-        try await Task.sleep(for: .milliseconds(2))
+    var snapshot = monitor.snapshot
+    try await eventually(what, timeout: timeout, every: .milliseconds(2)) {
+        snapshot = monitor.snapshot
+        return condition(snapshot)
     }
-    throw TimedOut(what: what)
+    return snapshot
 }
 
 extension ReachabilitySnapshot {
