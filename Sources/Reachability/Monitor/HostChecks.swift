@@ -176,8 +176,6 @@ extension CheckResult {
         var combined = chosen
         combined.target = target
         combined.addresses = addresses
-        combined.flags.remove(.isLocalAddress)
-        if chosen.flags.contains(.isLocalAddress) { combined.flags.insert(.isLocalAddress) }
         return combined
     }
 }
