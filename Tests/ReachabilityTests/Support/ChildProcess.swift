@@ -48,9 +48,14 @@ final class ChildProcess: Sendable {
         command = ([program] + arguments).joined(separator: " ")
         let outPipe = try Self.pipe()
         let errPipe = errorsToOutput ? nil : try Self.pipe()
+        var spawned = false
         defer {
             close(outPipe.write)
             if let errPipe { close(errPipe.write) }
+            if !spawned {
+                close(outPipe.read)
+                if let errPipe { close(errPipe.read) }
+            }
         }
         // The passed descriptors are first copied above the slots they go to, so placing one can
         // never overwrite another still to be placed; the copies close at exec.
@@ -91,11 +96,8 @@ final class ChildProcess: Sendable {
         defer { (argv + envp).forEach { free($0) } }
         var pid: pid_t = 0
         let result = posix_spawn(&pid, program, &actions, &attributes, argv, envp)
-        guard result == 0 else {
-            close(outPipe.read)
-            if let errPipe { close(errPipe.read) }
-            throw SystemError("posix_spawn \(program)", errno: result)
-        }
+        guard result == 0 else { throw SystemError("posix_spawn \(program)", errno: result) }
+        spawned = true
         self.pid = pid
         Self.collect(outPipe.read, into: out)
         if let errPipe { Self.collect(errPipe.read, into: err) } else { err.done.store(true, ordering: .releasing) }
