@@ -803,3 +803,65 @@ extension EngineTests {
         #expect(state.apply([.link(Fact.ethernet(2_502, "veth2500", carrier: false, infoKind: "veth"), device: nil)]) == nil)
     }
 }
+
+// MARK: - Captive-portal URIs from router advertisements (RFC 8910)
+
+extension EngineTests {
+    private static let router = Fact.ip("fe80::1")
+    private static func announced(_ uri: String, on index: Int32 = 2, by router: IPAddress = router) -> NetworkEvent {
+        .announcedPortal(AnnouncedPortal(interfaceIndex: index, router: router, uri: uri))
+    }
+
+    @Test func announcedPortal_onThePrimary_isTheHostsAnswer_untilTheLinkLosesCarrier() throws {
+        var state = try onlineWired()
+        let epoch = state.routingEpoch
+        let change = try changed(state.apply([Self.announced("https://portal.example/api")]))
+        #expect(change.hostChanged && change.host.announcedPortal == "https://portal.example/api")
+        #expect(state.routingEpoch == epoch, "an announcement moves no route")
+        // The same announcement again (every RA repeats it) changes nothing.
+        #expect(state.apply([Self.announced("https://portal.example/api")]) == nil)
+        // A new one replaces it.
+        #expect(try changed(state.apply([Self.announced("https://other.example/")])).host.announcedPortal == "https://other.example/")
+        // Carrier lost: gone, and it does not come back with the carrier (another network, perhaps).
+        #expect(try changed(state.apply([.link(Fact.ethernet(2, "eth0", carrier: false), device: nil)])).host.announcedPortal == "")
+        #expect(state.apply([.link(Fact.ethernet(2, "eth0"), device: nil)])?.host.announcedPortal ?? "" == "")
+        #expect(state.host.announcedPortal == "")
+    }
+
+    @Test func announcedPortal_endsWithTheRoutersDefaultRoute_orTheLink() throws {
+        var state = try onlineWired()
+        let viaRouter = Fact.defaultV6(via: "fe80::1", dev: 2)
+        let viaOther = Fact.defaultV6(via: "fe80::2", dev: 2, metric: 2048)
+        _ = state.apply([.route(viaRouter, replace: false), .route(viaOther, replace: false), Self.announced("http://a.example/")])
+        #expect(state.host.announcedPortal == "http://a.example/")
+        // Another router's route going away says nothing about this one's announcement.
+        _ = state.apply([.routeRemoved(viaOther)])
+        #expect(state.host.announcedPortal == "http://a.example/")
+        // The announcing router's lifetime ran out: the kernel removed its default route.
+        #expect(try changed(state.apply([.routeRemoved(viaRouter)])).host.announcedPortal == "")
+
+        _ = state.apply([Self.announced("http://b.example/")])
+        #expect(state.host.announcedPortal == "http://b.example/")
+        _ = state.apply([.linkRemoved(index: 2)])
+        #expect(state.host.announcedPortal == "")
+    }
+
+    @Test func announcedPortal_onAnotherLink_orADownOne_isNotTheHosts() throws {
+        var state = try onlineWired()
+        _ = state.apply([
+            .link(Fact.ethernet(3, "eth1"), device: DeviceFacts()),
+            .link(Fact.ethernet(4, "eth2", carrier: false), device: DeviceFacts()),
+        ])
+        #expect(state.apply([Self.announced("http://eth1.example/", on: 3)]) == nil, "eth1 carries no path of the host")
+        #expect(state.host.announcedPortal == "")
+        // A stale message for a link without carrier, or one never seen, is dropped.
+        _ = state.apply([Self.announced("http://eth2.example/", on: 4), Self.announced("http://gone.example/", on: 99)])
+        #expect(state.announcedPortals.keys.sorted() == [3])
+        // The resync after an overrun cannot dump announcements: they survive it.
+        let dump = NetworkDump(
+            links: [(Fact.ethernet(2, "eth0"), nil), (Fact.ethernet(3, "eth1"), nil), (Fact.ethernet(4, "eth2", carrier: false), nil)],
+            addresses: [Fact.v4(2, "192.0.2.10")], routes: [Fact.defaultV4(via: "192.0.2.1", dev: 2)])
+        _ = state.replace(with: dump)
+        #expect(state.announcedPortals[3]?.uri == "http://eth1.example/")
+    }
+}

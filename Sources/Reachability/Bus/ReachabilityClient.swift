@@ -121,6 +121,10 @@ public final class ReachabilityClient {
                 if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
                     host.connectivity.portal = value
                 }
+            case "AnnouncedPortal":
+                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
+                    host.announcedPortal = value
+                }
             case "Generation":
                 if let value = try Self.variant(message, "t", { m throws(BusError) in try m.readUInt64() }) {
                     generation = value

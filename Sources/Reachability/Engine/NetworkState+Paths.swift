@@ -102,11 +102,13 @@ extension NetworkState {
         }
         // The probe's verdict counts only for a path packets can take.
         if chosen.path.isReachable { flags.formUnion(connectivity.flags) }
+        let announced = [chosen.path.interfaceIndex, underlying.isEmpty ? nil : linkIndexByName[underlying]]
+            .lazy.compactMap { $0.flatMap { self.announcedPortals[$0]?.uri } }.first
         return HostStatus(
             flags: flags, state: chosen.path.isReachable ? .online : (readyLinks.isEmpty ? .offline : .local),
             primaryInterface: chosen.path.interfaceName,
             availableInterfaces: availableInterfaces(primary: chosen.path.isReachable ? chosen.path.interfaceIndex : nil),
-            underlyingInterface: underlying, connectivity: connectivity)
+            underlyingInterface: underlying, connectivity: connectivity, announcedPortal: announced ?? "")
     }
 
     /// The link that carries a tunnel, where the kernel tells: the main table's default route

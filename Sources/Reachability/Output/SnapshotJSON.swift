@@ -22,8 +22,8 @@ extension InterfaceStatus {
 extension HostStatus {
     /// The host members shared by snapshots and changes, in documented order:
     /// `flags`, `state`, `primaryInterface`, `availableInterfaces`, `underlyingInterface`,
-    /// `connectivity` (the probe's verdict: `unknown` without it) and `portal` (a login page's
-    /// URL, or empty).
+    /// `connectivity` (the probe's verdict: `unknown` without it), `portal` (where the probe was
+    /// redirected, or empty) and `announcedPortal` (the RFC 8910 URI a router advertised, or empty).
     var jsonMembers: [(String, JSONValue)] {
         [
             ("flags", flags.json),
@@ -33,6 +33,7 @@ extension HostStatus {
             ("underlyingInterface", .string(underlyingInterface)),
             ("connectivity", .string(connectivity.connectivity.rawValue)),
             ("portal", .string(connectivity.portal)),
+            ("announcedPortal", .string(announcedPortal)),
         ]
     }
 }

@@ -36,14 +36,17 @@ func renderInternet(_ status: ConnectivityStatus) -> String {
 /// Available: wlan0, wwan0
 /// Generation: 7
 /// ```
+/// with `Announced portal: URI` after Available when a router advertised one (RFC 8910).
 public func renderStatus(_ snapshot: ReachabilitySnapshot) -> String {
     let host = snapshot.host
-    return [
+    var lines = [
         "State: " + renderSummary(host, interfaces: snapshot.interfaces),
         "Flags: " + (host.flags.isEmpty ? "none" : host.flags.description),
         "Available: " + (host.availableInterfaces.isEmpty ? "none" : host.availableInterfaces.joined(separator: ", ")),
-        "Generation: \(snapshot.generation)",
-    ].joined(separator: "\n")
+    ]
+    if !host.announcedPortal.isEmpty { lines.append("Announced portal: " + host.announcedPortal) }
+    lines.append("Generation: \(snapshot.generation)")
+    return lines.joined(separator: "\n")
 }
 
 /// The interface table `reachctl interfaces` prints: columns INDEX NAME KIND FLAGS ADDRESSES,
