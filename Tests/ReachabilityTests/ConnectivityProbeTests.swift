@@ -165,4 +165,40 @@ struct ConnectivityProbeTests {
         #expect(answer.connectivity == "unknown", "\(answer)")
         #expect(setup.requests.isEmpty)
     }
+
+    /// `reachctl check --validate` asks reachd's probe: full exits 0, a portal 1 with where it
+    /// leads (and the Validate reply as JSON); the probe off, no reachd, or a target with it: a
+    /// sentence saying why, exit 2.
+    @Test func reachctlCheckValidateAsksReachdsProbe() async throws {
+        let setup = try await Setup(config: "[Connectivity]\nURL=http://192.0.2.1:8204/generate_204\nTimeout=1s\n")
+        let bus = ["--daemon", "--bus-address", setup.harness.address]
+        try await setup.waitFor("full")
+        let asked = setup.requests.count
+        try await Task.sleep(for: .seconds(2))  // past the 2 s in which Validate answers from the last verdict
+        let full = try reachctl(["check", "--validate"] + bus)
+        #expect(full.status == 0 && full.stdout == "internet: full (HTTP 204)\n", "\(full)")
+        #expect(setup.requests.count == asked + 1, "Validate probes now: \(setup.requests)")
+
+        try setup.reload("[Connectivity]\nURL=http://192.0.2.1:8302/generate_204\nTimeout=1s\n")
+        try await setup.waitFor("portal")
+        let portal = try reachctl(["check", "--validate", "--json"] + bus)
+        #expect(portal.status == 1, "\(portal)")
+        let json = try portal.json()
+        #expect(json["connectivity"] as? String == "portal" && json["portal"] as? String == "http://login.hotel.example/?continue=probe", "\(json)")
+        #expect((json["detail"] as? String)?.contains("302") == true, "\(json)")
+        let text = try reachctl(["check", "--validate"] + bus)
+        #expect(text.status == 1 && text.stdout.hasPrefix("internet: portal at http://login.hotel.example/?continue=probe ("), "\(text)")
+
+        let both = try reachctl(["check", "--validate", "192.0.2.1"] + bus)
+        #expect(both.status == 2 && both.stderr.contains("--validate takes no target") && both.stderr.contains("192.0.2.1"), "\(both)")
+        let alone = try reachctl(["check", "--validate", "--netns", setup.scenario.ns.name])
+        #expect(alone.status == 2 && alone.stderr.contains("--validate needs reachd"), "\(alone)")
+        let nobody = try reachctl(["check", "--validate", "--bus-address", "unix:path=/nonexistent/bus"])
+        #expect(nobody.status == 2 && nobody.stderr.contains("--validate needs reachd") && nobody.stderr.contains("not answering"), "\(nobody)")
+
+        try setup.reload("[Checks]\nDefaultTimeout=2s\n")
+        try await setup.waitFor("unknown")
+        let off = try reachctl(["check", "--validate"] + bus)
+        #expect(off.status == 2 && off.stdout.hasPrefix("internet: unknown") && off.stderr.contains("probe is off"), "\(off)")
+    }
 }

@@ -257,6 +257,17 @@ public final class ReachabilityClient {
         AddressTarget.looksLikeAddress(target) ? try checkAddress(target) : try checkHost(target, timeout: timeout)
     }
 
+    /// `Validate`: reachd's connectivity probe asked now (or the probe in flight joined); the
+    /// reply comes within the probe's `Timeout=`, so the call may take up to the longest one a
+    /// configuration can set, plus `checkCallMargin`. `unknown` when the probe is off.
+    public func validate() throws(BusError) -> ConnectivityStatus {
+        let reply = try call("Validate", timeout: ConnectivitySettings.timeoutRange.upperBound + Self.checkCallMargin)
+        let message = reply.message
+        let connectivity = try message.readString()
+        return ConnectivityStatus(
+            connectivity: Connectivity(rawValue: connectivity) ?? .unknown, portal: try message.readString(), detail: try message.readString())
+    }
+
     // MARK: watches
 
     /// `Watch`: asks reachd to follow `target` and returns the watch's object path. Its answers

@@ -63,6 +63,14 @@ extension ReachabilityChange {
     }
 }
 
+extension ConnectivityStatus {
+    /// `{"connectivity":"portal","portal":"http://login.example/","detail":"HTTP 302"}`: the
+    /// Validate reply in lowerCamelCase (`reachctl check --validate --json`).
+    public var json: JSONValue {
+        .object([("connectivity", .string(connectivity.rawValue)), ("portal", .string(portal)), ("detail", .string(detail))])
+    }
+}
+
 extension CheckResult {
     /// `{"target":"example.org","flags":[...],"interface":"wlan0","addresses":[...],"reason":"",...}`:
     /// the CheckAddress/CheckHost reply in lowerCamelCase. `reason` is "" when reachable, as on

@@ -29,6 +29,15 @@ func renderInternet(_ status: ConnectivityStatus) -> String {
     }
 }
 
+/// A probe's verdict for people (`reachctl check --validate`): `internet: full (HTTP 204)`,
+/// `internet: portal at http://login.example/ (HTTP 302)`; what the probe saw in parentheses.
+public func renderValidation(_ status: ConnectivityStatus) -> String {
+    var line = "internet: " + status.connectivity.rawValue
+    if !status.portal.isEmpty { line += " at \(status.portal)" }
+    if !status.detail.isEmpty { line += " (\(status.detail))" }
+    return line
+}
+
 /// The header `reachctl status` prints:
 /// ```
 /// State: online via wlan0 (wifi)
