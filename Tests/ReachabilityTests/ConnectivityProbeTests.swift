@@ -201,4 +201,68 @@ struct ConnectivityProbeTests {
         let off = try reachctl(["check", "--validate"] + bus)
         #expect(off.status == 2 && off.stdout.hasPrefix("internet: unknown") && off.stderr.contains("probe is off"), "\(off)")
     }
+
+    /// Two uplinks (made `wired` by a rule: veths are not uplinks by default), only one of which
+    /// leads to the HTTP server (up1's gateway, in a namespace of its own, forwards nothing). Each
+    /// is judged through itself, so ValidatedInterfaces names the one that reaches the internet,
+    /// whichever the kernel's default path is; an uplink without carrier is not probed.
+    @Test func eachUplinkIsJudgedThroughItself() async throws {
+        let setup = try await Setup(config: """
+            [Connectivity]
+            URL=http://203.0.113.80:8204/generate_204
+            Timeout=1s
+            Interval=1m
+            [Interface]
+            Name=up*
+            Kind=wired
+            """)
+        let ns = setup.scenario.ns
+        try setup.scenario.far.ip("addr add 203.0.113.80/32 dev lo")
+        let dead = try TestNamespace("deadend")
+        try ns.ip("link add up1 type veth peer name up1p")
+        try ns.ip("link set up1p netns \(dead.name)")
+        try ns.ip("link set up1 addrgenmode none")
+        try ns.ip("addr add 198.51.100.2/24 dev up1")
+        try dead.ip("addr add 198.51.100.1/24 dev up1p")
+        try dead.ip("link set up1p up")
+        try ns.ip("link set up1 up")
+        try ns.ip("route add default via 198.51.100.1 dev up1 metric 200")
+
+        func strings(_ name: String) throws -> [String] {
+            let output = try setup.harness.busctl(["--json=short", "get-property", DaemonHarness.busName, DaemonHarness.objectPath, DaemonHarness.interface, name])
+            return try DaemonHarness.jsonData(output).compactMap { $0 as? String }
+        }
+        func waitFor(_ name: String, _ expected: [String]) async throws {
+            let deadline = ContinuousClock.now + waitLimit
+            while try strings(name) != expected {
+                guard ContinuousClock.now < deadline else {
+                    throw TimedOut(what: "\(name) \(expected), is \(try strings(name)); requests \(setup.requests); \(setup.harness.diagnostics)")
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        try await waitFor("AvailableInterfaces", ["up0", "up1"])
+        try await setup.waitFor("full")
+        // up1's own probe goes out through up1 and dies at its gateway: up0 alone is validated.
+        try setup.harness.daemon?.waitForErrorLine(containing: "connectivity via up1: none (no answer within 1s)")
+        try await waitFor("ValidatedInterfaces", ["up0"])
+
+        // The kernel's default path moves to up1: the host's probe now fails through it, and
+        // up0, judged through itself, still reaches the internet.
+        try ns.ip("route del default via 192.0.2.1 dev up0 metric 100")
+        try ns.ip("route add default via 192.0.2.1 dev up0 metric 300")
+        try await setup.waitFor("none", within: .seconds(10))
+        #expect(try DaemonHarness.property(setup.client, "PrimaryInterface") as String == "up1")
+        try await waitFor("ValidatedInterfaces", ["up0"])
+        let status = try reachctl(["status", "--json", "--daemon", "--bus-address", setup.harness.address])
+        #expect((try? status.json())?["validatedInterfaces"] as? [String] == ["up0"], "\(status)")
+
+        // up0 loses carrier: no longer an uplink, no longer probed, no longer validated.
+        try setup.scenario.carrier(false)
+        try await waitFor("ValidatedInterfaces", [])
+        try await Task.sleep(for: .seconds(1))
+        let before = setup.requests.count
+        try await Task.sleep(for: .seconds(3))
+        #expect(setup.requests.count == before, "nothing reaches the server: \(setup.requests)")
+    }
 }

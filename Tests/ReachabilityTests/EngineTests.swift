@@ -865,3 +865,55 @@ extension EngineTests {
         #expect(state.announcedPortals[3]?.uri == "http://eth1.example/")
     }
 }
+
+// MARK: - Uplinks, each judged by the probe through itself
+
+extension EngineTests {
+    @Test func uplinks_areReadyLinksOfUplinkKinds_withADefaultRouteAndAnAddress() throws {
+        var state = try onlineWired()
+        _ = state.apply([
+            .link(Fact.ethernet(3, "wlan0"), device: DeviceFacts(hasPhy80211: true)),
+            .address(Fact.v4(3, "198.51.100.7")),
+            .route(Fact.defaultV4(via: "198.51.100.1", dev: 3, metric: 600), replace: false),
+            // A container's veth with a default route (a network namespace's view), and a wired
+            // link with a default route but no address: neither is an uplink.
+            .link(Fact.ethernet(4, "veth0", infoKind: "veth"), device: DeviceFacts()),
+            .address(Fact.v4(4, "10.0.0.2")),
+            .route(Fact.defaultV4(via: "10.0.0.1", dev: 4, metric: 900), replace: false),
+            .link(Fact.ethernet(5, "eth1"), device: DeviceFacts()),
+            .route(Fact.defaultV4(via: "203.0.113.1", dev: 5, metric: 700), replace: false),
+        ])
+        let uplinks = state.uplinks()
+        #expect(uplinks.map(\.name) == ["eth0", "wlan0"])
+        #expect(uplinks.last?.sources == [RT.familyIPv4: Fact.ip("198.51.100.7")])
+        #expect(uplinks.last?.routes == [Fact.defaultV4(via: "198.51.100.1", dev: 3, metric: 600)])
+    }
+
+    @Test func validatedInterfaces_theHostsProbeForThePrimary_eachUplinksOwnForTheRest() throws {
+        var state = try onlineWired()
+        _ = state.apply([
+            .link(Fact.ethernet(3, "wlan0"), device: DeviceFacts(hasPhy80211: true)),
+            .address(Fact.v4(3, "198.51.100.7")),
+            .route(Fact.defaultV4(via: "198.51.100.1", dev: 3, metric: 600), replace: false),
+        ])
+        #expect(state.host.availableInterfaces == ["eth0", "wlan0"])
+        #expect(state.host.validatedInterfaces == [])
+        let epoch = state.routingEpoch
+        let change = try changed(state.apply([.uplinkConnectivity(index: 3, .full)]))
+        #expect(change.hostChanged && change.host.validatedInterfaces == ["wlan0"])
+        #expect(state.routingEpoch == epoch, "a verdict moves no route")
+        _ = state.apply([.connectivity(ConnectivityStatus(connectivity: .full))])
+        #expect(state.host.validatedInterfaces == ["eth0", "wlan0"])
+        #expect(try changed(state.apply([.uplinkConnectivity(index: 3, .portal)])).host.validatedInterfaces == ["eth0"])
+        _ = state.apply([.uplinkConnectivity(index: 3, .full)])
+        // Carrier lost: the verdict goes with it, and does not come back with the carrier.
+        _ = state.apply([.link(Fact.ethernet(3, "wlan0", carrier: false), device: nil)])
+        _ = state.apply([.link(Fact.ethernet(3, "wlan0"), device: nil)])
+        #expect(state.host.validatedInterfaces == ["eth0"])
+        // unknown forgets (the probe retired), and a verdict for a link not ready is dropped.
+        _ = state.apply([.uplinkConnectivity(index: 3, .full), .uplinkConnectivity(index: 3, .unknown)])
+        #expect(state.uplinkVerdicts.isEmpty)
+        _ = state.apply([.link(Fact.ethernet(3, "wlan0", carrier: false), device: nil), .uplinkConnectivity(index: 3, .full)])
+        #expect(state.uplinkVerdicts.isEmpty)
+    }
+}

@@ -125,6 +125,10 @@ public final class ReachabilityClient {
                 if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
                     host.announcedPortal = value
                 }
+            case "ValidatedInterfaces":
+                if let value = try Self.variant(message, "as", { m throws(BusError) in try m.readStringArray() }) {
+                    host.validatedInterfaces = value
+                }
             case "Generation":
                 if let value = try Self.variant(message, "t", { m throws(BusError) in try m.readUInt64() }) {
                     generation = value

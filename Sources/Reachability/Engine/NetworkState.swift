@@ -32,6 +32,8 @@ public struct NetworkState: Sendable {
     /// Captive-portal URIs announced in router advertisements, per link (`AnnouncedPortal` says
     /// how long one holds).
     private(set) var announcedPortals: [Int32: AnnouncedPortal] = [:]
+    /// The probe's verdicts on uplinks other than the primary (`NetworkEvent.uplinkConnectivity`).
+    private(set) var uplinkVerdicts: [Int32: Connectivity] = [:]
     /// Set by the first `internetPath` fact: from then on the host follows the kernel's answers.
     private(set) var followsKernelPaths = false
     /// Bridge (or bond) index -> its ports, for kinds taken from ports.
@@ -106,7 +108,7 @@ public struct NetworkState: Sendable {
 
     private mutating func ingest(_ event: NetworkEvent) {
         switch event {
-        case .internetPath, .connectivity, .announcedPortal: break
+        case .internetPath, .connectivity, .announcedPortal, .uplinkConnectivity: break
         default: routingEpoch &+= 1
         }
         switch event {
@@ -138,6 +140,12 @@ public struct NetworkState: Sendable {
             // down since (or unknown) has nothing to attach to.
             guard links[portal.interfaceIndex]?.link.isReady == true else { return }
             announcedPortals[portal.interfaceIndex] = portal
+        case let .uplinkConnectivity(index, verdict):
+            guard verdict != .unknown, links[index]?.link.isReady == true else {
+                uplinkVerdicts.removeValue(forKey: index)
+                return
+            }
+            uplinkVerdicts[index] = verdict
         }
     }
 
@@ -180,7 +188,10 @@ public struct NetworkState: Sendable {
             removeRoutes(through: link.index)
         }
         // A link that went down may come back on another network: its announcement is gone.
-        if !link.isReady { announcedPortals.removeValue(forKey: link.index) }
+        if !link.isReady {
+            announcedPortals.removeValue(forKey: link.index)
+            uplinkVerdicts.removeValue(forKey: link.index)
+        }
     }
 
     private mutating func removeLink(_ index: Int32) {
@@ -194,6 +205,7 @@ public struct NetworkState: Sendable {
         for port in ports.removeValue(forKey: index) ?? [] { dirty.insert(port) }
         removeRoutes(through: index)
         announcedPortals.removeValue(forKey: index)
+        uplinkVerdicts.removeValue(forKey: index)
         dirty.insert(index)
     }
 

@@ -38,11 +38,15 @@ public struct HostStatus: Hashable, Sendable {
     /// probe; empty when none was. `urn:ietf:params:capport:unrestricted` means the network says
     /// it has no portal.
     public var announcedPortal: String
+    /// The available interfaces through which the opt-in probe found the internet answering
+    /// (`full`): the primary by the host's probe, each other uplink by a probe sent through it
+    /// alone. Empty without the probe.
+    public var validatedInterfaces: [String]
 
     public init(
         flags: ReachabilityFlags = [], state: ConnectivityState = .offline,
         primaryInterface: String = "", availableInterfaces: [String] = [], underlyingInterface: String = "",
-        connectivity: ConnectivityStatus = .unknown, announcedPortal: String = ""
+        connectivity: ConnectivityStatus = .unknown, announcedPortal: String = "", validatedInterfaces: [String] = []
     ) {
         self.flags = flags
         self.state = state
@@ -51,6 +55,7 @@ public struct HostStatus: Hashable, Sendable {
         self.underlyingInterface = underlyingInterface
         self.connectivity = connectivity
         self.announcedPortal = announcedPortal
+        self.validatedInterfaces = validatedInterfaces
     }
 }
 

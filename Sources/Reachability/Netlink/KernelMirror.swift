@@ -188,6 +188,11 @@ final class KernelMirror {
         state.apply([.connectivity(connectivity)])
     }
 
+    /// The probe's verdict on one uplink (see `NetworkEvent.uplinkConnectivity`).
+    func record(uplink index: Int32, connectivity: Connectivity) -> ReachabilityChange? {
+        state.apply([.uplinkConnectivity(index: index, connectivity)])
+    }
+
     /// Re-classifies every link with new configuration (a reload).
     func reclassify(with classifier: Classifier) -> ReachabilityChange? {
         state.reclassify(with: classifier)

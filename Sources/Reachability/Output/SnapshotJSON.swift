@@ -23,7 +23,8 @@ extension HostStatus {
     /// The host members shared by snapshots and changes, in documented order:
     /// `flags`, `state`, `primaryInterface`, `availableInterfaces`, `underlyingInterface`,
     /// `connectivity` (the probe's verdict: `unknown` without it), `portal` (where the probe was
-    /// redirected, or empty) and `announcedPortal` (the RFC 8910 URI a router advertised, or empty).
+    /// redirected, or empty), `announcedPortal` (the RFC 8910 URI a router advertised, or empty)
+    /// and `validatedInterfaces` (the available interfaces the probe found the internet through).
     var jsonMembers: [(String, JSONValue)] {
         [
             ("flags", flags.json),
@@ -34,6 +35,7 @@ extension HostStatus {
             ("connectivity", .string(connectivity.connectivity.rawValue)),
             ("portal", .string(connectivity.portal)),
             ("announcedPortal", .string(announcedPortal)),
+            ("validatedInterfaces", .array(validatedInterfaces.map(JSONValue.string))),
         ]
     }
 }

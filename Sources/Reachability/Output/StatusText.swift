@@ -45,7 +45,8 @@ public func renderValidation(_ status: ConnectivityStatus) -> String {
 /// Available: wlan0, wwan0
 /// Generation: 7
 /// ```
-/// with `Announced portal: URI` after Available when a router advertised one (RFC 8910).
+/// with `Internet via: eth0, wlan0` after Available when the probe found the internet through
+/// some of them, and `Announced portal: URI` when a router advertised one (RFC 8910).
 public func renderStatus(_ snapshot: ReachabilitySnapshot) -> String {
     let host = snapshot.host
     var lines = [
@@ -53,6 +54,7 @@ public func renderStatus(_ snapshot: ReachabilitySnapshot) -> String {
         "Flags: " + (host.flags.isEmpty ? "none" : host.flags.description),
         "Available: " + (host.availableInterfaces.isEmpty ? "none" : host.availableInterfaces.joined(separator: ", ")),
     ]
+    if !host.validatedInterfaces.isEmpty { lines.append("Internet via: " + host.validatedInterfaces.joined(separator: ", ")) }
     if !host.announcedPortal.isEmpty { lines.append("Announced portal: " + host.announcedPortal) }
     lines.append("Generation: \(snapshot.generation)")
     return lines.joined(separator: "\n")
