@@ -846,6 +846,20 @@ extension EngineTests {
         #expect(state.host.announcedPortal == "")
     }
 
+    @Test func announcedPortal_underATunnel_isTheCarryingLinks() throws {
+        var state = try onlineWired()
+        let tun = Link(
+            index: 9, name: "tun0", flags: Link.flagUp | Link.flagPointToPoint | Link.flagRunning | Link.flagLowerUp,
+            hardwareType: Link.hardwareNone, operState: .unknown, infoKind: "tun")
+        let split = Route(destination: IPPrefix(.anyV4, length: 1), metric: 0, nextHops: [NextHop(gateway: nil, interfaceIndex: 9)])
+        _ = state.apply([
+            .link(tun, device: DeviceFacts()), .address(Fact.v4(9, "10.8.0.2", 32)), .route(split, replace: false),
+            .internetPath(family: RT.familyIPv4, route: split), Self.announced("http://hotel.example/"),
+        ])
+        #expect(state.host.primaryInterface == "tun0" && state.host.underlyingInterface == "eth0")
+        #expect(state.host.announcedPortal == "http://hotel.example/")
+    }
+
     @Test func announcedPortal_onAnotherLink_orADownOne_isNotTheHosts() throws {
         var state = try onlineWired()
         _ = state.apply([
