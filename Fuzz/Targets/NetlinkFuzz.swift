@@ -84,6 +84,7 @@ private func event(_ decoded: DecodedMessage) -> NetworkEvent? {
     case let .route(route): .route(route, replace: decoded.header.isReplace)
     case let .routeRemoved(route): .routeRemoved(route)
     case .ruleChanged: .rulesChanged
+    case let .announcedPortal(portal): .announcedPortal(portal)
     case .done, .error, .ignored: nil
     }
 }

@@ -18,17 +18,29 @@ struct CheckCommand: AsyncParsableCommand {
             Reasons when not reachable: noRoute, linkDown, noAddress, dnsTimeout, dnsNotFound, \
             dnsFailure, invalidTarget.
 
+            --validate (no target) asks whether the internet really answers through the host's \
+            path: reachd's connectivity probe runs now (or the one in flight is joined) and its \
+            verdict is printed: full, portal (with where it was redirected), limited or none, \
+            and what the probe saw. It needs reachd running with [Connectivity] URL= in \
+            reachd.conf: the probe runs only in reachd, never in-process.
+
             Examples:
               reachctl check 192.0.2.1
               reachctl check example.org --timeout 500ms
               reachctl check --json fe80::1%wlan0 | jq -r .reason
+              reachctl check --validate --json | jq -r .connectivity
 
-            Exit status: 0 reachable, 1 not reachable, 2 invalid target or error.
+            Exit status: 0 reachable, 1 not reachable, 2 invalid target or error. With \
+            --validate: 0 full, 1 portal, limited or none, 2 error (reachd not answering, or its \
+            probe off).
             """
     )
 
     @Argument(help: "An IPv4/IPv6 address or a host name.")
-    var target: String
+    var target: String?
+
+    @Flag(name: .customLong("validate"), help: "Ask reachd's connectivity probe whether the internet answers through the host's path, now (needs reachd with [Connectivity] URL=).")
+    var validateInternet = false
 
     @Option(
         parsing: .unconditional,
@@ -41,6 +53,15 @@ struct CheckCommand: AsyncParsableCommand {
     @OptionGroup var options: CommonOptions
 
     func validate() throws {
+        if validateInternet, let target {
+            throw ValidationError("--validate takes no target: it asks whether the internet answers through the host's path ('\(target)' was given).")
+        }
+        if validateInternet, timeout != nil {
+            throw ValidationError("--validate takes no --timeout: the probe's own Timeout= of reachd.conf bounds it.")
+        }
+        if !validateInternet, target == nil {
+            throw ValidationError("Missing expected argument '<target>' (an address or a host name), or --validate.")
+        }
         if let timeout, timeout > ReachabilityClient.maximumCheckTimeout {
             throw ValidationError(
                 "--timeout \(DurationText.format(timeout)) is above the maximum of \(DurationText.format(ReachabilityClient.maximumCheckTimeout)) "
@@ -52,6 +73,7 @@ struct CheckCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        guard let target else { return try await runValidation() }
         let result = try await reportingErrors {
             let source = try options.openSource()
             defer { source.stop() }
@@ -64,5 +86,30 @@ struct CheckCommand: AsyncParsableCommand {
         Terminal.writeLine(options.json ? result.json.serialized() : renderCheck(result))
         if result.reason == .invalidTarget { throw ExitStatus.error.exitCode }
         if !result.isReachable { throw ExitStatus.notReachable.exitCode }
+    }
+
+    static let validationNeedsReachd = "--validate needs reachd running with [Connectivity] URL= in reachd.conf: the connectivity probe runs only in reachd, on its event loop"
+
+    /// `--validate`: reachd's Validate, never in-process (there is no probe to run there).
+    private func runValidation() async throws {
+        let status = try await reportingErrors { () async throws -> ConnectivityStatus in
+            guard !options.answersInProcess else { throw ReachctlError(Self.validationNeedsReachd + " (--netns and --sysfs-root answer in-process)") }
+            let source: DaemonSource
+            do {
+                source = try DaemonSource.open(options.bus, probeTimeout: CommonOptions.probeTimeout)
+            } catch {
+                throw ReachctlError(Self.validationNeedsReachd + "; reachd is not answering: \(error)")
+            }
+            defer { source.stop() }
+            return try await source.validate()
+        }
+        Terminal.writeLine(options.json ? status.json.serialized() : renderValidation(status))
+        switch status.connectivity {
+        case .full: return
+        case .portal, .limited, .none: throw ExitStatus.notReachable.exitCode
+        case .unknown:
+            Terminal.write("reachctl: reachd's connectivity probe is off: set [Connectivity] URL= in reachd.conf to turn it on\n", to: 2)
+            throw ExitStatus.error.exitCode
+        }
     }
 }

@@ -93,6 +93,11 @@ final class DaemonSource: ReachabilitySource {
         try await worker.perform { try $0.client.check(target, timeout: timeout) }
     }
 
+    /// reachd's connectivity probe, asked now (`reachctl check --validate`).
+    func validate() async throws -> ConnectivityStatus {
+        try await worker.perform { try $0.client.validate() }
+    }
+
     func updates() async throws -> AsyncStream<ReachabilityUpdate> {
         let (stream, continuation) = AsyncStream.makeStream(of: ReachabilityUpdate.self, bufferingPolicy: .unbounded)
         let id = ids.add(1, ordering: .relaxed).newValue

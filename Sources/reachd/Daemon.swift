@@ -19,6 +19,8 @@ final class Daemon {
     var watches: WatchRegistry!
     /// The opt-in connectivity probe (`[Connectivity]`); idle, with no timer, when off.
     private var internetProbe: InternetProbe!
+    /// One probe per uplink other than the primary (`Uplink`), by ifindex; none when the probe is off.
+    private var uplinkProbes: [Int32: InternetProbe] = [:]
     private var sources: [EventSource] = []
     private var busSlots: [BusSlot] = []
     private var resyncTimer: EventSource!
@@ -187,11 +189,40 @@ final class Daemon {
         scheduleResync()
         internetProbe = InternetProbe(daemon: self, settings: ConnectivitySettings())
         internetProbe.configure(configuration.connectivity)
+        reconcileUplinkProbes()
     }
 
     /// The probe's verdict joins the host's answer: published like any change of it.
     func recordConnectivity(_ status: ConnectivityStatus) {
         handle(observer.record(connectivity: status))
+    }
+
+    /// An uplink's verdict (see `InternetProbe.Path.uplink`), published like the host's.
+    func recordUplinkConnectivity(index: Int32, _ connectivity: Connectivity) {
+        handle(observer.record(uplink: index, connectivity: connectivity))
+    }
+
+    /// Starts a probe for each uplink that is not the primary, and retires those of links that
+    /// stopped being one (or became the primary, which the host's probe judges). Off: none.
+    /// One pass over the default routes per change (`NetworkState.uplinks`).
+    private func reconcileUplinkProbes() {
+        let settings = configuration.connectivity
+        let state = observer.state
+        let wanted = settings.isEnabled
+            ? Dictionary(state.uplinks().filter { $0.name != state.host.primaryInterface }.map { ($0.index, $0.name) }) { first, _ in first }
+            : [:]
+        for (index, probe) in uplinkProbes where wanted[index] != probe.pathName {
+            uplinkProbes.removeValue(forKey: index)
+            probe.retire()
+        }
+        // Not configure: this runs inside a probe's own verdict (record -> handle), where a
+        // configure would start it over; networkChanged acts only when its path moved.
+        for probe in uplinkProbes.values { probe.networkChanged() }
+        for (index, name) in wanted where uplinkProbes[index] == nil {
+            let probe = InternetProbe(daemon: self, settings: ConnectivitySettings(), path: .uplink(index: index, name: name))
+            uplinkProbes[index] = probe
+            probe.configure(settings)
+        }
     }
 
     /// `Validate`: probe now (see `InternetProbe.validate`).
@@ -243,6 +274,7 @@ final class Daemon {
         if let change { publish(change) }
         // nil until start() made it (the first sync's change comes before).
         internetProbe?.networkChanged()
+        if internetProbe != nil { reconcileUplinkProbes() }
         let epoch = observer.state.routingEpoch
         if epoch != lastRoutingEpoch {
             lastRoutingEpoch = epoch
@@ -394,6 +426,8 @@ final class Daemon {
             Log.info("configuration reloaded from \(loaded.sources.isEmpty ? "defaults" : loaded.sources.joined(separator: ", "))")
             handle(change)
             internetProbe.configure(loaded.connectivity)
+            for probe in uplinkProbes.values { probe.configure(loaded.connectivity) }
+            reconcileUplinkProbes()
             applyCompatibility()
             ServiceManager.notify("READY=1\nSTATUS=\(summary)")
         case let .failure(errors):

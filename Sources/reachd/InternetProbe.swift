@@ -14,8 +14,21 @@ import Glibc
 /// timer: the full interval after a good answer, 1 s after a bad one, doubling up to the
 /// interval, each with +-20% jitter. At most one probe in flight; none while the host has no
 /// route (the verdict is then `none` without traffic). Off: no timer, no traffic, `unknown`.
+///
+/// One instance judges one path: the host's (the primary, routed as the kernel routes it), or
+/// one `Uplink` by itself: its request bound to that link (SO_BINDTODEVICE, no privilege needed)
+/// and sent from that link's own address, so a second uplink is judged without moving traffic.
+/// The name is resolved as the host resolves it.
 final class InternetProbe {
+    enum Path: Equatable {
+        case host
+        case uplink(index: Int32, name: String)
+    }
+
     private unowned let daemon: Daemon
+    let path: Path
+    /// An uplink's last verdict (the host's lives in the Engine's host status).
+    private var uplinkStatus = ConnectivityStatus.unknown
     private var settings: ConnectivitySettings
     private var timer: EventSource?
     private var attempt: Attempt?
@@ -35,6 +48,8 @@ final class InternetProbe {
         var underlying: String
         var v4: Route?
         var v6: Route?
+        /// The uplink judged, as the Engine sees it now (nil for the host's path).
+        var uplink: Uplink?
     }
 
     /// One probe in flight: resolving, then exchanging.
@@ -53,9 +68,33 @@ final class InternetProbe {
         }
     }
 
-    init(daemon: Daemon, settings: ConnectivitySettings) {
+    init(daemon: Daemon, settings: ConnectivitySettings, path: Path = .host) {
         self.daemon = daemon
         self.settings = settings
+        self.path = path
+    }
+
+    /// The uplink's link name; nil for the host's path.
+    var pathName: String? {
+        if case let .uplink(_, name) = path { return name }
+        return nil
+    }
+
+    /// How the log names the path: `connectivity` for the host's, `connectivity via eth1`.
+    private var logPrefix: String {
+        if case let .uplink(_, name) = path { return "connectivity via \(name)" }
+        return "connectivity"
+    }
+
+    /// The verdict this probe last recorded.
+    private var currentStatus: ConnectivityStatus {
+        path == .host ? daemon.observer.state.host.connectivity : uplinkStatus
+    }
+
+    /// The uplink stopped being one (or the probe was turned off): its verdict is forgotten.
+    func retire() {
+        stop()
+        record(.unknown)
     }
 
     var isEnabled: Bool { settings.isEnabled }
@@ -70,7 +109,7 @@ final class InternetProbe {
             record(.unknown)
             return
         }
-        Log.info("connectivity: probing \(url) (every \(DurationText.format(settings.interval)) while good, timeout \(DurationText.format(settings.timeout)))")
+        if path == .host { Log.info("connectivity: probing \(url) (every \(DurationText.format(settings.interval)) while good, timeout \(DurationText.format(settings.timeout)))") }
         pathKey = currentPathKey()
         retryDelay = ConnectivitySettings.firstRetry
         probe(reason: "start")
@@ -92,7 +131,7 @@ final class InternetProbe {
         guard settings.isEnabled else { return reply(.unknown) }
         // Callers asking in a loop get the fresh verdict, not a probe each.
         if attempt == nil, let last = lastVerdict, ContinuousClock.now - last < .seconds(2) {
-            return reply(daemon.observer.state.host.connectivity)
+            return reply(currentStatus)
         }
         waiters.append(reply)
         if attempt == nil { probe(reason: "asked") }
@@ -104,7 +143,7 @@ final class InternetProbe {
         nextProbe = nil
         let pending = waiters
         waiters = []
-        for waiter in pending { waiter(daemon.observer.state.host.connectivity) }
+        for waiter in pending { waiter(currentStatus) }
     }
 
     private func cancelAttempt() {
@@ -114,6 +153,10 @@ final class InternetProbe {
 
     private func currentPathKey() -> PathKey {
         let state = daemon.observer.state
+        if case let .uplink(index, name) = path {
+            let uplink = state.uplinks().first { $0.index == index }
+            return PathKey(state: uplink == nil ? .offline : .online, primary: name, underlying: "", uplink: uplink)
+        }
         return PathKey(
             state: state.host.state, primary: state.host.primaryInterface, underlying: state.host.underlyingInterface,
             v4: state.internetRoute(family: UInt8(AF_INET)), v6: state.internetRoute(family: UInt8(AF_INET6)))
@@ -124,7 +167,8 @@ final class InternetProbe {
     private func probe(reason: String) {
         guard let url = settings.url else { return }
         nextProbe = nil
-        guard daemon.observer.state.host.state == .online else {
+        let reachable = path == .host ? daemon.observer.state.host.state == .online : pathKey?.uplink != nil
+        guard reachable else {
             // No route: nothing could answer, and nothing is sent. The next path change re-probes.
             finish(ProbeExpectation.failed("no route to the internet"), schedule: false)
             return
@@ -157,7 +201,15 @@ final class InternetProbe {
             return finish(ProbeExpectation.failed(why))
         }
         do {
-            let exchange = try HTTPExchange(url: url, address: address, source: result.source)
+            var source = result.source
+            var device: String?
+            if case let .uplink(_, name) = path {
+                guard let own = pathKey?.uplink?.sources[address.family] else {
+                    return finish(ProbeExpectation.failed("\(name) has no \(address.family == UInt8(AF_INET) ? "IPv4" : "IPv6") address to send from"))
+                }
+                (source, device) = (own, name)
+            }
+            let exchange = try HTTPExchange(url: url, address: address, source: source, device: device)
             attempt.exchange = exchange
             attempt.source = try daemon.loop.watch(fd: exchange.fd, events: Self.events(exchange)) { [unowned self] revents in
                 self.ready(attempt, revents)
@@ -199,10 +251,10 @@ final class InternetProbe {
     private func finish(_ status: ConnectivityStatus, schedule: Bool = true) {
         cancelAttempt()
         lastVerdict = .now
-        let previous = daemon.observer.state.host.connectivity
+        let previous = currentStatus
         if status.connectivity != previous.connectivity || status.portal != previous.portal {
             let portal = status.portal.isEmpty ? "" : " at \(status.portal)"
-            Log.info("connectivity: \(status.connectivity.rawValue)\(portal) (\(status.detail))")
+            Log.info("\(logPrefix): \(status.connectivity.rawValue)\(portal) (\(status.detail))")
         }
         record(status)
         let pending = waiters
@@ -227,7 +279,12 @@ final class InternetProbe {
     }
 
     private func record(_ status: ConnectivityStatus) {
-        daemon.recordConnectivity(status)
+        switch path {
+        case .host: daemon.recordConnectivity(status)
+        case let .uplink(index, _):
+            uplinkStatus = status
+            daemon.recordUplinkConnectivity(index: index, status.connectivity)
+        }
     }
 
     private func arm(_ instant: ContinuousClock.Instant) {
@@ -235,7 +292,7 @@ final class InternetProbe {
             if timer == nil { timer = try daemon.loop.timer(at: 0) { [unowned self] in self.fired() } }
             timer?.schedule(at: instant.monotonicMicroseconds)
         } catch {
-            Log.warning("connectivity: cannot arm a timer: \(error)")
+            Log.warning("\(logPrefix): cannot arm a timer: \(error)")
         }
     }
 }

@@ -15,6 +15,8 @@ final class ReachabilityService: BusObject {
         .property("UnderlyingInterface", signature: "s", emitsChange: true),
         .property("Connectivity", signature: "s", emitsChange: true),
         .property("Portal", signature: "s", emitsChange: true),
+        .property("AnnouncedPortal", signature: "s", emitsChange: true),
+        .property("ValidatedInterfaces", signature: "as", emitsChange: true),
         .property("Generation", signature: "t", emitsChange: true),
         .method("GetStatus", signature: "", result: "a{sv}", names: "status\0"),
         .method("ListInterfaces", signature: "", result: "a(issuas)", names: "interfaces\0"),
@@ -30,7 +32,7 @@ final class ReachabilityService: BusObject {
     ])
 
     /// The properties that make up the host's answer: they change together, with `Changed`.
-    static let hostProperties = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface", "Connectivity", "Portal"]
+    static let hostProperties = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface", "Connectivity", "Portal", "AnnouncedPortal", "ValidatedInterfaces"]
 
     /// The longest timeout a caller may ask of CheckHost: a check is not a way to hang a client.
     static let maximumTimeoutMilliseconds: UInt32 = 300_000
@@ -49,6 +51,8 @@ final class ReachabilityService: BusObject {
         case "UnderlyingInterface": try reply.append(host.underlyingInterface)
         case "Connectivity": try reply.append(host.connectivity.connectivity.rawValue)
         case "Portal": try reply.append(host.connectivity.portal)
+        case "AnnouncedPortal": try reply.append(host.announcedPortal)
+        case "ValidatedInterfaces": try reply.append(host.validatedInterfaces)
         case "Generation": try reply.append(daemon.observer.state.generation)
         default: throw BusError(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(name)")
         }
@@ -68,6 +72,8 @@ final class ReachabilityService: BusObject {
                 try Self.entry(reply, "UnderlyingInterface", "s") { message throws(BusError) in try message.append(snapshot.host.underlyingInterface) }
                 try Self.entry(reply, "Connectivity", "s") { message throws(BusError) in try message.append(snapshot.host.connectivity.connectivity.rawValue) }
                 try Self.entry(reply, "Portal", "s") { message throws(BusError) in try message.append(snapshot.host.connectivity.portal) }
+                try Self.entry(reply, "AnnouncedPortal", "s") { message throws(BusError) in try message.append(snapshot.host.announcedPortal) }
+                try Self.entry(reply, "ValidatedInterfaces", "as") { message throws(BusError) in try message.append(snapshot.host.validatedInterfaces) }
                 try Self.entry(reply, "Generation", "t") { message throws(BusError) in try message.append(snapshot.generation) }
                 try Self.entry(reply, "Overruns", "t") { message throws(BusError) in try message.append(counters.overruns) }
                 try Self.entry(reply, "Resyncs", "t") { message throws(BusError) in try message.append(counters.resyncs) }

@@ -159,4 +159,116 @@ struct ConnectivityProbeTests {
         #expect(answer.connectivity == "unknown", "\(answer)")
         #expect(setup.requests.isEmpty)
     }
+
+    /// `reachctl check --validate` asks reachd's probe: full exits 0, a portal 1 with where it
+    /// leads (and the Validate reply as JSON); the probe off, no reachd, or a target with it: a
+    /// sentence saying why, exit 2.
+    @Test func reachctlCheckValidateAsksReachdsProbe() async throws {
+        let setup = try await Setup(config: "[Connectivity]\nURL=http://192.0.2.1:8204/generate_204\nTimeout=1s\n")
+        let bus = ["--daemon", "--bus-address", setup.harness.address]
+        try await setup.waitFor("full")
+        let asked = setup.requests.count
+        try await Task.sleep(for: .seconds(2))  // past the 2 s in which Validate answers from the last verdict
+        let full = try reachctl(["check", "--validate"] + bus)
+        #expect(full.status == 0 && full.stdout == "internet: full (HTTP 204)\n", "\(full)")
+        #expect(setup.requests.count == asked + 1, "Validate probes now: \(setup.requests)")
+
+        try setup.reload("[Connectivity]\nURL=http://192.0.2.1:8302/generate_204\nTimeout=1s\n")
+        try await setup.waitFor("portal")
+        let portal = try reachctl(["check", "--validate", "--json"] + bus)
+        #expect(portal.status == 1, "\(portal)")
+        let json = try portal.json()
+        #expect(json["connectivity"] as? String == "portal" && json["portal"] as? String == "http://login.hotel.example/?continue=probe", "\(json)")
+        #expect((json["detail"] as? String)?.contains("302") == true, "\(json)")
+        let text = try reachctl(["check", "--validate"] + bus)
+        #expect(text.status == 1 && text.stdout.hasPrefix("internet: portal at http://login.hotel.example/?continue=probe ("), "\(text)")
+
+        let both = try reachctl(["check", "--validate", "192.0.2.1"] + bus)
+        #expect(both.status == 2 && both.stderr.contains("--validate takes no target") && both.stderr.contains("192.0.2.1"), "\(both)")
+        let alone = try reachctl(["check", "--validate", "--netns", setup.scenario.ns.name])
+        #expect(alone.status == 2 && alone.stderr.contains("--validate needs reachd"), "\(alone)")
+        let nobody = try reachctl(["check", "--validate", "--bus-address", "unix:path=/nonexistent/bus"])
+        #expect(nobody.status == 2 && nobody.stderr.contains("--validate needs reachd") && nobody.stderr.contains("not answering"), "\(nobody)")
+
+        try setup.reload("[Checks]\nDefaultTimeout=2s\n")
+        try await setup.waitFor("unknown")
+        let off = try reachctl(["check", "--validate"] + bus)
+        #expect(off.status == 2 && off.stdout.hasPrefix("internet: unknown") && off.stderr.contains("probe is off"), "\(off)")
+    }
+
+    /// Two uplinks (made `wired` by a rule: veths are not uplinks by default), only one of which
+    /// leads to the HTTP server (up1's gateway, in a namespace of its own, forwards nothing). Each
+    /// is judged through itself, so ValidatedInterfaces names the one that reaches the internet,
+    /// whichever the kernel's default path is; an uplink without carrier is not probed.
+    @Test func eachUplinkIsJudgedThroughItself() async throws {
+        let setup = try await Setup(config: """
+            [Connectivity]
+            URL=http://203.0.113.80:8204/generate_204
+            Timeout=1s
+            Interval=1m
+            [Interface]
+            Name=up*
+            Kind=wired
+            """)
+        let ns = setup.scenario.ns
+        try setup.scenario.far.ip("addr add 203.0.113.80/32 dev lo")
+        let dead = try TestNamespace("deadend")
+        try ns.ip("link add up1 type veth peer name up1p")
+        try ns.ip("link set up1p netns \(dead.name)")
+        try ns.ip("link set up1 addrgenmode none")
+        try ns.ip("addr add 198.51.100.2/24 dev up1")
+        try dead.ip("addr add 198.51.100.1/24 dev up1p")
+        try dead.ip("link set up1p up")
+        try ns.ip("link set up1 up")
+        try ns.ip("route add default via 198.51.100.1 dev up1 metric 200")
+
+        func strings(_ name: String) throws -> [String] {
+            let output = try setup.harness.busctl(["--json=short", "get-property", DaemonHarness.busName, DaemonHarness.objectPath, DaemonHarness.interface, name])
+            return try DaemonHarness.jsonData(output).compactMap { $0 as? String }
+        }
+        func waitFor(_ name: String, _ expected: [String]) async throws {
+            let deadline = ContinuousClock.now + waitLimit
+            while try strings(name) != expected {
+                guard ContinuousClock.now < deadline else {
+                    throw TimedOut(what: "\(name) \(expected), is \(try strings(name)); requests \(setup.requests); \(setup.harness.diagnostics)")
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        try await waitFor("AvailableInterfaces", ["up0", "up1"])
+        try await setup.waitFor("full")
+        // up1's own probe goes out through up1 and dies at its gateway: up0 alone is validated.
+        try setup.harness.daemon?.waitForErrorLine(containing: "connectivity via up1: none (no answer within 1s)")
+        try await waitFor("ValidatedInterfaces", ["up0"])
+
+        // The kernel's default path moves to up1: the host's probe now fails through it, and
+        // up0, judged through itself, still reaches the internet.
+        try ns.ip("route del default via 192.0.2.1 dev up0 metric 100")
+        try ns.ip("route add default via 192.0.2.1 dev up0 metric 300")
+        try await setup.waitFor("none", within: .seconds(10))
+        #expect(try DaemonHarness.property(setup.client, "PrimaryInterface") as String == "up1")
+        try await waitFor("ValidatedInterfaces", ["up0"])
+        let status = try reachctl(["status", "--json", "--daemon", "--bus-address", setup.harness.address])
+        #expect((try? status.json())?["validatedInterfaces"] as? [String] == ["up0"], "\(status)")
+
+        // up0 loses carrier: no longer an uplink, no longer validated, and nothing is even tried
+        // through it (IPv6 is off on up0, so its transmit counters, drops included, move only if
+        // something is sent); back with its carrier, it is probed at once.
+        func sentThroughUp0() throws -> Int {
+            let output = try ns.ip("-s -j link show up0")
+            let link = (try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [[String: Any]])?.first
+            let tx = (link?["stats64"] as? [String: Any])?["tx"] as? [String: Any]
+            return ((tx?["packets"] as? Int) ?? -1) + ((tx?["dropped"] as? Int) ?? -1)
+        }
+        try setup.scenario.carrier(false)
+        try await waitFor("ValidatedInterfaces", [])
+        let before = try sentThroughUp0()
+        #expect(before > 0, "up0's counters read (it sent the probes before)")
+        try await Task.sleep(for: .seconds(3))
+        #expect(try sentThroughUp0() == before, "no probe through a link without carrier")
+        let asked = setup.requests.count
+        try setup.scenario.carrier(true)
+        try await waitFor("ValidatedInterfaces", ["up0"])
+        #expect(setup.requests.count == asked + 1, "\(setup.requests)")
+    }
 }

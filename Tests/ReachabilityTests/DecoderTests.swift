@@ -204,6 +204,34 @@ private enum Fixture {
         0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02,  //     ...:2
     ]
 
+    /// RTM_NEWNDUSEROPT as Linux 6.18 sent it for a router advertisement carrying RFC 8910's
+    /// option (captured in a namespace, see AnnouncedPortalTests).
+    static let captivePortalOption: [UInt8] = [
+        // struct nlmsghdr
+        0x54, 0x00, 0x00, 0x00,  // nlmsg_len 84
+        0x44, 0x00,  // nlmsg_type RTM_NEWNDUSEROPT (68)
+        0x00, 0x00,  // nlmsg_flags 0
+        0x00, 0x00, 0x00, 0x00,  // nlmsg_seq 0
+        0x00, 0x00, 0x00, 0x00,  // nlmsg_pid 0
+        // struct nduseroptmsg
+        0x0A,  // nduseropt_family AF_INET6
+        0x00,  // pad
+        0x20, 0x00,  // nduseropt_opts_len 32
+        0x06, 0x00, 0x00, 0x00,  // nduseropt_ifindex 6
+        0x86,  // nduseropt_icmp_type ND_ROUTER_ADVERT (134)
+        0x00,  // nduseropt_icmp_code
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // pads
+        // the option: type 37, length 4 (32 bytes), "http://portal.example/api", NUL padding
+        0x25, 0x04,
+        0x68, 0x74, 0x74, 0x70, 0x3A, 0x2F, 0x2F, 0x70, 0x6F, 0x72, 0x74, 0x61, 0x6C, 0x2E, 0x65, 0x78,
+        0x61, 0x6D, 0x70, 0x6C, 0x65, 0x2F, 0x61, 0x70, 0x69, 0x00, 0x00, 0x00, 0x00, 0x00,
+        // NDUSEROPT_SRCADDR
+        0x14, 0x00,  // rta_len 20
+        0x01, 0x00,  // rta_type NDUSEROPT_SRCADDR (1)
+        0xFE, 0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // fe80::
+        0x74, 0xB7, 0xC5, 0xFF, 0xFE, 0x39, 0xBB, 0x74,  // ...74b7:c5ff:fe39:bb74
+    ]
+
     static let all = [newLink, newAddress, newDefaultRoute, newTableRoute, newMultipathRoute]
     /// All five in one datagram, as a dump or a busy monitor socket delivers them.
     static let datagram = all.flatMap { $0 }
@@ -248,6 +276,23 @@ private enum Wire {
     static func ipv4Address(_ a: UInt8, _ b: UInt8, _ c: UInt8, _ d: UInt8) -> [UInt8] { [a, b, c, d] }
     static let fe80_1: [UInt8] = [0xFE, 0x80] + [UInt8](repeating: 0, count: 13) + [0x01]
     static let db8_10: [UInt8] = [0x20, 0x01, 0x0D, 0xB8] + [UInt8](repeating: 0, count: 11) + [0x10]
+
+    /// RTM_NEWNDUSEROPT: `struct nduseroptmsg`, the ND options, then NDUSEROPT_SRCADDR (nil: none).
+    static func ndUserOption(
+        family: UInt8 = 10, index: UInt32 = 6, icmpType: UInt8 = 134, options: [UInt8], optionsLength: UInt16? = nil,
+        source: [UInt8]? = fe80_1
+    ) -> [UInt8] {
+        message(
+            type: RT.newNDUserOption,
+            [family, 0] + u16(optionsLength ?? UInt16(options.count)) + u32(index) + [icmpType, 0, 0, 0] + u32(0) + options
+                + (source.map { attribute(RT.ndUserOptionSourceAddress, $0) } ?? []))
+    }
+
+    /// RFC 8910's option: type 37, length in units of 8 octets, the URI padded with NULs.
+    static func captivePortalOption(_ uri: [UInt8]) -> [UInt8] {
+        let units = (2 + uri.count + 7) / 8
+        return [37, UInt8(units)] + uri + [UInt8](repeating: 0, count: units * 8 - 2 - uri.count)
+    }
 }
 
 private func ip(_ text: String) -> IPAddress {
@@ -394,7 +439,7 @@ private func decodeError(_ bytes: [UInt8], sourceLocation: SourceLocation = #_so
         let error = Wire.message(type: RT.error, Wire.u32(UInt32(bitPattern: Int32(-105))) + [UInt8](repeating: 0, count: 16))
         #expect(try decodeOne(error).message == .error(-105))
         #expect(try decodeOne(Wire.message(type: RT.noop, [])).message == .ignored(type: RT.noop))
-        #expect(try decodeOne(Wire.message(type: 68, [1, 2, 3, 4])).message == .ignored(type: 68))  // RTM_NEWNSID (68): not ours
+        #expect(try decodeOne(Wire.message(type: 88, [1, 2, 3, 4])).message == .ignored(type: 88))  // RTM_NEWNSID (88): not ours
         // NLM_F_DUMP_INTR is surfaced for the dump loop.
         #expect(try decodeOne(Wire.message(type: RT.done, flags: 0x12, Wire.u32(0))).header.isDumpInterrupted)
     }
@@ -697,6 +742,9 @@ private func wellFormednessProblems(_ batch: NetlinkDecoder.Batch, count: Int) -
             if let source = route.preferredSource, source.family != route.destination.address.family {
                 problems.append("route \(route.destination) with source \(source) of another family")
             }
+        case .announcedPortal(let portal):
+            if portal.uri.isEmpty || !portal.uri.utf8.allSatisfy({ 0x21...0x7E ~= $0 }) { problems.append("portal URI \(portal.uri.debugDescription)") }
+            if case .v4 = portal.router { problems.append("portal announced by IPv4 \(portal.router)") }
         case .done, .error, .ignored, .ruleChanged:
             break
         }
@@ -716,6 +764,8 @@ private func wellFormednessProblems(_ batch: NetlinkDecoder.Batch, count: Int) -
         case let .invalidAttributeLength(_, _, declared, available):
             if available <= 0 || available > count { problems.append("\(error)") }
             _ = declared
+        case let .invalidOption(_, _, _, available):
+            if available <= 0 || available > count { problems.append("\(error)") }
         case .invalidAttributeValue, .missingAttribute:
             break
         }
@@ -735,6 +785,8 @@ extension DecoderTests {
             Wire.rtmsg(family: 2, destinationLength: 0) + Wire.attribute(RT.routeVia, Wire.u16(10) + Wire.fe80_1)),
         Wire.message(type: RT.done, Wire.u32(0)),
         Wire.message(type: RT.error, Wire.u32(0) + [UInt8](repeating: 0, count: 16)),
+        Fixture.captivePortalOption,
+        Wire.ndUserOption(options: Wire.captivePortalOption(Array(AnnouncedPortal.unrestricted.utf8))),
     ]
 
     @Test func twentyThousandRandomBuffers_neverTrap_andYieldOnlyWellFormedMessages() {
@@ -751,7 +803,7 @@ extension DecoderTests {
             case 1:
                 // A plausible header (true length, a routing type), then noise: reaches the payload decoders.
                 let length = 16 + random.below(497)
-                let types: [UInt16] = [RT.newLink, RT.delLink, RT.newAddress, RT.delAddress, RT.newRoute, RT.delRoute, RT.error, RT.done]
+                let types: [UInt16] = [RT.newLink, RT.delLink, RT.newAddress, RT.delAddress, RT.newRoute, RT.delRoute, RT.error, RT.done, RT.newNDUserOption]
                 bytes = Wire.u32(UInt32(length)) + Wire.u16(types[random.below(types.count)]) + (0..<length - 6).map { _ in random.byte() }
             default:
                 // Valid messages joined, then mutated: byte flips, lying 16-bit lengths, truncation.
@@ -790,6 +842,7 @@ extension DecoderTests {
                 case .route, .routeRemoved: kind = "route"
                 case .done, .error: kind = "control"
                 case .ruleChanged: kind = "rule"
+                case .announcedPortal: kind = "portal"
                 case .ignored: kind = "ignored"
                 }
                 decodedKinds[kind, default: 0] += 1
@@ -803,18 +856,80 @@ extension DecoderTests {
                 case .invalidAttributeLength: kind = "invalidAttributeLength"
                 case .invalidAttributeValue: kind = "invalidAttributeValue"
                 case .missingAttribute: kind = "missingAttribute"
+                case .invalidOption: kind = "invalidOption"
                 }
                 errorKinds[kind, default: 0] += 1
             }
         }
         #expect(failures == 0)
         // The generator must reach every decoder and every error path, or the run proves little.
-        for kind in ["link", "address", "route", "control", "ignored"] {
+        for kind in ["link", "address", "route", "control", "ignored", "portal"] {
             #expect(decodedKinds[kind, default: 0] > 50, "decoded \(kind): \(decodedKinds)")
         }
         for kind in ["truncatedHeader", "invalidMessageLength", "truncatedPayload", "invalidAttributeLength",
-                     "invalidAttributeValue", "missingAttribute"] {
+                     "invalidAttributeValue", "missingAttribute", "invalidOption"] {
             #expect(errorKinds[kind, default: 0] > 10, "error \(kind): \(errorKinds)")
+        }
+    }
+}
+
+// MARK: - Neighbour discovery options (RFC 8910's captive-portal URI)
+
+extension DecoderTests {
+    @Test func captivePortalOption_asTheKernelSendsIt_isAnAnnouncedPortal() throws {
+        let decoded = try decodeOne(Fixture.captivePortalOption)
+        #expect(decoded.message == .announcedPortal(AnnouncedPortal(
+            interfaceIndex: 6, router: ip("fe80::74b7:c5ff:fe39:bb74"), uri: "http://portal.example/api")))
+        let unrestricted = try decodeOne(Wire.ndUserOption(options: Wire.captivePortalOption(Array(AnnouncedPortal.unrestricted.utf8))))
+        #expect(unrestricted.message == .announcedPortal(AnnouncedPortal(interfaceIndex: 6, router: ip("fe80::1"), uri: AnnouncedPortal.unrestricted)))
+    }
+
+    @Test func otherOptions_otherMessages_andURIsNoClientShouldGet_areIgnored() throws {
+        // RDNSS (25), as the kernel passes it on too.
+        let rdnss: [UInt8] = [25, 3, 0, 0] + Wire.u32(600) + Wire.db8_10
+        for bytes in [
+            Wire.ndUserOption(options: rdnss),
+            Wire.ndUserOption(family: 2, options: Wire.captivePortalOption(Array("http://a.example/".utf8))),
+            Wire.ndUserOption(icmpType: 137, options: Wire.captivePortalOption(Array("http://a.example/".utf8))),
+            Wire.ndUserOption(options: Wire.captivePortalOption([])),
+            Wire.ndUserOption(options: Wire.captivePortalOption(Array("http://a.example/\nX-Evil: 1".utf8))),
+            Wire.ndUserOption(options: Wire.captivePortalOption(Array("http://a b/".utf8))),
+            Wire.ndUserOption(options: Wire.captivePortalOption(Array("http://a.example/\0tail".utf8))),
+            Wire.ndUserOption(options: Wire.captivePortalOption(Array("http://caf\u{E9}.example/".utf8))),
+            Wire.ndUserOption(options: Wire.captivePortalOption(Array("portal.example/no-scheme".utf8))),
+            Wire.ndUserOption(options: Wire.captivePortalOption(Array(":nothing-before".utf8))),
+        ] {
+            #expect(try decodeOne(bytes).message == .ignored(type: RT.newNDUserOption), "\(bytes)")
+        }
+    }
+
+    @Test func lyingOptionLengths_andAMissingRouter_areErrors() throws {
+        let option = Wire.captivePortalOption(Array("http://a.example/".utf8))
+        var zero = option
+        zero[1] = 0
+        #expect(try decodeError(Wire.ndUserOption(options: zero)) == .invalidOption(messageType: 68, option: 37, declared: 0, available: 24))
+        var long = option
+        long[1] = 9
+        #expect(try decodeError(Wire.ndUserOption(options: long)) == .invalidOption(messageType: 68, option: 37, declared: 72, available: 24))
+        #expect(try decodeError(Wire.ndUserOption(options: option, optionsLength: 200)) == .truncatedPayload(messageType: 68, needed: 216, available: 60))
+        #expect(try decodeError(Wire.ndUserOption(options: option, source: nil)) == .missingAttribute(messageType: 68, attribute: 1))
+        #expect(try decodeError(Wire.ndUserOption(options: option, source: [1, 2, 3, 4])) == .invalidAttributeValue(messageType: 68, attribute: 1, length: 4))
+        #expect(try decodeError(Wire.message(type: RT.newNDUserOption, [10, 0, 0, 0, 6, 0, 0, 0])) == .truncatedPayload(messageType: 68, needed: 16, available: 8))
+    }
+
+    @Test func everyTruncationAndEveryByteFlipOfTheCapturedOption_neverTraps() {
+        let bytes = Fixture.captivePortalOption
+        for cut in 0...bytes.count {
+            let batch = NetlinkDecoder.decode(Array(bytes.prefix(cut)))
+            #expect(wellFormednessProblems(batch, count: cut).isEmpty)
+        }
+        for position in bytes.indices {
+            for bit in 0..<8 {
+                var flipped = bytes
+                flipped[position] ^= 1 << UInt8(bit)
+                let batch = NetlinkDecoder.decode(flipped)
+                #expect(wellFormednessProblems(batch, count: flipped.count).isEmpty, "byte \(position) bit \(bit)")
+            }
         }
     }
 }

@@ -803,3 +803,131 @@ extension EngineTests {
         #expect(state.apply([.link(Fact.ethernet(2_502, "veth2500", carrier: false, infoKind: "veth"), device: nil)]) == nil)
     }
 }
+
+// MARK: - Captive-portal URIs from router advertisements (RFC 8910)
+
+extension EngineTests {
+    private static let router = Fact.ip("fe80::1")
+    private static func announced(_ uri: String, on index: Int32 = 2, by router: IPAddress = router) -> NetworkEvent {
+        .announcedPortal(AnnouncedPortal(interfaceIndex: index, router: router, uri: uri))
+    }
+
+    @Test func announcedPortal_onThePrimary_isTheHostsAnswer_untilTheLinkLosesCarrier() throws {
+        var state = try onlineWired()
+        let epoch = state.routingEpoch
+        let change = try changed(state.apply([Self.announced("https://portal.example/api")]))
+        #expect(change.hostChanged && change.host.announcedPortal == "https://portal.example/api")
+        #expect(state.routingEpoch == epoch, "an announcement moves no route")
+        // The same announcement again (every RA repeats it) changes nothing.
+        #expect(state.apply([Self.announced("https://portal.example/api")]) == nil)
+        // A new one replaces it.
+        #expect(try changed(state.apply([Self.announced("https://other.example/")])).host.announcedPortal == "https://other.example/")
+        // Carrier lost: gone, and it does not come back with the carrier (another network, perhaps).
+        #expect(try changed(state.apply([.link(Fact.ethernet(2, "eth0", carrier: false), device: nil)])).host.announcedPortal == "")
+        #expect(state.apply([.link(Fact.ethernet(2, "eth0"), device: nil)])?.host.announcedPortal ?? "" == "")
+        #expect(state.host.announcedPortal == "")
+    }
+
+    @Test func announcedPortal_endsWithTheRoutersDefaultRoute_orTheLink() throws {
+        var state = try onlineWired()
+        let viaRouter = Fact.defaultV6(via: "fe80::1", dev: 2)
+        let viaOther = Fact.defaultV6(via: "fe80::2", dev: 2, metric: 2048)
+        _ = state.apply([.route(viaRouter, replace: false), .route(viaOther, replace: false), Self.announced("http://a.example/")])
+        #expect(state.host.announcedPortal == "http://a.example/")
+        // Another router's route going away says nothing about this one's announcement.
+        _ = state.apply([.routeRemoved(viaOther)])
+        #expect(state.host.announcedPortal == "http://a.example/")
+        // The announcing router's lifetime ran out: the kernel removed its default route.
+        #expect(try changed(state.apply([.routeRemoved(viaRouter)])).host.announcedPortal == "")
+
+        _ = state.apply([Self.announced("http://b.example/")])
+        #expect(state.host.announcedPortal == "http://b.example/")
+        _ = state.apply([.linkRemoved(index: 2)])
+        #expect(state.host.announcedPortal == "")
+    }
+
+    @Test func announcedPortal_underATunnel_isTheCarryingLinks() throws {
+        var state = try onlineWired()
+        let tun = Link(
+            index: 9, name: "tun0", flags: Link.flagUp | Link.flagPointToPoint | Link.flagRunning | Link.flagLowerUp,
+            hardwareType: Link.hardwareNone, operState: .unknown, infoKind: "tun")
+        let split = Route(destination: IPPrefix(.anyV4, length: 1), metric: 0, nextHops: [NextHop(gateway: nil, interfaceIndex: 9)])
+        _ = state.apply([
+            .link(tun, device: DeviceFacts()), .address(Fact.v4(9, "10.8.0.2", 32)), .route(split, replace: false),
+            .internetPath(family: RT.familyIPv4, route: split), Self.announced("http://hotel.example/"),
+        ])
+        #expect(state.host.primaryInterface == "tun0" && state.host.underlyingInterface == "eth0")
+        #expect(state.host.announcedPortal == "http://hotel.example/")
+    }
+
+    @Test func announcedPortal_onAnotherLink_orADownOne_isNotTheHosts() throws {
+        var state = try onlineWired()
+        _ = state.apply([
+            .link(Fact.ethernet(3, "eth1"), device: DeviceFacts()),
+            .link(Fact.ethernet(4, "eth2", carrier: false), device: DeviceFacts()),
+        ])
+        #expect(state.apply([Self.announced("http://eth1.example/", on: 3)]) == nil, "eth1 carries no path of the host")
+        #expect(state.host.announcedPortal == "")
+        // A stale message for a link without carrier, or one never seen, is dropped.
+        _ = state.apply([Self.announced("http://eth2.example/", on: 4), Self.announced("http://gone.example/", on: 99)])
+        #expect(state.announcedPortals.keys.sorted() == [3])
+        // The resync after an overrun cannot dump announcements: they survive it.
+        let dump = NetworkDump(
+            links: [(Fact.ethernet(2, "eth0"), nil), (Fact.ethernet(3, "eth1"), nil), (Fact.ethernet(4, "eth2", carrier: false), nil)],
+            addresses: [Fact.v4(2, "192.0.2.10")], routes: [Fact.defaultV4(via: "192.0.2.1", dev: 2)])
+        _ = state.replace(with: dump)
+        #expect(state.announcedPortals[3]?.uri == "http://eth1.example/")
+    }
+}
+
+// MARK: - Uplinks, each judged by the probe through itself
+
+extension EngineTests {
+    @Test func uplinks_areReadyLinksOfUplinkKinds_withADefaultRouteAndAnAddress() throws {
+        var state = try onlineWired()
+        _ = state.apply([
+            .link(Fact.ethernet(3, "wlan0"), device: DeviceFacts(hasPhy80211: true)),
+            .address(Fact.v4(3, "198.51.100.7")),
+            .route(Fact.defaultV4(via: "198.51.100.1", dev: 3, metric: 600), replace: false),
+            // A container's veth with a default route (a network namespace's view), and a wired
+            // link with a default route but no address: neither is an uplink.
+            .link(Fact.ethernet(4, "veth0", infoKind: "veth"), device: DeviceFacts()),
+            .address(Fact.v4(4, "10.0.0.2")),
+            .route(Fact.defaultV4(via: "10.0.0.1", dev: 4, metric: 900), replace: false),
+            .link(Fact.ethernet(5, "eth1"), device: DeviceFacts()),
+            .route(Fact.defaultV4(via: "203.0.113.1", dev: 5, metric: 700), replace: false),
+        ])
+        let uplinks = state.uplinks()
+        #expect(uplinks.map(\.name) == ["eth0", "wlan0"])
+        #expect(uplinks.last?.sources == [RT.familyIPv4: Fact.ip("198.51.100.7")])
+        #expect(uplinks.last?.routes == [Fact.defaultV4(via: "198.51.100.1", dev: 3, metric: 600)])
+    }
+
+    @Test func validatedInterfaces_theHostsProbeForThePrimary_eachUplinksOwnForTheRest() throws {
+        var state = try onlineWired()
+        _ = state.apply([
+            .link(Fact.ethernet(3, "wlan0"), device: DeviceFacts(hasPhy80211: true)),
+            .address(Fact.v4(3, "198.51.100.7")),
+            .route(Fact.defaultV4(via: "198.51.100.1", dev: 3, metric: 600), replace: false),
+        ])
+        #expect(state.host.availableInterfaces == ["eth0", "wlan0"])
+        #expect(state.host.validatedInterfaces == [])
+        let epoch = state.routingEpoch
+        let change = try changed(state.apply([.uplinkConnectivity(index: 3, .full)]))
+        #expect(change.hostChanged && change.host.validatedInterfaces == ["wlan0"])
+        #expect(state.routingEpoch == epoch, "a verdict moves no route")
+        _ = state.apply([.connectivity(ConnectivityStatus(connectivity: .full))])
+        #expect(state.host.validatedInterfaces == ["eth0", "wlan0"])
+        #expect(try changed(state.apply([.uplinkConnectivity(index: 3, .portal)])).host.validatedInterfaces == ["eth0"])
+        _ = state.apply([.uplinkConnectivity(index: 3, .full)])
+        // Carrier lost: the verdict goes with it, and does not come back with the carrier.
+        _ = state.apply([.link(Fact.ethernet(3, "wlan0", carrier: false), device: nil)])
+        _ = state.apply([.link(Fact.ethernet(3, "wlan0"), device: nil)])
+        #expect(state.host.validatedInterfaces == ["eth0"])
+        // unknown forgets (the probe retired), and a verdict for a link not ready is dropped.
+        _ = state.apply([.uplinkConnectivity(index: 3, .full), .uplinkConnectivity(index: 3, .unknown)])
+        #expect(state.uplinkVerdicts.isEmpty)
+        _ = state.apply([.link(Fact.ethernet(3, "wlan0", carrier: false), device: nil), .uplinkConnectivity(index: 3, .full)])
+        #expect(state.uplinkVerdicts.isEmpty)
+    }
+}

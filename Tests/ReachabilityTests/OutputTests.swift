@@ -58,7 +58,7 @@ struct SnapshotJSONTests {
     @Test("a snapshot has the documented keys in the documented order")
     func snapshot() {
         let json = Fixture.snapshot.json
-        #expect(json.keys == ["flags", "state", "primaryInterface", "availableInterfaces", "underlyingInterface", "connectivity", "portal", "generation", "interfaces"])
+        #expect(json.keys == ["flags", "state", "primaryInterface", "availableInterfaces", "underlyingInterface", "connectivity", "portal", "announcedPortal", "validatedInterfaces", "generation", "interfaces"])
         #expect(json["flags"]?.stringArrayValue == ["reachable", "isWiFi"])
         #expect(json["state"] == "online")
         #expect(json["primaryInterface"] == "wlan0")
@@ -67,7 +67,7 @@ struct SnapshotJSONTests {
         #expect(json["interfaces"]?.arrayValue?.count == 4)
         #expect(json["interfaces"]?[0] == Fixture.loopback.json)
         #expect(json["interfaces"]?[3]?["name"] == "wwan0")
-        #expect(json.serialized().hasPrefix(#"{"flags":["reachable","isWiFi"],"state":"online","primaryInterface":"wlan0","availableInterfaces":["wlan0","wwan0"],"underlyingInterface":"","connectivity":"unknown","portal":"","generation":7,"interfaces":[{"index":1,"name":"lo""#))
+        #expect(json.serialized().hasPrefix(#"{"flags":["reachable","isWiFi"],"state":"online","primaryInterface":"wlan0","availableInterfaces":["wlan0","wwan0"],"underlyingInterface":"","connectivity":"unknown","portal":"","announcedPortal":"","validatedInterfaces":[],"generation":7,"interfaces":[{"index":1,"name":"lo""#))
     }
 
     @Test("an offline snapshot keeps every key: empty primary, empty lists")
@@ -75,7 +75,7 @@ struct SnapshotJSONTests {
         let snapshot = ReachabilitySnapshot(generation: 0, host: HostStatus(), interfaces: [])
         #expect(
             snapshot.json.serialized()
-                == #"{"flags":[],"state":"offline","primaryInterface":"","availableInterfaces":[],"underlyingInterface":"","connectivity":"unknown","portal":"","generation":0,"interfaces":[]}"#
+                == #"{"flags":[],"state":"offline","primaryInterface":"","availableInterfaces":[],"underlyingInterface":"","connectivity":"unknown","portal":"","announcedPortal":"","validatedInterfaces":[],"generation":0,"interfaces":[]}"#
         )
     }
 
@@ -96,7 +96,7 @@ struct SnapshotJSONTests {
         let json = change.json
         #expect(
             json.keys == [
-                "flags", "state", "primaryInterface", "availableInterfaces", "underlyingInterface", "connectivity", "portal", "generation", "changedInterfaces",
+                "flags", "state", "primaryInterface", "availableInterfaces", "underlyingInterface", "connectivity", "portal", "announcedPortal", "validatedInterfaces", "generation", "changedInterfaces",
                 "removedInterfaces",
             ])
         #expect(json["flags"]?.stringArrayValue == ["reachable", "isWired"])
@@ -124,6 +124,22 @@ struct StatusTextTests {
                 State: online via wlan0 (wifi)
                 Flags: reachable|isWiFi
                 Available: wlan0, wwan0
+                Generation: 7
+                """)
+    }
+
+    @Test("the interfaces the probe found the internet through, and a portal a router announced, get lines of their own")
+    func announcedPortal() {
+        var snapshot = Fixture.snapshot
+        snapshot.host.announcedPortal = "https://portal.example/api"
+        snapshot.host.validatedInterfaces = ["wwan0"]
+        #expect(
+            renderStatus(snapshot) == """
+                State: online via wlan0 (wifi)
+                Flags: reachable|isWiFi
+                Available: wlan0, wwan0
+                Internet via: wwan0
+                Announced portal: https://portal.example/api
                 Generation: 7
                 """)
     }

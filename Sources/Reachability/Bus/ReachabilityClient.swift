@@ -121,6 +121,14 @@ public final class ReachabilityClient {
                 if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
                     host.connectivity.portal = value
                 }
+            case "AnnouncedPortal":
+                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
+                    host.announcedPortal = value
+                }
+            case "ValidatedInterfaces":
+                if let value = try Self.variant(message, "as", { m throws(BusError) in try m.readStringArray() }) {
+                    host.validatedInterfaces = value
+                }
             case "Generation":
                 if let value = try Self.variant(message, "t", { m throws(BusError) in try m.readUInt64() }) {
                     generation = value
@@ -251,6 +259,17 @@ public final class ReachabilityClient {
     /// An address with `checkAddress`, anything else with `checkHost` (nil `timeout`: reachd's default).
     public func check(_ target: String, timeout: Duration? = .seconds(5)) throws(BusError) -> CheckResult {
         AddressTarget.looksLikeAddress(target) ? try checkAddress(target) : try checkHost(target, timeout: timeout)
+    }
+
+    /// `Validate`: reachd's connectivity probe asked now (or the probe in flight joined); the
+    /// reply comes within the probe's `Timeout=`, so the call may take up to the longest one a
+    /// configuration can set, plus `checkCallMargin`. `unknown` when the probe is off.
+    public func validate() throws(BusError) -> ConnectivityStatus {
+        let reply = try call("Validate", timeout: ConnectivitySettings.timeoutRange.upperBound + Self.checkCallMargin)
+        let message = reply.message
+        let connectivity = try message.readString()
+        return ConnectivityStatus(
+            connectivity: Connectivity(rawValue: connectivity) ?? .unknown, portal: try message.readString(), detail: try message.readString())
     }
 
     // MARK: watches

@@ -26,8 +26,10 @@ public final class HTTPExchange {
     }
 
     /// Opens the socket and starts connecting to `address` on `url.port`, from `source` when
-    /// given. Throws when the socket cannot even be made or the connection fails at once.
-    public init(url: ProbeURL, address: IPAddress, source: IPAddress?) throws(SystemError) {
+    /// given, and only through the link `device` when given (an uplink judged by itself: a source
+    /// address alone does not choose the route). Throws when the socket cannot even be made or
+    /// the connection fails at once.
+    public init(url: ProbeURL, address: IPAddress, source: IPAddress?, device: String? = nil) throws(SystemError) {
         let family = Int32(address.family)
         fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SystemError("socket") }
@@ -36,6 +38,14 @@ public final class HTTPExchange {
                 + "Cache-Control: no-cache\r\nConnection: close\r\n\r\n"
         ).utf8)
         do throws(SystemError) {
+            if let device {
+                // SO_BINDTODEVICE needs no capability since Linux 5.7 for a socket not bound to
+                // a device yet, which is the only way it is used here.
+                let set = Array(device.utf8).withUnsafeBufferPointer {
+                    setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, $0.baseAddress, socklen_t($0.count))
+                }
+                guard set == 0 else { throw SystemError("bind to device \(device)") }
+            }
             if let source, source.family == address.family {
                 let bound = source.withSocketAddress(port: 0) { bind(fd, $0, $1) }
                 guard bound == 0 else { throw SystemError("bind to \(source)") }

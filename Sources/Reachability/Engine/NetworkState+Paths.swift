@@ -89,9 +89,10 @@ extension NetworkState {
             internetRoute(family: family).map { (family: family, path: evaluate(route: $0, family: family)) }
         }
         guard let chosen = paths.first(where: { $0.path.isReachable }) ?? paths.first else {
+            let available = availableInterfaces(primary: nil)
             return HostStatus(
-                state: readyLinks.isEmpty ? .offline : .local, availableInterfaces: availableInterfaces(primary: nil),
-                connectivity: connectivity)
+                state: readyLinks.isEmpty ? .offline : .local, availableInterfaces: available, connectivity: connectivity,
+                validatedInterfaces: validatedInterfaces(available: available, primary: "", connectivity: connectivity))
         }
         var flags = chosen.path.flags
         var underlying = ""
@@ -102,11 +103,15 @@ extension NetworkState {
         }
         // The probe's verdict counts only for a path packets can take.
         if chosen.path.isReachable { flags.formUnion(connectivity.flags) }
+        let announced = [chosen.path.interfaceIndex, underlying.isEmpty ? nil : linkIndexByName[underlying]]
+            .lazy.compactMap { $0.flatMap { self.announcedPortals[$0]?.uri } }.first
+        let available = availableInterfaces(primary: chosen.path.isReachable ? chosen.path.interfaceIndex : nil)
         return HostStatus(
             flags: flags, state: chosen.path.isReachable ? .online : (readyLinks.isEmpty ? .offline : .local),
-            primaryInterface: chosen.path.interfaceName,
-            availableInterfaces: availableInterfaces(primary: chosen.path.isReachable ? chosen.path.interfaceIndex : nil),
-            underlyingInterface: underlying, connectivity: connectivity)
+            primaryInterface: chosen.path.interfaceName, availableInterfaces: available,
+            underlyingInterface: underlying, connectivity: connectivity, announcedPortal: announced ?? "",
+            validatedInterfaces: validatedInterfaces(
+                available: available, primary: chosen.path.isReachable ? chosen.path.interfaceName : "", connectivity: connectivity))
     }
 
     /// The link that carries a tunnel, where the kernel tells: the main table's default route

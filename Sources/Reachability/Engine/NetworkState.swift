@@ -29,6 +29,11 @@ public struct NetworkState: Sendable {
     private(set) var internetPaths: [UInt8: Route] = [:]
     /// The probe's last verdict (`NetworkEvent.connectivity`); unknown without a probe.
     private(set) var connectivity = ConnectivityStatus.unknown
+    /// Captive-portal URIs announced in router advertisements, per link (`AnnouncedPortal` says
+    /// how long one holds).
+    private(set) var announcedPortals: [Int32: AnnouncedPortal] = [:]
+    /// The probe's verdicts on uplinks other than the primary (`NetworkEvent.uplinkConnectivity`).
+    private(set) var uplinkVerdicts: [Int32: Connectivity] = [:]
     /// Set by the first `internetPath` fact: from then on the host follows the kernel's answers.
     private(set) var followsKernelPaths = false
     /// Bridge (or bond) index -> its ports, for kinds taken from ports.
@@ -103,7 +108,7 @@ public struct NetworkState: Sendable {
 
     private mutating func ingest(_ event: NetworkEvent) {
         switch event {
-        case .internetPath, .connectivity: break
+        case .internetPath, .connectivity, .announcedPortal, .uplinkConnectivity: break
         default: routingEpoch &+= 1
         }
         switch event {
@@ -130,6 +135,17 @@ public struct NetworkState: Sendable {
             internetPaths[family] = route
         case let .connectivity(status):
             connectivity = status
+        case let .announcedPortal(portal):
+            // The kernel accepted the advertisement on a ready link; a stale one for a link gone
+            // down since (or unknown) has nothing to attach to.
+            guard links[portal.interfaceIndex]?.link.isReady == true else { return }
+            announcedPortals[portal.interfaceIndex] = portal
+        case let .uplinkConnectivity(index, verdict):
+            guard verdict != .unknown, links[index]?.link.isReady == true else {
+                uplinkVerdicts.removeValue(forKey: index)
+                return
+            }
+            uplinkVerdicts[index] = verdict
         }
     }
 
@@ -171,6 +187,11 @@ public struct NetworkState: Sendable {
         if !link.isAdminUp, old?.link.isAdminUp ?? true {
             removeRoutes(through: link.index)
         }
+        // A link that went down may come back on another network: its announcement is gone.
+        if !link.isReady {
+            announcedPortals.removeValue(forKey: link.index)
+            uplinkVerdicts.removeValue(forKey: link.index)
+        }
     }
 
     private mutating func removeLink(_ index: Int32) {
@@ -183,6 +204,8 @@ public struct NetworkState: Sendable {
         }
         for port in ports.removeValue(forKey: index) ?? [] { dirty.insert(port) }
         removeRoutes(through: index)
+        announcedPortals.removeValue(forKey: index)
+        uplinkVerdicts.removeValue(forKey: index)
         dirty.insert(index)
     }
 
@@ -221,6 +244,7 @@ public struct NetworkState: Sendable {
 
     private mutating func removeRoute(_ key: Route.Key) {
         guard let route = routes.removeValue(forKey: key) else { return }
+        if route.destination.isDefault { forgetPortals(announcedBy: route) }
         let slot = RouteSlot(route)
         routesBySlot[slot]?.remove(key)
         if routesBySlot[slot]?.isEmpty == true { routesBySlot.removeValue(forKey: slot) }
@@ -228,6 +252,15 @@ public struct NetworkState: Sendable {
             if let index = hop.interfaceIndex { routesByInterface[index]?.remove(key) }
         }
         defaultRoutes.remove(key)
+    }
+
+    /// The kernel removed a default route: when it ran through a router that announced a portal,
+    /// that router's lifetime ended (or it withdrew), and its announcement with it.
+    private mutating func forgetPortals(announcedBy route: Route) {
+        for hop in route.nextHops {
+            guard let index = hop.interfaceIndex, let portal = announcedPortals[index], portal.router == hop.gateway else { continue }
+            announcedPortals.removeValue(forKey: index)
+        }
     }
 
     private mutating func removeRoutes(inSlotOf route: Route) {

@@ -24,6 +24,12 @@ public enum NetworkEvent: Hashable, Sendable {
     /// `[Connectivity]` probe). It joins the host's answer (`HostStatus.connectivity`, and the
     /// `validated` or `interventionRequired` flag) but moves no route, so no routing epoch.
     case connectivity(ConnectivityStatus)
+    /// RTM_NEWNDUSEROPT with a router advertisement's captive-portal option (RFC 8910): what the
+    /// network says about a portal on that link. Moves no route, so no routing epoch.
+    case announcedPortal(AnnouncedPortal)
+    /// Not from the kernel: the probe's verdict on one uplink other than the primary, reached
+    /// through that link alone (`Uplink`); `unknown` forgets it. Moves no route.
+    case uplinkConnectivity(index: Int32, Connectivity)
 }
 
 /// A complete picture from a dump: what a (re)sync replaces the state with.

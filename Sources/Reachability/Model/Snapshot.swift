@@ -33,11 +33,20 @@ public struct HostStatus: Hashable, Sendable {
     /// Whether the internet really answers through this path: the opt-in probe's verdict
     /// (`[Connectivity]` in reachd.conf); `unknown` without it.
     public var connectivity: ConnectivityStatus
+    /// The captive-portal URI the network announced on the primary interface (or, under a
+    /// tunnel, on the link beneath it) in an IPv6 router advertisement (RFC 8910), probe or no
+    /// probe; empty when none was. `urn:ietf:params:capport:unrestricted` means the network says
+    /// it has no portal.
+    public var announcedPortal: String
+    /// The available interfaces through which the opt-in probe found the internet answering
+    /// (`full`): the primary by the host's probe, each other uplink by a probe sent through it
+    /// alone. Empty without the probe.
+    public var validatedInterfaces: [String]
 
     public init(
         flags: ReachabilityFlags = [], state: ConnectivityState = .offline,
         primaryInterface: String = "", availableInterfaces: [String] = [], underlyingInterface: String = "",
-        connectivity: ConnectivityStatus = .unknown
+        connectivity: ConnectivityStatus = .unknown, announcedPortal: String = "", validatedInterfaces: [String] = []
     ) {
         self.flags = flags
         self.state = state
@@ -45,6 +54,8 @@ public struct HostStatus: Hashable, Sendable {
         self.availableInterfaces = availableInterfaces
         self.underlyingInterface = underlyingInterface
         self.connectivity = connectivity
+        self.announcedPortal = announcedPortal
+        self.validatedInterfaces = validatedInterfaces
     }
 }
 

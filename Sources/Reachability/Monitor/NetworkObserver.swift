@@ -54,6 +54,11 @@ public final class NetworkObserver {
         mirror.record(connectivity: connectivity)
     }
 
+    /// The probe's verdict on one uplink other than the primary (`ValidatedInterfaces`).
+    public func record(uplink index: Int32, connectivity: Connectivity) -> ReachabilityChange? {
+        mirror.record(uplink: index, connectivity: connectivity)
+    }
+
     /// New interface rules and priorities (a configuration reload).
     public func reclassify(with classifier: Classifier) -> ReachabilityChange? {
         mirror.reclassify(with: classifier)

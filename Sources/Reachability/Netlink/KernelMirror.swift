@@ -81,7 +81,7 @@ final class KernelMirror {
             monitor = try NetlinkSocket(nonBlocking: true, namespacePath: options.namespacePath)
             monitor.setReceiveBuffer(bytes: options.receiveBufferBytes)
         }
-        // The socket unit binds the link, address and route groups; the rule groups join here.
+        // The socket unit binds the link, address and route groups; the rule and ND option groups join here.
         try monitor.join(groups: NetlinkSocket.reachabilityGroups)
         requests = try NetlinkSocket(nonBlocking: false, namespacePath: options.namespacePath)
         // The kernel answers dumps at once; the timeout only bounds a kernel that never does.
@@ -188,6 +188,11 @@ final class KernelMirror {
         state.apply([.connectivity(connectivity)])
     }
 
+    /// The probe's verdict on one uplink (see `NetworkEvent.uplinkConnectivity`).
+    func record(uplink index: Int32, connectivity: Connectivity) -> ReachabilityChange? {
+        state.apply([.uplinkConnectivity(index: index, connectivity)])
+    }
+
     /// Re-classifies every link with new configuration (a reload).
     func reclassify(with classifier: Classifier) -> ReachabilityChange? {
         state.reclassify(with: classifier)
@@ -279,6 +284,7 @@ final class KernelMirror {
         case let .route(route): events.append(.route(route, replace: decoded.header.isReplace))
         case let .routeRemoved(route): events.append(.routeRemoved(route))
         case .ruleChanged: events.append(.rulesChanged)
+        case let .announcedPortal(portal): events.append(.announcedPortal(portal))
         case .done, .error, .ignored: break
         }
     }

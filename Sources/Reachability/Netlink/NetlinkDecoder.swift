@@ -72,6 +72,9 @@ public enum NetlinkDecoder {
                 throw .truncatedPayload(messageType: type, needed: ruleHeaderSize, available: payload.count)
             }
             return .ruleChanged
+        case RT.newNDUserOption:
+            guard let portal = try decodeNDUserOption(payload: payload) else { return .ignored(type: type) }
+            return .announcedPortal(portal)
         default:
             return .ignored(type: type)
         }
@@ -243,6 +246,54 @@ public enum NetlinkDecoder {
             offset += netlinkAlign(Int(length))
         }
         return hops
+    }
+
+    // MARK: neighbour discovery options
+
+    /// `struct nduseroptmsg`: family u8, pad u8, opts_len u16, ifindex i32, icmp_type u8,
+    /// icmp_code u8, pad u16, pad u32; then `opts_len` bytes of ND options (RFC 4861 4.6: type
+    /// u8, length u8 in units of 8 octets), then attributes (NDUSEROPT_SRCADDR).
+    static let ndUserOptionHeaderSize = 16
+
+    /// The captive-portal URI of a router advertisement's option 37; nil for other options and
+    /// messages, and for a URI no client should be given (the bytes came from the network, not
+    /// the kernel: a bad URI is dropped, not treated as a broken netlink stream).
+    static func decodeNDUserOption(payload: ByteReader) throws(NetlinkDecodingError) -> AnnouncedPortal? {
+        let type = RT.newNDUserOption
+        guard payload.count >= ndUserOptionHeaderSize,
+            let family = payload.integer(at: 0, as: UInt8.self),
+            let optionsLength = payload.integer(at: 2, as: UInt16.self),
+            let index = payload.integer(at: 4, as: Int32.self),
+            let icmpType = payload.integer(at: 8, as: UInt8.self)
+        else { throw .truncatedPayload(messageType: type, needed: ndUserOptionHeaderSize, available: payload.count) }
+        let optionsEnd = ndUserOptionHeaderSize + Int(optionsLength)
+        guard let options = payload.slice(at: ndUserOptionHeaderSize, length: Int(optionsLength)) else {
+            throw .truncatedPayload(messageType: type, needed: optionsEnd, available: payload.count)
+        }
+        var router: IPAddress?
+        try forEachAttribute(in: payload, from: min(netlinkAlign(optionsEnd), payload.count), messageType: type) { (attribute, value) throws(NetlinkDecodingError) in
+            if attribute == RT.ndUserOptionSourceAddress {
+                router = try ipAddress(value, family: RT.familyIPv6, messageType: type, attribute: attribute)
+            }
+        }
+        guard family == RT.familyIPv6, icmpType == RT.icmpRouterAdvertisement else { return nil }
+        var offset = 0
+        var uri: String?
+        while offset < options.count {
+            guard let optionType = options.integer(at: offset, as: UInt8.self),
+                let units = options.integer(at: offset + 1, as: UInt8.self), units > 0,
+                let option = options.bytes(at: offset, length: Int(units) * 8)
+            else {
+                throw .invalidOption(
+                    messageType: type, option: options.integer(at: offset, as: UInt8.self) ?? 0,
+                    declared: Int(options.integer(at: offset + 1, as: UInt8.self) ?? 0) * 8, available: options.count - offset)
+            }
+            if optionType == RT.ndOptionCaptivePortal { uri = AnnouncedPortal.uri(fromOptionValue: Array(option.dropFirst(2))) }
+            offset += option.count
+        }
+        guard let uri else { return nil }
+        guard let router else { throw .missingAttribute(messageType: type, attribute: RT.ndUserOptionSourceAddress) }
+        return AnnouncedPortal(interfaceIndex: index, router: router, uri: uri)
     }
 
     // MARK: attributes

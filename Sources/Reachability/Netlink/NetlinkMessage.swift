@@ -25,6 +25,10 @@ public enum RoutingMessage: Hashable, Sendable {
     /// RTM_NEWRULE or RTM_DELRULE: the policy rules changed. Their content is not kept: the
     /// kernel is asked for the paths they select (see `KernelMirror`).
     case ruleChanged
+    /// RTM_NEWNDUSEROPT carrying option 37 of a router advertisement: the captive-portal URI the
+    /// network announced (RFC 8910). The kernel's other user options (RDNSS, DNSSL, PREF64,
+    /// prefix information) are `ignored`.
+    case announcedPortal(AnnouncedPortal)
     /// NLMSG_DONE: the end of a dump.
     case done
     /// NLMSG_ERROR: an errno (negative, as the kernel sends it) or 0 for an acknowledgement.
@@ -52,6 +56,8 @@ public enum NetlinkDecodingError: Error, Hashable, Sendable, CustomStringConvert
     case invalidAttributeValue(messageType: UInt16, attribute: UInt16, length: Int)
     /// A message the kernel must send with a field it lacks (a link with no name).
     case missingAttribute(messageType: UInt16, attribute: UInt16)
+    /// A neighbour discovery option (in RTM_NEWNDUSEROPT) of length 0 or running past its message.
+    case invalidOption(messageType: UInt16, option: UInt8, declared: Int, available: Int)
 
     public var description: String {
         switch self {
@@ -67,6 +73,8 @@ public enum NetlinkDecodingError: Error, Hashable, Sendable, CustomStringConvert
             "attribute \(attribute) of message type \(type) has invalid length \(length)"
         case let .missingAttribute(type, attribute):
             "message type \(type) lacks required attribute \(attribute)"
+        case let .invalidOption(type, option, declared, available):
+            "ND option \(option) of message type \(type) declares length \(declared) with \(available) bytes left"
         }
     }
 }

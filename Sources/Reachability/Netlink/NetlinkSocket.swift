@@ -16,6 +16,9 @@ struct NetlinkSocket: ~Copyable {
         11,  // RTNLGRP_IPV6_ROUTE
         8,  // RTNLGRP_IPV4_RULE: an `ip rule` change alone can move the host's path
         19,  // RTNLGRP_IPV6_RULE
+        // RTNLGRP_ND_USEROPT: options of router advertisements the kernel accepted (RFC 8910's
+        // captive-portal URI). No privilege needed: rtnetlink lets anyone join its groups.
+        20,
     ]
 
     /// Opens a NETLINK_ROUTE socket (in `namespacePath`'s namespace when given).

@@ -17,6 +17,7 @@ enum RT {
     static let getRoute: UInt16 = 26
     static let newRule: UInt16 = 32  // RTM_NEWRULE
     static let delRule: UInt16 = 33
+    static let newNDUserOption: UInt16 = 68  // RTM_NEWNDUSEROPT: an ND option the kernel passes on
 
     // nlmsghdr.nlmsg_flags
     static let flagRequest: UInt16 = 0x1  // NLM_F_REQUEST
@@ -47,6 +48,11 @@ enum RT {
     static let routeMultipath: UInt16 = 9  // RTA_MULTIPATH
     static let routeTable: UInt16 = 15  // RTA_TABLE
     static let routeVia: UInt16 = 18  // RTA_VIA
+
+    // struct nduseroptmsg and what follows it (<linux/rtnetlink.h>, <netinet/icmp6.h>)
+    static let ndUserOptionSourceAddress: UInt16 = 1  // NDUSEROPT_SRCADDR: the sender of the ND message
+    static let icmpRouterAdvertisement: UInt8 = 134  // ND_ROUTER_ADVERT
+    static let ndOptionCaptivePortal: UInt8 = 37  // RFC 8910
 
     // rtmsg.rtm_flags
     static let routeCloned: UInt32 = 0x200  // RTM_F_CLONED

@@ -22,8 +22,9 @@ extension InterfaceStatus {
 extension HostStatus {
     /// The host members shared by snapshots and changes, in documented order:
     /// `flags`, `state`, `primaryInterface`, `availableInterfaces`, `underlyingInterface`,
-    /// `connectivity` (the probe's verdict: `unknown` without it) and `portal` (a login page's
-    /// URL, or empty).
+    /// `connectivity` (the probe's verdict: `unknown` without it), `portal` (where the probe was
+    /// redirected, or empty), `announcedPortal` (the RFC 8910 URI a router advertised, or empty)
+    /// and `validatedInterfaces` (the available interfaces the probe found the internet through).
     var jsonMembers: [(String, JSONValue)] {
         [
             ("flags", flags.json),
@@ -33,6 +34,8 @@ extension HostStatus {
             ("underlyingInterface", .string(underlyingInterface)),
             ("connectivity", .string(connectivity.connectivity.rawValue)),
             ("portal", .string(connectivity.portal)),
+            ("announcedPortal", .string(announcedPortal)),
+            ("validatedInterfaces", .array(validatedInterfaces.map(JSONValue.string))),
         ]
     }
 }
@@ -59,6 +62,14 @@ extension ReachabilityChange {
                 ("changedInterfaces", .array(changedInterfaces.map(\.json))),
                 ("removedInterfaces", .array(removedInterfaces.map { .string($0.name) })),
             ])
+    }
+}
+
+extension ConnectivityStatus {
+    /// `{"connectivity":"portal","portal":"http://login.example/","detail":"HTTP 302"}`: the
+    /// Validate reply in lowerCamelCase (`reachctl check --validate --json`).
+    public var json: JSONValue {
+        .object([("connectivity", .string(connectivity.rawValue)), ("portal", .string(portal)), ("detail", .string(detail))])
     }
 }
 

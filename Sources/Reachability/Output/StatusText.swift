@@ -29,6 +29,15 @@ func renderInternet(_ status: ConnectivityStatus) -> String {
     }
 }
 
+/// A probe's verdict for people (`reachctl check --validate`): `internet: full (HTTP 204)`,
+/// `internet: portal at http://login.example/ (HTTP 302)`; what the probe saw in parentheses.
+public func renderValidation(_ status: ConnectivityStatus) -> String {
+    var line = "internet: " + status.connectivity.rawValue
+    if !status.portal.isEmpty { line += " at \(status.portal)" }
+    if !status.detail.isEmpty { line += " (\(status.detail))" }
+    return line
+}
+
 /// The header `reachctl status` prints:
 /// ```
 /// State: online via wlan0 (wifi)
@@ -36,14 +45,19 @@ func renderInternet(_ status: ConnectivityStatus) -> String {
 /// Available: wlan0, wwan0
 /// Generation: 7
 /// ```
+/// with `Internet via: eth0, wlan0` after Available when the probe found the internet through
+/// some of them, and `Announced portal: URI` when a router advertised one (RFC 8910).
 public func renderStatus(_ snapshot: ReachabilitySnapshot) -> String {
     let host = snapshot.host
-    return [
+    var lines = [
         "State: " + renderSummary(host, interfaces: snapshot.interfaces),
         "Flags: " + (host.flags.isEmpty ? "none" : host.flags.description),
         "Available: " + (host.availableInterfaces.isEmpty ? "none" : host.availableInterfaces.joined(separator: ", ")),
-        "Generation: \(snapshot.generation)",
-    ].joined(separator: "\n")
+    ]
+    if !host.validatedInterfaces.isEmpty { lines.append("Internet via: " + host.validatedInterfaces.joined(separator: ", ")) }
+    if !host.announcedPortal.isEmpty { lines.append("Announced portal: " + host.announcedPortal) }
+    lines.append("Generation: \(snapshot.generation)")
+    return lines.joined(separator: "\n")
 }
 
 /// The interface table `reachctl interfaces` prints: columns INDEX NAME KIND FLAGS ADDRESSES,

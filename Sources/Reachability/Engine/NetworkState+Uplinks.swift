@@ -1,0 +1,51 @@
+/// A link that could carry the internet by itself: ready, with a usable default route of the main
+/// or default table through it and an address of its own to send from. What the connectivity
+/// probe judges one by one, so `ValidatedInterfaces` can say which of them reach the internet.
+public struct Uplink: Hashable, Sendable {
+    public var index: Int32
+    public var name: String
+    /// Per family (AF_INET, AF_INET6), the address a probe through this link is sent from: the
+    /// default route's preferred source when the link holds it, else the link's first address
+    /// usable beyond it.
+    public var sources: [UInt8: IPAddress]
+    /// Its default routes: when they change (a new gateway), the uplink is judged afresh.
+    public var routes: Set<Route>
+}
+
+extension NetworkState {
+    /// The kinds an uplink can have. Container and VM plumbing (veth, docker0 and other bridges
+    /// without an uplink port, tun/tap) classifies as virtual, bridge or vpn and is never
+    /// probed; an interface rule that gives such a link an uplink kind makes it one.
+    static let uplinkKinds: Set<InterfaceKind> = [.wired, .wifi, .cellular]
+
+    /// The uplinks now, by index. Costs one pass over the default routes, not over every link.
+    public func uplinks() -> [Uplink] {
+        var found: [Int32: Uplink] = [:]
+        for key in defaultRoutes {
+            guard let route = routes[key], route.type == .unicast else { continue }
+            let family = route.destination.address.family
+            for hop in route.nextHops {
+                guard let index = hop.interfaceIndex, let entry = links[index], entry.link.isReady else { continue }
+                let classification = effectiveClassification(entry)
+                guard !classification.isIgnored, Self.uplinkKinds.contains(classification.kind) else { continue }
+                let own = entry.addresses.values.filter { $0.address.family == family && $0.isUsableBeyondLink }.map(\.address)
+                guard let source = own.first(where: { $0 == route.preferredSource }) ?? own.min(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) })
+                else { continue }
+                var uplink = found[index] ?? Uplink(index: index, name: entry.link.name, sources: [:], routes: [])
+                uplink.sources[family] = uplink.sources[family] ?? source
+                uplink.routes.insert(route)
+                found[index] = uplink
+            }
+        }
+        return found.values.sorted { $0.index < $1.index }
+    }
+
+    /// The available interfaces whose path reaches the internet by the probe's verdict: the
+    /// primary by the host's probe, every other uplink by its own.
+    func validatedInterfaces(available: [String], primary: String, connectivity: ConnectivityStatus) -> [String] {
+        available.filter { name in
+            if name == primary { return connectivity.connectivity == .full }
+            return linkIndexByName[name].flatMap { uplinkVerdicts[$0] } == .full
+        }
+    }
+}
