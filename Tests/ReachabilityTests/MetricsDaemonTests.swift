@@ -1,0 +1,125 @@
+import Foundation
+import Testing
+@testable import Reachability
+
+/// issue 13: reachd's metrics, read the ways operators read them: the node_exporter textfile,
+/// GetMetrics through `reachctl metrics`, and (MetricsEndpointTests) /metrics; each checked by
+/// promtool, and each following a real carrier flap of the kernel.
+@Suite(rootOnly, .serialized)
+struct MetricsDaemonTests {
+    static func read(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+
+    /// The value of one sample line (`name{labels}`), nil when absent.
+    static func value(_ text: String, _ series: String) -> Double? {
+        for line in text.split(separator: "\n") where line.hasPrefix(series + " ") {
+            return Double(line.dropFirst(series.count + 1))
+        }
+        return nil
+    }
+
+    static func eventually(_ what: String, timeout: Duration = .seconds(10), _ condition: () throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while try !condition() {
+            guard ContinuousClock.now < deadline else { throw TimedOut(what: what) }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    static func modificationTime(_ path: String) -> timespec? {
+        var info = stat()
+        return stat(path, &info) == 0 ? info.st_mtim : nil
+    }
+
+    @Test func theTextfileFollowsAFlapAtomicallyAndPassesPromtool() async throws {
+        let scenario = try DaemonBusTests.Scenario()
+        let directory = try makeScratchDirectory("metrics-textfile")
+        defer { removeTree(directory) }
+        let harness = try DaemonHarness(scenario.ns, config: "[Metrics]\nTextfileDirectory=\(directory)\nTextfileInterval=5s\n")
+        defer { harness.shutdown() }
+        try await harness.ready()
+        let path = directory + "/reachd.prom"
+        let online = #"reachd_host_state{state="online"}"#
+        try await Self.eventually("the textfile says online") { Self.value(Self.read(path), online) == 1 }
+        let first = Self.read(path)
+        let check = try MetricsExpositionTests.promtoolCheckMetrics(first)
+        #expect(check.status == 0, "\(check)\n\(first)")
+        #expect(Self.value(first, #"reachd_host_info{primary_interface="up0",kind="virtual"}"#) == 1, "\(first)")
+        // node_exporter runs as another user: the file is world-readable despite UMask=0077.
+        var info = stat()
+        #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o644)
+        let changedBefore = try #require(Self.value(first, "reachd_changed_events_total"))
+
+        try scenario.carrier(false)
+        try await Self.eventually("the textfile says not online, within the coalescing second") {
+            let text = Self.read(path)
+            return Self.value(text, online) == 0 && Self.value(text, #"reachd_interfaces_ready{kind="virtual"}"#) == 0
+        }
+        try scenario.carrier(true)
+        try await Self.eventually("online again") {
+            let text = Self.read(path)
+            return Self.value(text, online) == 1 && Self.value(text, #"reachd_interfaces_ready{kind="virtual"}"#) == 1
+        }
+        let after = Self.read(path)
+        #expect(try #require(Self.value(after, "reachd_changed_events_total")) >= changedBefore + 2, "\(after)")
+        // Only the file itself: the temporary one is renamed over it, never left behind.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["reachd.prom"])
+
+        // The heartbeat rewrites it with nothing changed.
+        let stamp = try #require(Self.modificationTime(path))
+        try await Self.eventually("a heartbeat write within TextfileInterval=5s", timeout: .seconds(8)) {
+            guard let now = Self.modificationTime(path) else { return false }
+            return now.tv_sec != stamp.tv_sec || now.tv_nsec != stamp.tv_nsec
+        }
+
+        // GetMetrics through reachctl: the same families, and promtool agrees.
+        let daemon = try reachctl(["metrics", "--daemon", "--bus-address", harness.address])
+        #expect(daemon.status == 0, "\(daemon)")
+        #expect(Self.value(daemon.stdout, online) == 1, "\(daemon.stdout)")
+        #expect(try MetricsExpositionTests.promtoolCheckMetrics(daemon.stdout).status == 0)
+        #expect(Set(Self.series(daemon.stdout)) == Set(Self.series(after)))
+        // In-process (--netns): the same format from the library.
+        let local = try reachctl(["metrics", "--netns", scenario.ns.name])
+        #expect(local.status == 0, "\(local)")
+        #expect(Self.value(local.stdout, online) == 1, "\(local.stdout)")
+        #expect(try MetricsExpositionTests.promtoolCheckMetrics(local.stdout).status == 0)
+        #expect(try reachctl(["metrics", "--json", "--netns", scenario.ns.name]).status == 2)
+
+        // A clean stop removes the file: numbers nobody updates would read as the truth.
+        harness.daemon?.signal(SIGTERM)
+        _ = try await harness.daemon?.exit(timeout: .seconds(10))
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
+    /// Off by default: no file, no timer (no wake-ups while idle), no listening socket.
+    @Test func offByDefaultThereIsNoFileNoSocketAndNoWakeUp() async throws {
+        let scenario = try DaemonBusTests.Scenario()
+        let harness = try DaemonHarness(scenario.ns)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        let pid = try #require(harness.daemon?.pid)
+        try await Task.sleep(for: .milliseconds(500))
+        let before = Self.wakeUps(pid)
+        try await Task.sleep(for: .seconds(3))
+        #expect(Self.wakeUps(pid) == before, "reachd woke up while idle")
+        #expect(!harness.daemonErrorLines.contains { $0.contains("metrics") }, "\(harness.daemonErrorLines)")
+        let sockets = try DaemonHarness.execute("/bin/sh", ["-c", "ss -Hltnp; ip netns exec \(scenario.ns.name) ss -Hltnp"])
+        #expect(!sockets.stdout.contains("pid=\(pid),"), "\(sockets.stdout)")
+    }
+
+    /// Voluntary context switches of every thread of `pid`: each is a wake-up from a wait.
+    static func wakeUps(_ pid: Int32) -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.reduce(0) { total, task in
+            let status = read("/proc/\(pid)/task/\(task)/status")
+            let line = status.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") }
+            return total + (line.flatMap { Int($0.split(separator: "\t").last ?? "") } ?? 0)
+        }
+    }
+
+    static func series(_ text: String) -> [String] {
+        text.split(separator: "\n").filter { !$0.hasPrefix("#") }.map { line in
+            let name = line[..<line.lastIndex(of: " ")!]
+            return String(name.prefix { $0 != "{" })
+        }
+    }
+}
