@@ -40,6 +40,9 @@ final class Daemon {
     let startTime: Double
     /// `[Metrics] TextfileDirectory=`: the node_exporter textfile; nil (no timer) when unset.
     private var metricsTextfile: MetricsTextfile?
+    /// The listening sockets of reachd-metrics.socket, and what serves them.
+    private let metricsSockets: [Int32]
+    private var metricsEndpoints: [MetricsEndpoint] = []
 
     /// Runs the daemon; returns the process exit status.
     static func main(_ options: Options) -> Int32 {
@@ -73,9 +76,12 @@ final class Daemon {
         startTime = Double(wallClock.tv_sec) + Double(wallClock.tv_nsec) / 1e9
         loop = try EventLoop()
         var monitor = Self.monitorConfiguration(options, configuration)
+        // reachd-metrics.socket passes its listening sockets named "metrics" (FileDescriptorName=);
         // reachd.socket passes one rtnetlink socket. Anything else (a drop-in gone wrong) is
         // closed, and reachd watches through a socket of its own, as when started by hand.
-        switch ServiceManager.listenedDescriptors() {
+        let passed = ServiceManager.listenedDescriptors()
+        metricsSockets = passed.filter { $0.name == MetricsEndpoint.socketName }.map(\.descriptor)
+        switch passed.filter({ $0.name != MetricsEndpoint.socketName }).map(\.descriptor) {
         case []: break
         case let descriptors where descriptors.count == 1 && MonitorConfiguration.isRouteNetlinkSocket(descriptors[0]):
             monitor.monitorSocket = descriptors[0]
@@ -198,9 +204,31 @@ final class Daemon {
         internetProbe = InternetProbe(daemon: self, settings: ConnectivitySettings())
         internetProbe.configure(configuration.connectivity)
         applyMetrics()
+        serveMetrics()
     }
 
     // MARK: metrics
+
+    /// /metrics on every socket reachd-metrics.socket passed; one that is not a listening
+    /// stream socket (a drop-in gone wrong) is closed with a warning.
+    private func serveMetrics() {
+        for descriptor in metricsSockets {
+            guard ServiceManager.isListeningStreamSocket(descriptor) else {
+                Log.warning("metrics: systemd passed file descriptor \(descriptor) named \(MetricsEndpoint.socketName), not a listening stream socket: closing it")
+                close(descriptor)
+                continue
+            }
+            do {
+                metricsEndpoints.append(try MetricsEndpoint(daemon: self, listening: descriptor))
+            } catch {
+                Log.error("metrics: cannot serve file descriptor \(descriptor): \(error)")
+                close(descriptor)
+            }
+        }
+        if !metricsEndpoints.isEmpty {
+            Log.info("metrics: serving \(MetricsHTTP.path) on \(metricsEndpoints.count) socket(s) from reachd-metrics.socket")
+        }
+    }
 
     /// The exposition every metrics output prints (textfile, /metrics, GetMetrics).
     var metricsText: String {

@@ -58,6 +58,23 @@ struct PackagingUnitTests {
         #expect(settings["Requires"] == nil)
     }
 
+    /// reachd-metrics.socket (issue 13): clean for systemd-analyze, loopback only, and naming
+    /// its socket for reachd.service, whose own unit (and so its exposure) it leaves alone.
+    @Test(rootOnly) func metricsSocketIsCleanLoopbackAndNamed() async throws {
+        let root = try PackagingRoot()
+        defer { root.remove() }
+        let clean = try await root.verify(
+            unit: String(contentsOfFile: packaging + "/reachd.service", encoding: .utf8), unitName: "reachd-metrics.socket")
+        #expect(clean.status == 0 && clean.stdout.isEmpty && clean.stderr.isEmpty, "\(clean)")
+        let settings = try unitSettings("reachd-metrics.socket")
+        #expect(settings["ListenStream"] == ["127.0.0.1:9849"])
+        #expect(settings["FileDescriptorName"] == ["metrics"])
+        #expect(settings["Service"] == ["reachd.service"])
+        #expect(settings["WantedBy"] == ["sockets.target"])
+        // reachd.service needs nothing for it: no Sockets=, no new address family or privilege.
+        #expect(try unitSettings()["Sockets"] == nil)
+    }
+
     /// The drop-in an administrator links when turning the NetworkManager surface on: clean, and
     /// what it adds is the conflict with NetworkManager and the ordering before sessions.
     @Test(rootOnly) func networkManagerDropInIsClean() async throws {
@@ -176,7 +193,7 @@ private struct PackagingRoot {
         let unit = path + "/usr/lib/systemd/system/reachd.service"
         try? FileManager.default.removeItem(atPath: unit)
         try text.write(toFile: unit, atomically: true, encoding: .utf8)
-        for other in ["reachd.socket", "reachd-wait-online.service"] {
+        for other in ["reachd.socket", "reachd-wait-online.service", "reachd-metrics.socket"] {
             let copy = path + "/usr/lib/systemd/system/" + other
             try? FileManager.default.removeItem(atPath: copy)
             try FileManager.default.copyItem(atPath: packaging + "/" + other, toPath: copy)
@@ -739,7 +756,7 @@ private let expectedPackageContents: Set<String> = [
     "etc/", "etc/reachd/", "etc/reachd/reachd.conf", "etc/reachd/reachd.conf.d/",
     "usr/", "usr/bin/", "usr/bin/reachctl", "usr/sbin/", "usr/sbin/reachd",
     "usr/lib/", "usr/lib/systemd/", "usr/lib/systemd/system/", "usr/lib/systemd/system/reachd.service", "usr/lib/systemd/system/reachd.socket",
-    "usr/lib/systemd/system/reachd-wait-online.service",
+    "usr/lib/systemd/system/reachd-wait-online.service", "usr/lib/systemd/system/reachd-metrics.socket",
     "usr/lib/sysusers.d/", "usr/lib/sysusers.d/reachd.conf",
     "usr/share/", "usr/share/dbus-1/", "usr/share/dbus-1/system.d/", "usr/share/dbus-1/system.d/org.reachd.Reachability1.conf",
     "usr/share/dbus-1/system.d/reachd-networkmanager.conf", "usr/share/reachd/", "usr/share/reachd/reachd-networkmanager.conf",
@@ -835,6 +852,9 @@ struct PackagingDebianTests {
         let verify = try await execute("/usr/bin/systemd-analyze", ["verify", "/usr/lib/systemd/system/reachd.service"])
         #expect(verify.status == 0 && verify.stdout.isEmpty && verify.stderr.isEmpty, "\(verify)")
         #expect(FileManager.default.fileExists(atPath: "/etc/systemd/system/multi-user.target.wants/reachd.service"), "enabled")
+        // /metrics is opt-in: the socket unit is installed, not enabled.
+        #expect(FileManager.default.fileExists(atPath: "/usr/lib/systemd/system/reachd-metrics.socket"))
+        #expect(!FileManager.default.fileExists(atPath: "/etc/systemd/system/sockets.target.wants/reachd-metrics.socket"), "shipped disabled")
 
         // An upgrade (the same version again runs the upgrade path of the maintainer scripts).
         let upgrade = try await execute("/usr/bin/dpkg", ["-i", deb], timeout: .seconds(300))

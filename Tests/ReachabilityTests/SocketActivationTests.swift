@@ -27,20 +27,26 @@ struct SocketActivationTests {
         private final class Log: Sendable { let text = Mutex("") }
         private let log = Log()
 
-        init(_ harness: DaemonHarness, _ ns: TestNamespace, socket: Int32) throws {
+        convenience init(_ harness: DaemonHarness, _ ns: TestNamespace, socket: Int32) throws {
+            try self.init(harness, ns, sockets: [socket])
+        }
+
+        /// `sockets` as fds 3, 4, ...; `names` as LISTEN_FDNAMES (FileDescriptorName=) when given.
+        init(_ harness: DaemonHarness, _ ns: TestNamespace, sockets: [Int32], names: [String]? = nil) throws {
             var environment = ProcessInfo.processInfo.environment
             for key in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "JOURNAL_STREAM"] {
                 environment.removeValue(forKey: key)
             }
             environment["NOTIFY_SOCKET"] = harness.notify.path
-            environment["LISTEN_FDS"] = "1"
+            environment["LISTEN_FDS"] = "\(sockets.count)"
+            if let names { environment["LISTEN_FDNAMES"] = names.joined(separator: ":") }
             let arguments = [productPath("reachd"), "--bus-address", harness.address, "--netns", ns.name, "--config-dir", harness.configDirectory]
             var pipeEnds: [Int32] = [0, 0]
             guard pipe(&pipeEnds) == 0 else { throw SystemError("pipe") }
             var actions = posix_spawn_file_actions_t()
             posix_spawn_file_actions_init(&actions)
             defer { posix_spawn_file_actions_destroy(&actions) }
-            posix_spawn_file_actions_adddup2(&actions, socket, 3)
+            for (index, socket) in sockets.enumerated() { posix_spawn_file_actions_adddup2(&actions, socket, 3 + Int32(index)) }
             posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 2)
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
             posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
