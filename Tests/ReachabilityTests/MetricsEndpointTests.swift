@@ -140,6 +140,99 @@ struct MetricsEndpointTests {
         #expect(try ReachabilityClient(bus: .address(harness.address)).status().host.state == .online)
     }
 
+    /// The real thing: Prometheus scrapes reachd's socket-activated /metrics and node_exporter's
+    /// textfile collector reading reachd.prom, every second, with the example alert rules
+    /// loaded; PromQL over its HTTP API sees a carrier flap through both: the ready links of the
+    /// kind go to 0 and back to 1, and Changed events add up.
+    @Test func prometheusScrapesBothOutputsAndSeesACarrierFlap() async throws {
+        let scenario = try DaemonBusTests.Scenario()
+        let directory = try makeScratchDirectory("metrics-prometheus")
+        defer { removeTree(directory) }
+        let textfiles = directory + "/textfile"
+        try FileManager.default.createDirectory(atPath: textfiles, withIntermediateDirectories: false)
+        let harness = try DaemonHarness(scenario.ns, config: "[Metrics]\nTextfileDirectory=\(textfiles)\n", start: false)
+        defer { harness.shutdown() }
+        let (daemon, port) = try await Self.activated(scenario, harness)
+        defer { daemon.stop() }
+
+        let nodePort = try Self.freePort()
+        let node = try DaemonHarness.Child("/usr/bin/prometheus-node-exporter", [
+            "--web.listen-address=127.0.0.1:\(nodePort)", "--collector.disable-defaults", "--collector.textfile",
+            "--collector.textfile.directory=\(textfiles)",
+        ])
+        defer { node.kill() }
+        let prometheusPort = try Self.freePort()
+        try """
+            global:
+              scrape_interval: 1s
+              evaluation_interval: 1s
+            rule_files:
+              - \(Self.packaging)/reachd-alerts.yml
+            scrape_configs:
+              - job_name: reachd
+                static_configs:
+                  - targets: ['127.0.0.1:\(port)']
+              - job_name: node
+                static_configs:
+                  - targets: ['127.0.0.1:\(nodePort)']
+            """.write(toFile: directory + "/prometheus.yml", atomically: true, encoding: .utf8)
+        let prometheus = try DaemonHarness.Child("/usr/bin/prometheus", [
+            "--config.file=\(directory)/prometheus.yml", "--storage.tsdb.path=\(directory)/data",
+            "--web.listen-address=127.0.0.1:\(prometheusPort)",
+        ])
+        defer { prometheus.kill() }
+
+        /// The value of `promql` per job, as Prometheus answers /api/v1/query now (none while it starts).
+        func query(_ promql: String) throws -> [String: Double] {
+            let encoded = promql.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+            // Refused until Prometheus listens: no answer yet.
+            guard let answer = try? Self.get(prometheusPort, "/api/v1/query?query=\(encoded)"), answer.status.contains(" 200 "),
+                  let object = try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any],
+                  let data = object["data"] as? [String: Any], let result = data["result"] as? [[String: Any]]
+            else { return [:] }
+            var values: [String: Double] = [:]
+            for series in result {
+                let job = (series["metric"] as? [String: String])?["job"] ?? ""
+                if let pair = series["value"] as? [Any], pair.count == 2, let text = pair[1] as? String { values[job] = Double(text) }
+            }
+            return values
+        }
+        func both(_ promql: String, _ expected: Double, _ what: String) async throws {
+            try await MetricsDaemonTests.eventually("Prometheus: \(what) (\(promql))", timeout: .seconds(45)) {
+                let values = try query(promql)
+                return values["reachd"] == expected && values["node"] == expected
+            }
+        }
+        let ready = #"reachd_interfaces_ready{kind="virtual"}"#
+        do {
+            try await both(#"reachd_host_state{state="online"}"#, 1, "online through both jobs")
+            try await both(ready, 1, "up0 ready")
+            let changedBefore = try #require(try query("reachd_changed_events_total")["reachd"])
+            try scenario.carrier(false)
+            try await both(ready, 0, "up0 not ready after the carrier loss")
+            try await both(#"reachd_host_state{state="online"}"#, 0, "not online")
+            try scenario.carrier(true)
+            try await both(ready, 1, "up0 ready again")
+            try await both(#"reachd_host_state{state="online"}"#, 1, "online again")
+            let changedAfter = try #require(try query("reachd_changed_events_total")["reachd"])
+            #expect(changedAfter >= changedBefore + 2, "\(changedBefore) -> \(changedAfter)")
+            // Prometheus kept the dip: the lowest value of the last minute is the 0.
+            #expect(try query("min_over_time(\(ready)[1m])") == ["reachd": 0, "node": 0])
+            #expect(try query(#"up{job=~"reachd|node"}"#) == ["reachd": 1, "node": 1])
+            // The example rules loaded and are evaluated (none fires on a healthy host).
+            let rules = try Self.get(prometheusPort, "/api/v1/rules")
+            for name in ["ReachdHostOffline", "ReachdFlapping", "ReachdDNSDeadlineHits", "ReachdTextfileStale"] {
+                #expect(rules.body.contains("\"name\":\"\(name)\""), "\(rules.body.prefix(2000))")
+            }
+        } catch {
+            Issue.record("prometheus: \(prometheus.errorLines.suffix(20).joined(separator: "\n"))\nnode_exporter: \(node.errorLines.suffix(10).joined(separator: "\n"))")
+            throw error
+        }
+    }
+
+    static let packaging = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("packaging").path
+
     /// A socket named metrics that is not listening (a drop-in gone wrong) is closed by name,
     /// and reachd goes on.
     @Test func aMetricsDescriptorThatIsNotAListeningSocketIsRefused() async throws {

@@ -103,6 +103,46 @@ import Testing
         return try DaemonHarness.execute("/bin/sh", ["-c", "exec promtool check metrics < \"$1\"", "sh", directory + "/in.prom"])
     }
 
+    /// The example alert rules (host offline for 2 m, flapping, DNS deadline hits, a stale
+    /// textfile) load in promtool, and name only metrics the exposition has.
+    @Test func theExampleAlertRulesPassPromtool() throws {
+        let rules = MetricsEndpointTests.packaging + "/reachd-alerts.yml"
+        let check = try DaemonHarness.execute("/usr/bin/promtool", ["check", "rules", rules])
+        #expect(check.status == 0 && check.stdout.contains("SUCCESS: 4 rules found"), "\(check)")
+        let text = try String(contentsOfFile: rules, encoding: .utf8)
+        let exposition = MetricsExposition.render(Self.sample(interfaces: Self.typical))
+        for name in ["reachd_host_state", "reachd_changed_events_total", "reachd_dns_deadline_hits_total"] {
+            #expect(text.contains(name) && exposition.contains("\n\(name)"), "\(name)")
+        }
+    }
+
+    // MARK: /metrics requests
+
+    @Test func requestHeadsAreParsedAndAnswered() {
+        func parse(_ text: String) -> MetricsHTTP.Request { MetricsHTTP.parse(Array(text.utf8)) }
+        #expect(parse("GET /metrics HTTP/1.1\r\nHost: x\r\n") == .incomplete)
+        #expect(parse("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n") == .head(method: "GET", path: "/metrics"))
+        #expect(parse("GET /metrics?x=1 HTTP/1.0\n\n") == .head(method: "GET", path: "/metrics"))
+        #expect(parse("GET metrics HTTP/1.1\r\n\r\n") == .refused(status: 400, reason: "not an HTTP/1.x request line"))
+        #expect(parse("GET /metrics SPDY/3\r\n\r\n") == .refused(status: 400, reason: "not an HTTP/1.x request line"))
+        let huge = "GET /metrics HTTP/1.1\r\nX: " + String(repeating: "a", count: MetricsHTTP.maximumHead)
+        #expect(parse(huge) == .refused(status: 431, reason: "request head over 8192 bytes"))
+        #expect(parse(huge + "\r\n\r\n") == .refused(status: 431, reason: "request head over 8192 bytes"))
+
+        func answer(_ request: MetricsHTTP.Request) -> String {
+            String(decoding: MetricsHTTP.response(to: request) { "m 1\n" }, as: UTF8.self)
+        }
+        #expect(answer(.head(method: "GET", path: "/metrics")) == "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: 4\r\nConnection: close\r\n\r\nm 1\n")
+        #expect(answer(.head(method: "HEAD", path: "/metrics")).hasSuffix("Content-Length: 4\r\nConnection: close\r\n\r\n"))
+        #expect(answer(.head(method: "GET", path: "/")).hasPrefix("HTTP/1.1 404 Not Found\r\n"))
+        #expect(answer(.head(method: "DELETE", path: "/metrics")).contains("405 Method Not Allowed\r\n"))
+        #expect(answer(.head(method: "DELETE", path: "/metrics")).contains("\r\nAllow: GET, HEAD\r\n"))
+        // The exposition is rendered only for a scrape.
+        var rendered = false
+        _ = MetricsHTTP.response(to: .head(method: "POST", path: "/metrics")) { rendered = true; return "" }
+        #expect(!rendered)
+    }
+
     // MARK: [Metrics]
 
     @Test func metricsSectionSetsTheTextfile() {
