@@ -90,6 +90,46 @@ struct MetricsDaemonTests {
         #expect(!FileManager.default.fileExists(atPath: path))
     }
 
+    /// Container-host churn: 300 veth pairs (600 links) come and go. The values follow, the
+    /// series (names and label sets) of GetMetrics and of the textfile stay the same ones.
+    @Test func vethChurnChangesValuesNotSeries() async throws {
+        let scenario = try DaemonBusTests.Scenario()
+        let directory = try makeScratchDirectory("metrics-churn")
+        defer { removeTree(directory) }
+        let harness = try DaemonHarness(scenario.ns, config: "[Metrics]\nTextfileDirectory=\(directory)\n")
+        defer { harness.shutdown() }
+        try await harness.ready()
+        let client = try ReachabilityClient(bus: .address(harness.address))
+        let path = directory + "/reachd.prom"
+        let virtual = #"reachd_interfaces{kind="virtual"}"#
+        let before = try client.metrics()
+        let series = Self.labelledSeries(before)
+        let virtualBefore = try #require(Self.value(before, virtual))
+
+        try OverrunTests.burst(scenario.ns, pairs: 300, prefix: "ch")
+        try await Self.eventually("600 more virtual links counted", timeout: .seconds(60)) {
+            Self.value(try client.metrics(), virtual) == virtualBefore + 600
+        }
+        let during = try client.metrics()
+        #expect(Self.labelledSeries(during) == series)
+        try await Self.eventually("the textfile counts them too") { Self.value(Self.read(path), virtual) == virtualBefore + 600 }
+        #expect(Self.labelledSeries(Self.read(path)) == series)
+
+        let deletions = (0..<300).map { "link del ch\($0)" }.joined(separator: "\n") + "\n"
+        try deletions.write(toFile: directory + "/batch", atomically: true, encoding: .utf8)
+        _ = try scenario.ns.ip("-batch \(directory)/batch")
+        try await Self.eventually("the links gone again", timeout: .seconds(60)) {
+            Self.value(try client.metrics(), virtual) == virtualBefore
+        }
+        #expect(Self.labelledSeries(try client.metrics()) == series)
+        #expect(series.count == 74, "\(series.count) series")
+    }
+
+    /// Every sample's name with its labels (not its value).
+    static func labelledSeries(_ text: String) -> Set<String> {
+        Set(text.split(separator: "\n").filter { !$0.hasPrefix("#") }.map { String($0[..<$0.lastIndex(of: " ")!]) })
+    }
+
     /// Off by default: no file, no timer (no wake-ups while idle), no listening socket.
     @Test func offByDefaultThereIsNoFileNoSocketAndNoWakeUp() async throws {
         let scenario = try DaemonBusTests.Scenario()
