@@ -967,7 +967,39 @@ struct PackagingDebianTests {
         for failure in ["SIGSYS", "core-dump", "Watchdog timeout", "Failed with result", "error:"] {
             #expect(!journal.contains(failure), "journal: \(journal)")
         }
+        try await checkMetricsSocket(inside)
     }
+}
+
+/// reachd-metrics.socket under the real PID 1 (issue 13): shipped disabled; started (with
+/// reachd stopped, as PID 1 requires of a socket unit whose service runs), it hands
+/// reachd.service its listening socket by name beside reachd.socket's, reachd answers /metrics
+/// from inside its unchanged sandbox, promtool accepts the answer, and a scrape of a stopped
+/// reachd starts it.
+private func checkMetricsSocket(_ inside: ([String]) async throws -> Ran) async throws {
+    let unit = "reachd-metrics.socket"
+    #expect(try await inside(["systemctl", "is-enabled", unit]).stdout.hasPrefix("disabled"), "the package leaves it off")
+    // PID 1 refuses to start a socket unit while its service runs: reachd stops first.
+    #expect(try await inside(["systemctl", "stop", "reachd"]).status == 0)
+    let started = try await inside(["systemctl", "start", unit])
+    #expect(started.status == 0, "\(started)")
+    #expect(try await inside(["systemctl", "start", "reachd"]).status == 0)
+    // bash's /dev/tcp: a client without curl; the head is cut off before promtool reads the body.
+    let scrape = "exec 3<>/dev/tcp/127.0.0.1/9849; printf 'GET /metrics HTTP/1.0\\r\\n\\r\\n' >&3; cat <&3"
+    let answer = try await inside(["bash", "-c", scrape])
+    #expect(answer.stdout.hasPrefix("HTTP/1.1 200 OK\r\n") && answer.stdout.contains("\nreachd_host_state{state=\"online\"} "), "\(answer)")
+    let lint = try await inside(["bash", "-c", scrape + " | sed '1,/^\\r$/d' | promtool check metrics"])
+    #expect(lint.status == 0, "\(lint)")
+    let journal = try await inside(["journalctl", "-u", "reachd", "--no-pager", "-o", "cat"]).stdout
+    #expect(journal.contains("metrics: serving /metrics on 1 socket(s) from reachd-metrics.socket"), "\(journal)")
+    #expect(journal.components(separatedBy: "(socket from reachd.socket, sized by systemd)").count - 1 == 3, "\(journal)")
+
+    // Socket activation: with reachd stopped, a scrape starts it and is answered.
+    #expect(try await inside(["systemctl", "stop", "reachd"]).status == 0)
+    let activated = try await inside(["bash", "-c", scrape])
+    #expect(activated.stdout.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(activated)")
+    #expect(try await inside(["systemctl", "is-active", "reachd"]).stdout.hasPrefix("active"))
+    #expect(try await inside(["systemctl", "stop", unit]).status == 0)
 }
 
 /// reachd-wait-online.service in the booted container (which has only lo: no uplink): shipped
