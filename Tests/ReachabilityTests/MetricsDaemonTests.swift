@@ -90,6 +90,40 @@ struct MetricsDaemonTests {
         #expect(!FileManager.default.fileExists(atPath: path))
     }
 
+    /// `[Metrics]` follows a reload (SIGHUP): the file appears, moves to another directory,
+    /// and goes when the key is removed; a bad directory is refused by file:line and the running
+    /// configuration kept.
+    @Test func theTextfileFollowsReloads() async throws {
+        let scenario = try DaemonBusTests.Scenario()
+        let first = try makeScratchDirectory("metrics-reload-a")
+        let second = try makeScratchDirectory("metrics-reload-b")
+        defer { removeTree(first); removeTree(second) }
+        let harness = try DaemonHarness(scenario.ns)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        let daemon = try #require(harness.daemon)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: first).isEmpty)
+
+        try harness.writeConfig("[Metrics]\nTextfileDirectory=\(first)\n")
+        daemon.signal(SIGHUP)
+        try await Self.eventually("reachd.prom in the first directory") { Self.value(Self.read(first + "/reachd.prom"), "reachd_watches") == 0 }
+
+        try harness.writeConfig("[Metrics]\nTextfileDirectory=\(second)\n")
+        daemon.signal(SIGHUP)
+        try await Self.eventually("moved to the second directory") {
+            FileManager.default.fileExists(atPath: second + "/reachd.prom") && !FileManager.default.fileExists(atPath: first + "/reachd.prom")
+        }
+
+        try harness.writeConfig("[Metrics]\nTextfileDirectory=relative/dir\n")
+        daemon.signal(SIGHUP)
+        try daemon.waitForErrorLine(containing: "reachd.conf:2: [Metrics] TextfileDirectory: 'relative/dir' is not an absolute path")
+        #expect(FileManager.default.fileExists(atPath: second + "/reachd.prom"), "the running configuration is kept")
+
+        try harness.writeConfig("")
+        daemon.signal(SIGHUP)
+        try await Self.eventually("gone with the key") { !FileManager.default.fileExists(atPath: second + "/reachd.prom") }
+    }
+
     /// Container-host churn: 300 veth pairs (600 links) come and go. The values follow, the
     /// series (names and label sets) of GetMetrics and of the textfile stay the same ones.
     @Test func vethChurnChangesValuesNotSeries() async throws {
