@@ -1000,6 +1000,39 @@ private func checkMetricsSocket(_ inside: ([String]) async throws -> Ran) async 
     #expect(activated.stdout.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(activated)")
     #expect(try await inside(["systemctl", "is-active", "reachd"]).stdout.hasPrefix("active"))
     #expect(try await inside(["systemctl", "stop", unit]).status == 0)
+    try await checkMetricsTextfile(inside)
+}
+
+/// The node_exporter textfile from inside the sandbox, set up as reachd(8) "METRICS" says: a
+/// drop-in with ReadWritePaths=, the directory writable by the reachd group, [Metrics]
+/// TextfileDirectory=. reachd writes reachd.prom world-readable and removes it when stopped.
+private func checkMetricsTextfile(_ inside: ([String]) async throws -> Ran) async throws {
+    let directory = "/var/lib/prometheus/node-exporter"
+    let setup = try await inside(["sh", "-c", """
+        set -e
+        mkdir -p /etc/systemd/system/reachd.service.d /etc/reachd/reachd.conf.d \(directory)
+        printf '[Service]\\nReadWritePaths=\(directory)\\n' >/etc/systemd/system/reachd.service.d/metrics.conf
+        chgrp reachd \(directory) && chmod 0775 \(directory)
+        printf '[Metrics]\\nTextfileDirectory=\(directory)\\n' >/etc/reachd/reachd.conf.d/60-metrics.conf
+        systemctl daemon-reload
+        systemctl restart reachd
+        """])
+    #expect(setup.status == 0, "\(setup)")
+    let file = directory + "/reachd.prom"
+    let deadline = ContinuousClock.now + .seconds(15)
+    var mode = ""
+    while mode != "644", ContinuousClock.now < deadline {
+        mode = try await inside(["stat", "-c", "%a", file]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        if mode != "644" { try await Task.sleep(for: .milliseconds(200)) }
+    }
+    #expect(mode == "644", "reachd.prom: \(mode)")
+    let lint = try await inside(["sh", "-c", "promtool check metrics < \(file)"])
+    #expect(lint.status == 0, "\(lint)")
+    let journal = try await inside(["journalctl", "-u", "reachd", "--no-pager", "-o", "cat"]).stdout
+    #expect(journal.contains("metrics: writing \(file) on change and every 1m"), "\(journal)")
+    #expect(!journal.contains("metrics: cannot"), "\(journal)")
+    #expect(try await inside(["systemctl", "stop", "reachd"]).status == 0)
+    #expect(try await inside(["test", "-e", file]).status != 0, "removed at a clean stop")
 }
 
 /// reachd-wait-online.service in the booted container (which has only lo: no uplink): shipped
