@@ -21,10 +21,15 @@ final class MetricsEndpoint {
     static let deadline: Duration = .seconds(5)
     /// Connections accepted per wake-up, so a flood cannot keep the loop in this handler.
     static let acceptsPerWakeUp = 16
+    static let pauseAfterFailure: Duration = .seconds(1)
 
     private unowned let daemon: Daemon
     private let listener: Int32
     private var source: EventSource?
+    /// The timer that listens again after a failed accept (`pause`).
+    private var resume: EventSource?
+    /// The errno of the accept failures in a row, 0 after a success.
+    private var failing: Int32 = 0
     private var scrapes: [Int32: Scrape] = [:]
 
     init(daemon: Daemon, listening descriptor: Int32) throws(SystemError) {
@@ -32,7 +37,35 @@ final class MetricsEndpoint {
         listener = descriptor
         _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
         _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
-        source = try daemon.loop.watch(fd: descriptor, events: EventLoop.readable) { [unowned self] _ in self.acceptPending() }
+        source = try listen()
+    }
+
+    private func listen() throws(SystemError) -> EventSource {
+        try daemon.loop.watch(fd: listener, events: EventLoop.readable) { [unowned self] _ in self.acceptPending() }
+    }
+
+    /// accept(2) failed for want of a resource (EMFILE, ENFILE, ENOBUFS, ENOMEM): the connection
+    /// stays queued and the socket readable, so listening on would spin the loop. Stop listening
+    /// for `pauseAfterFailure`, then listen again.
+    private func pause(_ code: Int32) {
+        // Once per streak: a lasting shortage would otherwise log every second.
+        if code != failing {
+            Log.warning("metrics: cannot accept a connection: \(String(cString: strerror(code))); pausing /metrics for 1 s at a time until it can")
+        }
+        failing = code
+        source = nil
+        do {
+            resume = try daemon.loop.timer(at: (ContinuousClock.now + Self.pauseAfterFailure).monotonicMicroseconds) { [unowned self] in
+                self.resume = nil
+                do {
+                    self.source = try self.listen()
+                } catch {
+                    Log.error("metrics: cannot listen again: \(error); /metrics is off until reachd restarts")
+                }
+            }
+        } catch {
+            Log.error("metrics: cannot arm a timer: \(error); /metrics is off until reachd restarts")
+        }
     }
 
     private func acceptPending() {
@@ -40,8 +73,14 @@ final class MetricsEndpoint {
             // accept4 is not in Swift's Glibc module; reachd never execs, so CLOEXEC set after is as good.
             let fd = accept(listener, nil, nil)
             if fd < 0 {
-                if errno == EINTR || errno == ECONNABORTED { continue }
-                return  // EAGAIN: all taken; anything else (EMFILE) is retried at the next wake-up
+                let code = errno
+                if code == EINTR || code == ECONNABORTED { continue }
+                if code != EAGAIN { pause(code) }
+                return  // EAGAIN: every queued connection is taken
+            }
+            if failing != 0 {
+                Log.info("metrics: accepting connections again")
+                failing = 0
             }
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)

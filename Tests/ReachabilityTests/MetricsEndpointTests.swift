@@ -233,6 +233,54 @@ struct MetricsEndpointTests {
     static let packaging = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("packaging").path
 
+    /// Out of file descriptors, accept(2) fails and the connection stays queued: reachd stops
+    /// listening for a second at a time instead of spinning on the readable socket, says so
+    /// once, and serves again when descriptors are back.
+    @Test func runningOutOfDescriptorsPausesInsteadOfSpinning() async throws {
+        let scenario = try DaemonBusTests.Scenario()
+        let harness = try DaemonHarness(scenario.ns, start: false)
+        defer { harness.shutdown() }
+        let (daemon, port) = try await Self.activated(scenario, harness)
+        defer { daemon.stop() }
+        // The lowest soft limit that leaves reachd exactly one free descriptor number (the hard
+        // one stays: raising it back would need CAP_SYS_RESOURCE).
+        let used = Set(try FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon.pid)/fd").compactMap(Int.init))
+        let free = (0..<(used.count + 2)).filter { !used.contains($0) }
+        let limit = free[1]
+        let lowered = try DaemonHarness.execute("/usr/bin/prlimit", ["--pid", "\(daemon.pid)", "--nofile=\(limit):"])
+        #expect(lowered.status == 0, "\(lowered)")
+
+        let idle = try Self.connect(port)  // takes the last descriptor
+        defer { close(idle) }
+        try await Task.sleep(for: .milliseconds(300))
+        let waiting = try Self.connect(port)
+        defer { close(waiting) }
+        let request = Array("GET /metrics HTTP/1.0\r\n\r\n".utf8)
+        #expect(request.withUnsafeBytes { send(waiting, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == request.count)
+        try await MetricsDaemonTests.eventually("the pause in reachd's log") { daemon.text.contains("pausing /metrics") }
+        let before = Self.cpuTicks(daemon.pid)
+        try await Task.sleep(for: .seconds(2))
+        let spent = Self.cpuTicks(daemon.pid) - before
+        // Spinning would take the whole 2 s (200 ticks); paused, reachd wakes twice.
+        #expect(spent < 20, "reachd spent \(spent) ticks in 2 s")
+        #expect(daemon.text.components(separatedBy: "cannot accept a connection: Too many open files").count == 2, "\(daemon.text)")
+
+        let raised = try DaemonHarness.execute("/usr/bin/prlimit", ["--pid", "\(daemon.pid)", "--nofile=1024:"])
+        #expect(raised.status == 0, "\(raised)")
+        let answer = String(decoding: try #require(Self.readAll(waiting), "no answer once descriptors are back"), as: UTF8.self)
+        #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(answer.prefix(200))")
+        #expect(daemon.text.contains("metrics: accepting connections again"), "\(daemon.text)")
+    }
+
+    /// utime + stime of `pid`, in clock ticks (/proc/PID/stat fields 14 and 15).
+    static func cpuTicks(_ pid: Int32) -> Int {
+        let stat = MetricsDaemonTests.read("/proc/\(pid)/stat")
+        // The command may hold spaces: the fields start after its closing parenthesis.
+        guard let close = stat.lastIndex(of: ")") else { return 0 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        return fields.count > 13 ? (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0) : 0
+    }
+
     /// A socket named metrics that is not listening (a drop-in gone wrong) is closed by name,
     /// and reachd goes on.
     @Test func aMetricsDescriptorThatIsNotAListeningSocketIsRefused() async throws {
