@@ -10,9 +10,12 @@ import Testing
 struct MetricsEndpointTests {
     /// A TCP socket listening on 127.0.0.1 (an ephemeral port): what PID 1 makes of
     /// `ListenStream=127.0.0.1:9849`.
-    static func listeningSocket() throws -> (fd: Int32, port: UInt16) {
+    /// `sendBuffer`: SO_SNDBUF, which accepted connections inherit (a small one makes reachd's
+    /// writes partial).
+    static func listeningSocket(sendBuffer: Int32? = nil) throws -> (fd: Int32, port: UInt16) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         try #require(fd >= 0, "socket: errno \(errno)")
+        if var bytes = sendBuffer { setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, socklen_t(MemoryLayout<Int32>.size)) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -32,8 +35,10 @@ struct MetricsEndpointTests {
     }
 
     /// A connected TCP socket to 127.0.0.1:`port`, reads bounded by `timeout`.
-    static func connect(_ port: UInt16, timeout: Int = 10) throws -> Int32 {
+    static func connect(_ port: UInt16, timeout: Int = 10, receiveBuffer: Int32? = nil) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        // Before connecting, so the window the peer is told is the small one.
+        if var bytes = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, socklen_t(MemoryLayout<Int32>.size)) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -86,8 +91,10 @@ struct MetricsEndpointTests {
     }
 
     /// reachd with the socket of reachd-metrics.socket; the caller owns scenario and harness.
-    static func activated(_ scenario: DaemonBusTests.Scenario, _ harness: DaemonHarness) async throws -> (SocketActivationTests.ActivatedDaemon, UInt16) {
-        let (fd, port) = try listeningSocket()
+    static func activated(
+        _ scenario: DaemonBusTests.Scenario, _ harness: DaemonHarness, sendBuffer: Int32? = nil
+    ) async throws -> (SocketActivationTests.ActivatedDaemon, UInt16) {
+        let (fd, port) = try listeningSocket(sendBuffer: sendBuffer)
         let daemon = try SocketActivationTests.ActivatedDaemon(harness, scenario.ns, sockets: [fd], names: [MetricsEndpointTestsNames.metrics])
         close(fd)
         try await harness.ready()
@@ -98,7 +105,9 @@ struct MetricsEndpointTests {
         let scenario = try DaemonBusTests.Scenario()
         let harness = try DaemonHarness(scenario.ns, start: false)
         defer { harness.shutdown() }
-        let (daemon, port) = try await Self.activated(scenario, harness)
+        // A send buffer smaller than the exposition: every answer is written in parts, each
+        // when the socket drains.
+        let (daemon, port) = try await Self.activated(scenario, harness, sendBuffer: 1024)
         defer { daemon.stop() }
         #expect(daemon.text.contains("metrics: serving /metrics on 1 socket(s) from reachd-metrics.socket"), "\(daemon.text)")
 
@@ -119,6 +128,20 @@ struct MetricsEndpointTests {
         let huge = try Self.exchange(port, "GET /metrics HTTP/1.1\r\nX-Filler: \(String(repeating: "a", count: 9000))\r\n\r\n")
         #expect(huge.status == "HTTP/1.1 431 Request Header Fields Too Large", "\(huge.head)")
         #expect(try Self.exchange(port, "HELLO\r\n\r\n").status == "HTTP/1.1 400 Bad Request")
+
+        // A scraper that reads slowly through a small window: reachd writes what fits (its send
+        // buffer is small too), waits for the socket to drain (never blocking), and the answer
+        // arrives whole.
+        let narrow = try Self.connect(port, receiveBuffer: 1024)
+        let slowRequest = Array("GET /metrics HTTP/1.0\r\n\r\n".utf8)
+        #expect(slowRequest.withUnsafeBytes { send(narrow, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == slowRequest.count)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try ReachabilityClient(bus: .address(harness.address)).status().host.state == .online, "the loop answered meanwhile")
+        let slowAnswer = String(decoding: try #require(Self.readAll(narrow)), as: UTF8.self)
+        close(narrow)
+        let slowParts = slowAnswer.components(separatedBy: "\r\n\r\n")
+        #expect(slowParts.count == 2 && slowParts[0].contains("\r\nContent-Length: \(slowParts[1].utf8.count)\r\n") && slowParts[1].utf8.count > 4096,
+                "\(slowAnswer.prefix(300))")
 
         // Four scrapers that never send a request hold every slot: a fifth is closed unanswered...
         let idle = try (0..<MetricsEndpointTestsNames.maximumConnections).map { _ in try Self.connect(port) }
