@@ -20,7 +20,7 @@ final class SCDaemonBackend: SCBackend {
     private let hostTimeout: Duration
     private let jobs = Mutex<[Job]?>([])
     private let stopping = Atomic<Bool>(false)
-    private let wakeup: WakePipe
+    private let wakeup: WakeUpPipe
     /// The last answer of each watched target, for `knownAnswer` (written on the thread).
     private let answers = SCAnswers()
 
@@ -33,7 +33,11 @@ final class SCDaemonBackend: SCBackend {
         self.bus = bus
         self.callTimeout = callTimeout
         self.hostTimeout = hostTimeout
-        wakeup = try WakePipe()
+        do {
+            wakeup = try WakeUpPipe()
+        } catch {
+            throw Unavailable(description: error.description)
+        }
         let probe = Mutex<Result<Void, Unavailable>?>(nil)
         let probed = DispatchSemaphore(value: 0)
         try DedicatedThread.start { [self] in
@@ -233,37 +237,4 @@ final class SCDaemonThread {
 /// The last answer of each watched target, shared by the thread (writer) and callers.
 final class SCAnswers: Sendable {
     let table = Mutex<[SCTarget: ReachabilityFlags]>([:])
-}
-
-/// A pipe that wakes a thread blocked in poll(2): `fd` is the end to poll.
-final class WakePipe: Sendable {
-    let fd: Int32
-    private let writeEnd: Int32
-
-    init() throws {
-        var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { throw SCDaemonBackend.Unavailable(description: "pipe: \(String(cString: strerror(errno)))") }
-        for end in ends {
-            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
-        }
-        fd = ends[0]
-        writeEnd = ends[1]
-    }
-
-    deinit {
-        close(fd)
-        close(writeEnd)
-    }
-
-    /// Makes `fd` readable (a full pipe already is).
-    func signal() {
-        var one: UInt8 = 1
-        _ = write(writeEnd, &one, 1)
-    }
-
-    func drain() {
-        var buffer = [UInt8](repeating: 0, count: 64)
-        while read(fd, &buffer, buffer.count) > 0 {}
-    }
 }

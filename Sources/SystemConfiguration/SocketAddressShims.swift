@@ -38,16 +38,8 @@ extension sockaddr_in6 {
 /// An AF_INET6 address must point at a whole `sockaddr_in6` (28 bytes), as it must for
 /// Apple's functions and for connect(2).
 func addressText(_ address: UnsafePointer<sockaddr>) -> String? {
-    switch Int32(address.pointee.sa_family) {
-    case AF_INET:
-        var raw = UnsafeRawPointer(address).loadUnaligned(as: sockaddr_in.self).sin_addr
-        return withUnsafeBytes(of: &raw) { IPAddress(bytes: $0) }?.description
-    case AF_INET6:
-        let v6 = UnsafeRawPointer(address).loadUnaligned(as: sockaddr_in6.self)
-        var raw = v6.sin6_addr
-        guard let text = withUnsafeBytes(of: &raw, { IPAddress(bytes: $0) })?.description else { return nil }
-        return v6.sin6_scope_id == 0 ? text : "\(text)%\(v6.sin6_scope_id)"
-    default:
-        return nil
-    }
+    // Apple's functions take no length: the family says how long the address is.
+    let length = Int32(address.pointee.sa_family) == AF_INET6 ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size
+    guard let parsed = IPAddress.fromSocketAddress(UnsafeRawBufferPointer(start: address, count: length)) else { return nil }
+    return parsed.scope == 0 ? parsed.address.description : "\(parsed.address)%\(parsed.scope)"
 }

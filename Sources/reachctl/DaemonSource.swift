@@ -14,7 +14,7 @@ struct DaemonUnavailable: Error, CustomStringConvertible {
 ///
 /// sd-bus wants one thread per connection, and its waits block, so the connection lives on a
 /// thread of its own (a pthread, never Swift's cooperative pool): every call is a job run there,
-/// and between jobs the thread waits on the bus fd and a wake-up eventfd. `Changed` signals and
+/// and between jobs the thread waits on the bus fd and a wake-up pipe. `Changed` signals and
 /// watch answers are turned into updates on that thread.
 final class DaemonSource: ReachabilitySource {
     /// How long calls may take once the probe found reachd (it answers from memory, at once).
@@ -129,10 +129,14 @@ final class DaemonWorker: Sendable {
     /// Pending jobs; nil once the thread is gone (stopped, or reachd lost).
     private let jobs = Mutex<[Job]?>([])
     private let stopping = Atomic<Bool>(false)
-    let wakeup: EventDescriptor
+    let wakeup: WakeUpPipe
 
     init(client: ReachabilityClient) throws {
-        wakeup = try EventDescriptor()
+        do {
+            wakeup = try WakeUpPipe()
+        } catch {
+            throw ReachctlError(error.description)
+        }
         let handOver = UncheckedSendable(client)
         try DedicatedThread.start { [self] in
             let context = DaemonContext(client: handOver.take(), worker: self)
@@ -204,7 +208,7 @@ final class DaemonContext {
         self.worker = worker
     }
 
-    /// Jobs, then bus events, then a wait on the bus fd and the wake-up eventfd; until stopped
+    /// Jobs, then bus events, then a wait on the bus fd and the wake-up pipe; until stopped
     /// or reachd is gone.
     func run() {
         defer { shutdown() }
@@ -321,40 +325,6 @@ final class DaemonContext {
             watchOwners.removeValue(forKey: path)
             try? client.unwatch(path)
         }
-    }
-}
-
-/// A self-pipe that wakes a thread blocked in poll(2) (`fd` is the end to poll). Closed when the
-/// last owner lets go.
-final class EventDescriptor: Sendable {
-    let fd: Int32
-    private let writeEnd: Int32
-
-    init() throws {
-        var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { throw ReachctlError("pipe: \(String(cString: strerror(errno)))") }
-        for end in ends {
-            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
-        }
-        fd = ends[0]
-        writeEnd = ends[1]
-    }
-
-    deinit {
-        close(fd)
-        close(writeEnd)
-    }
-
-    /// Makes `fd` readable (a full pipe already is).
-    func signal() {
-        var one: UInt8 = 1
-        _ = write(writeEnd, &one, 1)
-    }
-
-    func drain() {
-        var buffer = [UInt8](repeating: 0, count: 64)
-        while read(fd, &buffer, buffer.count) > 0 {}
     }
 }
 

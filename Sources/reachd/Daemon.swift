@@ -101,9 +101,11 @@ final class Daemon {
     }
 
     private func makeHostChecks(_ options: HostResolver.Options) -> HostChecks {
-        HostChecks(options: options, failure: nil) { [unowned self] addresses, target in
+        let checks = HostChecks(options: options, failure: nil) { [unowned self] addresses, target in
             self.observer.evaluate(addresses: addresses, target: target)
         }
+        checks.socketWillClose = { [unowned self] fd in self.resolverSources?.socketWillClose(fd) }
+        return checks
     }
 
     /// One line for the journal: how big the netlink receive buffer is, and why.

@@ -156,10 +156,6 @@ final class InternetProbe {
             let why = result.reason.map { "\(url.host): \($0.rawValue)" + (result.message.map { " (\($0))" } ?? "") } ?? "\(url.host): no address"
             return finish(ProbeExpectation.failed(why))
         }
-        // The lookup's sockets are closed by now, but their sd-event sources are dropped only
-        // when the resolver's changes are applied: done first, or dropping a source for a closed
-        // number would take the probe's new socket, which reuses that number, out of epoll.
-        daemon.syncResolver()
         do {
             let exchange = try HTTPExchange(url: url, address: address, source: result.source)
             attempt.exchange = exchange

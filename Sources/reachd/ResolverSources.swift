@@ -1,7 +1,8 @@
 import Reachability
 
 /// The resolver's sockets and deadline on reachd's sd-event loop: one I/O source per c-ares
-/// socket, kept by descriptor and changed only where the resolver reports a change, and one
+/// socket, kept by descriptor and changed only where the resolver reports a change (a closing
+/// socket's source is dropped as c-ares closes it: `socketWillClose`), and one
 /// timer at the resolver's next deadline, ranked above bulk I/O so that a crowd of D-Bus calls
 /// or DNS datagrams never holds an answer past its deadline.
 ///
@@ -26,6 +27,13 @@ final class ResolverSources {
     func reset() {
         for entry in sources.values { entry.source.cancel() }
         sources.removeAll()
+    }
+
+    /// A c-ares socket is about to be closed: its source goes now, while the number is still
+    /// that socket's. Dropped later (at `sync`), it would take out of epoll whatever socket got
+    /// the number meanwhile, e.g. the connectivity probe's, opened in the lookup's completion.
+    func socketWillClose(_ fd: Int32) {
+        sources.removeValue(forKey: fd)?.source.cancel()
     }
 
     /// Applies the socket changes `hostChecks` reports and re-arms the deadline timer.

@@ -7,10 +7,7 @@ import Testing
 /// (a dead uplink past the gateway). reachd runs as
 /// shipped, on a private bus; what it says is read with independent calls (properties, GetStatus,
 /// Validate) and counted in `Changed` signals.
-/// Serialized: each test keeps long-lived children (HTTP and DNS servers). Started by four tests
-/// at once they inherited each other's process-exit sockets (Foundation's Process learns of an
-/// exit from the end of file on one), so each test waited for the others' servers to end.
-@Suite(rootOnly, .serialized)
+@Suite(rootOnly)
 struct ConnectivityProbeTests {
     static let validated = ReachabilityFlags.validated.rawValue
     static let intervention = ReachabilityFlags.interventionRequired.rawValue
@@ -48,13 +45,13 @@ struct ConnectivityProbeTests {
 
     struct Setup {
         let scenario: DaemonBusTests.Scenario
-        let server: DaemonHarness.Child
+        let server: ChildProcess
         let harness: DaemonHarness
         let client: BusConnection
 
         init(config: String, resolvConf: String? = nil, _ tag: String = #function) async throws {
             scenario = try DaemonBusTests.Scenario(tag)
-            server = try DaemonHarness.Child("/usr/bin/ip", ["netns", "exec", scenario.far.name, "/usr/bin/python3", "-c", ConnectivityProbeTests.servers])
+            server = try ChildProcess("/usr/bin/ip", ["netns", "exec", scenario.far.name, "/usr/bin/python3", "-c", ConnectivityProbeTests.servers])
             #expect(try server.firstLine(timeout: .seconds(10)) == "ready")
             harness = try DaemonHarness(scenario.ns, config: config, resolvConf: resolvConf)
             try await harness.ready()
@@ -67,13 +64,10 @@ struct ConnectivityProbeTests {
         var requests: [String] { server.lines.filter { $0.hasPrefix("GET ") } }
 
         func waitFor(_ connectivity: String, within limit: Duration = waitLimit) async throws {
-            let deadline = ContinuousClock.now + limit
-            while try self.connectivity() != connectivity {
-                guard ContinuousClock.now < deadline else {
-                    throw TimedOut(what: "Connectivity \(connectivity), is \(try self.connectivity()); requests \(requests); \(harness.diagnostics)")
-                }
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            try await eventually(
+                "Connectivity \(connectivity), is \((try? self.connectivity()) ?? "?"); requests \(requests); \(harness.diagnostics)",
+                timeout: limit, every: .milliseconds(20)
+            ) { try self.connectivity() == connectivity }
         }
 
         func reload(_ config: String) throws {

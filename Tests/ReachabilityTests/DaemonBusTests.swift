@@ -23,21 +23,31 @@ struct DaemonBusTests {
     struct Scenario {
         let ns: TestNamespace
         let far: TestNamespace
+        /// The first uplink's name (`up0` unless told): 192.0.2.2/24, gateway 192.0.2.1.
+        let uplink: String
 
-        init(_ tag: String = #function) throws {
+        init(_ tag: String = #function, uplink: String = "up0") throws {
             ns = try TestNamespace(tag)
             far = try TestNamespace("far")
-            try ns.ip("link add up0 type veth peer name up0p")
-            try ns.ip("link set up0p netns \(far.name)")
-            try ns.ip("link set up0 addrgenmode none")
-            try ns.ip("addr add 192.0.2.2/24 dev up0")
-            try far.ip("addr add 192.0.2.1/24 dev up0p")
-            try far.ip("link set up0p up")
-            try ns.ip("link set up0 up")
-            try ns.ip("route add default via 192.0.2.1 dev up0 metric 100")
+            self.uplink = uplink
+            try addUplink(uplink, "192.0.2", metric: 100)
         }
 
-        func carrier(_ on: Bool) throws { try far.ip("link set up0p \(on ? "up" : "down")") }
+        /// A veth `name` to `far` (its peer `nameP` there): NET.2/24 here, NET.1/24 there, and a
+        /// default route through NET.1 with `metric`.
+        func addUplink(_ name: String, _ net: String, metric: Int) throws {
+            try ns.ip("link add \(name) type veth peer name \(name)p")
+            try ns.ip("link set \(name)p netns \(far.name)")
+            try ns.ip("link set \(name) addrgenmode none")
+            try ns.ip("addr add \(net).2/24 dev \(name)")
+            try far.ip("addr add \(net).1/24 dev \(name)p")
+            try far.ip("link set \(name)p up")
+            try ns.ip("link set \(name) up")
+            try ns.ip("route add default via \(net).1 dev \(name) metric \(metric)")
+        }
+
+        /// The first uplink's carrier, flapped at its far end.
+        func carrier(_ on: Bool) throws { try far.ip("link set \(uplink)p \(on ? "up" : "down")") }
 
         /// up0's ifindex (ip may also print complaints about other namespaces: skip those lines).
         var up0Index: UInt64? {
@@ -248,7 +258,7 @@ struct DaemonBusTests {
 
         // Netlink noise that changes nothing: no signal at all. (`ip monitor` proves the kernel
         // did send a message for each.)
-        let kernel = try DaemonHarness.Child("/usr/sbin/ip", ["-n", scenario.ns.name, "monitor", "link", "address", "route"])
+        let kernel = try ChildProcess("/usr/sbin/ip", ["-n", scenario.ns.name, "monitor", "link", "address", "route"])
         try await Task.sleep(for: .milliseconds(100))
         let signalsBefore = monitor.signals.count
         try scenario.ns.ip("link set up0 mtu 1400")
@@ -581,7 +591,7 @@ struct DaemonBusTests {
 
         // Twenty host checks held by the black hole until their 1.5 s deadline...
         let slow = try (0..<20).map { index in
-            try DaemonHarness.Child("/usr/bin/busctl", [
+            try ChildProcess("/usr/bin/busctl", [
                 "--address=\(address)", "--json=short", "call", DaemonHarness.busName, DaemonHarness.objectPath,
                 DaemonHarness.interface, "CheckHost", "su", "slow\(index).test", "1500",
             ])

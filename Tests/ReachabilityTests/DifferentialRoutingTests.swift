@@ -90,18 +90,10 @@ struct DifferentialRoutingTests {
         try destinations.map { "route get \($0)" }.joined(separator: "\n").appending("\n")
             .write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        process.arguments = ["-n", ns.name, "-o", "-force", "-batch", file.path]
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let errors = Thread.detachedReading(err)
-        let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let (_, output, errors) = try ChildProcess("/usr/sbin/ip", ["-n", ns.name, "-o", "-force", "-batch", file.path])
+            .finish(timeout: .seconds(600))
         var failed = Set<Int>()
-        for line in errors().split(separator: "\n") where line.hasPrefix("Command failed ") {
+        for line in errors.split(separator: "\n") where line.hasPrefix("Command failed ") {
             if let number = line.split(separator: ":").last.flatMap({ Int($0) }) { failed.insert(number - 1) }
         }
         var lines = output.split(separator: "\n").makeIterator()
@@ -170,22 +162,5 @@ struct DifferentialRoutingTests {
         }
         // A run that only ever failed (or only ever routed) would prove little.
         #expect(routed > count / 2 && failed > count / 10, "routed \(routed), failed \(failed)")
-    }
-}
-
-extension Thread {
-    /// Reads `pipe` to its end on a thread of its own (so a full pipe never stalls the writer);
-    /// the returned function waits for and returns the text.
-    static func detachedReading(_ pipe: Pipe) -> () -> String {
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var text = ""
-        Thread.detachNewThread {
-            text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            done.signal()
-        }
-        return {
-            done.wait()
-            return text
-        }
     }
 }

@@ -191,7 +191,7 @@ struct BusTroubleTests {
         var environment = ProcessInfo.processInfo.environment
         for key in ["WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "JOURNAL_STREAM"] { environment.removeValue(forKey: key) }
         environment["NOTIFY_SOCKET"] = notify.path
-        let second = try DaemonHarness.Child(
+        let second = try ChildProcess(
             productPath("reachd"), ["--bus-address", harness.address, "--netns", scenario.ns.name, "--config-dir", harness.configDirectory],
             environment: environment)
         let status = try await second.exit(timeout: .seconds(20))

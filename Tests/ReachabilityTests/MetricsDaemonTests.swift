@@ -17,14 +17,6 @@ struct MetricsDaemonTests {
         return nil
     }
 
-    static func eventually(_ what: String, timeout: Duration = .seconds(10), _ condition: () throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while try !condition() {
-            guard ContinuousClock.now < deadline else { throw TimedOut(what: what) }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-    }
-
     static func modificationTime(_ path: String) -> timespec? {
         var info = stat()
         return stat(path, &info) == 0 ? info.st_mtim : nil
@@ -39,7 +31,7 @@ struct MetricsDaemonTests {
         try await harness.ready()
         let path = directory + "/reachd.prom"
         let online = #"reachd_host_state{state="online"}"#
-        try await Self.eventually("the textfile says online") { Self.value(Self.read(path), online) == 1 }
+        try await eventually("the textfile says online") { Self.value(Self.read(path), online) == 1 }
         let first = Self.read(path)
         let check = try MetricsExpositionTests.promtoolCheckMetrics(first)
         #expect(check.status == 0, "\(check)\n\(first)")
@@ -50,12 +42,12 @@ struct MetricsDaemonTests {
         let changedBefore = try #require(Self.value(first, "reachd_changed_events_total"))
 
         try scenario.carrier(false)
-        try await Self.eventually("the textfile says not online, within the coalescing second") {
+        try await eventually("the textfile says not online, within the coalescing second") {
             let text = Self.read(path)
             return Self.value(text, online) == 0 && Self.value(text, #"reachd_interfaces_ready{kind="virtual"}"#) == 0
         }
         try scenario.carrier(true)
-        try await Self.eventually("online again") {
+        try await eventually("online again") {
             let text = Self.read(path)
             return Self.value(text, online) == 1 && Self.value(text, #"reachd_interfaces_ready{kind="virtual"}"#) == 1
         }
@@ -66,7 +58,7 @@ struct MetricsDaemonTests {
 
         // The heartbeat rewrites it with nothing changed.
         let stamp = try #require(Self.modificationTime(path))
-        try await Self.eventually("a heartbeat write within TextfileInterval=5s", timeout: .seconds(8)) {
+        try await eventually("a heartbeat write within TextfileInterval=5s", timeout: .seconds(8)) {
             guard let now = Self.modificationTime(path) else { return false }
             return now.tv_sec != stamp.tv_sec || now.tv_nsec != stamp.tv_nsec
         }
@@ -106,11 +98,11 @@ struct MetricsDaemonTests {
 
         try harness.writeConfig("[Metrics]\nTextfileDirectory=\(first)\n")
         daemon.signal(SIGHUP)
-        try await Self.eventually("reachd.prom in the first directory") { Self.value(Self.read(first + "/reachd.prom"), "reachd_watches") == 0 }
+        try await eventually("reachd.prom in the first directory") { Self.value(Self.read(first + "/reachd.prom"), "reachd_watches") == 0 }
 
         try harness.writeConfig("[Metrics]\nTextfileDirectory=\(second)\n")
         daemon.signal(SIGHUP)
-        try await Self.eventually("moved to the second directory") {
+        try await eventually("moved to the second directory") {
             FileManager.default.fileExists(atPath: second + "/reachd.prom") && !FileManager.default.fileExists(atPath: first + "/reachd.prom")
         }
 
@@ -121,7 +113,7 @@ struct MetricsDaemonTests {
 
         try harness.writeConfig("")
         daemon.signal(SIGHUP)
-        try await Self.eventually("gone with the key") { !FileManager.default.fileExists(atPath: second + "/reachd.prom") }
+        try await eventually("gone with the key") { !FileManager.default.fileExists(atPath: second + "/reachd.prom") }
     }
 
     /// Container-host churn: 300 veth pairs (600 links) come and go. The values follow, the
@@ -141,18 +133,18 @@ struct MetricsDaemonTests {
         let virtualBefore = try #require(Self.value(before, virtual))
 
         try OverrunTests.burst(scenario.ns, pairs: 300, prefix: "ch")
-        try await Self.eventually("600 more virtual links counted", timeout: .seconds(60)) {
+        try await eventually("600 more virtual links counted", timeout: .seconds(60)) {
             Self.value(try client.metrics(), virtual) == virtualBefore + 600
         }
         let during = try client.metrics()
         #expect(Self.labelledSeries(during) == series)
-        try await Self.eventually("the textfile counts them too") { Self.value(Self.read(path), virtual) == virtualBefore + 600 }
+        try await eventually("the textfile counts them too") { Self.value(Self.read(path), virtual) == virtualBefore + 600 }
         #expect(Self.labelledSeries(Self.read(path)) == series)
 
         let deletions = (0..<300).map { "link del ch\($0)" }.joined(separator: "\n") + "\n"
         try deletions.write(toFile: directory + "/batch", atomically: true, encoding: .utf8)
         _ = try scenario.ns.ip("-batch \(directory)/batch")
-        try await Self.eventually("the links gone again", timeout: .seconds(60)) {
+        try await eventually("the links gone again", timeout: .seconds(60)) {
             Self.value(try client.metrics(), virtual) == virtualBefore
         }
         #expect(Self.labelledSeries(try client.metrics()) == series)

@@ -179,7 +179,7 @@ struct MetricsEndpointTests {
         defer { daemon.stop() }
 
         let nodePort = try Self.freePort()
-        let node = try DaemonHarness.Child("/usr/bin/prometheus-node-exporter", [
+        let node = try ChildProcess("/usr/bin/prometheus-node-exporter", [
             "--web.listen-address=127.0.0.1:\(nodePort)", "--collector.disable-defaults", "--collector.textfile",
             "--collector.textfile.directory=\(textfiles)",
         ])
@@ -199,7 +199,7 @@ struct MetricsEndpointTests {
                 static_configs:
                   - targets: ['127.0.0.1:\(nodePort)']
             """.write(toFile: directory + "/prometheus.yml", atomically: true, encoding: .utf8)
-        let prometheus = try DaemonHarness.Child("/usr/bin/prometheus", [
+        let prometheus = try ChildProcess("/usr/bin/prometheus", [
             "--config.file=\(directory)/prometheus.yml", "--storage.tsdb.path=\(directory)/data",
             "--web.listen-address=127.0.0.1:\(prometheusPort)",
         ])
@@ -221,7 +221,7 @@ struct MetricsEndpointTests {
             return values
         }
         func both(_ promql: String, _ expected: Double, _ what: String) async throws {
-            try await MetricsDaemonTests.eventually("Prometheus: \(what) (\(promql))", timeout: .seconds(45)) {
+            try await eventually("Prometheus: \(what) (\(promql))", timeout: .seconds(45)) {
                 let values = try query(promql)
                 return values["reachd"] == expected && values["node"] == expected
             }
@@ -280,7 +280,7 @@ struct MetricsEndpointTests {
         defer { close(waiting) }
         let request = Array("GET /metrics HTTP/1.0\r\n\r\n".utf8)
         #expect(request.withUnsafeBytes { send(waiting, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == request.count)
-        try await MetricsDaemonTests.eventually("the pause in reachd's log") { daemon.text.contains("pausing /metrics") }
+        try await eventually("the pause in reachd's log") { daemon.text.contains("pausing /metrics") }
         let before = Self.cpuTicks(daemon.pid)
         try await Task.sleep(for: .seconds(2))
         let spent = Self.cpuTicks(daemon.pid) - before

@@ -33,13 +33,13 @@ struct NetworkManagerCompatibilityTests {
 
     /// One GLib client, in `ns` (its netlink parent class watches the same links reachd does).
     final class GLibClient: @unchecked Sendable {
-        let child: DaemonHarness.Child
+        let child: ChildProcess
 
         init(_ ns: TestNamespace, bus: String, backend: String) throws {
             var environment = ProcessInfo.processInfo.environment
             environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus
             environment["GIO_USE_NETWORK_MONITOR"] = backend
-            child = try DaemonHarness.Child(
+            child = try ChildProcess(
                 "/usr/sbin/ip", ["netns", "exec", ns.name, "/usr/bin/python3", "-c", NetworkManagerCompatibilityTests.client],
                 environment: environment)
         }
@@ -74,31 +74,6 @@ struct NetworkManagerCompatibilityTests {
         }
     }
 
-    /// eth0 (wired by rule) to a gateway namespace; wwan0 (cellular by rule) added by `cellular()`.
-    struct Uplinks {
-        let ns: TestNamespace
-        let far: TestNamespace
-
-        init(_ tag: String = #function) throws {
-            ns = try TestNamespace(tag)
-            far = try TestNamespace("nmfar")
-            try add("eth0", "192.0.2", metric: 100)
-        }
-
-        func add(_ name: String, _ net: String, metric: Int) throws {
-            try ns.ip("link add \(name) type veth peer name \(name)p")
-            try ns.ip("link set \(name)p netns \(far.name)")
-            try ns.ip("link set \(name) addrgenmode none")
-            try ns.ip("addr add \(net).2/24 dev \(name)")
-            try far.ip("addr add \(net).1/24 dev \(name)p")
-            try far.ip("link set \(name)p up")
-            try ns.ip("link set \(name) up")
-            try ns.ip("route add default via \(net).1 dev \(name) metric \(metric)")
-        }
-
-        func carrier(_ on: Bool) throws { try far.ip("link set eth0p \(on ? "up" : "down")") }
-    }
-
     static let config = """
         [Compatibility]
         NetworkManager=yes
@@ -111,7 +86,7 @@ struct NetworkManagerCompatibilityTests {
         """
 
     @Test func glibFollowsCarrierLossAndASwitchToCellularWithOneSignalPerChange() async throws {
-        let uplinks = try Uplinks()
+        let uplinks = try DaemonBusTests.Scenario(uplink: "eth0")
         let harness = try DaemonHarness(uplinks.ns, config: Self.config)
         defer { harness.shutdown() }
         try await harness.ready()
@@ -170,7 +145,7 @@ struct NetworkManagerCompatibilityTests {
         // A cellular uplink beside the wired one changes reachd's AvailableInterfaces but nothing
         // NetworkManager's clients read: no signal.
         try await step("cellular up beside ethernet", state: "online", available: true, metered: false, connectivity: 4,
-                       changed: []) { try uplinks.add("wwan0", "198.51.100", metric: 700) }
+                       changed: []) { try uplinks.addUplink("wwan0", "198.51.100", metric: 700) }
         try await step("ethernet gone, cellular carries", state: "online", available: true, metered: true, connectivity: 4,
                        changed: ["network-metered"]) { try uplinks.ns.ip("link del eth0") }
 
@@ -203,7 +178,7 @@ struct NetworkManagerCompatibilityTests {
 
     /// The default: nothing is claimed, and GLib quietly keeps its netlink backend.
     @Test func offByDefaultTheNameHasNoOwner() async throws {
-        let uplinks = try Uplinks()
+        let uplinks = try DaemonBusTests.Scenario(uplink: "eth0")
         let harness = try DaemonHarness(uplinks.ns)
         defer { harness.shutdown() }
         try await harness.ready()
@@ -219,7 +194,7 @@ struct NetworkManagerCompatibilityTests {
 
     /// `systemctl reload reachd` switches the surface: off releases the name, on claims it again.
     @Test func aReloadSwitchesTheSurface() async throws {
-        let uplinks = try Uplinks()
+        let uplinks = try DaemonBusTests.Scenario(uplink: "eth0")
         let harness = try DaemonHarness(uplinks.ns, config: Self.config)
         defer { harness.shutdown() }
         try await harness.ready()
@@ -248,12 +223,12 @@ struct NetworkManagerCompatibilityTests {
     /// Never alongside NetworkManager: when another connection owns the name, reachd says so and
     /// serves its own interface only; it does not queue for the name.
     @Test func aTakenNameIsRefusedClearlyAndReachdGoesOn() async throws {
-        let uplinks = try Uplinks()
+        let uplinks = try DaemonBusTests.Scenario(uplink: "eth0")
         let harness = try DaemonHarness(uplinks.ns, config: Self.config, start: false)
         defer { harness.shutdown() }
         var environment = ProcessInfo.processInfo.environment
         environment["DBUS_SYSTEM_BUS_ADDRESS"] = harness.address
-        let owner = try DaemonHarness.Child("/usr/bin/python3", ["-c", """
+        let owner = try ChildProcess("/usr/bin/python3", ["-c", """
             import gi
             gi.require_version("Gio", "2.0")
             from gi.repository import Gio, GLib

@@ -399,7 +399,7 @@ struct PackagingBusPolicyTests {
         #expect(intruder.stderr.contains("not allowed to own"), "\(intruder.stderr)")
 
         // reachd's own user can.
-        let daemon = try Background(
+        let daemon = try ChildProcess(
             "/usr/bin/setpriv", asUser("reachd", "reachd") + [bus.reachd, "--bus-address", bus.address, "--config-dir", bus.configDirectory],
             environment: plainEnvironment)
         defer { daemon.kill() }
@@ -481,7 +481,7 @@ struct PackagingBusPolicyTests {
 
         withExtendedLifetime(holder) {}
         daemon.signal(SIGTERM)
-        #expect(try await daemon.wait(timeout: .seconds(10)) == 0, "\(daemon.stderr)")
+        #expect(try await daemon.exit(timeout: .seconds(10)) == 0, "\(daemon.errorOutput)")
     }
 }
 
@@ -493,7 +493,7 @@ private final class SystemLikeBus: @unchecked Sendable {
     let address: String
     let reachd: String
     let configDirectory: String
-    private var daemon: Background?
+    private var daemon: ChildProcess?
 
     init() async throws {
         // The user the package creates, from the shipped sysusers.d file (nothing if it exists).
@@ -510,8 +510,8 @@ private final class SystemLikeBus: @unchecked Sendable {
             // A policy the bus could not use (an unknown user, a bad element) is only a warning:
             // refuse it. (Not being allowed to raise its fd limit, in a test sandbox, is no concern.)
             try await Task.sleep(for: .milliseconds(100))
-            let warnings = daemon!.stderr.split(separator: "\n").filter { !$0.contains("fd limit") }
-            guard warnings.isEmpty else { throw CommandFailed(command: "dbus-daemon", status: 0, output: daemon!.stderr) }
+            let warnings = daemon!.errorOutput.split(separator: "\n").filter { !$0.contains("fd limit") }
+            guard warnings.isEmpty else { throw CommandFailed(command: "dbus-daemon", status: 0, output: daemon!.errorOutput) }
         } catch {
             stop()
             throw error
@@ -557,10 +557,10 @@ private final class SystemLikeBus: @unchecked Sendable {
             </busconfig>
             """
         try config.write(toFile: directory + "/bus.conf", atomically: true, encoding: .utf8)
-        daemon = try Background("/usr/bin/dbus-daemon", ["--config-file=\(directory)/bus.conf", "--nofork", "--nopidfile", "--nosyslog"])
+        daemon = try ChildProcess("/usr/bin/dbus-daemon", ["--config-file=\(directory)/bus.conf", "--nofork", "--nopidfile", "--nosyslog"])
     }
 
-    func waitForOwner(of name: String, while process: Background) async throws {
+    func waitForOwner(of name: String, while process: ChildProcess) async throws {
         let deadline = ContinuousClock.now + .seconds(20)
         while true {
             let owned = try await execute("/usr/bin/busctl", [
@@ -569,7 +569,7 @@ private final class SystemLikeBus: @unchecked Sendable {
             ])
             if owned.stdout.contains("b true") { return }
             guard ContinuousClock.now < deadline, process.isRunning else {
-                throw CommandFailed(command: "wait for \(name)", status: -1, output: process.stderr)
+                throw CommandFailed(command: "wait for \(name)", status: -1, output: process.errorOutput)
             }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -601,13 +601,13 @@ struct PackagingSandboxTests {
         let dns = try DNSMasqServer(in: scenario.server, address: DNSScenario.answering, records: ["up.test": ["203.0.113.10"]])
         let directory = try makeScratchDirectory("reachd-strace")
         defer { removeTree(directory) }
-        let bus = try Background("/usr/bin/dbus-daemon", ["--session", "--nofork", "--nopidfile", "--nosyslog", "--address=unix:path=\(directory)/bus"])
+        let bus = try ChildProcess("/usr/bin/dbus-daemon", ["--session", "--nofork", "--nopidfile", "--nosyslog", "--address=unix:path=\(directory)/bus"])
         defer { bus.kill() }
         let address = "unix:path=\(directory)/bus"
         try await waitForFile(directory + "/bus", while: bus)
         try FileManager.default.createDirectory(atPath: directory + "/config", withIntermediateDirectories: true)
         let trace = directory + "/trace"
-        let tracer = try Background("/usr/sbin/ip", [
+        let tracer = try ChildProcess("/usr/sbin/ip", [
             "netns", "exec", scenario.client.name, "/usr/bin/strace", "-f", "-qq", "-o", trace, productPath("reachd"),
             "--bus-address", address, "--config-dir", directory + "/config", "--resolv-conf", scenario.resolvConf.path,
         ], environment: plainEnvironment)
@@ -617,7 +617,7 @@ struct PackagingSandboxTests {
         }
         let deadline = ContinuousClock.now + .seconds(30)
         while !(try await busctl(["call", busName, objectPath, busName, "GetStatus"]).stdout.contains("online")) {
-            guard ContinuousClock.now < deadline, tracer.isRunning else { throw TimedOut(what: "reachd online: \(tracer.stderr)") }
+            guard ContinuousClock.now < deadline, tracer.isRunning else { throw TimedOut(what: "reachd online: \(tracer.errorOutput)") }
             try await Task.sleep(for: .milliseconds(50))
         }
         let call = ["call", busName, objectPath, busName]
@@ -638,9 +638,9 @@ struct PackagingSandboxTests {
         try await Task.sleep(for: .milliseconds(200))
         let reachd = try #require(try await descendant(of: tracer.pid, named: "reachd"))
         kill(reachd, SIGHUP)
-        try await tracer.waitForError(containing: "configuration reloaded", timeout: .seconds(10))
+        try tracer.waitForErrorLine(containing: "configuration reloaded", timeout: .seconds(10))
         kill(reachd, SIGTERM)
-        #expect(try await tracer.wait(timeout: .seconds(20)) == 0, "\(tracer.stderr)")
+        #expect(try await tracer.exit(timeout: .seconds(20)) == 0, "\(tracer.errorOutput)")
 
         let lines = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n").map(String.init)
         let calls = lines.compactMap(Self.call)
@@ -739,10 +739,10 @@ private func descendant(of ancestor: Int32, named name: String) async throws -> 
 }
 
 /// Waits until `path` exists (a socket being bound), as long as `process` runs.
-private func waitForFile(_ path: String, while process: Background) async throws {
+private func waitForFile(_ path: String, while process: ChildProcess) async throws {
     let deadline = ContinuousClock.now + .seconds(10)
     while !FileManager.default.fileExists(atPath: path) {
-        guard ContinuousClock.now < deadline, process.isRunning else { throw TimedOut(what: "\(path): \(process.stderr)") }
+        guard ContinuousClock.now < deadline, process.isRunning else { throw TimedOut(what: "\(path): \(process.errorOutput)") }
         try await Task.sleep(for: .milliseconds(10))
     }
 }
@@ -837,7 +837,7 @@ struct PackagingDebianTests {
         let before = try await execute("/usr/bin/dpkg-query", ["-W", "-f=${Status}", "reachd"])
         try #require(!before.stdout.contains("installed"), "reachd is installed on this machine already; remove it before this test")
         var purged = false
-        defer { if !purged { _ = try? runSynchronously("/usr/bin/dpkg", ["-P", "reachd"]) } }
+        defer { if !purged { _ = try? ChildProcess("/usr/bin/dpkg", ["-P", "reachd"]).finish(timeout: .seconds(120)) } }
 
         let install = try await execute("/usr/bin/dpkg", ["-i", deb], timeout: .seconds(300))
         #expect(install.status == 0, "\(install)")
@@ -900,20 +900,20 @@ struct PackagingDebianTests {
             chroot root dpkg -i /var/tmp/reachd.deb >dpkg.log 2>&1
             exec systemd-nspawn -q -D root --register=no --private-network --keep-unit -b -- --unit=basic.target
             """
-        let container = try Background("/usr/bin/unshare", ["--mount", "--propagation", "private", "--", "/bin/sh", "-c", script])
+        let container = try ChildProcess("/usr/bin/unshare", ["--mount", "--propagation", "private", "--", "/bin/sh", "-c", script])
         defer {
             container.signal(SIGTERM)
-            _ = try? runSynchronously("/bin/sleep", ["3"])
+            sleep(3)
             container.kill()
         }
         // unshare and sh each exec the next; nspawn forks a child that forks systemd.
-        let systemd = try #require(try await descendant(of: container.pid, named: "systemd"), "\(container.stderr)")
+        let systemd = try #require(try await descendant(of: container.pid, named: "systemd"), "\(container.errorOutput)")
         let inside = { (arguments: [String]) async throws -> Ran in
             try await execute("/usr/bin/nsenter", ["--target", "\(systemd)", "--all", "--"] + arguments, timeout: .seconds(60))
         }
         let booted = ContinuousClock.now + .seconds(60)
         while !(try await inside(["systemctl", "is-active", "dbus.socket"]).stdout.hasPrefix("active")) {
-            guard ContinuousClock.now < booted else { throw TimedOut(what: "container boot: \(container.stderr)") }
+            guard ContinuousClock.now < booted else { throw TimedOut(what: "container boot: \(container.errorOutput)") }
             try await Task.sleep(for: .milliseconds(200))
         }
 
@@ -1088,83 +1088,14 @@ private struct Ran: CustomStringConvertible {
 
 private func programExists(_ path: String) -> Bool { FileManager.default.isExecutableFile(atPath: path) }
 
-/// Runs a program to completion (killed after `timeout`), its output in files so that no pipe fills.
+/// Runs a program to completion (killed after `timeout`), both streams captured.
 private func execute(
     _ program: String, _ arguments: [String], environment: [String: String]? = nil, timeout: Duration = .seconds(120)
 ) async throws -> Ran {
-    let child = try Background(program, arguments, environment: environment)
-    guard let status = try await child.wait(timeout: timeout) else {
+    let child = try ChildProcess(program, arguments, environment: environment)
+    guard let status = try await child.exit(timeout: timeout) else {
         child.kill()
-        throw TimedOut(what: "\(program) \(arguments.joined(separator: " ")): \(child.stderr)")
+        throw TimedOut(what: "\(child.command): \(child.errorOutput)")
     }
-    return Ran(status: status, stdout: child.stdout, stderr: child.stderr, command: ([program] + arguments).joined(separator: " "))
-}
-
-/// For `defer`, where nothing can be awaited.
-@discardableResult
-private func runSynchronously(_ program: String, _ arguments: [String]) throws -> Int32 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: program)
-    process.arguments = arguments
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
-    return process.terminationStatus
-}
-
-/// A started program whose stdout and stderr go to files; killed (SIGKILL) when released.
-private final class Background: @unchecked Sendable {
-    private let process = Process()
-    private let directory: String
-
-    init(_ program: String, _ arguments: [String], environment: [String: String]? = nil) throws {
-        directory = try makeScratchDirectory("reachd-out")
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        process.standardInput = FileHandle.nullDevice
-        _ = FileManager.default.createFile(atPath: directory + "/out", contents: nil)
-        _ = FileManager.default.createFile(atPath: directory + "/err", contents: nil)
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/out"))
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/err"))
-        try process.run()
-    }
-
-    deinit {
-        kill()
-        removeTree(directory)
-    }
-
-    var pid: Int32 { process.processIdentifier }
-    var isRunning: Bool { process.isRunning }
-    var stdout: String { (try? String(contentsOfFile: directory + "/out", encoding: .utf8)) ?? "" }
-    var stderr: String { (try? String(contentsOfFile: directory + "/err", encoding: .utf8)) ?? "" }
-
-    func signal(_ number: Int32) { if process.isRunning { Glibc.kill(pid, number) } }
-
-    func kill() {
-        guard process.isRunning else { return }
-        Glibc.kill(pid, SIGKILL)
-        process.waitUntilExit()
-    }
-
-    /// The exit status, or nil if still running after `timeout`.
-    func wait(timeout: Duration) async throws -> Int32? {
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning {
-            guard ContinuousClock.now < deadline else { return nil }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        process.waitUntilExit()
-        return process.terminationStatus
-    }
-
-    func waitForError(containing text: String, timeout: Duration) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while !stderr.contains(text) {
-            guard ContinuousClock.now < deadline, process.isRunning else { throw TimedOut(what: "'\(text)' in \(stderr)") }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-    }
+    return Ran(status: status, stdout: child.output, stderr: child.errorOutput, command: child.command)
 }

@@ -303,7 +303,7 @@ struct ParityTests {
         #expect(try #require(named).get() == .owned)
 
         // reachctl runs on its own while this thread serves its calls.
-        let child = try DaemonHarness.Child(reachctlPath(), ["check", "--json", "--daemon", "--bus-address", harness.address, "192.0.2.7"])
+        let child = try ChildProcess(reachctlPath(), ["check", "--json", "--daemon", "--bus-address", harness.address, "192.0.2.7"])
         while child.isRunning, ContinuousClock.now < deadline {
             while try server.process() {}
             try server.wait(timeout: .milliseconds(20))

@@ -367,6 +367,23 @@ struct ResolverTests {
             #expect(elapsed < .milliseconds(1500), "answered after \(Self.ms(elapsed)) ms")
         }
 
+        /// dnsmasq with `--address` for a name and no `--local` answers its A query and refuses
+        /// the AAAA one (it has no upstream to ask): one family answered is an answer, at once,
+        /// not a refusal and not a wait for the deadline.
+        @Test func oneFamilyAnsweredAndTheOtherRefusedIsAnAnswerAtOnce() async throws {
+            let dns = try DNSServers()
+            let log = try dns.dnsmasq(on: "127.0.0.1", ["--address=/half.example/192.0.2.20"])
+            try dns.writeResolvConf(nameservers: ["127.0.0.1"])
+            let (outcome, elapsed) = try await Self.resolveOne("half.example", with: dns, deadline: .seconds(4))
+            print("resolver timing: A answered, AAAA refused, 4 s deadline: \(String(describing: outcome)) after \(Self.ms(elapsed)) ms")
+            guard case let .resolved(addresses, _) = outcome else {
+                Issue.record("\(String(describing: outcome)); dnsmasq saw \(dns.queries(inLog: log))")
+                return
+            }
+            #expect(addresses == [IPAddress("192.0.2.20")!])
+            #expect(elapsed < .milliseconds(500), "answered after \(Self.ms(elapsed)) ms")
+        }
+
         /// The socket feed a per-descriptor loop follows: the lookup's socket appears once, and
         /// is reported closed when the lookup ends; nothing is reported twice.
         @Test func socketChangesReportEachOpenAndCloseOnce() async throws {
@@ -389,6 +406,36 @@ struct ResolverTests {
             #expect(opened.count == 1 && opened.allSatisfy { $0.readable && !$0.isClosed }, "\(opened)")
             #expect(again.isEmpty)
             #expect(closed.map(\.fd) == opened.map(\.fd) && closed.allSatisfy(\.isClosed), "\(closed)")
+        }
+
+        /// `socketWillClose` names each socket while its number is still that socket's (open),
+        /// whether the lookup answered or was cancelled: the moment reachd drops the socket's
+        /// sd-event source, before a new socket can get the number.
+        @Test func everySocketIsAnnouncedWhileStillOpenBeforeItCloses() async throws {
+            let dns = try DNSServers()
+            try dns.dnsmasq(on: "127.0.0.1")
+            try dns.blackHole(on: "127.0.0.2")
+            let path = dns.resolvConfPath
+            try dns.writeResolvConf(nameservers: ["127.0.0.1"])
+            let (answered, opened, announced) = try await dns.onLoopThread { () -> (Bool, [Int32], [(Int32, Bool)]) in
+                let resolver = try HostResolver(options: .init(resolvConfPath: path))
+                var announced: [(Int32, Bool)] = []
+                resolver.socketWillClose = { fd in announced.append((fd, fcntl(fd, F_GETFD) >= 0)) }
+                var outcome: HostResolver.Outcome?
+                resolver.resolve("up.test", deadline: .now + .seconds(5)) { outcome = $0 }
+                var opened = resolver.takeSocketChanges().map(\.fd)
+                try runLoop(resolver) { outcome != nil }
+                // A cancelled lookup (into the black hole) closes its socket as well.
+                try String("nameserver 127.0.0.2\n").write(toFile: path, atomically: true, encoding: .utf8)
+                let id = resolver.resolve("up.test", deadline: .now + .seconds(5)) { _ in }
+                opened += resolver.takeSocketChanges().filter { !$0.isClosed }.map(\.fd)
+                resolver.cancel(id)
+                return (outcome.map { if case .resolved = $0 { true } else { false } } ?? false, opened, announced)
+            }
+            #expect(answered)
+            #expect(opened.count == 2, "one socket per lookup: \(opened)")
+            #expect(announced.map { $0.0 } == opened, "announced \(announced), opened \(opened)")
+            #expect(announced.allSatisfy { $0.1 }, "every socket still open when announced: \(announced)")
         }
 
         @Test func cancelledLookupsNeverCompleteAndLeaveNothingOpen() async throws {

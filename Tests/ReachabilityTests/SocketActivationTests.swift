@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import Reachability
 
@@ -21,11 +20,9 @@ struct SocketActivationTests {
 
     /// reachd started as systemd starts a socket-activated service: `socket` as fd 3,
     /// LISTEN_FDS=1 and LISTEN_PID its own pid (the shell sets it to its pid, then becomes
-    /// reachd: Foundation's Process cannot place a descriptor at 3). Its stderr is collected.
+    /// reachd). Its stderr is collected.
     final class ActivatedDaemon: Sendable {
-        let pid: pid_t
-        private final class Log: Sendable { let text = Mutex("") }
-        private let log = Log()
+        private let child: ChildProcess
 
         convenience init(_ harness: DaemonHarness, _ ns: TestNamespace, socket: Int32) throws {
             try self.init(harness, ns, sockets: [socket])
@@ -41,50 +38,18 @@ struct SocketActivationTests {
             environment["LISTEN_FDS"] = "\(sockets.count)"
             if let names { environment["LISTEN_FDNAMES"] = names.joined(separator: ":") }
             let arguments = [productPath("reachd"), "--bus-address", harness.address, "--netns", ns.name, "--config-dir", harness.configDirectory]
-            var pipeEnds: [Int32] = [0, 0]
-            guard pipe(&pipeEnds) == 0 else { throw SystemError("pipe") }
-            var actions = posix_spawn_file_actions_t()
-            posix_spawn_file_actions_init(&actions)
-            defer { posix_spawn_file_actions_destroy(&actions) }
-            for (index, socket) in sockets.enumerated() { posix_spawn_file_actions_adddup2(&actions, socket, 3 + Int32(index)) }
-            posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 2)
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-            let argv = ["/bin/sh", "-c", "LISTEN_PID=$$ exec \"$@\"", "sh"] + arguments
-            var cArgv = argv.map { strdup($0) } + [nil]
-            var cEnv = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-            defer { (cArgv + cEnv).forEach { free($0) } }
-            var pid: pid_t = 0
-            let result = posix_spawn(&pid, "/bin/sh", &actions, nil, &cArgv, &cEnv)
-            close(pipeEnds[1])
-            guard result == 0 else {
-                close(pipeEnds[0])
-                throw SystemError("posix_spawn", errno: result)
-            }
-            self.pid = pid
-            let stderr = pipeEnds[0]
-            Thread.detachNewThread { [log] in
-                defer { close(stderr) }
-                var buffer = [UInt8](repeating: 0, count: 4096)
-                while true {
-                    let count = buffer.withUnsafeMutableBytes { read(stderr, $0.baseAddress, $0.count) }
-                    if count < 0, errno == EINTR { continue }
-                    if count <= 0 { return }
-                    log.text.withLock { $0 += String(decoding: buffer[0..<count], as: UTF8.self) }
-                }
-            }
+            child = try ChildProcess(
+                "/bin/sh", ["-c", "LISTEN_PID=$$ exec \"$@\"", "sh"] + arguments, environment: environment, passing: sockets)
         }
 
         /// What reachd logged so far.
-        var text: String { log.text.withLock { $0 } }
+        var text: String { child.errorOutput }
 
-        func signal(_ number: Int32) { kill(pid, number) }
+        var pid: pid_t { child.pid }
 
-        func stop() {
-            kill(pid, SIGKILL)
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
-        }
+        func signal(_ number: Int32) { child.signal(number) }
+
+        func stop() { child.kill() }
     }
 
     @Test func reachdAdoptsTheSocketUnitsSocketAndFollowsLinksAndRulesThroughIt() async throws {
@@ -102,14 +67,14 @@ struct SocketActivationTests {
         let client = try harness.connect()
         // A carrier loss arrives through the adopted socket (its link group)...
         try scenario.carrier(false)
-        try await Self.eventually("not online after carrier loss") { try DaemonHarness.property(client, "State") as String != "online" }
+        try await eventually("not online after carrier loss") { try DaemonHarness.property(client, "State") as String != "online" }
         try scenario.carrier(true)
-        try await Self.eventually("online again") { try DaemonHarness.property(client, "State") as String == "online" }
+        try await eventually("online again") { try DaemonHarness.property(client, "State") as String == "online" }
         // ... and a rule change alone, through the rule group reachd joined itself.
         try scenario.ns.ip("rule add pref 100 prohibit")
-        try await Self.eventually("not online under a prohibit rule") { try DaemonHarness.property(client, "State") as String != "online" }
+        try await eventually("not online under a prohibit rule") { try DaemonHarness.property(client, "State") as String != "online" }
         try scenario.ns.ip("rule del pref 100")
-        try await Self.eventually("online once the rule is gone") { try DaemonHarness.property(client, "State") as String == "online" }
+        try await eventually("online once the rule is gone") { try DaemonHarness.property(client, "State") as String == "online" }
     }
 
     @Test func withoutTheSocketUnitReachdSaysItsOwnBufferIsClamped() async throws {
@@ -138,7 +103,7 @@ struct SocketActivationTests {
         #expect(daemon.text.contains("netlink: receive buffer") && daemon.text.contains("(own socket"), "\(daemon.text)")
         let client = try harness.connect()
         try scenario.carrier(false)
-        try await Self.eventually("not online after carrier loss") { try DaemonHarness.property(client, "State") as String != "online" }
+        try await eventually("not online after carrier loss") { try DaemonHarness.property(client, "State") as String != "online" }
     }
 
     /// reachd.socket lives on while reachd restarts: what it queued meanwhile (here up to an
@@ -187,12 +152,12 @@ struct SocketActivationTests {
         daemon.signal(SIGSTOP)
         try OverrunTests.burst(scenario.ns, pairs: 40, prefix: "sv")
         daemon.signal(SIGCONT)
-        try await Self.eventually("an overrun and a resync in GetStatus") {
+        try await eventually("an overrun and a resync in GetStatus") {
             let counters = try busctlCounters()
             return (counters.overruns ?? 0) >= 1 && (counters.resyncs ?? 0) >= 2
         }
         let after = try busctlCounters()
-        try await Self.eventually("every link of the burst listed") {
+        try await eventually("every link of the burst listed") {
             try ReachabilityClient(bus: .address(harness.address)).interfaces().count == 2 + 80
         }
 
@@ -207,13 +172,5 @@ struct SocketActivationTests {
         // Without --verbose neither appears.
         let plain = try reachctl(["status", "--json", "--daemon", "--bus-address", harness.address])
         #expect(!plain.stdout.contains("overruns"), "\(plain)")
-    }
-
-    static func eventually(_ what: String, _ condition: () throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + waitLimit
-        while try !condition() {
-            guard ContinuousClock.now < deadline else { throw TimedOut(what: what) }
-            try await Task.sleep(for: .milliseconds(5))
-        }
     }
 }

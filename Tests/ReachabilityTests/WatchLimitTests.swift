@@ -38,7 +38,7 @@ struct WatchLimitTests {
         defer { harness.shutdown() }
         try await harness.ready(state: nil)
 
-        let nobody = try DaemonHarness.Child("/usr/bin/setpriv", [
+        let nobody = try ChildProcess("/usr/bin/setpriv", [
             "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", Self.client, harness.address, "4", "3",
         ])
         defer { nobody.kill() }
@@ -63,7 +63,7 @@ struct WatchLimitTests {
         // When nobody's connections go, its share is free again.
         nobody.kill()
         try await Task.sleep(for: .milliseconds(300))
-        let again = try DaemonHarness.Child("/usr/bin/setpriv", [
+        let again = try ChildProcess("/usr/bin/setpriv", [
             "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", Self.client, harness.address, "2", "2",
         ])
         defer { again.kill() }

@@ -43,13 +43,10 @@ struct WatchSharingTests {
         #expect(Set(paths).count == 60)
 
         func waitForLookups(_ count: Int, within limit: Duration) async throws -> ContinuousClock.Instant {
-            let deadline = ContinuousClock.now + limit
-            while Self.lookups(dns, log: log).count < count {
-                guard ContinuousClock.now < deadline else {
-                    throw TimedOut(what: "\(count) lookups of \(Self.name) within \(limit): \(Self.lookups(dns, log: log)); \(harness.diagnostics)")
-                }
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            try await eventually(
+                "\(count) lookups of \(Self.name) within \(limit): \(Self.lookups(dns, log: log)); \(harness.diagnostics)",
+                timeout: limit, every: .milliseconds(20)
+            ) { Self.lookups(dns, log: log).count >= count }
             return .now
         }
 

@@ -37,10 +37,10 @@ public final class HTTPExchange {
         ).utf8)
         do throws(SystemError) {
             if let source, source.family == address.family {
-                let bound = Self.withSocketAddress(source, port: 0) { bind(fd, $0, $1) }
+                let bound = source.withSocketAddress(port: 0) { bind(fd, $0, $1) }
                 guard bound == 0 else { throw SystemError("bind to \(source)") }
             }
-            let result = Self.withSocketAddress(address, port: url.port) { connect(fd, $0, $1) }
+            let result = address.withSocketAddress(port: url.port) { connect(fd, $0, $1) }
             if result == 0 {
                 connected = true
             } else if errno != EINPROGRESS {
@@ -90,30 +90,5 @@ public final class HTTPExchange {
             return .failed(SystemError("recv").description)
         }
         return nil
-    }
-
-    /// Calls `body` with `address:port` as a sockaddr and its length.
-    private static func withSocketAddress<R>(_ address: IPAddress, port: UInt16, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
-        switch address {
-        case let .v4(value):
-            var socketAddress = sockaddr_in()
-            socketAddress.sin_family = sa_family_t(AF_INET)
-            socketAddress.sin_port = port.bigEndian
-            socketAddress.sin_addr.s_addr = value.bigEndian
-            return withUnsafePointer(to: &socketAddress) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-        case .v6:
-            var socketAddress = sockaddr_in6()
-            socketAddress.sin6_family = sa_family_t(AF_INET6)
-            socketAddress.sin6_port = port.bigEndian
-            let bytes = address.bytes
-            withUnsafeMutableBytes(of: &socketAddress.sin6_addr) { raw in
-                for (index, byte) in bytes.enumerated() where index < raw.count { raw[index] = byte }
-            }
-            return withUnsafePointer(to: &socketAddress) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-            }
-        }
     }
 }

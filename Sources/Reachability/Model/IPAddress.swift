@@ -123,6 +123,55 @@ extension IPAddress: CustomStringConvertible {
     }
 }
 
+// MARK: socket addresses (sockaddr_in, sockaddr_in6)
+
+extension IPAddress {
+    /// Calls `body` with `self:port` as a sockaddr_in or sockaddr_in6 (with `scope`, the
+    /// interface index of a link-local IPv6 address) and its length, for bind(2) and connect(2).
+    public func withSocketAddress<R>(port: UInt16, scope: UInt32 = 0, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+        switch self {
+        case let .v4(value):
+            var socketAddress = sockaddr_in()
+            socketAddress.sin_family = sa_family_t(AF_INET)
+            socketAddress.sin_port = port.bigEndian
+            socketAddress.sin_addr.s_addr = value.bigEndian
+            return withUnsafePointer(to: &socketAddress) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+        case .v6:
+            var socketAddress = sockaddr_in6()
+            socketAddress.sin6_family = sa_family_t(AF_INET6)
+            socketAddress.sin6_port = port.bigEndian
+            socketAddress.sin6_scope_id = scope
+            let bytes = self.bytes
+            withUnsafeMutableBytes(of: &socketAddress.sin6_addr) { raw in
+                for (index, byte) in bytes.enumerated() where index < raw.count { raw[index] = byte }
+            }
+            return withUnsafePointer(to: &socketAddress) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            }
+        }
+    }
+
+    /// The address, port and IPv6 scope of the socket address in `bytes` (as the kernel or a C
+    /// library hands one over, with its length); nil for a family other than AF_INET and
+    /// AF_INET6, or bytes too few for the family's structure. Reads nothing past `bytes`.
+    public static func fromSocketAddress(_ bytes: UnsafeRawBufferPointer) -> (address: IPAddress, port: UInt16, scope: UInt32)? {
+        guard bytes.count >= MemoryLayout<sa_family_t>.size, let base = bytes.baseAddress else { return nil }
+        switch Int32(base.loadUnaligned(as: sa_family_t.self)) {
+        case AF_INET where bytes.count >= MemoryLayout<sockaddr_in>.size:
+            let raw = base.loadUnaligned(as: sockaddr_in.self)
+            return (.v4(UInt32(bigEndian: raw.sin_addr.s_addr)), UInt16(bigEndian: raw.sin_port), 0)
+        case AF_INET6 where bytes.count >= MemoryLayout<sockaddr_in6>.size:
+            var raw = base.loadUnaligned(as: sockaddr_in6.self)
+            guard let address = withUnsafeBytes(of: &raw.sin6_addr, { IPAddress(bytes: $0) }) else { return nil }
+            return (address, UInt16(bigEndian: raw.sin6_port), raw.sin6_scope_id)
+        default:
+            return nil
+        }
+    }
+}
+
 /// An address with a prefix length: a subnet, or an interface address with its netmask.
 public struct IPPrefix: Hashable, Sendable, CustomStringConvertible {
     public var address: IPAddress

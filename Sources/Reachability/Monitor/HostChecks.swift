@@ -62,6 +62,11 @@ public final class HostChecks {
     public var descriptors: [(fd: Int32, readable: Bool, writable: Bool)] { resolver?.descriptors ?? [] }
     /// The resolver's sockets whose watch changed since the last call (see `HostResolver`).
     public func takeSocketChanges() -> [HostResolver.SocketChange] { resolver?.takeSocketChanges() ?? [] }
+    /// See `HostResolver.socketWillClose`.
+    public var socketWillClose: ((Int32) -> Void)? {
+        get { resolver?.socketWillClose }
+        set { resolver?.socketWillClose = newValue }
+    }
     public var nextDeadline: ContinuousClock.Instant? { resolver?.nextDeadline }
 
     public func process(fd: Int32, readable: Bool, writable: Bool) {
@@ -171,8 +176,6 @@ extension CheckResult {
         var combined = chosen
         combined.target = target
         combined.addresses = addresses
-        combined.flags.remove(.isLocalAddress)
-        if chosen.flags.contains(.isLocalAddress) { combined.flags.insert(.isLocalAddress) }
         return combined
     }
 }

@@ -113,23 +113,7 @@ public final class ReachabilityMonitor: Sendable {
 
     /// The current snapshot, then every change, until `stop()` or the stream is dropped.
     public func updates() -> AsyncStream<ReachabilityUpdate> {
-        let (stream, continuation) = AsyncStream.makeStream(of: ReachabilityUpdate.self, bufferingPolicy: .unbounded)
-        let id = core.shared.withLock { shared -> UInt64? in
-            guard !shared.stopped else { return nil }
-            continuation.yield(.snapshot(shared.observer.snapshot))
-            shared.nextID += 1
-            shared.subscribers[shared.nextID] = continuation
-            return shared.nextID
-        }
-        guard let id else {
-            continuation.finish()
-            return stream
-        }
-        let core = self.core
-        continuation.onTermination = { _ in
-            core.shared.withLock { _ = $0.subscribers.removeValue(forKey: id) }
-        }
-        return stream
+        subscribe(.unbounded, first: { .snapshot($0.observer.snapshot) }) { shared, body in body(&shared.subscribers) }
     }
 
     /// Checks one address against the kernel's routing truth and the link states held here.
@@ -188,12 +172,25 @@ public final class ReachabilityMonitor: Sendable {
     /// follower of single targets re-checks on, as reachd's watches do. Newest value only: a
     /// burst of changes while the consumer is busy is one element. Ends at `stop()`.
     public func routingChanges() -> AsyncStream<UInt64> {
-        let (stream, continuation) = AsyncStream.makeStream(of: UInt64.self, bufferingPolicy: .bufferingNewest(1))
+        subscribe(.bufferingNewest(1)) { shared, body in body(&shared.routingSubscribers) }
+    }
+
+    /// A stream registered in the subscriber table `table` hands to its body (under the lock,
+    /// after `first`, if given, is yielded) and removed from it when the stream ends. A stopped
+    /// monitor gives a finished stream.
+    private func subscribe<Element: Sendable>(
+        _ bufferingPolicy: AsyncStream<Element>.Continuation.BufferingPolicy,
+        first: ((borrowing Core.Shared) -> Element)? = nil,
+        table: @escaping @Sendable (inout Core.Shared, (inout [UInt64: AsyncStream<Element>.Continuation]) -> Void) -> Void
+    ) -> AsyncStream<Element> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: bufferingPolicy)
         let id = core.shared.withLock { shared -> UInt64? in
             guard !shared.stopped else { return nil }
+            if let first { continuation.yield(first(shared)) }
             shared.nextID += 1
-            shared.routingSubscribers[shared.nextID] = continuation
-            return shared.nextID
+            let id = shared.nextID
+            table(&shared) { $0[id] = continuation }
+            return id
         }
         guard let id else {
             continuation.finish()
@@ -201,7 +198,7 @@ public final class ReachabilityMonitor: Sendable {
         }
         let core = self.core
         continuation.onTermination = { _ in
-            core.shared.withLock { _ = $0.routingSubscribers.removeValue(forKey: id) }
+            core.shared.withLock { shared in table(&shared) { _ = $0.removeValue(forKey: id) } }
         }
         return stream
     }

@@ -11,8 +11,9 @@ import Glibc
 /// so an edited resolv.conf applies to the next lookup.
 ///
 /// c-ares calls back into `State` from inside `ares_getaddrinfo`, `ares_process_fd` and
-/// `ares_destroy`; the callbacks only record what happened there, and never call out. The owner
-/// reads `sockets` and `outcome` after each call returns. Not thread-safe: one thread.
+/// `ares_destroy`; the callbacks only record what happened there, and call out only to
+/// `willClose`, just before a socket is closed. The owner reads `sockets` and `outcome` after
+/// each call returns. Not thread-safe: one thread.
 final class AresLookup {
     /// What the C callbacks write to. A class of its own, apart from the lookup, so that
     /// `ares_destroy` in `deinit` calls back into an object that is not being deinitialised.
@@ -24,11 +25,16 @@ final class AresLookup {
         var outcome: HostResolver.Outcome?
         /// The server each socket was connected to, and whether it is a datagram socket.
         var peers: [Int32: (server: IPAddress, datagram: Bool)] = [:]
-        /// Servers that refused, and how (see `SocketCalls`).
-        var refusals: [IPAddress: String] = [:]
+        /// Servers that refused, how (see `SocketCalls`), and the query types they refused: nil
+        /// for every type (ICMP refuses the server itself, or an answer did not say its question).
+        var refusals: [IPAddress: (how: String, types: Set<UInt16>?)] = [:]
+        /// Told of each socket just before c-ares closes it (see `HostResolver.socketWillClose`).
+        let willClose: ((Int32) -> Void)?
+
+        init(willClose: ((Int32) -> Void)?) { self.willClose = willClose }
     }
 
-    private let state = State()
+    private let state: State
     private var channel: ares_channel?
 
     /// Sockets c-ares wants watched, as its socket-state callback last reported them.
@@ -44,12 +50,18 @@ final class AresLookup {
         return state.closed
     }
 
-    /// Every nameserver of the channel refused (ICMP port unreachable, or a REFUSED answer):
-    /// the lookup cannot succeed, and waiting for c-ares' retries would turn a clear refusal into
-    /// a timeout. The message names each server and how it refused.
+    /// Every nameserver of the channel refused both families (ICMP port unreachable, or REFUSED
+    /// answers to the A and the AAAA query): the lookup cannot succeed, and waiting for c-ares'
+    /// retries would turn a clear refusal into a timeout. A server that refused only one family
+    /// (dnsmasq with `--address` and no `--local` refuses AAAA) may still answer the other: that
+    /// answer is the lookup's. The message names each server and how it refused.
     var refusal: String? {
-        guard !servers.isEmpty, servers.allSatisfy({ state.refusals[$0] != nil }) else { return nil }
-        let each = servers.sorted { $0.description < $1.description }.map { "\($0) \(state.refusals[$0]!)" }
+        let everyFamily: Set<UInt16> = [Self.typeA, Self.typeAAAA]
+        let refusedAll = servers.allSatisfy { server in
+            state.refusals[server].map { $0.types?.isSuperset(of: everyFamily) ?? true } ?? false
+        }
+        guard !servers.isEmpty, refusedAll else { return nil }
+        let each = servers.sorted { $0.description < $1.description }.map { "\($0) \(state.refusals[$0]!.how)" }
         return each.count == 1
             ? "the DNS server \(each[0])"
             : "every DNS server refused: " + each.joined(separator: ", ")
@@ -60,7 +72,9 @@ final class AresLookup {
     /// - Parameters:
     ///   - timeout: c-ares' first-try timeout per server; it doubles on each later round.
     ///   - tries: rounds over the server list.
-    init(name: String, timeout: Duration, tries: Int32, resolvConfPath: String?) {
+    ///   - willClose: told of each of its sockets just before it is closed.
+    init(name: String, timeout: Duration, tries: Int32, resolvConfPath: String?, willClose: ((Int32) -> Void)? = nil) {
+        state = State(willClose: willClose)
         let context = Unmanaged.passUnretained(state).toOpaque()
         var options = ares_options()
         var mask = ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_SOCK_STATE_CB | ARES_OPT_LOOKUPS
@@ -230,18 +244,12 @@ final class AresLookup {
         var node = result.nodes
         while let current = node?.pointee {
             node = current.ai_next
-            guard let socketAddress = current.ai_addr else { continue }
-            switch current.ai_family {
-            case AF_INET where current.ai_addrlen >= MemoryLayout<sockaddr_in>.size:
-                let raw = UnsafeRawPointer(socketAddress).loadUnaligned(as: sockaddr_in.self)
-                let address = IPAddress.v4(UInt32(bigEndian: raw.sin_addr.s_addr))
-                if !v4.contains(address) { v4.append(address) }
-            case AF_INET6 where current.ai_addrlen >= MemoryLayout<sockaddr_in6>.size:
-                var raw = UnsafeRawPointer(socketAddress).loadUnaligned(as: sockaddr_in6.self)
-                guard let address = withUnsafeBytes(of: &raw.sin6_addr, { IPAddress(bytes: $0) }) else { continue }
-                if !v6.contains(address) { v6.append(address) }
-            default:
-                continue
+            guard let socketAddress = current.ai_addr,
+                let address = IPAddress.fromSocketAddress(UnsafeRawBufferPointer(start: socketAddress, count: Int(current.ai_addrlen)))?.address
+            else { continue }
+            switch address {
+            case .v4: if !v4.contains(address) { v4.append(address) }
+            case .v6: if !v6.contains(address) { v6.append(address) }
             }
             ttl = min(ttl, current.ai_ttl)
         }

@@ -31,10 +31,13 @@ extension AresLookup {
                 aclose: { fd, context in
                     let state = AresLookup.state(context)
                     state.peers[fd] = nil
+                    // While the number is still this socket's: once closed, the next socket
+                    // opened (a probe's, anyone's) may get it.
+                    state.willClose?(fd)
                     return close(fd)
                 },
                 aconnect: { fd, address, length, context in
-                    if let address, let server = AresLookup.server(address) {
+                    if let address, let server = IPAddress.fromSocketAddress(UnsafeRawBufferPointer(start: address, count: Int(length)))?.address {
                         AresLookup.state(context).peers[fd] = (server, ResolverSocket.isDatagram(fd))
                     }
                     return connect(fd, address, length)
@@ -45,11 +48,12 @@ extension AresLookup {
                     let state = AresLookup.state(context)
                     if let peer = state.peers[fd] {
                         if count < 0, error == ECONNREFUSED {
-                            state.refusals[peer.server] = refusedByICMP
+                            state.refusals[peer.server] = (refusedByICMP, nil)
                         } else if peer.datagram, count >= 4, let buffer,
                             buffer.load(fromByteOffset: 3, as: UInt8.self) & 0x0F == refusedCode
                         {
-                            state.refusals[peer.server] = refusedByAnswer
+                            state.noteRefusedAnswer(
+                                from: peer.server, type: questionType(UnsafeRawBufferPointer(start: buffer, count: count)))
                         }
                     }
                     errno = error
@@ -60,7 +64,7 @@ extension AresLookup {
                     let error = errno
                     let state = AresLookup.state(context)
                     if sent < 0, error == ECONNREFUSED, let peer = state.peers[fd] {
-                        state.refusals[peer.server] = refusedByICMP
+                        state.refusals[peer.server] = (refusedByICMP, nil)
                     }
                     errno = error
                     return sent
@@ -70,24 +74,44 @@ extension AresLookup {
 
         /// RCODE 5, REFUSED (RFC 1035 4.1.1).
         static let refusedCode: UInt8 = 5
+
+        /// The QTYPE of a DNS message's first question (RFC 1035 4.1.2: QNAME's labels after the
+        /// 12-byte header, then QTYPE); nil when the message has no question or ends early.
+        static func questionType(_ message: UnsafeRawBufferPointer) -> UInt16? {
+            guard message.count >= 12, message[4] != 0 || message[5] != 0 else { return nil }
+            var index = 12
+            while index < message.count {
+                let length = Int(message[index])
+                if length == 0 { index += 1; break }
+                // A compression pointer (two bytes) ends the name; a question rarely has one.
+                if length & 0xC0 == 0xC0 { index += 2; break }
+                index += 1 + length
+            }
+            guard index + 2 <= message.count else { return nil }
+            return UInt16(message[index]) << 8 | UInt16(message[index + 1])
+        }
         static let refusedByAnswer = "refused the query (REFUSED)"
         static let refusedByICMP = "refused the connection (ICMP port unreachable: nothing listens on its port 53)"
     }
 
+    /// DNS record types of the two families a lookup asks for (RFC 1035, RFC 3596).
+    static let typeA: UInt16 = 1
+    static let typeAAAA: UInt16 = 28
+
     fileprivate static func state(_ context: UnsafeMutableRawPointer?) -> State {
         Unmanaged<State>.fromOpaque(context!).takeUnretainedValue()
     }
+}
 
-    fileprivate static func server(_ address: UnsafePointer<sockaddr>) -> IPAddress? {
-        switch Int32(address.pointee.sa_family) {
-        case AF_INET:
-            let raw = UnsafeRawPointer(address).loadUnaligned(as: sockaddr_in.self)
-            return .v4(UInt32(bigEndian: raw.sin_addr.s_addr))
-        case AF_INET6:
-            var raw = UnsafeRawPointer(address).loadUnaligned(as: sockaddr_in6.self)
-            return withUnsafeBytes(of: &raw.sin6_addr) { IPAddress(bytes: $0) }
-        default:
-            return nil
+extension AresLookup.State {
+    /// A REFUSED answer from `server` to a query of `type` (nil: unknown, taken as every type).
+    fileprivate func noteRefusedAnswer(from server: IPAddress, type: UInt16?) {
+        var entry = refusals[server] ?? (AresLookup.SocketCalls.refusedByAnswer, [])
+        if let type, entry.types != nil {
+            entry.types!.insert(type)
+        } else {
+            entry.types = nil
         }
+        refusals[server] = entry
     }
 }

@@ -75,6 +75,12 @@ public final class HostResolver {
 
     public typealias RequestID = UInt64
 
+    /// Called with each c-ares socket just before it is closed, from inside `process`,
+    /// `processTimeouts`, `cancel` or teardown: the moment for a loop that registered the number
+    /// (sd-event, epoll) to drop its registration. Later, the number may name another socket, and
+    /// dropping a registration by number would take that one out of the loop.
+    public var socketWillClose: ((Int32) -> Void)?
+
     /// Rounds over the server list: with the first-try timeout a quarter of the time left, a
     /// second nameserver is still asked well before the deadline.
     static let tries: Int32 = 3
@@ -318,8 +324,10 @@ public final class HostResolver {
     /// literal, a bad name) is kept for the next `process`/`processTimeouts`.
     private func start(_ request: Request, now: ContinuousClock.Instant) {
         let tryTimeout = max(Self.minimumTryTimeout, now.duration(to: request.deadline) / 4)
+        // Weak: a lookup torn down with the resolver closes its sockets after the resolver is gone.
         let lookup = AresLookup(
-            name: request.name, timeout: tryTimeout, tries: Self.tries, resolvConfPath: options.resolvConfPath)
+            name: request.name, timeout: tryTimeout, tries: Self.tries, resolvConfPath: options.resolvConfPath,
+            willClose: { [weak self] fd in self?.socketWillClose?(fd) })
         request.phase = .running(lookup)
         running[request.id] = request
         // The channel opened its sockets while starting: all of them are new to the loop.

@@ -26,8 +26,8 @@ final class DNSServers: @unchecked Sendable {
             guard let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
                 let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
             else { continue }
-            // SIGKILL, not SIGTERM: dnsmasq inherits the test runner's signal mask, which blocks
-            // SIGTERM, and never unblocks it (seen: SIGTERM left every dnsmasq running).
+            // SIGKILL, not SIGTERM: nothing a test starts may outlive it (when dnsmasq was
+            // spawned with the test runner's signal mask, SIGTERM left every dnsmasq running).
             kill(pid, SIGKILL)
         }
         for fd in blackHoles { close(fd) }

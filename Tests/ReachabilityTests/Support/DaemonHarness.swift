@@ -20,9 +20,9 @@ final class DaemonHarness: @unchecked Sendable {
     /// The private bus's address, as dbus-daemon printed it.
     let address: String
     let notify: NotifySocket
-    let bus: Child
+    let bus: ChildProcess
     /// The running reachd (nil before `startDaemon`).
-    private(set) var daemon: Child?
+    private(set) var daemon: ChildProcess?
     private let resolvConf: String?
 
     /// Starts a private bus (and, unless `start` is false, reachd on it). `config` becomes
@@ -49,7 +49,7 @@ final class DaemonHarness: @unchecked Sendable {
         } else {
             busArguments += ["--session", "--address=unix:path=\(directory)/bus"]
         }
-        bus = try Child("/usr/bin/dbus-daemon", busArguments)
+        bus = try ChildProcess("/usr/bin/dbus-daemon", busArguments)
         address = try bus.firstLine(timeout: .seconds(10))
         if start { try startDaemon(environment: environment) }
     }
@@ -127,7 +127,7 @@ final class DaemonHarness: @unchecked Sendable {
         guard let namespace else { throw CommandFailed(command: "reachd", status: 0, output: "the harness has no namespace to watch") }
         var arguments = ["--bus-address", address, "--netns", namespace.name, "--config-dir", configDirectory]
         if let resolvConf { arguments += ["--resolv-conf", resolvConf] }
-        daemon = try Child(productPath("reachd"), arguments, environment: environment)
+        daemon = try ChildProcess(productPath("reachd"), arguments, environment: environment)
     }
 
     /// Waits for the first `READY=1` (started by `init`), then until `State` is `state`.
@@ -300,130 +300,8 @@ final class DaemonHarness: @unchecked Sendable {
 
     /// Runs a program to completion (killed after `timeout`), both streams captured.
     static func execute(_ program: String, _ arguments: [String], timeout: Duration = .seconds(20)) throws -> Output {
-        let child = try Child(program, arguments)
-        guard child.waitForExit(timeout: timeout) != nil else {
-            child.kill()
-            throw TimedOut(what: "\(program) \(arguments.joined(separator: " "))")
-        }
-        return Output(status: child.process.terminationStatus, stdout: child.output, stderr: child.errorOutput)
-    }
-
-    /// A child process whose stdout and stderr lines are collected as they arrive. Killed
-    /// (SIGKILL) when released if still running.
-    final class Child: @unchecked Sendable {
-        let process: Process
-        private final class Stream: Sendable {
-            let lines = Mutex<[String]>([])
-            let done = Atomic<Bool>(false)
-        }
-        private let out = Stream()
-        private let err = Stream()
-
-        init(_ program: String, _ arguments: [String], environment: [String: String]? = nil) throws {
-            process = Process()
-            process.executableURL = URL(fileURLWithPath: program)
-            process.arguments = arguments
-            if let environment { process.environment = environment }
-            let outPipe = Pipe()
-            let errPipe = Pipe()
-            process.standardOutput = outPipe
-            process.standardError = errPipe
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
-            Self.collect(outPipe.fileHandleForReading, into: out)
-            Self.collect(errPipe.fileHandleForReading, into: err)
-        }
-
-        deinit { kill() }
-
-        private static func collect(_ handle: FileHandle, into stream: Stream) {
-            // read(2) directly: FileHandle.availableData traps when a signal (SIGCHLD of another
-            // test's child) interrupts it with EINTR.
-            let thread = Thread {
-                var pending = Data()
-                var buffer = [UInt8](repeating: 0, count: 65536)
-                while true {
-                    let count = buffer.withUnsafeMutableBytes { Glibc.read(handle.fileDescriptor, $0.baseAddress, $0.count) }
-                    if count < 0, errno == EINTR { continue }
-                    if count <= 0 { break }
-                    pending.append(contentsOf: buffer[0..<count])
-                    while let newline = pending.firstIndex(of: 0x0A) {
-                        let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
-                        stream.lines.withLock { $0.append(line) }
-                        pending.removeSubrange(pending.startIndex...newline)
-                    }
-                }
-                if !pending.isEmpty {
-                    let line = String(decoding: pending, as: UTF8.self)
-                    stream.lines.withLock { $0.append(line) }
-                }
-                stream.done.store(true, ordering: .releasing)
-            }
-            thread.start()
-        }
-
-        var pid: Int32 { process.processIdentifier }
-        var lines: [String] { out.lines.withLock { $0 } }
-        var errorLines: [String] { err.lines.withLock { $0 } }
-        var output: String { lines.map { $0 + "\n" }.joined() }
-        var errorOutput: String { errorLines.map { $0 + "\n" }.joined() }
-
-        /// The first stdout line (waiting for it, synchronously).
-        func firstLine(timeout: Duration) throws -> String {
-            let deadline = ContinuousClock.now + timeout
-            while lines.isEmpty {
-                guard ContinuousClock.now < deadline, process.isRunning else {
-                    throw TimedOut(what: "first line of \(process.executableURL?.path ?? ""): stderr \(errorLines)")
-                }
-                usleep(1000)
-            }
-            return lines[0]
-        }
-
-        /// Waits until a stderr line contains `text`.
-        func waitForErrorLine(containing text: String, timeout: Duration = .seconds(10)) throws {
-            let deadline = ContinuousClock.now + timeout
-            while !errorLines.contains(where: { $0.contains(text) }) {
-                guard ContinuousClock.now < deadline, process.isRunning else {
-                    throw TimedOut(what: "'\(text)' from \(process.executableURL?.path ?? ""): stderr \(errorLines)")
-                }
-                usleep(1000)
-            }
-        }
-
-        func signal(_ number: Int32) { _ = Glibc.kill(pid, number) }
-
-        /// Waits (blocking) for the exit and for both streams to end; the exit status, or nil on timeout.
-        func waitForExit(timeout: Duration) -> Int32? {
-            let deadline = ContinuousClock.now + timeout
-            while process.isRunning || !out.done.load(ordering: .acquiring) || !err.done.load(ordering: .acquiring) {
-                guard ContinuousClock.now < deadline else { return nil }
-                usleep(1000)
-            }
-            return process.terminationStatus
-        }
-
-        /// The same, without blocking a thread of the cooperative pool for long.
-        func exit(timeout: Duration) async throws -> Int32? {
-            let deadline = ContinuousClock.now + timeout
-            while process.isRunning {
-                guard ContinuousClock.now < deadline else { return nil }
-                try await Task.sleep(for: .milliseconds(5))
-            }
-            return waitForExit(timeout: .seconds(2))
-        }
-
-        var isRunning: Bool { process.isRunning }
-        var terminatedBySignal: Bool { !process.isRunning && process.terminationReason == .uncaughtSignal }
-
-        /// SIGKILL, never SIGTERM: a child that Foundation.Process spawns from a Swift-concurrency
-        /// thread inherits libdispatch's signal mask (SIGHUP, SIGINT, SIGTERM... blocked), and
-        /// dbus-daemon never unblocks them, so SIGTERM would not end it.
-        func kill() {
-            guard process.isRunning else { return }
-            signal(SIGKILL)
-            process.waitUntilExit()
-        }
+        let (status, stdout, stderr) = try ChildProcess(program, arguments).finish(timeout: timeout)
+        return Output(status: status, stdout: stdout, stderr: stderr)
     }
 
     /// `NOTIFY_SOCKET`: an AF_UNIX datagram socket bound by the test; every datagram is kept with
@@ -540,10 +418,10 @@ final class DaemonHarness: @unchecked Sendable {
 
     /// A running `busctl monitor --json=short --match RULE`, its signals parsed as they arrive.
     final class SignalMonitor: @unchecked Sendable {
-        let child: Child
+        let child: ChildProcess
 
         init(address: String, match: String) throws {
-            child = try Child("/usr/bin/busctl", ["--address=\(address)", "monitor", "--json=short", "--match", match])
+            child = try ChildProcess("/usr/bin/busctl", ["--address=\(address)", "monitor", "--json=short", "--match", match])
             // busctl says so once BecomeMonitor succeeded: from here on nothing is missed.
             try child.waitForErrorLine(containing: "Monitoring bus message stream")
         }

@@ -31,7 +31,7 @@ final class DNSMasqServer: @unchecked Sendable {
 
     deinit {
         if let text = try? String(contentsOf: pidFile, encoding: .utf8), let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
-            kill(pid, SIGKILL)  // it inherits the test runner's signal mask, where SIGTERM may be blocked
+            kill(pid, SIGKILL)  // as DNSServers: nothing a test starts may outlive it
         }
         try? FileManager.default.removeItem(at: directory)
     }

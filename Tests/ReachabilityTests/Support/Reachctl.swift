@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A product built beside the test bundle (`reachctl`, `reachd`), or `$NAME` (uppercased) when set.
 func productPath(_ name: String) -> String {
@@ -36,37 +35,13 @@ func reachctl(_ arguments: [String]) throws -> CommandResult {
 
 /// A long-running reachctl (monitor) whose stdout lines are collected as they arrive.
 final class ReachctlProcess: Sendable {
-    private let process: Process
-    private final class Lines: Sendable { let value = Mutex<[String]>([]) }
-    private let lines = Lines()
+    private let child: ChildProcess
 
     init(_ arguments: [String]) throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: reachctlPath())
-        process.arguments = arguments
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let handle = out.fileHandleForReading
-        let lines = self.lines
-        let reader = Thread {
-            var pending = Data()
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                pending.append(chunk)
-                while let newline = pending.firstIndex(of: 0x0A) {
-                    let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
-                    lines.value.withLock { $0.append(line) }
-                    pending.removeSubrange(pending.startIndex...newline)
-                }
-            }
-        }
-        reader.start()
+        child = try ChildProcess(reachctlPath(), arguments)
     }
 
-    var output: [String] { lines.value.withLock { $0 } }
+    var output: [String] { child.lines }
 
     /// Waits until at least `count` lines arrived.
     func waitForLines(_ count: Int, timeout: Duration = waitLimit) async throws -> [String] {
@@ -80,8 +55,7 @@ final class ReachctlProcess: Sendable {
 
     /// Sends SIGTERM and returns the exit status.
     func terminate() -> Int32 {
-        process.terminate()
-        process.waitUntilExit()
-        return process.terminationStatus
+        child.signal(SIGTERM)
+        return child.waitForExit(timeout: waitLimit) ?? -1
     }
 }

@@ -59,24 +59,13 @@ struct CommandFailed: Error, CustomStringConvertible {
     var description: String { "\(command) exited \(status): \(output)" }
 }
 
+/// Runs a program to completion; stdout and stderr together, as it wrote them.
 @discardableResult
 func run(_ program: String, _ arguments: [String], environment: [String: String]? = nil) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: program)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let output = String(decoding: data, as: UTF8.self)
-    guard process.terminationStatus == 0 else {
-        throw CommandFailed(
-            command: ([program] + arguments).joined(separator: " "), status: process.terminationStatus, output: output)
-    }
-    return output
+    let child = try ChildProcess(program, arguments, environment: environment, errorsToOutput: true)
+    let status = child.waitForExit(timeout: .seconds(1_000_000))!
+    guard status == 0 else { throw CommandFailed(command: child.command, status: status, output: child.output) }
+    return child.output
 }
 
 struct TimedOut: Error, CustomStringConvertible {
@@ -136,13 +125,12 @@ func eventually(
     _ monitor: ReachabilityMonitor, _ what: String, timeout: Duration = waitLimit,
     _ condition: (ReachabilitySnapshot) -> Bool
 ) async throws -> ReachabilitySnapshot {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        let snapshot = monitor.snapshot
-        if condition(snapshot) { return snapshot }
-        try await Task.sleep(for: .milliseconds(2))
+    var snapshot = monitor.snapshot
+    try await eventually(what, timeout: timeout, every: .milliseconds(2)) {
+        snapshot = monitor.snapshot
+        return condition(snapshot)
     }
-    throw TimedOut(what: what)
+    return snapshot
 }
 
 extension ReachabilitySnapshot {
