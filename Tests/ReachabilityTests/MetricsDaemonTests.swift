@@ -26,7 +26,8 @@ struct MetricsDaemonTests {
         let scenario = try DaemonBusTests.Scenario()
         let directory = try makeScratchDirectory("metrics-textfile")
         defer { removeTree(directory) }
-        let harness = try DaemonHarness(scenario.ns, config: "[Metrics]\nTextfileDirectory=\(directory)\nTextfileInterval=5s\n")
+        let harness = try DaemonHarness(
+            scenario.ns, config: "[Metrics]\nTextfileDirectory=\(directory)\nTextfileInterval=5s\n[Limits]\nMaxWatchesPerClient=1\n")
         defer { harness.shutdown() }
         try await harness.ready()
         let path = directory + "/reachd.prom"
@@ -61,6 +62,19 @@ struct MetricsDaemonTests {
         try await eventually("a heartbeat write within TextfileInterval=5s", timeout: .seconds(8)) {
             guard let now = Self.modificationTime(path) else { return false }
             return now.tv_sec != stamp.tv_sec || now.tv_nsec != stamp.tv_nsec
+        }
+
+        // A host check and a refused watch are counted where they happen.
+        let localhost = try reachctl(["check", "localhost", "--daemon", "--bus-address", harness.address])
+        #expect(localhost.status == 0, "\(localhost)")
+        let client = try harness.connect()
+        _ = try DaemonHarness.watch(client, "192.0.2.1")
+        #expect(throws: (any Error).self) { try DaemonHarness.watch(client, "192.0.2.7") }
+        try await eventually("the check and the watches in the textfile") {
+            let text = Self.read(path)
+            return Self.value(text, #"reachd_host_checks_total{outcome="reachable",reason=""}"#) == 1
+                && Self.value(text, "reachd_host_check_duration_seconds_count") == 1
+                && Self.value(text, "reachd_watches") == 1 && Self.value(text, "reachd_watches_refused_total") == 1
         }
 
         // GetMetrics through reachctl: the same families, and promtool agrees.
