@@ -96,6 +96,28 @@ struct MetricsDaemonTests {
         #expect(!FileManager.default.fileExists(atPath: path))
     }
 
+    /// A host check whose DNS goes into a black hole counts as a DNS deadline hit and an
+    /// unreachable check for dnsTimeout, with a duration of at least its deadline.
+    @Test func aDNSDeadlineHitIsCounted() async throws {
+        let scenario = try DaemonBusTests.Scenario()
+        let blackHole = try DNSBlackHole(in: scenario.far, address: "192.0.2.1")
+        defer { withExtendedLifetime(blackHole) {} }
+        let directory = try makeScratchDirectory("metrics-dns")
+        defer { removeTree(directory) }
+        try "nameserver 192.0.2.1\noptions timeout:5 attempts:1\n".write(toFile: directory + "/resolv.conf", atomically: true, encoding: .utf8)
+        let harness = try DaemonHarness(scenario.ns, resolvConf: directory + "/resolv.conf")
+        defer { harness.shutdown() }
+        try await harness.ready()
+        let timedOut = try DaemonHarness.jsonData(try harness.busctlCall("CheckHost", "su", "slow.test", "300"))
+        #expect(timedOut.count == 5 && timedOut[3] as? String == "dnsTimeout", "\(timedOut)")
+        let text = try ReachabilityClient(bus: .address(harness.address)).metrics()
+        #expect(Self.value(text, "reachd_dns_deadline_hits_total") == 1, "\(text)")
+        #expect(Self.value(text, #"reachd_host_checks_total{outcome="unreachable",reason="dnsTimeout"}"#) == 1)
+        #expect(Self.value(text, #"reachd_host_check_duration_seconds_bucket{le="0.25"}"#) == 0)
+        #expect(Self.value(text, #"reachd_host_check_duration_seconds_bucket{le="+Inf"}"#) == 1)
+        #expect(try #require(Self.value(text, "reachd_host_check_duration_seconds_sum")) >= 0.3)
+    }
+
     /// `[Metrics]` follows a reload (SIGHUP): the file appears, moves to another directory,
     /// and goes when the key is removed; a bad directory is refused by file:line and the running
     /// configuration kept.
