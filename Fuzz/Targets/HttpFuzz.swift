@@ -5,6 +5,11 @@
 // "no crash": the reader gives the same answer whether the bytes arrive at once, one at a time
 // or in chunks of any size (a TCP stream can be cut anywhere); a kept body never exceeds
 // `maximumBody`; and the judgement of a response is a pure function of it.
+//
+// The same bytes are also a request to reachd's /metrics (issue 13), read by `MetricsHTTP` as
+// reachd reads a scraper's: growing by chunks, at most `maximumHead + 1` bytes in all, the first
+// answer that is not "incomplete" taken. Oracle: that answer does not depend on the chunks
+// either, and the reply to it is a well-formed status line with a Content-Length.
 @testable import Reachability
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -22,7 +27,28 @@ public func fuzzHTTP(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             require(expectation.judge(response) == expectation.judge(response), "a judgement is not a function of the response")
         }
     }
+    let request = metricsRequest(bytes, chunk: max(bytes.count, 1))
+    for other in [metricsRequest(bytes, chunk: 1), metricsRequest(bytes, chunk: chunk)] {
+        require(other == request, "the /metrics request depends on how the bytes arrived: \(request) at once, \(other) in pieces")
+    }
+    let reply = String(decoding: MetricsHTTP.response(to: request) { "m 1\n" }, as: UTF8.self)
+    require(reply.hasPrefix("HTTP/1.1 ") && reply.contains("\r\nContent-Length: ") && reply.contains("\r\n\r\n"), "a malformed reply: \(reply)")
     return 0
+}
+
+/// What reachd's MetricsEndpoint decides: parse after every read, stop at the first answer.
+private func metricsRequest(_ bytes: [UInt8], chunk: Int) -> MetricsHTTP.Request {
+    let limited = Array(bytes.prefix(MetricsHTTP.maximumHead + 1))
+    var received: [UInt8] = []
+    var offset = 0
+    while offset < limited.count {
+        let end = min(limited.count, offset + chunk)
+        received += limited[offset..<end]
+        offset = end
+        let request = MetricsHTTP.parse(received)
+        if request != .incomplete { return request }
+    }
+    return .incomplete
 }
 
 /// What HTTPExchange gets: feed as the bytes arrive, `finish` when the peer closes.

@@ -13,6 +13,9 @@ struct EngineMeasurement: Sendable {
     var uplink: Summary
     /// Carrier on/off of a link without a default route: only that interface changes.
     var leaf: Summary
+    /// One scrape's work on reachd's loop: the snapshot, then the Prometheus exposition rendered
+    /// from it (`MetricsExposition.render`), as /metrics, GetMetrics and the textfile do.
+    var metrics: Summary
 }
 
 enum EngineBench {
@@ -81,7 +84,22 @@ enum EngineBench {
         let leaf = try flap(&state, index: Int32(max(3, links) / 2 + 1), iterations: iterations, hostChanges: false)
         return EngineMeasurement(
             links: max(3, links), fill: fill, stateKiB: after.anonymousKiB - before.anonymousKiB,
-            uplink: uplink, leaf: leaf)
+            uplink: uplink, leaf: leaf, metrics: try render(state, samples: max(20, iterations / 20)))
+    }
+
+    /// `samples` exposition renders of `state` (a tenth as many again to warm up).
+    private static func render(_ state: NetworkState, samples count: Int) throws(BenchError) -> Summary {
+        var samples = [UInt64](repeating: 0, count: count)
+        var bytes = 0
+        for i in 0..<(count / 10 + count) {
+            let start = monotonicNanoseconds()
+            let text = MetricsExposition.render(MetricsSample(snapshot: state.snapshot, mirror: MirrorCounters(), startTime: 0))
+            let elapsed = monotonicNanoseconds() - start
+            bytes = text.utf8.count
+            if i >= count / 10 { samples[i - count / 10] = elapsed }
+        }
+        guard bytes > 1000 else { throw BenchError("engine: the exposition is only \(bytes) bytes") }
+        return Summary(samples)
     }
 
     /// Alternates carrier off/on for `index`; one sample per `apply`.

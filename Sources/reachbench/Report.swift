@@ -115,7 +115,7 @@ enum Report {
             out.append("3b. Engine in-process: NetworkState.apply([one link event]), carrier off/on alternating (ns)")
             var rows: [[String]] = []
             for engine in results.engine {
-                for (event, summary) in [("default-route link", engine.uplink), ("other link", engine.leaf)] {
+                for (event, summary) in [("default-route link", engine.uplink), ("other link", engine.leaf), ("metrics render", engine.metrics)] {
                     rows.append([
                         "\(engine.links)", event, "\(summary.count)", "\(summary.median)", "\(summary.p99)",
                         "\(summary.max)", "\(summary.mean)", Format.milliseconds(engine.fill),
@@ -127,7 +127,8 @@ enum Report {
                 ["links", "event", "n", "median", "p99", "max", "mean", "fill (ms)", "state (MiB)"], rows,
                 leftColumns: 2))
             out.append("   each sample includes one clock read (~\(results.clockOverhead) ns); "
-                + "fill = one apply() of the whole synthetic dump")
+                + "fill = one apply() of the whole synthetic dump; metrics render = snapshot + "
+                + "MetricsExposition.render, one scrape's work, not a link event")
             out.append("")
         }
         out += checkSections(results)
@@ -339,6 +340,7 @@ enum Report {
                     ("links", .int(Int64(engine.links))), ("fillNs", .uint(engine.fill)),
                     ("stateKiB", .int(Int64(engine.stateKiB))),
                     ("defaultRouteLinkEvent", summary(engine.uplink)), ("otherLinkEvent", summary(engine.leaf)),
+                    ("metricsRender", summary(engine.metrics)),
                 ])
             })),
             ("addressChecks", .array(results.addressChecks.map { check in

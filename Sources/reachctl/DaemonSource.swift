@@ -89,6 +89,10 @@ final class DaemonSource: ReachabilitySource {
         try await worker.perform { try $0.client.fullStatus().counters }
     }
 
+    func metrics() async throws -> String {
+        try await worker.perform { try $0.client.metrics() }
+    }
+
     func check(_ target: String, timeout: Duration?) async throws -> CheckResult {
         try await worker.perform { try $0.client.check(target, timeout: timeout) }
     }

@@ -1,4 +1,7 @@
 import Reachability
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Where reachctl gets its answers: reachd over D-Bus (`DaemonSource`), or the library
 /// in-process (`InProcessSource`) when no reachd answers or `--netns` asks for a namespace
@@ -9,6 +12,8 @@ protocol ReachabilitySource: Sendable {
     func snapshot() async throws -> ReachabilitySnapshot
     /// The kernel mirror's overruns and resyncs; nil when reachd does not say.
     func counters() async throws -> MirrorCounters?
+    /// The Prometheus exposition (reachd's own, or the in-process monitor's rendered the same way).
+    func metrics() async throws -> String
     /// The current snapshot, then every change, until `stop()`.
     func updates() async throws -> AsyncStream<ReachabilityUpdate>
     /// Checks an address (at once) or a host name (within `timeout`; nil: the configured
@@ -36,6 +41,14 @@ struct InProcessSource: ReachabilitySource {
 
     func snapshot() -> ReachabilitySnapshot { monitor.snapshot }
     func counters() -> MirrorCounters? { monitor.counters }
+    /// In-process there are no watches and no checks but this command's: those count 0, the
+    /// start time is reachctl's, and the state and netlink counters are the monitor's.
+    func metrics() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return MetricsExposition.render(MetricsSample(
+            snapshot: monitor.snapshot, mirror: monitor.counters, startTime: Double(now.tv_sec) + Double(now.tv_nsec) / 1e9))
+    }
     func updates() -> AsyncStream<ReachabilityUpdate> { monitor.updates() }
     func check(_ target: String, timeout: Duration?) async throws -> CheckResult {
         try await monitor.check(target, timeout: timeout ?? defaultTimeout)

@@ -28,10 +28,11 @@ struct Reachctl: AsyncParsableCommand {
               reachctl wait --timeout 1m   block until online (exit 1 after a minute)
               reachctl status --netns ns1  the same question inside namespace ns1
               reachctl status >/dev/null && echo online
+              reachctl metrics             the Prometheus metrics, once
 
             Exit status: 0 online or success, 1 not online, 2 usage or runtime error.
             """,
-        subcommands: [StatusCommand.self, InterfacesCommand.self, CheckCommand.self, MonitorCommand.self, WaitCommand.self],
+        subcommands: [StatusCommand.self, InterfacesCommand.self, CheckCommand.self, MonitorCommand.self, WaitCommand.self, MetricsCommand.self],
         defaultSubcommand: StatusCommand.self
     )
 

@@ -34,6 +34,17 @@ final class Daemon {
     private var lastRoutingEpoch: UInt64 = 0
     /// `[Compatibility] NetworkManager=yes`: org.freedesktop.NetworkManager for GLib and Qt.
     private var networkManager: NetworkManagerSurface?
+    /// What the metrics count (DESIGN.md "Metrics"); bumped where the events happen.
+    var metricsCounters = MetricsCounters()
+    /// The mirror's counters as the metrics outputs last heard of them.
+    private var lastMirrorCounters = MirrorCounters()
+    /// When reachd started, in seconds since the Unix epoch (`reachd_start_time_seconds`).
+    let startTime: Double
+    /// `[Metrics] TextfileDirectory=`: the node_exporter textfile; nil (no timer) when unset.
+    private var metricsTextfile: MetricsTextfile?
+    /// The listening sockets of reachd-metrics.socket, and what serves them.
+    private let metricsSockets: [Int32]
+    private var metricsEndpoints: [MetricsEndpoint] = []
 
     /// Runs the daemon; returns the process exit status.
     static func main(_ options: Options) -> Int32 {
@@ -62,11 +73,17 @@ final class Daemon {
     init(options: Options, configuration: Configuration) throws {
         self.options = options
         self.configuration = configuration
+        var wallClock = timespec()
+        clock_gettime(CLOCK_REALTIME, &wallClock)
+        startTime = Double(wallClock.tv_sec) + Double(wallClock.tv_nsec) / 1e9
         loop = try EventLoop()
         var monitor = Self.monitorConfiguration(options, configuration)
+        // reachd-metrics.socket passes its listening sockets named "metrics" (FileDescriptorName=);
         // reachd.socket passes one rtnetlink socket. Anything else (a drop-in gone wrong) is
         // closed, and reachd watches through a socket of its own, as when started by hand.
-        switch ServiceManager.listenedDescriptors() {
+        let passed = ServiceManager.listenedDescriptors()
+        metricsSockets = passed.filter { $0.name == MetricsEndpoint.socketName }.map(\.descriptor)
+        switch passed.filter({ $0.name != MetricsEndpoint.socketName }).map(\.descriptor) {
         case []: break
         case let descriptors where descriptors.count == 1 && MonitorConfiguration.isRouteNetlinkSocket(descriptors[0]):
             monitor.monitorSocket = descriptors[0]
@@ -126,6 +143,7 @@ final class Daemon {
         }
         let code = loop.run()
         hostChecks.cancelAll()
+        metricsTextfile?.stop()
         ServiceManager.notify("STOPPING=1")
         Log.info(code == 0 ? "stopped" : "stopping after an error (exit \(code))")
         return code
@@ -190,6 +208,62 @@ final class Daemon {
         internetProbe = InternetProbe(daemon: self, settings: ConnectivitySettings())
         internetProbe.configure(configuration.connectivity)
         reconcileUplinkProbes()
+        applyMetrics()
+        serveMetrics()
+    }
+
+    // MARK: metrics
+
+    /// /metrics on every socket reachd-metrics.socket passed; one that is not a listening
+    /// stream socket (a drop-in gone wrong) is closed with a warning.
+    private func serveMetrics() {
+        for descriptor in metricsSockets {
+            guard ServiceManager.isListeningStreamSocket(descriptor) else {
+                Log.warning("metrics: systemd passed file descriptor \(descriptor) named \(MetricsEndpoint.socketName), not a listening stream socket: closing it")
+                close(descriptor)
+                continue
+            }
+            do {
+                metricsEndpoints.append(try MetricsEndpoint(daemon: self, listening: descriptor))
+            } catch {
+                Log.error("metrics: cannot serve file descriptor \(descriptor): \(error)")
+                close(descriptor)
+            }
+        }
+        if !metricsEndpoints.isEmpty {
+            Log.info("metrics: serving \(MetricsHTTP.path) on \(metricsEndpoints.count) socket(s) from reachd-metrics.socket")
+        }
+    }
+
+    /// The exposition every metrics output prints (textfile, /metrics, GetMetrics).
+    var metricsText: String {
+        MetricsExposition.render(MetricsSample(
+            snapshot: observer.snapshot, mirror: observer.counters, counters: metricsCounters,
+            watches: watches?.count ?? 0, startTime: startTime))
+    }
+
+    /// Something the metrics show moved: the textfile is rewritten soon (coalesced).
+    func metricsChanged() { metricsTextfile?.changed() }
+
+    /// One host check finished (CheckHost, a watch of a host name, the probe's lookup).
+    private func recordCheck(_ result: CheckResult, since start: ContinuousClock.Instant) {
+        let (seconds, attoseconds) = (ContinuousClock.now - start).components
+        metricsCounters.recordCheck(result, seconds: Double(seconds) + Double(attoseconds) / 1e18)
+        metricsChanged()
+    }
+
+    /// Starts, moves or stops the textfile to match `[Metrics]` (at start and on every reload).
+    private func applyMetrics() {
+        let settings = configuration.metrics
+        if let current = metricsTextfile, current.settings == settings { return }
+        metricsTextfile?.stop()
+        metricsTextfile = MetricsTextfile(loop: loop, settings: settings) { [unowned self] in self.metricsText }
+        do {
+            try metricsTextfile?.start()
+        } catch {
+            Log.error("metrics: cannot start the textfile timer: \(error)")
+            metricsTextfile = nil
+        }
     }
 
     /// The probe's verdict joins the host's answer: published like any change of it.
@@ -272,6 +346,11 @@ final class Daemon {
         for line in observer.takeIncidents() { Log.warning("netlink: \(line)") }
         scheduleResync()
         if let change { publish(change) }
+        let mirror = observer.counters
+        if change != nil || mirror != lastMirrorCounters {
+            lastMirrorCounters = mirror
+            metricsChanged()
+        }
         // nil until start() made it (the first sync's change comes before).
         internetProbe?.networkChanged()
         if internetProbe != nil { reconcileUplinkProbes() }
@@ -285,6 +364,7 @@ final class Daemon {
 
     private func publish(_ change: ReachabilityChange) {
         if change.hostChanged {
+            metricsCounters.changedEvents += 1
             emit("Changed") { message throws(BusError) in
                 try message.append(change.host.flags.rawValue)
                 try message.append(change.host.primaryInterface)
@@ -375,7 +455,12 @@ final class Daemon {
     /// Starts a host check; `completion` runs on the loop.
     func checkHost(_ name: String, timeout: Duration, completion: @escaping @Sendable (Result<CheckResult, CheckCancelled>) -> Void) -> UInt64 {
         nextCheckID += 1
-        hostChecks.start(HostCheckRequest(id: nextCheckID, name: name, deadline: .now + timeout, completion: completion))
+        let started = ContinuousClock.now
+        let daemon = UncheckedBox(self)
+        hostChecks.start(HostCheckRequest(id: nextCheckID, name: name, deadline: .now + timeout) { outcome in
+            if case let .success(result) = outcome { daemon.value.recordCheck(result, since: started) }
+            completion(outcome)
+        })
         syncResolver()
         return nextCheckID
     }
@@ -429,6 +514,7 @@ final class Daemon {
             for probe in uplinkProbes.values { probe.configure(loaded.connectivity) }
             reconcileUplinkProbes()
             applyCompatibility()
+            applyMetrics()
             ServiceManager.notify("READY=1\nSTATUS=\(summary)")
         case let .failure(errors):
             for error in errors.errors { Log.error(error.description) }

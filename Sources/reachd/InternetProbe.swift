@@ -256,6 +256,7 @@ final class InternetProbe {
             let portal = status.portal.isEmpty ? "" : " at \(status.portal)"
             Log.info("\(logPrefix): \(status.connectivity.rawValue)\(portal) (\(status.detail))")
         }
+        daemon.metricsCounters.recordProbe(status.connectivity)
         record(status)
         let pending = waiters
         waiters = []

@@ -40,7 +40,7 @@ struct Options {
         (systemd restarts it), 2 bad usage or configuration.
         """
 
-    static let version = "reachd 0.1.0"
+    static let version = "reachd \(BuildInfo.version)"
 
     enum Parsed {
         case run(Options)

@@ -25,6 +25,7 @@ final class ReachabilityService: BusObject {
             "CheckHost", signature: "su", result: "usassa{sv}",
             names: "host\0timeout_ms\0flags\0interface\0addresses\0reason\0details\0"),
         .method("Validate", signature: "", result: "sss", names: "connectivity\0portal\0detail\0"),
+        .method("GetMetrics", signature: "", result: "s", names: "exposition\0"),
         .method("Watch", signature: "s", result: "o", names: "target\0watch\0"),
         .method("Unwatch", signature: "o", result: "", names: "watch\0"),
         .signal("Changed", signature: "ust", names: "flags\0primary_interface\0generation\0"),
@@ -110,6 +111,9 @@ final class ReachabilityService: BusObject {
                 }
             }
             return .later
+        case "GetMetrics":
+            let text = daemon.metricsText
+            return .now { reply throws(BusError) in try reply.append(text) }
         case "Watch":
             return try daemon.watches.add(target: try message.readString(), caller: message)
         case "Unwatch":

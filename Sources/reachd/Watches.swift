@@ -29,8 +29,11 @@ final class WatchRegistry {
         limits = (daemon.configuration.maxWatchesPerClient, daemon.configuration.maxWatchesPerUser, daemon.configuration.maxWatches)
     }
 
-    static func limitExceeded(_ message: String) -> BusError {
-        BusError(name: "org.reachd.Reachability1.Error.LimitExceeded", message: message)
+    /// A refusal by a limit, counted for `reachd_watches_refused_total`.
+    private func limitExceeded(_ message: String) -> BusError {
+        daemon.metricsCounters.watchesRefused += 1
+        daemon.metricsChanged()
+        return BusError(name: "org.reachd.Reachability1.Error.LimitExceeded", message: message)
     }
 
     var count: Int { watches.count }
@@ -101,16 +104,16 @@ final class WatchRegistry {
     private func create(target: String, owner: String, uid: UInt32) throws(BusError) -> String {
         let owned = clients[owner]?.paths.count ?? 0
         guard owned < limits.perClient else {
-            throw Self.limitExceeded("\(owner) already has \(owned) watches, the most one client may hold (MaxWatchesPerClient=\(limits.perClient))")
+            throw limitExceeded("\(owner) already has \(owned) watches, the most one client may hold (MaxWatchesPerClient=\(limits.perClient))")
         }
         // The total first: with a small MaxWatches, MaxWatchesPerUser=auto equals it, and the
         // message then names the limit that really binds.
         guard watches.count < limits.total else {
-            throw Self.limitExceeded("reachd already serves \(watches.count) watches, the most it holds (MaxWatches=\(limits.total))")
+            throw limitExceeded("reachd already serves \(watches.count) watches, the most it holds (MaxWatches=\(limits.total))")
         }
         let ofUser = perUser[uid] ?? 0
         guard ofUser < limits.perUser else {
-            throw Self.limitExceeded("the clients of Unix user \(uid) already hold \(ofUser) watches, the most one user may hold (MaxWatchesPerUser=\(limits.perUser))")
+            throw limitExceeded("the clients of Unix user \(uid) already hold \(ofUser) watches, the most one user may hold (MaxWatchesPerUser=\(limits.perUser))")
         }
         nextID += 1
         let watch = Watch(path: "\(Daemon.objectPath)/watch/\(nextID)", owner: owner, uid: uid, shared: targets.target(for: target))
@@ -119,6 +122,7 @@ final class WatchRegistry {
         clients[owner]?.paths.insert(watch.path)
         perUser[uid, default: 0] += 1
         targets.attach(watch)
+        daemon.metricsChanged()
         Log.debug("watch \(watch.path) on \(target) for \(owner) (uid \(uid))")
         return watch.path
     }
@@ -147,6 +151,7 @@ final class WatchRegistry {
         if perUser[watch.uid] == 0 { perUser.removeValue(forKey: watch.uid) }
         watch.slot = nil
         targets.detach(watch)
+        daemon.metricsChanged()
     }
 
     /// A network change: every distinct target is answered again, once for all its watches.

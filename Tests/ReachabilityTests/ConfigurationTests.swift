@@ -342,7 +342,7 @@ struct ConfigurationErrorTests {
     @Test(arguments: [
         ("[Check]\n", "test.conf:1: unknown section [Check]; did you mean [Checks]?"),
         ("\n[interface]\n", "test.conf:2: unknown section [interface]; did you mean [Interface]?"),
-        ("[Network]\n", "test.conf:1: unknown section [Network]; valid sections are [Checks], [Limits], [Priorities], [Connectivity], [WaitOnline], [Compatibility], [Interface]"),
+        ("[Network]\n", "test.conf:1: unknown section [Network]; valid sections are [Checks], [Limits], [Priorities], [Connectivity], [WaitOnline], [Compatibility], [Metrics], [Interface]"),
         ("[Checks\n", "test.conf:1: invalid section header '[Checks'; expected [Name]"),
         ("[Checks]\nDefaultTimout=1s\n", "test.conf:2: [Checks] DefaultTimout: unknown key; did you mean 'DefaultTimeout'?"),
         ("[Checks]\ndefaulttimeout=1s\n", "test.conf:2: [Checks] defaulttimeout: unknown key; did you mean 'DefaultTimeout'?"),
@@ -423,7 +423,7 @@ struct ConfigurationErrorTests {
     @Test func linesAfterAnUnknownSectionAreNotReportedAgain() {
         let (_, errors) = parsed("[Resolve]\nDNS=1.1.1.1\nDomains=~.\n[Checks]\nFoo=1\n")
         #expect(errors == [
-            "test.conf:1: unknown section [Resolve]; valid sections are [Checks], [Limits], [Priorities], [Connectivity], [WaitOnline], [Compatibility], [Interface]",
+            "test.conf:1: unknown section [Resolve]; valid sections are [Checks], [Limits], [Priorities], [Connectivity], [WaitOnline], [Compatibility], [Metrics], [Interface]",
             "test.conf:5: [Checks] Foo: unknown key; valid keys are DefaultTimeout, MaxConcurrentLookups, NegativeCacheTime",
         ])
     }
@@ -761,6 +761,10 @@ struct ConfigurationTextTests {
             [Compatibility]
             NetworkManager=no
 
+            [Metrics]
+            # TextfileDirectory= not set: no node_exporter textfile
+            TextfileInterval=1m
+
             """)
     }
 
@@ -885,8 +889,9 @@ struct ConfigurationTextTests {
         let errors = Configuration.parse(uncommented, file: "reachd.conf", into: &configuration)
         #expect(errors == [])
         #expect(configuration == .default)
-        // [WaitOnline] Target= and Kind= have no default: the file shows them as examples.
-        let scalarKeys = [ConfigurationSection.checks, .limits, .priorities, .compatibility].flatMap(\.keyNames) + ["Timeout"]
+        // [WaitOnline] Target= and Kind= and [Metrics] TextfileDirectory= have no default: the
+        // file shows them as examples.
+        let scalarKeys = [ConfigurationSection.checks, .limits, .priorities, .compatibility].flatMap(\.keyNames) + ["Timeout", "TextfileInterval"]
         #expect(keys == Set(scalarKeys))
     }
 }

@@ -58,6 +58,23 @@ struct PackagingUnitTests {
         #expect(settings["Requires"] == nil)
     }
 
+    /// reachd-metrics.socket (issue 13): clean for systemd-analyze, loopback only, and naming
+    /// its socket for reachd.service, whose own unit (and so its exposure) it leaves alone.
+    @Test(rootOnly) func metricsSocketIsCleanLoopbackAndNamed() async throws {
+        let root = try PackagingRoot()
+        defer { root.remove() }
+        let clean = try await root.verify(
+            unit: String(contentsOfFile: packaging + "/reachd.service", encoding: .utf8), unitName: "reachd-metrics.socket")
+        #expect(clean.status == 0 && clean.stdout.isEmpty && clean.stderr.isEmpty, "\(clean)")
+        let settings = try unitSettings("reachd-metrics.socket")
+        #expect(settings["ListenStream"] == ["127.0.0.1:9849"])
+        #expect(settings["FileDescriptorName"] == ["metrics"])
+        #expect(settings["Service"] == ["reachd.service"])
+        #expect(settings["WantedBy"] == ["sockets.target"])
+        // reachd.service needs nothing for it: no Sockets=, no new address family or privilege.
+        #expect(try unitSettings()["Sockets"] == nil)
+    }
+
     /// The drop-in an administrator links when turning the NetworkManager surface on: clean, and
     /// what it adds is the conflict with NetworkManager and the ordering before sessions.
     @Test(rootOnly) func networkManagerDropInIsClean() async throws {
@@ -176,7 +193,7 @@ private struct PackagingRoot {
         let unit = path + "/usr/lib/systemd/system/reachd.service"
         try? FileManager.default.removeItem(atPath: unit)
         try text.write(toFile: unit, atomically: true, encoding: .utf8)
-        for other in ["reachd.socket", "reachd-wait-online.service"] {
+        for other in ["reachd.socket", "reachd-wait-online.service", "reachd-metrics.socket"] {
             let copy = path + "/usr/lib/systemd/system/" + other
             try? FileManager.default.removeItem(atPath: copy)
             try FileManager.default.copyItem(atPath: packaging + "/" + other, toPath: copy)
@@ -739,7 +756,7 @@ private let expectedPackageContents: Set<String> = [
     "etc/", "etc/reachd/", "etc/reachd/reachd.conf", "etc/reachd/reachd.conf.d/",
     "usr/", "usr/bin/", "usr/bin/reachctl", "usr/sbin/", "usr/sbin/reachd",
     "usr/lib/", "usr/lib/systemd/", "usr/lib/systemd/system/", "usr/lib/systemd/system/reachd.service", "usr/lib/systemd/system/reachd.socket",
-    "usr/lib/systemd/system/reachd-wait-online.service",
+    "usr/lib/systemd/system/reachd-wait-online.service", "usr/lib/systemd/system/reachd-metrics.socket",
     "usr/lib/sysusers.d/", "usr/lib/sysusers.d/reachd.conf",
     "usr/share/", "usr/share/dbus-1/", "usr/share/dbus-1/system.d/", "usr/share/dbus-1/system.d/org.reachd.Reachability1.conf",
     "usr/share/dbus-1/system.d/reachd-networkmanager.conf", "usr/share/reachd/", "usr/share/reachd/reachd-networkmanager.conf",
@@ -835,6 +852,9 @@ struct PackagingDebianTests {
         let verify = try await execute("/usr/bin/systemd-analyze", ["verify", "/usr/lib/systemd/system/reachd.service"])
         #expect(verify.status == 0 && verify.stdout.isEmpty && verify.stderr.isEmpty, "\(verify)")
         #expect(FileManager.default.fileExists(atPath: "/etc/systemd/system/multi-user.target.wants/reachd.service"), "enabled")
+        // /metrics is opt-in: the socket unit is installed, not enabled.
+        #expect(FileManager.default.fileExists(atPath: "/usr/lib/systemd/system/reachd-metrics.socket"))
+        #expect(!FileManager.default.fileExists(atPath: "/etc/systemd/system/sockets.target.wants/reachd-metrics.socket"), "shipped disabled")
 
         // An upgrade (the same version again runs the upgrade path of the maintainer scripts).
         let upgrade = try await execute("/usr/bin/dpkg", ["-i", deb], timeout: .seconds(300))
@@ -947,7 +967,72 @@ struct PackagingDebianTests {
         for failure in ["SIGSYS", "core-dump", "Watchdog timeout", "Failed with result", "error:"] {
             #expect(!journal.contains(failure), "journal: \(journal)")
         }
+        try await checkMetricsSocket(inside)
     }
+}
+
+/// reachd-metrics.socket under the real PID 1 (issue 13): shipped disabled; started (with
+/// reachd stopped, as PID 1 requires of a socket unit whose service runs), it hands
+/// reachd.service its listening socket by name beside reachd.socket's, reachd answers /metrics
+/// from inside its unchanged sandbox, promtool accepts the answer, and a scrape of a stopped
+/// reachd starts it.
+private func checkMetricsSocket(_ inside: ([String]) async throws -> Ran) async throws {
+    let unit = "reachd-metrics.socket"
+    #expect(try await inside(["systemctl", "is-enabled", unit]).stdout.hasPrefix("disabled"), "the package leaves it off")
+    // PID 1 refuses to start a socket unit while its service runs: reachd stops first.
+    #expect(try await inside(["systemctl", "stop", "reachd"]).status == 0)
+    let started = try await inside(["systemctl", "start", unit])
+    #expect(started.status == 0, "\(started)")
+    #expect(try await inside(["systemctl", "start", "reachd"]).status == 0)
+    // bash's /dev/tcp: a client without curl; the head is cut off before promtool reads the body.
+    let scrape = "exec 3<>/dev/tcp/127.0.0.1/9849; printf 'GET /metrics HTTP/1.0\\r\\n\\r\\n' >&3; cat <&3"
+    let answer = try await inside(["bash", "-c", scrape])
+    #expect(answer.stdout.hasPrefix("HTTP/1.1 200 OK\r\n") && answer.stdout.contains("\nreachd_host_state{state=\"online\"} "), "\(answer)")
+    let lint = try await inside(["bash", "-c", scrape + " | sed '1,/^\\r$/d' | promtool check metrics"])
+    #expect(lint.status == 0, "\(lint)")
+    let journal = try await inside(["journalctl", "-u", "reachd", "--no-pager", "-o", "cat"]).stdout
+    #expect(journal.contains("metrics: serving /metrics on 1 socket(s) from reachd-metrics.socket"), "\(journal)")
+    #expect(journal.components(separatedBy: "(socket from reachd.socket, sized by systemd)").count - 1 == 3, "\(journal)")
+
+    // Socket activation: with reachd stopped, a scrape starts it and is answered.
+    #expect(try await inside(["systemctl", "stop", "reachd"]).status == 0)
+    let activated = try await inside(["bash", "-c", scrape])
+    #expect(activated.stdout.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(activated)")
+    #expect(try await inside(["systemctl", "is-active", "reachd"]).stdout.hasPrefix("active"))
+    #expect(try await inside(["systemctl", "stop", unit]).status == 0)
+    try await checkMetricsTextfile(inside)
+}
+
+/// The node_exporter textfile from inside the sandbox, set up as reachd(8) "METRICS" says: a
+/// drop-in with ReadWritePaths=, the directory writable by the reachd group, [Metrics]
+/// TextfileDirectory=. reachd writes reachd.prom world-readable and removes it when stopped.
+private func checkMetricsTextfile(_ inside: ([String]) async throws -> Ran) async throws {
+    let directory = "/var/lib/prometheus/node-exporter"
+    let setup = try await inside(["sh", "-c", """
+        set -e
+        mkdir -p /etc/systemd/system/reachd.service.d /etc/reachd/reachd.conf.d \(directory)
+        printf '[Service]\\nReadWritePaths=\(directory)\\n' >/etc/systemd/system/reachd.service.d/metrics.conf
+        chgrp reachd \(directory) && chmod 0775 \(directory)
+        printf '[Metrics]\\nTextfileDirectory=\(directory)\\n' >/etc/reachd/reachd.conf.d/60-metrics.conf
+        systemctl daemon-reload
+        systemctl restart reachd
+        """])
+    #expect(setup.status == 0, "\(setup)")
+    let file = directory + "/reachd.prom"
+    let deadline = ContinuousClock.now + .seconds(15)
+    var mode = ""
+    while mode != "644", ContinuousClock.now < deadline {
+        mode = try await inside(["stat", "-c", "%a", file]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        if mode != "644" { try await Task.sleep(for: .milliseconds(200)) }
+    }
+    #expect(mode == "644", "reachd.prom: \(mode)")
+    let lint = try await inside(["sh", "-c", "promtool check metrics < \(file)"])
+    #expect(lint.status == 0, "\(lint)")
+    let journal = try await inside(["journalctl", "-u", "reachd", "--no-pager", "-o", "cat"]).stdout
+    #expect(journal.contains("metrics: writing \(file) on change and every 1m"), "\(journal)")
+    #expect(!journal.contains("metrics: cannot"), "\(journal)")
+    #expect(try await inside(["systemctl", "stop", "reachd"]).status == 0)
+    #expect(try await inside(["test", "-e", file]).status != 0, "removed at a clean stop")
 }
 
 /// reachd-wait-online.service in the booted container (which has only lo: no uplink): shipped

@@ -24,20 +24,28 @@ struct SocketActivationTests {
     final class ActivatedDaemon: Sendable {
         private let child: ChildProcess
 
-        init(_ harness: DaemonHarness, _ ns: TestNamespace, socket: Int32) throws {
+        convenience init(_ harness: DaemonHarness, _ ns: TestNamespace, socket: Int32) throws {
+            try self.init(harness, ns, sockets: [socket])
+        }
+
+        /// `sockets` as fds 3, 4, ...; `names` as LISTEN_FDNAMES (FileDescriptorName=) when given.
+        init(_ harness: DaemonHarness, _ ns: TestNamespace, sockets: [Int32], names: [String]? = nil) throws {
             var environment = ProcessInfo.processInfo.environment
             for key in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "JOURNAL_STREAM"] {
                 environment.removeValue(forKey: key)
             }
             environment["NOTIFY_SOCKET"] = harness.notify.path
-            environment["LISTEN_FDS"] = "1"
+            environment["LISTEN_FDS"] = "\(sockets.count)"
+            if let names { environment["LISTEN_FDNAMES"] = names.joined(separator: ":") }
             let arguments = [productPath("reachd"), "--bus-address", harness.address, "--netns", ns.name, "--config-dir", harness.configDirectory]
             child = try ChildProcess(
-                "/bin/sh", ["-c", "LISTEN_PID=$$ exec \"$@\"", "sh"] + arguments, environment: environment, passing: [socket])
+                "/bin/sh", ["-c", "LISTEN_PID=$$ exec \"$@\"", "sh"] + arguments, environment: environment, passing: sockets)
         }
 
         /// What reachd logged so far.
         var text: String { child.errorOutput }
+
+        var pid: pid_t { child.pid }
 
         func signal(_ number: Int32) { child.signal(number) }
 

@@ -82,6 +82,13 @@ public final class ReachabilityClient {
         return (full.host, full.generation)
     }
 
+    /// `GetMetrics`: reachd's Prometheus exposition (text format 0.0.4).
+    public func metrics() throws(BusError) -> String {
+        let reply = try call("GetMetrics")
+        // The reply owns the message: it must outlive the read.
+        return try withExtendedLifetime(reply) { () throws(BusError) in try reply.message.readString() }
+    }
+
     /// `GetStatus` with the mirror's counters (nil from a reachd that does not send them).
     public func fullStatus() throws(BusError) -> (host: HostStatus, generation: UInt64, counters: MirrorCounters?) {
         let reply = try call("GetStatus")

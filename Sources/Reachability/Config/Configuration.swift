@@ -21,6 +21,8 @@ public struct Configuration: Sendable, Equatable {
     public var priorities: [InterfaceKind: Int]
     /// `[Connectivity]`: the opt-in probe of the internet through the host's path.
     public var connectivity = ConnectivitySettings()
+    /// `[Metrics]`: the opt-in node_exporter textfile.
+    public var metrics = MetricsSettings()
     /// `[Interface]` sections, in order: for each property the first matching rule that sets it wins.
     public var rules: [InterfaceRule]
     /// `[WaitOnline] Timeout`: how long reachd-wait-online.service waits before it fails.

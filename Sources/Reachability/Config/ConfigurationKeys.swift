@@ -8,6 +8,8 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
     case waitOnline = "WaitOnline"
     /// Surfaces for programs that never heard of reachd (the NetworkManager D-Bus subset).
     case compatibility = "Compatibility"
+    /// The opt-in Prometheus textfile.
+    case metrics = "Metrics"
     /// Repeats: each one is a rule.
     case interface = "Interface"
 
@@ -22,6 +24,7 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
         case .connectivity: [.probeURL, .expectedStatus, .expectedBody, .probeInterval, .probeTimeout]
         case .waitOnline: [.waitTimeout, .waitTarget, .waitKind]
         case .compatibility: [.networkManager]
+        case .metrics: [.textfileDirectory, .textfileInterval]
         case .interface: [.name, .kind, .ignore, .metered, .rulePriority]
         }
     }
@@ -47,6 +50,7 @@ enum ConfigurationSetting: Hashable, Sendable {
     case name, kind, ignore, metered, rulePriority
     case waitTimeout, waitTarget, waitKind
     case networkManager
+    case textfileDirectory, textfileInterval
 
     /// `[Priorities]` in the order of the defaults, most preferred first.
     static let priorityOrder: [InterfaceKind] = [.vpn, .wired, .wifi, .cellular, .bridge, .virtual, .other, .loopback]
@@ -75,13 +79,15 @@ enum ConfigurationSetting: Hashable, Sendable {
         case .waitTarget: "Target"
         case .waitKind: "Kind"
         case .networkManager: "NetworkManager"
+        case .textfileDirectory: "TextfileDirectory"
+        case .textfileInterval: "TextfileInterval"
         }
     }
 
     /// What a value looks like, for the message about an empty one.
     var expected: String {
         switch self {
-        case .defaultTimeout, .negativeCacheTime, .probeInterval, .probeTimeout, .waitTimeout: "a duration such as 5s or 500ms"
+        case .defaultTimeout, .negativeCacheTime, .probeInterval, .probeTimeout, .waitTimeout, .textfileInterval: "a duration such as 5s or 500ms"
         case .maxConcurrentLookups, .maxWatchesPerClient, .maxWatches, .priority, .rulePriority: "a whole number"
         case .probeURL: "an http:// URL, such as http://nmcheck.gnome.org/check_network_status.txt"
         case .expectedStatus: "an HTTP status such as 204"
@@ -91,6 +97,7 @@ enum ConfigurationSetting: Hashable, Sendable {
         case .kind: "one of " + InterfaceKind.allCases.map(\.rawValue).joined(separator: ", ")
         case .ignore, .metered, .networkManager: "yes or no"
         case .waitTarget: "an address or a host name"
+        case .textfileDirectory: "an absolute directory path such as /var/lib/prometheus/node-exporter"
         case .waitKind: "one of " + Configuration.waitOnlineKinds.map(\.rawValue).joined(separator: ", ")
         }
     }

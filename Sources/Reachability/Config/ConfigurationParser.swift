@@ -275,6 +275,11 @@ struct ConfigurationParser {
             configuration.waitOnlineKind = try ValueProblem.waitKind(value)
         case .networkManager:
             configuration.networkManagerCompatibility = try ValueProblem.boolean(value)
+        case .textfileDirectory:
+            if let problem = MetricsSettings.validate(directory: value) { throw ValueProblem(message: problem) }
+            configuration.metrics.textfileDirectory = value
+        case .textfileInterval:
+            configuration.metrics.textfileInterval = try ValueProblem.duration(value, in: MetricsSettings.textfileIntervalRange)
         }
     }
 

@@ -34,6 +34,14 @@ extension Configuration {
         lines.append("")
         lines.append("[\(ConfigurationSection.compatibility.name)]")
         lines.append("\(ConfigurationSetting.networkManager.name)=\(Self.text(networkManagerCompatibility))")
+        lines.append("")
+        lines.append("[\(ConfigurationSection.metrics.name)]")
+        if let directory = metrics.textfileDirectory {
+            lines.append("\(ConfigurationSetting.textfileDirectory.name)=\(directory)")
+        } else {
+            lines.append("# TextfileDirectory= not set: no node_exporter textfile")
+        }
+        lines.append("\(ConfigurationSetting.textfileInterval.name)=\(DurationText.format(metrics.textfileInterval))")
         for rule in rules {
             lines.append("")
             lines.append("[\(ConfigurationSection.interface.name)]")
@@ -62,7 +70,7 @@ extension Configuration {
         case .probeInterval: DurationText.format(connectivity.interval)
         case .probeTimeout: DurationText.format(connectivity.timeout)
         case .name, .kind, .ignore, .metered, .rulePriority: ""  // rule keys are written per rule
-        case .waitTimeout, .waitTarget, .waitKind, .networkManager: ""  // written by mergedText itself
+        case .waitTimeout, .waitTarget, .waitKind, .networkManager, .textfileDirectory, .textfileInterval: ""  // written by mergedText itself
         }
     }
 

@@ -1,0 +1,168 @@
+/// Everything the exposition shows at one moment: the state, the counters and who is speaking.
+public struct MetricsSample: Sendable {
+    public var snapshot: ReachabilitySnapshot
+    public var mirror: MirrorCounters
+    public var counters: MetricsCounters
+    /// Watch objects served now (reachd); 0 in-process, where there are none.
+    public var watches: Int
+    /// When the process started, in seconds since the Unix epoch.
+    public var startTime: Double
+    public var version: String
+
+    public init(
+        snapshot: ReachabilitySnapshot, mirror: MirrorCounters, counters: MetricsCounters = MetricsCounters(),
+        watches: Int = 0, startTime: Double, version: String = BuildInfo.version
+    ) {
+        self.snapshot = snapshot
+        self.mirror = mirror
+        self.counters = counters
+        self.watches = watches
+        self.startTime = startTime
+        self.version = version
+    }
+}
+
+/// reachd's version, as `reachd --version` and `reachd_build_info` give it.
+public enum BuildInfo {
+    public static let version = "0.1.0"
+}
+
+/// The Prometheus text exposition format (version 0.0.4) of a `MetricsSample`: what the
+/// node_exporter textfile, `/metrics` and `reachctl metrics` all print. Pure.
+///
+/// Every series exists from the start (counters at 0), and the label values come from closed
+/// sets (states, kinds, flags, reasons, verdicts) except `reachd_host_info`'s interface name, of
+/// which there is one series at a time. Interfaces are counted by kind, never listed by name,
+/// so a container host creating and deleting thousands of veths changes values, not series:
+/// the series count is fixed (README.md "Metrics" counts them).
+public enum MetricsExposition {
+    /// The Content-Type of the format (`/metrics` answers with it).
+    public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+
+    public static func render(_ sample: MetricsSample) -> String {
+        var out = ExpositionText()
+        let host = sample.snapshot.host
+        out.family("reachd_host_state", .gauge, "The host's connectivity state (1 for the current one): online when the default route leaves through a ready link, local when only a link is ready, offline otherwise.")
+        for state in ConnectivityState.allCases {
+            out.sample("reachd_host_state", [("state", state.rawValue)], host.state == state ? 1 : 0)
+        }
+        let primary = sample.snapshot.interfaces.first { $0.name == host.primaryInterface }
+        out.family("reachd_host_info", .gauge, "Always 1: the primary interface (the one the kernel's default route uses now; empty when none) and its kind.")
+        out.sample("reachd_host_info", [("primary_interface", host.primaryInterface), ("kind", primary?.kind.rawValue ?? "")], 1)
+        out.family("reachd_host_flag", .gauge, "The flags of the host's answer (the check of 0.0.0.0 and ::), 1 when set.")
+        for (flag, name) in ReachabilityFlags.named {
+            out.sample("reachd_host_flag", [("flag", name)], host.flags.contains(flag) ? 1 : 0)
+        }
+        out.family("reachd_connectivity", .gauge, "The connectivity probe's verdict (1 for the current one); unknown when the probe is off.")
+        for verdict in Connectivity.allCases {
+            out.sample("reachd_connectivity", [("verdict", verdict.rawValue)], host.connectivity.connectivity == verdict ? 1 : 0)
+        }
+
+        var present = [Int](repeating: 0, count: InterfaceKind.allCases.count)
+        var ready = present
+        for interface in sample.snapshot.interfaces {
+            let index = InterfaceKind.allCases.firstIndex(of: interface.kind) ?? 0
+            present[index] += 1
+            if interface.flags.contains(.reachable) { ready[index] += 1 }
+        }
+        out.family("reachd_interfaces", .gauge, "Interfaces reachd sees (not ignored), by kind.")
+        for (index, kind) in InterfaceKind.allCases.enumerated() {
+            out.sample("reachd_interfaces", [("kind", kind.rawValue)], Double(present[index]))
+        }
+        out.family("reachd_interfaces_ready", .gauge, "Interfaces that are ready (up, with carrier and a usable address), by kind.")
+        for (index, kind) in InterfaceKind.allCases.enumerated() {
+            out.sample("reachd_interfaces_ready", [("kind", kind.rawValue)], Double(ready[index]))
+        }
+
+        let counters = sample.counters
+        out.counter("reachd_changed_events_total", "Changed signals sent: changes of the host's answer.", counters.changedEvents)
+        out.counter("reachd_netlink_overruns_total", "Times the netlink receive buffer overran (ENOBUFS); each is followed by a resync.", sample.mirror.overruns)
+        out.counter("reachd_netlink_resyncs_total", "Full dumps of links, addresses and routes, the first one at start included.", sample.mirror.resyncs)
+
+        out.family("reachd_host_checks_total", .counter, "Host checks (CheckHost, watches of host names, the connectivity probe's lookups) finished, by outcome and reason.")
+        out.sample("reachd_host_checks_total", [("outcome", "reachable"), ("reason", "")], Double(counters.checksReachable))
+        for (index, reason) in Reason.metricsOrder.enumerated() {
+            out.sample("reachd_host_checks_total", [("outcome", "unreachable"), ("reason", reason.rawValue)], Double(counters.checksUnreachable[index]))
+        }
+        out.histogram("reachd_host_check_duration_seconds", "How long host checks took, from the request to the answer.", counters.checkDuration)
+        out.counter("reachd_dns_deadline_hits_total", "Host checks whose DNS lookup had no answer before its deadline.", counters.dnsDeadlineHits)
+
+        out.family("reachd_watches", .gauge, "Watch objects served to D-Bus clients now.")
+        out.sample("reachd_watches", [], Double(sample.watches))
+        out.counter("reachd_watches_refused_total", "Watch calls refused by MaxWatchesPerClient, MaxWatchesPerUser or MaxWatches.", counters.watchesRefused)
+
+        out.family("reachd_connectivity_probes_total", .counter, "Connectivity probes finished, by verdict.")
+        for (index, verdict) in Connectivity.allCases.enumerated() where verdict != .unknown {
+            out.sample("reachd_connectivity_probes_total", [("verdict", verdict.rawValue)], Double(counters.probeResults[index]))
+        }
+        out.counter("reachd_metrics_scrapes_refused_total", "Connections to the metrics socket closed unanswered because too many scrapes were in progress.", counters.scrapesRefused)
+
+        out.family("reachd_start_time_seconds", .gauge, "When reachd started, in seconds since the Unix epoch.")
+        out.sample("reachd_start_time_seconds", [], sample.startTime)
+        out.family("reachd_build_info", .gauge, "Always 1: the version of reachd.")
+        out.sample("reachd_build_info", [("version", sample.version)], 1)
+        return out.text
+    }
+
+    /// Label values as the format wants them: backslash, double quote and line feed escaped.
+    public static func escapeLabelValue(_ value: String) -> String { escape(value, quotes: true) }
+
+    /// HELP text escapes only backslash and line feed.
+    static func escape(_ value: String, quotes: Bool) -> String {
+        var escaped = ""
+        escaped.reserveCapacity(value.utf8.count)
+        for character in value.unicodeScalars {
+            switch character {
+            case "\\": escaped += "\\\\"
+            case "\"" where quotes: escaped += "\\\""
+            case "\n": escaped += "\\n"
+            default: escaped.unicodeScalars.append(character)
+            }
+        }
+        return escaped
+    }
+
+    /// A sample value: whole numbers without a fraction (`le="10"`, not `le="10.0"`).
+    static func format(_ value: Double) -> String {
+        if value.isNaN { return "NaN" }
+        if value.isInfinite { return value > 0 ? "+Inf" : "-Inf" }
+        if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
+        return "\(value)"
+    }
+}
+
+/// Builds the text: one `# HELP`/`# TYPE` header per family, then its samples.
+private struct ExpositionText {
+    enum Kind: String { case gauge, counter, histogram }
+
+    var text = ""
+
+    mutating func family(_ name: String, _ kind: Kind, _ help: String) {
+        text += "# HELP \(name) \(MetricsExposition.escape(help, quotes: false))\n# TYPE \(name) \(kind.rawValue)\n"
+    }
+
+    mutating func sample(_ name: String, _ labels: [(String, String)], _ value: Double) {
+        text += name
+        if !labels.isEmpty {
+            text += "{" + labels.map { "\($0.0)=\"\(MetricsExposition.escapeLabelValue($0.1))\"" }.joined(separator: ",") + "}"
+        }
+        text += " " + MetricsExposition.format(value) + "\n"
+    }
+
+    mutating func counter(_ name: String, _ help: String, _ value: UInt64) {
+        family(name, .counter, help)
+        sample(name, [], Double(value))
+    }
+
+    mutating func histogram(_ name: String, _ help: String, _ histogram: MetricsHistogram) {
+        family(name, .histogram, help)
+        var cumulative: UInt64 = 0
+        for (index, bound) in histogram.bounds.enumerated() {
+            cumulative += histogram.counts[index]
+            sample(name + "_bucket", [("le", MetricsExposition.format(bound))], Double(cumulative))
+        }
+        sample(name + "_bucket", [("le", "+Inf")], Double(histogram.count))
+        sample(name + "_sum", [], histogram.sum)
+        sample(name + "_count", [], Double(histogram.count))
+    }
+}

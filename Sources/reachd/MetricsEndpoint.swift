@@ -1,0 +1,182 @@
+import Reachability
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `/metrics` on a listening socket of reachd-metrics.socket (`FileDescriptorName=metrics`):
+/// reachd opens no listening socket itself. On the loop, never blocking: the socket and every
+/// connection are non-blocking, at most `maximumConnections` scrapes are served at once (more
+/// are closed unanswered and counted), each has `deadline` to send its request head (at most
+/// `MetricsHTTP.maximumHead` bytes) and take the answer, and then the connection is closed.
+/// The close lingers: after the answer reachd shuts its side down and reads until the client
+/// closes (within the same deadline), because closing with unread bytes (the rest of an
+/// oversized head) resets the connection and the client would lose the answer.
+final class MetricsEndpoint {
+    /// The socket's `FileDescriptorName=` in reachd-metrics.socket.
+    static let socketName = "metrics"
+    /// A Prometheus pair (HA) and a person with curl, with room to spare.
+    static let maximumConnections = 4
+    /// Prometheus' default scrape timeout is 10 s; a scrape of reachd is answered from memory,
+    /// so a connection that has not finished within 5 s is stuck or hostile.
+    static let deadline: Duration = .seconds(5)
+    /// Connections accepted per wake-up, so a flood cannot keep the loop in this handler.
+    static let acceptsPerWakeUp = 16
+    static let pauseAfterFailure: Duration = .seconds(1)
+
+    private unowned let daemon: Daemon
+    private let listener: Int32
+    private var source: EventSource?
+    /// The timer that listens again after a failed accept (`pause`).
+    private var resume: EventSource?
+    /// The errno of the accept failures in a row, 0 after a success.
+    private var failing: Int32 = 0
+    private var scrapes: [Int32: Scrape] = [:]
+
+    init(daemon: Daemon, listening descriptor: Int32) throws(SystemError) {
+        self.daemon = daemon
+        listener = descriptor
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+        _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+        source = try listen()
+    }
+
+    private func listen() throws(SystemError) -> EventSource {
+        try daemon.loop.watch(fd: listener, events: EventLoop.readable) { [unowned self] _ in self.acceptPending() }
+    }
+
+    /// accept(2) failed for want of a resource (EMFILE, ENFILE, ENOBUFS, ENOMEM): the connection
+    /// stays queued and the socket readable, so listening on would spin the loop. Stop listening
+    /// for `pauseAfterFailure`, then listen again.
+    private func pause(_ code: Int32) {
+        // Once per streak: a lasting shortage would otherwise log every second.
+        if code != failing {
+            Log.warning("metrics: cannot accept a connection: \(String(cString: strerror(code))); pausing /metrics for 1 s at a time until it can")
+        }
+        failing = code
+        source = nil
+        do {
+            resume = try daemon.loop.timer(at: (ContinuousClock.now + Self.pauseAfterFailure).monotonicMicroseconds) { [unowned self] in
+                self.resume = nil
+                do {
+                    self.source = try self.listen()
+                } catch {
+                    Log.error("metrics: cannot listen again: \(error); /metrics is off until reachd restarts")
+                }
+            }
+        } catch {
+            Log.error("metrics: cannot arm a timer: \(error); /metrics is off until reachd restarts")
+        }
+    }
+
+    private func acceptPending() {
+        for _ in 0..<Self.acceptsPerWakeUp {
+            // accept4 is not in Swift's Glibc module; reachd never execs, so CLOEXEC set after is as good.
+            let fd = accept(listener, nil, nil)
+            if fd < 0 {
+                let code = errno
+                if code == EINTR || code == ECONNABORTED { continue }
+                if code != EAGAIN { pause(code) }
+                return  // EAGAIN: every queued connection is taken
+            }
+            if failing != 0 {
+                Log.info("metrics: accepting connections again")
+                failing = 0
+            }
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            guard scrapes.count < Self.maximumConnections else {
+                close(fd)
+                daemon.metricsCounters.scrapesRefused += 1
+                continue
+            }
+            do {
+                scrapes[fd] = try Scrape(fd: fd, endpoint: self)
+            } catch {
+                Log.warning("metrics: cannot serve a connection: \(error)")
+                close(fd)
+            }
+        }
+    }
+
+    fileprivate var loop: EventLoop { daemon.loop }
+    fileprivate var exposition: String { daemon.metricsText }
+
+    fileprivate func finished(_ fd: Int32) {
+        scrapes.removeValue(forKey: fd)
+        close(fd)
+    }
+
+    /// One connection: read the head, write the answer, close.
+    private final class Scrape {
+        let fd: Int32
+        unowned let endpoint: MetricsEndpoint
+        var received: [UInt8] = []
+        var answer: [UInt8] = []
+        var sent = 0
+        /// The answer is out and our side shut down: what still comes is read and dropped.
+        var draining = false
+        var io: EventSource?
+        var timer: EventSource?
+
+        init(fd: Int32, endpoint: MetricsEndpoint) throws(SystemError) {
+            self.fd = fd
+            self.endpoint = endpoint
+            io = try endpoint.loop.watch(fd: fd, events: EventLoop.readable) { [unowned self] _ in self.ready() }
+            timer = try endpoint.loop.timer(at: (ContinuousClock.now + MetricsEndpoint.deadline).monotonicMicroseconds) { [unowned self] in
+                self.end()
+            }
+        }
+
+        private func ready() {
+            if draining { drain() } else if answer.isEmpty { read() } else { write() }
+        }
+
+        private func drain() {
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+                if count < 0, errno == EINTR { continue }
+                if count < 0, errno == EAGAIN { return }
+                if count <= 0 { return end() }  // the client closed too (or failed)
+            }
+        }
+
+        private func read() {
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let room = min(chunk.count, MetricsHTTP.maximumHead + 1 - received.count)
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, room) }
+            if count < 0, errno == EAGAIN || errno == EINTR { return }
+            // The peer closed (or failed) before a whole head: nothing to answer.
+            guard count > 0 else { return end() }
+            received += chunk[0..<count]
+            let request = MetricsHTTP.parse(received)
+            if request == .incomplete { return }
+            answer = MetricsHTTP.response(to: request) { endpoint.exposition }
+            io?.setEvents(EventLoop.writable)
+            write()
+        }
+
+        private func write() {
+            while sent < answer.count {
+                let count = answer.withUnsafeBytes { send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+                if count < 0, errno == EINTR { continue }
+                if count < 0, errno == EAGAIN { return }
+                guard count > 0 else { return end() }
+                sent += count
+            }
+            shutdown(fd, Int32(SHUT_WR))
+            draining = true
+            io?.setEvents(EventLoop.readable)
+            drain()
+        }
+
+        /// Done, failed or past the deadline: release the sources, then the descriptor.
+        private func end() {
+            io?.cancel()
+            timer?.cancel()
+            io = nil
+            timer = nil
+            endpoint.finished(fd)
+        }
+    }
+}
