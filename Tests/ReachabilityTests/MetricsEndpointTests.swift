@@ -132,6 +132,7 @@ struct MetricsEndpointTests {
         // A scraper that reads slowly through a small window: reachd writes what fits (its send
         // buffer is small too), waits for the socket to drain (never blocking), and the answer
         // arrives whole.
+        let connected = ContinuousClock.now
         let narrow = try Self.connect(port, receiveBuffer: 1024)
         let slowRequest = Array("GET /metrics HTTP/1.0\r\n\r\n".utf8)
         #expect(slowRequest.withUnsafeBytes { send(narrow, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == slowRequest.count)
@@ -139,9 +140,15 @@ struct MetricsEndpointTests {
         #expect(try ReachabilityClient(bus: .address(harness.address)).status().host.state == .online, "the loop answered meanwhile")
         let slowAnswer = String(decoding: try #require(Self.readAll(narrow)), as: UTF8.self)
         close(narrow)
+        let slowTook = ContinuousClock.now - connected
         let slowParts = slowAnswer.components(separatedBy: "\r\n\r\n")
-        #expect(slowParts.count == 2 && slowParts[0].contains("\r\nContent-Length: \(slowParts[1].utf8.count)\r\n") && slowParts[1].utf8.count > 4096,
-                "\(slowAnswer.prefix(300))")
+        let whole = slowParts.count == 2 && slowParts[0].contains("\r\nContent-Length: \(slowParts[1].utf8.count)\r\n")
+            && slowParts[1].utf8.count > 4096
+        // On a loaded machine (the main pass runs hundreds of tests at once) the bus call above can
+        // outlast the connection's deadline: reachd then ends it cut short, as it must, but never
+        // before the deadline.
+        #expect(whole || slowTook >= MetricsEndpointTestsNames.deadline,
+                "cut after \(slowTook), before the deadline: \(slowAnswer.prefix(300))")
 
         // Four scrapers that never send a request hold every slot: a fifth is closed unanswered...
         let idle = try (0..<MetricsEndpointTestsNames.maximumConnections).map { _ in try Self.connect(port) }
@@ -325,4 +332,5 @@ nonisolated(unsafe) var lastReadError: Int32 = 0
 enum MetricsEndpointTestsNames {
     static let metrics = "metrics"
     static let maximumConnections = 4
+    static let deadline: Duration = .seconds(5)
 }
