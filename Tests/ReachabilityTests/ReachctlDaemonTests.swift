@@ -48,8 +48,15 @@ struct ReachctlDaemonTests {
 
     // MARK: same answers either way
 
-    @Test func statusInterfacesAndChecksAreTheSameWithAndWithoutReachd() throws {
+    @Test func statusInterfacesAndChecksAreTheSameWithAndWithoutReachd() async throws {
         let ns = try Self.scenario()
+        // up0's link-local address is tentative until DAD ends (about a second): the source the
+        // kernel picks for fe80::1%up0 changes then, and the two answers would be asked on
+        // either side of it.
+        try await eventually("up0's addresses still tentative: \((try? ns.ip("-6 addr show dev up0 tentative")) ?? "?")",
+                             every: .milliseconds(50)) {
+            try ns.ip("-6 addr show dev up0 tentative").isEmpty
+        }
         let fixture = try ReachdFixture(namespace: ns)
         let viaDaemon = ["--bus-address", fixture.address]
         let inProcess = ["--netns", ns.name]
