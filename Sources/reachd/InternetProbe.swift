@@ -50,6 +50,8 @@ final class InternetProbe {
         var v6: Route?
         /// The uplink judged, as the Engine sees it now (nil for the host's path).
         var uplink: Uplink?
+        /// The host path's link that `Probe=no` keeps the probe off (a reload can change it).
+        var unprobed: String?
     }
 
     /// One probe in flight: resolving, then exchanging.
@@ -159,7 +161,8 @@ final class InternetProbe {
         }
         return PathKey(
             state: state.host.state, primary: state.host.primaryInterface, underlying: state.host.underlyingInterface,
-            v4: state.internetRoute(family: UInt8(AF_INET)), v6: state.internetRoute(family: UInt8(AF_INET6)))
+            v4: state.internetRoute(family: UInt8(AF_INET)), v6: state.internetRoute(family: UInt8(AF_INET6)),
+            unprobed: state.unprobedHostInterface())
     }
 
     // MARK: one probe
@@ -171,6 +174,11 @@ final class InternetProbe {
         guard reachable else {
             // No route: nothing could answer, and nothing is sent. The next path change re-probes.
             finish(ProbeExpectation.failed("no route to the internet"), schedule: false)
+            return
+        }
+        if path == .host, let name = daemon.observer.state.unprobedHostInterface() {
+            // The administrator keeps the probe off this link: nothing is sent, nothing is judged.
+            finish(ConnectivityStatus(detail: "not probed: \(name) has Probe=no"), schedule: false, counted: false)
             return
         }
         let attempt = Attempt(deadline: .now + settings.timeout)
@@ -248,7 +256,8 @@ final class InternetProbe {
         }
     }
 
-    private func finish(_ status: ConnectivityStatus, schedule: Bool = true) {
+    /// `counted`: the verdict came from a probe (metrics count probes, not decisions not to send one).
+    private func finish(_ status: ConnectivityStatus, schedule: Bool = true, counted: Bool = true) {
         cancelAttempt()
         lastVerdict = .now
         let previous = currentStatus
@@ -256,7 +265,7 @@ final class InternetProbe {
             let portal = status.portal.isEmpty ? "" : " at \(status.portal)"
             Log.info("\(logPrefix): \(status.connectivity.rawValue)\(portal) (\(status.detail))")
         }
-        daemon.metricsCounters.recordProbe(status.connectivity)
+        if counted { daemon.metricsCounters.recordProbe(status.connectivity) }
         record(status)
         let pending = waiters
         waiters = []

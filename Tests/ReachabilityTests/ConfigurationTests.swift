@@ -167,9 +167,9 @@ struct ConfigurationValueTests {
         ("1", true), ("0", false), ("YES", true), ("Off", false),
     ])
     func booleanSpellings(text: String, value: Bool) {
-        let (configuration, errors) = parsed("[Interface]\nName=eth0\nIgnore=\(text)\nMetered=\(text)\n")
+        let (configuration, errors) = parsed("[Interface]\nName=eth0\nIgnore=\(text)\nMetered=\(text)\nProbe=\(text)\n")
         #expect(errors == [])
-        #expect(configuration.rules == [InterfaceRule(pattern: "eth0", ignore: value, metered: value)])
+        #expect(configuration.rules == [InterfaceRule(pattern: "eth0", ignore: value, metered: value, probe: value)])
     }
 
     @Test(arguments: InterfaceKind.allCases)
@@ -675,7 +675,7 @@ struct ConfigurationFileTests {
 @Suite("Configuration messages")
 struct ConfigurationMessageTests {
     @Test(arguments: [
-        ("[Checks]\nDefaultTimeout=", "x"), ("[Interface]\nName=eth0\nKind=", "q"), ("[Interface]\nName=eth0\nMetered=", "y"),
+        ("[Checks]\nDefaultTimeout=", "x"), ("[Interface]\nName=eth0\nKind=", "q"), ("[Interface]\nName=eth0\nMetered=", "y"), ("[Interface]\nName=eth0\nProbe=", "maybe"),
         ("[Limits]\nMaxWatchesPerUser=", "9"),
     ])
     func aLongBadValueIsEchoedWhole(_ prefix: String, _ filler: String) throws {

@@ -160,6 +160,29 @@ struct ConnectivityProbeTests {
         #expect(setup.requests.isEmpty)
     }
 
+    /// `[Interface] Probe=no` on the link the host's path leaves through: nothing is sent, the
+    /// verdict is `unknown` with the reason, Validate sends nothing either; a reload that drops
+    /// the rule probes at once, and one that brings it back returns to `unknown`.
+    @Test func probeNoOnTheUplinkSendsNothingAndSaysWhy() async throws {
+        let probing = "[Connectivity]\nURL=http://192.0.2.1:8204/generate_204\nTimeout=1s\nInterval=1m\n"
+        let optOut = probing + "[Interface]\nName=up0\nProbe=no\n"
+        let setup = try await Setup(config: optOut)
+        try await Task.sleep(for: .milliseconds(800))
+        #expect(try setup.connectivity() == "unknown")
+        let answer = try setup.validate()
+        #expect(answer.connectivity == "unknown" && answer.detail.contains("up0 has Probe=no"), "\(answer)")
+        #expect(setup.requests.isEmpty, "\(setup.requests)")
+        #expect(try setup.flags() & Self.validated == 0)
+
+        try setup.reload(probing)
+        try await setup.waitFor("full")
+        #expect(setup.requests.count == 1, "\(setup.requests)")
+        try setup.reload(optOut)
+        try await setup.waitFor("unknown")
+        #expect(try setup.flags() & Self.validated == 0)
+        #expect(setup.requests.count == 1, "\(setup.requests)")
+    }
+
     /// `reachctl check --validate` asks reachd's probe: full exits 0, a portal 1 with where it
     /// leads (and the Validate reply as JSON); the probe off, no reachd, or a target with it: a
     /// sentence saying why, exit 2.

@@ -903,6 +903,28 @@ extension EngineTests {
         #expect(uplinks.last?.routes == [Fact.defaultV4(via: "198.51.100.1", dev: 3, metric: 600)])
     }
 
+    @Test func probeNo_keepsALinkOutOfTheUplinks_andNamesTheHostPathsLink() throws {
+        let rules = [InterfaceRule(pattern: "wlan*", probe: false), InterfaceRule(pattern: "eth*", probe: true)]
+        var state = try onlineWired(classifier: Classifier(rules: rules))
+        #expect(state.unprobedHostInterface() == nil, "eth0 is probed")
+        _ = state.apply([
+            .link(Fact.ethernet(3, "wlan0"), device: DeviceFacts(hasPhy80211: true)),
+            .address(Fact.v4(3, "198.51.100.7")),
+            .route(Fact.defaultV4(via: "198.51.100.1", dev: 3, metric: 600), replace: false),
+        ])
+        #expect(state.uplinks().map(\.name) == ["eth0"])
+        // A host whose path leaves through wlan0: that is the link kept off.
+        var wireless = NetworkState(classifier: Classifier(rules: rules))
+        _ = wireless.apply([
+            .link(Fact.ethernet(3, "wlan0"), device: DeviceFacts(hasPhy80211: true)),
+            .address(Fact.v4(3, "198.51.100.7")),
+            .route(Fact.defaultV4(via: "198.51.100.1", dev: 3, metric: 600), replace: false),
+        ])
+        #expect(wireless.host.primaryInterface == "wlan0")
+        #expect(wireless.unprobedHostInterface() == "wlan0")
+        #expect(wireless.uplinks().isEmpty)
+    }
+
     @Test func validatedInterfaces_theHostsProbeForThePrimary_eachUplinksOwnForTheRest() throws {
         var state = try onlineWired()
         _ = state.apply([

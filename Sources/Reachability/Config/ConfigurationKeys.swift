@@ -25,7 +25,7 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
         case .waitOnline: [.waitTimeout, .waitTarget, .waitKind]
         case .compatibility: [.networkManager]
         case .metrics: [.textfileDirectory, .textfileInterval]
-        case .interface: [.name, .kind, .ignore, .metered, .rulePriority]
+        case .interface: [.name, .kind, .ignore, .metered, .probe, .rulePriority]
         }
     }
 
@@ -47,7 +47,7 @@ enum ConfigurationSetting: Hashable, Sendable {
     case maxWatchesPerClient, maxWatchesPerUser, maxWatches
     case priority(InterfaceKind)
     case probeURL, expectedStatus, expectedBody, probeInterval, probeTimeout
-    case name, kind, ignore, metered, rulePriority
+    case name, kind, ignore, metered, probe, rulePriority
     case waitTimeout, waitTarget, waitKind
     case networkManager
     case textfileDirectory, textfileInterval
@@ -74,6 +74,7 @@ enum ConfigurationSetting: Hashable, Sendable {
         case .kind: "Kind"
         case .ignore: "Ignore"
         case .metered: "Metered"
+        case .probe: "Probe"
         case .rulePriority: "Priority"
         case .waitTimeout: "Timeout"
         case .waitTarget: "Target"
@@ -95,7 +96,7 @@ enum ConfigurationSetting: Hashable, Sendable {
         case .maxWatchesPerUser: "a whole number or auto"
         case .name: "an interface name or glob such as wlan*"
         case .kind: "one of " + InterfaceKind.allCases.map(\.rawValue).joined(separator: ", ")
-        case .ignore, .metered, .networkManager: "yes or no"
+        case .ignore, .metered, .probe, .networkManager: "yes or no"
         case .waitTarget: "an address or a host name"
         case .textfileDirectory: "an absolute directory path such as /var/lib/prometheus/node-exporter"
         case .waitKind: "one of " + Configuration.waitOnlineKinds.map(\.rawValue).joined(separator: ", ")

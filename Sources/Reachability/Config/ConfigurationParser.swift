@@ -178,7 +178,8 @@ struct ConfigurationParser {
         }
         rulesInThisFile[pattern] = rule.line
         let made = InterfaceRule(
-            pattern: pattern, kind: rule.kind, ignore: rule.ignore, metered: rule.metered, priority: rule.priority)
+            pattern: pattern, kind: rule.kind, ignore: rule.ignore, metered: rule.metered, probe: rule.probe,
+            priority: rule.priority)
         if let index = configuration.rules.firstIndex(where: { $0.pattern == pattern }) {
             configuration.rules[index] = made  // a drop-in overriding a rule of an earlier file
         } else if configuration.rules.count < Configuration.maximumRules {
@@ -265,6 +266,8 @@ struct ConfigurationParser {
             pendingRule?.ignore = try ValueProblem.boolean(value)
         case .metered:
             pendingRule?.metered = try ValueProblem.boolean(value)
+        case .probe:
+            pendingRule?.probe = try ValueProblem.boolean(value)
         case .rulePriority:
             pendingRule?.priority = try ValueProblem.integer(value, in: Configuration.priorityRange)
         case .waitTimeout:
@@ -302,6 +305,7 @@ private struct PendingRule {
     var kind: InterfaceKind?
     var ignore: Bool?
     var metered: Bool?
+    var probe: Bool?
     var priority: Int?
     /// Canonical key name to the line that set it, to refuse a second assignment.
     var keyLines: [String: Int] = [:]

@@ -49,6 +49,7 @@ extension Configuration {
             if let kind = rule.kind { lines.append("\(ConfigurationSetting.kind.name)=\(kind.rawValue)") }
             if let ignore = rule.ignore { lines.append("\(ConfigurationSetting.ignore.name)=\(Self.text(ignore))") }
             if let metered = rule.metered { lines.append("\(ConfigurationSetting.metered.name)=\(Self.text(metered))") }
+            if let probe = rule.probe { lines.append("\(ConfigurationSetting.probe.name)=\(Self.text(probe))") }
             if let priority = rule.priority { lines.append("\(ConfigurationSetting.rulePriority.name)=\(priority)") }
         }
         return lines.joined(separator: "\n") + "\n"
@@ -69,7 +70,7 @@ extension Configuration {
         case .expectedBody: connectivity.expectation.body
         case .probeInterval: DurationText.format(connectivity.interval)
         case .probeTimeout: DurationText.format(connectivity.timeout)
-        case .name, .kind, .ignore, .metered, .rulePriority: ""  // rule keys are written per rule
+        case .name, .kind, .ignore, .metered, .probe, .rulePriority: ""  // rule keys are written per rule
         case .waitTimeout, .waitTarget, .waitKind, .networkManager, .textfileDirectory, .textfileInterval: ""  // written by mergedText itself
         }
     }

@@ -18,11 +18,13 @@ public struct Classifier: Sendable {
         var kind: InterfaceKind?
         var ignore: Bool?
         var metered: Bool?
+        var probe: Bool?
         var priority: Int?
         for rule in rules where rule.matches(link.name) {
             kind = kind ?? rule.kind
             ignore = ignore ?? rule.ignore
             metered = metered ?? rule.metered
+            probe = probe ?? rule.probe
             priority = priority ?? rule.priority
         }
         // A kind from a rule wins over every fact: the administrator knows what the cable is.
@@ -32,6 +34,7 @@ public struct Classifier: Sendable {
             isIgnored: ignore ?? false,
             // Only configuration makes a link metered; cellular's isExpensive is the flags layer's business.
             isMetered: metered ?? false,
+            allowsProbe: probe ?? true,
             priority: priority ?? priorities[resolved] ?? resolved.defaultPriority
         )
     }

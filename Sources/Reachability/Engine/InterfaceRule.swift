@@ -10,10 +10,17 @@ public struct InterfaceRule: Sendable, Hashable {
     public var kind: InterfaceKind?
     public var ignore: Bool?
     public var metered: Bool?
+    /// `Probe=no`: the connectivity probe sends nothing through these links (a volume-charged
+    /// modem, a network whose operator must not see the probe).
+    public var probe: Bool?
     public var priority: Int?
 
-    public init(pattern: String, kind: InterfaceKind? = nil, ignore: Bool? = nil, metered: Bool? = nil, priority: Int? = nil) {
-        self.pattern = pattern; self.kind = kind; self.ignore = ignore; self.metered = metered; self.priority = priority
+    public init(
+        pattern: String, kind: InterfaceKind? = nil, ignore: Bool? = nil, metered: Bool? = nil, probe: Bool? = nil,
+        priority: Int? = nil
+    ) {
+        self.pattern = pattern; self.kind = kind; self.ignore = ignore; self.metered = metered; self.probe = probe
+        self.priority = priority
     }
 
     /// Interface names are at most `IFNAMSIZ - 1` bytes (`<linux/if.h>`: IFNAMSIZ is 16, with the NUL).

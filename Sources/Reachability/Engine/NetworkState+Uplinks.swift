@@ -27,7 +27,8 @@ extension NetworkState {
             for hop in route.nextHops {
                 guard let index = hop.interfaceIndex, let entry = links[index], entry.link.isReady else { continue }
                 let classification = effectiveClassification(entry)
-                guard !classification.isIgnored, Self.uplinkKinds.contains(classification.kind) else { continue }
+                guard !classification.isIgnored, classification.allowsProbe, Self.uplinkKinds.contains(classification.kind)
+                else { continue }
                 let own = entry.addresses.values.filter { $0.address.family == family && $0.isUsableBeyondLink }.map(\.address)
                 guard let source = own.first(where: { $0 == route.preferredSource }) ?? own.min(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) })
                 else { continue }
@@ -47,5 +48,17 @@ extension NetworkState {
             if name == primary { return connectivity.connectivity == .full }
             return linkIndexByName[name].flatMap { uplinkVerdicts[$0] } == .full
         }
+    }
+
+    /// The link of the host's path (its primary interface, or the link a tunnel runs over) that
+    /// an `[Interface]` rule keeps the probe off (`Probe=no`), if any: the host's probe then sends
+    /// nothing and its verdict stays `unknown`.
+    public func unprobedHostInterface() -> String? {
+        for name in [host.primaryInterface, host.underlyingInterface] where !name.isEmpty {
+            if let index = linkIndexByName[name], let entry = links[index], !effectiveClassification(entry).allowsProbe {
+                return name
+            }
+        }
+        return nil
     }
 }

@@ -315,13 +315,14 @@ public struct NetworkState: Sendable {
             switch port.kind {
             case .wired, .wifi, .cellular:
                 if best.kind == .bridge || port.priority < best.priority {
-                    best = Classification(kind: port.kind, isMetered: port.isMetered, priority: port.priority)
+                    best = Classification(kind: port.kind, isMetered: port.isMetered, allowsProbe: port.allowsProbe, priority: port.priority)
                 }
             default: continue
             }
         }
         best.isIgnored = entry.classification.isIgnored
         best.isMetered = best.isMetered || entry.classification.isMetered
+        best.allowsProbe = best.allowsProbe && entry.classification.allowsProbe
         return best
     }
 

@@ -22,13 +22,18 @@ public struct Classification: Hashable, Sendable {
     public var isIgnored: Bool
     /// Configured as metered: sets `isExpensive` on paths through it.
     public var isMetered: Bool
+    /// The connectivity probe may send through it (config `Probe=`, default yes).
+    public var allowsProbe: Bool
     /// Overrides the kind's default priority (config).
     public var priority: Int
 
-    public init(kind: InterfaceKind, isIgnored: Bool = false, isMetered: Bool = false, priority: Int? = nil) {
+    public init(
+        kind: InterfaceKind, isIgnored: Bool = false, isMetered: Bool = false, allowsProbe: Bool = true, priority: Int? = nil
+    ) {
         self.kind = kind
         self.isIgnored = isIgnored
         self.isMetered = isMetered
+        self.allowsProbe = allowsProbe
         self.priority = priority ?? kind.defaultPriority
     }
 }
