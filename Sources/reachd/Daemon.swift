@@ -62,8 +62,10 @@ final class Daemon {
             return 0
         }
         do {
-            let daemon = try Daemon(options: options, configuration: configuration)
-            return daemon.run()
+            // The daemon is released before the count: whatever it still holds is freed by then.
+            let code = try Daemon(options: options, configuration: configuration).run()
+            Log.debug("watch objects alive at exit: \(Watch.alive.load(ordering: .relaxed))")
+            return code
         } catch {
             Log.error("cannot start: \(error)")
             return 1
@@ -143,6 +145,7 @@ final class Daemon {
         }
         let code = loop.run()
         hostChecks.cancelAll()
+        watches?.releaseAll()
         metricsTextfile?.stop()
         ServiceManager.notify("STOPPING=1")
         Log.info(code == 0 ? "stopped" : "stopping after an error (exit \(code))")

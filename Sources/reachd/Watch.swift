@@ -1,4 +1,5 @@
 import Reachability
+import Synchronization
 
 /// One client's watch: `/org/reachd/Reachability1/watch/N`, interface
 /// `org.reachd.Reachability1.Watch`, with its own PropertiesChanged whenever its answer changes.
@@ -19,12 +20,19 @@ final class Watch: BusObject {
     let shared: WatchedTarget
     var slot: BusSlot?
 
+    /// Watch objects alive, logged at exit (`--verbose`): a watch kept alive by a reference
+    /// cycle shows there. Counted at creation and release only, never per call.
+    static let alive = Atomic<Int>(0)
+
     init(path: String, owner: String, uid: UInt32, shared: WatchedTarget) {
         self.path = path
         self.owner = owner
         self.uid = uid
         self.shared = shared
+        Self.alive.add(1, ordering: .relaxed)
     }
+
+    deinit { Self.alive.subtract(1, ordering: .relaxed) }
 
     var target: String { shared.target }
 

@@ -117,7 +117,8 @@ final class WatchRegistry {
         }
         nextID += 1
         let watch = Watch(path: "\(Daemon.objectPath)/watch/\(nextID)", owner: owner, uid: uid, shared: targets.target(for: target))
-        watch.slot = try daemon.bus.add(watch, at: watch.path, interface: Watch.interface, vtable: Watch.vtable)
+        // The watch holds its slot and this registry holds the watch: the slot must not hold it.
+        watch.slot = try daemon.bus.add(watch, at: watch.path, interface: Watch.interface, vtable: Watch.vtable, retaining: false)
         watches[watch.path] = watch
         clients[owner]?.paths.insert(watch.path)
         perUser[uid, default: 0] += 1
@@ -152,6 +153,15 @@ final class WatchRegistry {
         watch.slot = nil
         targets.detach(watch)
         daemon.metricsChanged()
+    }
+
+    /// At stop: lets go of every watch, and so unregisters its object. Each is held by its shared
+    /// target as well, so releasing this registry alone would not free them.
+    func releaseAll() {
+        for watch in watches.values { watch.shared.watches.removeAll() }
+        watches = [:]
+        clients = [:]
+        perUser = [:]
     }
 
     /// A network change: every distinct target is answered again, once for all its watches.

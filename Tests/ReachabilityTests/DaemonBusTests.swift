@@ -790,6 +790,25 @@ struct DaemonBusTests {
         #expect(owner.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "b false", "\(owner)")
     }
 
+    /// Watches whose client is still connected at SIGTERM are freed all the same: neither their
+    /// bus registration nor their shared target keeps them alive past the daemon.
+    @Test func watchesStillServedAtStopAreFreed() async throws {
+        let scenario = try Scenario()
+        let harness = try DaemonHarness(scenario.ns, verbose: true)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        let client = try harness.connect()
+        // Two on one target (one shared answer), one on another.
+        for target in ["192.0.2.10", "192.0.2.10", "192.0.2.11"] { _ = try DaemonHarness.watch(client, target) }
+        let daemon = try #require(harness.daemon)
+        try daemon.waitForErrorLine(containing: "watch \(DaemonHarness.objectPath)/watch/3 on", timeout: .seconds(5))
+        daemon.signal(SIGTERM)
+        let status = try await daemon.exit(timeout: .seconds(5))
+        #expect(status == 0, "exit \(String(describing: status)); \(daemon.errorLines)")
+        let counts = daemon.errorLines.filter { $0.contains("watch objects alive at exit:") }
+        #expect(counts.count == 1 && counts[0].hasSuffix("alive at exit: 0"), "\(daemon.errorLines)")
+    }
+
     @Test func losingTheBusExitsNonZero() async throws {
         let scenario = try Scenario()
         let harness = try DaemonHarness(scenario.ns)

@@ -7,7 +7,7 @@ import Testing
 /// connectivity truthfully through a carrier loss and a switch from an ethernet uplink to a
 /// cellular one, with at most one notification per property per change. GLib's netlink backend,
 /// watching the same namespace, runs beside it for comparison.
-@Suite(rootOnly, .serialized, .enabled(if: FileManager.default.fileExists(atPath: "/usr/bin/python3"), "needs python3-gi"))
+@Suite(rootOnly, .enabled(if: FileManager.default.fileExists(atPath: "/usr/bin/python3"), "needs python3-gi"))
 struct NetworkManagerCompatibilityTests {
     static let nmName = "org.freedesktop.NetworkManager"
     static let nmPath = "/org/freedesktop/NetworkManager"

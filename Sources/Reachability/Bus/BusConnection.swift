@@ -142,9 +142,13 @@ public final class BusConnection {
         return BusSlot(slot, keepAlive: box)
     }
 
-    /// Serves `object` at `path` with `vtable`.
-    public func add(_ object: any BusObject, at path: String, interface: String, vtable: BusVTable) throws(BusError) -> BusSlot {
-        let registration = BusRegistration(object: object, vtable: vtable)
+    /// Serves `object` at `path` with `vtable`. The slot keeps `object` alive, unless
+    /// `retaining` is false: for an object that holds its own slot, whose owner frees it (and so
+    /// the slot) by letting go of the object.
+    public func add(
+        _ object: any BusObject, at path: String, interface: String, vtable: BusVTable, retaining: Bool = true
+    ) throws(BusError) -> BusSlot {
+        let registration = BusRegistration(object: object, vtable: vtable, retaining: retaining)
         var slot: OpaquePointer?
         let context = Unmanaged.passUnretained(registration).toOpaque()
         let result = sd_bus_add_object_vtable(bus, &slot, path, interface, vtable.entries.baseAddress, context)

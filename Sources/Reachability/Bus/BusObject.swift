@@ -64,11 +64,18 @@ public final class BusVTable: @unchecked Sendable {  // immutable after init
 
 /// What sd-bus's userdata points at: the object and the vtable memory it was registered with.
 final class BusRegistration {
-    let object: any BusObject
+    /// Read on every call and property get, so without reference counting. Valid while the
+    /// slot lives: either `retained` holds the object, or the object holds the slot (and the
+    /// slot, unregistered when the object goes, never calls it afterwards).
+    unowned(unsafe) let object: any BusObject
+    /// The object, when the slot is its only owner; nil when the object owns its slot (a
+    /// strong reference then would be a cycle that no owner releasing it could break).
+    private let retained: (any BusObject)?
     let vtable: BusVTable
 
-    init(object: any BusObject, vtable: BusVTable) {
+    init(object: any BusObject, vtable: BusVTable, retaining: Bool) {
         self.object = object
+        retained = retaining ? object : nil
         self.vtable = vtable
     }
 }

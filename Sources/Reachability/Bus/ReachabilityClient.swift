@@ -385,7 +385,7 @@ public final class ReachabilityClient {
     }
 
     /// Waits until the bus has something to process, `timeout` passes (nil: no limit), or
-    /// `descriptor` (for example an eventfd another thread writes to wake this one) becomes
+    /// `descriptor` (for example a `WakeUpPipe` another thread signals to wake this one) becomes
     /// readable. Returns whether `descriptor` did.
     @discardableResult
     public func wait(timeout: Duration?, orReadable descriptor: Int32? = nil) throws(BusError) -> Bool {

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 
-/// A self-pipe that wakes a thread blocked in poll(2) on `fd` (with the bus's descriptor):
+/// A self-pipe that wakes a thread blocked in poll(2) on `fd` (with the bus's or netlink's descriptor):
 /// `signal` from any thread, `drain` on the waking one. Both ends are non-blocking, so a full
 /// pipe never blocks `signal` (it is readable already), and close on exec. Closed when the last
 /// owner lets go.

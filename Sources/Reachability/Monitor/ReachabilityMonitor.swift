@@ -244,32 +244,25 @@ public final class ReachabilityMonitor: Sendable {
             }
         }
 
-        /// An eventfd that wakes the thread for new work or to stop. Owned here, so it outlives
-        /// both the thread and the monitor, whichever ends last.
-        let wakeup: Int32
+        /// Wakes the thread for new work or to stop. Owned here, so it outlives both the thread
+        /// and the monitor, whichever ends last.
+        let wakeup: WakeUpPipe
 
         init(_ observer: consuming sending NetworkObserver) throws(SystemError) {
-            let wakeup = eventfd(0, Int32(EFD_CLOEXEC))
-            guard wakeup >= 0 else { throw SystemError("eventfd") }
-            self.wakeup = wakeup
+            wakeup = try WakeUpPipe()
             shared = Mutex(Shared(observer: observer))
         }
 
-        deinit { close(wakeup) }
+        func wake() { wakeup.signal() }
 
-        func wake() {
-            var one: UInt64 = 1
-            _ = write(wakeup, &one, 8)
-        }
-
-        /// The monitor thread: one poll(2) over netlink, the wake-up eventfd and the resolver's
+        /// The monitor thread: one poll(2) over netlink, the wake-up pipe and the resolver's
         /// sockets, with the earliest of the resync and resolver deadlines as its timeout.
         /// Set once when host checks cannot work at all on this thread.
         let hostCheckFailure = Mutex<String?>(nil)
 
         func failHostChecks(because reason: String) { hostCheckFailure.withLock { $0 = reason } }
 
-        func run(descriptor: Int32, wakeup: Int32, resolver options: HostResolver.Options?) {
+        func run(descriptor: Int32, wakeup: WakeUpPipe, resolver options: HostResolver.Options?) {
             let hosts = HostChecks(options: options, failure: hostCheckFailure.withLock { $0 }) { [unowned self] addresses, target in
                 self.shared.withLock { $0.observer.evaluate(addresses: addresses, target: target) }
             }
@@ -278,7 +271,7 @@ public final class ReachabilityMonitor: Sendable {
                 let resolverDescriptors = hosts.descriptors
                 var fds = [
                     pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
-                    pollfd(fd: wakeup, events: Int16(POLLIN), revents: 0),
+                    pollfd(fd: wakeup.fd, events: Int16(POLLIN), revents: 0),
                 ]
                 for watched in resolverDescriptors {
                     let events = (watched.readable ? Int16(POLLIN) : 0) | (watched.writable ? Int16(POLLOUT) : 0)
@@ -288,10 +281,7 @@ public final class ReachabilityMonitor: Sendable {
                 let deadline = [resync, hosts.nextDeadline].compactMap { $0 }.min()
                 let ready = poll(&fds, nfds_t(fds.count), Self.timeout(until: deadline))
                 if ready < 0 && errno != EINTR { break }
-                if fds[1].revents != 0 {
-                    var count: UInt64 = 0
-                    _ = read(wakeup, &count, 8)
-                }
+                if fds[1].revents != 0 { wakeup.drain() }
                 if shared.withLock({ $0.stopped }) { break }
 
                 for request in inbox.withLock({ inbox in defer { inbox = [] }; return inbox ?? [] }) {

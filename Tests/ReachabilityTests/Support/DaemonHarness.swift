@@ -24,16 +24,19 @@ final class DaemonHarness: @unchecked Sendable {
     /// The running reachd (nil before `startDaemon`).
     private(set) var daemon: ChildProcess?
     private let resolvConf: String?
+    /// reachd runs with `--verbose` (its debug lines on stderr).
+    private let verbose: Bool
 
     /// Starts a private bus (and, unless `start` is false, reachd on it). `config` becomes
     /// `reachd.conf`; `environment` is added to reachd's (e.g. `WATCHDOG_USEC`). `anyUser`: a bus
     /// every Unix user may connect to (as the system bus), not only this process's user.
     init(
         _ namespace: TestNamespace?, config: String? = nil, resolvConf: String? = nil,
-        environment: [String: String] = [:], start: Bool = true, anyUser: Bool = false
+        environment: [String: String] = [:], start: Bool = true, anyUser: Bool = false, verbose: Bool = false
     ) throws {
         self.namespace = namespace
         self.resolvConf = resolvConf
+        self.verbose = verbose
         var template = Array("/tmp/rdh-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw CommandFailed(command: "mkdtemp", status: errno, output: "") }
         directory = String(cString: made)
@@ -127,6 +130,7 @@ final class DaemonHarness: @unchecked Sendable {
         guard let namespace else { throw CommandFailed(command: "reachd", status: 0, output: "the harness has no namespace to watch") }
         var arguments = ["--bus-address", address, "--netns", namespace.name, "--config-dir", configDirectory]
         if let resolvConf { arguments += ["--resolv-conf", resolvConf] }
+        if verbose { arguments.append("--verbose") }
         daemon = try ChildProcess(productPath("reachd"), arguments, environment: environment)
     }
 
