@@ -133,19 +133,13 @@ extension NetworkState {
     /// priority, then metric, then index.
     private func availableInterfaces(primary: Int32?) -> [String] {
         var best: [Int32: (priority: Int, metric: UInt32)] = [:]
-        for key in defaultRoutes {
-            guard let route = routes[key], route.type == .unicast else { continue }
-            let family = route.destination.address.family
-            for hop in route.nextHops {
-                guard let index = hop.interfaceIndex, let entry = links[index], entry.link.isReady else { continue }
-                let classification = effectiveClassification(entry)
-                guard !classification.isIgnored,
-                    hasSourceAddress(family: family, egress: entry, preferred: route.preferredSource)
-                else { continue }
-                let candidate = (classification.priority, route.metric)
-                if let known = best[index], known <= candidate { continue }
-                best[index] = candidate
-            }
+        forEachReadyDefaultHop { route, entry, classification in
+            let index = entry.link.index
+            guard hasSourceAddress(family: route.destination.address.family, egress: entry, preferred: route.preferredSource)
+            else { return }
+            let candidate = (classification.priority, route.metric)
+            if let known = best[index], known <= candidate { return }
+            best[index] = candidate
         }
         if let primary, best[primary] == nil, let entry = links[primary], !effectiveClassification(entry).isIgnored {
             best[primary] = (effectiveClassification(entry).priority, 0)
@@ -153,5 +147,20 @@ extension NetworkState {
         return best.sorted { a, b in
             (a.value.priority, a.value.metric, a.key) < (b.value.priority, b.value.metric, b.key)
         }.compactMap { links[$0.key]?.link.name }
+    }
+
+    /// Each next hop of a unicast default route of the main or default table through a ready link
+    /// that is not ignored, with the link's effective classification: where both the available
+    /// interfaces and the uplinks start. One pass over the default routes, not over every link.
+    func forEachReadyDefaultHop(_ body: (Route, LinkEntry, Classification) -> Void) {
+        for key in defaultRoutes {
+            guard let route = routes[key], route.type == .unicast else { continue }
+            for hop in route.nextHops {
+                guard let index = hop.interfaceIndex, let entry = links[index], entry.link.isReady else { continue }
+                let classification = effectiveClassification(entry)
+                guard !classification.isIgnored else { continue }
+                body(route, entry, classification)
+            }
+        }
     }
 }

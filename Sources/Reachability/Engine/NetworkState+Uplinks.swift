@@ -21,22 +21,17 @@ extension NetworkState {
     /// The uplinks now, by index. Costs one pass over the default routes, not over every link.
     public func uplinks() -> [Uplink] {
         var found: [Int32: Uplink] = [:]
-        for key in defaultRoutes {
-            guard let route = routes[key], route.type == .unicast else { continue }
+        forEachReadyDefaultHop { route, entry, classification in
+            guard classification.allowsProbe, Self.uplinkKinds.contains(classification.kind) else { return }
             let family = route.destination.address.family
-            for hop in route.nextHops {
-                guard let index = hop.interfaceIndex, let entry = links[index], entry.link.isReady else { continue }
-                let classification = effectiveClassification(entry)
-                guard !classification.isIgnored, classification.allowsProbe, Self.uplinkKinds.contains(classification.kind)
-                else { continue }
-                let own = entry.addresses.values.filter { $0.address.family == family && $0.isUsableBeyondLink }.map(\.address)
-                guard let source = own.first(where: { $0 == route.preferredSource }) ?? own.min(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) })
-                else { continue }
-                var uplink = found[index] ?? Uplink(index: index, name: entry.link.name, sources: [:], routes: [])
-                uplink.sources[family] = uplink.sources[family] ?? source
-                uplink.routes.insert(route)
-                found[index] = uplink
-            }
+            let own = entry.addresses.values.filter { $0.address.family == family && $0.isUsableBeyondLink }.map(\.address)
+            guard let source = own.first(where: { $0 == route.preferredSource }) ?? own.min(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) })
+            else { return }
+            let index = entry.link.index
+            var uplink = found[index] ?? Uplink(index: index, name: entry.link.name, sources: [:], routes: [])
+            uplink.sources[family] = uplink.sources[family] ?? source
+            uplink.routes.insert(route)
+            found[index] = uplink
         }
         return found.values.sorted { $0.index < $1.index }
     }
