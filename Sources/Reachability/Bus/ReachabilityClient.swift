@@ -89,6 +89,15 @@ public final class ReachabilityClient {
         return try withExtendedLifetime(reply) { () throws(BusError) in try reply.message.readString() }
     }
 
+    /// GetStatus entries read as they are: strings and string lists of the host's answer.
+    private static let stringProperties: [String: WritableKeyPath<HostStatus, String> & Sendable] = [
+        "PrimaryInterface": \.primaryInterface, "UnderlyingInterface": \.underlyingInterface,
+        "Portal": \.connectivity.portal, "AnnouncedPortal": \.announcedPortal,
+    ]
+    private static let listProperties: [String: WritableKeyPath<HostStatus, [String]> & Sendable] = [
+        "AvailableInterfaces": \.availableInterfaces, "ValidatedInterfaces": \.validatedInterfaces,
+    ]
+
     /// `GetStatus` with the mirror's counters (nil from a reachd that does not send them).
     public func fullStatus() throws(BusError) -> (host: HostStatus, generation: UInt64, counters: MirrorCounters?) {
         let reply = try call("GetStatus")
@@ -108,33 +117,9 @@ public final class ReachabilityClient {
                 if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
                     host.state = ConnectivityState(rawValue: value) ?? .offline
                 }
-            case "PrimaryInterface":
-                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
-                    host.primaryInterface = value
-                }
-            case "AvailableInterfaces":
-                if let value = try Self.variant(message, "as", { m throws(BusError) in try m.readStringArray() }) {
-                    host.availableInterfaces = value
-                }
-            case "UnderlyingInterface":
-                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
-                    host.underlyingInterface = value
-                }
             case "Connectivity":
                 if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
                     host.connectivity.connectivity = Connectivity(rawValue: value) ?? .unknown
-                }
-            case "Portal":
-                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
-                    host.connectivity.portal = value
-                }
-            case "AnnouncedPortal":
-                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
-                    host.announcedPortal = value
-                }
-            case "ValidatedInterfaces":
-                if let value = try Self.variant(message, "as", { m throws(BusError) in try m.readStringArray() }) {
-                    host.validatedInterfaces = value
                 }
             case "Generation":
                 if let value = try Self.variant(message, "t", { m throws(BusError) in try m.readUInt64() }) {
@@ -147,6 +132,14 @@ public final class ReachabilityClient {
             case "Resyncs":
                 if let value = try Self.variant(message, "t", { m throws(BusError) in try m.readUInt64() }) {
                     counters = MirrorCounters(overruns: counters?.overruns ?? 0, resyncs: value)
+                }
+            case let key where Self.stringProperties[key] != nil:
+                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
+                    host[keyPath: Self.stringProperties[key]!] = value
+                }
+            case let key where Self.listProperties[key] != nil:
+                if let value = try Self.variant(message, "as", { m throws(BusError) in try m.readStringArray() }) {
+                    host[keyPath: Self.listProperties[key]!] = value
                 }
             default:
                 try message.skip("v")
