@@ -17,7 +17,7 @@ public enum MetricsHTTP {
     }
 
     public static func parse(_ bytes: [UInt8]) -> Request {
-        guard let end = headEnd(bytes) else {
+        guard let end = HTTPResponseReader.endOfHead(bytes)?.bodyStart else {
             return bytes.count > maximumHead ? .refused(status: 431, reason: "request head over \(maximumHead) bytes") : .incomplete
         }
         guard end <= maximumHead else { return .refused(status: 431, reason: "request head over \(maximumHead) bytes") }
@@ -56,20 +56,6 @@ public enum MetricsHTTP {
         let head = "HTTP/1.1 \(status) \(phrase)\r\nContent-Type: \(contentType)\r\nContent-Length: \(bytes.count)\r\n"
             + extra + "Connection: close\r\n\r\n"
         return Array(head.utf8) + (withBody ? bytes : [])
-    }
-
-    /// The index just past the blank line ending the head (CRLF CRLF, or bare LF LF as lenient
-    /// servers accept), nil while it has not come.
-    private static func headEnd(_ bytes: [UInt8]) -> Int? {
-        var index = 0
-        while index < bytes.count {
-            if bytes[index] == UInt8(ascii: "\n") {
-                if index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "\n") { return index + 2 }
-                if index + 2 < bytes.count, bytes[index + 1] == UInt8(ascii: "\r"), bytes[index + 2] == UInt8(ascii: "\n") { return index + 3 }
-            }
-            index += 1
-        }
-        return nil
     }
 }
 
