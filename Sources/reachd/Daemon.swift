@@ -87,7 +87,7 @@ final class Daemon {
         metricsSockets = passed.filter { $0.name == MetricsEndpoint.socketName }.map(\.descriptor)
         switch passed.filter({ $0.name != MetricsEndpoint.socketName }).map(\.descriptor) {
         case []: break
-        case let descriptors where descriptors.count == 1 && MonitorConfiguration.isRouteNetlinkSocket(descriptors[0]):
+        case let descriptors where descriptors.count == 1 && isRouteNetlinkSocket(descriptors[0]):
             monitor.monitorSocket = descriptors[0]
         case let descriptors:
             let what = descriptors.count == 1 ? "file descriptor \(descriptors[0]), not an rtnetlink socket" : "\(descriptors.count) sockets"

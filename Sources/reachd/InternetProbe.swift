@@ -161,7 +161,7 @@ final class InternetProbe {
         }
         return PathKey(
             state: state.host.state, primary: state.host.primaryInterface, underlying: state.host.underlyingInterface,
-            v4: state.internetRoute(family: UInt8(AF_INET)), v6: state.internetRoute(family: UInt8(AF_INET6)),
+            v4: state.internetRoute(family: .ipv4), v6: state.internetRoute(family: .ipv6),
             unprobed: state.unprobedHostInterface())
     }
 
@@ -213,7 +213,7 @@ final class InternetProbe {
             var device: String?
             if case let .uplink(_, name) = path {
                 guard let own = pathKey?.uplink?.sources[address.family] else {
-                    return finish(ProbeExpectation.failed("\(name) has no \(address.family == UInt8(AF_INET) ? "IPv4" : "IPv6") address to send from"))
+                    return finish(ProbeExpectation.failed("\(name) has no \(address.family.name) address to send from"))
                 }
                 (source, device) = (own, name)
             }

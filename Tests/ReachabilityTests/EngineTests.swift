@@ -113,8 +113,8 @@ private func onlineWired(classifier: Classifier = Classifier()) throws -> Networ
             addresses: [IPPrefix(Fact.ip("192.0.2.10"), length: 24)])])
         #expect(change.removedInterfaces.isEmpty)
         #expect(state.snapshot == ReachabilitySnapshot(generation: 1, host: change.host, interfaces: change.changedInterfaces))
-        #expect(state.kernelDefaultRoute(family: RT.familyIPv4)?.nextHops.first?.interfaceIndex == 2)
-        #expect(state.kernelDefaultRoute(family: RT.familyIPv6) == nil)
+        #expect(state.kernelDefaultRoute(family: .ipv4)?.nextHops.first?.interfaceIndex == 2)
+        #expect(state.kernelDefaultRoute(family: .ipv6) == nil)
     }
 
     @Test func emptyState_isOffline_andFirstLinkWithoutRoute_isLocal() throws {
@@ -152,8 +152,8 @@ private func onlineWired(classifier: Classifier = Classifier()) throws -> Networ
         #expect(change.host.availableInterfaces == [])
         #expect(change.changedInterfaces.map(\.flags) == [[.connectionRequired, .isWired]])
         // The kernel keeps the route (only marked linkdown); the evaluation names why.
-        let route = try #require(state.kernelDefaultRoute(family: RT.familyIPv4))
-        let path = state.evaluate(route: route, family: RT.familyIPv4)
+        let route = try #require(state.kernelDefaultRoute(family: .ipv4))
+        let path = state.evaluate(route: route, family: .ipv4)
         #expect(path == PathEvaluation(
             flags: [.connectionRequired, .isWired], interfaceIndex: 2, interfaceName: "eth0",
             gateway: Fact.ip("192.0.2.1"), reason: .linkDown))
@@ -193,7 +193,7 @@ private func onlineWired(classifier: Classifier = Classifier()) throws -> Networ
         ]))
         #expect(change.host == HostStatus(
             flags: [.reachable, .isWired], state: .online, primaryInterface: "eth0", availableInterfaces: ["eth0"]))
-        #expect(state.kernelDefaultRoute(family: RT.familyIPv4) == nil)
+        #expect(state.kernelDefaultRoute(family: .ipv4) == nil)
         // IPv4 first, then address order.
         #expect(change.changedInterfaces.first?.addresses == [
             IPPrefix(Fact.ip("2001:db8::10"), length: 64), IPPrefix(Fact.ip("fe80::5054:ff:fe12:3456"), length: 64),
@@ -210,8 +210,8 @@ private func onlineWired(classifier: Classifier = Classifier()) throws -> Networ
         #expect(change.host.flags == [.connectionRequired, .isWired])
         #expect(change.host.state == .local)  // the link itself is ready with a usable address
         #expect(change.host.availableInterfaces == [])
-        let route = try #require(state.kernelDefaultRoute(family: RT.familyIPv6))
-        #expect(state.evaluate(route: route, family: RT.familyIPv6).reason == .noAddress)
+        let route = try #require(state.kernelDefaultRoute(family: .ipv6))
+        #expect(state.evaluate(route: route, family: .ipv6).reason == .noAddress)
     }
 
     @Test func tentativeIPv6Address_isNotUsable_untilDADCompletes() throws {
@@ -222,8 +222,8 @@ private func onlineWired(classifier: Classifier = Classifier()) throws -> Networ
             .address(tentative),
             .route(Fact.defaultV6(via: "fe80::1", dev: 3), replace: false),
         ]))
-        let route = try #require(state.kernelDefaultRoute(family: RT.familyIPv6))
-        let path = state.evaluate(route: route, family: RT.familyIPv6)
+        let route = try #require(state.kernelDefaultRoute(family: .ipv6))
+        let path = state.evaluate(route: route, family: .ipv6)
         #expect(path.flags.contains(.connectionRequired))
         #expect(!path.isReachable)
         #expect(path.reason == .noAddress)
@@ -234,7 +234,7 @@ private func onlineWired(classifier: Classifier = Classifier()) throws -> Networ
         // DAD done: the same address re-sent without the tentative flag.
         let done = try changed(state.apply([.address(Fact.v6(3, "2001:db8::10"))]))
         #expect(done.host.state == .online)
-        #expect(state.evaluate(route: route, family: RT.familyIPv6).reason == nil)
+        #expect(state.evaluate(route: route, family: .ipv6).reason == nil)
         // A failed DAD is not usable either.
         let failed = try changed(state.apply([.address(Fact.v6(3, "2001:db8::10", flags: Address.flagDADFailed))]))
         #expect(failed.host.state == .offline)
@@ -317,8 +317,8 @@ extension EngineTests {
             var state = try onlineWired()
             let blocking = Fact.defaultV4(via: nil, dev: nil, metric: 50, type: type)
             let change = try changed(state.apply([.route(blocking, replace: false)]), "\(type)")
-            #expect(state.kernelDefaultRoute(family: RT.familyIPv4) == blocking, "\(type)")
-            #expect(state.evaluate(route: blocking, family: RT.familyIPv4).reason == .noRoute, "\(type)")
+            #expect(state.kernelDefaultRoute(family: .ipv4) == blocking, "\(type)")
+            #expect(state.evaluate(route: blocking, family: .ipv4).reason == .noRoute, "\(type)")
             #expect(!change.host.flags.contains(.reachable), "\(type)")
             #expect(change.host.state == .local, "\(type)")
             #expect(change.host.primaryInterface == "", "\(type)")
@@ -344,7 +344,7 @@ extension EngineTests {
             .link(Fact.ethernet(4, "eth2"), device: nil), .address(Fact.v4(4, "203.0.113.10")),
             .route(inDefaultTable, replace: false), .route(inMainTable, replace: false), .route(inOtherTable, replace: false),
         ]))
-        #expect(state.kernelDefaultRoute(family: RT.familyIPv4) == inMainTable)
+        #expect(state.kernelDefaultRoute(family: .ipv4) == inMainTable)
         #expect(change.host.primaryInterface == "eth1")
         // Table 100 is only reached through policy rules: not a default route of the host.
         #expect(change.host.availableInterfaces == ["eth0", "eth1"])
@@ -352,7 +352,7 @@ extension EngineTests {
         // Without the main table's route, the default table's is used.
         let fallback = try changed(state.apply([.routeRemoved(inMainTable)]))
         #expect(fallback.host.primaryInterface == "eth0")
-        #expect(state.kernelDefaultRoute(family: RT.familyIPv4) == inDefaultTable)
+        #expect(state.kernelDefaultRoute(family: .ipv4) == inDefaultTable)
     }
 
     @Test func routeReplace_takesTheSlotFromTheOtherNextHop() throws {
@@ -364,7 +364,7 @@ extension EngineTests {
         let change = try changed(state.apply([.route(new, replace: true)]))
         #expect(change.host.primaryInterface == "eth1")
         #expect(change.host.availableInterfaces == ["eth1"])
-        #expect(state.kernelDefaultRoute(family: RT.familyIPv4) == new)
+        #expect(state.kernelDefaultRoute(family: .ipv4) == new)
         #expect(state.routes[old.key] == nil)
         #expect(state.defaultRoutes == [new.key])
 
@@ -422,7 +422,7 @@ extension EngineTests {
         ]))
         #expect(change.host.state == .online)
         #expect(change.host.primaryInterface == "eth1")
-        #expect(state.evaluate(route: route, family: RT.familyIPv4).gateway == Fact.ip("198.51.100.1"))
+        #expect(state.evaluate(route: route, family: .ipv4).gateway == Fact.ip("198.51.100.1"))
     }
 
     @Test func vpnTun_withBestMetric_isPrimary_withVPNFlags() throws {
@@ -464,7 +464,7 @@ extension EngineTests {
 
         let change = try changed(state.apply([.addressRemoved(Fact.v4(2, "192.0.2.20"))]))
         #expect(Set(state.routes.keys) == [defaultV6.key, otherLink.key])
-        #expect(state.kernelDefaultRoute(family: RT.familyIPv4) == otherLink)
+        #expect(state.kernelDefaultRoute(family: .ipv4) == otherLink)
         #expect(change.host.primaryInterface == "eth1")
         // eth0 still carries IPv6 (metric 1024, after eth1's 200).
         #expect(change.host.availableInterfaces == ["eth1", "eth0"])
@@ -479,13 +479,13 @@ extension EngineTests {
         let down = try changed(state.apply([.link(Fact.adminDown(2, "eth0"), device: nil)]))
         #expect(down.host == HostStatus(flags: [], state: .offline, primaryInterface: "", availableInterfaces: []))
         #expect(down.changedInterfaces.map(\.flags) == [[.isWired]])  // neither reachable nor connectionRequired
-        #expect(state.kernelDefaultRoute(family: RT.familyIPv4) == nil)
+        #expect(state.kernelDefaultRoute(family: .ipv4) == nil)
         #expect(state.routes.isEmpty)
 
         // Up again: the routes do not come back by themselves (the kernel sends them anew).
         let up = try changed(state.apply([.link(Fact.ethernet(2, "eth0"), device: nil)]))
         #expect(up.host.state == .local)
-        #expect(state.kernelDefaultRoute(family: RT.familyIPv4) == nil)
+        #expect(state.kernelDefaultRoute(family: .ipv4) == nil)
     }
 
     @Test func linkRemoval_dropsAddressesAndRoutes_andReportsTheInterface() throws {
@@ -528,7 +528,7 @@ extension EngineTests {
         #expect(change.changedInterfaces.isEmpty)
         #expect(change.host.availableInterfaces == ["eth0"])
         // The kernel sends through lab0: that stays the truth.
-        #expect(state.kernelDefaultRoute(family: RT.familyIPv4)?.nextHops.first?.interfaceIndex == 5)
+        #expect(state.kernelDefaultRoute(family: .ipv4)?.nextHops.first?.interfaceIndex == 5)
         #expect(change.host.primaryInterface == "lab0")
         #expect(change.host.state == .online)
         // Its carrier loss makes the host need a connection, without ever listing it.
@@ -854,7 +854,7 @@ extension EngineTests {
         let split = Route(destination: IPPrefix(.anyV4, length: 1), metric: 0, nextHops: [NextHop(gateway: nil, interfaceIndex: 9)])
         _ = state.apply([
             .link(tun, device: DeviceFacts()), .address(Fact.v4(9, "10.8.0.2", 32)), .route(split, replace: false),
-            .internetPath(family: RT.familyIPv4, route: split), Self.announced("http://hotel.example/"),
+            .internetPath(family: .ipv4, route: split), Self.announced("http://hotel.example/"),
         ])
         #expect(state.host.primaryInterface == "tun0" && state.host.underlyingInterface == "eth0")
         #expect(state.host.announcedPortal == "http://hotel.example/")
@@ -899,7 +899,7 @@ extension EngineTests {
         ])
         let uplinks = state.uplinks()
         #expect(uplinks.map(\.name) == ["eth0", "wlan0"])
-        #expect(uplinks.last?.sources == [RT.familyIPv4: Fact.ip("198.51.100.7")])
+        #expect(uplinks.last?.sources == [.ipv4: Fact.ip("198.51.100.7")])
         #expect(uplinks.last?.routes == [Fact.defaultV4(via: "198.51.100.1", dev: 3, metric: 600)])
     }
 

@@ -76,7 +76,7 @@ extension KernelMonitorTests {
         // Removing the last IPv4 address makes the kernel drop the link's IPv4 routes silently.
         try ns.ip("addr del 192.0.2.2/24 dev v6a")
         change = try await recorder.wait(for: "IPv4 address gone") { $0.host.state == .local && $0.generation > change.generation }
-        #expect(monitor.snapshot.interface("v6a")?.addresses.contains { $0.address.family == 2 } == false)
+        #expect(monitor.snapshot.interface("v6a")?.addresses.contains { $0.address.family == .ipv4 } == false)
         try await expectMatchesFreshDump(monitor, ns)
     }
 

@@ -20,7 +20,7 @@ struct SocketAddressTests {
     func aSocketAddressReadsBackAsWritten(_ text: String, _ port: UInt16, _ scope: UInt32) throws {
         let address = try #require(IPAddress(text))
         let bytes = Self.bytes(of: address, port: port, scope: scope)
-        #expect(bytes.count == (address.family == UInt8(AF_INET) ? MemoryLayout<sockaddr_in>.size : MemoryLayout<sockaddr_in6>.size))
+        #expect(bytes.count == (address.family == .ipv4 ? MemoryLayout<sockaddr_in>.size : MemoryLayout<sockaddr_in6>.size))
         let parsed = bytes.withUnsafeBytes { IPAddress.fromSocketAddress($0) }
         #expect(parsed?.address == address && parsed?.port == port && parsed?.scope == scope, "\(String(describing: parsed))")
         // Network byte order on the wire: the port's high byte first, after the family.

@@ -30,7 +30,7 @@ public final class HTTPExchange {
     /// address alone does not choose the route). Throws when the socket cannot even be made or
     /// the connection fails at once.
     public init(url: ProbeURL, address: IPAddress, source: IPAddress?, device: String? = nil) throws(SystemError) {
-        let family = Int32(address.family)
+        let family = Int32(address.family.rawValue)
         fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SystemError("socket") }
         request = Array((

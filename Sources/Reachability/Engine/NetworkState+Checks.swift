@@ -39,8 +39,8 @@ extension NetworkState {
 
     /// `0.0.0.0` and `::`: "is there general connectivity" (SC semantics), from the kernel's
     /// default route choice for that family.
-    func generalConnectivity(target: String, family: UInt8) -> CheckResult {
-        var result = CheckResult(target: target, addresses: [family == RT.familyIPv4 ? .anyV4 : .anyV6])
+    func generalConnectivity(target: String, family: AddressFamily) -> CheckResult {
+        var result = CheckResult(target: target, addresses: [family.any])
         let path = internetRoute(family: family).map { evaluate(route: $0, family: family) } ?? .noRoute
         let fallback = host
         if path.isReachable || fallback.primaryInterface.isEmpty {

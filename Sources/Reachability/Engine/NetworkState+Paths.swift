@@ -20,7 +20,7 @@ extension NetworkState {
     /// marks it linkdown), which is why a worse route through a good link does not make the host
     /// online. This is also what carries a VPN: VPN clients leave it in place and steer traffic
     /// around it (0/1 + 128/1, or a rule into a table of their own).
-    public func kernelDefaultRoute(family: UInt8) -> Route? {
+    public func kernelDefaultRoute(family: AddressFamily) -> Route? {
         var best: Route?
         for key in defaultRoutes where key.destination.address.family == family {
             guard let route = routes[key] else { continue }
@@ -36,7 +36,7 @@ extension NetworkState {
     /// The route internet traffic of `family` takes now. Fed by the kernel's own answers when the
     /// adapter provides them (every table, every `ip rule`: split defaults, wg-quick, Tailscale);
     /// without them (pure tests), the main table's default route.
-    public func internetRoute(family: UInt8) -> Route? {
+    public func internetRoute(family: AddressFamily) -> Route? {
         followsKernelPaths ? internetPaths[family] : kernelDefaultRoute(family: family)
     }
 
@@ -54,7 +54,7 @@ extension NetworkState {
     }
 
     /// Evaluates sending along `route` for an address of `family`.
-    public func evaluate(route: Route, family: UInt8) -> PathEvaluation {
+    public func evaluate(route: Route, family: AddressFamily) -> PathEvaluation {
         // Multicast and broadcast destinations leave through their link like unicast ones (the
         // kernel answers them with such routes); blackhole, unreachable and prohibit never leave.
         guard [.unicast, .multicast, .broadcast].contains(route.type) else { return .noRoute }
@@ -77,7 +77,7 @@ extension NetworkState {
 
     /// Whether the kernel can pick a source address: the egress link's own first, else any ready
     /// link's (IPv4 and IPv6 source selection both fall back to other interfaces).
-    private func hasSourceAddress(family: UInt8, egress: LinkEntry, preferred: IPAddress?) -> Bool {
+    private func hasSourceAddress(family: AddressFamily, egress: LinkEntry, preferred: IPAddress?) -> Bool {
         if egress.addresses.values.contains(where: { $0.address.family == family && $0.isUsableBeyondLink }) {
             return true
         }
@@ -85,7 +85,7 @@ extension NetworkState {
     }
 
     func deriveHost() -> HostStatus {
-        let paths = [RT.familyIPv4, RT.familyIPv6].compactMap { family in
+        let paths = AddressFamily.allCases.compactMap { family in
             internetRoute(family: family).map { (family: family, path: evaluate(route: $0, family: family)) }
         }
         guard let chosen = paths.first(where: { $0.path.isReachable }) ?? paths.first else {
@@ -116,8 +116,8 @@ extension NetworkState {
 
     /// The link that carries a tunnel, where the kernel tells: the main table's default route
     /// (of the tunnel's family first), when it leaves through another link that is no tunnel.
-    private func tunnelCarrier(of tunnel: PathEvaluation, family: UInt8) -> PathEvaluation? {
-        let other = family == RT.familyIPv4 ? RT.familyIPv6 : RT.familyIPv4
+    private func tunnelCarrier(of tunnel: PathEvaluation, family: AddressFamily) -> PathEvaluation? {
+        let other = family.other
         for candidate in [family, other] {
             guard let route = kernelDefaultRoute(family: candidate) else { continue }
             let carrier = evaluate(route: route, family: candidate)

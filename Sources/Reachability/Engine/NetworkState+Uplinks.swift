@@ -7,7 +7,7 @@ public struct Uplink: Hashable, Sendable {
     /// Per family (AF_INET, AF_INET6), the address a probe through this link is sent from: the
     /// default route's preferred source when the link holds it, else the link's first address
     /// usable beyond it.
-    public var sources: [UInt8: IPAddress]
+    public var sources: [AddressFamily: IPAddress]
     /// Its default routes: when they change (a new gateway), the uplink is judged afresh.
     public var routes: Set<Route>
 }

@@ -26,7 +26,7 @@ public struct NetworkState: Sendable {
     /// (a second uplink for one source address) serves only the traffic its rule selects.
     private(set) var defaultRoutes: Set<Route.Key> = []
     /// The kernel's answers for a global destination, per family (`NetworkEvent.internetPath`).
-    private(set) var internetPaths: [UInt8: Route] = [:]
+    private(set) var internetPaths: [AddressFamily: Route] = [:]
     /// The probe's last verdict (`NetworkEvent.connectivity`); unknown without a probe.
     private(set) var connectivity = ConnectivityStatus.unknown
     /// Captive-portal URIs announced in router advertisements, per link (`AnnouncedPortal` says
@@ -44,7 +44,7 @@ public struct NetworkState: Sendable {
     private(set) var readyLinks: Set<Int32> = []
     /// Ready non-loopback links with an address usable beyond the link, per address family:
     /// the kernel can take a source address from any of them.
-    private(set) var sourceCapable: [UInt8: Set<Int32>] = [:]
+    private(set) var sourceCapable: [AddressFamily: Set<Int32>] = [:]
     private var dirty: Set<Int32> = []
     /// Local address -> the links holding it (the kernel allows one address on several links),
     /// for naming the interface of `isLocalAddress` answers.
@@ -362,7 +362,7 @@ public struct NetworkState: Sendable {
         } else {
             readyLinks.remove(index)
         }
-        for family in [RT.familyIPv4, RT.familyIPv6] {
+        for family in AddressFamily.allCases {
             let capable = entry?.addresses.values.contains { $0.address.family == family && $0.isUsableBeyondLink } ?? false
             if capable { sourceCapable[family, default: []].insert(index) } else { sourceCapable[family]?.remove(index) }
         }

@@ -19,7 +19,7 @@ public enum NetworkEvent: Hashable, Sendable {
     /// internet traffic takes now, over every table and `ip rule`; nil when it has none. Once the
     /// Engine has been given one, the host's answer follows these instead of the 0/0 routes of the
     /// main table (see `NetworkState.deriveHost`).
-    case internetPath(family: UInt8, route: Route?)
+    case internetPath(family: AddressFamily, route: Route?)
     /// Not from the kernel: the connectivity probe's verdict on the host's path (reachd's opt-in
     /// `[Connectivity]` probe). It joins the host's answer (`HostStatus.connectivity`, and the
     /// `validated` or `interventionRequired` flag) but moves no route, so no routing epoch.
@@ -38,11 +38,11 @@ public struct NetworkDump: Sendable {
     public var addresses: [Address]
     public var routes: [Route]
     /// The kernel's internet paths taken right after the dump (see `NetworkEvent.internetPath`).
-    public var internetPaths: [(family: UInt8, route: Route?)]
+    public var internetPaths: [(family: AddressFamily, route: Route?)]
 
     public init(
         links: [(Link, DeviceFacts?)] = [], addresses: [Address] = [], routes: [Route] = [],
-        internetPaths: [(family: UInt8, route: Route?)] = []
+        internetPaths: [(family: AddressFamily, route: Route?)] = []
     ) {
         self.links = links
         self.addresses = addresses

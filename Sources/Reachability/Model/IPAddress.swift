@@ -11,11 +11,10 @@ public enum IPAddress: Hashable, Sendable {
     public static let anyV4 = IPAddress.v4(0)
     public static let anyV6 = IPAddress.v6(0, 0)
 
-    /// The address family as the kernel numbers it (AF_INET or AF_INET6).
-    public var family: UInt8 {
+    public var family: AddressFamily {
         switch self {
-        case .v4: UInt8(AF_INET)
-        case .v6: UInt8(AF_INET6)
+        case .v4: .ipv4
+        case .v6: .ipv6
         }
     }
 

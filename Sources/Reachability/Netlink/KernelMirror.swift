@@ -66,9 +66,9 @@ final class KernelMirror {
     /// specially (k.root-servers.net's, operated by RIPE NCC), never sent a packet: the kernel is
     /// only asked which route it would take. A VPN that carries everything (0/1 + 128/1, or a
     /// rule into its own table) carries these too; a split tunnel for private ranges does not.
-    static let internetDestinations: [(family: UInt8, address: IPAddress)] = [
-        (RT.familyIPv4, .v4(0xC100_0E81)),  // 193.0.14.129
-        (RT.familyIPv6, .v6(0x2001_07FD_0000_0000, 1)),  // 2001:7fd::1
+    static let internetDestinations: [(family: AddressFamily, address: IPAddress)] = [
+        (.ipv4, .v4(0xC100_0E81)),  // 193.0.14.129
+        (.ipv6, .v6(0x2001_07FD_0000_0000, 1)),  // 2001:7fd::1
     ]
 
     init(options: Options) throws(SystemError) {

@@ -136,13 +136,13 @@ public enum NetlinkDecoder {
 
     static func decodeAddress(type: UInt16, payload: ByteReader) throws(NetlinkDecodingError) -> Address? {
         guard payload.count >= addressHeaderSize,
-            let family = payload.integer(at: 0, as: UInt8.self),
+            let rawFamily = payload.integer(at: 0, as: UInt8.self),
             let prefixLength = payload.integer(at: 1, as: UInt8.self),
             let shortFlags = payload.integer(at: 2, as: UInt8.self),
             let scope = payload.integer(at: 3, as: UInt8.self),
             let index = payload.integer(at: 4, as: Int32.self)
         else { throw .truncatedPayload(messageType: type, needed: addressHeaderSize, available: payload.count) }
-        guard family == RT.familyIPv4 || family == RT.familyIPv6 else { return nil }
+        guard let family = AddressFamily(rawValue: rawFamily) else { return nil }
 
         var address: IPAddress?
         var local: IPAddress?
@@ -178,14 +178,14 @@ public enum NetlinkDecoder {
 
     static func decodeRoute(type: UInt16, payload: ByteReader, acceptCloned: Bool = false) throws(NetlinkDecodingError) -> Route? {
         guard payload.count >= routeHeaderSize,
-            let family = payload.integer(at: 0, as: UInt8.self),
+            let rawFamily = payload.integer(at: 0, as: UInt8.self),
             let destinationLength = payload.integer(at: 1, as: UInt8.self),
             let tos = payload.integer(at: 3, as: UInt8.self),
             let shortTable = payload.integer(at: 4, as: UInt8.self),
             let rawType = payload.integer(at: 7, as: UInt8.self),
             let routeFlags = payload.integer(at: 8, as: UInt32.self)
         else { throw .truncatedPayload(messageType: type, needed: routeHeaderSize, available: payload.count) }
-        guard family == RT.familyIPv4 || family == RT.familyIPv6 else { return nil }
+        guard let family = AddressFamily(rawValue: rawFamily) else { return nil }
         // Cached clones (PMTU exceptions, redirects) are not FIB routes.
         guard acceptCloned || routeFlags & RT.routeCloned == 0 else { return nil }
 
@@ -209,11 +209,11 @@ public enum NetlinkDecoder {
             default: break
             }
         }
-        let width = family == RT.familyIPv4 ? 32 : 128
+        let width = family == .ipv4 ? 32 : 128
         guard Int(destinationLength) <= width else {
             throw .invalidAttributeValue(messageType: type, attribute: RT.routeDestination, length: Int(destinationLength))
         }
-        let zero: IPAddress = family == RT.familyIPv4 ? .anyV4 : .anyV6
+        let zero = family.any
         let hops = multipath ?? [NextHop(gateway: gateway, interfaceIndex: outputInterface)]
         return Route(
             table: table, destination: IPPrefix(destination ?? zero, length: destinationLength),
@@ -221,7 +221,7 @@ public enum NetlinkDecoder {
             preferredSource: preferredSource, nextHops: hops)
     }
 
-    static func nextHops(_ value: ByteReader, family: UInt8, messageType: UInt16, attribute: UInt16) throws(NetlinkDecodingError) -> [NextHop] {
+    static func nextHops(_ value: ByteReader, family: AddressFamily, messageType: UInt16, attribute: UInt16) throws(NetlinkDecodingError) -> [NextHop] {
         var hops: [NextHop] = []
         var offset = 0
         while offset + nextHopHeaderSize <= value.count {
@@ -273,10 +273,10 @@ public enum NetlinkDecoder {
         var router: IPAddress?
         try forEachAttribute(in: payload, from: min(netlinkAlign(optionsEnd), payload.count), messageType: type) { (attribute, value) throws(NetlinkDecodingError) in
             if attribute == RT.ndUserOptionSourceAddress {
-                router = try ipAddress(value, family: RT.familyIPv6, messageType: type, attribute: attribute)
+                router = try ipAddress(value, family: .ipv6, messageType: type, attribute: attribute)
             }
         }
-        guard family == RT.familyIPv6, icmpType == RT.icmpRouterAdvertisement else { return nil }
+        guard family == AddressFamily.ipv6.rawValue, icmpType == RT.icmpRouterAdvertisement else { return nil }
         var offset = 0
         var uri: String?
         while offset < options.count {
@@ -339,8 +339,8 @@ public enum NetlinkDecoder {
         return raw
     }
 
-    static func ipAddress(_ value: ByteReader, family: UInt8, messageType: UInt16, attribute: UInt16) throws(NetlinkDecodingError) -> IPAddress {
-        let expected = family == RT.familyIPv4 ? 4 : 16
+    static func ipAddress(_ value: ByteReader, family: AddressFamily, messageType: UInt16, attribute: UInt16) throws(NetlinkDecodingError) -> IPAddress {
+        let expected = family == .ipv4 ? 4 : 16
         guard value.count == expected, let raw = value.bytes(at: 0, length: expected), let address = IPAddress(bytes: raw) else {
             throw .invalidAttributeValue(messageType: messageType, attribute: attribute, length: value.count)
         }
@@ -351,7 +351,7 @@ public enum NetlinkDecoder {
     static func via(_ value: ByteReader, messageType: UInt16, attribute: UInt16) throws(NetlinkDecodingError) -> IPAddress {
         guard let family = value.integer(at: 0, as: UInt16.self),
             let raw = value.bytes(at: 2, length: value.count - 2),
-            family == UInt16(RT.familyIPv4) || family == UInt16(RT.familyIPv6),
+            family <= UInt16(UInt8.max), AddressFamily(rawValue: UInt8(family)) != nil,
             let address = IPAddress(bytes: raw)
         else { throw .invalidAttributeValue(messageType: messageType, attribute: attribute, length: value.count) }
         return address

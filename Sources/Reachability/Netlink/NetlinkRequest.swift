@@ -27,7 +27,7 @@ enum NetlinkRequest {
         let body = NetlinkDecoder.routeHeaderSize + attributes.count
         var message = header(type: RT.getRoute, flags: RT.flagRequest, sequence: sequence, bodyLength: body)
         // struct rtmsg: family, dst_len, src_len, tos, table, protocol, scope, type; flags u32.
-        message += [destination.family, UInt8(destination.bitWidth), 0, 0, 0, 0, 0, 0]
+        message += [destination.family.rawValue, UInt8(destination.bitWidth), 0, 0, 0, 0, 0, 0]
         append(UInt32(0), to: &message)
         message += attributes
         return message

@@ -164,7 +164,5 @@ struct NetlinkSocket: ~Copyable {
     }
 }
 
-extension MonitorConfiguration {
-    /// Whether `fd` may be handed over as `monitorSocket`: an rtnetlink (NETLINK_ROUTE) socket.
-    public static func isRouteNetlinkSocket(_ fd: Int32) -> Bool { NetlinkSocket.isRoute(fd) }
-}
+/// Whether `fd` may be handed over as a monitor socket: an rtnetlink (NETLINK_ROUTE) socket.
+public func isRouteNetlinkSocket(_ fd: Int32) -> Bool { NetlinkSocket.isRoute(fd) }

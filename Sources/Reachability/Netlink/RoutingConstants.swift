@@ -59,6 +59,4 @@ enum RT {
 
     // Address families
     static let familyUnspecified: UInt8 = 0  // AF_UNSPEC
-    static let familyIPv4: UInt8 = 2  // AF_INET
-    static let familyIPv6: UInt8 = 10  // AF_INET6
 }
