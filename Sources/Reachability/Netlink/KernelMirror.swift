@@ -39,13 +39,25 @@ final class KernelMirror {
     }
 
     /// What happened to the mirror that is worth a log line or a counter.
-    enum Incident: Sendable, Hashable {
+    enum Incident: Sendable, Hashable, CustomStringConvertible {
         case overrun
         case truncatedDatagram
         case malformed(NetlinkDecodingError)
         case foreignSender
         case resynced
         case resyncFailed(SystemError)
+
+        /// The journal's line for it.
+        var description: String {
+            switch self {
+            case .overrun: "netlink receive buffer overrun (ENOBUFS): state may be stale, resyncing"
+            case .truncatedDatagram: "netlink datagram truncated: resyncing"
+            case let .malformed(error): "ignoring malformed netlink message: \(error); resyncing"
+            case .foreignSender: "ignoring a netlink message not sent by the kernel"
+            case .resynced: "resynced from a fresh dump"
+            case let .resyncFailed(error): "resync failed: \(error); will retry"
+            }
+        }
     }
 
     private(set) var state: NetworkState
@@ -181,6 +193,20 @@ final class KernelMirror {
             if case let .route(found) = try? routes.lookup(address) { route = found } else { route = nil }
             return .internetPath(family: family, route: route)
         }
+    }
+
+    /// Checks one address: the kernel's route for it (RTM_GETROUTE) and the link states.
+    func evaluate(_ address: IPAddress, outputInterface: Int32?, target: String) -> CheckResult {
+        if address.isUnspecified {
+            return state.evaluate(lookup: .failed(errno: 0), for: address, target: target)
+        }
+        let lookup: RouteLookup
+        do {
+            lookup = try routes.lookup(address, outputInterface: outputInterface)
+        } catch {
+            lookup = .failed(errno: error.errno)
+        }
+        return state.evaluate(lookup: lookup, for: address, target: target)
     }
 
     /// The connectivity probe's verdict (see `NetworkEvent.connectivity`).
