@@ -26,6 +26,10 @@ public final class ReachabilityCore {
     private var lastRoutingEpoch: UInt64
     private var netlinkWatch: (any LoopSource)?
     private var resyncTimer: (any LoopSource)?
+    /// The dump socket of a resync; its replies are read as they come, never waited for.
+    private var dumpWatch: (any LoopSource)?
+    /// The monitor socket is unwatched while a dump runs (see `KernelMirror.isDumping`).
+    private var netlinkPaused = false
     private var lastCheckID: UInt64 = 0
     /// Told of every host check that answered, with how long it took (metrics).
     public var checkAnswered: ((CheckResult, Duration) -> Void)?
@@ -47,6 +51,9 @@ public final class ReachabilityCore {
         }
         netlinkWatch = try loop.addWatch(fd: kernel.monitorDescriptor, events: UInt32(POLLIN)) { [unowned self] _ in
             self.settle(self.mirror.withMirror { $0.readAvailable() })
+        }
+        dumpWatch = try loop.addWatch(fd: kernel.requestDescriptor, events: UInt32(POLLIN)) { [unowned self] _ in
+            self.settle(self.mirror.withMirror { $0.continueDump() })
         }
         resyncTimer = try loop.addTimer(urgent: false) { [unowned self] in
             self.settle(self.mirror.withMirror { $0.resyncIfDue() })
@@ -107,9 +114,15 @@ public final class ReachabilityCore {
     public func disableHostChecks(because reason: String) { hostChecks.disable(because: reason) }
 
     private func settle(_ change: ReachabilityChange?) {
-        let (incidents, resync, epoch) = mirror.withMirror { ($0.takeIncidents(), $0.resyncDeadline, $0.state.routingEpoch) }
+        let (incidents, resync, dumping, epoch) = mirror.withMirror {
+            ($0.takeIncidents(), $0.resyncDeadline, $0.isDumping, $0.state.routingEpoch)
+        }
         for incident in incidents { warn("netlink: \(incident)") }
         resyncTimer?.schedule(orDisableAt: resync)
+        if dumping != netlinkPaused {
+            netlinkPaused = dumping
+            netlinkWatch?.setEvents(dumping ? 0 : UInt32(POLLIN))
+        }
         let moved = epoch != lastRoutingEpoch
         if moved {
             lastRoutingEpoch = epoch
