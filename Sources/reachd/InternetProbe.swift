@@ -193,7 +193,7 @@ final class InternetProbe {
             return
         }
         // Completions run on the loop's thread (HostChecks); the boxes only cross the type check.
-        let box = UncheckedBox((probe: self, attempt: attempt))
+        let box = UncheckedSendable((probe: self, attempt: attempt))
         attempt.check = core.checkHost(url.host, timeout: settings.timeout) { outcome in
             guard case let .success(result) = outcome else { return }  // cancelled: the attempt is gone
             box.value.probe.resolved(result, for: box.value.attempt)

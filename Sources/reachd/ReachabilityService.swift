@@ -115,8 +115,8 @@ final class ReachabilityService: BusObject {
             return try checkHost(message)
         case "Validate":
             // Replies when the probe answers (within its Timeout=), never blocking the loop.
-            let call = UncheckedBox(OwnedBusMessage(retaining: message))
-            let bus = UncheckedBox(bus)
+            let call = UncheckedSendable(OwnedBusMessage(retaining: message))
+            let bus = UncheckedSendable(bus)
             validate { status in
                 do {
                     try bus.value.reply(to: call.value.message) { reply throws(BusError) in
@@ -159,8 +159,8 @@ final class ReachabilityService: BusObject {
             return .now { reply throws(BusError) in try Self.appendHostReply(reply, result) }
         }
         if case let .failure(error) = HostName.validate(host) { throw Self.invalidTarget(error.description) }
-        let call = UncheckedBox(OwnedBusMessage(retaining: message))
-        let bus = UncheckedBox(bus)
+        let call = UncheckedSendable(OwnedBusMessage(retaining: message))
+        let bus = UncheckedSendable(bus)
         let received = ContinuousClock.now
         core.checkHost(host, timeout: timeout) { outcome in
             switch outcome {
@@ -239,10 +239,4 @@ final class ReachabilityService: BusObject {
         try reply.close()
         try reply.close()
     }
-}
-
-/// Carries a loop-confined value through a `@Sendable` completion that runs on the same loop.
-struct UncheckedBox<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }

@@ -147,8 +147,8 @@ final class WatchTargets {
     private func start(_ target: WatchedTarget) {
         retries.cancel(target)
         inFlight += 1
-        let box = UncheckedBox(target)
-        let targets = UncheckedBox(self)
+        let box = UncheckedSendable(target)
+        let targets = UncheckedSendable(self)
         // The answer may come at once (cache, localhost, no reachable DNS server), before
         // checkHost returns: mark the check as started first, so the completion can clear it.
         target.pendingCheck = Self.starting

@@ -12,7 +12,7 @@ public struct CoreConfiguration: Sendable {
     /// The monitor socket's receive buffer. Tests make it tiny to force overruns.
     public var receiveBufferBytes: Int32 = 8 << 20
     /// An rtnetlink socket handed over by systemd (reachd.socket), used as the monitor socket
-    /// instead of opening one; the monitor owns it from then on. Its buffer is left as set.
+    /// instead of opening one; the core owns it from then on. Its buffer is left as set.
     public var monitorSocket: Int32? = nil
     /// The resolv.conf host checks read (again for every lookup); nil for the system's.
     public var resolvConfPath: String? = nil

@@ -166,7 +166,7 @@ public final class HostChecks {
         sync()
     }
 
-    /// Ends every check: the monitor is stopping.
+    /// Ends every check: the front end is stopping.
     public func cancelAll() {
         for id in Array(running.keys) { cancel(id) }
     }

@@ -132,9 +132,3 @@ public final class ReachabilityCore {
         for follower in followers { follower(update) }
     }
 }
-
-/// Carries a loop-thread value through a `@Sendable` completion that runs on that same thread.
-struct UncheckedSendable<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
-}

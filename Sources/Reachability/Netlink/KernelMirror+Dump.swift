@@ -79,15 +79,18 @@ extension KernelMirror {
         lastDumpFailure = error
         needsResync = true
         dump = nil
-        // Late parts of the abandoned dump would answer nothing asked any more.
-        while case .datagram = (try? requests.receive(into: &buffer)) ?? .wouldBlock {}
     }
 
     /// Reads what the kernel sent of the dump (never waiting) and moves it on; the change, once
     /// the whole dump replaced the state.
     func continueDump() -> ReachabilityChange? {
         for _ in 0..<Self.datagramsPerTurn {
-            guard let current = dump else { return nil }
+            guard let current = dump else {
+                // Nothing asked: whatever came (late parts of a dump given up on) is dropped, so
+                // the socket does not stay readable.
+                while case .datagram = (try? requests.receive(into: &buffer)) ?? .wouldBlock {}
+                return nil
+            }
             let count: Int
             do {
                 switch try requests.receive(into: &buffer) {
