@@ -50,13 +50,13 @@ public final class ReachabilityCore {
             mirror.evaluate(addresses: addresses, target: target)
         }
         netlinkWatch = try loop.addWatch(fd: kernel.monitorDescriptor, events: UInt32(POLLIN)) { [unowned self] _ in
-            self.settle(self.mirror.withMirror { $0.readAvailable() })
+            self.settle(self.mirror.withLock { $0.readAvailable() })
         }
         dumpWatch = try loop.addWatch(fd: kernel.requestDescriptor, events: UInt32(POLLIN)) { [unowned self] _ in
-            self.settle(self.mirror.withMirror { $0.continueDump() })
+            self.settle(self.mirror.withLock { $0.continueDump() })
         }
         resyncTimer = try loop.addTimer(urgent: false) { [unowned self] in
-            self.settle(self.mirror.withMirror { $0.resyncIfDue() })
+            self.settle(self.mirror.withLock { $0.resyncIfDue() })
         }
     }
 
@@ -67,19 +67,19 @@ public final class ReachabilityCore {
 
     /// The connectivity probe's verdict joins the host's answer.
     public func record(connectivity: ConnectivityStatus) {
-        settle(mirror.withMirror { $0.record(connectivity: connectivity) })
+        settle(mirror.withLock { $0.state.apply([.connectivity(connectivity)]) })
     }
 
     /// The probe's verdict on one uplink other than the primary (`ValidatedInterfaces`).
     public func record(uplink index: Int32, connectivity: Connectivity) {
-        settle(mirror.withMirror { $0.record(uplink: index, connectivity: connectivity) })
+        settle(mirror.withLock { $0.state.apply([.uplinkConnectivity(index: index, connectivity)]) })
     }
 
     /// New interface rules, priorities and resolver settings (a reload).
     public func reconfigure(_ configuration: CoreConfiguration) {
         let classifier = Classifier(rules: configuration.rules, priorities: configuration.priorities)
         hostChecks.reconfigure(configuration.resolverOptions)
-        settle(mirror.withMirror { $0.reclassify(with: classifier) })
+        settle(mirror.withLock { $0.state.reclassify(with: classifier) })
     }
 
     /// Starts a host check; `completion` runs once, on the loop.
@@ -114,7 +114,7 @@ public final class ReachabilityCore {
     public func disableHostChecks(because reason: String) { hostChecks.disable(because: reason) }
 
     private func settle(_ change: ReachabilityChange?) {
-        let (incidents, resync, dumping, epoch) = mirror.withMirror {
+        let (incidents, resync, dumping, epoch) = mirror.withLock {
             ($0.takeIncidents(), $0.resyncDeadline, $0.isDumping, $0.state.routingEpoch)
         }
         for incident in incidents { warn("netlink: \(incident)") }

@@ -2,42 +2,36 @@ import Synchronization
 
 /// The kernel mirror behind a lock: the core changes it on its loop's thread, and any thread
 /// reads the state and checks addresses (the in-process monitor's callers do; in reachd every
-/// call comes from the loop, and the lock is never contended).
-/// Unchecked: the mirror (a class the compiler cannot follow into the lock) is touched only
-/// inside `mirror.withLock`.
+/// call comes from the loop, and the lock is never contended). Unchecked: the mirror, a class
+/// the compiler cannot follow into the lock, is touched only inside `withLock`.
 public final class SharedMirror: @unchecked Sendable {
     private let kernel: KernelMirror
     private let lock = Mutex(())
 
     init(_ kernel: KernelMirror) { self.kernel = kernel }
 
-    private var mirror: SharedMirror { self }
-
     func withLock<T>(_ body: (KernelMirror) -> T) -> T {
         lock.withLock { _ in body(kernel) }
     }
 
-    /// Runs `body` on the mirror under the lock (the core's changes).
-    func withMirror<T>(_ body: (KernelMirror) -> T) -> T { withLock(body) }
-
-    public var state: NetworkState { mirror.withLock { $0.state } }
-    public var snapshot: ReachabilitySnapshot { mirror.withLock { $0.state.snapshot } }
+    public var state: NetworkState { withLock { $0.state } }
+    public var snapshot: ReachabilitySnapshot { withLock { $0.state.snapshot } }
 
     /// Reads the state under the lock without copying it.
     public func withState<T>(_ body: (borrowing NetworkState) -> T) -> T {
-        mirror.withLock { body($0.state) }
+        withLock { body($0.state) }
     }
 
     /// The monitor socket's receive buffer as the kernel granted it, in bytes.
-    public var netlinkReceiveBufferBytes: Int { mirror.withLock { $0.receiveBufferBytes } }
+    public var netlinkReceiveBufferBytes: Int { withLock { $0.receiveBufferBytes } }
 
     /// Overruns and resyncs so far.
     public var counters: MirrorCounters {
-        mirror.withLock { MirrorCounters(overruns: UInt64($0.overrunCount), resyncs: UInt64($0.resyncCount)) }
+        withLock { MirrorCounters(overruns: UInt64($0.overrunCount), resyncs: UInt64($0.resyncCount)) }
     }
 
     /// How many times the mirror re-dumped the kernel's state after an overrun (and at start).
-    public var resyncCount: Int { mirror.withLock { $0.resyncCount } }
+    public var resyncCount: Int { withLock { $0.resyncCount } }
 
     /// Checks one address: the kernel's route for it (RTM_GETROUTE) and the link states.
     /// Never touches DNS and never waits. `0.0.0.0` and `::` ask for general connectivity.
@@ -57,12 +51,12 @@ public final class SharedMirror: @unchecked Sendable {
             }
             outputInterface = index
         }
-        return mirror.withLock { $0.evaluate(target.address, outputInterface: outputInterface, target: text) }
+        return withLock { $0.evaluate(target.address, outputInterface: outputInterface, target: text) }
     }
 
     /// Checks each address of a host and combines the verdicts: reachable when any address is.
     public func evaluate(addresses: [IPAddress], target: String) -> CheckResult {
-        let results = mirror.withLock { mirror in addresses.map { mirror.evaluate($0, outputInterface: nil, target: target) } }
+        let results = withLock { mirror in addresses.map { mirror.evaluate($0, outputInterface: nil, target: target) } }
         return .combining(results, target: target, addresses: addresses)
     }
 }

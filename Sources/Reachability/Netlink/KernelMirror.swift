@@ -222,21 +222,6 @@ final class KernelMirror {
         return state.evaluate(lookup: lookup, for: address, target: target)
     }
 
-    /// The connectivity probe's verdict (see `NetworkEvent.connectivity`).
-    func record(connectivity: ConnectivityStatus) -> ReachabilityChange? {
-        state.apply([.connectivity(connectivity)])
-    }
-
-    /// The probe's verdict on one uplink (see `NetworkEvent.uplinkConnectivity`).
-    func record(uplink index: Int32, connectivity: Connectivity) -> ReachabilityChange? {
-        state.apply([.uplinkConnectivity(index: index, connectivity)])
-    }
-
-    /// Re-classifies every link with new configuration (a reload).
-    func reclassify(with classifier: Classifier) -> ReachabilityChange? {
-        state.reclassify(with: classifier)
-    }
-
     private func append(_ decoded: DecodedMessage, to events: inout [NetworkEvent]) {
         switch decoded.message {
         case let .link(link): events.append(.link(link, device: deviceFacts(for: link, alsoKnown: [:])))
