@@ -29,9 +29,9 @@ public struct CheckCancelled: Error, CustomStringConvertible {
 /// Host checks on the core's loop: cache, the "is DNS even routable" pre-check, the resolver
 /// (whose sockets and deadline it registers on the loop itself), and the evaluation of every
 /// answer's addresses. Loop-thread only.
-public final class HostChecks {
+final class HostChecks {
     /// Evaluates addresses with the kernel's routes and the Engine's link states.
-    public typealias Evaluate = (_ addresses: [IPAddress], _ target: String) -> CheckResult
+    typealias Evaluate = (_ addresses: [IPAddress], _ target: String) -> CheckResult
 
     private var resolver: HostResolver?
     private var resolverError: String?
@@ -78,13 +78,13 @@ public final class HostChecks {
 
     /// Every host check answers dnsFailure with `reason` from now on (the loop's thread could not
     /// enter the watched namespace, so no DNS socket it opened would be there).
-    public func disable(because reason: String) {
+    func disable(because reason: String) {
         resolver = nil
         resolverError = reason
     }
 
     /// New resolver settings (a reload): applied once no check waits for DNS, with a fresh cache.
-    public func reconfigure(_ new: HostResolver.Options) {
+    func reconfigure(_ new: HostResolver.Options) {
         guard new != options else { return }
         pendingOptions = new
         sync()
@@ -105,7 +105,7 @@ public final class HostChecks {
     /// A network change (links, addresses, routes or rules moved): cached DNS answers stay valid
     /// (DNS did not change, and their routes are evaluated afresh at every check), but whether
     /// the nameservers can be reached must be asked again.
-    public func networkChanged() {
+    func networkChanged() {
         nameserverVerdict = nil
     }
 
@@ -124,7 +124,7 @@ public final class HostChecks {
         return (servers, verdicts)
     }
 
-    public func start(_ request: HostCheckRequest) {
+    func start(_ request: HostCheckRequest) {
         let now = ContinuousClock.now
         if let local = Self.localhostAddresses(request.name) {
             return request.completion(.success(evaluate(local, request.name)))
@@ -159,7 +159,7 @@ public final class HostChecks {
         sync()
     }
 
-    public func cancel(_ id: UInt64) {
+    func cancel(_ id: UInt64) {
         guard let entry = running.removeValue(forKey: id) else { return }
         resolver?.cancel(entry.lookup)
         entry.request.completion(.failure(CheckCancelled()))
@@ -167,7 +167,7 @@ public final class HostChecks {
     }
 
     /// Ends every check: the front end is stopping.
-    public func cancelAll() {
+    func cancelAll() {
         for id in Array(running.keys) { cancel(id) }
     }
 
