@@ -29,7 +29,7 @@ final class SCInProcessBackend: SCBackend {
     private let lookups = Mutex(Lookups())
     private let changes: Task<Void, Never>
 
-    init(configuration: MonitorConfiguration, hostTimeout: Duration) throws {
+    init(configuration: CoreConfiguration, hostTimeout: Duration) throws {
         let monitor = try ReachabilityMonitor(configuration: configuration)
         self.monitor = monitor
         self.hostTimeout = hostTimeout

@@ -18,7 +18,7 @@ final class SCReachabilityService: Sendable {
         /// How long later calls to reachd may take (it answers from memory, at once).
         var callTimeout: Duration = .seconds(2)
         /// The in-process monitor's settings.
-        var monitor = MonitorConfiguration()
+        var monitor = CoreConfiguration()
         /// The deadline of a host check: `DefaultTimeout=`.
         var hostTimeout: Duration = Configuration.default.defaultTimeout
 

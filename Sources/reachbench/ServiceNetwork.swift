@@ -99,8 +99,8 @@ final class ServiceNetwork {
     }
 
     /// A monitor on the client namespace that asks the nameserver of `resolvConf`.
-    func configuration(resolvConf: String) -> MonitorConfiguration {
-        var configuration = MonitorConfiguration()
+    func configuration(resolvConf: String) -> CoreConfiguration {
+        var configuration = CoreConfiguration()
         configuration.namespacePath = client.path
         configuration.sysfsRoot = client.sysfsRoot ?? "/nonexistent-reachbench-sysfs"
         configuration.resolvConfPath = resolvConf

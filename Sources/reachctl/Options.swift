@@ -76,7 +76,7 @@ struct CommonOptions: ParsableArguments {
     /// The in-process source these options ask for, with the configuration reachd would use.
     func inProcessSource() throws -> InProcessSource {
         let settings = try settings()
-        var configuration = MonitorConfiguration()
+        var configuration = CoreConfiguration()
         settings.apply(to: &configuration)
         if let sysfsRoot { configuration.sysfsRoot = sysfsRoot }
         if let netns { configuration.namespacePath = try Self.namespacePath(for: netns) }

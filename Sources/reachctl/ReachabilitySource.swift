@@ -34,7 +34,7 @@ struct InProcessSource: ReachabilitySource {
     /// configuration reachd would read, so both answer the same.
     let defaultTimeout: Duration
 
-    init(configuration: MonitorConfiguration, defaultTimeout: Duration) throws {
+    init(configuration: CoreConfiguration, defaultTimeout: Duration) throws {
         monitor = try ReachabilityMonitor(configuration: configuration)
         self.defaultTimeout = defaultTimeout
     }
