@@ -9,11 +9,6 @@ import Glibc
 /// `ReachabilityClientThread`, and one reachd `Watch` per followed target, shared by every
 /// reference that follows it and released with the last.
 final class SCDaemonBackend: SCBackend {
-    /// Why reachd cannot serve this process.
-    struct Unavailable: Error, CustomStringConvertible {
-        var description: String
-    }
-
     private let bus: BusConnection.Address
     private let callTimeout: Duration
     private let hostTimeout: Duration
@@ -21,23 +16,16 @@ final class SCDaemonBackend: SCBackend {
     /// The last answer of each watched target, for `knownAnswer` (written on the thread).
     private let answers = SCAnswers()
 
-    /// Connects to `bus` and asks reachd for its status within `probeTimeout`; throws when no
-    /// reachd answers. `lost` gets the followers when reachd leaves the bus later.
+    /// Serves through `client`, which answered the probe (`ReachdOrInProcess`); `bus` is for host
+    /// checks' own connections. `lost` gets the followers when reachd leaves the bus later.
     init(
-        bus: BusConnection.Address, probeTimeout: Duration, callTimeout: Duration, hostTimeout: Duration,
+        client: sending ReachabilityClient, bus: BusConnection.Address, callTimeout: Duration, hostTimeout: Duration,
         lost: @escaping @Sendable ([SCFollower]) -> Void
-    ) throws {
+    ) throws(SystemError) {
         self.bus = bus
         self.callTimeout = callTimeout
         self.hostTimeout = hostTimeout
-        do {
-            let client = try ReachabilityClient(bus: bus, timeout: probeTimeout)
-            _ = try client.status()
-            client.timeout = callTimeout
-            thread = try ReachabilityClientThread(SCDaemonThread(client: client, answers: answers, lost: lost))
-        } catch {
-            throw Unavailable(description: "\(error)")
-        }
+        thread = try ReachabilityClientThread(SCDaemonThread(client: client, answers: answers, lost: lost))
     }
 
     /// Whether the thread has ended: reachd left, or `shutdown()`.

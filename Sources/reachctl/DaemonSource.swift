@@ -1,14 +1,5 @@
 import Reachability
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// Why reachd cannot answer, in words for the fallback notice or the `--daemon` error.
-struct DaemonUnavailable: Error, CustomStringConvertible {
-    var reason: String
-    var description: String { reason }
-}
 
 /// reachd over D-Bus, through `ReachabilityClient` on the library's `ReachabilityClientThread`:
 /// `Changed` signals and watch answers are turned into updates on that thread.
@@ -23,58 +14,14 @@ final class DaemonSource: ReachabilitySource {
 
     deinit { thread.stop() }
 
-    /// Connects to `bus` and asks reachd for its status within `probeTimeout`. Throws with the
-    /// reason when no reachd answers: no bus, nobody owns the name, no reply in time, or an
-    /// answer this reachctl cannot read.
-    static func open(_ bus: BusConnection.Address, probeTimeout: Duration) throws(DaemonUnavailable) -> DaemonSource {
-        let client: ReachabilityClient
-        do {
-            client = try ReachabilityClient(bus: bus, timeout: probeTimeout)
-        } catch {
-            throw DaemonUnavailable(reason: "cannot connect to \(describe(bus)): \(Self.systemText(error))")
-        }
-        do {
-            _ = try client.status()
-        } catch {
-            throw DaemonUnavailable(reason: Self.reason(for: error, bus: bus, timeout: probeTimeout))
-        }
-        client.timeout = max(probeTimeout, callTimeout)
-        do {
-            return DaemonSource(thread: try ReachabilityClientThread(DaemonContext(client: client)))
-        } catch {
-            throw DaemonUnavailable(reason: "\(error)")
-        }
+    /// reachd's answers through `client`, which answered the probe (`ReachdOrInProcess`).
+    convenience init(client: sending ReachabilityClient) throws(SystemError) {
+        self.init(thread: try ReachabilityClientThread(DaemonContext(client: client)))
     }
 
-    static func describe(_ bus: BusConnection.Address) -> String {
-        switch bus {
-        case .system: "the system bus"
-        case .user: "the user bus"
-        case let .address(address): "the bus at \(address)"
-        }
-    }
-
-    /// The probe's failure in a user's words.
-    static func reason(for error: BusError, bus: BusConnection.Address, timeout: Duration) -> String {
-        switch error.name {
-        case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
-            return "\(ReachabilityClient.serviceName) is not on \(describe(bus))"
-        case "org.freedesktop.DBus.Error.Timeout", "org.freedesktop.DBus.Error.NoReply", "System.Error.\(ETIMEDOUT)":
-            return "no answer on \(describe(bus)) within \(DurationText.format(timeout))"
-        case "org.freedesktop.DBus.Error.AccessDenied":
-            return "access denied on \(describe(bus)): \(error.message)"
-        default:
-            return systemText(error)
-        }
-    }
-
-    /// `No such file or directory` for an errno-based error, the full description otherwise.
-    private static func systemText(_ error: BusError) -> String {
-        let prefix = "System.Error."
-        if error.name.hasPrefix(prefix), let code = Int32(error.name.dropFirst(prefix.count)) {
-            return String(cString: strerror(code))
-        }
-        return error.description
+    /// reachd on `bus`, or the reason it does not answer within `probeTimeout`.
+    static func open(_ bus: BusConnection.Address, probeTimeout: Duration) throws -> DaemonSource {
+        try DaemonSource(client: ReachdOrInProcess.connect(bus, probeTimeout: probeTimeout, callTimeout: max(probeTimeout, callTimeout)))
     }
 
     func snapshot() async throws -> ReachabilitySnapshot {
