@@ -86,7 +86,8 @@ public final class TargetFollower {
     /// `pendingCheck` while `startHostCheck` has not returned.
     private static let starting = UInt64.max
 
-    public let settings: Settings
+    /// A change (a reload) applies from the next check and retry on.
+    public var settings: Settings
     private unowned let driver: any TargetFollowerDriver
     private var targets: [String: Target] = [:]
     private var retries = DeadlineHeap<(target: Target, token: UInt64)>()
