@@ -70,7 +70,7 @@ final class SCDaemonBackend: SCBackend {
                 done.signal()
             },
             cancel: { done.signal() })
-        let limit = SCInProcessBackend.dispatchInterval(callTimeout + .milliseconds(500))
+        let limit = DispatchTimeInterval(callTimeout + .milliseconds(500))
         guard done.wait(timeout: .now() + limit) == .success else { return nil }
         return result.withLock { $0 }
     }

@@ -58,7 +58,7 @@ final class SCInProcessBackend: SCBackend {
                 done.signal()
             }
             // The monitor answers by the deadline; the margin only covers a thread switch.
-            guard done.wait(timeout: .now() + Self.dispatchInterval(ContinuousClock.now.duration(to: deadline) + Self.margin))
+            guard done.wait(timeout: .now() + DispatchTimeInterval(ContinuousClock.now.duration(to: deadline) + Self.margin))
                 == .success
             else { return nil }
             return answer.withLock { $0 }
@@ -94,9 +94,4 @@ final class SCInProcessBackend: SCBackend {
 
     /// How much later than its deadline a host check may answer before GetFlags gives up on it.
     static let margin: Duration = .milliseconds(250)
-
-    static func dispatchInterval(_ duration: Duration) -> DispatchTimeInterval {
-        let (seconds, attoseconds) = duration.components
-        return .microseconds(Int(max(0, seconds * 1_000_000 + attoseconds / 1_000_000_000_000)))
-    }
 }

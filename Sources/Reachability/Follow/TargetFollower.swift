@@ -58,25 +58,23 @@ public final class TargetFollower {
     private final class Target {
         let name: String
         let isAddress: Bool
-        var followers = 0
-        var result: CheckResult
-        var answered = false
+        var followers = 1
+        /// nil before the first answer.
+        var result: CheckResult?
         /// The host check in flight (`starting` while `startHostCheck` has not returned).
         var pendingCheck: UInt64?
         /// The routing moved while its check was in flight: asked once more when it ends.
         var askAgain = false
         /// Waiting in line for a lookup slot, since `queuedAt`.
         var queued = false
-        var queuedAt: ContinuousClock.Instant
+        var queuedAt = ContinuousClock.Instant.now
         var retryDelay: Duration
         /// Its live retry entry in the heap; older entries are skipped.
         var retryToken: UInt64?
 
-        init(_ name: String, at now: ContinuousClock.Instant, retry: Duration) {
+        init(_ name: String, retry: Duration) {
             self.name = name
             isAddress = AddressTarget.looksLikeAddress(name)
-            result = CheckResult(target: name)
-            queuedAt = now
             retryDelay = retry
         }
 
@@ -114,10 +112,7 @@ public final class TargetFollower {
     public var checksInFlight: Int { inFlight }
 
     /// The answer of a followed target; nil before the first, and when nobody follows it.
-    public func answer(for target: String) -> CheckResult? {
-        guard let target = targets[target], target.answered else { return nil }
-        return target.result
-    }
+    public func answer(for target: String) -> CheckResult? { targets[target]?.result }
 
     /// One more follower of `name`. The first has it checked: an address at once, returned
     /// (without `answered`), a host through `answered`. A later follower gets the answer already
@@ -126,14 +121,12 @@ public final class TargetFollower {
     public func follow(_ name: String) -> CheckResult? {
         if let target = targets[name] {
             target.followers += 1
-            return target.answered ? target.result : nil
+            return target.result
         }
-        let target = Target(name, at: driver.now, retry: settings.firstRetry)
-        target.followers = 1
+        let target = Target(name, retry: settings.firstRetry)
         targets[name] = target
         if target.isAddress {
             target.result = driver.check(address: name)
-            target.answered = true
             return target.result
         }
         ask(target)
@@ -243,7 +236,7 @@ public final class TargetFollower {
         while overdueHead < ready.count, ready[overdueHead].queuedAt <= due {
             let target = ready[overdueHead]
             overdueHead += 1
-            guard target.queued, target.isFollowed, target.result.reason != .dnsTimeout else { continue }
+            guard target.queued, target.isFollowed, target.result?.reason != .dnsTimeout else { continue }
             var result = CheckResult(target: target.name, reason: .dnsTimeout)
             result.message = "no DNS answer before the deadline: the lookups ahead of this name timed out"
             update(target, result)
@@ -293,9 +286,8 @@ public final class TargetFollower {
     }
 
     private func update(_ target: Target, _ result: CheckResult) {
-        let previous = target.result
+        let previous = target.result ?? CheckResult(target: target.name)
         target.result = result
-        target.answered = true
         driver.answered(target.name, result, previous: previous)
     }
 }

@@ -99,9 +99,7 @@ public final class MonitorTargets: Sendable {
             timerArming += 1
             guard let instant else { return }
             let arming = timerArming
-            let (seconds, attoseconds) = ContinuousClock.now.duration(to: instant).components
-            let microseconds = max(0, Int(seconds) * 1_000_000 + Int(attoseconds / 1_000_000_000_000))
-            queue.asyncAfter(deadline: .now() + .microseconds(microseconds)) { [self] in
+            queue.asyncAfter(deadline: .now() + DispatchTimeInterval(ContinuousClock.now.duration(to: instant))) { [self] in
                 guard arming == timerArming, !stopped else { return }
                 follower.timerFired()
             }
@@ -116,5 +114,13 @@ public final class MonitorTargets: Sendable {
     private final class UncheckedDone: @unchecked Sendable {
         let call: (CheckResult?) -> Void
         init(_ call: @escaping (CheckResult?) -> Void) { self.call = call }
+    }
+}
+
+extension DispatchTimeInterval {
+    /// `duration` in whole microseconds; a negative one is zero.
+    public init(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        self = .microseconds(Int(max(0, seconds * 1_000_000 + attoseconds / 1_000_000_000_000)))
     }
 }
