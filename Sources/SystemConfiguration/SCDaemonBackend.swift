@@ -82,13 +82,9 @@ final class SCDaemonThread: ReachabilityClientOwner {
     private let answers: SCAnswers
     private let lost: @Sendable ([SCFollower]) -> Void
 
-    private struct Watch {
-        var path: String
-        var followers: [UInt64: SCFollower]
-    }
-    private var watches: [SCTarget: Watch] = [:]
-    private var targetsByPath: [String: SCTarget] = [:]
-    private var targetsByFollower: [UInt64: SCTarget] = [:]
+    private var followers = SCFollowers()
+    private var paths: [SCTarget: String] = [:]
+    private var targets: [String: SCTarget] = [:]
 
     init(client: ReachabilityClient, answers: SCAnswers, lost: @escaping @Sendable ([SCFollower]) -> Void) {
         self.client = client
@@ -98,41 +94,32 @@ final class SCDaemonThread: ReachabilityClientOwner {
 
     /// reachd left: its followers go on elsewhere (`lost`).
     func ended(lost: Bool) {
-        if lost { self.lost(watches.values.flatMap { $0.followers.values }) }
+        if lost { self.lost(followers.all) }
     }
 
     /// Follows with the target's watch, made now if no other reference holds one; the known
     /// answer goes out at once. False when reachd refuses (a limit).
     func follow(_ follower: SCFollower) -> Bool {
         let target = follower.target
-        if var watch = watches[target] {
-            watch.followers[follower.id] = follower
-            watches[target] = watch
-        } else {
+        if paths[target] == nil {
             guard let path = try? client.watch(target.text) else { return false }
-            watches[target] = Watch(path: path, followers: [follower.id: follower])
-            targetsByPath[path] = target
+            paths[target] = path
+            targets[path] = target
             if let answer = client.answer(ofWatch: path), !ReachabilityClient.isPending(answer) {
                 answers.table.withLock { $0[target] = answer.flags }
             }
         }
-        targetsByFollower[follower.id] = target
+        _ = followers.add(follower)
         if let flags = answers.table.withLock({ $0[target] }) { follower.deliver(flags) }
         return true
     }
 
     /// Stops following; the watch goes when its last follower does.
     func unfollow(_ id: UInt64) {
-        guard let target = targetsByFollower.removeValue(forKey: id), var watch = watches[target] else { return }
-        watch.followers.removeValue(forKey: id)
-        guard watch.followers.isEmpty else {
-            watches[target] = watch
-            return
-        }
-        watches.removeValue(forKey: target)
-        targetsByPath.removeValue(forKey: watch.path)
+        guard let (target, wasLast) = followers.remove(id), wasLast, let path = paths.removeValue(forKey: target) else { return }
+        targets.removeValue(forKey: path)
         answers.table.withLock { _ = $0.removeValue(forKey: target) }
-        try? client.unwatch(watch.path)
+        try? client.unwatch(path)
     }
 
     /// Hands watch answers to their followers.
@@ -140,11 +127,9 @@ final class SCDaemonThread: ReachabilityClientOwner {
         for event in events {
             switch event {
             case let .watch(path, result):
-                guard let target = targetsByPath[path], let watch = watches[target],
-                    !ReachabilityClient.isPending(result)
-                else { continue }
+                guard let target = targets[path], !ReachabilityClient.isPending(result) else { continue }
                 answers.table.withLock { $0[target] = result.flags }
-                for follower in watch.followers.values { follower.deliver(result.flags) }
+                for follower in followers.byTarget[target, default: [:]].values { follower.deliver(result.flags) }
             case .changed, .interfacesChanged, .serviceLost:
                 continue
             }

@@ -15,13 +15,8 @@ final class SCInProcessBackend: SCBackend {
     private let targets: MonitorTargets
     private let followers = Followers()
 
-    /// The followers of each target, by target text and id.
     private final class Followers: Sendable {
-        struct Table {
-            var byTarget: [String: [UInt64: SCFollower]] = [:]
-            var targetOf: [UInt64: String] = [:]
-        }
-        let table = Mutex(Table())
+        let table = Mutex(SCFollowers())
     }
 
     init(configuration: MonitorConfiguration, hostTimeout: Duration) throws {
@@ -32,8 +27,9 @@ final class SCInProcessBackend: SCBackend {
         targets = MonitorTargets(
             monitor: monitor,
             settings: TargetFollower.Settings(lookups: configuration.maximumConcurrentLookups, hostTimeout: hostTimeout)
-        ) { target, result in
-            for follower in followers.table.withLock({ Array(($0.byTarget[target] ?? [:]).values) }) {
+        ) { text, result in
+            let target = AddressTarget.looksLikeAddress(text) ? SCTarget.address(text) : .name(text)
+            for follower in followers.table.withLock({ Array($0.byTarget[target, default: [:]].values) }) {
                 follower.deliver(result.flags)
             }
         }
@@ -71,25 +67,15 @@ final class SCInProcessBackend: SCBackend {
     }
 
     func follow(_ follower: SCFollower) -> Bool {
-        let text = follower.target.text
-        followers.table.withLock { table in
-            table.byTarget[text, default: [:]][follower.id] = follower
-            table.targetOf[follower.id] = text
-        }
-        targets.follow(text) { follower.deliver($0.flags) }
+        _ = followers.table.withLock { $0.add(follower) }
+        targets.follow(follower.target.text) { follower.deliver($0.flags) }
         return true
     }
 
-    var followerCount: Int { followers.table.withLock { $0.targetOf.count } }
+    var followerCount: Int { followers.table.withLock { $0.count } }
 
     func unfollow(_ id: UInt64) {
-        let text = followers.table.withLock { table -> String? in
-            guard let text = table.targetOf.removeValue(forKey: id) else { return nil }
-            table.byTarget[text]?.removeValue(forKey: id)
-            if table.byTarget[text]?.isEmpty == true { table.byTarget.removeValue(forKey: text) }
-            return text
-        }
-        if let text { targets.unfollow(text) }
+        if let (target, _) = followers.table.withLock({ $0.remove(id) }) { targets.unfollow(target.text) }
     }
 
     /// How much later than its deadline a host check may answer before GetFlags gives up on it.

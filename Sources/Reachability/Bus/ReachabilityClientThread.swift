@@ -97,14 +97,3 @@ public final class ReachabilityClientThread<Owner: ReachabilityClientOwner>: Sen
         return false
     }
 }
-
-/// Moves a value that is not `Sendable` to the thread that becomes its only user.
-private final class HandOver<Value>: @unchecked Sendable {
-    private var value: Value?
-    init(_ value: sending Value) { self.value = value }
-    /// Takes the value out; called once, by the new owner.
-    func take() -> Value {
-        defer { value = nil }
-        return value!
-    }
-}

@@ -85,9 +85,9 @@ public final class MonitorTargets: Sendable {
         func check(address: String) -> CheckResult { monitor.check(address: address) }
 
         func startHostCheck(_ name: String, timeout: Duration, done: @escaping (CheckResult?) -> Void) -> UInt64 {
-            let done = UncheckedDone(done)
+            let done = HandOver(done)
             monitor.check(host: name, deadline: .now + timeout) { [queue] result in
-                queue.async { done.call(try? result.get()) }
+                queue.async { done.take()(try? result.get()) }
             }
             return 0
         }
@@ -108,12 +108,6 @@ public final class MonitorTargets: Sendable {
         func answered(_ target: String, _ result: CheckResult, previous: CheckResult) {
             if !stopped { answered(target, result) }
         }
-    }
-
-    /// A follower's `done`, carried through the monitor's thread back to the queue.
-    private final class UncheckedDone: @unchecked Sendable {
-        let call: (CheckResult?) -> Void
-        init(_ call: @escaping (CheckResult?) -> Void) { self.call = call }
     }
 }
 
