@@ -62,7 +62,7 @@ final class DaemonSource: ReachabilitySource {
     static func reason(for error: BusError, bus: BusConnection.Address, timeout: Duration) -> String {
         switch error.name {
         case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
-            return "\(ReachabilityClient.serviceName) is not on \(describe(bus))"
+            return "\(ReachdContract.busName) is not on \(describe(bus))"
         case "org.freedesktop.DBus.Error.Timeout", "org.freedesktop.DBus.Error.NoReply", "System.Error.\(ETIMEDOUT)":
             return "no answer on \(describe(bus)) within \(DurationText.format(timeout))"
         case "org.freedesktop.DBus.Error.AccessDenied":
@@ -302,7 +302,7 @@ final class DaemonContext {
                 let path: String
                 do {
                     path = try client.watch(target)
-                } catch where error.name == ReachabilityClient.ErrorName.invalidTarget {
+                } catch where error.name == ReachdContract.ErrorName.invalidTarget {
                     answers.append(TargetAnswer(
                         result: CheckResult(target: target, reason: .invalidTarget, message: error.message), generation: nil))
                     continue

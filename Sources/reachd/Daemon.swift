@@ -6,9 +6,9 @@ import Glibc
 /// reachd's wiring: one sd-event loop carrying netlink, the bus, c-ares sockets, timers,
 /// signals and the watchdog. Nothing here blocks; the Engine and adapters do the work.
 final class Daemon {
-    static let busName = "org.reachd.Reachability1"
-    static let objectPath = "/org/reachd/Reachability1"
-    static let interface = "org.reachd.Reachability1"
+    static let busName = ReachdContract.busName
+    static let objectPath = ReachdContract.objectPath
+    static let interface = ReachdContract.interface
 
     let options: Options
     let loop: EventLoop

@@ -20,22 +20,8 @@ import Glibc
 /// be handed to another thread between uses. Signals that arrive during a call are kept and
 /// delivered by the next `dispatch()`.
 public final class ReachabilityClient {
-    public static let serviceName = "org.reachd.Reachability1"
-    public static let objectPath = "/org/reachd/Reachability1"
-    public static let interfaceName = "org.reachd.Reachability1"
-    public static let watchInterfaceName = "org.reachd.Reachability1.Watch"
-    /// Watch objects live under this path (`.../watch/N`).
-    public static let watchPathNamespace = "/org/reachd/Reachability1/watch"
+    private typealias Contract = ReachdContract
 
-    /// The error names reachd answers with.
-    public enum ErrorName {
-        public static let invalidTarget = "org.reachd.Reachability1.Error.InvalidTarget"
-        public static let limitExceeded = "org.reachd.Reachability1.Error.LimitExceeded"
-        public static let timeout = "org.reachd.Reachability1.Error.Timeout"
-    }
-
-    /// The most reachd accepts as a CheckHost timeout (`timeout_ms`); longer ones are clamped.
-    public static let maximumCheckTimeout: Duration = .seconds(300)
     /// How much longer than a host check's own deadline its call may take (bus round trips).
     public static let checkCallMargin: Duration = .milliseconds(500)
 
@@ -193,7 +179,7 @@ public final class ReachabilityClient {
         let reply: OwnedBusMessage
         do {
             reply = try call("CheckAddress") { message throws(BusError) in try message.append(address) }
-        } catch where error.name == ErrorName.invalidTarget {
+        } catch where error.name == Contract.ErrorName.invalidTarget {
             return CheckResult(target: address, reason: .invalidTarget, message: error.message)
         }
         let message = reply.message
@@ -229,12 +215,12 @@ public final class ReachabilityClient {
         try message.exit()
     }
 
-    /// `CheckHost`: resolves `host` within `timeout` (clamped to `maximumCheckTimeout`) and
+    /// `CheckHost`: resolves `host` within `timeout` (clamped to `ReachdContract.maximumCheckTimeout`) and
     /// checks its addresses; an address is checked at once. The call waits `timeout` plus
     /// `checkCallMargin`. An invalid name is an answer with reason `invalidTarget`.
     /// A nil `timeout` asks for reachd's configured default (`timeout_ms` 0).
     public func checkHost(_ host: String, timeout: Duration? = .seconds(5)) throws(BusError) -> CheckResult {
-        let bounded = min(max(timeout ?? Self.maximumCheckTimeout, .milliseconds(1)), Self.maximumCheckTimeout)
+        let bounded = min(max(timeout ?? Contract.maximumCheckTimeout, .milliseconds(1)), Contract.maximumCheckTimeout)
         let (seconds, attoseconds) = bounded.components
         let milliseconds = timeout == nil ? 0 : UInt32(clamping: max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000))
         let reply: OwnedBusMessage
@@ -243,7 +229,7 @@ public final class ReachabilityClient {
                 try message.append(host)
                 try message.append(milliseconds)
             }
-        } catch where error.name == ErrorName.invalidTarget {
+        } catch where error.name == Contract.ErrorName.invalidTarget {
             return CheckResult(target: host, reason: .invalidTarget, message: error.message)
         }
         let message = reply.message
@@ -313,19 +299,19 @@ public final class ReachabilityClient {
         let reply = try connection.call(
             destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
             member: "GetNameOwner", timeout: timeout
-        ) { message throws(BusError) in try message.append(Self.serviceName) }
+        ) { message throws(BusError) in try message.append(Contract.busName) }
         let owner = try reply.message.readString()
         let inbox = self.inbox
         slots.append(try connection.addMatch(
             "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',interface='org.freedesktop.DBus',"
-                + "member='NameOwnerChanged',arg0='\(Self.serviceName)'"
+                + "member='NameOwnerChanged',arg0='\(Contract.busName)'"
         ) { message in
             _ = try? message.readString()
             let old = (try? message.readString()) ?? ""
             if old == owner { inbox.append(.lost) }
         })
         slots.append(try connection.addMatch(
-            "type='signal',sender='\(owner)',path='\(Self.objectPath)',interface='\(Self.interfaceName)',member='Changed'"
+            "type='signal',sender='\(owner)',path='\(Contract.objectPath)',interface='\(Contract.interface)',member='Changed'"
         ) { message in
             guard let flags = try? message.readUInt32(), let primary = try? message.readString(),
                 let generation = try? message.readUInt64()
@@ -333,7 +319,7 @@ public final class ReachabilityClient {
             inbox.append(.changed(flags: ReachabilityFlags(rawValue: flags), primaryInterface: primary, generation: generation))
         })
         slots.append(try connection.addMatch(
-            "type='signal',sender='\(owner)',path='\(Self.objectPath)',interface='\(Self.interfaceName)',member='InterfacesChanged'"
+            "type='signal',sender='\(owner)',path='\(Contract.objectPath)',interface='\(Contract.interface)',member='InterfacesChanged'"
         ) { message in
             // The generation is last, after the interfaces: the snapshot read that follows carries
             // them, so only the generation is taken here.
@@ -344,7 +330,7 @@ public final class ReachabilityClient {
         })
         slots.append(try connection.addMatch(
             "type='signal',sender='\(owner)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
-                + "path_namespace='\(Self.watchPathNamespace)',arg0='\(Self.watchInterfaceName)'"
+                + "path_namespace='\(Contract.watchPathNamespace)',arg0='\(Contract.watchInterface)'"
         ) { message in
             guard let path = message.path, let properties = try? Self.readPropertiesChanged(message) else { return }
             inbox.append(.watch(path: path, properties: properties.changed, invalidated: properties.invalidated))
@@ -415,16 +401,16 @@ public final class ReachabilityClient {
         _ member: String, timeout: Duration? = nil, _ build: (BusMessage) throws(BusError) -> Void = { _ in }
     ) throws(BusError) -> OwnedBusMessage {
         try connection.call(
-            destination: owner ?? Self.serviceName, path: Self.objectPath, interface: Self.interfaceName,
+            destination: owner ?? Contract.busName, path: Contract.objectPath, interface: Contract.interface,
             member: member, timeout: timeout ?? self.timeout, build)
     }
 
     /// Reads a watch's properties anew (GetAll), replacing what we knew.
     private func refresh(watch path: String) throws(BusError) {
         let reply = try connection.call(
-            destination: owner ?? Self.serviceName, path: path, interface: "org.freedesktop.DBus.Properties",
+            destination: owner ?? Contract.busName, path: path, interface: "org.freedesktop.DBus.Properties",
             member: "GetAll", timeout: timeout
-        ) { message throws(BusError) in try message.append(Self.watchInterfaceName) }
+        ) { message throws(BusError) in try message.append(Contract.watchInterface) }
         let properties = try Self.readProperties(reply.message)
         guard var result = watches[path] else { return }
         Self.apply(properties, to: &result)
@@ -455,7 +441,7 @@ public final class ReachabilityClient {
     }
 
     private static func readPropertiesChanged(_ message: BusMessage) throws(BusError) -> (changed: WatchProperties, invalidated: [String]) {
-        guard try message.readString() == watchInterfaceName else { return (WatchProperties(), []) }
+        guard try message.readString() == Contract.watchInterface else { return (WatchProperties(), []) }
         let changed = try readProperties(message)
         let invalidated = try message.readStringArray()
         let known: Set<String> = ["Flags", "Interface", "Reason"]
