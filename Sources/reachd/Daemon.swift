@@ -92,7 +92,7 @@ final class Daemon {
         case let descriptors:
             let what = descriptors.count == 1 ? "file descriptor \(descriptors[0]), not an rtnetlink socket" : "\(descriptors.count) sockets"
             Log.warning("systemd passed \(what); expected one rtnetlink socket (reachd.socket): ignoring it, opening a netlink socket of its own")
-            for descriptor in descriptors { close(descriptor) }
+            for descriptor in descriptors { Descriptor(descriptor).close() }
         }
         observer = try NetworkObserver(configuration: monitor)
         Log.info(Self.bufferReport(observer.netlinkReceiveBufferBytes, asked: Int(monitor.receiveBufferBytes), adopted: monitor.monitorSocket != nil))
@@ -221,16 +221,15 @@ final class Daemon {
     /// stream socket (a drop-in gone wrong) is closed with a warning.
     private func serveMetrics() {
         for descriptor in metricsSockets {
+            let owned = Descriptor(descriptor)  // closed unless an endpoint takes it
             guard ServiceManager.isListeningStreamSocket(descriptor) else {
                 Log.warning("metrics: systemd passed file descriptor \(descriptor) named \(MetricsEndpoint.socketName), not a listening stream socket: closing it")
-                close(descriptor)
                 continue
             }
             do {
-                metricsEndpoints.append(try MetricsEndpoint(daemon: self, listening: descriptor))
+                metricsEndpoints.append(try MetricsEndpoint(daemon: self, listening: owned))
             } catch {
                 Log.error("metrics: cannot serve file descriptor \(descriptor): \(error)")
-                close(descriptor)
             }
         }
         if !metricsEndpoints.isEmpty {
