@@ -154,7 +154,7 @@ final class Daemon {
 
     private func start() throws {
         // Netlink: every batch the kernel queued, applied at once.
-        sources.append(try loop.watch(fd: observer.netlinkDescriptor, events: EventLoop.readable) { [unowned self] _ in
+        sources.append(try loop.watch(fd: observer.netlinkDescriptor, events: .readable) { [unowned self] _ in
             self.handle(self.observer.readAvailable())
         })
         resyncTimer = try loop.timer(at: 0) { [unowned self] in self.handle(self.observer.resyncIfDue()) }
@@ -163,8 +163,7 @@ final class Daemon {
             self.hostChecks.processTimeouts()
             self.syncResolver()
         } ready: { [unowned self] fd, revents in
-            let readable = revents & (EventLoop.readable | EventLoop.error | EventLoop.hangUp) != 0
-            self.hostChecks.process(fd: fd, readable: readable, writable: revents & EventLoop.writable != 0)
+            self.hostChecks.process(fd: fd, readable: revents.canRead, writable: revents.contains(.writable))
             self.syncResolver()
         }
 

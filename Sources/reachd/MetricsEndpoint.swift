@@ -41,7 +41,7 @@ final class MetricsEndpoint {
     }
 
     private func listen() throws(SystemError) -> EventSource {
-        try daemon.loop.watch(fd: listener.rawValue, events: EventLoop.readable) { [unowned self] _ in self.acceptPending() }
+        try daemon.loop.watch(fd: listener.rawValue, events: .readable) { [unowned self] _ in self.acceptPending() }
     }
 
     /// accept(2) failed for want of a resource (EMFILE, ENFILE, ENOBUFS, ENOMEM): the connection
@@ -119,7 +119,7 @@ final class MetricsEndpoint {
         init(_ connection: consuming Descriptor, endpoint: MetricsEndpoint) throws(SystemError) {
             self.connection = connection
             self.endpoint = endpoint
-            io = try endpoint.loop.watch(fd: fd, events: EventLoop.readable) { [unowned self] _ in self.ready() }
+            io = try endpoint.loop.watch(fd: fd, events: .readable) { [unowned self] _ in self.ready() }
             timer = try endpoint.loop.timer(at: (ContinuousClock.now + MetricsEndpoint.deadline).monotonicMicroseconds) { [unowned self] in
                 self.end()
             }
@@ -150,7 +150,7 @@ final class MetricsEndpoint {
             let request = MetricsHTTP.parse(received)
             if request == .incomplete { return }
             answer = MetricsHTTP.response(to: request) { endpoint.exposition }
-            io?.setEvents(EventLoop.writable)
+            io?.setEvents(.writable)
             write()
         }
 
@@ -164,7 +164,7 @@ final class MetricsEndpoint {
             }
             shutdown(fd, Int32(SHUT_WR))
             draining = true
-            io?.setEvents(EventLoop.readable)
+            io?.setEvents(.readable)
             drain()
         }
 

@@ -11,11 +11,11 @@ import Reachability
 final class ResolverSources {
     private let loop: EventLoop
     private let timer: EventSource
-    private var sources: [Int32: (source: EventSource, events: UInt32)] = [:]
+    private var sources: [Int32: (source: EventSource, events: IOEvents)] = [:]
     /// Called when a watched socket is ready, with the descriptor and its poll events.
-    private let ready: (Int32, UInt32) -> Void
+    private let ready: (Int32, IOEvents) -> Void
 
-    init(loop: EventLoop, deadline: @escaping () -> Void, ready: @escaping (Int32, UInt32) -> Void) throws {
+    init(loop: EventLoop, deadline: @escaping () -> Void, ready: @escaping (Int32, IOEvents) -> Void) throws {
         self.loop = loop
         self.ready = ready
         timer = try loop.timer(at: 0, deadline)
@@ -39,9 +39,9 @@ final class ResolverSources {
     /// Applies the socket changes `hostChecks` reports and re-arms the deadline timer.
     func sync(_ hostChecks: HostChecks) {
         for change in hostChecks.takeSocketChanges() {
-            var events: UInt32 = 0
-            if change.readable { events |= EventLoop.readable }
-            if change.writable { events |= EventLoop.writable }
+            var events: IOEvents = []
+            if change.readable { events.insert(.readable) }
+            if change.writable { events.insert(.writable) }
             let existing = sources[change.fd]
             if let existing, change.isClosed || change.renewed {
                 // Cancelled before anything is added under the same number: a closed file is

@@ -22,9 +22,7 @@ public final class HTTPExchange {
     private var reader = HTTPResponseReader()
 
     /// The events the loop should wait for now.
-    public var events: (readable: Bool, writable: Bool) {
-        connected && sent == request.count ? (true, false) : (false, true)
-    }
+    public var events: IOEvents { connected && sent == request.count ? .readable : .writable }
 
     /// Opens the socket and starts connecting to `address` on `url.port`, from `source` when
     /// given, and only through the link `device` when given (an uplink judged by itself: a source

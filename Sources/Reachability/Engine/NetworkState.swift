@@ -154,7 +154,7 @@ public struct NetworkState: Sendable {
         let facts = device ?? old?.device ?? DeviceFacts()
         let classification: Classification
         if let old, old.link.name == link.name, old.link.infoKind == link.infoKind,
-            old.link.hardwareType == link.hardwareType, old.device == facts, old.link.flags & Link.flagLoopback == link.flags & Link.flagLoopback
+            old.link.hardwareType == link.hardwareType, old.device == facts, old.link.flags.contains(.loopback) == link.flags.contains(.loopback)
         {
             classification = old.classification
         } else {
