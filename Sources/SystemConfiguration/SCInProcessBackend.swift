@@ -147,8 +147,7 @@ final class SCInProcessBackend: SCBackend {
     static let margin: Duration = .milliseconds(250)
 
     static func dispatchInterval(_ duration: Duration) -> DispatchTimeInterval {
-        let (seconds, attoseconds) = duration.components
-        return .microseconds(Int(max(0, seconds * 1_000_000 + attoseconds / 1_000_000_000_000)))
+        .microseconds(Int(max(0, duration.wholeMicroseconds)))
     }
 }
 

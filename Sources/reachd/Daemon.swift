@@ -75,9 +75,7 @@ final class Daemon {
     init(options: Options, configuration: Configuration) throws {
         self.options = options
         self.configuration = configuration
-        var wallClock = timespec()
-        clock_gettime(CLOCK_REALTIME, &wallClock)
-        startTime = Double(wallClock.tv_sec) + Double(wallClock.tv_nsec) / 1e9
+        startTime = SystemClock.wallSeconds()
         loop = try EventLoop()
         var monitor = Self.monitorConfiguration(options, configuration)
         // reachd-metrics.socket passes its listening sockets named "metrics" (FileDescriptorName=);
@@ -248,8 +246,7 @@ final class Daemon {
 
     /// One host check finished (CheckHost, a watch of a host name, the probe's lookup).
     private func recordCheck(_ result: CheckResult, since start: ContinuousClock.Instant) {
-        let (seconds, attoseconds) = (ContinuousClock.now - start).components
-        metricsCounters.recordCheck(result, seconds: Double(seconds) + Double(attoseconds) / 1e18)
+        metricsCounters.recordCheck(result, seconds: (ContinuousClock.now - start).inSeconds)
         metricsChanged()
     }
 
@@ -493,10 +490,7 @@ final class Daemon {
 
     /// SIGHUP: re-read the configuration. A bad one is refused and the running one kept.
     private func reload() {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        let usec = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
-        ServiceManager.notify("RELOADING=1\nMONOTONIC_USEC=\(usec)")
+        ServiceManager.notify("RELOADING=1\nMONOTONIC_USEC=\(SystemClock.monotonicMicroseconds())")
         switch Configuration.load(directories: options.configDirectories) {
         case let .success(loaded):
             configuration = loaded

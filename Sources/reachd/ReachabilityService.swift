@@ -12,7 +12,7 @@ final class ReachabilityService: BusObject {
     /// The properties that make up the host's answer: they change together, with `Changed`.
     static let hostProperties = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface", "Connectivity", "Portal", "AnnouncedPortal", "ValidatedInterfaces"]
 
-    static let maximumTimeoutMilliseconds = UInt32(ReachdContract.maximumCheckTimeout / .milliseconds(1))
+    static let maximumTimeoutMilliseconds = UInt32(ReachdContract.maximumCheckTimeout.wholeMilliseconds)
 
     static func invalidTarget(_ message: String) -> BusError {
         BusError(name: ReachdContract.ErrorName.invalidTarget, message: message)
@@ -171,9 +171,7 @@ final class ReachabilityService: BusObject {
     static func appendDetails(_ reply: BusMessage, _ result: CheckResult, elapsed: Duration? = nil) throws(BusError) {
         try reply.open("a", "{sv}")
         if let elapsed {
-            let (seconds, attoseconds) = elapsed.components
-            let usec = UInt64(max(0, seconds)) * 1_000_000 + UInt64(max(0, attoseconds)) / 1_000_000_000_000
-            try entry(reply, "ElapsedUSec", "t") { message throws(BusError) in try message.append(usec) }
+            try entry(reply, "ElapsedUSec", "t") { message throws(BusError) in try message.append(elapsed.unsignedMicroseconds) }
         }
         if let gateway = result.gateway {
             try entry(reply, "Gateway", "s") { message throws(BusError) in try message.append(gateway.description) }

@@ -164,17 +164,3 @@ public final class EventSource {
         sd_event_source_set_io_events(source, events.rawValue)
     }
 }
-
-extension ContinuousClock.Instant {
-    /// This instant as CLOCK_MONOTONIC microseconds (ContinuousClock is CLOCK_MONOTONIC... on
-    /// Linux Swift's ContinuousClock uses CLOCK_BOOTTIME; convert through the offset now).
-    public var monotonicMicroseconds: UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        let monotonicNow = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
-        let remaining = ContinuousClock.now.duration(to: self)
-        let (seconds, attoseconds) = remaining.components
-        let delta = seconds * 1_000_000 + attoseconds / 1_000_000_000_000
-        return delta >= 0 ? monotonicNow &+ UInt64(delta) : monotonicNow &- min(monotonicNow, UInt64(-delta))
-    }
-}

@@ -221,8 +221,7 @@ public final class ReachabilityClient {
     /// A nil `timeout` asks for reachd's configured default (`timeout_ms` 0).
     public func checkHost(_ host: String, timeout: Duration? = .seconds(5)) throws(BusError) -> CheckResult {
         let bounded = min(max(timeout ?? Contract.maximumCheckTimeout, .milliseconds(1)), Contract.maximumCheckTimeout)
-        let (seconds, attoseconds) = bounded.components
-        let milliseconds = timeout == nil ? 0 : UInt32(clamping: max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000))
+        let milliseconds = timeout == nil ? 0 : UInt32(clamping: max(1, bounded.wholeMilliseconds))
         let reply: OwnedBusMessage
         do {
             reply = try call("CheckHost", timeout: bounded + Self.checkCallMargin) { message throws(BusError) in
@@ -372,12 +371,10 @@ public final class ReachabilityClient {
         guard events >= 0 else { throw BusError("get the bus's poll events", code: events) }
         var fds = [pollfd(fd: connection.fileDescriptor, events: Int16(events), revents: 0)]
         if let descriptor { fds.append(pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)) }
-        var milliseconds: Int64 = timeout.map(Self.milliseconds) ?? -1
+        var milliseconds: Int64 = timeout.map(\.millisecondsRoundedUp) ?? -1
         var busDeadline: UInt64 = 0
         if sd_bus_get_timeout(connection.bus, &busDeadline) >= 0, busDeadline != UInt64.max {
-            var now = timespec()
-            clock_gettime(CLOCK_MONOTONIC, &now)
-            let nowMicroseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+            let nowMicroseconds = SystemClock.monotonicMicroseconds()
             let busMilliseconds = busDeadline > nowMicroseconds ? Int64((busDeadline - nowMicroseconds + 999) / 1000) : 0
             milliseconds = milliseconds < 0 ? busMilliseconds : min(milliseconds, busMilliseconds)
         }
@@ -489,11 +486,6 @@ public final class ReachabilityClient {
         BusError(name: "org.freedesktop.DBus.Error.InvalidSignature", message: "\(member) reply: \(what)")
     }
 
-    static func milliseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        guard seconds >= 0, attoseconds >= 0 else { return 0 }
-        return seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-    }
 
     /// What a signal handler saw, before `dispatch()` makes events of it.
     enum RawEvent {

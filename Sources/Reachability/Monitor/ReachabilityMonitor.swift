@@ -333,9 +333,7 @@ public final class ReachabilityMonitor: Sendable {
             guard let deadline else { return -1 }
             let remaining = ContinuousClock.now.duration(to: deadline)
             guard remaining > .zero else { return 0 }
-            let (seconds, attoseconds) = remaining.components
-            let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-            return Int32(clamping: milliseconds)
+            return Int32(clamping: remaining.millisecondsRoundedUp)
         }
     }
 }
