@@ -38,7 +38,7 @@ public func fuzzConfiguration(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt
         }
     }
     _ = Classifier(rules: configuration.rules, priorities: configuration.priorities)
-        .classify(Link(index: 2, name: "wlan0", flags: 0x11043), device: DeviceFacts())
+        .classify(Link(index: 2, name: "wlan0", flags: LinkFlags(rawValue: 0x11043)), device: DeviceFacts())
 
     checkGlobs(configuration.rules, names: candidateNames(bytes))
 

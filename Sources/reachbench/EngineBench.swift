@@ -19,7 +19,7 @@ struct EngineMeasurement: Sendable {
 }
 
 enum EngineBench {
-    private static let flagsReady = Link.flagUp | Link.flagRunning | Link.flagLowerUp
+    private static let flagsReady: LinkFlags = [.up, .running, .lowerUp]
     private static let uplinkIndex: Int32 = 2
 
     /// The events of a dump of `links` links (at least 3), like a host with many interfaces:
@@ -29,7 +29,7 @@ enum EngineBench {
         var events: [NetworkEvent] = []
         events.reserveCapacity(links * 5 + 8)
         events.append(.link(
-            Link(index: 1, name: "lo", flags: flagsReady | Link.flagLoopback, hardwareType: Link.hardwareLoopback),
+            Link(index: 1, name: "lo", flags: flagsReady.union(.loopback), hardwareType: Link.hardwareLoopback),
             device: DeviceFacts()))
         events.append(.address(Address(
             interfaceIndex: 1, prefix: IPPrefix(.v4(0x7F00_0001), length: 8), scope: Address.scopeHost)))
@@ -64,7 +64,7 @@ enum EngineBench {
         let name = index == uplinkIndex ? "eth0" : "en\(index)"
         let link = on
             ? Link(index: index, name: name, flags: flagsReady, operState: .up)
-            : Link(index: index, name: name, flags: Link.flagUp, operState: .lowerLayerDown)
+            : Link(index: index, name: name, flags: .up, operState: .lowerLayerDown)
         return [.link(link, device: nil)]
     }
 

@@ -62,9 +62,9 @@ struct CheckCommand: AsyncParsableCommand {
         if !validateInternet, target == nil {
             throw ValidationError("Missing expected argument '<target>' (an address or a host name), or --validate.")
         }
-        if let timeout, timeout > ReachabilityClient.maximumCheckTimeout {
+        if let timeout, timeout > ReachdContract.maximumCheckTimeout {
             throw ValidationError(
-                "--timeout \(DurationText.format(timeout)) is above the maximum of \(DurationText.format(ReachabilityClient.maximumCheckTimeout)) "
+                "--timeout \(DurationText.format(timeout)) is above the maximum of \(DurationText.format(ReachdContract.maximumCheckTimeout)) "
                     + "a host check may take; to wait longer for a host, use `reachctl wait --target HOST --timeout ...`.")
         }
         if let timeout, timeout <= .zero {

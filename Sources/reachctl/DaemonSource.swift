@@ -146,7 +146,7 @@ final class DaemonContext: ReachabilityClientOwner {
                 let path: String
                 do {
                     path = try client.watch(target)
-                } catch where error.name == ReachabilityClient.ErrorName.invalidTarget {
+                } catch where error.name == ReachdContract.ErrorName.invalidTarget {
                     answers.append(TargetAnswer(
                         result: CheckResult(target: target, reason: .invalidTarget, message: error.message), generation: nil))
                     continue

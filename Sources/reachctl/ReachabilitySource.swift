@@ -47,10 +47,7 @@ struct InProcessSource: ReachabilitySource {
     /// In-process there are no watches and no checks but this command's: those count 0, the
     /// start time is reachctl's, and the state and netlink counters are the monitor's.
     func metrics() -> String {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return MetricsExposition.render(MetricsSample(
-            snapshot: monitor.snapshot, mirror: monitor.counters, startTime: Double(now.tv_sec) + Double(now.tv_nsec) / 1e9))
+        MetricsExposition.render(MetricsSample(snapshot: monitor.snapshot, mirror: monitor.counters, startTime: SystemClock.wallSeconds()))
     }
     func updates() -> AsyncStream<ReachabilityUpdate> { monitor.updates() }
     func check(_ target: String, timeout: Duration?) async throws -> CheckResult {

@@ -8,9 +8,9 @@ import Glibc
 /// the publisher (signals, STATUS=, journal, NetworkManager surface), the metrics, the probes and
 /// the watches. Each part gets what it needs at construction; none holds the daemon.
 final class Daemon {
-    static let busName = "org.reachd.Reachability1"
-    static let objectPath = "/org/reachd/Reachability1"
-    static let interface = "org.reachd.Reachability1"
+    static let busName = ReachdContract.busName
+    static let objectPath = ReachdContract.objectPath
+    static let interface = ReachdContract.interface
 
     private let options: Options
     private var configuration: Configuration
@@ -186,10 +186,7 @@ final class Daemon {
 
     /// SIGHUP: re-read the configuration. A bad one is refused and the running one kept.
     private func reload() {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        let usec = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
-        ServiceManager.notify("RELOADING=1\nMONOTONIC_USEC=\(usec)")
+        ServiceManager.notify("RELOADING=1\nMONOTONIC_USEC=\(SystemClock.monotonicMicroseconds())")
         switch Configuration.load(directories: options.configDirectories) {
         case let .success(loaded):
             configuration = loaded

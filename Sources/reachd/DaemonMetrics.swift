@@ -23,9 +23,7 @@ final class DaemonMetrics {
     init(loop: EventLoop, mirror: SharedMirror) {
         self.loop = loop
         self.mirror = mirror
-        var wallClock = timespec()
-        clock_gettime(CLOCK_REALTIME, &wallClock)
-        startTime = Double(wallClock.tv_sec) + Double(wallClock.tv_nsec) / 1e9
+        startTime = SystemClock.wallSeconds()
     }
 
     /// The exposition every output prints.
@@ -49,8 +47,7 @@ final class DaemonMetrics {
 
     /// One host check answered (CheckHost, a watch of a host name, the probe's lookup).
     func recordCheck(_ result: CheckResult, took elapsed: Duration) {
-        let (seconds, attoseconds) = elapsed.components
-        counters.recordCheck(result, seconds: Double(seconds) + Double(attoseconds) / 1e18)
+        counters.recordCheck(result, seconds: elapsed.inSeconds)
         changed()
     }
 
@@ -71,18 +68,17 @@ final class DaemonMetrics {
     /// stream socket (a drop-in gone wrong) is closed with a warning.
     func serve(_ sockets: [Int32]) {
         for descriptor in sockets {
+            let owned = Descriptor(descriptor)  // closed unless an endpoint takes it
             guard ServiceManager.isListeningStreamSocket(descriptor) else {
                 Log.warning("metrics: systemd passed file descriptor \(descriptor) named \(MetricsEndpoint.socketName), not a listening stream socket: closing it")
-                close(descriptor)
                 continue
             }
             do {
-                endpoints.append(try MetricsEndpoint(loop: loop, listening: descriptor) { [unowned self] in self.text } refused: { [unowned self] in
+                endpoints.append(try MetricsEndpoint(loop: loop, listening: owned) { [unowned self] in self.text } refused: { [unowned self] in
                     self.counters.scrapesRefused += 1
                 })
             } catch {
                 Log.error("metrics: cannot serve file descriptor \(descriptor): \(error)")
-                close(descriptor)
             }
         }
         if !endpoints.isEmpty {

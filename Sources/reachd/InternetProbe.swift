@@ -223,7 +223,7 @@ final class InternetProbe {
             }
             let exchange = try HTTPExchange(url: url, address: address, source: source, device: device)
             attempt.exchange = exchange
-            attempt.source = try loop.watch(fd: exchange.fd, events: Self.events(exchange)) { [unowned self] revents in
+            attempt.source = try loop.watch(fd: exchange.fd, events: exchange.events) { [unowned self] revents in
                 self.ready(attempt, revents)
             }
         } catch {
@@ -231,22 +231,16 @@ final class InternetProbe {
         }
     }
 
-    private func ready(_ attempt: Attempt, _ revents: UInt32) {
+    private func ready(_ attempt: Attempt, _ revents: IOEvents) {
         guard attempt === self.attempt, let exchange = attempt.exchange else { return }
-        let readable = revents & (EventLoop.readable | EventLoop.error | EventLoop.hangUp) != 0
-        if let outcome = exchange.handle(readable: readable, writable: revents & (EventLoop.writable | EventLoop.error) != 0) {
+        if let outcome = exchange.handle(readable: revents.canRead, writable: !revents.isDisjoint(with: [.writable, .error])) {
             switch outcome {
             case let .answered(response): finish(settings.expectation.judge(response))
             case let .failed(what): finish(ProbeExpectation.failed(what))
             }
         } else {
-            attempt.source?.setEvents(Self.events(exchange))
+            attempt.source?.setEvents(exchange.events)
         }
-    }
-
-    private static func events(_ exchange: HTTPExchange) -> UInt32 {
-        let wanted = exchange.events
-        return (wanted.readable ? EventLoop.readable : 0) | (wanted.writable ? EventLoop.writable : 0)
     }
 
     /// The timer: the probe's deadline while one is in flight, else the next probe.

@@ -28,7 +28,7 @@ final class MetricsEndpoint {
     private let render: () -> String
     /// Counts a connection closed unanswered (`maximumConnections`).
     private let refused: () -> Void
-    private let listener: Int32
+    private let listener: Descriptor
     private var source: EventSource?
     /// The timer that listens again after a failed accept (`pause`).
     private var resume: EventSource?
@@ -36,18 +36,18 @@ final class MetricsEndpoint {
     private var failing: Int32 = 0
     private var scrapes: [Int32: Scrape] = [:]
 
-    init(loop: EventLoop, listening descriptor: Int32, render: @escaping () -> String, refused: @escaping () -> Void) throws(SystemError) {
+    init(loop: EventLoop, listening descriptor: consuming Descriptor, render: @escaping () -> String, refused: @escaping () -> Void) throws(SystemError) {
         self.loop = loop
         self.render = render
         self.refused = refused
+        descriptor.setNonBlocking()
+        descriptor.setCloseOnExec()
         listener = descriptor
-        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
-        _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
         source = try listen()
     }
 
     private func listen() throws(SystemError) -> EventSource {
-        try loop.watch(fd: listener, events: EventLoop.readable) { [unowned self] _ in self.acceptPending() }
+        try loop.watch(fd: listener.rawValue, events: .readable) { [unowned self] _ in self.acceptPending() }
     }
 
     /// accept(2) failed for want of a resource (EMFILE, ENFILE, ENOBUFS, ENOMEM): the connection
@@ -77,7 +77,7 @@ final class MetricsEndpoint {
     private func acceptPending() {
         for _ in 0..<Self.acceptsPerWakeUp {
             // accept4 is not in Swift's Glibc module; reachd never execs, so CLOEXEC set after is as good.
-            let fd = accept(listener, nil, nil)
+            let fd = accept(listener.rawValue, nil, nil)
             if fd < 0 {
                 let code = errno
                 if code == EINTR || code == ECONNABORTED { continue }
@@ -88,32 +88,30 @@ final class MetricsEndpoint {
                 Log.info("metrics: accepting connections again")
                 failing = 0
             }
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            let connection = Descriptor(fd)  // closed when refused or failed
+            connection.setNonBlocking()
+            connection.setCloseOnExec()
             guard scrapes.count < Self.maximumConnections else {
-                close(fd)
                 refused()
                 continue
             }
             do {
-                scrapes[fd] = try Scrape(fd: fd, endpoint: self)
+                scrapes[fd] = try Scrape(connection, endpoint: self)
             } catch {
                 Log.warning("metrics: cannot serve a connection: \(error)")
-                close(fd)
             }
         }
     }
 
     fileprivate var exposition: String { render() }
 
-    fileprivate func finished(_ fd: Int32) {
-        scrapes.removeValue(forKey: fd)
-        close(fd)
-    }
+    /// Closes the connection with the scrape.
+    fileprivate func finished(_ fd: Int32) { scrapes.removeValue(forKey: fd) }
 
     /// One connection: read the head, write the answer, close.
     private final class Scrape {
-        let fd: Int32
+        let connection: Descriptor
+        var fd: Int32 { connection.rawValue }
         unowned let endpoint: MetricsEndpoint
         var received: [UInt8] = []
         var answer: [UInt8] = []
@@ -123,10 +121,10 @@ final class MetricsEndpoint {
         var io: EventSource?
         var timer: EventSource?
 
-        init(fd: Int32, endpoint: MetricsEndpoint) throws(SystemError) {
-            self.fd = fd
+        init(_ connection: consuming Descriptor, endpoint: MetricsEndpoint) throws(SystemError) {
+            self.connection = connection
             self.endpoint = endpoint
-            io = try endpoint.loop.watch(fd: fd, events: EventLoop.readable) { [unowned self] _ in self.ready() }
+            io = try endpoint.loop.watch(fd: fd, events: .readable) { [unowned self] _ in self.ready() }
             timer = try endpoint.loop.timer(at: (ContinuousClock.now + MetricsEndpoint.deadline).monotonicMicroseconds) { [unowned self] in
                 self.end()
             }
@@ -157,7 +155,7 @@ final class MetricsEndpoint {
             let request = MetricsHTTP.parse(received)
             if request == .incomplete { return }
             answer = MetricsHTTP.response(to: request) { endpoint.exposition }
-            io?.setEvents(EventLoop.writable)
+            io?.setEvents(.writable)
             write()
         }
 
@@ -171,11 +169,11 @@ final class MetricsEndpoint {
             }
             shutdown(fd, Int32(SHUT_WR))
             draining = true
-            io?.setEvents(EventLoop.readable)
+            io?.setEvents(.readable)
             drain()
         }
 
-        /// Done, failed or past the deadline: release the sources, then the descriptor.
+        /// Done, failed or past the deadline: release the sources, then the descriptor (with self).
         private func end() {
             io?.cancel()
             timer?.cancel()

@@ -65,7 +65,8 @@ final class MetricsTextfile {
     private func write() {
         let bytes = Array(render().utf8)
         let temporary = temporaryPath
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        let file = Descriptor(open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644))
+        let fd = file.rawValue
         guard fd >= 0 else { return fail("cannot create \(temporary)", errno) }
         // reachd.service runs with UMask=0077; node_exporter runs as another user and must read it.
         fchmod(fd, 0o644)
@@ -75,13 +76,12 @@ final class MetricsTextfile {
             if count < 0, errno == EINTR { continue }
             guard count > 0 else {
                 let code = errno
-                close(fd)
                 unlink(temporary)
                 return fail("cannot write \(temporary)", code)
             }
             written += count
         }
-        close(fd)
+        file.close()
         guard rename(temporary, path) == 0 else {
             let code = errno
             unlink(temporary)

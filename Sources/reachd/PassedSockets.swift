@@ -22,7 +22,7 @@ struct PassedSockets {
         case let descriptors:
             let what = descriptors.count == 1 ? "file descriptor \(descriptors[0]), not an rtnetlink socket" : "\(descriptors.count) sockets"
             Log.warning("systemd passed \(what); expected one rtnetlink socket (reachd.socket): ignoring it, opening a netlink socket of its own")
-            for descriptor in descriptors { close(descriptor) }
+            for descriptor in descriptors { Descriptor(descriptor).close() }
         }
         return sockets
     }

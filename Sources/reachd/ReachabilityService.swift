@@ -25,39 +25,15 @@ final class ReachabilityService: BusObject {
         self.metricsText = metricsText
     }
 
-    static let vtable = BusVTable([
-        .property("Flags", signature: "u", emitsChange: true),
-        .property("PrimaryInterface", signature: "s", emitsChange: true),
-        .property("State", signature: "s", emitsChange: true),
-        .property("AvailableInterfaces", signature: "as", emitsChange: true),
-        .property("UnderlyingInterface", signature: "s", emitsChange: true),
-        .property("Connectivity", signature: "s", emitsChange: true),
-        .property("Portal", signature: "s", emitsChange: true),
-        .property("AnnouncedPortal", signature: "s", emitsChange: true),
-        .property("ValidatedInterfaces", signature: "as", emitsChange: true),
-        .property("Generation", signature: "t", emitsChange: true),
-        .method("GetStatus", signature: "", result: "a{sv}", names: "status\0"),
-        .method("ListInterfaces", signature: "", result: "a(issuas)", names: "interfaces\0"),
-        .method("CheckAddress", signature: "s", result: "ussa{sv}", names: "address\0flags\0interface\0reason\0details\0"),
-        .method(
-            "CheckHost", signature: "su", result: "usassa{sv}",
-            names: "host\0timeout_ms\0flags\0interface\0addresses\0reason\0details\0"),
-        .method("Validate", signature: "", result: "sss", names: "connectivity\0portal\0detail\0"),
-        .method("GetMetrics", signature: "", result: "s", names: "exposition\0"),
-        .method("Watch", signature: "s", result: "o", names: "target\0watch\0"),
-        .method("Unwatch", signature: "o", result: "", names: "watch\0"),
-        .signal("Changed", signature: "ust", names: "flags\0primary_interface\0generation\0"),
-        .signal("InterfacesChanged", signature: "a(issuas)ast", names: "changed\0removed\0generation\0"),
-    ])
+    static let vtable = BusVTable(ReachdContract.serviceMembers)
 
     /// The properties that make up the host's answer: they change together, with `Changed`.
     static let hostProperties = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface", "Connectivity", "Portal", "AnnouncedPortal", "ValidatedInterfaces"]
 
-    /// The longest timeout a caller may ask of CheckHost: a check is not a way to hang a client.
-    static let maximumTimeoutMilliseconds: UInt32 = 300_000
+    static let maximumTimeoutMilliseconds = UInt32(ReachdContract.maximumCheckTimeout.wholeMilliseconds)
 
     static func invalidTarget(_ message: String) -> BusError {
-        BusError(name: "org.reachd.Reachability1.Error.InvalidTarget", message: message)
+        BusError(name: ReachdContract.ErrorName.invalidTarget, message: message)
     }
 
     func property(_ name: String, into reply: BusMessage) throws(BusError) {
@@ -174,7 +150,7 @@ final class ReachabilityService: BusObject {
                     Log.warning("cannot reply to CheckHost(\(host)): \(error)")
                 }
             case .failure:
-                bus.value.reply(to: call.value.message, error: BusError(name: "org.reachd.Reachability1.Error.Timeout", message: "the check of \(host) was cancelled"))
+                bus.value.reply(to: call.value.message, error: BusError(name: ReachdContract.ErrorName.timeout, message: "the check of \(host) was cancelled"))
             }
         }
         return .later
@@ -213,9 +189,7 @@ final class ReachabilityService: BusObject {
     static func appendDetails(_ reply: BusMessage, _ result: CheckResult, elapsed: Duration? = nil) throws(BusError) {
         try reply.open("a", "{sv}")
         if let elapsed {
-            let (seconds, attoseconds) = elapsed.components
-            let usec = UInt64(max(0, seconds)) * 1_000_000 + UInt64(max(0, attoseconds)) / 1_000_000_000_000
-            try entry(reply, "ElapsedUSec", "t") { message throws(BusError) in try message.append(usec) }
+            try entry(reply, "ElapsedUSec", "t") { message throws(BusError) in try message.append(elapsed.unsignedMicroseconds) }
         }
         if let gateway = result.gateway {
             try entry(reply, "Gateway", "s") { message throws(BusError) in try message.append(gateway.description) }

@@ -5,13 +5,8 @@ import Synchronization
 /// `org.reachd.Reachability1.Watch`, with its own PropertiesChanged whenever its answer changes.
 /// Watches on the same target share one `WatchedTarget`, and so one answer and one DNS lookup.
 final class Watch: BusObject {
-    static let interface = "org.reachd.Reachability1.Watch"
-    static let vtable = BusVTable([
-        .property("Target", signature: "s", emitsChange: false),
-        .property("Flags", signature: "u", emitsChange: true),
-        .property("Interface", signature: "s", emitsChange: true),
-        .property("Reason", signature: "s", emitsChange: true),
-    ])
+    static let interface = ReachdContract.watchInterface
+    static let vtable = BusVTable(ReachdContract.watchMembers)
 
     let path: String
     let owner: String

@@ -17,9 +17,8 @@ final class WatchedTarget {
     var isWatched = true
     /// The delay before the next attempt after another failure, before jitter.
     var retryDelay = WatchTargets.firstRetry
-    /// When the retry heap asks it again; `retryToken` tells its live heap entry from dead ones.
+    /// When the retry heap asks it again: its heap entries with another instant are stale.
     var retryAt: ContinuousClock.Instant?
-    var retryToken: UInt64 = 0
 
     init(_ target: String) {
         self.target = target
@@ -51,7 +50,7 @@ final class WatchTargets {
     private var timeout: Duration = .seconds(5)
     private var maxConcurrentLookups = 64
     private var targets: [String: WatchedTarget] = [:]
-    private var retries = RetryHeap()
+    private var retries = DeadlineHeap<WatchedTarget>()
     private var retryTimer: EventSource?
     /// Host targets waiting for a lookup slot, oldest first from `readyHead`. Those before
     /// `overdueHead` have been told that DNS did not answer in time (see `answerOverdue`).
@@ -103,7 +102,7 @@ final class WatchTargets {
         guard target.watches.isEmpty, targets[target.target] === target else { return }
         targets.removeValue(forKey: target.target)
         target.isWatched = false
-        retries.cancel(target)
+        target.retryAt = nil
         if let pending = target.pendingCheck, pending != Self.starting { core.cancelHostCheck(pending) }
         scheduleTimer()
     }
@@ -118,7 +117,7 @@ final class WatchTargets {
                 continue
             }
             target.retryDelay = Self.firstRetry
-            retries.cancel(target)
+            target.retryAt = nil
             ask(target)
         }
         scheduleTimer()
@@ -145,7 +144,7 @@ final class WatchTargets {
     }
 
     private func start(_ target: WatchedTarget) {
-        retries.cancel(target)
+        target.retryAt = nil
         inFlight += 1
         let box = UncheckedSendable(target)
         let targets = UncheckedSendable(self)
@@ -164,7 +163,10 @@ final class WatchTargets {
         if target.isWatched, case let .success(result) = outcome {
             update(target, result, announce: true)
             if result.reason == .dnsTimeout || result.reason == .dnsFailure {
-                retries.insert(target, at: .now + Self.jittered(target.retryDelay))
+                let at = ContinuousClock.now + Self.jittered(target.retryDelay)
+                target.retryAt = at
+                retries.insert(at, target)
+                if retries.count > 2 * targets.count + 64 { retries.compact(isCurrent: Self.isRetry) }
                 target.retryDelay = min(target.retryDelay * 2, Self.lastRetry)
             } else {
                 target.retryDelay = Self.firstRetry
@@ -218,12 +220,19 @@ final class WatchTargets {
 
     /// Asks the targets whose retry is due, and arms the timer for the next one.
     private func retryDue() {
-        for target in retries.popDue(now: .now) where target.isWatched { ask(target) }
+        let now = ContinuousClock.now
+        while let (at, target) = retries.first, at <= now {
+            retries.removeFirst()
+            guard Self.isRetry(at, target) else { continue }
+            target.retryAt = nil
+            if target.isWatched { ask(target) }
+        }
         scheduleTimer()
     }
 
     private func scheduleTimer() {
-        guard let next = retries.earliest() else {
+        retries.prune(isCurrent: Self.isRetry)
+        guard let next = retries.first?.instant else {
             retryTimer?.disable()
             return
         }
@@ -231,6 +240,10 @@ final class WatchTargets {
             retryTimer = try? loop.timer(at: 0) { [unowned self] in self.retryDue() }
         }
         retryTimer?.schedule(at: next.monotonicMicroseconds)
+    }
+
+    private static func isRetry(_ at: ContinuousClock.Instant, _ target: WatchedTarget) -> Bool {
+        target.retryAt == at
     }
 
     /// `delay` shifted by up to `jitter` of itself, either way.

@@ -44,7 +44,7 @@ final class WatchRegistry {
     private func limitExceeded(_ message: String) -> BusError {
         metrics.counters.watchesRefused += 1
         metrics.changed()
-        return BusError(name: "org.reachd.Reachability1.Error.LimitExceeded", message: message)
+        return BusError(name: ReachdContract.ErrorName.limitExceeded, message: message)
     }
 
     var count: Int { watches.count }
@@ -127,7 +127,7 @@ final class WatchRegistry {
             throw limitExceeded("the clients of Unix user \(uid) already hold \(ofUser) watches, the most one user may hold (MaxWatchesPerUser=\(limits.perUser))")
         }
         nextID += 1
-        let watch = Watch(path: "\(Daemon.objectPath)/watch/\(nextID)", owner: owner, uid: uid, shared: targets.target(for: target))
+        let watch = Watch(path: "\(ReachdContract.watchPathNamespace)/\(nextID)", owner: owner, uid: uid, shared: targets.target(for: target))
         // The watch holds its slot and this registry holds the watch: the slot must not hold it.
         watch.slot = try bus.add(watch, at: watch.path, interface: Watch.interface, vtable: Watch.vtable, retaining: false)
         watches[watch.path] = watch

@@ -10,7 +10,7 @@ import Testing
 
 /// A link with the fields classification reads; everything else at neutral values.
 private func link(
-    _ name: String, type: UInt16 = Link.hardwareEther, infoKind: String? = nil, flags: UInt32 = Link.flagUp
+    _ name: String, type: UInt16 = Link.hardwareEther, infoKind: String? = nil, flags: LinkFlags = .up
 ) -> Link {
     Link(index: 7, name: name, flags: flags, hardwareType: type, operState: .up, infoKind: infoKind)
 }
@@ -313,7 +313,7 @@ private func detect(_ link: Link, _ device: DeviceFacts = DeviceFacts()) -> (kin
     }
 
     @Test func loopbackByFlag() {
-        #expect(detect(link("lo9", type: Link.hardwareEther, flags: Link.flagUp | Link.flagLoopback)) == (.loopback, "hardwareType"))
+        #expect(detect(link("lo9", type: Link.hardwareEther, flags: [.up, .loopback])) == (.loopback, "hardwareType"))
     }
 
     @Test func pppWithoutHintsIsOther() {
@@ -588,11 +588,11 @@ private func withFakeSysfs(_ body: (FakeSysfs) throws -> Void) throws {
         ("something-new", Link.hardwareEther, true),
     ])
     func infoKindsThatDecideNeedNoSysfs(infoKind: String, hardware: UInt16, needed: Bool) {
-        let link = Link(index: 5, name: "x0", flags: Link.flagUp, hardwareType: hardware, infoKind: infoKind)
+        let link = Link(index: 5, name: "x0", flags: .up, hardwareType: hardware, infoKind: infoKind)
         #expect(Classifier.needsDeviceFacts(link) == needed)
     }
 
     @Test func physicalLinksNeedSysfs() {
-        #expect(Classifier.needsDeviceFacts(Link(index: 2, name: "eth0", flags: Link.flagUp)))
+        #expect(Classifier.needsDeviceFacts(Link(index: 2, name: "eth0", flags: .up)))
     }
 }

@@ -248,7 +248,7 @@ struct ConfigurationValueTests {
         var monitor = CoreConfiguration()
         configuration.apply(to: &monitor)
         let classifier = Classifier(rules: monitor.rules, priorities: monitor.priorities)
-        let link = Link(index: 3, name: "wlan0", flags: Link.flagUp, hardwareType: Link.hardwareEther, operState: .up)
+        let link = Link(index: 3, name: "wlan0", flags: .up, hardwareType: Link.hardwareEther, operState: .up)
         let classification = classifier.classify(link, device: DeviceFacts(deviceType: "wlan", hasPhy80211: true))
         #expect(classification.kind == .wifi)
         #expect(classification.isMetered)

@@ -339,7 +339,7 @@ private func decodeError(_ bytes: [UInt8], sourceLocation: SourceLocation = #_so
         }
         #expect(link.index == 2)
         #expect(link.name == "eth0")
-        #expect(link.flags == 0x11043)
+        #expect(link.flags.rawValue == 0x11043)
         #expect(link.hardwareType == Link.hardwareEther)
         #expect(link.operState == .up)
         #expect(link.master == 5)
@@ -351,10 +351,10 @@ private func decodeError(_ bytes: [UInt8], sourceLocation: SourceLocation = #_so
         // RTM_DELLINK with only a name: no master, no kind, operstate unknown.
         let bytes = Wire.message(type: RT.delLink, Wire.ifinfomsg(index: 9, flags: 0) + Wire.attribute(RT.linkName, Wire.cString("wg0")))
         let decoded = try decodeOne(bytes)
-        #expect(decoded.message == .linkRemoved(Link(index: 9, name: "wg0", flags: 0, hardwareType: 1, operState: .unknown)))
+        #expect(decoded.message == .linkRemoved(Link(index: 9, name: "wg0", flags: [], hardwareType: 1, operState: .unknown)))
         // IFLA_MASTER 0 means "no master".
         let noMaster = try decodeOne(Wire.link(extra: Wire.attribute(RT.linkMaster, Wire.u32(0))))
-        #expect(noMaster.message == .link(Link(index: 2, name: "eth0", flags: 0x11043, hardwareType: 1)))
+        #expect(noMaster.message == .link(Link(index: 2, name: "eth0", flags: LinkFlags(rawValue: 0x11043), hardwareType: 1)))
     }
 
     @Test func newAddress_prefersLocalOverPeer_andTakesIFAFlags() throws {
@@ -366,20 +366,20 @@ private func decodeError(_ bytes: [UInt8], sourceLocation: SourceLocation = #_so
         #expect(address.interfaceIndex == 7)
         #expect(address.prefix == IPPrefix(ip("192.0.2.10"), length: 32))
         #expect(address.scope == 0)
-        #expect(address.flags == 0x280)
+        #expect(address.flags.rawValue == 0x280)
 
         // Attribute order does not matter: IFA_LOCAL before IFA_ADDRESS.
         let reversed = Wire.message(type: RT.newAddress,
             Wire.ifaddrmsg(family: 2, prefix: 32, index: 7) + Wire.attribute(RT.addressLocal, [192, 0, 2, 10])
             + Wire.attribute(RT.addressAddress, [198, 51, 100, 1]))
         #expect(try decodeOne(reversed).message == .address(
-            Address(interfaceIndex: 7, prefix: IPPrefix(ip("192.0.2.10"), length: 32), scope: 0, flags: 0x80)))
+            Address(interfaceIndex: 7, prefix: IPPrefix(ip("192.0.2.10"), length: 32), scope: 0, flags: AddressFlags(rawValue: 0x80))))
 
         // IPv6 sends only IFA_ADDRESS; without IFA_FLAGS the 8-bit ifa_flags count (0x40 tentative).
         let v6 = Wire.message(type: RT.delAddress,
             Wire.ifaddrmsg(family: 10, prefix: 64, flags: 0x40, scope: 0, index: 3) + Wire.attribute(RT.addressAddress, Wire.db8_10))
         #expect(try decodeOne(v6).message == .addressRemoved(
-            Address(interfaceIndex: 3, prefix: IPPrefix(ip("2001:db8::10"), length: 64), scope: 0, flags: 0x40)))
+            Address(interfaceIndex: 3, prefix: IPPrefix(ip("2001:db8::10"), length: 64), scope: 0, flags: .tentative)))
     }
 
     @Test func newRoute_default_decodesGatewayInterfaceMetricTableAndReplace() throws {
@@ -642,7 +642,7 @@ extension DecoderTests {
         let v6max = Wire.message(type: RT.newAddress,
             Wire.ifaddrmsg(family: 10, prefix: 128, index: 2) + Wire.attribute(RT.addressAddress, Wire.db8_10))
         #expect(try decodeOne(v6max).message == .address(
-            Address(interfaceIndex: 2, prefix: IPPrefix(ip("2001:db8::10"), length: 128), flags: 0x80)))
+            Address(interfaceIndex: 2, prefix: IPPrefix(ip("2001:db8::10"), length: 128), flags: AddressFlags(rawValue: 0x80))))
         let route = Wire.message(type: RT.newRoute,
             Wire.rtmsg(family: 2, destinationLength: 33) + Wire.attribute(RT.routeDestination, [10, 0, 0, 0]))
         #expect(try decodeError(route) == .invalidAttributeValue(messageType: RT.newRoute, attribute: RT.routeDestination, length: 33))

@@ -102,4 +102,17 @@ struct DurationTextTests {
             #expect(try DurationText.parse(DurationText.format(sample)) == sample, "\(sample)")
         }
     }
+
+    @Test func unitsRoundAsTheirCallersNeed() {
+        let value: Duration = .microseconds(1_500_250)
+        #expect(value.wholeMicroseconds == 1_500_250 && value.wholeMilliseconds == 1500)
+        #expect(value.millisecondsRoundedUp == 1501 && Duration.milliseconds(2).millisecondsRoundedUp == 2)
+        #expect(value.secondsRoundedUp == 2 && Duration.seconds(3).secondsRoundedUp == 3)
+        #expect(abs(value.inSeconds - 1.50025) < 1e-12)
+        #expect(Duration.milliseconds(-3).millisecondsRoundedUp == 0 && Duration.milliseconds(-3).unsignedMicroseconds == 0)
+        #expect(Duration.milliseconds(-3).wholeMicroseconds == -3000)
+        let soon = ContinuousClock.now + .seconds(2)
+        let distance = Int64(soon.monotonicMicroseconds) - Int64(SystemClock.monotonicMicroseconds())
+        #expect(abs(distance - 2_000_000) < 100_000, "\(distance)")
+    }
 }

@@ -13,14 +13,17 @@ import Testing
 
 /// Builders for the facts the kernel would send, with the values `ip` shows on a real host.
 private enum Fact {
+    static let broadcast = LinkFlags(rawValue: 0x2)
+    static let multicast = LinkFlags(rawValue: 0x1000)
+    static let permanent = AddressFlags(rawValue: 0x80)
     /// UP | BROADCAST | RUNNING | MULTICAST | LOWER_UP: an Ethernet NIC with carrier.
-    static let carrierFlags: UInt32 = Link.flagUp | 0x2 | Link.flagRunning | 0x1000 | Link.flagLowerUp
+    static let carrierFlags: LinkFlags = [.up, broadcast, .running, multicast, .lowerUp]
     /// UP | BROADCAST | MULTICAST: admin up, NO-CARRIER (no RUNNING, no LOWER_UP).
-    static let noCarrierFlags: UInt32 = Link.flagUp | 0x2 | 0x1000
+    static let noCarrierFlags: LinkFlags = [.up, broadcast, multicast]
     /// BROADCAST | MULTICAST: `ip link set X down`.
-    static let adminDownFlags: UInt32 = 0x2 | 0x1000
+    static let adminDownFlags: LinkFlags = [broadcast, multicast]
     /// IFF_PROMISC: tcpdump started; nothing reachability cares about.
-    static let promiscuous: UInt32 = 0x100
+    static let promiscuous = LinkFlags(rawValue: 0x100)
 
     static func ethernet(
         _ index: Int32, _ name: String, carrier: Bool = true, infoKind: String? = nil, master: Int32? = nil
@@ -42,11 +45,11 @@ private enum Fact {
 
     /// A global IPv4 address (IFA_F_PERMANENT, scope universe).
     static func v4(_ index: Int32, _ text: String, _ length: UInt8 = 24) -> Address {
-        Address(interfaceIndex: index, prefix: IPPrefix(ip(text), length: length), scope: 0, flags: 0x80)
+        Address(interfaceIndex: index, prefix: IPPrefix(ip(text), length: length), scope: 0, flags: permanent)
     }
 
     /// An IPv6 address; fe80::/10 gets link scope as the kernel gives it.
-    static func v6(_ index: Int32, _ text: String, _ length: UInt8 = 64, flags: UInt32 = 0x80) -> Address {
+    static func v6(_ index: Int32, _ text: String, _ length: UInt8 = 64, flags: AddressFlags = permanent) -> Address {
         let address = ip(text)
         return Address(
             interfaceIndex: index, prefix: IPPrefix(address, length: length),
@@ -130,7 +133,7 @@ private func onlineWired(classifier: Classifier = Classifier()) throws -> Networ
         #expect(change.host.availableInterfaces == [])
         // Loopback with its address never makes the host local.
         var loopbackOnly = NetworkState()
-        let lo = Link(index: 1, name: "lo", flags: Link.flagUp | Link.flagLoopback | Link.flagRunning | Link.flagLowerUp,
+        let lo = Link(index: 1, name: "lo", flags: [.up, .loopback, .running, .lowerUp],
                       hardwareType: Link.hardwareLoopback, operState: .unknown)
         let loChange = try changed(loopbackOnly.apply([
             .link(lo, device: DeviceFacts()),
@@ -216,7 +219,7 @@ private func onlineWired(classifier: Classifier = Classifier()) throws -> Networ
 
     @Test func tentativeIPv6Address_isNotUsable_untilDADCompletes() throws {
         var state = NetworkState()
-        let tentative = Fact.v6(3, "2001:db8::10", flags: Address.flagTentative)
+        let tentative = Fact.v6(3, "2001:db8::10", flags: .tentative)
         let change = try changed(state.apply([
             .link(Fact.ethernet(3, "eth0"), device: DeviceFacts()),
             .address(tentative),
@@ -236,7 +239,7 @@ private func onlineWired(classifier: Classifier = Classifier()) throws -> Networ
         #expect(done.host.state == .online)
         #expect(state.evaluate(route: route, family: .ipv6).reason == nil)
         // A failed DAD is not usable either.
-        let failed = try changed(state.apply([.address(Fact.v6(3, "2001:db8::10", flags: Address.flagDADFailed))]))
+        let failed = try changed(state.apply([.address(Fact.v6(3, "2001:db8::10", flags: .dadFailed))]))
         #expect(failed.host.state == .offline)
     }
 }
@@ -249,9 +252,9 @@ extension EngineTests {
         let generation = state.generation
         let snapshot = state.snapshot
         var promiscuous = Fact.ethernet(2, "eth0")
-        promiscuous.flags |= Fact.promiscuous
+        promiscuous.flags.insert(Fact.promiscuous)
         var deprecated = Fact.v4(2, "192.0.2.10")
-        deprecated.flags |= Address.flagDeprecated
+        deprecated.flags.insert(.deprecated)
         let noise: [(String, NetworkEvent)] = [
             ("same link again", .link(Fact.ethernet(2, "eth0"), device: nil)),
             ("same link with same sysfs facts", .link(Fact.ethernet(2, "eth0"), device: DeviceFacts())),
@@ -428,7 +431,7 @@ extension EngineTests {
     @Test func vpnTun_withBestMetric_isPrimary_withVPNFlags() throws {
         var state = try onlineWired()
         // OpenVPN's tun0: ARPHRD_NONE, operstate unknown, UP|POINTOPOINT|RUNNING|NOARP|MULTICAST|LOWER_UP.
-        let tun = Link(index: 9, name: "tun0", flags: 0x1_10D1, hardwareType: Link.hardwareNone,
+        let tun = Link(index: 9, name: "tun0", flags: LinkFlags(rawValue: 0x1_10D1), hardwareType: Link.hardwareNone,
                        operState: .unknown, infoKind: "tun")
         let change = try changed(state.apply([
             .link(tun, device: DeviceFacts()), .address(Fact.v4(9, "10.8.0.6")),
@@ -849,7 +852,7 @@ extension EngineTests {
     @Test func announcedPortal_underATunnel_isTheCarryingLinks() throws {
         var state = try onlineWired()
         let tun = Link(
-            index: 9, name: "tun0", flags: Link.flagUp | Link.flagPointToPoint | Link.flagRunning | Link.flagLowerUp,
+            index: 9, name: "tun0", flags: [.up, .pointToPoint, .running, .lowerUp],
             hardwareType: Link.hardwareNone, operState: .unknown, infoKind: "tun")
         let split = Route(destination: IPPrefix(.anyV4, length: 1), metric: 0, nextHops: [NextHop(gateway: nil, interfaceIndex: 9)])
         _ = state.apply([

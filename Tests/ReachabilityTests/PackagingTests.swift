@@ -268,7 +268,8 @@ struct PackagingDocumentationTests {
         #expect(helpOptions.subtracting(pageOptions).isEmpty, "reachd --help has options reachd(8) lacks")
         #expect(pageOptions.subtracting(helpOptions).isEmpty, "reachd(8) names options reachd lacks")
 
-        // Every member of the shipped interface, and every error name the daemon sends.
+        // Every member of the shipped interface, and every error name the daemon sends (its own
+        // D-Bus contract's, and any spelled in reachd).
         let page = try String(contentsOfFile: packaging + "/man/reachd.8", encoding: .utf8)
         let xml = try String(contentsOfFile: packaging + "/org.reachd.Reachability1.xml", encoding: .utf8)
         let members = Self.members(inInterfaceXML: xml)
@@ -279,6 +280,8 @@ struct PackagingDocumentationTests {
             let source = try String(contentsOfFile: repository + "/Sources/reachd/" + file, encoding: .utf8)
             errors.formUnion(Self.names(after: "org.reachd.Reachability1.Error.", in: source))
         }
+        let contract = try String(contentsOfFile: repository + "/Sources/Reachability/Bus/ReachdContract.swift", encoding: .utf8)
+        errors.formUnion(Self.names(after: "org.reachd.Reachability1.Error.", in: contract))
         #expect(!errors.isEmpty)
         #expect(errors == Self.names(after: "org.reachd.Reachability1.Error.", in: page), "errors the daemon sends vs. reachd(8)")
     }

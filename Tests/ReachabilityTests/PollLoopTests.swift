@@ -13,7 +13,7 @@ import Glibc
         ready.signal()
         var order: [String] = []
         let plain = try loop.addTimer(urgent: false) { order.append("timer") }
-        let watch = try loop.addWatch(fd: ready.fd, events: UInt32(POLLIN)) { _ in
+        let watch = try loop.addWatch(fd: ready.fd, events: .readable) { _ in
             order.append("watch")
             ready.drain()
         }

@@ -207,7 +207,7 @@ struct ReachctlDaemonTests {
         #expect(host.interface == "lo")
 
         let path = try client.watch("198.51.100.7")
-        #expect(path.hasPrefix(ReachabilityClient.watchPathNamespace + "/"))
+        #expect(path.hasPrefix(ReachdContract.watchPathNamespace + "/"))
         #expect(client.answer(ofWatch: path)?.flags == [.reachable])
         try far.ip("link set up0p down")
         var changed: UInt64?

@@ -211,6 +211,11 @@ struct ResolverTests {
         heap.insert(base + .seconds(1), 2)
         heap.prune { _, key in key != 1 }
         #expect(heap.first?.key == 2 && heap.count == 1)
+        for key in 3...9 { heap.insert(base + .milliseconds(10 * key), key) }
+        heap.compact { _, key in key % 3 == 0 }
+        var kept: [Int] = []
+        while let entry = heap.removeFirst() { kept.append(entry.key) }
+        #expect(kept == [3, 6, 9])
     }
 
     // MARK: - Resolver against real servers

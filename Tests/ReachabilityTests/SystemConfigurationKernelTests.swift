@@ -41,7 +41,7 @@ struct SystemConfigurationKernelTests {
     /// The watch objects reachd holds now (with none, their parent path does not exist either).
     static func watchObjects(_ harness: DaemonHarness) throws -> [String] {
         guard try harness.introspectXML().contains("<node name=\"watch\"/>") else { return [] }
-        let xml = try harness.introspectXML(ReachabilityClient.watchPathNamespace)
+        let xml = try harness.introspectXML(ReachdContract.watchPathNamespace)
         return xml.split(separator: "\n").filter { $0.contains("<node name=") }.map(String.init)
     }
 

@@ -218,9 +218,7 @@ public final class BusConnection {
         defer { sd_bus_message_unref(call) }
         var error = csystemd_error_null()
         var reply: OpaquePointer?
-        let (seconds, attoseconds) = timeout.components
-        let usec = UInt64(max(0, seconds)) * 1_000_000 + UInt64(max(0, attoseconds)) / 1_000_000_000_000
-        let result = sd_bus_call(bus, call, usec, &error, &reply)
+        let result = sd_bus_call(bus, call, timeout.unsignedMicroseconds, &error, &reply)
         guard result >= 0, let reply else { throw BusError(consuming: &error, operation: "call \(member)", code: result) }
         return OwnedBusMessage(adopting: reply)
     }
@@ -255,11 +253,7 @@ public final class BusConnection {
             if let message { handler(.success(message)) } else { handler(.failure(error ?? BusError("call \(member)", code: -EIO))) }
         }
         var slot: OpaquePointer?
-        var usec: UInt64 = 0
-        if let timeout {
-            let (seconds, attoseconds) = timeout.components
-            usec = UInt64(max(0, seconds)) * 1_000_000 + UInt64(max(0, attoseconds)) / 1_000_000_000_000
-        }
+        let usec = timeout?.unsignedMicroseconds ?? 0
         let result = sd_bus_call_async(bus, &slot, call, replyTrampoline, Unmanaged.passUnretained(box).toOpaque(), usec)
         guard result >= 0 else { throw BusError("call \(member)", code: result) }
         return BusSlot(slot, keepAlive: box)
@@ -284,9 +278,7 @@ public final class BusConnection {
 
     /// Waits up to `timeout` for bus activity.
     public func wait(timeout: Duration) throws(BusError) {
-        let (seconds, attoseconds) = timeout.components
-        let usec = UInt64(max(0, seconds)) * 1_000_000 + UInt64(max(0, attoseconds)) / 1_000_000_000_000
-        let result = sd_bus_wait(bus, usec)
+        let result = sd_bus_wait(bus, timeout.unsignedMicroseconds)
         guard result >= 0 || result == -EINTR else { throw BusError("wait for the bus", code: result) }
     }
 

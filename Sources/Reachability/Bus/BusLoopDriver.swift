@@ -51,7 +51,7 @@ final class BusLoopDriver {
         let fd = sd_bus_get_fd(connection.bus)
         guard fd >= 0 else { throw BusError("get the bus connection's descriptor", code: fd) }
         do {
-            let io = try loop.watch(fd: fd, events: 0) { [unowned self] _ in self.process() }
+            let io = try loop.watch(fd: fd, events: []) { [unowned self] _ in self.process() }
             timer = try loop.timer(at: 0) { [unowned self] in self.process() }
             try io.onPrepare { [unowned self] in self.prepare() }
             self.io = io
@@ -102,7 +102,7 @@ final class BusLoopDriver {
         sendHeld()
         let events = sd_bus_get_events(connection.bus)
         guard events >= 0 else { return lose(BusError("ask the bus what it waits for", code: events)) }
-        io?.setEvents(UInt32(events))
+        io?.setEvents(IOEvents(rawValue: UInt32(events)))
         var until: UInt64 = 0
         if sd_bus_get_timeout(connection.bus, &until) > 0 { timer?.schedule(at: until) } else { timer?.disable() }
     }

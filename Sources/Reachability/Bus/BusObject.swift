@@ -21,7 +21,7 @@ public protocol BusObject: AnyObject {
 /// The members of an interface, as sd-bus wants them. Names and signatures are `StaticString`s:
 /// sd-bus keeps their pointers for as long as the object is served, and static strings never move.
 public final class BusVTable: @unchecked Sendable {  // immutable after init
-    public enum Member {
+    public enum Member: Sendable {
         /// `names`: argument names each followed by "\0", inputs then outputs.
         case method(StaticString, signature: StaticString, result: StaticString, names: StaticString)
         case property(StaticString, signature: StaticString, emitsChange: Bool)

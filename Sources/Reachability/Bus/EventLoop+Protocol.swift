@@ -1,5 +1,5 @@
 extension EventLoop: EventLoopProtocol {
-    public func addWatch(fd: Int32, events: UInt32, _ handler: @escaping (UInt32) -> Void) throws(SystemError) -> any LoopSource {
+    public func addWatch(fd: Int32, events: IOEvents, _ handler: @escaping (IOEvents) -> Void) throws(SystemError) -> any LoopSource {
         try watch(fd: fd, events: events, handler)
     }
 

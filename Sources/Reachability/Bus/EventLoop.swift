@@ -21,12 +21,6 @@ public final class EventLoop {
     /// `EventSource.setPriority` for what must not wait behind bulk I/O: deadline timers.
     public static let urgent = Int64(SD_EVENT_PRIORITY_IMPORTANT)
 
-    // epoll(7) event bits for `watch(fd:events:)`.
-    public static let readable = UInt32(EPOLLIN.rawValue)
-    public static let writable = UInt32(EPOLLOUT.rawValue)
-    public static let error = UInt32(EPOLLERR.rawValue)
-    public static let hangUp = UInt32(EPOLLHUP.rawValue)
-
     /// CLOCK_MONOTONIC now, in microseconds, as the loop sees it.
     public var now: UInt64 {
         var usec: UInt64 = 0
@@ -34,11 +28,11 @@ public final class EventLoop {
         return usec
     }
 
-    /// Calls `handler` with the poll events whenever `fd` is ready for `events` (EPOLLIN...).
-    public func watch(fd: Int32, events: UInt32, _ handler: @escaping (UInt32) -> Void) throws(SystemError) -> EventSource {
+    /// Calls `handler` with the events found whenever `fd` is ready for `events`.
+    public func watch(fd: Int32, events: IOEvents, _ handler: @escaping (IOEvents) -> Void) throws(SystemError) -> EventSource {
         try add("sd_event_add_io", EventSource.Handler(io: handler)) { source, context in
-            sd_event_add_io(event, &source, fd, events, { _, _, revents, context in
-                Unmanaged<EventSource.Handler>.fromOpaque(context!).takeUnretainedValue().io?(revents)
+            sd_event_add_io(event, &source, fd, events.rawValue, { _, _, revents, context in
+                Unmanaged<EventSource.Handler>.fromOpaque(context!).takeUnretainedValue().io?(IOEvents(rawValue: revents))
                 return 0
             }, context)
         }
@@ -104,11 +98,11 @@ public final class EventLoop {
 /// An event source: owns its sd_event_source and handler. Released or cancelled, it ends.
 public final class EventSource {
     final class Handler {
-        let io: ((UInt32) -> Void)?
+        let io: ((IOEvents) -> Void)?
         let fire: (() -> Void)?
         /// Runs before the loop waits (see `onPrepare`).
         var prepare: (() -> Void)?
-        init(io: @escaping (UInt32) -> Void) { self.io = io; fire = nil }
+        init(io: @escaping (IOEvents) -> Void) { self.io = io; fire = nil }
         init(fire: @escaping () -> Void) { io = nil; self.fire = fire }
     }
 
@@ -165,22 +159,8 @@ public final class EventSource {
     }
 
     /// Changes which events an I/O source waits for.
-    public func setEvents(_ events: UInt32) {
+    public func setEvents(_ events: IOEvents) {
         guard let source else { return }
-        sd_event_source_set_io_events(source, events)
-    }
-}
-
-extension ContinuousClock.Instant {
-    /// This instant as CLOCK_MONOTONIC microseconds (ContinuousClock is CLOCK_MONOTONIC... on
-    /// Linux Swift's ContinuousClock uses CLOCK_BOOTTIME; convert through the offset now).
-    public var monotonicMicroseconds: UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        let monotonicNow = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
-        let remaining = ContinuousClock.now.duration(to: self)
-        let (seconds, attoseconds) = remaining.components
-        let delta = seconds * 1_000_000 + attoseconds / 1_000_000_000_000
-        return delta >= 0 ? monotonicNow &+ UInt64(delta) : monotonicNow &- min(monotonicNow, UInt64(-delta))
+        sd_event_source_set_io_events(source, events.rawValue)
     }
 }

@@ -20,22 +20,8 @@ import Glibc
 /// be handed to another thread between uses. Signals that arrive during a call are kept and
 /// delivered by the next `dispatch()`.
 public final class ReachabilityClient {
-    public static let serviceName = "org.reachd.Reachability1"
-    public static let objectPath = "/org/reachd/Reachability1"
-    public static let interfaceName = "org.reachd.Reachability1"
-    public static let watchInterfaceName = "org.reachd.Reachability1.Watch"
-    /// Watch objects live under this path (`.../watch/N`).
-    public static let watchPathNamespace = "/org/reachd/Reachability1/watch"
+    private typealias Contract = ReachdContract
 
-    /// The error names reachd answers with.
-    public enum ErrorName {
-        public static let invalidTarget = "org.reachd.Reachability1.Error.InvalidTarget"
-        public static let limitExceeded = "org.reachd.Reachability1.Error.LimitExceeded"
-        public static let timeout = "org.reachd.Reachability1.Error.Timeout"
-    }
-
-    /// The most reachd accepts as a CheckHost timeout (`timeout_ms`); longer ones are clamped.
-    public static let maximumCheckTimeout: Duration = .seconds(300)
     /// How much longer than a host check's own deadline its call may take (bus round trips).
     public static let checkCallMargin: Duration = .milliseconds(500)
 
@@ -71,205 +57,6 @@ public final class ReachabilityClient {
     public init(bus: BusConnection.Address, timeout: Duration = .milliseconds(500)) throws(BusError) {
         connection = try BusConnection(bus, description: "reachability-client")
         self.timeout = timeout
-    }
-
-    // MARK: questions
-
-    /// `GetStatus`: the host's state and the generation it belongs to. Unknown keys are skipped,
-    /// missing ones keep their defaults, so newer and older reachd versions both answer.
-    public func status() throws(BusError) -> (host: HostStatus, generation: UInt64) {
-        let full = try fullStatus()
-        return (full.host, full.generation)
-    }
-
-    /// `GetMetrics`: reachd's Prometheus exposition (text format 0.0.4).
-    public func metrics() throws(BusError) -> String {
-        let reply = try call("GetMetrics")
-        // The reply owns the message: it must outlive the read.
-        return try withExtendedLifetime(reply) { () throws(BusError) in try reply.message.readString() }
-    }
-
-    /// GetStatus entries read as they are: strings and string lists of the host's answer.
-    private static let stringProperties: [String: WritableKeyPath<HostStatus, String> & Sendable] = [
-        "PrimaryInterface": \.primaryInterface, "UnderlyingInterface": \.underlyingInterface,
-        "Portal": \.connectivity.portal, "AnnouncedPortal": \.announcedPortal,
-    ]
-    private static let listProperties: [String: WritableKeyPath<HostStatus, [String]> & Sendable] = [
-        "AvailableInterfaces": \.availableInterfaces, "ValidatedInterfaces": \.validatedInterfaces,
-    ]
-
-    /// `GetStatus` with the mirror's counters (nil from a reachd that does not send them).
-    public func fullStatus() throws(BusError) -> (host: HostStatus, generation: UInt64, counters: MirrorCounters?) {
-        let reply = try call("GetStatus")
-        let message = reply.message
-        var host = HostStatus()
-        var generation: UInt64 = 0
-        var counters: MirrorCounters?
-        guard try message.enter("a", "{sv}") else { throw Self.badReply("GetStatus", "expected a{sv}") }
-        while try message.enter("e", "sv") {
-            let key = try message.readString()
-            switch key {
-            case "Flags":
-                if let value = try Self.variant(message, "u", { m throws(BusError) in try m.readUInt32() }) {
-                    host.flags = ReachabilityFlags(rawValue: value)
-                }
-            case "State":
-                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
-                    host.state = ConnectivityState(rawValue: value) ?? .offline
-                }
-            case "Connectivity":
-                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
-                    host.connectivity.connectivity = Connectivity(rawValue: value) ?? .unknown
-                }
-            case "Generation":
-                if let value = try Self.variant(message, "t", { m throws(BusError) in try m.readUInt64() }) {
-                    generation = value
-                }
-            case "Overruns":
-                if let value = try Self.variant(message, "t", { m throws(BusError) in try m.readUInt64() }) {
-                    counters = MirrorCounters(overruns: value, resyncs: counters?.resyncs ?? 0)
-                }
-            case "Resyncs":
-                if let value = try Self.variant(message, "t", { m throws(BusError) in try m.readUInt64() }) {
-                    counters = MirrorCounters(overruns: counters?.overruns ?? 0, resyncs: value)
-                }
-            case let key where Self.stringProperties[key] != nil:
-                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
-                    host[keyPath: Self.stringProperties[key]!] = value
-                }
-            case let key where Self.listProperties[key] != nil:
-                if let value = try Self.variant(message, "as", { m throws(BusError) in try m.readStringArray() }) {
-                    host[keyPath: Self.listProperties[key]!] = value
-                }
-            default:
-                try message.skip("v")
-            }
-            try message.exit()
-        }
-        try message.exit()
-        return (host, generation, counters)
-    }
-
-    /// `ListInterfaces`: every visible interface, by index. Kinds and flags come from their
-    /// raw values (an unknown kind reads as `other`); an address reachd wrote in a form this
-    /// version cannot parse is left out.
-    public func interfaces() throws(BusError) -> [InterfaceStatus] {
-        let reply = try call("ListInterfaces")
-        let message = reply.message
-        var interfaces: [InterfaceStatus] = []
-        guard try message.enter("a", "(issuas)") else { throw Self.badReply("ListInterfaces", "expected a(issuas)") }
-        while try message.enter("r", "issuas") {
-            let index = try message.readInt32()
-            let name = try message.readString()
-            let kind = InterfaceKind(rawValue: try message.readString()) ?? .other
-            let flags = ReachabilityFlags(rawValue: try message.readUInt32())
-            let addresses = try message.readStringArray().compactMap(Self.prefix)
-            try message.exit()
-            interfaces.append(InterfaceStatus(index: index, name: name, kind: kind, flags: flags, addresses: addresses))
-        }
-        try message.exit()
-        return interfaces
-    }
-
-    /// The whole picture: `GetStatus` and `ListInterfaces`. Both are read again when a change
-    /// slipped in between them, so the interfaces belong to the generation reported.
-    public func snapshot() throws(BusError) -> ReachabilitySnapshot {
-        var status = try self.status()
-        for _ in 0..<3 {
-            let interfaces = try self.interfaces()
-            let after = try self.status()
-            if after.generation == status.generation {
-                return ReachabilitySnapshot(generation: status.generation, host: status.host, interfaces: interfaces)
-            }
-            status = after
-        }
-        // Changing faster than we can read: the latest of each is still a true answer.
-        return ReachabilitySnapshot(generation: status.generation, host: status.host, interfaces: try interfaces())
-    }
-
-    /// `CheckAddress`: at once, from the kernel's routing truth. An invalid address is an answer
-    /// with reason `invalidTarget` and reachd's message, as the in-process check gives it.
-    public func checkAddress(_ address: String) throws(BusError) -> CheckResult {
-        let reply: OwnedBusMessage
-        do {
-            reply = try call("CheckAddress") { message throws(BusError) in try message.append(address) }
-        } catch where error.name == ErrorName.invalidTarget {
-            return CheckResult(target: address, reason: .invalidTarget, message: error.message)
-        }
-        let message = reply.message
-        var result = CheckResult(target: address, addresses: Self.addresses(ofTarget: address))
-        result.flags = ReachabilityFlags(rawValue: try message.readUInt32())
-        result.interface = try message.readString()
-        result.reason = Reason(rawValue: try message.readString())
-        try Self.readDetails(message, into: &result)
-        return result
-    }
-
-    /// The trailing `a{sv}` of the check replies: gateway, source address and message. Unknown
-    /// keys are skipped. A reachd from before the details ends its reply at `reason`; entering
-    /// a container there fails (ENXIO), so whether one follows is peeked first.
-    static func readDetails(_ message: BusMessage, into result: inout CheckResult) throws(BusError) {
-        var type: CChar = 0
-        var contents: UnsafePointer<CChar>?
-        guard sd_bus_message_peek_type(message.pointer, &type, &contents) > 0, type == CChar(UInt8(ascii: "a")),
-            let contents, String(cString: contents) == "{sv}"
-        else { return }
-        guard try message.enter("a", "{sv}") else { return }
-        while try message.enter("e", "sv") {
-            let key = try message.readString()
-            let value = try variant(message, "s") { m throws(BusError) in try m.readString() }
-            switch key {
-            case "Gateway": result.gateway = value.flatMap(IPAddress.init)
-            case "Source": result.source = value.flatMap(IPAddress.init)
-            case "Message": result.message = value
-            default: break
-            }
-            try message.exit()
-        }
-        try message.exit()
-    }
-
-    /// `CheckHost`: resolves `host` within `timeout` (clamped to `maximumCheckTimeout`) and
-    /// checks its addresses; an address is checked at once. The call waits `timeout` plus
-    /// `checkCallMargin`. An invalid name is an answer with reason `invalidTarget`.
-    /// A nil `timeout` asks for reachd's configured default (`timeout_ms` 0).
-    public func checkHost(_ host: String, timeout: Duration? = .seconds(5)) throws(BusError) -> CheckResult {
-        let bounded = min(max(timeout ?? Self.maximumCheckTimeout, .milliseconds(1)), Self.maximumCheckTimeout)
-        let (seconds, attoseconds) = bounded.components
-        let milliseconds = timeout == nil ? 0 : UInt32(clamping: max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000))
-        let reply: OwnedBusMessage
-        do {
-            reply = try call("CheckHost", timeout: bounded + Self.checkCallMargin) { message throws(BusError) in
-                try message.append(host)
-                try message.append(milliseconds)
-            }
-        } catch where error.name == ErrorName.invalidTarget {
-            return CheckResult(target: host, reason: .invalidTarget, message: error.message)
-        }
-        let message = reply.message
-        var result = CheckResult(target: host)
-        result.flags = ReachabilityFlags(rawValue: try message.readUInt32())
-        result.interface = try message.readString()
-        result.addresses = try message.readStringArray().compactMap { IPAddress($0) }
-        result.reason = Reason(rawValue: try message.readString())
-        try Self.readDetails(message, into: &result)
-        return result
-    }
-
-    /// An address with `checkAddress`, anything else with `checkHost` (nil `timeout`: reachd's default).
-    public func check(_ target: String, timeout: Duration? = .seconds(5)) throws(BusError) -> CheckResult {
-        AddressTarget.looksLikeAddress(target) ? try checkAddress(target) : try checkHost(target, timeout: timeout)
-    }
-
-    /// `Validate`: reachd's connectivity probe asked now (or the probe in flight joined); the
-    /// reply comes within the probe's `Timeout=`, so the call may take up to the longest one a
-    /// configuration can set, plus `checkCallMargin`. `unknown` when the probe is off.
-    public func validate() throws(BusError) -> ConnectivityStatus {
-        let reply = try call("Validate", timeout: ConnectivitySettings.timeoutRange.upperBound + Self.checkCallMargin)
-        let message = reply.message
-        let connectivity = try message.readString()
-        return ConnectivityStatus(
-            connectivity: Connectivity(rawValue: connectivity) ?? .unknown, portal: try message.readString(), detail: try message.readString())
     }
 
     // MARK: watches
@@ -313,19 +100,19 @@ public final class ReachabilityClient {
         let reply = try connection.call(
             destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
             member: "GetNameOwner", timeout: timeout
-        ) { message throws(BusError) in try message.append(Self.serviceName) }
+        ) { message throws(BusError) in try message.append(Contract.busName) }
         let owner = try reply.message.readString()
         let inbox = self.inbox
         slots.append(try connection.addMatch(
             "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',interface='org.freedesktop.DBus',"
-                + "member='NameOwnerChanged',arg0='\(Self.serviceName)'"
+                + "member='NameOwnerChanged',arg0='\(Contract.busName)'"
         ) { message in
             _ = try? message.readString()
             let old = (try? message.readString()) ?? ""
             if old == owner { inbox.append(.lost) }
         })
         slots.append(try connection.addMatch(
-            "type='signal',sender='\(owner)',path='\(Self.objectPath)',interface='\(Self.interfaceName)',member='Changed'"
+            "type='signal',sender='\(owner)',path='\(Contract.objectPath)',interface='\(Contract.interface)',member='Changed'"
         ) { message in
             guard let flags = try? message.readUInt32(), let primary = try? message.readString(),
                 let generation = try? message.readUInt64()
@@ -333,7 +120,7 @@ public final class ReachabilityClient {
             inbox.append(.changed(flags: ReachabilityFlags(rawValue: flags), primaryInterface: primary, generation: generation))
         })
         slots.append(try connection.addMatch(
-            "type='signal',sender='\(owner)',path='\(Self.objectPath)',interface='\(Self.interfaceName)',member='InterfacesChanged'"
+            "type='signal',sender='\(owner)',path='\(Contract.objectPath)',interface='\(Contract.interface)',member='InterfacesChanged'"
         ) { message in
             // The generation is last, after the interfaces: the snapshot read that follows carries
             // them, so only the generation is taken here.
@@ -344,7 +131,7 @@ public final class ReachabilityClient {
         })
         slots.append(try connection.addMatch(
             "type='signal',sender='\(owner)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
-                + "path_namespace='\(Self.watchPathNamespace)',arg0='\(Self.watchInterfaceName)'"
+                + "path_namespace='\(Contract.watchPathNamespace)',arg0='\(Contract.watchInterface)'"
         ) { message in
             guard let path = message.path, let properties = try? Self.readPropertiesChanged(message) else { return }
             inbox.append(.watch(path: path, properties: properties.changed, invalidated: properties.invalidated))
@@ -386,12 +173,10 @@ public final class ReachabilityClient {
         guard events >= 0 else { throw BusError("get the bus's poll events", code: events) }
         var fds = [pollfd(fd: connection.fileDescriptor, events: Int16(events), revents: 0)]
         if let descriptor { fds.append(pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)) }
-        var milliseconds: Int64 = timeout.map(Self.milliseconds) ?? -1
+        var milliseconds: Int64 = timeout.map(\.millisecondsRoundedUp) ?? -1
         var busDeadline: UInt64 = 0
         if sd_bus_get_timeout(connection.bus, &busDeadline) >= 0, busDeadline != UInt64.max {
-            var now = timespec()
-            clock_gettime(CLOCK_MONOTONIC, &now)
-            let nowMicroseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+            let nowMicroseconds = SystemClock.monotonicMicroseconds()
             let busMilliseconds = busDeadline > nowMicroseconds ? Int64((busDeadline - nowMicroseconds + 999) / 1000) : 0
             milliseconds = milliseconds < 0 ? busMilliseconds : min(milliseconds, busMilliseconds)
         }
@@ -411,20 +196,20 @@ public final class ReachabilityClient {
 
     // MARK: internals
 
-    private func call(
+    func call(
         _ member: String, timeout: Duration? = nil, _ build: (BusMessage) throws(BusError) -> Void = { _ in }
     ) throws(BusError) -> OwnedBusMessage {
         try connection.call(
-            destination: owner ?? Self.serviceName, path: Self.objectPath, interface: Self.interfaceName,
+            destination: owner ?? Contract.busName, path: Contract.objectPath, interface: Contract.interface,
             member: member, timeout: timeout ?? self.timeout, build)
     }
 
     /// Reads a watch's properties anew (GetAll), replacing what we knew.
     private func refresh(watch path: String) throws(BusError) {
         let reply = try connection.call(
-            destination: owner ?? Self.serviceName, path: path, interface: "org.freedesktop.DBus.Properties",
+            destination: owner ?? Contract.busName, path: path, interface: "org.freedesktop.DBus.Properties",
             member: "GetAll", timeout: timeout
-        ) { message throws(BusError) in try message.append(Self.watchInterfaceName) }
+        ) { message throws(BusError) in try message.append(Contract.watchInterface) }
         let properties = try Self.readProperties(reply.message)
         guard var result = watches[path] else { return }
         Self.apply(properties, to: &result)
@@ -455,7 +240,7 @@ public final class ReachabilityClient {
     }
 
     private static func readPropertiesChanged(_ message: BusMessage) throws(BusError) -> (changed: WatchProperties, invalidated: [String]) {
-        guard try message.readString() == watchInterfaceName else { return (WatchProperties(), []) }
+        guard try message.readString() == Contract.watchInterface else { return (WatchProperties(), []) }
         let changed = try readProperties(message)
         let invalidated = try message.readStringArray()
         let known: Set<String> = ["Flags", "Interface", "Reason"]
@@ -469,7 +254,7 @@ public final class ReachabilityClient {
     }
 
     /// Reads a variant when it holds `signature`; skips it (nil) when it holds anything else.
-    private static func variant<T>(
+    static func variant<T>(
         _ message: BusMessage, _ signature: String, _ read: (BusMessage) throws(BusError) -> T
     ) throws(BusError) -> T? {
         var type: CChar = 0
@@ -485,29 +270,10 @@ public final class ReachabilityClient {
         return value
     }
 
-    /// `192.0.2.5/24` as reachd writes interface addresses.
-    static func prefix(_ text: String) -> IPPrefix? {
-        guard let slash = text.lastIndex(of: "/"), let address = IPAddress(String(text[..<slash])),
-            let length = UInt8(text[text.index(after: slash)...]), Int(length) <= address.bitWidth
-        else { return nil }
-        return IPPrefix(address, length: length)
-    }
-
-    /// What an address check evaluates, as the in-process check reports it: the address itself.
-    static func addresses(ofTarget target: String) -> [IPAddress] {
-        guard AddressTarget.looksLikeAddress(target), case let .success(parsed) = AddressTarget.parse(target) else { return [] }
-        return [parsed.address]
-    }
-
-    private static func badReply(_ member: String, _ what: String) -> BusError {
+    static func badReply(_ member: String, _ what: String) -> BusError {
         BusError(name: "org.freedesktop.DBus.Error.InvalidSignature", message: "\(member) reply: \(what)")
     }
 
-    static func milliseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        guard seconds >= 0, attoseconds >= 0 else { return 0 }
-        return seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-    }
 
     /// What a signal handler saw, before `dispatch()` makes events of it.
     enum RawEvent {

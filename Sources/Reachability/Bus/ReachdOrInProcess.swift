@@ -65,7 +65,7 @@ public enum ReachdOrInProcess {
     static func reason(for error: BusError, bus: BusConnection.Address, timeout: Duration) -> String {
         switch error.name {
         case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
-            return "\(ReachabilityClient.serviceName) is not on \(describe(bus))"
+            return "\(ReachdContract.busName) is not on \(describe(bus))"
         case "org.freedesktop.DBus.Error.Timeout", "org.freedesktop.DBus.Error.NoReply", "System.Error.\(ETIMEDOUT)":
             return "no answer on \(describe(bus)) within \(DurationText.format(timeout))"
         case "org.freedesktop.DBus.Error.AccessDenied":

@@ -115,10 +115,10 @@ enum ConfigurationFileReader {
             }
             return failure("cannot open: \(describe(code))")
         }
-        defer { close(descriptor) }  // never retried: the descriptor is gone whatever close returns
+        let file = Descriptor(descriptor)  // closed when this function returns
 
         var status = stat()
-        guard fstat(descriptor, &status) == 0 else { return failure("cannot stat: \(describe(errno))") }
+        guard fstat(file.rawValue, &status) == 0 else { return failure("cannot stat: \(describe(errno))") }
         switch status.st_mode & S_IFMT {
         case S_IFREG: break
         case S_IFDIR: return failure("is a directory, not a file")
@@ -134,7 +134,7 @@ enum ConfigurationFileReader {
         while bytes.count <= limit {
             let wanted = min(chunk.count, limit + 1 - bytes.count)
             let count = chunk.withUnsafeMutableBytes { buffer in
-                retryingOnInterrupt { Glibc.read(descriptor, buffer.baseAddress, wanted) }
+                retryingOnInterrupt { Glibc.read(file.rawValue, buffer.baseAddress, wanted) }
             }
             guard count >= 0 else { return failure("cannot read: \(describe(errno))") }
             if count == 0 { break }

@@ -14,16 +14,15 @@ public final class HTTPExchange {
         case failed(String)
     }
 
-    public let fd: Int32
+    private let socket: Descriptor
+    public var fd: Int32 { socket.rawValue }
     private var request: [UInt8]
     private var sent = 0
     private var connected = false
     private var reader = HTTPResponseReader()
 
     /// The events the loop should wait for now.
-    public var events: (readable: Bool, writable: Bool) {
-        connected && sent == request.count ? (true, false) : (false, true)
-    }
+    public var events: IOEvents { connected && sent == request.count ? .readable : .writable }
 
     /// Opens the socket and starts connecting to `address` on `url.port`, from `source` when
     /// given, and only through the link `device` when given (an uplink judged by itself: a source
@@ -31,38 +30,31 @@ public final class HTTPExchange {
     /// the connection fails at once.
     public init(url: ProbeURL, address: IPAddress, source: IPAddress?, device: String? = nil) throws(SystemError) {
         let family = Int32(address.family.rawValue)
-        fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw SystemError("socket") }
+        let socket = try Descriptor(
+            checking: Glibc.socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0), "socket")
+        let fd = socket.rawValue
         request = Array((
             "GET \(url.path) HTTP/1.1\r\nHost: \(url.hostHeader)\r\nUser-Agent: reachd\r\nAccept: */*\r\n"
                 + "Cache-Control: no-cache\r\nConnection: close\r\n\r\n"
         ).utf8)
-        do throws(SystemError) {
-            if let device {
-                // SO_BINDTODEVICE needs no capability since Linux 5.7 for a socket not bound to
-                // a device yet, which is the only way it is used here.
-                let set = Array(device.utf8).withUnsafeBufferPointer {
-                    setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, $0.baseAddress, socklen_t($0.count))
-                }
-                guard set == 0 else { throw SystemError("bind to device \(device)") }
+        // Thrown before `self.socket` is set, `socket` ends with this scope and closes.
+        if let device {
+            // SO_BINDTODEVICE needs no capability since Linux 5.7 for a socket not bound to
+            // a device yet, which is the only way it is used here.
+            let set = Array(device.utf8).withUnsafeBufferPointer {
+                setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, $0.baseAddress, socklen_t($0.count))
             }
-            if let source, source.family == address.family {
-                let bound = source.withSocketAddress(port: 0) { bind(fd, $0, $1) }
-                guard bound == 0 else { throw SystemError("bind to \(source)") }
-            }
-            let result = address.withSocketAddress(port: url.port) { connect(fd, $0, $1) }
-            if result == 0 {
-                connected = true
-            } else if errno != EINPROGRESS {
-                throw SystemError("connect to \(address) port \(url.port)")
-            }
-        } catch {
-            close(fd)
-            throw error
+            guard set == 0 else { throw SystemError("bind to device \(device)") }
         }
+        if let source, source.family == address.family {
+            let bound = source.withSocketAddress(port: 0) { bind(fd, $0, $1) }
+            guard bound == 0 else { throw SystemError("bind to \(source)") }
+        }
+        let result = address.withSocketAddress(port: url.port) { connect(fd, $0, $1) }
+        guard result == 0 || errno == EINPROGRESS else { throw SystemError("connect to \(address) port \(url.port)") }
+        connected = result == 0
+        self.socket = socket
     }
-
-    deinit { close(fd) }
 
     /// Handles readiness; returns the outcome once there is one (then the exchange is over).
     public func handle(readable: Bool, writable: Bool) -> Outcome? {

@@ -52,8 +52,8 @@ final class HostChecks {
             self.resolver?.processTimeouts()
             self.sync()
         } ready: { [unowned self] fd, revents in
-            let readable = revents & UInt32(POLLIN | POLLERR | POLLHUP) != 0
-            self.resolver?.process(fd: fd, readable: readable, writable: revents & UInt32(POLLOUT) != 0)
+            let readable = revents.canRead
+            self.resolver?.process(fd: fd, readable: readable, writable: revents.contains(.writable))
             self.sync()
         }
         startResolver(options)

@@ -114,7 +114,6 @@ public final class MonitorTargets: Sendable {
 extension DispatchTimeInterval {
     /// `duration` in whole microseconds; a negative one is zero.
     public init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self = .microseconds(Int(max(0, seconds * 1_000_000 + attoseconds / 1_000_000_000_000)))
+        self = .microseconds(Int(max(0, duration.wholeMicroseconds)))
     }
 }

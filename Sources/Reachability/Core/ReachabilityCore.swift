@@ -49,10 +49,10 @@ public final class ReachabilityCore {
         hostChecks = HostChecks(options: configuration.resolverOptions, loop: loop, warn: warn) { addresses, target in
             mirror.evaluate(addresses: addresses, target: target)
         }
-        netlinkWatch = try loop.addWatch(fd: kernel.monitorDescriptor, events: UInt32(POLLIN)) { [unowned self] _ in
+        netlinkWatch = try loop.addWatch(fd: kernel.monitorDescriptor, events: .readable) { [unowned self] _ in
             self.settle(self.mirror.withLock { $0.readAvailable() })
         }
-        dumpWatch = try loop.addWatch(fd: kernel.requestDescriptor, events: UInt32(POLLIN)) { [unowned self] _ in
+        dumpWatch = try loop.addWatch(fd: kernel.requestDescriptor, events: .readable) { [unowned self] _ in
             self.settle(self.mirror.withLock { $0.continueDump() })
         }
         resyncTimer = try loop.addTimer(urgent: false) { [unowned self] in
@@ -121,7 +121,7 @@ public final class ReachabilityCore {
         resyncTimer?.schedule(orDisableAt: resync)
         if dumping != netlinkPaused {
             netlinkPaused = dumping
-            netlinkWatch?.setEvents(dumping ? 0 : UInt32(POLLIN))
+            netlinkWatch?.setEvents(dumping ? [] : .readable)
         }
         let moved = epoch != lastRoutingEpoch
         if moved {

@@ -39,7 +39,7 @@ public struct NetworkState: Sendable {
     /// Bridge (or bond) index -> its ports, for kinds taken from ports.
     private var ports: [Int32: Set<Int32>] = [:]
     /// Derived status of every visible (not ignored) link.
-    private var statuses: [Int32: InterfaceStatus] = [:]
+    private(set) var statuses: [Int32: InterfaceStatus] = [:]
     /// Visible non-loopback links that are ready with a usable address: "local" connectivity.
     private(set) var readyLinks: Set<Int32> = []
     /// Ready non-loopback links with an address usable beyond the link, per address family:
@@ -154,7 +154,7 @@ public struct NetworkState: Sendable {
         let facts = device ?? old?.device ?? DeviceFacts()
         let classification: Classification
         if let old, old.link.name == link.name, old.link.infoKind == link.infoKind,
-            old.link.hardwareType == link.hardwareType, old.device == facts, old.link.flags & Link.flagLoopback == link.flags & Link.flagLoopback
+            old.link.hardwareType == link.hardwareType, old.device == facts, old.link.flags.contains(.loopback) == link.flags.contains(.loopback)
         {
             classification = old.classification
         } else {
@@ -367,26 +367,6 @@ public struct NetworkState: Sendable {
             if capable { sourceCapable[family, default: []].insert(index) } else { sourceCapable[family]?.remove(index) }
         }
     }
-}
-
-extension NetworkState {
-    /// Everything a client sees now. Costs one pass over the interfaces: build it on request, not per event.
-    public var snapshot: ReachabilitySnapshot {
-        ReachabilitySnapshot(
-            generation: generation, host: host,
-            interfaces: statuses.values.sorted { $0.index < $1.index })
-    }
-
-    /// The derived status of one visible interface.
-    public func interface(index: Int32) -> InterfaceStatus? { statuses[index] }
-
-    /// The derived status of the visible interface called `name`.
-    public func interface(named name: String) -> InterfaceStatus? {
-        statuses.values.first { $0.name == name }
-    }
-
-    /// The number of links known, visible or not.
-    public var linkCount: Int { links.count }
 }
 
 /// The kernel's identity for NLM_F_REPLACE: the same table, destination, metric and TOS.

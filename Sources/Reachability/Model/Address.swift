@@ -5,10 +5,9 @@ public struct Address: Hashable, Sendable {
     public var prefix: IPPrefix
     /// `RT_SCOPE_*`: 0 universe, 200 site, 253 link, 254 host.
     public var scope: UInt8
-    /// `IFA_F_*` flags (IFA_FLAGS when present, else `ifa_flags`).
-    public var flags: UInt32
+    public var flags: AddressFlags
 
-    public init(interfaceIndex: Int32, prefix: IPPrefix, scope: UInt8 = 0, flags: UInt32 = 0) {
+    public init(interfaceIndex: Int32, prefix: IPPrefix, scope: UInt8 = 0, flags: AddressFlags = []) {
         self.interfaceIndex = interfaceIndex
         self.prefix = prefix
         self.scope = scope
@@ -24,15 +23,12 @@ public struct Address: Hashable, Sendable {
     }
     public var key: Key { Key(interfaceIndex: interfaceIndex, prefix: prefix) }
 
-    public static let flagTentative: UInt32 = 0x40
-    public static let flagDADFailed: UInt32 = 0x08
-    public static let flagDeprecated: UInt32 = 0x20
     public static let scopeHost: UInt8 = 254
     public static let scopeLink: UInt8 = 253
 
     /// Usable as a source address now: not still in duplicate address detection, not failed it.
     public var isUsable: Bool {
-        flags & (Self.flagTentative | Self.flagDADFailed) == 0
+        flags.isDisjoint(with: [.tentative, .dadFailed])
     }
 
     /// Usable as the source of a packet beyond the link: not host-scoped, and for IPv6 not link-local.

@@ -2,8 +2,7 @@
 public struct Link: Hashable, Sendable {
     public var index: Int32
     public var name: String
-    /// `IFF_*` flags from `ifinfomsg.ifi_flags`.
-    public var flags: UInt32
+    public var flags: LinkFlags
     /// `ARPHRD_*` from `ifinfomsg.ifi_type`.
     public var hardwareType: UInt16
     public var operState: OperState
@@ -13,7 +12,7 @@ public struct Link: Hashable, Sendable {
     public var master: Int32?
 
     public init(
-        index: Int32, name: String, flags: UInt32, hardwareType: UInt16 = 1,
+        index: Int32, name: String, flags: LinkFlags, hardwareType: UInt16 = 1,
         operState: OperState = .unknown, infoKind: String? = nil, master: Int32? = nil
     ) {
         self.index = index
@@ -25,14 +24,6 @@ public struct Link: Hashable, Sendable {
         self.master = master
     }
 
-    // Values from <linux/if.h>; spelled out so the Model needs no C module.
-    public static let flagUp: UInt32 = 0x1
-    public static let flagLoopback: UInt32 = 0x8
-    public static let flagPointToPoint: UInt32 = 0x10
-    public static let flagRunning: UInt32 = 0x40
-    public static let flagLowerUp: UInt32 = 0x10000
-    public static let flagDormant: UInt32 = 0x20000
-
     public static let hardwareEther: UInt16 = 1
     public static let hardwarePPP: UInt16 = 512
     public static let hardwareLoopback: UInt16 = 772
@@ -40,8 +31,8 @@ public struct Link: Hashable, Sendable {
     public static let hardwareRawIP: UInt16 = 519
 
     /// Administratively up (`ip link set X up`).
-    public var isAdminUp: Bool { flags & Self.flagUp != 0 }
-    public var isLoopback: Bool { flags & Self.flagLoopback != 0 || hardwareType == Self.hardwareLoopback }
+    public var isAdminUp: Bool { flags.contains(.up) }
+    public var isLoopback: Bool { flags.contains(.loopback) || hardwareType == Self.hardwareLoopback }
 
     /// Up with carrier, and not dormant: packets can leave through it now.
     /// RFC 2863 operstate "unknown" counts as up: tun devices and many drivers never report more.
@@ -49,7 +40,7 @@ public struct Link: Hashable, Sendable {
         guard isAdminUp else { return false }
         switch operState {
         case .up: return true
-        case .unknown: return flags & Self.flagLowerUp != 0 || isLoopback
+        case .unknown: return flags.contains(.lowerUp) || isLoopback
         case .notPresent, .down, .lowerLayerDown, .testing, .dormant: return false
         }
     }

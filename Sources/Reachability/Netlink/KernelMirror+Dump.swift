@@ -11,8 +11,7 @@ extension KernelMirror {
     func completeDump() throws(SystemError) {
         while let deadline = dump?.deadline {
             var ready = pollfd(fd: requests.fd, events: Int16(POLLIN), revents: 0)
-            let milliseconds = max(0, ContinuousClock.now.duration(to: deadline).components.seconds * 1000 + 1)
-            _ = poll(&ready, 1, Int32(clamping: milliseconds))
+            _ = poll(&ready, 1, Int32(clamping: max(0, ContinuousClock.now.duration(to: deadline).millisecondsRoundedUp)))
             _ = resyncIfDue()
             _ = continueDump()
         }

@@ -125,7 +125,7 @@ public enum NetlinkDecoder {
             throw .missingAttribute(messageType: type, attribute: RT.linkName)
         }
         return Link(
-            index: index, name: name, flags: flags, hardwareType: hardwareType,
+            index: index, name: name, flags: LinkFlags(rawValue: flags), hardwareType: hardwareType,
             operState: operState, infoKind: infoKind, master: master)
     }
 
@@ -166,7 +166,7 @@ public enum NetlinkDecoder {
         guard Int(prefixLength) <= ours.bitWidth else {
             throw .invalidAttributeValue(messageType: type, attribute: RT.addressAddress, length: Int(prefixLength))
         }
-        return Address(interfaceIndex: index, prefix: IPPrefix(ours, length: prefixLength), scope: scope, flags: flags)
+        return Address(interfaceIndex: index, prefix: IPPrefix(ours, length: prefixLength), scope: scope, flags: AddressFlags(rawValue: flags))
     }
 
     // MARK: routes

@@ -5,7 +5,8 @@ import Glibc
 
 /// An rtnetlink socket. Owns its descriptor: closed exactly once, when the value ends.
 struct NetlinkSocket: ~Copyable {
-    let fd: Int32
+    private let descriptor: Descriptor
+    var fd: Int32 { descriptor.rawValue }
 
     /// rtnetlink multicast groups (RTNLGRP_*) that reachability follows.
     static let reachabilityGroups: [Int32] = [
@@ -28,12 +29,9 @@ struct NetlinkSocket: ~Copyable {
             let fd = socket(AF_NETLINK, flags, NETLINK_ROUTE)
             return fd >= 0 ? .success(fd) : .failure(SystemError("socket(AF_NETLINK)"))
         }
-        let fd: Int32
-        if let namespacePath {
-            fd = try NetworkNamespace.run(in: namespacePath, open)
-        } else {
-            fd = try open().get()
-        }
+        let opened = if let namespacePath { Result { () throws(SystemError) in try NetworkNamespace.run(in: namespacePath, open) } } else { open() }
+        let descriptor = Descriptor(try opened.get())
+        let fd = descriptor.rawValue
         var address = sockaddr_nl()
         address.nl_family = sa_family_t(AF_NETLINK)
         let bound = withUnsafePointer(to: &address) {
@@ -41,12 +39,8 @@ struct NetlinkSocket: ~Copyable {
                 bind(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size))
             }
         }
-        guard bound == 0 else {
-            let error = SystemError("bind(AF_NETLINK)")
-            close(fd)
-            throw error
-        }
-        self.fd = fd
+        guard bound == 0 else { throw SystemError("bind(AF_NETLINK)") }
+        self.descriptor = descriptor
         // Best effort: makes filtered dumps filter; older kernels lack it and still work.
         _ = setOption(level: SOL_NETLINK, name: NETLINK_GET_STRICT_CHK, value: 1)
     }
@@ -58,13 +52,11 @@ struct NetlinkSocket: ~Copyable {
         guard Self.isRoute(fd) else {
             throw SystemError("file descriptor \(fd) is not an rtnetlink socket", errno: ENOTSOCK)
         }
-        let flags = fcntl(fd, F_GETFL)
-        guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else { throw SystemError("make fd \(fd) non-blocking") }
-        self.fd = fd
+        let descriptor = Descriptor(fd)
+        guard descriptor.setNonBlocking() else { throw SystemError("make fd \(fd) non-blocking") }
+        self.descriptor = descriptor
         _ = setOption(level: SOL_NETLINK, name: NETLINK_GET_STRICT_CHK, value: 1)
     }
-
-    deinit { close(fd) }
 
     /// Whether `fd` is a NETLINK_ROUTE socket: sd_is_socket(fd, AF_NETLINK, 0, -1), and the
     /// protocol too (a NETLINK_AUDIT socket would pass that).

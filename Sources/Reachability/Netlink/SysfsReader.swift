@@ -57,14 +57,12 @@ public struct SysfsReader: Sendable {
     /// Up to `ueventLimit` bytes of the file, nil when it cannot be opened or read.
     static func readUevent(_ path: String) -> [UInt8]? {
         // O_NONBLOCK: a FIFO planted in a fake or hostile tree must not hang the reader.
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { return nil }
-        defer { _ = close(fd) }  // never retried: the descriptor is gone even on EINTR
+        guard let file = try? Descriptor(checking: open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), "open") else { return nil }
         var buffer = [UInt8](repeating: 0, count: ueventLimit)
         var filled = 0
         while filled < buffer.count {
             let count = buffer.withUnsafeMutableBytes { raw in
-                read(fd, raw.baseAddress! + filled, raw.count - filled)
+                read(file.rawValue, raw.baseAddress! + filled, raw.count - filled)
             }
             if count > 0 {
                 filled += count

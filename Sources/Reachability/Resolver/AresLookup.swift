@@ -78,8 +78,7 @@ final class AresLookup {
         let context = Unmanaged.passUnretained(state).toOpaque()
         var options = ares_options()
         var mask = ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_SOCK_STATE_CB | ARES_OPT_LOOKUPS
-        options.timeout = Int32(clamping: timeout.components.seconds * 1000
-            + timeout.components.attoseconds / 1_000_000_000_000_000)
+        options.timeout = Int32(clamping: timeout.wholeMilliseconds)
         options.tries = tries
         options.sock_state_cb = { context, fd, readable, writable in
             let state = Unmanaged<State>.fromOpaque(context!).takeUnretainedValue()

@@ -45,7 +45,7 @@ public struct HostCache: Sendable {
             return nil
         }
         if case .resolved(let addresses, _) = entry.outcome {
-            return .resolved(addresses, ttl: Self.wholeSeconds(roundingUp: now.duration(to: entry.expiry)))
+            return .resolved(addresses, ttl: UInt32(clamping: now.duration(to: entry.expiry).secondsRoundedUp))
         }
         return entry.outcome
     }
@@ -85,10 +85,5 @@ public struct HostCache: Sendable {
 
     private static func key(_ name: String) -> String {
         String(decoding: name.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }, as: UTF8.self)
-    }
-
-    private static func wholeSeconds(roundingUp duration: Duration) -> UInt32 {
-        let (seconds, attoseconds) = duration.components
-        return UInt32(clamping: attoseconds > 0 ? seconds + 1 : seconds)
     }
 }

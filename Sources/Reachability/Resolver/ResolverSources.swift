@@ -12,13 +12,13 @@ import Glibc
 final class ResolverSources {
     private let loop: any EventLoopProtocol
     private var timer: (any LoopSource)?
-    private var sources: [Int32: (source: any LoopSource, events: UInt32)] = [:]
+    private var sources: [Int32: (source: any LoopSource, events: IOEvents)] = [:]
     /// Called when a watched socket is ready, with the descriptor and its events.
-    private let ready: (Int32, UInt32) -> Void
+    private let ready: (Int32, IOEvents) -> Void
     private let deadline: () -> Void
     private let warn: (String) -> Void
 
-    init(loop: any EventLoopProtocol, warn: @escaping (String) -> Void, deadline: @escaping () -> Void, ready: @escaping (Int32, UInt32) -> Void) {
+    init(loop: any EventLoopProtocol, warn: @escaping (String) -> Void, deadline: @escaping () -> Void, ready: @escaping (Int32, IOEvents) -> Void) {
         self.loop = loop
         self.ready = ready
         self.deadline = deadline
@@ -41,9 +41,9 @@ final class ResolverSources {
     /// Applies the socket changes `resolver` reports and re-arms the deadline timer.
     func sync(_ resolver: HostResolver) {
         for change in resolver.takeSocketChanges() {
-            var events: UInt32 = 0
-            if change.readable { events |= UInt32(POLLIN) }
-            if change.writable { events |= UInt32(POLLOUT) }
+            var events: IOEvents = []
+            if change.readable { events.insert(.readable) }
+            if change.writable { events.insert(.writable) }
             let existing = sources[change.fd]
             if let existing, change.isClosed || change.renewed {
                 // Cancelled before anything is added under the same number: a closed file is

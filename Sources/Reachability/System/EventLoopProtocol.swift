@@ -1,10 +1,9 @@
 /// What the core needs of an event loop, so that one core runs on sd-event in reachd and on a
 /// poll(2) thread in-process (`PollLoop`): a readiness watch on a descriptor and a one-shot timer.
-/// Event bits are epoll(7)'s, which equal poll(2)'s on Linux (EPOLLIN == POLLIN...). Handlers run
-/// on the loop's thread, one at a time.
+/// Handlers run on the loop's thread, one at a time.
 public protocol EventLoopProtocol: AnyObject {
     /// Calls `handler` with the ready events whenever `fd` is ready for `events`.
-    func addWatch(fd: Int32, events: UInt32, _ handler: @escaping (UInt32) -> Void) throws(SystemError) -> any LoopSource
+    func addWatch(fd: Int32, events: IOEvents, _ handler: @escaping (IOEvents) -> Void) throws(SystemError) -> any LoopSource
     /// A disabled one-shot timer; `urgent` ones run before I/O that is ready in the same turn, so
     /// that a crowd of ready sockets never holds a deadline back.
     func addTimer(urgent: Bool, _ handler: @escaping () -> Void) throws(SystemError) -> any LoopSource
@@ -14,7 +13,7 @@ public protocol EventLoopProtocol: AnyObject {
 public protocol LoopSource: AnyObject {
     func cancel()
     /// Changes which events a watch waits for.
-    func setEvents(_ events: UInt32)
+    func setEvents(_ events: IOEvents)
     /// Arms a timer for one shot at `instant`.
     func schedule(at instant: ContinuousClock.Instant)
     /// Disarms a timer until the next `schedule(at:)`.

@@ -14,9 +14,8 @@ public enum NetworkNamespace {
 
     /// Runs `body` on a thread that has entered the namespace at `path`.
     static func run<T>(in path: String, _ body: () -> Result<T, SystemError>) throws(SystemError) -> T {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw SystemError("open network namespace \(path)") }
-        defer { close(fd) }
+        let namespace = try Descriptor(checking: open(path, O_RDONLY | O_CLOEXEC), "open network namespace \(path)")
+        let fd = namespace.rawValue
         var result: Result<T, SystemError> = .failure(SystemError("enter network namespace \(path)", errno: EINVAL))
         withoutActuallyEscaping(body) { body in
             do throws(SystemError) {
@@ -37,9 +36,8 @@ public enum NetworkNamespace {
     /// Moves the calling thread into the namespace at `path`. Only for a thread the caller owns
     /// for good (reachd's main thread): never a pooled one.
     public static func enter(_ path: String) throws(SystemError) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw SystemError("open network namespace \(path)") }
-        defer { close(fd) }
+        let namespace = try Descriptor(checking: open(path, O_RDONLY | O_CLOEXEC), "open network namespace \(path)")
+        let fd = namespace.rawValue
         guard cnetlink_setns(fd, cnetlink_clone_newnet()) == 0 else { throw SystemError("setns \(path)") }
     }
 }

@@ -8,15 +8,15 @@ import Glibc
 public final class PollLoop: EventLoopProtocol {
     private final class Source: LoopSource {
         let fd: Int32
-        var events: UInt32 = 0
+        var events: IOEvents = []
         var deadline: ContinuousClock.Instant?
         var urgent = false
-        let handler: (UInt32) -> Void
+        let handler: (IOEvents) -> Void
         var isCancelled = false
 
-        init(fd: Int32, handler: @escaping (UInt32) -> Void) { (self.fd, self.handler) = (fd, handler) }
+        init(fd: Int32, handler: @escaping (IOEvents) -> Void) { (self.fd, self.handler) = (fd, handler) }
         func cancel() { (isCancelled, deadline) = (true, nil) }
-        func setEvents(_ events: UInt32) { self.events = events }
+        func setEvents(_ events: IOEvents) { self.events = events }
         func schedule(at instant: ContinuousClock.Instant) { deadline = instant }
         func disable() { deadline = nil }
     }
@@ -28,7 +28,7 @@ public final class PollLoop: EventLoopProtocol {
     /// `wakeup` ends a wait early: other threads signal it when they queued work for this one.
     public init(wakeup: WakeUpPipe) { self.wakeup = wakeup }
 
-    public func addWatch(fd: Int32, events: UInt32, _ handler: @escaping (UInt32) -> Void) throws(SystemError) -> any LoopSource {
+    public func addWatch(fd: Int32, events: IOEvents, _ handler: @escaping (IOEvents) -> Void) throws(SystemError) -> any LoopSource {
         let source = Source(fd: fd, handler: handler)
         source.events = events
         sources.append(Weak(source: source))
@@ -51,7 +51,7 @@ public final class PollLoop: EventLoopProtocol {
         let live = sources.compactMap(\.source)
         let watches = live.filter { $0.fd >= 0 }
         var fds = [pollfd(fd: wakeup.fd, events: Int16(POLLIN), revents: 0)]
-        fds += watches.map { pollfd(fd: $0.fd, events: Int16(truncatingIfNeeded: $0.events), revents: 0) }
+        fds += watches.map { pollfd(fd: $0.fd, events: Int16(truncatingIfNeeded: $0.events.rawValue), revents: 0) }
         if poll(&fds, nfds_t(fds.count), Self.timeout(until: live.compactMap(\.deadline).min())) < 0 && errno != EINTR { return false }
         if fds[0].revents != 0 {
             wakeup.drain()
@@ -60,7 +60,7 @@ public final class PollLoop: EventLoopProtocol {
         let timers = live.filter { $0.fd < 0 }
         fireDue(timers.filter(\.urgent))
         for (offset, watch) in watches.enumerated() where fds[offset + 1].revents != 0 && !watch.isCancelled {
-            watch.handler(UInt32(UInt16(bitPattern: fds[offset + 1].revents)))
+            watch.handler(IOEvents(rawValue: UInt32(UInt16(bitPattern: fds[offset + 1].revents))))
         }
         fireDue(timers.filter { !$0.urgent })
         return true
@@ -70,7 +70,7 @@ public final class PollLoop: EventLoopProtocol {
         let now = ContinuousClock.now
         for timer in timers where timer.deadline.map({ $0 <= now }) ?? false {
             timer.deadline = nil
-            timer.handler(0)
+            timer.handler([])
         }
     }
 
@@ -79,7 +79,6 @@ public final class PollLoop: EventLoopProtocol {
         guard let deadline else { return -1 }
         let remaining = ContinuousClock.now.duration(to: deadline)
         guard remaining > .zero else { return 0 }
-        let (seconds, attoseconds) = remaining.components
-        return Int32(clamping: seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+        return Int32(clamping: remaining.millisecondsRoundedUp)
     }
 }

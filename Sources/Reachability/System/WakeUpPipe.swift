@@ -7,30 +7,26 @@ import Glibc
 /// pipe never blocks `signal` (it is readable already), and close on exec. Closed when the last
 /// owner lets go.
 public final class WakeUpPipe: Sendable {
+    private let readEnd: Descriptor
+    private let writeEnd: Descriptor
     /// The end to poll for reading.
-    public let fd: Int32
-    private let writeEnd: Int32
+    public var fd: Int32 { readEnd.rawValue }
 
     public init() throws(SystemError) {
         var ends: [Int32] = [-1, -1]
         guard pipe(&ends) == 0 else { throw SystemError("pipe") }
-        for end in ends {
+        readEnd = Descriptor(ends[0])
+        writeEnd = Descriptor(ends[1])
+        for end in [readEnd.rawValue, writeEnd.rawValue] {
             _ = fcntl(end, F_SETFD, FD_CLOEXEC)
             _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
         }
-        fd = ends[0]
-        writeEnd = ends[1]
-    }
-
-    deinit {
-        close(fd)
-        close(writeEnd)
     }
 
     /// Makes `fd` readable (a full pipe already is).
     public func signal() {
         var one: UInt8 = 1
-        _ = write(writeEnd, &one, 1)
+        _ = write(writeEnd.rawValue, &one, 1)
     }
 
     /// Empties the pipe, so that the next poll waits again.

@@ -1,0 +1,215 @@
+import CSystemd
+
+/// The questions a client asks reachd: status, interfaces, checks and validation, each one call.
+extension ReachabilityClient {
+
+    /// `GetStatus`: the host's state and the generation it belongs to. Unknown keys are skipped,
+    /// missing ones keep their defaults, so newer and older reachd versions both answer.
+    public func status() throws(BusError) -> (host: HostStatus, generation: UInt64) {
+        let full = try fullStatus()
+        return (full.host, full.generation)
+    }
+
+    /// `GetMetrics`: reachd's Prometheus exposition (text format 0.0.4).
+    public func metrics() throws(BusError) -> String {
+        let reply = try call("GetMetrics")
+        // The reply owns the message: it must outlive the read.
+        return try withExtendedLifetime(reply) { () throws(BusError) in try reply.message.readString() }
+    }
+
+    /// GetStatus entries read as they are: strings and string lists of the host's answer.
+    private static let stringProperties: [String: WritableKeyPath<HostStatus, String> & Sendable] = [
+        "PrimaryInterface": \.primaryInterface, "UnderlyingInterface": \.underlyingInterface,
+        "Portal": \.connectivity.portal, "AnnouncedPortal": \.announcedPortal,
+    ]
+    private static let listProperties: [String: WritableKeyPath<HostStatus, [String]> & Sendable] = [
+        "AvailableInterfaces": \.availableInterfaces, "ValidatedInterfaces": \.validatedInterfaces,
+    ]
+
+    /// `GetStatus` with the mirror's counters (nil from a reachd that does not send them).
+    public func fullStatus() throws(BusError) -> (host: HostStatus, generation: UInt64, counters: MirrorCounters?) {
+        let reply = try call("GetStatus")
+        let message = reply.message
+        var host = HostStatus()
+        var generation: UInt64 = 0
+        var counters: MirrorCounters?
+        guard try message.enter("a", "{sv}") else { throw Self.badReply("GetStatus", "expected a{sv}") }
+        while try message.enter("e", "sv") {
+            let key = try message.readString()
+            switch key {
+            case "Flags":
+                if let value = try Self.variant(message, "u", { m throws(BusError) in try m.readUInt32() }) {
+                    host.flags = ReachabilityFlags(rawValue: value)
+                }
+            case "State":
+                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
+                    host.state = ConnectivityState(rawValue: value) ?? .offline
+                }
+            case "Connectivity":
+                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
+                    host.connectivity.connectivity = Connectivity(rawValue: value) ?? .unknown
+                }
+            case "Generation":
+                if let value = try Self.variant(message, "t", { m throws(BusError) in try m.readUInt64() }) {
+                    generation = value
+                }
+            case "Overruns":
+                if let value = try Self.variant(message, "t", { m throws(BusError) in try m.readUInt64() }) {
+                    counters = MirrorCounters(overruns: value, resyncs: counters?.resyncs ?? 0)
+                }
+            case "Resyncs":
+                if let value = try Self.variant(message, "t", { m throws(BusError) in try m.readUInt64() }) {
+                    counters = MirrorCounters(overruns: counters?.overruns ?? 0, resyncs: value)
+                }
+            case let key where Self.stringProperties[key] != nil:
+                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
+                    host[keyPath: Self.stringProperties[key]!] = value
+                }
+            case let key where Self.listProperties[key] != nil:
+                if let value = try Self.variant(message, "as", { m throws(BusError) in try m.readStringArray() }) {
+                    host[keyPath: Self.listProperties[key]!] = value
+                }
+            default:
+                try message.skip("v")
+            }
+            try message.exit()
+        }
+        try message.exit()
+        return (host, generation, counters)
+    }
+
+    /// `ListInterfaces`: every visible interface, by index. Kinds and flags come from their
+    /// raw values (an unknown kind reads as `other`); an address reachd wrote in a form this
+    /// version cannot parse is left out.
+    public func interfaces() throws(BusError) -> [InterfaceStatus] {
+        let reply = try call("ListInterfaces")
+        let message = reply.message
+        var interfaces: [InterfaceStatus] = []
+        guard try message.enter("a", "(issuas)") else { throw Self.badReply("ListInterfaces", "expected a(issuas)") }
+        while try message.enter("r", "issuas") {
+            let index = try message.readInt32()
+            let name = try message.readString()
+            let kind = InterfaceKind(rawValue: try message.readString()) ?? .other
+            let flags = ReachabilityFlags(rawValue: try message.readUInt32())
+            let addresses = try message.readStringArray().compactMap(Self.prefix)
+            try message.exit()
+            interfaces.append(InterfaceStatus(index: index, name: name, kind: kind, flags: flags, addresses: addresses))
+        }
+        try message.exit()
+        return interfaces
+    }
+
+    /// The whole picture: `GetStatus` and `ListInterfaces`. Both are read again when a change
+    /// slipped in between them, so the interfaces belong to the generation reported.
+    public func snapshot() throws(BusError) -> ReachabilitySnapshot {
+        var status = try self.status()
+        for _ in 0..<3 {
+            let interfaces = try self.interfaces()
+            let after = try self.status()
+            if after.generation == status.generation {
+                return ReachabilitySnapshot(generation: status.generation, host: status.host, interfaces: interfaces)
+            }
+            status = after
+        }
+        // Changing faster than we can read: the latest of each is still a true answer.
+        return ReachabilitySnapshot(generation: status.generation, host: status.host, interfaces: try interfaces())
+    }
+
+    /// `CheckAddress`: at once, from the kernel's routing truth. An invalid address is an answer
+    /// with reason `invalidTarget` and reachd's message, as the in-process check gives it.
+    public func checkAddress(_ address: String) throws(BusError) -> CheckResult {
+        let reply: OwnedBusMessage
+        do {
+            reply = try call("CheckAddress") { message throws(BusError) in try message.append(address) }
+        } catch where error.name == ReachdContract.ErrorName.invalidTarget {
+            return CheckResult(target: address, reason: .invalidTarget, message: error.message)
+        }
+        let message = reply.message
+        var result = CheckResult(target: address, addresses: Self.addresses(ofTarget: address))
+        result.flags = ReachabilityFlags(rawValue: try message.readUInt32())
+        result.interface = try message.readString()
+        result.reason = Reason(rawValue: try message.readString())
+        try Self.readDetails(message, into: &result)
+        return result
+    }
+
+    /// The trailing `a{sv}` of the check replies: gateway, source address and message. Unknown
+    /// keys are skipped. A reachd from before the details ends its reply at `reason`; entering
+    /// a container there fails (ENXIO), so whether one follows is peeked first.
+    static func readDetails(_ message: BusMessage, into result: inout CheckResult) throws(BusError) {
+        var type: CChar = 0
+        var contents: UnsafePointer<CChar>?
+        guard sd_bus_message_peek_type(message.pointer, &type, &contents) > 0, type == CChar(UInt8(ascii: "a")),
+            let contents, String(cString: contents) == "{sv}"
+        else { return }
+        guard try message.enter("a", "{sv}") else { return }
+        while try message.enter("e", "sv") {
+            let key = try message.readString()
+            let value = try variant(message, "s") { m throws(BusError) in try m.readString() }
+            switch key {
+            case "Gateway": result.gateway = value.flatMap(IPAddress.init)
+            case "Source": result.source = value.flatMap(IPAddress.init)
+            case "Message": result.message = value
+            default: break
+            }
+            try message.exit()
+        }
+        try message.exit()
+    }
+
+    /// `CheckHost`: resolves `host` within `timeout` (clamped to `ReachdContract.maximumCheckTimeout`) and
+    /// checks its addresses; an address is checked at once. The call waits `timeout` plus
+    /// `checkCallMargin`. An invalid name is an answer with reason `invalidTarget`.
+    /// A nil `timeout` asks for reachd's configured default (`timeout_ms` 0).
+    public func checkHost(_ host: String, timeout: Duration? = .seconds(5)) throws(BusError) -> CheckResult {
+        let bounded = min(max(timeout ?? ReachdContract.maximumCheckTimeout, .milliseconds(1)), ReachdContract.maximumCheckTimeout)
+        let milliseconds = timeout == nil ? 0 : UInt32(clamping: max(1, bounded.wholeMilliseconds))
+        let reply: OwnedBusMessage
+        do {
+            reply = try call("CheckHost", timeout: bounded + Self.checkCallMargin) { message throws(BusError) in
+                try message.append(host)
+                try message.append(milliseconds)
+            }
+        } catch where error.name == ReachdContract.ErrorName.invalidTarget {
+            return CheckResult(target: host, reason: .invalidTarget, message: error.message)
+        }
+        let message = reply.message
+        var result = CheckResult(target: host)
+        result.flags = ReachabilityFlags(rawValue: try message.readUInt32())
+        result.interface = try message.readString()
+        result.addresses = try message.readStringArray().compactMap { IPAddress($0) }
+        result.reason = Reason(rawValue: try message.readString())
+        try Self.readDetails(message, into: &result)
+        return result
+    }
+
+    /// An address with `checkAddress`, anything else with `checkHost` (nil `timeout`: reachd's default).
+    public func check(_ target: String, timeout: Duration? = .seconds(5)) throws(BusError) -> CheckResult {
+        AddressTarget.looksLikeAddress(target) ? try checkAddress(target) : try checkHost(target, timeout: timeout)
+    }
+
+    /// `Validate`: reachd's connectivity probe asked now (or the probe in flight joined); the
+    /// reply comes within the probe's `Timeout=`, so the call may take up to the longest one a
+    /// configuration can set, plus `checkCallMargin`. `unknown` when the probe is off.
+    public func validate() throws(BusError) -> ConnectivityStatus {
+        let reply = try call("Validate", timeout: ConnectivitySettings.timeoutRange.upperBound + Self.checkCallMargin)
+        let message = reply.message
+        let connectivity = try message.readString()
+        return ConnectivityStatus(
+            connectivity: Connectivity(rawValue: connectivity) ?? .unknown, portal: try message.readString(), detail: try message.readString())
+    }
+
+    /// `192.0.2.5/24` as reachd writes interface addresses.
+    static func prefix(_ text: String) -> IPPrefix? {
+        guard let slash = text.lastIndex(of: "/"), let address = IPAddress(String(text[..<slash])),
+            let length = UInt8(text[text.index(after: slash)...]), Int(length) <= address.bitWidth
+        else { return nil }
+        return IPPrefix(address, length: length)
+    }
+
+    /// What an address check evaluates, as the in-process check reports it: the address itself.
+    static func addresses(ofTarget target: String) -> [IPAddress] {
+        guard AddressTarget.looksLikeAddress(target), case let .success(parsed) = AddressTarget.parse(target) else { return [] }
+        return [parsed.address]
+    }
+}

@@ -1,0 +1,57 @@
+/// reachd's D-Bus contract, spelled once: the names, the members with their signatures, the
+/// errors and the bounds that reachd serves and `ReachabilityClient` asks for.
+/// packaging/org.reachd.Reachability1.xml documents it and .conf grants it; `BusContractTests`
+/// checks both against this file, and DaemonBusTests checks the live daemon against the XML.
+public enum ReachdContract {
+    public static let busName = "org.reachd.Reachability1"
+    public static let objectPath = "/org/reachd/Reachability1"
+    public static let interface = "org.reachd.Reachability1"
+    public static let watchInterface = "org.reachd.Reachability1.Watch"
+    /// Watch objects live under this path (`.../watch/N`).
+    public static let watchPathNamespace = "/org/reachd/Reachability1/watch"
+
+    /// The error names reachd answers with.
+    public enum ErrorName {
+        public static let invalidTarget = "org.reachd.Reachability1.Error.InvalidTarget"
+        public static let limitExceeded = "org.reachd.Reachability1.Error.LimitExceeded"
+        public static let timeout = "org.reachd.Reachability1.Error.Timeout"
+    }
+
+    /// The longest CheckHost timeout (`timeout_ms`) reachd accepts: a check is not a way to hang a
+    /// client. The client clamps longer ones.
+    public static let maximumCheckTimeout: Duration = .seconds(300)
+
+    /// The members of `interface` at `objectPath`.
+    public static let serviceMembers: [BusVTable.Member] = [
+        .property("Flags", signature: "u", emitsChange: true),
+        .property("PrimaryInterface", signature: "s", emitsChange: true),
+        .property("State", signature: "s", emitsChange: true),
+        .property("AvailableInterfaces", signature: "as", emitsChange: true),
+        .property("UnderlyingInterface", signature: "s", emitsChange: true),
+        .property("Connectivity", signature: "s", emitsChange: true),
+        .property("Portal", signature: "s", emitsChange: true),
+        .property("AnnouncedPortal", signature: "s", emitsChange: true),
+        .property("ValidatedInterfaces", signature: "as", emitsChange: true),
+        .property("Generation", signature: "t", emitsChange: true),
+        .method("GetStatus", signature: "", result: "a{sv}", names: "status\0"),
+        .method("ListInterfaces", signature: "", result: "a(issuas)", names: "interfaces\0"),
+        .method("CheckAddress", signature: "s", result: "ussa{sv}", names: "address\0flags\0interface\0reason\0details\0"),
+        .method(
+            "CheckHost", signature: "su", result: "usassa{sv}",
+            names: "host\0timeout_ms\0flags\0interface\0addresses\0reason\0details\0"),
+        .method("Validate", signature: "", result: "sss", names: "connectivity\0portal\0detail\0"),
+        .method("GetMetrics", signature: "", result: "s", names: "exposition\0"),
+        .method("Watch", signature: "s", result: "o", names: "target\0watch\0"),
+        .method("Unwatch", signature: "o", result: "", names: "watch\0"),
+        .signal("Changed", signature: "ust", names: "flags\0primary_interface\0generation\0"),
+        .signal("InterfacesChanged", signature: "a(issuas)ast", names: "changed\0removed\0generation\0"),
+    ]
+
+    /// The members of `watchInterface` on each watch object.
+    public static let watchMembers: [BusVTable.Member] = [
+        .property("Target", signature: "s", emitsChange: false),
+        .property("Flags", signature: "u", emitsChange: true),
+        .property("Interface", signature: "s", emitsChange: true),
+        .property("Reason", signature: "s", emitsChange: true),
+    ]
+}

@@ -1,0 +1,97 @@
+/// The resolver's vocabulary (its options, outcomes and socket changes) and its one request type.
+extension HostResolver {
+    public struct Options: Sendable, Equatable {
+        /// Lookups running at once (one channel, one or two sockets each); more wait in line.
+        public var maxConcurrent = 64
+        /// The resolv.conf to read; nil for the system's. Read again for every lookup.
+        public var resolvConfPath: String? = nil
+        /// How long callers that cache answers keep negative ones (`HostChecks` does).
+        public var negativeCacheTime: Duration = HostCache.negativeTTL
+
+        public init(maxConcurrent: Int = 64, resolvConfPath: String? = nil, negativeCacheTime: Duration = HostCache.negativeTTL) {
+            self.maxConcurrent = maxConcurrent
+            self.resolvConfPath = resolvConfPath
+            self.negativeCacheTime = negativeCacheTime
+        }
+    }
+
+    public enum Outcome: Equatable, Sendable {
+        /// A and AAAA answers together, IPv4 first; `ttl` is the smallest TTL in seconds (0 for
+        /// /etc/hosts answers).
+        case resolved([IPAddress], ttl: UInt32)
+        /// NXDOMAIN, or the name exists without addresses.
+        case notFound
+        /// The deadline came first (or every server and retry timed out before it).
+        case timedOut
+        /// Anything else (refused, server failure, bad answer...): c-ares' message and status name,
+        /// or which server refused and how.
+        case failed(String)
+    }
+
+    /// A socket whose watch must change: `readable` and `writable` both false means it closed.
+    /// `renewed`: the number was closed at least once since the last report, so whatever the
+    /// loop registered under it is gone (epoll forgets a closed file) and must be made anew,
+    /// even if a socket with that number is open again now.
+    public struct SocketChange: Equatable, Sendable {
+        public var fd: Int32
+        public var readable: Bool
+        public var writable: Bool
+        public var renewed: Bool
+        public var isClosed: Bool { !readable && !writable }
+    }
+
+    public typealias RequestID = UInt64
+
+    /// One lookup from `resolve` until its completion has run or it was cancelled.
+    final class Request {
+        enum Phase {
+            /// In line for a slot.
+            case waiting
+            /// Its turn came too close to its deadline: it is answered `.timedOut` then.
+            case parked
+            case running(AresLookup)
+            case finished(Outcome)
+            /// Completed or cancelled: nothing more happens to it.
+            case over
+        }
+
+        let id: RequestID
+        let name: String
+        let deadline: ContinuousClock.Instant
+        let completion: (Outcome) -> Void
+        var phase = Phase.waiting
+        /// When its channel's retransmission timer is due, while running.
+        var timerDue: ContinuousClock.Instant?
+
+        init(id: RequestID, name: String, deadline: ContinuousClock.Instant, completion: @escaping (Outcome) -> Void) {
+            self.id = id
+            self.name = name
+            self.deadline = deadline
+            self.completion = completion
+        }
+
+        var lookup: AresLookup? {
+            if case .running(let lookup) = phase { return lookup }
+            return nil
+        }
+
+        var isWaiting: Bool {
+            if case .waiting = phase { return true }
+            return false
+        }
+
+        /// Waiting, parked or running: its deadline still matters.
+        var isPending: Bool {
+            switch phase {
+            case .waiting, .parked, .running: true
+            case .finished, .over: false
+            }
+        }
+    }
+}
+
+/// The resolver could not be set up at all (c-ares failed to initialise).
+public struct ResolverError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}
