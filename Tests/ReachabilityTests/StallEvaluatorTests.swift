@@ -73,6 +73,34 @@ import Testing
         #expect(healthy[1].link(Self.wired).evidence.retransmittedPercent == 79)
     }
 
+    @Test func theLastPollsShareFlagsAfterFreshSegmentsWentFirst() {
+        // What a dead uplink looks like: the data in flight goes out fresh, then only
+        // retransmissions follow. Since the receive: 12 sent, 4 retransmitted (33%); this poll: 100%.
+        let reports = Self.run([
+            [Self.socket(1, out: 0, in: 5, retransmitted: 0)],
+            [Self.socket(1, out: 8, in: 5, retransmitted: 0)],
+            [Self.socket(1, out: 12, in: 5, retransmitted: 4)],
+        ])
+        #expect(reports[1].link(Self.wired).verdict == .flowing)
+        let link = reports[2].link(Self.wired)
+        #expect(link.isStalled)
+        #expect(link.evidence.retransmittedPercent == 33)
+        #expect(link.evidence.sentThisPoll == 4 && link.evidence.retransmittedThisPoll == 4)
+    }
+
+    @Test func aStallStaysUntilSomethingIsReceived() {
+        let reports = Self.run([
+            [Self.socket(1, out: 0, in: 5, retransmitted: 0)],
+            [Self.socket(1, out: 10, in: 5, retransmitted: 10)],
+            [Self.socket(1, out: 30, in: 5, retransmitted: 10)],  // 20 fresh segments, nothing back
+            [Self.socket(1, out: 31, in: 6, retransmitted: 10)],
+        ])
+        #expect(reports[1].link(Self.wired).isStalled)
+        #expect(reports[2].link(Self.wired).isStalled)
+        #expect(reports[2].link(Self.wired).evidence.retransmittedPercent == 33)
+        #expect(reports[3].link(Self.wired).verdict == .flowing)
+    }
+
     @Test func oneSegmentReceivedClearsAtTheNextPoll() {
         let reports = Self.run([
             [Self.socket(1, out: 0, in: 5, retransmitted: 0)],

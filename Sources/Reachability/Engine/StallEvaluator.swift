@@ -5,16 +5,18 @@
 /// counters since the previous poll (by cookie; a socket new since then counts from zero); if
 /// nothing was received, add what was sent and retransmitted to the link's totals since its last
 /// receive, else clear them. The link is stalled when, at this poll, nothing was received, at
-/// least `minimumSegmentsSent` segments were sent since the last receive and at least
-/// `retransmittedPercent` of them were retransmissions; or when its DNS servers timed out
-/// `dnsTimeouts` times in a row. Any segment received clears the suspicion at the next poll; a
-/// link with nothing to judge is never stalled.
+/// least `minimumSegmentsSent` segments were sent since the last receive, and at least
+/// `retransmittedPercent` of the segments sent in this poll were retransmissions (Android's test),
+/// or of those sent since the last receive; or when its DNS servers timed out `dnsTimeouts` times
+/// in a row. Any segment received clears the suspicion at the next poll; a link with nothing to
+/// judge is never stalled.
 ///
-/// Where this differs from Android: the retransmitted share is taken over all segments sent since
-/// the last receive, not over the last poll alone, so a stalled link stays stalled through the
-/// polls in which its sockets, in exponential back-off, send nothing (Android's share is then 0
-/// and the suspicion flaps off). And the verdict is per link, sockets attributed by their source
-/// address or bound interface, where Android judges one network by its socket mark (which needs
+/// Where this differs from Android: a stalled link stays stalled until a segment arrives (or its
+/// sockets are gone). In exponential back-off a dead connection sends nothing for many seconds;
+/// Android's share of the last poll is then 0% and its suspicion flaps off and on. The share since
+/// the last receive also counts, so a slow trickle of retransmissions that never reaches 80% in
+/// one poll still adds up. And the verdict is per link, sockets attributed by their source address
+/// or bound interface, where Android judges one network by its socket mark (which needs
 /// CAP_NET_ADMIN to read).
 public struct StallEvaluator: Sendable {
     public var settings: StallSettings
@@ -30,6 +32,8 @@ public struct StallEvaluator: Sendable {
         var retransmitted: UInt64 = 0
         var lastReceive: Duration?
         var firstJudged: Duration
+        /// Stalled by the TCP rule at the previous poll: only a receive clears it.
+        var stalled = false
     }
 
     private struct Poll {
@@ -111,7 +115,6 @@ public struct StallEvaluator: Sendable {
                 track.sent += poll.sent
                 track.retransmitted += poll.retransmitted
             }
-            nextTracks[link] = track
 
             var evidence = StallEvidence()
             evidence.socketsJudged = poll.sockets
@@ -120,12 +123,20 @@ public struct StallEvaluator: Sendable {
             evidence.sinceReceive = now - (track.lastReceive ?? track.firstJudged)
             evidence.dnsTimeouts = dnsTimeouts[link] ?? 0
 
+            evidence.sentThisPoll = poll.sent
+            evidence.retransmittedThisPoll = poll.retransmitted
+
             var causes: StallCauses = []
+            let percent = UInt64(max(settings.retransmittedPercent, 0))
+            let lastPoll = poll.sent > 0 && poll.retransmitted * 100 >= percent * poll.sent
+            let sinceReceive = track.retransmitted * 100 >= percent * track.sent
             if !baseline, poll.received == 0, track.sent >= UInt64(max(settings.minimumSegmentsSent, 1)),
-                track.retransmitted * 100 >= UInt64(max(settings.retransmittedPercent, 0)) * track.sent
+                lastPoll || sinceReceive || track.stalled
             {
                 causes.insert(.tcpRetransmissions)
             }
+            track.stalled = causes.contains(.tcpRetransmissions)
+            nextTracks[link] = track
             if settings.dnsTimeouts > 0, evidence.dnsTimeouts >= settings.dnsTimeouts {
                 causes.insert(.dnsTimeouts)
             }

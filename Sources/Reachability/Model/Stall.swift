@@ -4,8 +4,8 @@ public struct StallSettings: Hashable, Sendable {
     /// A link is suspected when at least this many segments were sent since it last received one
     /// (Android: `data_stall_min_packets_threshold`, 10).
     public var minimumSegmentsSent: Int = 10
-    /// ... and at least this share of them, in percent, were retransmissions (Android:
-    /// `data_stall_tcp_packets_fail_percentage`, 80).
+    /// ... and at least this share, in percent, of the segments sent in the last poll (or since
+    /// the last receive) were retransmissions (Android: `data_stall_tcp_packets_fail_percentage`, 80).
     public var retransmittedPercent: Int = 80
     /// Consecutive DNS timeouts on a link's servers that count as a stall on their own
     /// (Android: `data_stall_consecutive_dns_timeout_threshold`, 5). 0 turns DNS evidence off.
@@ -58,6 +58,9 @@ public struct StallEvidence: Hashable, Sendable {
     /// Time since a poll last saw a segment arrive on this link, or since this link's traffic
     /// was first judged when no poll has seen one yet.
     public var sinceReceive: Duration = .zero
+    /// Segments sent, and retransmitted, since the previous poll.
+    public var sentThisPoll: UInt64 = 0
+    public var retransmittedThisPoll: UInt64 = 0
     /// Consecutive DNS timeouts on the link's servers, as reported by the resolver.
     public var dnsTimeouts: Int = 0
 
