@@ -257,6 +257,30 @@ struct StallKernelTests {
         print("stall(\(family)): cleared \(recovery) after forwarding resumed")
     }
 
+    @Test func oneBlackHoledPeerBesideHealthyTrafficNeverFlags() async throws {
+        let topology = try Topology()
+        try topology.server.ip("addr add 198.51.100.3/24 dev s0")
+        let server = try topology.startServer()
+        defer { server.kill() }
+        let healthy = try topology.startClients(to: Topology.serverV4, count: 2)
+        defer { healthy.kill() }
+        let doomed = try topology.startClients(to: "198.51.100.3", count: 3)
+        defer { doomed.kill() }
+        var watch = try Watch(topology)
+        let link = topology.clientLink
+        _ = try await watch.until("5 sockets flowing", timeout: .seconds(20)) {
+            $0.link(link).verdict == .flowing && $0.link(link).evidence.socketsJudged == 5
+        }
+        // The gateway drops everything toward one peer, silently; the other keeps answering.
+        try topology.gateway.ip("route add blackhole 198.51.100.3/32")
+        var retransmitting: UInt32 = 0
+        try await watch.during(.seconds(4), "one dead peer beside a live one") { !$0.link(link).isStalled }
+        for sample in try watch.dumper.dump() where sample.destination == IPAddress("198.51.100.3") {
+            retransmitting += UInt32(sample.counters?.consecutiveTimeouts ?? 0)
+        }
+        #expect(retransmitting > 0, "the black-holed peer's sockets are in retransmission timeouts")
+    }
+
     @Test func idleConnectionsAndNoTrafficNeverFlag() async throws {
         let topology = try Topology()
         let server = try topology.startServer()
