@@ -127,7 +127,7 @@ public struct StallEvaluator: Sendable {
             evidence.retransmittedThisPoll = poll.retransmitted
 
             var causes: StallCauses = []
-            let percent = UInt64(max(settings.retransmittedPercent, 0))
+            let percent = UInt64(min(max(settings.retransmittedPercent, 0), 100))
             let lastPoll = poll.sent > 0 && poll.retransmitted * 100 >= percent * poll.sent
             let sinceReceive = track.retransmitted * 100 >= percent * track.sent
             if !baseline, poll.received == 0, track.sent >= UInt64(max(settings.minimumSegmentsSent, 1)),
@@ -153,7 +153,8 @@ public struct StallEvaluator: Sendable {
         tracks = nextTracks
 
         let busy = moved || links.contains(where: \.isStalled) || (baseline && !polls.isEmpty)
-        interval = busy ? settings.pollInterval : min(interval * 2, max(settings.maximumPollInterval, settings.pollInterval))
+        let ceiling = max(settings.maximumPollInterval, settings.pollInterval)
+        interval = busy ? settings.pollInterval : (interval >= ceiling / 2 ? ceiling : interval * 2)
         return StallReport(links: links, nextPoll: interval, socketsIgnored: ignored)
     }
 
