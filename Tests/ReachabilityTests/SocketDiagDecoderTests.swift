@@ -92,6 +92,23 @@ private enum DiagWire {
         #expect(request[24...].allSatisfy { $0 == 0 })
     }
 
+    @Test func bothFamiliesRequestIsInetDiagReqV1WithFamilyUnspecified() {
+        let request = SocketDiagRequest.tcpDumpBothFamilies(sequence: 3)
+        #expect(request.count == 16 + 60)
+        #expect(Array(request[0..<4]) == DiagWire.u32(76))  // nlmsg_len
+        #expect(MemoryLayout<inet_diag_req>.size == SockDiag.compatRequestSize)
+        #expect(Array(request[4..<6]) == DiagWire.u16(18))  // TCPDIAG_GETSOCK
+        #expect(Int32(TCPDIAG_GETSOCK) == 18)
+        #expect(Array(request[16..<20]) == [0, 0, 0, 2])  // AF_UNSPEC, src_len, dst_len, ext INET_DIAG_INFO
+        #expect(request[20..<68].allSatisfy { $0 == 0 })  // inet_diag_sockid: no filter
+        #expect(Array(request[68..<72]) == DiagWire.u32(0b1110))  // idiag_states
+        #expect(Array(request[72..<76]) == DiagWire.u32(0))  // idiag_dbs
+        // Its answers (type 18) decode as sockets too.
+        var answer = DiagWire.socketV4()
+        answer[4] = 18
+        #expect(SocketDiagDecoder.decode(answer).messages.first.map { if case .socket = $0.message { true } else { false } } == true)
+    }
+
     @Test func decodesSocketsAndDone() throws {
         let batch = SocketDiagDecoder.decode(DiagWire.socketV4() + DiagWire.socketV6Mapped() + DiagWire.done)
         #expect(batch.errors.isEmpty)

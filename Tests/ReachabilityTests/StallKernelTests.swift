@@ -211,6 +211,12 @@ struct StallKernelTests {
             #expect((later?.counters?.segmentsIn ?? 0) > sample.counters!.segmentsIn + 5)
         }
 
+        // One dump of both families (TCPDIAG_GETSOCK) sees the same sockets.
+        var single = try TCPSocketDumper(namespacePath: topology.client.path, request: .bothFamilies)
+        let both = try single.dump().filter { $0.destinationPort == UInt16(Self.port) }
+        #expect(Set(both.map(\.cookie)) == Set(second.map(\.cookie)))
+        #expect(Set(both.map(\.source)) == [IPAddress(Topology.clientV4)!, IPAddress(Topology.clientV6)!])
+
         // What ss(8), an independent client of the same interface, lists.
         let listed = try topology.client.exec("/usr/bin/ss", ["-Htn", "state", "established", "dport", "= :\(Self.port)"])
         let ports = Set(listed.split(separator: "\n").compactMap { line -> UInt16? in

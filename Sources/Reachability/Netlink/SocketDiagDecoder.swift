@@ -5,6 +5,12 @@ enum SockDiag {
     static let netlinkProtocol: Int32 = 4
     /// SOCK_DIAG_BY_FAMILY: the request and each socket of the answer.
     static let byFamily: UInt16 = 20
+    /// TCPDIAG_GETSOCK: inet_diag's original request (`struct inet_diag_req`), still served by
+    /// every kernel, whose dump covers both families in one walk of the TCP hash tables (the
+    /// kernel takes its family as AF_UNSPEC). Its answers carry this type, same layout.
+    static let tcpGetSocket: UInt16 = 18
+    /// `struct inet_diag_req`: family, src_len, dst_len, ext (u8 each), sockid (48), states u32, dbs u32.
+    static let compatRequestSize = 60
     /// `struct inet_diag_req_v2`: family u8, protocol u8, ext u8, pad u8, states u32, then a
     /// 48-byte `inet_diag_sockid`.
     static let requestSize = 56
@@ -158,7 +164,7 @@ public enum SocketDiagDecoder {
                 throw .truncatedPayload(messageType: type, needed: 4, available: payload.count)
             }
             return .error(code)
-        case SockDiag.byFamily: return .socket(try decodeSocket(payload))
+        case SockDiag.byFamily, SockDiag.tcpGetSocket: return .socket(try decodeSocket(payload))
         default: return .ignored(type: type)
         }
     }
@@ -250,6 +256,21 @@ enum SocketDiagRequest {
         NetlinkRequest.append(SockDiag.stallStates, to: &message)
         // inet_diag_sockid zeroed: no filter on ports, addresses, interface or cookie.
         message += [UInt8](repeating: 0, count: SockDiag.requestSize - 8)
+        return message
+    }
+
+    /// The same dump for both families at once: TCPDIAG_GETSOCK with `struct inet_diag_req`
+    /// (family u8 0, src_len u8, dst_len u8, ext u8, inet_diag_sockid, states u32, dbs u32).
+    /// One walk of the kernel's established-socket hash instead of two: the walk visits every
+    /// bucket however few sockets there are, and is most of the cost of a poll (BENCHMARKS.md).
+    static func tcpDumpBothFamilies(sequence: UInt32) -> [UInt8] {
+        var message = NetlinkRequest.header(
+            type: SockDiag.tcpGetSocket, flags: RT.flagRequest | RT.flagDump, sequence: sequence,
+            bodyLength: SockDiag.compatRequestSize)
+        message += [0, 0, 0, UInt8(1 << (SockDiag.attributeInfo - 1))]
+        message += [UInt8](repeating: 0, count: 48)
+        NetlinkRequest.append(SockDiag.stallStates, to: &message)
+        NetlinkRequest.append(UInt32(0), to: &message)
         return message
     }
 }

@@ -115,15 +115,26 @@ public enum SocketDiagError: Error, Hashable, Sendable, CustomStringConvertible 
 /// The two families are two dumps, one after the other, on one socket: the kernel runs one dump
 /// per socket at a time (a second request while one runs fails with EBUSY).
 public struct TCPSocketDumper: ~Copyable {
+    /// How the sockets are asked for.
+    public enum Request: Sendable {
+        /// `inet_diag_req_v2` (SOCK_DIAG_BY_FAMILY), AF_INET then AF_INET6: two dumps.
+        case perFamily
+        /// TCPDIAG_GETSOCK, inet_diag's original request: one dump of both families, one walk of
+        /// the kernel's hash table instead of two (half the fixed cost of a poll).
+        case bothFamilies
+    }
+
+    public let request: Request
     private let socket: SocketDiagSocket
     private var buffer: [UInt8]
     private var sequence: UInt32 = 0
-    /// The family being dumped, nil while idle.
+    /// The family being dumped (.ipv6 for the last or only dump), nil while idle.
     private var family: AddressFamily?
     private var collected: [TCPSocketSample] = []
 
     /// Opens the sock_diag socket, in the network namespace at `namespacePath` when given.
-    public init(namespacePath: String? = nil) throws(SystemError) {
+    public init(namespacePath: String? = nil, request: Request = .perFamily) throws(SystemError) {
+        self.request = request
         socket = try SocketDiagSocket(namespacePath: namespacePath)
         // Dump datagrams are at most 32 KiB (the kernel's cap on one dump skb); twice that leaves
         // room for any future growth and is noticed (MSG_TRUNC) rather than trusted if passed.
@@ -141,7 +152,7 @@ public struct TCPSocketDumper: ~Copyable {
     public mutating func start() throws(SocketDiagError) {
         if family != nil { drain() }
         collected.removeAll(keepingCapacity: true)
-        try request(.ipv4)
+        try send(first: true)
     }
 
     /// Reads everything readable now. Returns the samples of both families when the IPv6 dump's
@@ -193,12 +204,24 @@ public struct TCPSocketDumper: ~Copyable {
 
     // MARK: private
 
-    private mutating func request(_ next: AddressFamily) throws(SocketDiagError) {
+    /// Sends the first (IPv4, or both families) or the second (IPv6) dump request.
+    private mutating func send(first: Bool) throws(SocketDiagError) {
         sequence &+= 1
         if sequence == 0 { sequence = 1 }  // sequence 0 is the kernel's notifications'
-        family = next
+        let bytes: [UInt8]
+        switch (request, first) {
+        case (.bothFamilies, _):
+            family = .ipv6
+            bytes = SocketDiagRequest.tcpDumpBothFamilies(sequence: sequence)
+        case (.perFamily, true):
+            family = .ipv4
+            bytes = SocketDiagRequest.tcpDump(family: .ipv4, sequence: sequence)
+        case (.perFamily, false):
+            family = .ipv6
+            bytes = SocketDiagRequest.tcpDump(family: .ipv6, sequence: sequence)
+        }
         do {
-            try socket.send(SocketDiagRequest.tcpDump(family: next, sequence: sequence))
+            try socket.send(bytes)
         } catch {
             family = nil
             throw .system(error)
@@ -234,7 +257,7 @@ public struct TCPSocketDumper: ~Copyable {
         }
         guard finished else { return nil }
         if family == .ipv4 {
-            try request(.ipv6)
+            try send(first: false)
             return nil
         }
         family = nil
