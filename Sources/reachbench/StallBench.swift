@@ -82,6 +82,7 @@ enum StallBench {
             for request in [TCPSocketDumper.Request.perFamily, .bothFamilies] {
                 results.append(try measure(client, request: request, size: size, polls: polls, link: link, addresses: addresses))
             }
+            results.append(try kernelFloor(client, size: size, polls: polls))
         }
         return results
     }
@@ -126,5 +127,54 @@ enum StallBench {
         return StallPollMeasurement(
             sockets: size, request: name, dumped: dumped, total: Summary(totals), dump: Summary(dumps),
             evaluate: Summary(evaluations))
+    }
+
+    /// The kernel's share: the same single dump of both families, read into one buffer with
+    /// only the netlink headers walked (to find NLMSG_DONE), nothing decoded and nothing judged.
+    static func kernelFloor(_ client: BenchNamespace, size: Int, polls: Int) throws(BenchError) -> StallPollMeasurement {
+        note("reachbench: stall: \(size) connections, \(polls) polls, kernel floor")
+        let fd = try client.inside { () -> Result<Int32, BenchError> in
+            let fd = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 4)  // NETLINK_SOCK_DIAG
+            return fd >= 0 ? .success(fd) : .failure(.system("socket(NETLINK_SOCK_DIAG)"))
+        }
+        defer { close(fd) }
+        // nlmsghdr (len 76, TCPDIAG_GETSOCK 18, NLM_F_REQUEST|NLM_F_DUMP) + inet_diag_req: family 0,
+        // ext 1 << (INET_DIAG_INFO - 1), sockid zero, states ESTABLISHED|SYN_SENT|SYN_RECV, dbs 0.
+        var request = [UInt8](repeating: 0, count: 76)
+        request[0] = 76
+        request[4] = 18
+        request[6] = 0x01
+        request[7] = 0x03
+        request[19] = 2
+        request[68] = 0b1110
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        var samples: [UInt64] = []
+        var dumped = 0
+        for poll in 0..<(polls + 3) {
+            let start = monotonicNanoseconds()
+            guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, 0) }) == request.count else {
+                throw BenchError.system("send sock_diag request")
+            }
+            var messages = 0
+            var done = false
+            while !done {
+                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                guard count > 0 else { throw BenchError.system("recv sock_diag") }
+                var offset = 0
+                while offset + 16 <= count {
+                    let length = Int(buffer[offset]) | Int(buffer[offset + 1]) << 8 | Int(buffer[offset + 2]) << 16
+                    let type = Int(buffer[offset + 4]) | Int(buffer[offset + 5]) << 8
+                    if type == 2 || type == 3 { done = true } else { messages += 1 }
+                    guard length >= 16 else { break }
+                    offset += (length + 3) & ~3
+                }
+            }
+            let end = monotonicNanoseconds()
+            dumped = messages
+            if poll >= 3 { samples.append(end - start) }
+        }
+        let none = Summary([0])
+        return StallPollMeasurement(
+            sockets: size, request: "kernel floor", dumped: dumped, total: Summary(samples), dump: Summary(samples), evaluate: none)
     }
 }

@@ -66,7 +66,10 @@ public struct StallEvaluator: Sendable {
         polled = true
         var current: [UInt64: TCPCounters] = [:]
         current.reserveCapacity(samples.count)
-        var polls: [Int32: Poll] = [:]
+        // Per link, in order of first appearance: a host has a handful of links, so a short array
+        // searched from the link of the previous socket beats a dictionary (two hashes a socket).
+        var polls: [(link: Int32, poll: Poll)] = []
+        var slot = 0
         var ignored = 0
         var moved = false
         for sample in samples {
@@ -82,8 +85,15 @@ public struct StallEvaluator: Sendable {
                 ignored += 1
                 continue
             }
-            var poll = polls[link] ?? Poll()
-            poll.sockets += 1
+            if slot >= polls.count || polls[slot].link != link {
+                if let found = polls.firstIndex(where: { $0.link == link }) {
+                    slot = found
+                } else {
+                    polls.append((link, Poll()))
+                    slot = polls.count - 1
+                }
+            }
+            polls[slot].poll.sockets += 1
             if !baseline {
                 let before = previous[sample.cookie] ?? TCPCounters(segmentsOut: 0, segmentsIn: 0, totalRetransmits: 0)
                 // The counters wrap at 2^32; a difference modulo 2^32 is right across one wrap.
@@ -91,21 +101,20 @@ public struct StallEvaluator: Sendable {
                 let received = UInt64(counters.segmentsIn &- before.segmentsIn)
                 // A retransmission is also a segment sent: never more of them than were sent.
                 let retransmitted = min(UInt64(counters.totalRetransmits &- before.totalRetransmits), sent)
-                poll.sent += sent
-                poll.received += received
-                poll.retransmitted += retransmitted
+                polls[slot].poll.sent += sent
+                polls[slot].poll.received += received
+                polls[slot].poll.retransmitted += retransmitted
                 if sent != 0 || received != 0 { moved = true }
             }
-            polls[link] = poll
         }
         previous = current
 
         var links: [LinkStall] = []
-        var judged = Set(polls.keys)
+        var judged = Set(polls.map(\.link))
         for (link, count) in dnsTimeouts where count > 0 { judged.insert(link) }
         var nextTracks: [Int32: Track] = [:]
         for link in judged.sorted() {
-            let poll = polls[link] ?? Poll()
+            let poll = polls.first { $0.link == link }?.poll ?? Poll()
             var track = tracks[link] ?? Track(firstJudged: now)
             if poll.received > 0 {
                 track.sent = 0
