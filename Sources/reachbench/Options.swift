@@ -77,7 +77,7 @@ struct Options: Sendable {
           bus      reachd on a private dbus-daemon: Changed signal latency next to ip monitor and
                    the netlink floor, call round trips, idle memory and wake-ups (8)
           stall    one passive stall poll (sock_diag dump + decode + StallEvaluator) at each
-                   --stall-sockets size of established TCP connections (10)
+                   --stall-sockets size of established TCP connections (11)
 
           --json                 results as one JSON object on stdout (progress goes to stderr)
           --quick                smoke run: 20 flaps, 2 sync repetitions, pairs 10,200,

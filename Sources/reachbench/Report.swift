@@ -152,7 +152,7 @@ enum Report {
             out.append("")
         }
         if !results.stall.isEmpty {
-            out.append("10. One passive stall poll: sock_diag dump of IPv4 and IPv6 (request, reads, decode) + StallEvaluator.poll (us)")
+            out.append("11. One passive stall poll: sock_diag dump of IPv4 and IPv6 (request, reads, decode) + StallEvaluator.poll (us)")
             let rows = results.stall.map { m in
                 ["\(m.sockets)", m.request, "\(m.dumped)", "\(m.total.count)", Format.microseconds(m.total.median), Format.microseconds(m.total.p99),
                  Format.microseconds(m.total.max), Format.microseconds(m.dump.median), Format.microseconds(m.evaluate.median)]
