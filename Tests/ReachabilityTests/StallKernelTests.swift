@@ -169,13 +169,15 @@ struct StallKernelTests {
             }
         }
 
-        /// Polls every 200 ms for `duration`, requiring `condition` of every report.
-        mutating func during(_ duration: Duration, _ what: String, _ condition: (StallReport) -> Bool) async throws {
+        /// Polls every `interval` for `duration`, requiring `condition` of every report.
+        mutating func during(
+            _ duration: Duration, every interval: Duration = .milliseconds(200), _ what: String, _ condition: (StallReport) -> Bool
+        ) async throws {
             let begin = ContinuousClock.now
             while ContinuousClock.now - begin < duration {
                 let (_, report) = try poll()
                 #expect(condition(report), "\(what): \(report)")
-                try await Task.sleep(for: .milliseconds(200))
+                try await Task.sleep(for: interval)
             }
         }
     }
@@ -285,6 +287,32 @@ struct StallKernelTests {
             retransmitting += UInt32(sample.counters?.consecutiveTimeouts ?? 0)
         }
         #expect(retransmitting > 0, "the black-holed peer's sockets are in retransmission timeouts")
+    }
+
+    /// 40% of forwarded packets dropped at random, both ways (nftables on the gateway): TCP
+    /// retransmits a lot, but something always arrives. Polled every second rather than every
+    /// 200 ms: a window that short can fall inside one retransmission timeout of every socket,
+    /// which the daemon's 20 s polls never do.
+    @Test func heavyRandomLossThatStillDeliversNeverFlags() async throws {
+        let topology = try Topology()
+        let server = try topology.startServer()
+        defer { server.kill() }
+        let clients = try topology.startClients(to: Topology.serverV4, count: 8)
+        defer { clients.kill() }
+        var watch = try Watch(topology)
+        let link = topology.clientLink
+        _ = try await watch.until("8 sockets flowing", timeout: .seconds(20)) {
+            $0.link(link).verdict == .flowing && $0.link(link).evidence.socketsJudged == 8
+        }
+        for rule in [
+            "add table inet loss", "add chain inet loss forward { type filter hook forward priority 0 ; }",
+            "add rule inet loss forward numgen random mod 10 < 4 drop",
+        ] {
+            try topology.gateway.exec("/usr/sbin/nft", rule.split(separator: " ").map(String.init))
+        }
+        try await watch.during(.seconds(8), every: .seconds(1), "40% random loss") { !$0.link(link).isStalled }
+        let retransmitted = watch.reports.suffix(8).reduce(UInt64(0)) { $0 + $1.link(link).evidence.retransmittedThisPoll }
+        #expect(retransmitted > 0, "the loss made TCP retransmit")
     }
 
     @Test func idleConnectionsAndNoTrafficNeverFlag() async throws {
