@@ -29,7 +29,7 @@ struct SocketDiagSocket: ~Copyable {
     deinit { close(fd) }
 
     /// Sends one request to the kernel. A full send buffer (EAGAIN) is an error like any other:
-    /// one 72-byte request on an otherwise idle socket cannot meet it.
+    /// one request of 72 or 76 bytes on an otherwise idle socket cannot meet it.
     func send(_ bytes: [UInt8]) throws(SystemError) {
         var kernel = sockaddr_nl()
         kernel.nl_family = sa_family_t(AF_NETLINK)
