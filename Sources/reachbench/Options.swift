@@ -48,10 +48,14 @@ struct Options: Sendable {
     var getentRuns = 1
     /// Timed D-Bus calls per method.
     var busCalls = 5_000
+    /// The stall poll (issue 22): sock_diag dump + decode + evaluation at each size.
+    var stall = true
+    var stallSizes = [100, 1000, 10000]
+    var stallPolls = 200
     var reachdPath: String?
 
     /// Whether any group needs root (namespaces, child processes in them).
-    var needsRoot: Bool { kernel || checks || bus || hostLoad }
+    var needsRoot: Bool { kernel || checks || bus || hostLoad || stall }
 
     static let usage = """
         usage: reachbench [--json] [--quick] [--only GROUP,...] [--checks] [--no-checks] [--bus] [--no-bus]
@@ -72,13 +76,17 @@ struct Options: Sendable {
                    a DNS black hole and a dnsmasq, getent ahosts against the black hole (4-7)
           bus      reachd on a private dbus-daemon: Changed signal latency next to ip monitor and
                    the netlink floor, call round trips, idle memory and wake-ups (8)
+          stall    one passive stall poll (sock_diag dump + decode + StallEvaluator) at each
+                   --stall-sockets size of established TCP connections (11)
 
           --json                 results as one JSON object on stdout (progress goes to stderr)
           --quick                smoke run: 20 flaps, 2 sync repetitions, pairs 10,200,
                                  2000 engine iterations; checks and bus off (with --checks:
                                  1,000 samples, 1 black-hole repetition, no getent; with --bus:
                                  500 calls)
-          --only GROUP,...       run only these groups (rounds, engine, checks, bus)
+          --only GROUP,...       run only these groups (rounds, engine, checks, bus, hostload, stall)
+          --stall-sockets A,B    TCP connections per stall size (default 100,1000,10000)
+          --stall-polls N        timed polls per stall size (default 200, after 3 warm-up)
           --checks, --no-checks  turn the checks group on or off
           --bus, --no-bus        turn the bus group on or off
           --flaps N              carrier flaps per size, two samples each (default 200)
@@ -136,6 +144,7 @@ struct Options: Sendable {
             options.blackHoleRepetitions = 1
             options.getentRuns = 0
             options.busCalls = 500
+            options.stallPolls = 20
         }
         var rest = Array(arguments)[...]
         func value(_ name: String) throws(BenchError) -> String {
@@ -183,11 +192,12 @@ struct Options: Sendable {
                 options.kernel = false
                 options.checks = false
                 options.bus = false
+                options.stall = false
                 options.engine = true
             case "--only":
                 let text = try value(argument)
                 let groups = text.split(separator: ",").map(String.init)
-                let known = ["rounds", "engine", "checks", "bus", "hostload"]
+                let known = ["rounds", "engine", "checks", "bus", "hostload", "stall"]
                 guard !groups.isEmpty, groups.allSatisfy(known.contains) else {
                     throw BenchError("--only: expected groups from \(known.joined(separator: ",")), got '\(text)'")
                 }
@@ -196,6 +206,7 @@ struct Options: Sendable {
                 options.checks = groups.contains("checks")
                 options.bus = groups.contains("bus")
                 options.hostLoad = groups.contains("hostload")
+                options.stall = groups.contains("stall")
             case "--checks": options.checks = true
             case "--no-checks": options.checks = false
             case "--bus": options.bus = true
@@ -208,6 +219,8 @@ struct Options: Sendable {
             case "--getent-runs": options.getentRuns = try count(argument, minimum: 0)
             case "--bus-calls": options.busCalls = try count(argument, minimum: 1)
             case "--reachd": options.reachdPath = try value(argument)
+            case "--stall-sockets": options.stallSizes = try counts(argument, minimum: 1)
+            case "--stall-polls": options.stallPolls = try count(argument, minimum: 1)
             default: throw BenchError("unknown argument '\(argument)'")
             }
         }

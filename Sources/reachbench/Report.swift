@@ -13,6 +13,7 @@ struct Results: Sendable {
     var hostChecks: HostCheckResults?
     var bus: BusMeasurement?
     var hostLoad: [HostLoadMeasurement] = []
+    var stall: [StallPollMeasurement] = []
     /// Why the bus group failed, when it did.
     var busError: String?
     /// The 1-minute load average at the start and end of each group.
@@ -148,6 +149,15 @@ enum Report {
             out.append(Format.table(
                 ["checks", "deadline", "dnsTimeout", "late p50", "p99", "max", "in reachd p50", "p99", "max", "CheckAddress n", "p50", "p99", "max", "reachd CPU ms", "CPU hogs"],
                 rows, leftColumns: 0))
+            out.append("")
+        }
+        if !results.stall.isEmpty {
+            out.append("11. One passive stall poll: sock_diag dump of IPv4 and IPv6 (request, reads, decode) + StallEvaluator.poll (us)")
+            let rows = results.stall.map { m in
+                ["\(m.sockets)", m.request, "\(m.dumped)", "\(m.total.count)", Format.microseconds(m.total.median), Format.microseconds(m.total.p99),
+                 Format.microseconds(m.total.max), Format.microseconds(m.dump.median), Format.microseconds(m.evaluate.median)]
+            }
+            out.append(Format.table(["sockets", "request", "dumped", "polls", "poll p50", "p99", "max", "dump p50", "evaluate p50"], rows, leftColumns: 0))
             out.append("")
         }
         if !results.loads.isEmpty {
@@ -305,7 +315,7 @@ enum Report {
                 ("engineIterations", .int(Int64(options.engineIterations))), ("sysfs", .string(results.sysfs)),
                 ("ipv6Round", .bool(options.ipv6Round)),
                 ("groups", .array([("rounds", options.kernel), ("engine", options.engine), ("checks", options.checks),
-                    ("bus", options.bus)].filter(\.1).map { .string($0.0) })),
+                    ("bus", options.bus), ("stall", options.stall)].filter(\.1).map { .string($0.0) })),
                 ("checkSamples", .int(Int64(options.checkSamples))), ("checkWarmup", .int(Int64(options.checkWarmup))),
                 ("blackHoleRepetitions", .int(Int64(options.blackHoleRepetitions))),
                 ("concurrentChecks", .int(Int64(options.concurrentChecks))),
@@ -333,6 +343,12 @@ enum Report {
                     ("interfaces", .int(Int64(sync.interfaces))), ("addresses", .int(Int64(sync.addresses))),
                     ("sync", summary(sync.sync)), ("memoryBefore", memory(sync.before)),
                     ("memoryAlive", memory(sync.alive)),
+                ])
+            })),
+            ("stallPoll", .array(results.stall.map { m in
+                .object([
+                    ("sockets", .int(Int64(m.sockets))), ("request", .string(m.request)), ("dumped", .int(Int64(m.dumped))), ("poll", summary(m.total)),
+                    ("dump", summary(m.dump)), ("evaluate", summary(m.evaluate)),
                 ])
             })),
             ("engine", .array(results.engine.map { engine in

@@ -74,6 +74,12 @@ func runBenchmarks(_ options: Options) async throws -> Results {
             results.loads.append(GroupLoad(group: "hostload", start: load, pressure: pressure))
         }
     }
+    if options.stall {
+        let load = loadAverage()
+        let pressure = cpuPressure()
+        results.stall = try StallBench.measure(sizes: options.stallSizes, polls: options.stallPolls)
+        results.loads.append(GroupLoad(group: "stall", start: load, pressure: pressure))
+    }
     for links in options.engine ? options.engineSizes : [] {
         note("reachbench: engine, \(links) links, \(options.engineIterations) events x 2")
         results.engine.append(try EngineBench.measure(links: links, iterations: options.engineIterations))

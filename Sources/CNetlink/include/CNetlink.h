@@ -11,6 +11,9 @@
 #include <linux/if_arp.h>
 #include <linux/if.h>
 #include <linux/fib_rules.h>
+// sock_diag (NETLINK_SOCK_DIAG): inet_diag_req_v2 and inet_diag_msg, for the stall detector.
+#include <linux/sock_diag.h>
+#include <linux/inet_diag.h>
 
 #ifndef SOL_NETLINK
 #define SOL_NETLINK 270

@@ -1,0 +1,84 @@
+/// A TCP state in the kernel's numbering (`TCP_ESTABLISHED` 1, `TCP_SYN_SENT` 2, ...). A struct
+/// over the raw value, not an enum: the kernel may name states this code never heard of.
+public struct TCPState: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public var rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    public static let established = TCPState(rawValue: 1)
+    public static let synSent = TCPState(rawValue: 2)
+    public static let synReceived = TCPState(rawValue: 3)
+
+    public var description: String {
+        switch self {
+        case .established: "established"
+        case .synSent: "syn-sent"
+        case .synReceived: "syn-received"
+        default: "state-\(rawValue)"
+        }
+    }
+}
+
+/// The counters of one TCP socket that stall detection reads (`struct tcp_info`, from sock_diag's
+/// INET_DIAG_INFO). Counters only ever grow (and wrap at 2^32); the times are how long ago.
+public struct TCPCounters: Hashable, Sendable {
+    /// `tcpi_segs_out`: segments sent, retransmissions included (RFC 4898 tcpEStatsPerfSegsOut).
+    public var segmentsOut: UInt32
+    /// `tcpi_segs_in`: segments received, pure ACKs included (tcpEStatsPerfSegsIn).
+    public var segmentsIn: UInt32
+    /// `tcpi_total_retrans`: segments retransmitted over the socket's life.
+    public var totalRetransmits: UInt32
+    /// `tcpi_retransmits`: retransmission timeouts in a row without progress (0 when healthy).
+    public var consecutiveTimeouts: UInt8
+    /// `tcpi_rto`: the retransmission timeout now, in microseconds.
+    public var retransmissionTimeoutMicroseconds: UInt32
+    /// `tcpi_last_data_recv`: milliseconds since data last arrived.
+    public var millisecondsSinceDataReceived: UInt32
+    /// `tcpi_last_ack_recv`: milliseconds since an ACK last arrived.
+    public var millisecondsSinceAckReceived: UInt32
+
+    public init(
+        segmentsOut: UInt32, segmentsIn: UInt32, totalRetransmits: UInt32, consecutiveTimeouts: UInt8 = 0,
+        retransmissionTimeoutMicroseconds: UInt32 = 0, millisecondsSinceDataReceived: UInt32 = 0,
+        millisecondsSinceAckReceived: UInt32 = 0
+    ) {
+        self.segmentsOut = segmentsOut
+        self.segmentsIn = segmentsIn
+        self.totalRetransmits = totalRetransmits
+        self.consecutiveTimeouts = consecutiveTimeouts
+        self.retransmissionTimeoutMicroseconds = retransmissionTimeoutMicroseconds
+        self.millisecondsSinceDataReceived = millisecondsSinceDataReceived
+        self.millisecondsSinceAckReceived = millisecondsSinceAckReceived
+    }
+}
+
+/// One TCP socket of the host as a sock_diag dump shows it (`struct inet_diag_msg` and its
+/// INET_DIAG_INFO attribute). The cookie names the socket for its whole life, across polls.
+public struct TCPSocketSample: Hashable, Sendable {
+    /// `idiag_cookie`: the kernel's unique id of the socket (never reused while it lives).
+    public var cookie: UInt64
+    public var state: TCPState
+    /// The local address; an IPv4-mapped address of a dual-stack socket is given as IPv4.
+    public var source: IPAddress
+    public var sourcePort: UInt16
+    public var destination: IPAddress
+    public var destinationPort: UInt16
+    /// `idiag_if`: the interface the socket is bound to (SO_BINDTODEVICE, or a link-local
+    /// scope), 0 when none.
+    public var boundInterface: Int32
+    /// nil when the kernel sent no tcp_info (request sockets in SYN_RECV have none).
+    public var counters: TCPCounters?
+
+    public init(
+        cookie: UInt64, state: TCPState = .established, source: IPAddress, sourcePort: UInt16 = 0,
+        destination: IPAddress, destinationPort: UInt16 = 0, boundInterface: Int32 = 0, counters: TCPCounters?
+    ) {
+        self.cookie = cookie
+        self.state = state
+        self.source = source
+        self.sourcePort = sourcePort
+        self.destination = destination
+        self.destinationPort = destinationPort
+        self.boundInterface = boundInterface
+        self.counters = counters
+    }
+}

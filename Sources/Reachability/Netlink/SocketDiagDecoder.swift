@@ -1,0 +1,276 @@
+/// The sock_diag protocol's numbers (linux/sock_diag.h, linux/inet_diag.h, linux/tcp.h). Sizes
+/// and offsets are pinned against the C headers in the tests (`SocketDiagDecoderTests`).
+enum SockDiag {
+    /// NETLINK_SOCK_DIAG (also called NETLINK_INET_DIAG).
+    static let netlinkProtocol: Int32 = 4
+    /// SOCK_DIAG_BY_FAMILY: the request and each socket of the answer.
+    static let byFamily: UInt16 = 20
+    /// TCPDIAG_GETSOCK: inet_diag's original request (`struct inet_diag_req`), still served by
+    /// every kernel, whose dump covers both families in one walk of the TCP hash tables (the
+    /// kernel takes its family as AF_UNSPEC). Its answers carry this type, same layout.
+    static let tcpGetSocket: UInt16 = 18
+    /// `struct inet_diag_req`: family, src_len, dst_len, ext (u8 each), sockid (48), states u32, dbs u32.
+    static let compatRequestSize = 60
+    /// `struct inet_diag_req_v2`: family u8, protocol u8, ext u8, pad u8, states u32, then a
+    /// 48-byte `inet_diag_sockid`.
+    static let requestSize = 56
+    /// `struct inet_diag_msg`: family u8, state u8, timer u8, retrans u8, sockid (48 bytes:
+    /// sport be16, dport be16, src be32[4], dst be32[4], if u32, cookie u32[2]), expires,
+    /// rqueue, wqueue, uid, inode (u32 each).
+    static let messageSize = 72
+    static let sourcePortOffset = 4
+    static let destinationPortOffset = 6
+    static let sourceOffset = 8
+    static let destinationOffset = 24
+    static let interfaceOffset = 40
+    static let cookieOffset = 44
+    /// INET_DIAG_INFO: the attribute carrying `struct tcp_info`; asked for with bit
+    /// 1 << (INET_DIAG_INFO - 1) in `idiag_ext`.
+    static let attributeInfo: UInt16 = 2
+    /// TCPF_ESTABLISHED | TCPF_SYN_SENT | TCPF_SYN_RECV: the sockets that carry traffic or try to.
+    static let stallStates: UInt32 = 1 << 1 | 1 << 2 | 1 << 3
+    static let protocolTCP: UInt8 = 6
+
+    // `struct tcp_info` offsets (linux/tcp.h; stable: the struct only ever grows at its end).
+    static let infoRetransmits = 2
+    static let infoRTO = 8
+    static let infoLastDataReceived = 52
+    static let infoLastAckReceived = 56
+    static let infoTotalRetransmits = 100
+    static let infoSegmentsOut = 136
+    static let infoSegmentsIn = 140
+    /// The shortest tcp_info that has every field read here (Linux 4.2 added tcpi_segs_in).
+    static let infoMinimumSize = 144
+}
+
+/// One message of a sock_diag dump.
+public enum SocketDiagMessage: Hashable, Sendable {
+    /// A socket (SOCK_DIAG_BY_FAMILY) of an IPv4 or IPv6 dump.
+    case socket(TCPSocketSample)
+    /// NLMSG_DONE: the end of the dump.
+    case done
+    /// NLMSG_ERROR: an errno (negative, as the kernel sends it), 0 for an acknowledgement.
+    case error(Int32)
+    /// A message of no interest (NLMSG_NOOP, unknown types).
+    case ignored(type: UInt16)
+}
+
+public struct SocketDiagDecoded: Hashable, Sendable {
+    public var header: NetlinkHeader
+    public var message: SocketDiagMessage
+}
+
+/// What was wrong with bytes that claimed to be a sock_diag answer. Each names where and what.
+public enum SocketDiagDecodingError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Fewer bytes than a `nlmsghdr` at `offset`.
+    case truncatedHeader(offset: Int, available: Int)
+    /// `nlmsg_len` smaller than the header or larger than what is left.
+    case invalidMessageLength(offset: Int, declared: Int, available: Int)
+    /// The fixed part (`inet_diag_msg`, or the errno of NLMSG_ERROR) does not fit.
+    case truncatedPayload(messageType: UInt16, needed: Int, available: Int)
+    /// `idiag_family` is neither AF_INET nor AF_INET6.
+    case unknownFamily(UInt8)
+    /// An attribute's `nla_len` is below its header size or runs past its message.
+    case invalidAttributeLength(attribute: UInt16, declared: Int, available: Int)
+    /// INET_DIAG_INFO shorter than the fields read from `struct tcp_info`.
+    case truncatedTCPInfo(length: Int, needed: Int)
+
+    public var description: String {
+        switch self {
+        case let .truncatedHeader(offset, available):
+            "sock_diag: truncated netlink header at offset \(offset): \(available) bytes left, 16 needed"
+        case let .invalidMessageLength(offset, declared, available):
+            "sock_diag: message at offset \(offset) declares length \(declared) with \(available) bytes left"
+        case let .truncatedPayload(type, needed, available):
+            "sock_diag: message type \(type) has \(available) payload bytes, \(needed) needed"
+        case let .unknownFamily(family):
+            "sock_diag: socket of address family \(family), neither AF_INET nor AF_INET6"
+        case let .invalidAttributeLength(attribute, declared, available):
+            "sock_diag: attribute \(attribute) declares length \(declared) with \(available) bytes left"
+        case let .truncatedTCPInfo(length, needed):
+            "sock_diag: tcp_info of \(length) bytes, \(needed) needed"
+        }
+    }
+}
+
+/// Decodes datagrams read from a NETLINK_SOCK_DIAG socket. Pure and bounds-checked: a truncated
+/// or lying length yields a `SocketDiagDecodingError`, never a trap or a read out of bounds.
+public enum SocketDiagDecoder {
+    /// The messages of one datagram and the errors met on the way. A message whose own content
+    /// is bad is skipped and reported; bad framing ends the datagram.
+    public struct Batch: Sendable {
+        public var messages: [SocketDiagDecoded] = []
+        public var errors: [SocketDiagDecodingError] = []
+    }
+
+    public static func decode(_ datagram: UnsafeRawBufferPointer) -> Batch {
+        var batch = Batch()
+        decode(datagram) { header, result in
+            switch result {
+            case .success(let message): batch.messages.append(SocketDiagDecoded(header: header, message: message))
+            case .failure(let error): batch.errors.append(error)
+            }
+        }
+        return batch
+    }
+
+    public static func decode(_ datagram: [UInt8]) -> Batch {
+        datagram.withUnsafeBytes { decode($0) }
+    }
+
+    /// Calls `body` with each message (or the error that stood in its place), in order, without
+    /// collecting them: the dumper's path, which keeps only the sockets of its own dump.
+    /// A framing error is passed with the header it was found at zeroed, and ends the datagram.
+    static func decode(
+        _ datagram: UnsafeRawBufferPointer,
+        _ body: (NetlinkHeader, Result<SocketDiagMessage, SocketDiagDecodingError>) -> Void
+    ) {
+        let reader = ByteReader(datagram)
+        let none = NetlinkHeader(length: 0, type: 0, flags: 0, sequence: 0, portID: 0)
+        var offset = 0
+        while offset < reader.count {
+            let available = reader.count - offset
+            guard available >= NetlinkHeader.size,
+                let length = reader.integer(at: offset, as: UInt32.self),
+                let type = reader.integer(at: offset + 4, as: UInt16.self),
+                let flags = reader.integer(at: offset + 6, as: UInt16.self),
+                let sequence = reader.integer(at: offset + 8, as: UInt32.self),
+                let portID = reader.integer(at: offset + 12, as: UInt32.self)
+            else {
+                body(none, .failure(.truncatedHeader(offset: offset, available: available)))
+                return
+            }
+            guard Int(length) >= NetlinkHeader.size, Int(length) <= available,
+                let payload = reader.slice(at: offset + NetlinkHeader.size, length: Int(length) - NetlinkHeader.size)
+            else {
+                body(none, .failure(.invalidMessageLength(offset: offset, declared: Int(length), available: available)))
+                return
+            }
+            let header = NetlinkHeader(length: length, type: type, flags: flags, sequence: sequence, portID: portID)
+            do {
+                body(header, .success(try decodeMessage(type: type, payload: payload)))
+            } catch {
+                body(header, .failure(error))
+            }
+            offset += netlinkAlign(Int(length))
+        }
+    }
+
+    static func decodeMessage(type: UInt16, payload: ByteReader) throws(SocketDiagDecodingError) -> SocketDiagMessage {
+        switch type {
+        case RT.done: return .done
+        case RT.error:
+            guard let code = payload.integer(at: 0, as: Int32.self) else {
+                throw .truncatedPayload(messageType: type, needed: 4, available: payload.count)
+            }
+            return .error(code)
+        case SockDiag.byFamily, SockDiag.tcpGetSocket: return .socket(try decodeSocket(payload))
+        default: return .ignored(type: type)
+        }
+    }
+
+    static func decodeSocket(_ payload: ByteReader) throws(SocketDiagDecodingError) -> TCPSocketSample {
+        guard payload.count >= SockDiag.messageSize,
+            let family = payload.integer(at: 0, as: UInt8.self),
+            let state = payload.integer(at: 1, as: UInt8.self),
+            let sourcePort = payload.integer(at: SockDiag.sourcePortOffset, as: UInt16.self),
+            let destinationPort = payload.integer(at: SockDiag.destinationPortOffset, as: UInt16.self),
+            let interface = payload.integer(at: SockDiag.interfaceOffset, as: UInt32.self),
+            let cookieLow = payload.integer(at: SockDiag.cookieOffset, as: UInt32.self),
+            let cookieHigh = payload.integer(at: SockDiag.cookieOffset + 4, as: UInt32.self)
+        else { throw .truncatedPayload(messageType: SockDiag.byFamily, needed: SockDiag.messageSize, available: payload.count) }
+        guard let source = address(payload, at: SockDiag.sourceOffset, family: family),
+            let destination = address(payload, at: SockDiag.destinationOffset, family: family)
+        else { throw .unknownFamily(family) }
+
+        var counters: TCPCounters?
+        var offset = SockDiag.messageSize
+        while offset < payload.count {
+            let available = payload.count - offset
+            // Fewer than 4 trailing bytes can only be padding.
+            guard available >= 4 else { break }
+            guard let length = payload.integer(at: offset, as: UInt16.self),
+                let rawType = payload.integer(at: offset + 2, as: UInt16.self),
+                Int(length) >= 4, Int(length) <= available,
+                let value = payload.slice(at: offset + 4, length: Int(length) - 4)
+            else {
+                throw .invalidAttributeLength(
+                    attribute: (payload.integer(at: offset + 2, as: UInt16.self) ?? 0) & 0x3FFF,
+                    declared: Int(payload.integer(at: offset, as: UInt16.self) ?? 0), available: available)
+            }
+            // The top two bits are NLA_F_NESTED and NLA_F_NET_BYTEORDER, not part of the type.
+            if rawType & 0x3FFF == SockDiag.attributeInfo { counters = try tcpInfo(value) }
+            offset += netlinkAlign(Int(length))
+        }
+        let unmappedSource = source.unmappedV4 ?? source
+        let unmappedDestination = destination.unmappedV4 ?? destination
+        return TCPSocketSample(
+            cookie: UInt64(cookieHigh) << 32 | UInt64(cookieLow), state: TCPState(rawValue: state),
+            source: unmappedSource, sourcePort: UInt16(bigEndian: sourcePort),
+            destination: unmappedDestination, destinationPort: UInt16(bigEndian: destinationPort),
+            boundInterface: Int32(bitPattern: interface), counters: counters)
+    }
+
+    /// An address of `inet_diag_sockid` (16 bytes reserved, the first 4 used by AF_INET).
+    static func address(_ payload: ByteReader, at offset: Int, family: UInt8) -> IPAddress? {
+        switch AddressFamily(rawValue: family) {
+        case .ipv4:
+            guard let raw = payload.integer(at: offset, as: UInt32.self) else { return nil }
+            return .v4(UInt32(bigEndian: raw))
+        case .ipv6:
+            guard let hi = payload.integer(at: offset, as: UInt64.self),
+                let lo = payload.integer(at: offset + 8, as: UInt64.self)
+            else { return nil }
+            return .v6(UInt64(bigEndian: hi), UInt64(bigEndian: lo))
+        default:
+            return nil
+        }
+    }
+
+    static func tcpInfo(_ value: ByteReader) throws(SocketDiagDecodingError) -> TCPCounters {
+        guard value.count >= SockDiag.infoMinimumSize,
+            let retransmits = value.integer(at: SockDiag.infoRetransmits, as: UInt8.self),
+            let rto = value.integer(at: SockDiag.infoRTO, as: UInt32.self),
+            let lastData = value.integer(at: SockDiag.infoLastDataReceived, as: UInt32.self),
+            let lastAck = value.integer(at: SockDiag.infoLastAckReceived, as: UInt32.self),
+            let total = value.integer(at: SockDiag.infoTotalRetransmits, as: UInt32.self),
+            let out = value.integer(at: SockDiag.infoSegmentsOut, as: UInt32.self),
+            let received = value.integer(at: SockDiag.infoSegmentsIn, as: UInt32.self)
+        else { throw .truncatedTCPInfo(length: value.count, needed: SockDiag.infoMinimumSize) }
+        return TCPCounters(
+            segmentsOut: out, segmentsIn: received, totalRetransmits: total, consecutiveTimeouts: retransmits,
+            retransmissionTimeoutMicroseconds: rto, millisecondsSinceDataReceived: lastData,
+            millisecondsSinceAckReceived: lastAck)
+    }
+}
+
+/// Encodes sock_diag requests.
+enum SocketDiagRequest {
+    /// A dump of the TCP sockets of `family` in ESTABLISHED, SYN_SENT or SYN_RECV, each with its
+    /// tcp_info: `nlmsghdr` (SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP) then `inet_diag_req_v2`.
+    static func tcpDump(family: AddressFamily, sequence: UInt32) -> [UInt8] {
+        var message = NetlinkRequest.header(
+            type: SockDiag.byFamily, flags: RT.flagRequest | RT.flagDump, sequence: sequence,
+            bodyLength: SockDiag.requestSize)
+        message += [family.rawValue, SockDiag.protocolTCP, UInt8(1 << (SockDiag.attributeInfo - 1)), 0]
+        NetlinkRequest.append(SockDiag.stallStates, to: &message)
+        // inet_diag_sockid zeroed: no filter on ports, addresses, interface or cookie.
+        message += [UInt8](repeating: 0, count: SockDiag.requestSize - 8)
+        return message
+    }
+
+    /// The same dump for both families at once: TCPDIAG_GETSOCK with `struct inet_diag_req`
+    /// (family u8 0, src_len u8, dst_len u8, ext u8, inet_diag_sockid, states u32, dbs u32).
+    /// One walk of the kernel's established-socket hash instead of two: the walk visits every
+    /// bucket however few sockets there are, and is most of the cost of a poll (BENCHMARKS.md).
+    static func tcpDumpBothFamilies(sequence: UInt32) -> [UInt8] {
+        var message = NetlinkRequest.header(
+            type: SockDiag.tcpGetSocket, flags: RT.flagRequest | RT.flagDump, sequence: sequence,
+            bodyLength: SockDiag.compatRequestSize)
+        message += [0, 0, 0, UInt8(1 << (SockDiag.attributeInfo - 1))]
+        message += [UInt8](repeating: 0, count: 48)
+        NetlinkRequest.append(SockDiag.stallStates, to: &message)
+        NetlinkRequest.append(UInt32(0), to: &message)
+        return message
+    }
+}
