@@ -3,10 +3,13 @@ import CNetlink
 import Glibc
 #endif
 
-/// An rtnetlink socket. Owns its descriptor: closed exactly once, when the value ends.
+/// A netlink socket: rtnetlink (links, addresses, routes) or sock_diag (the host's TCP sockets).
+/// Owns its descriptor: closed exactly once, when the value ends.
 struct NetlinkSocket: ~Copyable {
     private let descriptor: Descriptor
     var fd: Int32 { descriptor.rawValue }
+    /// "rtnetlink" or "sock_diag", for errors.
+    private let name: String
 
     /// rtnetlink multicast groups (RTNLGRP_*) that reachability follows.
     static let reachabilityGroups: [Int32] = [
@@ -22,12 +25,14 @@ struct NetlinkSocket: ~Copyable {
         20,
     ]
 
-    /// Opens a NETLINK_ROUTE socket (in `namespacePath`'s namespace when given).
-    init(nonBlocking: Bool, namespacePath: String? = nil) throws(SystemError) {
+    /// Opens a NETLINK_ROUTE socket, or NETLINK_SOCK_DIAG with `sockDiag` (in `namespacePath`'s
+    /// namespace when given: either kind speaks for the namespace it was created in).
+    init(nonBlocking: Bool, namespacePath: String? = nil, sockDiag: Bool = false) throws(SystemError) {
         let flags = Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | (nonBlocking ? Int32(SOCK_NONBLOCK.rawValue) : 0)
+        let name = sockDiag ? "sock_diag" : "rtnetlink"
         let open = { () -> Result<Int32, SystemError> in
-            let fd = socket(AF_NETLINK, flags, NETLINK_ROUTE)
-            return fd >= 0 ? .success(fd) : .failure(SystemError("socket(AF_NETLINK)"))
+            let fd = socket(AF_NETLINK, flags, sockDiag ? SockDiag.netlinkProtocol : NETLINK_ROUTE)
+            return fd >= 0 ? .success(fd) : .failure(SystemError("socket(AF_NETLINK) for \(name)"))
         }
         let opened = if let namespacePath { Result { () throws(SystemError) in try NetworkNamespace.run(in: namespacePath, open) } } else { open() }
         let descriptor = Descriptor(try opened.get())
@@ -41,6 +46,7 @@ struct NetlinkSocket: ~Copyable {
         }
         guard bound == 0 else { throw SystemError("bind(AF_NETLINK)") }
         self.descriptor = descriptor
+        self.name = name
         // Best effort: makes filtered dumps filter; older kernels lack it and still work.
         _ = setOption(level: SOL_NETLINK, name: NETLINK_GET_STRICT_CHK, value: 1)
     }
@@ -55,6 +61,7 @@ struct NetlinkSocket: ~Copyable {
         let descriptor = Descriptor(fd)
         guard descriptor.setNonBlocking() else { throw SystemError("make fd \(fd) non-blocking") }
         self.descriptor = descriptor
+        self.name = "rtnetlink"
         _ = setOption(level: SOL_NETLINK, name: NETLINK_GET_STRICT_CHK, value: 1)
     }
 
@@ -109,7 +116,7 @@ struct NetlinkSocket: ~Copyable {
                 }
             }
         }
-        guard sent == bytes.count else { throw SystemError("send to rtnetlink") }
+        guard sent == bytes.count else { throw SystemError("send to \(name)") }
     }
 
     enum Reception {
@@ -143,7 +150,7 @@ struct NetlinkSocket: ~Copyable {
         }
         if count < 0 {
             if errno == EAGAIN || errno == EWOULDBLOCK { return .wouldBlock }
-            throw SystemError("recvmsg from rtnetlink")
+            throw SystemError("recvmsg from \(name)")
         }
         // Port 0 is the kernel; a process cannot send from it.
         guard sender.nl_pid == 0 else { return .foreign }

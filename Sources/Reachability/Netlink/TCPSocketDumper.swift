@@ -3,86 +3,6 @@ import CNetlink
 import Glibc
 #endif
 
-/// A NETLINK_SOCK_DIAG socket, non-blocking. Owns its descriptor: closed exactly once, when the
-/// value ends. No privilege is needed to dump TCP sockets and their tcp_info (only the socket
-/// mark, INET_DIAG_MARK, is withheld without CAP_NET_ADMIN, and is not asked for).
-struct SocketDiagSocket: ~Copyable {
-    let fd: Int32
-
-    /// Opens the socket (in `namespacePath`'s network namespace when given: it dumps the sockets
-    /// of the namespace it was created in).
-    init(namespacePath: String? = nil) throws(SystemError) {
-        let flags = Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
-        let open = { () -> Result<Int32, SystemError> in
-            let fd = socket(AF_NETLINK, flags, SockDiag.netlinkProtocol)
-            return fd >= 0 ? .success(fd) : .failure(SystemError("socket(AF_NETLINK, NETLINK_SOCK_DIAG)"))
-        }
-        let fd: Int32
-        if let namespacePath {
-            fd = try NetworkNamespace.run(in: namespacePath, open)
-        } else {
-            fd = try open().get()
-        }
-        self.fd = fd
-    }
-
-    deinit { close(fd) }
-
-    /// Sends one request to the kernel. A full send buffer (EAGAIN) is an error like any other:
-    /// one request of 72 or 76 bytes on an otherwise idle socket cannot meet it.
-    func send(_ bytes: [UInt8]) throws(SystemError) {
-        var kernel = sockaddr_nl()
-        kernel.nl_family = sa_family_t(AF_NETLINK)
-        let sent = bytes.withUnsafeBytes { raw in
-            withUnsafePointer(to: &kernel) { address in
-                address.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                    retryingOnInterrupt {
-                        sendto(fd, raw.baseAddress, raw.count, 0, address, socklen_t(MemoryLayout<sockaddr_nl>.size))
-                    }
-                }
-            }
-        }
-        guard sent == bytes.count else { throw SystemError("send to sock_diag") }
-    }
-
-    enum Reception {
-        /// A datagram from the kernel of `count` bytes; `truncated` when it did not fit the buffer.
-        case datagram(count: Int, truncated: Bool)
-        /// A datagram from another process: never trusted.
-        case foreign
-        /// Nothing to read now.
-        case wouldBlock
-    }
-
-    /// Reads one datagram into `buffer`.
-    func receive(into buffer: inout [UInt8]) throws(SystemError) -> Reception {
-        var sender = sockaddr_nl()
-        var flags: Int32 = 0
-        let count = buffer.withUnsafeMutableBytes { raw in
-            withUnsafeMutablePointer(to: &sender) { senderPointer in
-                var vector = iovec(iov_base: raw.baseAddress, iov_len: raw.count)
-                return withUnsafeMutablePointer(to: &vector) { vectorPointer in
-                    var message = msghdr()
-                    message.msg_name = UnsafeMutableRawPointer(senderPointer)
-                    message.msg_namelen = socklen_t(MemoryLayout<sockaddr_nl>.size)
-                    message.msg_iov = vectorPointer
-                    message.msg_iovlen = 1
-                    let result = retryingOnInterrupt { recvmsg(fd, &message, 0) }
-                    flags = message.msg_flags
-                    return result
-                }
-            }
-        }
-        if count < 0 {
-            if errno == EAGAIN || errno == EWOULDBLOCK { return .wouldBlock }
-            throw SystemError("recvmsg from sock_diag")
-        }
-        // Port 0 is the kernel; a process cannot send from it.
-        guard sender.nl_pid == 0 else { return .foreign }
-        return .datagram(count: count, truncated: flags & Int32(MSG_TRUNC) != 0)
-    }
-}
-
 /// Why a poll of the host's TCP sockets failed. The poll is lost, nothing else: the next one
 /// starts afresh.
 public enum SocketDiagError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -125,7 +45,7 @@ public struct TCPSocketDumper: ~Copyable {
     }
 
     public let request: Request
-    private let socket: SocketDiagSocket
+    private let socket: NetlinkSocket
     private var buffer: [UInt8]
     private var sequence: UInt32 = 0
     /// The family being dumped (.ipv6 for the last or only dump), nil while idle.
@@ -135,7 +55,7 @@ public struct TCPSocketDumper: ~Copyable {
     /// Opens the sock_diag socket, in the network namespace at `namespacePath` when given.
     public init(namespacePath: String? = nil, request: Request = .perFamily) throws(SystemError) {
         self.request = request
-        socket = try SocketDiagSocket(namespacePath: namespacePath)
+        socket = try NetlinkSocket(nonBlocking: true, namespacePath: namespacePath, sockDiag: true)
         // Dump datagrams are at most 32 KiB (the kernel's cap on one dump skb); twice that leaves
         // room for any future growth and is noticed (MSG_TRUNC) rather than trusted if passed.
         buffer = [UInt8](repeating: 0, count: 64 << 10)
@@ -164,7 +84,7 @@ public struct TCPSocketDumper: ~Copyable {
             return nil
         }
         while true {
-            let reception: SocketDiagSocket.Reception
+            let reception: NetlinkSocket.Reception
             do {
                 reception = try socket.receive(into: &buffer)
             } catch {
@@ -197,7 +117,7 @@ public struct TCPSocketDumper: ~Copyable {
                 throw .timedOut
             }
             var descriptor = pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)
-            let milliseconds = Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+            let milliseconds = Int32(clamping: left.millisecondsRoundedUp)
             _ = retryingOnInterrupt { Glibc.poll(&descriptor, 1, milliseconds) }
         }
     }
