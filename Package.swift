@@ -16,7 +16,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
-        // Kernel headers and the NLMSG_*/RTA_* macros Swift cannot import; no logic.
+        // Kernel UAPI headers for rtnetlink and setns(2), which glibc declares only under _GNU_SOURCE;
+        // no logic (the NLMSG_*/RTA_* arithmetic lives in Swift, bounds-checked: Netlink/).
         .target(name: "CNetlink"),
         // libsystemd: sd-bus, sd-event, sd-daemon, and vtable constructors Swift cannot import.
         .systemLibrary(

@@ -5,69 +5,33 @@ import Synchronization
 import Glibc
 #endif
 
-/// Answers from reachd over D-Bus: one connection for the process, owned by a thread of its
-/// own (sd-bus wants one thread per connection, and its waits block), and one reachd `Watch`
-/// per followed target, shared by every reference that follows it and released with the last.
-/// Every call is a job run on that thread; between jobs it waits on the bus and a wake-up pipe.
+/// Answers from reachd over D-Bus: one connection for the process, owned by the library's
+/// `ReachabilityClientThread`, and one reachd `Watch` per followed target, shared by every
+/// reference that follows it and released with the last.
 final class SCDaemonBackend: SCBackend {
-    /// Why reachd cannot serve this process.
-    struct Unavailable: Error, CustomStringConvertible {
-        var description: String
-    }
-
     private let bus: BusConnection.Address
     private let callTimeout: Duration
     private let hostTimeout: Duration
-    private let jobs = Mutex<[Job]?>([])
-    private let stopping = Atomic<Bool>(false)
-    private let wakeup: WakeUpPipe
+    private let thread: ReachabilityClientThread<SCDaemonThread>
     /// The last answer of each watched target, for `knownAnswer` (written on the thread).
     private let answers = SCAnswers()
 
-    /// Connects to `bus` and asks reachd for its status within `probeTimeout`; throws when no
-    /// reachd answers. `lost` gets the followers when reachd leaves the bus later.
+    /// Serves through `client`, which answered the probe (`ReachdOrInProcess`); `bus` is for host
+    /// checks' own connections. `lost` gets the followers when reachd leaves the bus later.
     init(
-        bus: BusConnection.Address, probeTimeout: Duration, callTimeout: Duration, hostTimeout: Duration,
+        client: sending ReachabilityClient, bus: BusConnection.Address, callTimeout: Duration, hostTimeout: Duration,
         lost: @escaping @Sendable ([SCFollower]) -> Void
-    ) throws {
+    ) throws(SystemError) {
         self.bus = bus
         self.callTimeout = callTimeout
         self.hostTimeout = hostTimeout
-        do {
-            wakeup = try WakeUpPipe()
-        } catch {
-            throw Unavailable(description: error.description)
-        }
-        let probe = Mutex<Result<Void, Unavailable>?>(nil)
-        let probed = DispatchSemaphore(value: 0)
-        try DedicatedThread.start { [self] in
-            let client: ReachabilityClient
-            do {
-                client = try ReachabilityClient(bus: bus, timeout: probeTimeout)
-                _ = try client.status()
-            } catch {
-                probe.withLock { $0 = .failure(Unavailable(description: "\(error)")) }
-                probed.signal()
-                return
-            }
-            client.timeout = callTimeout
-            probe.withLock { $0 = .success(()) }
-            probed.signal()
-            let thread = SCDaemonThread(client: client, answers: answers)
-            let wasLost = run(thread)
-            if wasLost { lost(thread.allFollowers) }
-        }
-        probed.wait()
-        try probe.withLock { $0 }!.get()
+        thread = try ReachabilityClientThread(SCDaemonThread(client: client, answers: answers, lost: lost))
     }
 
     /// Whether the thread has ended: reachd left, or `shutdown()`.
-    var isClosed: Bool { jobs.withLock { $0 == nil } }
+    var isClosed: Bool { thread.isClosed }
 
-    func shutdown() {
-        stopping.store(true, ordering: .releasing)
-        wakeup.signal()
-    }
+    func shutdown() { thread.stop() }
 
     func check(_ target: SCTarget, deadline: ContinuousClock.Instant) -> ReachabilityFlags? {
         switch target {
@@ -91,15 +55,7 @@ final class SCDaemonBackend: SCBackend {
     }
 
     func unfollow(_ id: UInt64) {
-        submit(Job(run: { $0.unfollow(id) }, cancel: {}))
-    }
-
-    // MARK: the thread
-
-    private struct Job: Sendable {
-        let run: @Sendable (SCDaemonThread) -> Void
-        /// Called instead of `run` when the thread has ended.
-        let cancel: @Sendable () -> Void
+        thread.submit { $0.unfollow(id) }
     }
 
     /// Runs `body` on the thread and returns its value; nil when it threw, the thread has ended,
@@ -107,130 +63,77 @@ final class SCDaemonBackend: SCBackend {
     private func perform<T: Sendable>(_ body: @escaping @Sendable (SCDaemonThread) throws -> T) -> T? {
         let result = Mutex<T?>(nil)
         let done = DispatchSemaphore(value: 0)
-        submit(Job(
-            run: { thread in
-                let value = try? body(thread)
+        thread.submit(
+            { owner in
+                let value = try? body(owner)
                 result.withLock { $0 = value }
                 done.signal()
             },
-            cancel: { done.signal() }))
-        let limit = SCInProcessBackend.dispatchInterval(callTimeout + .milliseconds(500))
+            cancel: { done.signal() })
+        let limit = DispatchTimeInterval(callTimeout + .milliseconds(500))
         guard done.wait(timeout: .now() + limit) == .success else { return nil }
         return result.withLock { $0 }
-    }
-
-    private func submit(_ job: Job) {
-        let accepted = jobs.withLock { jobs -> Bool in
-            guard jobs != nil else { return false }
-            jobs!.append(job)
-            return true
-        }
-        if accepted { wakeup.signal() } else { job.cancel() }
-    }
-
-    /// The thread's loop: jobs, then bus events, then a wait on the bus and the wake-up pipe,
-    /// until `shutdown()` (false) or until reachd or the bus is gone (true).
-    private func run(_ thread: SCDaemonThread) -> Bool {
-        defer {
-            let left = jobs.withLock { jobs in
-                defer { jobs = nil }
-                return jobs ?? []
-            }
-            for job in left { job.cancel() }
-        }
-        while !stopping.load(ordering: .acquiring) {
-            let batch = jobs.withLock { jobs in
-                defer { jobs = [] }
-                return jobs ?? []
-            }
-            for job in batch { job.run(thread) }
-            do {
-                // Handling events may call reachd, and signals arriving meanwhile are queued: drain.
-                while true {
-                    let events = try thread.client.dispatch()
-                    if events.isEmpty { break }
-                    guard thread.handle(events) else { return true }
-                }
-                if try thread.client.wait(timeout: nil, orReadable: wakeup.fd) { wakeup.drain() }
-            } catch {
-                return true
-            }
-        }
-        return false
     }
 }
 
 /// What lives on the backend's thread: the client and the watches. Thread-confined.
-final class SCDaemonThread {
+final class SCDaemonThread: ReachabilityClientOwner {
     let client: ReachabilityClient
     private let answers: SCAnswers
+    private let lost: @Sendable ([SCFollower]) -> Void
 
-    private struct Watch {
-        var path: String
-        var followers: [UInt64: SCFollower]
-    }
-    private var watches: [SCTarget: Watch] = [:]
-    private var targetsByPath: [String: SCTarget] = [:]
-    private var targetsByFollower: [UInt64: SCTarget] = [:]
+    private var followers = SCFollowers()
+    private var paths: [SCTarget: String] = [:]
+    private var targets: [String: SCTarget] = [:]
 
-    init(client: ReachabilityClient, answers: SCAnswers) {
+    init(client: ReachabilityClient, answers: SCAnswers, lost: @escaping @Sendable ([SCFollower]) -> Void) {
         self.client = client
         self.answers = answers
+        self.lost = lost
     }
 
-    var allFollowers: [SCFollower] { watches.values.flatMap { $0.followers.values } }
+    /// reachd left: its followers go on elsewhere (`lost`).
+    func ended(lost: Bool) {
+        if lost { self.lost(followers.all) }
+    }
 
     /// Follows with the target's watch, made now if no other reference holds one; the known
     /// answer goes out at once. False when reachd refuses (a limit).
     func follow(_ follower: SCFollower) -> Bool {
         let target = follower.target
-        if var watch = watches[target] {
-            watch.followers[follower.id] = follower
-            watches[target] = watch
-        } else {
+        if paths[target] == nil {
             guard let path = try? client.watch(target.text) else { return false }
-            watches[target] = Watch(path: path, followers: [follower.id: follower])
-            targetsByPath[path] = target
+            paths[target] = path
+            targets[path] = target
             if let answer = client.answer(ofWatch: path), !ReachabilityClient.isPending(answer) {
                 answers.table.withLock { $0[target] = answer.flags }
             }
         }
-        targetsByFollower[follower.id] = target
+        _ = followers.add(follower)
         if let flags = answers.table.withLock({ $0[target] }) { follower.deliver(flags) }
         return true
     }
 
     /// Stops following; the watch goes when its last follower does.
     func unfollow(_ id: UInt64) {
-        guard let target = targetsByFollower.removeValue(forKey: id), var watch = watches[target] else { return }
-        watch.followers.removeValue(forKey: id)
-        guard watch.followers.isEmpty else {
-            watches[target] = watch
-            return
-        }
-        watches.removeValue(forKey: target)
-        targetsByPath.removeValue(forKey: watch.path)
+        guard let (target, wasLast) = followers.remove(id), wasLast, let path = paths.removeValue(forKey: target) else { return }
+        targets.removeValue(forKey: path)
         answers.table.withLock { _ = $0.removeValue(forKey: target) }
-        try? client.unwatch(watch.path)
+        try? client.unwatch(path)
     }
 
-    /// Hands watch answers to their followers; false when reachd is gone.
-    func handle(_ events: [ReachabilityClient.Event]) -> Bool {
+    /// Hands watch answers to their followers.
+    func handle(_ events: [ReachabilityClient.Event]) {
         for event in events {
             switch event {
-            case .serviceLost:
-                return false
             case let .watch(path, result):
-                guard let target = targetsByPath[path], let watch = watches[target],
-                    !ReachabilityClient.isPending(result)
-                else { continue }
+                guard let target = targets[path], !ReachabilityClient.isPending(result) else { continue }
                 answers.table.withLock { $0[target] = result.flags }
-                for follower in watch.followers.values { follower.deliver(result.flags) }
-            case .changed, .interfacesChanged:
+                for follower in followers.byTarget[target, default: [:]].values { follower.deliver(result.flags) }
+            case .changed, .interfacesChanged, .serviceLost:
                 continue
             }
         }
-        return true
     }
 }
 

@@ -18,7 +18,7 @@ final class SCReachabilityService: Sendable {
         /// How long later calls to reachd may take (it answers from memory, at once).
         var callTimeout: Duration = .seconds(2)
         /// The in-process monitor's settings.
-        var monitor = MonitorConfiguration()
+        var monitor = CoreConfiguration()
         /// The deadline of a host check: `DefaultTimeout=`.
         var hostTimeout: Duration = Configuration.default.defaultTimeout
 
@@ -71,13 +71,20 @@ final class SCReachabilityService: Sendable {
         backends.withLock { backends -> (any SCBackend)? in
             guard !backends.closed else { return nil }
             if let daemon = backends.daemon, !daemon.isClosed { return daemon }
-            if !backends.daemonAsked, let bus = settings.bus {
-                backends.daemonAsked = true
-                backends.daemon = try? SCDaemonBackend(
-                    bus: bus, probeTimeout: settings.probeTimeout, callTimeout: settings.callTimeout,
-                    hostTimeout: settings.hostTimeout
-                ) { [weak self] followers in self?.daemonLost(followers) }
-                if let daemon = backends.daemon { return daemon }
+            let daemon: SCDaemonBackend? = ReachdOrInProcess.choose(
+                bus: backends.daemonAsked ? nil : settings.bus, probeTimeout: settings.probeTimeout,
+                callTimeout: settings.callTimeout,
+                daemon: { client, bus in
+                    try SCDaemonBackend(
+                        client: client, bus: bus, callTimeout: settings.callTimeout,
+                        hostTimeout: settings.hostTimeout
+                    ) { [weak self] followers in self?.daemonLost(followers) }
+                },
+                inProcess: { _ in nil })
+            backends.daemonAsked = true
+            if let daemon {
+                backends.daemon = daemon
+                return daemon
             }
             return Self.inProcess(&backends, settings)
         }

@@ -54,3 +54,28 @@ struct SCFollower: Sendable {
     let target: SCTarget
     let deliver: @Sendable (ReachabilityFlags) -> Void
 }
+
+/// The followers of each target, as both backends keep them (one watch or lookup per target).
+struct SCFollowers {
+    private(set) var byTarget: [SCTarget: [UInt64: SCFollower]] = [:]
+    private var targets: [UInt64: SCTarget] = [:]
+
+    var count: Int { targets.count }
+    var all: [SCFollower] { byTarget.values.flatMap(\.values) }
+
+    /// Adds `follower`; true when it is the first of its target.
+    mutating func add(_ follower: SCFollower) -> Bool {
+        targets[follower.id] = follower.target
+        defer { byTarget[follower.target, default: [:]][follower.id] = follower }
+        return byTarget[follower.target] == nil
+    }
+
+    /// Removes follower `id`: its target, and whether it was the last of it; nil for an unknown id.
+    mutating func remove(_ id: UInt64) -> (target: SCTarget, wasLast: Bool)? {
+        guard let target = targets.removeValue(forKey: id) else { return nil }
+        byTarget[target]?.removeValue(forKey: id)
+        guard byTarget[target]?.isEmpty == true else { return (target, false) }
+        byTarget.removeValue(forKey: target)
+        return (target, true)
+    }
+}

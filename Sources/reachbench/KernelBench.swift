@@ -84,8 +84,8 @@ final class KernelBench {
         try namespace.writeSysctls(["/proc/sys/net/ipv6/conf/default/disable_ipv6": "1"])
     }
 
-    var configuration: MonitorConfiguration {
-        var configuration = MonitorConfiguration()
+    var configuration: CoreConfiguration {
+        var configuration = CoreConfiguration()
         configuration.namespacePath = namespace.path
         configuration.sysfsRoot = namespace.sysfsRoot ?? "/nonexistent-reachbench-sysfs"
         return configuration

@@ -86,17 +86,21 @@ final class ServiceNetwork {
         return path
     }
 
-    /// Registers a subdirectory (created here) for removal at exit; returns its path.
+    /// Registers a subdirectory (created here) for removal at exit; returns its path. Asked
+    /// again (a second reachd of the same run: `--only bus,hostload`), it is the same directory.
     func subdirectory(_ name: String) throws(BenchError) -> String {
         let path = directory + "/" + name
-        guard mkdir(path, 0o700) == 0 else { throw BenchError.system("mkdir \(path)") }
-        cleanupSlots.append(Cleanup.register(.directory, path: path))
+        if mkdir(path, 0o700) == 0 {
+            cleanupSlots.append(Cleanup.register(.directory, path: path))
+        } else if errno != EEXIST {
+            throw BenchError.system("mkdir \(path)")
+        }
         return path
     }
 
     /// A monitor on the client namespace that asks the nameserver of `resolvConf`.
-    func configuration(resolvConf: String) -> MonitorConfiguration {
-        var configuration = MonitorConfiguration()
+    func configuration(resolvConf: String) -> CoreConfiguration {
+        var configuration = CoreConfiguration()
         configuration.namespacePath = client.path
         configuration.sysfsRoot = client.sysfsRoot ?? "/nonexistent-reachbench-sysfs"
         configuration.resolvConfPath = resolvConf

@@ -76,7 +76,7 @@ struct CommonOptions: ParsableArguments {
     /// The in-process source these options ask for, with the configuration reachd would use.
     func inProcessSource() throws -> InProcessSource {
         let settings = try settings()
-        var configuration = MonitorConfiguration()
+        var configuration = CoreConfiguration()
         settings.apply(to: &configuration)
         if let sysfsRoot { configuration.sysfsRoot = sysfsRoot }
         if let netns { configuration.namespacePath = try Self.namespacePath(for: netns) }
@@ -105,15 +105,18 @@ struct CommonOptions: ParsableArguments {
     /// a missing reachd an error (exit 2); `--netns` (and `--sysfs-root`) answer in-process
     /// without asking reachd.
     func openSource(probeTimeout: Duration = CommonOptions.probeTimeout) throws -> any ReachabilitySource {
-        if answersInProcess { return try inProcessSource() }
-        do {
-            return try DaemonSource.open(bus, probeTimeout: probeTimeout)
-        } catch {
-            if requireDaemon {
-                Terminal.write("reachctl: reachd is not available: \(error.reason)\n", to: STDERR_FILENO)
-                throw ExitStatus.error.exitCode
+        try ReachdOrInProcess.choose(
+            bus: answersInProcess ? nil : bus, probeTimeout: probeTimeout,
+            callTimeout: max(probeTimeout, DaemonSource.callTimeout),
+            daemon: { client, _ throws -> any ReachabilitySource in try DaemonSource(client: client) }
+        ) { unavailable in
+            if let unavailable {
+                if requireDaemon {
+                    Terminal.write("reachctl: reachd is not available: \(unavailable.reason)\n", to: STDERR_FILENO)
+                    throw ExitStatus.error.exitCode
+                }
+                Terminal.write("reachctl: reachd is not running (\(unavailable.reason)); answering in-process\n", to: STDERR_FILENO)
             }
-            Terminal.write("reachctl: reachd is not running (\(error.reason)); answering in-process\n", to: STDERR_FILENO)
             return try inProcessSource()
         }
     }

@@ -33,10 +33,13 @@ struct InProcessSource: ReachabilitySource {
     /// How long a host name may take when the caller names no timeout: DefaultTimeout= of the
     /// configuration reachd would read, so both answer the same.
     let defaultTimeout: Duration
+    /// The resolver's lookups at once (half of them for followed targets).
+    let lookups: Int
 
-    init(configuration: MonitorConfiguration, defaultTimeout: Duration) throws {
+    init(configuration: CoreConfiguration, defaultTimeout: Duration) throws {
         monitor = try ReachabilityMonitor(configuration: configuration)
         self.defaultTimeout = defaultTimeout
+        lookups = configuration.maximumConcurrentLookups
     }
 
     func snapshot() -> ReachabilitySnapshot { monitor.snapshot }
@@ -52,44 +55,20 @@ struct InProcessSource: ReachabilitySource {
     }
     func stop() { monitor.stop() }
 
-    /// Evaluates the targets on the first snapshot and after every change: addresses at once,
-    /// host names each in a task of its own (a slow DNS answer never holds up the others; a
-    /// burst of changes while one resolves leads to one more check, not one per change).
+    /// Follows the targets through the library's follower, as reachd's watches do: addresses
+    /// at once, host names each with one lookup in flight, all asked again when the routing
+    /// moves. Each answer carries the generation of the state it was found in.
     func answers(for targets: [String]) -> AsyncStream<TargetAnswer> {
         let (stream, continuation) = AsyncStream.makeStream(of: TargetAnswer.self)
         let monitor = self.monitor
-        let hostTimeout = defaultTimeout
-        let updates = monitor.updates()
-        let addresses = targets.filter(AddressTarget.looksLikeAddress)
-        let hosts = targets.filter { !AddressTarget.looksLikeAddress($0) }
-        let task = Task {
-            await withTaskGroup(of: Void.self) { group in
-                var triggers: [AsyncStream<UInt64>.Continuation] = []
-                for host in hosts {
-                    let (trigger, pull) = AsyncStream.makeStream(of: UInt64.self, bufferingPolicy: .bufferingNewest(1))
-                    triggers.append(pull)
-                    group.addTask {
-                        for await generation in trigger {
-                            guard let result = try? await monitor.check(host, timeout: hostTimeout) else { continue }
-                            continuation.yield(TargetAnswer(result: result, generation: generation))
-                        }
-                    }
-                }
-                for await update in updates {
-                    let generation = switch update {
-                    case let .snapshot(snapshot): snapshot.generation
-                    case let .change(change): change.generation
-                    }
-                    for address in addresses {
-                        continuation.yield(TargetAnswer(result: monitor.check(address: address), generation: generation))
-                    }
-                    for trigger in triggers { trigger.yield(generation) }
-                }
-                for trigger in triggers { trigger.finish() }
-            }
-            continuation.finish()
+        let answer = { @Sendable (result: CheckResult) -> Void in
+            continuation.yield(TargetAnswer(result: result, generation: monitor.snapshot.generation))
         }
-        continuation.onTermination = { _ in task.cancel() }
+        let followed = MonitorTargets(
+            monitor: monitor, settings: TargetFollower.Settings(lookups: lookups, hostTimeout: defaultTimeout),
+            answered: { answer($1) }, ended: { continuation.finish() })
+        for target in targets { followed.follow(target, known: answer) }
+        continuation.onTermination = { _ in followed.stop() }
         return stream
     }
 }

@@ -25,7 +25,9 @@ final class InternetProbe {
         case uplink(index: Int32, name: String)
     }
 
-    private unowned let daemon: Daemon
+    private unowned let core: ReachabilityCore
+    private let loop: EventLoop
+    private unowned let metrics: DaemonMetrics
     let path: Path
     /// An uplink's last verdict (the host's lives in the Engine's host status).
     private var uplinkStatus = ConnectivityStatus.unknown
@@ -61,8 +63,8 @@ final class InternetProbe {
         var exchange: HTTPExchange?
         var source: EventSource?
         init(deadline: ContinuousClock.Instant) { self.deadline = deadline }
-        func cancel(_ daemon: Daemon) {
-            if let check { daemon.cancelHostCheck(check) }
+        func cancel(_ core: ReachabilityCore) {
+            if let check { core.cancelHostCheck(check) }
             check = nil
             source?.cancel()
             source = nil
@@ -70,8 +72,10 @@ final class InternetProbe {
         }
     }
 
-    init(daemon: Daemon, settings: ConnectivitySettings, path: Path = .host) {
-        self.daemon = daemon
+    init(core: ReachabilityCore, loop: EventLoop, metrics: DaemonMetrics, settings: ConnectivitySettings, path: Path = .host) {
+        self.core = core
+        self.loop = loop
+        self.metrics = metrics
         self.settings = settings
         self.path = path
     }
@@ -90,7 +94,7 @@ final class InternetProbe {
 
     /// The verdict this probe last recorded.
     private var currentStatus: ConnectivityStatus {
-        path == .host ? daemon.observer.state.host.connectivity : uplinkStatus
+        path == .host ? core.state.host.connectivity : uplinkStatus
     }
 
     /// The uplink stopped being one (or the probe was turned off): its verdict is forgotten.
@@ -149,12 +153,12 @@ final class InternetProbe {
     }
 
     private func cancelAttempt() {
-        attempt?.cancel(daemon)
+        attempt?.cancel(core)
         attempt = nil
     }
 
     private func currentPathKey() -> PathKey {
-        let state = daemon.observer.state
+        let state = core.state
         if case let .uplink(index, name) = path {
             let uplink = state.uplinks().first { $0.index == index }
             return PathKey(state: uplink == nil ? .offline : .online, primary: name, underlying: "", uplink: uplink)
@@ -170,13 +174,13 @@ final class InternetProbe {
     private func probe(reason: String) {
         guard let url = settings.url else { return }
         nextProbe = nil
-        let reachable = path == .host ? daemon.observer.state.host.state == .online : pathKey?.uplink != nil
+        let reachable = path == .host ? core.state.host.state == .online : pathKey?.uplink != nil
         guard reachable else {
             // No route: nothing could answer, and nothing is sent. The next path change re-probes.
             finish(ProbeExpectation.failed("no route to the internet"), schedule: false)
             return
         }
-        if path == .host, let name = daemon.observer.state.unprobedHostInterface() {
+        if path == .host, let name = core.state.unprobedHostInterface() {
             // The administrator keeps the probe off this link: nothing is sent, nothing is judged.
             finish(ConnectivityStatus(detail: "not probed: \(name) has Probe=no"), schedule: false, counted: false)
             return
@@ -185,12 +189,12 @@ final class InternetProbe {
         self.attempt = attempt
         arm(attempt.deadline)
         if IPAddress(url.host) != nil {
-            connect(attempt, to: daemon.observer.check(address: url.host))
+            connect(attempt, to: core.mirror.check(address: url.host))
             return
         }
         // Completions run on the loop's thread (HostChecks); the boxes only cross the type check.
-        let box = UncheckedBox((probe: self, attempt: attempt))
-        attempt.check = daemon.checkHost(url.host, timeout: settings.timeout) { outcome in
+        let box = UncheckedSendable((probe: self, attempt: attempt))
+        attempt.check = core.checkHost(url.host, timeout: settings.timeout) { outcome in
             guard case let .success(result) = outcome else { return }  // cancelled: the attempt is gone
             box.value.probe.resolved(result, for: box.value.attempt)
         }
@@ -219,7 +223,7 @@ final class InternetProbe {
             }
             let exchange = try HTTPExchange(url: url, address: address, source: source, device: device)
             attempt.exchange = exchange
-            attempt.source = try daemon.loop.watch(fd: exchange.fd, events: exchange.events) { [unowned self] revents in
+            attempt.source = try loop.watch(fd: exchange.fd, events: exchange.events) { [unowned self] revents in
                 self.ready(attempt, revents)
             }
         } catch {
@@ -259,7 +263,7 @@ final class InternetProbe {
             let portal = status.portal.isEmpty ? "" : " at \(status.portal)"
             Log.info("\(logPrefix): \(status.connectivity.rawValue)\(portal) (\(status.detail))")
         }
-        if counted { daemon.metricsCounters.recordProbe(status.connectivity) }
+        if counted { metrics.counters.recordProbe(status.connectivity) }
         record(status)
         let pending = waiters
         waiters = []
@@ -284,16 +288,16 @@ final class InternetProbe {
 
     private func record(_ status: ConnectivityStatus) {
         switch path {
-        case .host: daemon.recordConnectivity(status)
+        case .host: core.record(connectivity: status)
         case let .uplink(index, _):
             uplinkStatus = status
-            daemon.recordUplinkConnectivity(index: index, status.connectivity)
+            core.record(uplink: index, connectivity: status.connectivity)
         }
     }
 
     private func arm(_ instant: ContinuousClock.Instant) {
         do {
-            if timer == nil { timer = try daemon.loop.timer(at: 0) { [unowned self] in self.fired() } }
+            if timer == nil { timer = try loop.timer(at: 0) { [unowned self] in self.fired() } }
             timer?.schedule(at: instant.monotonicMicroseconds)
         } catch {
             Log.warning("\(logPrefix): cannot arm a timer: \(error)")

@@ -23,7 +23,11 @@ final class MetricsEndpoint {
     static let acceptsPerWakeUp = 16
     static let pauseAfterFailure: Duration = .seconds(1)
 
-    private unowned let daemon: Daemon
+    fileprivate let loop: EventLoop
+    /// Renders the exposition for each scrape.
+    private let render: () -> String
+    /// Counts a connection closed unanswered (`maximumConnections`).
+    private let refused: () -> Void
     private let listener: Descriptor
     private var source: EventSource?
     /// The timer that listens again after a failed accept (`pause`).
@@ -32,8 +36,10 @@ final class MetricsEndpoint {
     private var failing: Int32 = 0
     private var scrapes: [Int32: Scrape] = [:]
 
-    init(daemon: Daemon, listening descriptor: consuming Descriptor) throws(SystemError) {
-        self.daemon = daemon
+    init(loop: EventLoop, listening descriptor: consuming Descriptor, render: @escaping () -> String, refused: @escaping () -> Void) throws(SystemError) {
+        self.loop = loop
+        self.render = render
+        self.refused = refused
         descriptor.setNonBlocking()
         descriptor.setCloseOnExec()
         listener = descriptor
@@ -41,7 +47,7 @@ final class MetricsEndpoint {
     }
 
     private func listen() throws(SystemError) -> EventSource {
-        try daemon.loop.watch(fd: listener.rawValue, events: .readable) { [unowned self] _ in self.acceptPending() }
+        try loop.watch(fd: listener.rawValue, events: .readable) { [unowned self] _ in self.acceptPending() }
     }
 
     /// accept(2) failed for want of a resource (EMFILE, ENFILE, ENOBUFS, ENOMEM): the connection
@@ -55,7 +61,7 @@ final class MetricsEndpoint {
         failing = code
         source = nil
         do {
-            resume = try daemon.loop.timer(at: (ContinuousClock.now + Self.pauseAfterFailure).monotonicMicroseconds) { [unowned self] in
+            resume = try loop.timer(at: (ContinuousClock.now + Self.pauseAfterFailure).monotonicMicroseconds) { [unowned self] in
                 self.resume = nil
                 do {
                     self.source = try self.listen()
@@ -86,7 +92,7 @@ final class MetricsEndpoint {
             connection.setNonBlocking()
             connection.setCloseOnExec()
             guard scrapes.count < Self.maximumConnections else {
-                daemon.metricsCounters.scrapesRefused += 1
+                refused()
                 continue
             }
             do {
@@ -97,8 +103,7 @@ final class MetricsEndpoint {
         }
     }
 
-    fileprivate var loop: EventLoop { daemon.loop }
-    fileprivate var exposition: String { daemon.metricsText }
+    fileprivate var exposition: String { render() }
 
     /// Closes the connection with the scrape.
     fileprivate func finished(_ fd: Int32) { scrapes.removeValue(forKey: fd) }

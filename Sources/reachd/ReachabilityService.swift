@@ -3,9 +3,27 @@ import Reachability
 /// The object `/org/reachd/Reachability1`: a table from D-Bus members to the Engine's answers.
 /// No logic of its own: validation and checks live in the library, limits in `WatchRegistry`.
 final class ReachabilityService: BusObject {
-    unowned let daemon: Daemon
+    private let core: ReachabilityCore
+    private let bus: BusConnection
+    private let watches: WatchRegistry
+    /// `Validate`: probe now and answer with the verdict.
+    private let validate: (@escaping (ConnectivityStatus) -> Void) -> Void
+    /// `GetMetrics`: the exposition.
+    private let metricsText: () -> String
+    /// CheckHost's deadline when the caller gives none (`DefaultTimeout=`; a reload changes it).
+    var defaultTimeout: Duration
 
-    init(daemon: Daemon) { self.daemon = daemon }
+    init(
+        core: ReachabilityCore, bus: BusConnection, watches: WatchRegistry, defaultTimeout: Duration,
+        validate: @escaping (@escaping (ConnectivityStatus) -> Void) -> Void, metricsText: @escaping () -> String
+    ) {
+        self.core = core
+        self.bus = bus
+        self.watches = watches
+        self.defaultTimeout = defaultTimeout
+        self.validate = validate
+        self.metricsText = metricsText
+    }
 
     static let vtable = BusVTable(ReachdContract.serviceMembers)
 
@@ -19,7 +37,7 @@ final class ReachabilityService: BusObject {
     }
 
     func property(_ name: String, into reply: BusMessage) throws(BusError) {
-        let host = daemon.observer.state.host
+        let host = core.state.host
         switch name {
         case "Flags": try reply.append(host.flags.rawValue)
         case "PrimaryInterface": try reply.append(host.primaryInterface)
@@ -30,7 +48,7 @@ final class ReachabilityService: BusObject {
         case "Portal": try reply.append(host.connectivity.portal)
         case "AnnouncedPortal": try reply.append(host.announcedPortal)
         case "ValidatedInterfaces": try reply.append(host.validatedInterfaces)
-        case "Generation": try reply.append(daemon.observer.state.generation)
+        case "Generation": try reply.append(core.state.generation)
         default: throw BusError(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(name)")
         }
     }
@@ -38,8 +56,8 @@ final class ReachabilityService: BusObject {
     func call(_ method: String, _ message: BusMessage) throws(BusError) -> BusReply {
         switch method {
         case "GetStatus":
-            let snapshot = daemon.observer.state
-            let counters = daemon.observer.counters
+            let snapshot = core.state
+            let counters = core.mirror.counters
             return .now { reply throws(BusError) in
                 try reply.open("a", "{sv}")
                 try Self.entry(reply, "Flags", "u") { message throws(BusError) in try message.append(snapshot.host.flags.rawValue) }
@@ -57,11 +75,11 @@ final class ReachabilityService: BusObject {
                 try reply.close()
             }
         case "ListInterfaces":
-            let interfaces = daemon.observer.snapshot.interfaces
+            let interfaces = core.mirror.snapshot.interfaces
             return .now { reply throws(BusError) in try Self.appendInterfaces(reply, interfaces) }
         case "CheckAddress":
             let target = try message.readString()
-            let result = daemon.observer.check(address: target)
+            let result = core.mirror.check(address: target)
             if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address '\(target)'") }
             return .now { reply throws(BusError) in
                 try reply.append(result.flags.rawValue)
@@ -73,9 +91,9 @@ final class ReachabilityService: BusObject {
             return try checkHost(message)
         case "Validate":
             // Replies when the probe answers (within its Timeout=), never blocking the loop.
-            let call = UncheckedBox(OwnedBusMessage(retaining: message))
-            let bus = UncheckedBox(daemon.bus!)
-            daemon.validateConnectivity { status in
+            let call = UncheckedSendable(OwnedBusMessage(retaining: message))
+            let bus = UncheckedSendable(bus)
+            validate { status in
                 do {
                     try bus.value.reply(to: call.value.message) { reply throws(BusError) in
                         try reply.append(status.connectivity.rawValue)
@@ -88,13 +106,13 @@ final class ReachabilityService: BusObject {
             }
             return .later
         case "GetMetrics":
-            let text = daemon.metricsText
+            let text = metricsText()
             return .now { reply throws(BusError) in try reply.append(text) }
         case "Watch":
-            return try daemon.watches.add(target: try message.readString(), caller: message)
+            return try watches.add(target: try message.readString(), caller: message)
         case "Unwatch":
             let path = try message.readObjectPath()
-            try daemon.watches.remove(path: path, caller: message.sender ?? "")
+            try watches.remove(path: path, caller: message.sender ?? "")
             return .now { _ in }
         default:
             throw BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "no method \(method)")
@@ -110,17 +128,17 @@ final class ReachabilityService: BusObject {
                 name: "org.freedesktop.DBus.Error.InvalidArgs",
                 message: "timeout_ms \(milliseconds) is above the maximum of \(Self.maximumTimeoutMilliseconds); 0 means the default")
         }
-        let timeout = milliseconds == 0 ? daemon.configuration.defaultTimeout : .milliseconds(Int64(milliseconds))
+        let timeout = milliseconds == 0 ? defaultTimeout : .milliseconds(Int64(milliseconds))
         if AddressTarget.looksLikeAddress(host) {
-            let result = daemon.observer.check(address: host)
+            let result = core.mirror.check(address: host)
             if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address '\(host)'") }
             return .now { reply throws(BusError) in try Self.appendHostReply(reply, result) }
         }
         if case let .failure(error) = HostName.validate(host) { throw Self.invalidTarget(error.description) }
-        let call = UncheckedBox(OwnedBusMessage(retaining: message))
-        let bus = UncheckedBox(daemon.bus!)
+        let call = UncheckedSendable(OwnedBusMessage(retaining: message))
+        let bus = UncheckedSendable(bus)
         let received = ContinuousClock.now
-        _ = daemon.checkHost(host, timeout: timeout) { outcome in
+        core.checkHost(host, timeout: timeout) { outcome in
             switch outcome {
             case let .success(result):
                 let elapsed = ContinuousClock.now - received
@@ -195,10 +213,4 @@ final class ReachabilityService: BusObject {
         try reply.close()
         try reply.close()
     }
-}
-
-/// Carries a loop-confined value through a `@Sendable` completion that runs on the same loop.
-struct UncheckedBox<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }

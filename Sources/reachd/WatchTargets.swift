@@ -43,7 +43,12 @@ final class WatchTargets {
     /// `pendingCheck` while `checkHost` has not returned yet (check ids start at 1).
     static let starting: UInt64 = 0
 
-    unowned let daemon: Daemon
+    private let core: ReachabilityCore
+    private let bus: BusConnection
+    private let loop: EventLoop
+    /// A host check's deadline (`DefaultTimeout=`).
+    private var timeout: Duration = .seconds(5)
+    private var maxConcurrentLookups = 64
     private var targets: [String: WatchedTarget] = [:]
     private var retries = DeadlineHeap<WatchedTarget>()
     private var retryTimer: EventSource?
@@ -57,12 +62,21 @@ final class WatchTargets {
     /// `startReady` is running: a check answered at once must not start the queue again inside it.
     private var draining = false
 
-    init(daemon: Daemon) { self.daemon = daemon }
+    init(core: ReachabilityCore, bus: BusConnection, loop: EventLoop) {
+        self.core = core
+        self.bus = bus
+        self.loop = loop
+    }
+
+    func configure(timeout: Duration, maxConcurrentLookups: Int) {
+        self.timeout = timeout
+        self.maxConcurrentLookups = maxConcurrentLookups
+    }
 
     /// Host checks watches may have in flight at once: half the resolver's lookups, so watches on
     /// a dead DNS server neither fill the resolver's queue (where they would time out unasked)
     /// nor keep CheckHost callers waiting behind them.
-    var maxInFlight: Int { max(1, daemon.configuration.maxConcurrentLookups / 2) }
+    var maxInFlight: Int { max(1, maxConcurrentLookups / 2) }
 
     /// Distinct targets watched.
     var count: Int { targets.count }
@@ -89,7 +103,7 @@ final class WatchTargets {
         targets.removeValue(forKey: target.target)
         target.isWatched = false
         target.retryAt = nil
-        if let pending = target.pendingCheck, pending != Self.starting { daemon.cancelHostCheck(pending) }
+        if let pending = target.pendingCheck, pending != Self.starting { core.cancelHostCheck(pending) }
         scheduleTimer()
     }
 
@@ -111,7 +125,7 @@ final class WatchTargets {
 
     private func evaluate(_ target: WatchedTarget, announce: Bool) {
         if target.isAddress {
-            update(target, daemon.observer.check(address: target.target), announce: announce)
+            update(target, core.mirror.check(address: target.target), announce: announce)
         } else {
             ask(target)
         }
@@ -132,12 +146,12 @@ final class WatchTargets {
     private func start(_ target: WatchedTarget) {
         target.retryAt = nil
         inFlight += 1
-        let box = UncheckedBox(target)
-        let targets = UncheckedBox(self)
+        let box = UncheckedSendable(target)
+        let targets = UncheckedSendable(self)
         // The answer may come at once (cache, localhost, no reachable DNS server), before
         // checkHost returns: mark the check as started first, so the completion can clear it.
         target.pendingCheck = Self.starting
-        let id = daemon.checkHost(target.target, timeout: daemon.configuration.defaultTimeout) { outcome in
+        let id = core.checkHost(target.target, timeout: timeout) { outcome in
             targets.value.finished(box.value, outcome)
         }
         if target.pendingCheck == Self.starting { target.pendingCheck = id }
@@ -169,7 +183,7 @@ final class WatchTargets {
     /// their place and are still asked in turn. Queued in time order, so the walk stops at the
     /// first recent one and never passes a target twice.
     private func answerOverdue() {
-        let due = ContinuousClock.now - daemon.configuration.defaultTimeout
+        let due = ContinuousClock.now - timeout
         overdueHead = max(overdueHead, readyHead)
         while overdueHead < ready.count, ready[overdueHead].queuedAt <= due {
             let target = ready[overdueHead]
@@ -223,7 +237,7 @@ final class WatchTargets {
             return
         }
         if retryTimer == nil {
-            retryTimer = try? daemon.loop.timer(at: 0) { [unowned self] in self.retryDue() }
+            retryTimer = try? loop.timer(at: 0) { [unowned self] in self.retryDue() }
         }
         retryTimer?.schedule(at: next.monotonicMicroseconds)
     }
@@ -248,7 +262,7 @@ final class WatchTargets {
         if old.reason != result.reason { names.append("Reason") }
         guard !names.isEmpty else { return }
         for path in target.watches.keys {
-            daemon.bus.emitPropertiesChanged(path: path, interface: Watch.interface, names: names)
+            bus.emitPropertiesChanged(path: path, interface: Watch.interface, names: names)
         }
     }
 }

@@ -3,8 +3,10 @@ import Reachability
 /// The watches of all clients, with their limits. A client's watches die with it (sd_bus_track).
 /// Limits hold per connection, per Unix user (learnt from the bus without blocking) and in all.
 final class WatchRegistry {
-    unowned let daemon: Daemon
-    var limits: (perClient: Int, perUser: Int, total: Int)
+    private let core: ReachabilityCore
+    private let bus: BusConnection
+    private unowned let metrics: DaemonMetrics
+    private var limits: (perClient: Int, perUser: Int, total: Int)
     private var watches: [String: Watch] = [:]
     /// Every client that asked for a watch: its tracking, its watches, and its Unix user once known.
     private var clients: [String: Client] = [:]
@@ -23,16 +25,25 @@ final class WatchRegistry {
         var waiting: [(target: String, call: OwnedBusMessage)] = []
     }
 
-    init(daemon: Daemon) {
-        self.daemon = daemon
-        targets = WatchTargets(daemon: daemon)
-        limits = (daemon.configuration.maxWatchesPerClient, daemon.configuration.maxWatchesPerUser, daemon.configuration.maxWatches)
+    init(core: ReachabilityCore, bus: BusConnection, loop: EventLoop, metrics: DaemonMetrics, configuration: Configuration) {
+        self.core = core
+        self.bus = bus
+        self.metrics = metrics
+        targets = WatchTargets(core: core, bus: bus, loop: loop)
+        limits = (0, 0, 0)
+        configure(configuration)
+    }
+
+    /// At start and on every reload: the limits and the targets' lookup settings.
+    func configure(_ configuration: Configuration) {
+        limits = (configuration.maxWatchesPerClient, configuration.maxWatchesPerUser, configuration.maxWatches)
+        targets.configure(timeout: configuration.defaultTimeout, maxConcurrentLookups: configuration.maxConcurrentLookups)
     }
 
     /// A refusal by a limit, counted for `reachd_watches_refused_total`.
     private func limitExceeded(_ message: String) -> BusError {
-        daemon.metricsCounters.watchesRefused += 1
-        daemon.metricsChanged()
+        metrics.counters.watchesRefused += 1
+        metrics.changed()
         return BusError(name: ReachdContract.ErrorName.limitExceeded, message: message)
     }
 
@@ -47,14 +58,14 @@ final class WatchRegistry {
         if isAddress {
             // The whole check, not only the syntax: a scope naming no interface (fe80::1%nonexist)
             // is refused here exactly as CheckAddress refuses it.
-            let answer = daemon.observer.check(address: target)
+            let answer = core.mirror.check(address: target)
             if answer.reason == .invalidTarget { throw ReachabilityService.invalidTarget(answer.message ?? "invalid address '\(target)'") }
         } else if case let .failure(error) = HostName.validate(target) {
             throw ReachabilityService.invalidTarget(error.description)
         }
         let owner = message.sender ?? ""
         if clients[owner] == nil {
-            let track = try BusTrack(bus: daemon.bus) { [unowned self] in self.removeAll(of: owner) }
+            let track = try BusTrack(bus: bus) { [unowned self] in self.removeAll(of: owner) }
             clients[owner] = Client(track: track)
         }
         try clients[owner]?.track.add(senderOf: message)
@@ -64,7 +75,7 @@ final class WatchRegistry {
         }
         clients[owner]?.waiting.append((target, OwnedBusMessage(retaining: message)))
         if clients[owner]?.lookup == nil {
-            clients[owner]?.lookup = try daemon.bus.callAsync(
+            clients[owner]?.lookup = try bus.callAsync(
                 destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
                 member: "GetConnectionUnixUser", { call throws(BusError) in try call.append(owner) }
             ) { [unowned self] result in self.learned(owner, result.flatMap { reply in Result { () throws(BusError) in try reply.readUInt32() } }) }
@@ -85,12 +96,12 @@ final class WatchRegistry {
             case let .success(uid):
                 do {
                     let path = try create(target: target, owner: owner, uid: uid)
-                    try daemon.bus.reply(to: call.message) { reply throws(BusError) in try reply.append(objectPath: path) }
+                    try bus.reply(to: call.message) { reply throws(BusError) in try reply.append(objectPath: path) }
                 } catch {
-                    daemon.bus.reply(to: call.message, error: error)
+                    bus.reply(to: call.message, error: error)
                 }
             case let .failure(error):
-                daemon.bus.reply(
+                bus.reply(
                     to: call.message,
                     error: BusError(name: "org.freedesktop.DBus.Error.Failed", message: "cannot learn the Unix user of \(owner): \(error.message)"))
             }
@@ -118,12 +129,12 @@ final class WatchRegistry {
         nextID += 1
         let watch = Watch(path: "\(ReachdContract.watchPathNamespace)/\(nextID)", owner: owner, uid: uid, shared: targets.target(for: target))
         // The watch holds its slot and this registry holds the watch: the slot must not hold it.
-        watch.slot = try daemon.bus.add(watch, at: watch.path, interface: Watch.interface, vtable: Watch.vtable, retaining: false)
+        watch.slot = try bus.add(watch, at: watch.path, interface: Watch.interface, vtable: Watch.vtable, retaining: false)
         watches[watch.path] = watch
         clients[owner]?.paths.insert(watch.path)
         perUser[uid, default: 0] += 1
         targets.attach(watch)
-        daemon.metricsChanged()
+        metrics.changed()
         Log.debug("watch \(watch.path) on \(target) for \(owner) (uid \(uid))")
         return watch.path
     }
@@ -152,7 +163,7 @@ final class WatchRegistry {
         if perUser[watch.uid] == 0 { perUser.removeValue(forKey: watch.uid) }
         watch.slot = nil
         targets.detach(watch)
-        daemon.metricsChanged()
+        metrics.changed()
     }
 
     /// At stop: lets go of every watch, and so unregisters its object. Each is held by its shared
@@ -164,8 +175,9 @@ final class WatchRegistry {
         perUser = [:]
     }
 
-    /// A network change: every distinct target is answered again, once for all its watches.
-    func reevaluate() {
-        targets.networkChanged()
+    /// The core's follower: after a routing change every distinct target is answered again,
+    /// once for all its watches.
+    func follow(_ update: CoreUpdate) {
+        if update.routingMoved { targets.networkChanged() }
     }
 }

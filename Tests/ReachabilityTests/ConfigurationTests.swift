@@ -228,12 +228,12 @@ struct ConfigurationValueTests {
         #expect(configuration.maxConcurrentLookups == 2)
     }
 
-    @Test func applyFillsTheMonitorConfiguration() {
+    @Test func applyFillsTheCoreConfiguration() {
         var configuration = Configuration.default
         configuration.maxConcurrentLookups = 7
         configuration.priorities[.wifi] = 90
         configuration.rules = [InterfaceRule(pattern: "wl*", metered: true), InterfaceRule(pattern: "veth*", ignore: true)]
-        var monitor = MonitorConfiguration()
+        var monitor = CoreConfiguration()
         monitor.sysfsRoot = "/fake"
         configuration.apply(to: &monitor)
         #expect(monitor.rules == configuration.rules)
@@ -245,7 +245,7 @@ struct ConfigurationValueTests {
     @Test func appliedRulesAndPrioritiesReachTheClassifier() {
         let (configuration, errors) = parsed("[Priorities]\nWiFi=40\n[Interface]\nName=wl*\nMetered=yes\n")
         #expect(errors == [])
-        var monitor = MonitorConfiguration()
+        var monitor = CoreConfiguration()
         configuration.apply(to: &monitor)
         let classifier = Classifier(rules: monitor.rules, priorities: monitor.priorities)
         let link = Link(index: 3, name: "wlan0", flags: .up, hardwareType: Link.hardwareEther, operState: .up)

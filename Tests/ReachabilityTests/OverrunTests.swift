@@ -33,6 +33,7 @@ struct OverrunTests {
 
         try Self.burst(ns, pairs: 60, prefix: "ob")
         _ = mirror.readAvailable()
+        try mirror.completeDump()
         let incidents = mirror.takeIncidents()
         #expect(incidents.contains(.overrun), "incidents: \(incidents)")
         #expect(incidents.contains(.resynced))
@@ -50,6 +51,7 @@ struct OverrunTests {
         var seen = false
         for _ in 0..<500 where !seen {
             _ = mirror.readAvailable()
+            try mirror.completeDump()
             seen = mirror.state.interface(named: "ob0")?.flags.contains(.reachable) == true
             if !seen { usleep(2000) }
         }
@@ -127,7 +129,9 @@ struct OverrunTests {
             let resumed = ContinuousClock.now
             var difference: Set<String> = []
             repeat {
+                // One turn of the loop: the queue, then the dump it may have started.
                 _ = mirror.readAvailable()
+                try mirror.completeDump()
                 let kernel = try Self.kernelView(ns)
                 let mirrored = Self.mirrorView(mirror)
                 difference = Set(kernel.keys).symmetricDifference(mirrored.keys)

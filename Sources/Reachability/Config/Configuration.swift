@@ -79,7 +79,7 @@ public struct Configuration: Sendable, Equatable {
     /// Copies what the in-process monitor takes: rules, priorities, the lookup limit and the
     /// negative cache time. The daemon uses
     /// the other settings itself (timeouts for its D-Bus calls, watch limits for its clients).
-    public func apply(to monitor: inout MonitorConfiguration) {
+    public func apply(to monitor: inout CoreConfiguration) {
         monitor.rules = rules
         monitor.priorities = priorities
         monitor.maximumConcurrentLookups = maxConcurrentLookups

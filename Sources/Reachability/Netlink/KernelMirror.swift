@@ -3,15 +3,17 @@ import Glibc
 #endif
 
 /// Keeps a `NetworkState` in step with the kernel over rtnetlink. Knows nothing of event loops:
-/// whoever drives it polls `monitorDescriptor` and calls `readAvailable()`, and honours
-/// `resyncDeadline` as a timer. The daemon drives it from sd-event, `ReachabilityMonitor` from
+/// whoever drives it watches `monitorDescriptor` (`readAvailable()`) and `requestDescriptor`
+/// (`continueDump()`), and honours `resyncDeadline` as a timer (`resyncIfDue()`). The daemon drives it from sd-event, `ReachabilityMonitor` from
 /// a thread of its own.
 ///
 /// Sync protocol: the monitor socket joins the multicast groups before the first dump, so no
-/// change is lost between dump and monitoring; a dump is taken on a separate request socket
-/// (one dump at a time: the kernel answers EBUSY otherwise), links then addresses then routes,
-/// and redone when the kernel flags it interrupted. Events queued meanwhile are applied after
-/// the dump; applying a fact again is idempotent, so the order settles to the truth.
+/// change is lost between dump and monitoring; a dump is taken on a separate non-blocking request
+/// socket (one dump at a time: the kernel answers EBUSY otherwise), links then addresses then
+/// routes, each redone when the kernel flags it interrupted, read by the loop as the replies come
+/// (`continueDump`) within `dumpTimeout`, so the loop keeps serving everything else meanwhile.
+/// Events queued meanwhile stay in the monitor socket and are applied after the dump; applying a
+/// fact again is idempotent, so the order settles to the truth.
 ///
 /// After an overrun (ENOBUFS), a truncated or a malformed datagram the queue is no longer a
 /// complete history: messages are missing from it, so its last word on an object may not be the
@@ -39,27 +41,42 @@ final class KernelMirror {
     }
 
     /// What happened to the mirror that is worth a log line or a counter.
-    enum Incident: Sendable, Hashable {
+    enum Incident: Sendable, Hashable, CustomStringConvertible {
         case overrun
         case truncatedDatagram
         case malformed(NetlinkDecodingError)
         case foreignSender
         case resynced
         case resyncFailed(SystemError)
+
+        /// The journal's line for it.
+        var description: String {
+            switch self {
+            case .overrun: "netlink receive buffer overrun (ENOBUFS): state may be stale, resyncing"
+            case .truncatedDatagram: "netlink datagram truncated: resyncing"
+            case let .malformed(error): "ignoring malformed netlink message: \(error); resyncing"
+            case .foreignSender: "ignoring a netlink message not sent by the kernel"
+            case .resynced: "resynced from a fresh dump"
+            case let .resyncFailed(error): "resync failed: \(error); will retry"
+            }
+        }
     }
 
-    private(set) var state: NetworkState
+    var state: NetworkState
     private let monitor: NetlinkSocket
-    private let requests: NetlinkSocket
+    let requests: NetlinkSocket
     /// Route lookups (RTM_GETROUTE) for the internet paths and for address checks.
     let routes: RouteQuery
     private let options: Options
-    private var sequence: UInt32 = 0
-    private var buffer = [UInt8](repeating: 0, count: 64 << 10)
-    private var needsResync = false
-    private var lastResync: ContinuousClock.Instant?
-    private(set) var incidents: [Incident] = []
-    private(set) var resyncCount = 0
+    var sequence: UInt32 = 0
+    var buffer = [UInt8](repeating: 0, count: 64 << 10)
+    var needsResync = false
+    var lastResync: ContinuousClock.Instant?
+    var incidents: [Incident] = []
+    var resyncCount = 0
+    /// The resync dump in flight (see KernelMirror+Dump.swift).
+    var dump: Dump?
+    var lastDumpFailure: SystemError?
     private(set) var overrunCount = 0
 
     /// The destinations whose path stands for "the internet": two addresses no one routes
@@ -83,13 +100,16 @@ final class KernelMirror {
         }
         // The socket unit binds the link, address and route groups; the rule and ND option groups join here.
         try monitor.join(groups: NetlinkSocket.reachabilityGroups)
-        requests = try NetlinkSocket(nonBlocking: false, namespacePath: options.namespacePath)
-        // The kernel answers dumps at once; the timeout only bounds a kernel that never does.
-        requests.setReceiveTimeout(milliseconds: 2000)
+        requests = try NetlinkSocket(nonBlocking: true, namespacePath: options.namespacePath)
         routes = try RouteQuery(namespacePath: options.namespacePath)
     }
 
     var monitorDescriptor: Int32 { monitor.fd }
+    /// The dump socket, for the loop to watch for input while `isDumping` (see `continueDump`).
+    var requestDescriptor: Int32 { requests.fd }
+    /// A dump is under way: the monitor socket is left unread until it ends, so that what the
+    /// kernel queues meanwhile is applied after the dump, as it happened after it.
+    var isDumping: Bool { dump != nil }
 
     /// The receive buffer the kernel granted the monitor socket, in bytes (its bookkeeping
     /// doubles what was asked).
@@ -100,7 +120,8 @@ final class KernelMirror {
         // A socket from reachd.socket holds what the kernel queued since it was bound (at boot,
         // or before the last reachd exited), perhaps up to an overrun: all older than this dump.
         discardQueue()
-        _ = try resynchronize()
+        beginDump()
+        try completeDump()
     }
 
     /// Hands the incidents noted since the last call to the caller (for logging).
@@ -109,8 +130,10 @@ final class KernelMirror {
         return incidents
     }
 
-    /// When a pending resync may run; nil when none is pending.
+    /// When the loop must call `resyncIfDue`: the dump's deadline while one runs, else when a
+    /// pending resync may start; nil when none is pending.
     var resyncDeadline: ContinuousClock.Instant? {
+        if let dump { return dump.deadline }
         guard needsResync else { return nil }
         return lastResync.map { $0 + options.minimumResyncInterval } ?? .now
     }
@@ -121,8 +144,9 @@ final class KernelMirror {
     static let datagramsPerTurn = 256
 
     /// Reads what is queued on the monitor socket (up to `datagramsPerTurn` datagrams) and
-    /// applies it as one batch. Runs a due resync. Never blocks.
+    /// applies it as one batch; starts a due resync. Reads nothing while a dump runs. Never blocks.
     func readAvailable() -> ReachabilityChange? {
+        guard !isDumping else { return nil }
         var events: [NetworkEvent] = []
         read: for _ in 0..<Self.datagramsPerTurn {
             do {
@@ -153,8 +177,9 @@ final class KernelMirror {
                 break read
             }
         }
-        if let deadline = resyncDeadline, deadline <= .now {
-            return (try? resynchronize()) ?? nil
+        if !isDumping, let deadline = resyncDeadline, deadline <= .now {
+            beginDump()
+            return nil
         }
         guard !events.isEmpty else { return nil }
         events += internetPathEvents()
@@ -175,7 +200,7 @@ final class KernelMirror {
     }
 
     /// The kernel's answers for the internet destinations, as Engine facts.
-    private func internetPathEvents() -> [NetworkEvent] {
+    func internetPathEvents() -> [NetworkEvent] {
         Self.internetDestinations.map { family, address in
             let route: Route?
             if case let .route(found) = try? routes.lookup(address) { route = found } else { route = nil }
@@ -183,96 +208,18 @@ final class KernelMirror {
         }
     }
 
-    /// The connectivity probe's verdict (see `NetworkEvent.connectivity`).
-    func record(connectivity: ConnectivityStatus) -> ReachabilityChange? {
-        state.apply([.connectivity(connectivity)])
-    }
-
-    /// The probe's verdict on one uplink (see `NetworkEvent.uplinkConnectivity`).
-    func record(uplink index: Int32, connectivity: Connectivity) -> ReachabilityChange? {
-        state.apply([.uplinkConnectivity(index: index, connectivity)])
-    }
-
-    /// Re-classifies every link with new configuration (a reload).
-    func reclassify(with classifier: Classifier) -> ReachabilityChange? {
-        state.reclassify(with: classifier)
-    }
-
-    /// Runs the pending resync if it is due; for the driver's timer.
-    func resyncIfDue() -> ReachabilityChange? {
-        guard let deadline = resyncDeadline, deadline <= .now else { return nil }
-        return (try? resynchronize()) ?? nil
-    }
-
-    /// Replaces the state with a fresh dump; what the monitor queues from now on is applied after it.
-    private func resynchronize() throws(SystemError) -> ReachabilityChange? {
-        lastResync = .now
-        needsResync = false
-        let dump: NetworkDump
+    /// Checks one address: the kernel's route for it (RTM_GETROUTE) and the link states.
+    func evaluate(_ address: IPAddress, outputInterface: Int32?, target: String) -> CheckResult {
+        if address.isUnspecified {
+            return state.evaluate(lookup: .failed(errno: 0), for: address, target: target)
+        }
+        let lookup: RouteLookup
         do {
-            dump = try takeDump()
+            lookup = try routes.lookup(address, outputInterface: outputInterface)
         } catch {
-            incidents.append(.resyncFailed(error))
-            needsResync = true
-            throw error
+            lookup = .failed(errno: error.errno)
         }
-        resyncCount += 1
-        incidents.append(.resynced)
-        let change = state.replace(with: dump)
-        return change
-    }
-
-    private func takeDump() throws(SystemError) -> NetworkDump {
-        var dump = NetworkDump()
-        var known: [Int32: String] = [:]
-        for message in try dumpMessages(type: RT.getLink) {
-            guard case let .link(link) = message else { continue }
-            dump.links.append((link, deviceFacts(for: link, alsoKnown: known)))
-            known[link.index] = link.name
-        }
-        for message in try dumpMessages(type: RT.getAddress) {
-            if case let .address(address) = message { dump.addresses.append(address) }
-        }
-        for message in try dumpMessages(type: RT.getRoute) {
-            if case let .route(route) = message { dump.routes.append(route) }
-        }
-        for case let .internetPath(family, route) in internetPathEvents() { dump.internetPaths.append((family, route)) }
-        return dump
-    }
-
-    /// One complete dump of `type`; redone when the kernel says it was interrupted by a change.
-    private func dumpMessages(type: UInt16) throws(SystemError) -> [RoutingMessage] {
-        for _ in 0..<16 {
-            sequence &+= 1
-            if sequence == 0 { sequence = 1 }  // kernel notifications use sequence 0
-            try requests.send(NetlinkRequest.dump(type: type, sequence: sequence))
-            var messages: [RoutingMessage] = []
-            var interrupted = false
-            receiving: while true {
-                switch try requests.receive(into: &buffer) {
-                case .wouldBlock:
-                    throw SystemError("rtnetlink dump timed out", errno: ETIMEDOUT)
-                case .foreign:
-                    continue
-                case let .datagram(count, truncated):
-                    if truncated { interrupted = true }
-                    let batch = buffer.withUnsafeBytes { NetlinkDecoder.decode(UnsafeRawBufferPointer(rebasing: $0[..<min(count, $0.count)])) }
-                    if !batch.errors.isEmpty {
-                        incidents += batch.errors.map(Incident.malformed)
-                    }
-                    for decoded in batch.messages where decoded.header.sequence == sequence {
-                        if decoded.header.isDumpInterrupted { interrupted = true }
-                        switch decoded.message {
-                        case .done: break receiving
-                        case let .error(code) where code < 0: throw SystemError("rtnetlink dump \(type)", errno: -code)
-                        default: messages.append(decoded.message)
-                        }
-                    }
-                }
-            }
-            if !interrupted { return messages }
-        }
-        throw SystemError("rtnetlink dump \(type) kept being interrupted", errno: EAGAIN)
+        return state.evaluate(lookup: lookup, for: address, target: target)
     }
 
     private func append(_ decoded: DecodedMessage, to events: inout [NetworkEvent]) {
@@ -291,7 +238,7 @@ final class KernelMirror {
 
     /// sysfs is read only for links not seen before under this name (a flapping link costs
     /// nothing), and only when its facts could matter (not for a veth, bridge, tun...).
-    private func deviceFacts(for link: Link, alsoKnown: [Int32: String]) -> DeviceFacts? {
+    func deviceFacts(for link: Link, alsoKnown: [Int32: String]) -> DeviceFacts? {
         if state.links[link.index]?.link.name == link.name || alsoKnown[link.index] == link.name { return nil }
         guard Classifier.needsDeviceFacts(link) else { return DeviceFacts() }
         return options.sysfs.deviceFacts(forInterface: link.name)

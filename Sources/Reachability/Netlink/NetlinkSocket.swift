@@ -96,11 +96,6 @@ struct NetlinkSocket: ~Copyable {
         return value
     }
 
-    func setReceiveTimeout(milliseconds: Int) {
-        var time = timeval(tv_sec: milliseconds / 1000, tv_usec: (milliseconds % 1000) * 1000)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
-    }
-
     /// Sends one request to the kernel.
     func send(_ bytes: [UInt8]) throws(SystemError) {
         var kernel = sockaddr_nl()

@@ -7,18 +7,9 @@ import Glibc
 /// every lookup by its deadline: DNS that does not answer in time gives `.timedOut` at the
 /// deadline, not after c-ares' own 75 s of retries.
 ///
-/// It owns no thread and no loop: it plugs into the caller's. After every call, the loop
-/// watches `descriptors`, wakes at `nextDeadline`, and calls `process(fd:readable:writable:)`
-/// for each ready descriptor and `processTimeouts()` when the deadline has come:
-///
-/// ```swift
-/// let id = resolver.resolve("example.com", deadline: .now + .seconds(5)) { outcome in ... }
-/// while waiting {
-///     poll(resolver.descriptors, timeout: resolver.nextDeadline)   // sketch
-///     for ready in readyDescriptors { resolver.process(fd: ready.fd, readable: ..., writable: ...) }
-///     if let deadline = resolver.nextDeadline, deadline <= .now { resolver.processTimeouts() }
-/// }
-/// ```
+/// It owns no thread and no loop: it plugs into the caller's (`ResolverSources` registers its
+/// sockets and deadline on an `EventLoopProtocol`), following `takeSocketChanges()` and
+/// `nextDeadline`, and calling `process(fd:readable:writable:)` and `processTimeouts()`.
 /// Completions run only from `process` and `processTimeouts`, after the resolver's own
 /// bookkeeping, so a completion may call `resolve` or `cancel`. Not thread-safe: every call
 /// comes from the loop's thread. Sockets are opened on that thread, in its network namespace.
@@ -29,9 +20,6 @@ import Glibc
 /// however many lookups wait. A waiting lookup whose deadline is closer than
 /// `minimumStartLead` when its turn comes is not started at all: it is answered `.timedOut` at
 /// its deadline without a query being sent.
-///
-/// A loop that keeps one registration per socket (sd-event, epoll) follows the sockets with
-/// `takeSocketChanges()` instead of `descriptors`: only what changed since the last call.
 public final class HostResolver {
     /// Called with each c-ares socket just before it is closed, from inside `process`,
     /// `processTimeouts`, `cancel` or teardown: the moment for a loop that registered the number
@@ -138,9 +126,9 @@ public final class HostResolver {
         request.phase = .over
     }
 
-    /// The descriptors c-ares wants watched now, in ascending order. Pass POLLERR/POLLHUP on as
-    /// `readable`: c-ares learns of socket errors by reading.
-    public var descriptors: [(fd: Int32, readable: Bool, writable: Bool)] {
+    /// The descriptors c-ares wants watched now, in ascending order: what tests poll by hand.
+    /// Pass POLLERR/POLLHUP on as `readable`: c-ares learns of socket errors by reading.
+    var descriptors: [(fd: Int32, readable: Bool, writable: Bool)] {
         owners.keys.sorted().compactMap { fd in
             guard let interest = owners[fd]?.lookup?.sockets[fd] else { return nil }
             return (fd, interest.readable, interest.writable)

@@ -125,7 +125,7 @@ struct DNSScenario {
     }
 
     func monitor(maximumConcurrentLookups: Int? = nil) throws -> ReachabilityMonitor {
-        var configuration = MonitorConfiguration()
+        var configuration = CoreConfiguration()
         if let maximumConcurrentLookups { configuration.maximumConcurrentLookups = maximumConcurrentLookups }
         configuration.namespacePath = client.path
         configuration.sysfsRoot = "/nonexistent-sysfs"

@@ -43,7 +43,7 @@ final class TestNamespace: @unchecked Sendable {
     func monitor(
         sysfsRoot: String = "/nonexistent-sysfs", rules: [InterfaceRule] = [], receiveBufferBytes: Int32 = 8 << 20
     ) throws -> ReachabilityMonitor {
-        var configuration = MonitorConfiguration()
+        var configuration = CoreConfiguration()
         configuration.namespacePath = path
         configuration.sysfsRoot = sysfsRoot
         configuration.rules = rules

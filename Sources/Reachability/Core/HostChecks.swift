@@ -26,59 +26,85 @@ public struct CheckCancelled: Error, CustomStringConvertible {
     public var description: String { "the check was cancelled" }
 }
 
-/// Host checks on the monitor's thread: cache, the "is DNS even routable" pre-check, the
-/// resolver, and the evaluation of every answer's addresses. Loop-thread only.
-public final class HostChecks {
+/// Host checks on the core's loop: cache, the "is DNS even routable" pre-check, the resolver
+/// (whose sockets and deadline it registers on the loop itself), and the evaluation of every
+/// answer's addresses. Loop-thread only.
+final class HostChecks {
     /// Evaluates addresses with the kernel's routes and the Engine's link states.
-    public typealias Evaluate = (_ addresses: [IPAddress], _ target: String) -> CheckResult
+    typealias Evaluate = (_ addresses: [IPAddress], _ target: String) -> CheckResult
 
-    private let resolver: HostResolver?
-    private let resolverError: String?
+    private var resolver: HostResolver?
+    private var resolverError: String?
+    private var options: HostResolver.Options?
+    /// Settings from a reload, applied once no check is waiting for DNS.
+    private var pendingOptions: HostResolver.Options?
     private let evaluate: Evaluate
     private var cache: HostCache
     private var running: [UInt64: (request: HostCheckRequest, lookup: HostResolver.RequestID)] = [:]
+    private var sources: ResolverSources!
 
-    /// `options` nil (with `failure` saying why): every host check answers dnsFailure.
-    public init(options: HostResolver.Options?, failure: String?, evaluate: @escaping Evaluate) {
+    /// `options` nil: every host check answers dnsFailure. `warn` hears of sockets the loop refused.
+    init(options: HostResolver.Options?, loop: any EventLoopProtocol, warn: @escaping (String) -> Void, evaluate: @escaping Evaluate) {
         self.evaluate = evaluate
         cache = HostCache(negativeLifetime: options?.negativeCacheTime ?? HostCache.negativeTTL)
+        sources = nil
+        sources = ResolverSources(loop: loop, warn: warn) { [unowned self] in
+            self.resolver?.processTimeouts()
+            self.sync()
+        } ready: { [unowned self] fd, revents in
+            self.resolver?.process(fd: fd, readable: revents.canRead, writable: revents.contains(.writable))
+            self.sync()
+        }
+        startResolver(options)
+    }
+
+    private func startResolver(_ options: HostResolver.Options?) {
+        self.options = options
         guard let options else {
             resolver = nil
-            resolverError = failure ?? "host checks are unavailable"
+            resolverError = "host checks are unavailable"
             return
         }
         do {
             resolver = try HostResolver(options: options)
             resolverError = nil
+            resolver?.socketWillClose = { [unowned self] fd in self.sources.socketWillClose(fd) }
         } catch {
             resolver = nil
             resolverError = "the resolver could not start: \(error)"
         }
     }
 
-    /// No check is waiting for DNS: the resolver may be replaced (a configuration reload).
-    public var isIdle: Bool { running.isEmpty }
-
-    public var descriptors: [(fd: Int32, readable: Bool, writable: Bool)] { resolver?.descriptors ?? [] }
-    /// The resolver's sockets whose watch changed since the last call (see `HostResolver`).
-    public func takeSocketChanges() -> [HostResolver.SocketChange] { resolver?.takeSocketChanges() ?? [] }
-    /// See `HostResolver.socketWillClose`.
-    public var socketWillClose: ((Int32) -> Void)? {
-        get { resolver?.socketWillClose }
-        set { resolver?.socketWillClose = newValue }
-    }
-    public var nextDeadline: ContinuousClock.Instant? { resolver?.nextDeadline }
-
-    public func process(fd: Int32, readable: Bool, writable: Bool) {
-        resolver?.process(fd: fd, readable: readable, writable: writable)
+    /// Every host check answers dnsFailure with `reason` from now on (the loop's thread could not
+    /// enter the watched namespace, so no DNS socket it opened would be there).
+    func disable(because reason: String) {
+        resolver = nil
+        resolverError = reason
     }
 
-    public func processTimeouts() { resolver?.processTimeouts() }
+    /// New resolver settings (a reload): applied once no check waits for DNS, with a fresh cache.
+    func reconfigure(_ new: HostResolver.Options) {
+        guard new != options else { return }
+        pendingOptions = new
+        sync()
+    }
+
+    /// Mirrors the resolver's sockets and deadline into the loop; swaps in pending settings.
+    private func sync() {
+        if let pending = pendingOptions, running.isEmpty {
+            pendingOptions = nil
+            sources.reset()
+            cache = HostCache(negativeLifetime: pending.negativeCacheTime)
+            nameserverVerdict = nil
+            startResolver(pending)
+        }
+        if let resolver { sources.sync(resolver) }
+    }
 
     /// A network change (links, addresses, routes or rules moved): cached DNS answers stay valid
     /// (DNS did not change, and their routes are evaluated afresh at every check), but whether
     /// the nameservers can be reached must be asked again.
-    public func networkChanged() {
+    func networkChanged() {
         nameserverVerdict = nil
     }
 
@@ -97,7 +123,7 @@ public final class HostChecks {
         return (servers, verdicts)
     }
 
-    public func start(_ request: HostCheckRequest) {
+    func start(_ request: HostCheckRequest) {
         let now = ContinuousClock.now
         if let local = Self.localhostAddresses(request.name) {
             return request.completion(.success(evaluate(local, request.name)))
@@ -129,16 +155,18 @@ public final class HostChecks {
             entry.request.completion(.success(self.answer(outcome, for: name)))
         }
         running[id] = (request, lookup)
+        sync()
     }
 
-    public func cancel(_ id: UInt64) {
+    func cancel(_ id: UInt64) {
         guard let entry = running.removeValue(forKey: id) else { return }
         resolver?.cancel(entry.lookup)
         entry.request.completion(.failure(CheckCancelled()))
+        sync()
     }
 
-    /// Ends every check: the monitor is stopping.
-    public func cancelAll() {
+    /// Ends every check: the front end is stopping.
+    func cancelAll() {
         for id in Array(running.keys) { cancel(id) }
     }
 

@@ -1,0 +1,16 @@
+extension EventLoop: EventLoopProtocol {
+    public func addWatch(fd: Int32, events: IOEvents, _ handler: @escaping (IOEvents) -> Void) throws(SystemError) -> any LoopSource {
+        try watch(fd: fd, events: events, handler)
+    }
+
+    public func addTimer(urgent: Bool, _ handler: @escaping () -> Void) throws(SystemError) -> any LoopSource {
+        let timer = try timer(at: 0, handler)
+        timer.disable()
+        if urgent { timer.setPriority(Self.urgent) }
+        return timer
+    }
+}
+
+extension EventSource: LoopSource {
+    public func schedule(at instant: ContinuousClock.Instant) { schedule(at: instant.monotonicMicroseconds) }
+}

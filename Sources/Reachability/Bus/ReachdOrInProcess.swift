@@ -1,0 +1,86 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why reachd cannot answer, in a user's words (reachctl's fallback notice, its `--daemon` error).
+public struct ReachdUnavailable: Error, CustomStringConvertible {
+    public var reason: String
+    public var description: String { reason }
+}
+
+/// The one "ask reachd, else in-process" choice of reachctl and SystemConfiguration: reachd when
+/// a status call on the bus is answered within a short probe, else the library in this process.
+public enum ReachdOrInProcess {
+    /// reachd's client on `bus`, once it answered `GetStatus` within `probeTimeout`; its later
+    /// calls may take `callTimeout`. Throws the reason when no reachd answers: no bus, nobody owns
+    /// the name, no reply in time, or an answer this library cannot read.
+    public static func connect(
+        _ bus: BusConnection.Address, probeTimeout: Duration, callTimeout: Duration
+    ) throws(ReachdUnavailable) -> ReachabilityClient {
+        let client: ReachabilityClient
+        do {
+            client = try ReachabilityClient(bus: bus, timeout: probeTimeout)
+        } catch {
+            throw ReachdUnavailable(reason: "cannot connect to \(describe(bus)): \(systemText(error))")
+        }
+        do {
+            _ = try client.status()
+        } catch {
+            throw ReachdUnavailable(reason: reason(for: error, bus: bus, timeout: probeTimeout))
+        }
+        client.timeout = callTimeout
+        return client
+    }
+
+    /// `daemon` with reachd's client (and its bus) when reachd answers on `bus` (nil: never asked), else
+    /// `inProcess` with the reason it did not (nil when not asked, or when `daemon` threw).
+    public static func choose<Source, Failure: Error>(
+        bus: BusConnection.Address?, probeTimeout: Duration, callTimeout: Duration,
+        daemon: (sending ReachabilityClient, BusConnection.Address) throws -> Source,
+        inProcess: (ReachdUnavailable?) throws(Failure) -> Source
+    ) throws(Failure) -> Source {
+        guard let bus else { return try inProcess(nil) }
+        let client: ReachabilityClient
+        do {
+            client = try connect(bus, probeTimeout: probeTimeout, callTimeout: callTimeout)
+        } catch {
+            return try inProcess(error)
+        }
+        do {
+            return try daemon(client, bus)
+        } catch {
+            return try inProcess(ReachdUnavailable(reason: "\(error)"))
+        }
+    }
+
+    static func describe(_ bus: BusConnection.Address) -> String {
+        switch bus {
+        case .system: "the system bus"
+        case .user: "the user bus"
+        case let .address(address): "the bus at \(address)"
+        }
+    }
+
+    /// The probe's failure in a user's words.
+    static func reason(for error: BusError, bus: BusConnection.Address, timeout: Duration) -> String {
+        switch error.name {
+        case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
+            return "\(ReachdContract.busName) is not on \(describe(bus))"
+        case "org.freedesktop.DBus.Error.Timeout", "org.freedesktop.DBus.Error.NoReply", "System.Error.\(ETIMEDOUT)":
+            return "no answer on \(describe(bus)) within \(DurationText.format(timeout))"
+        case "org.freedesktop.DBus.Error.AccessDenied":
+            return "access denied on \(describe(bus)): \(error.message)"
+        default:
+            return systemText(error)
+        }
+    }
+
+    /// `No such file or directory` for an errno-based error, the full description otherwise.
+    private static func systemText(_ error: BusError) -> String {
+        let prefix = "System.Error."
+        if error.name.hasPrefix(prefix), let code = Int32(error.name.dropFirst(prefix.count)) {
+            return String(cString: strerror(code))
+        }
+        return error.description
+    }
+}

@@ -1,0 +1,40 @@
+/// What the core watches and how: the in-process monitor's settings, and reachd's (filled from
+/// reachd.conf by `Configuration.apply(to:)`).
+public struct CoreConfiguration: Sendable {
+    /// Where sysfs is mounted; tests point this at a fake tree.
+    public var sysfsRoot: String = "/sys"
+    /// Interface rules from configuration, in order.
+    public var rules: [InterfaceRule] = []
+    /// Priority overrides per kind.
+    public var priorities: [InterfaceKind: Int] = [:]
+    /// A network namespace to watch (e.g. `/run/netns/NAME`); nil for the caller's own.
+    public var namespacePath: String? = nil
+    /// The monitor socket's receive buffer. Tests make it tiny to force overruns.
+    public var receiveBufferBytes: Int32 = 8 << 20
+    /// An rtnetlink socket handed over by systemd (reachd.socket), used as the monitor socket
+    /// instead of opening one; the core owns it from then on. Its buffer is left as set.
+    public var monitorSocket: Int32? = nil
+    /// The resolv.conf host checks read (again for every lookup); nil for the system's.
+    public var resolvConfPath: String? = nil
+    /// Host lookups running at once; more wait their turn (never past their deadline).
+    public var maximumConcurrentLookups = 64
+    /// How long host checks remember that a name does not exist.
+    public var negativeCacheTime: Duration = HostCache.negativeTTL
+
+    public init() {}
+
+    var resolverOptions: HostResolver.Options {
+        HostResolver.Options(
+            maxConcurrent: maximumConcurrentLookups, resolvConfPath: resolvConfPath, negativeCacheTime: negativeCacheTime)
+    }
+
+    var mirrorOptions: KernelMirror.Options {
+        var options = KernelMirror.Options()
+        options.namespacePath = namespacePath
+        options.sysfs = SysfsReader(root: sysfsRoot)
+        options.classifier = Classifier(rules: rules, priorities: priorities)
+        options.receiveBufferBytes = receiveBufferBytes
+        options.adoptedMonitorSocket = monitorSocket
+        return options
+    }
+}

@@ -1,0 +1,134 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One change as every part of a front end hears of it.
+public struct CoreUpdate: Sendable {
+    /// What the host or an interface shows that changed; nil when nothing shown did.
+    public let change: ReachabilityChange?
+    /// A link, address, route or rule moved, whether or not anything shown did: the path of a
+    /// single target may have, so followers of targets check them again.
+    public let routingMoved: Bool
+    public let routingEpoch: UInt64
+}
+
+/// The one core of reachability, for whoever owns the loop (reachd's sd-event, the in-process
+/// monitor's poll thread): it owns the kernel mirror and the host checks and runs the one
+/// sequence that follows every input, whether the kernel's events, a resync, a probe's verdict
+/// or a reload. That sequence: incidents to the log, the resync timer re-armed, the host checks
+/// told of a routing change, then every follower, in the order they joined. Loop-thread only;
+/// `mirror` may be read from any thread.
+public final class ReachabilityCore {
+    public let mirror: SharedMirror
+    private let hostChecks: HostChecks
+    private let warn: (String) -> Void
+    private var followers: [(CoreUpdate) -> Void] = []
+    private var lastRoutingEpoch: UInt64
+    private var netlinkWatch: (any LoopSource)?
+    private var resyncTimer: (any LoopSource)?
+    /// The dump socket of a resync; its replies are read as they come, never waited for.
+    private var dumpWatch: (any LoopSource)?
+    /// The monitor socket is unwatched while a dump runs (see `KernelMirror.isDumping`).
+    private var netlinkPaused = false
+    private var lastCheckID: UInt64 = 0
+    /// Told of every host check that answered, with how long it took (metrics).
+    public var checkAnswered: ((CheckResult, Duration) -> Void)?
+
+    /// Opens the netlink sockets, completes the first sync and starts watching on `loop`.
+    /// `warn` gets the lines worth a warning in a journal (netlink incidents, loop failures).
+    public init(
+        configuration: CoreConfiguration, loop: any EventLoopProtocol, warn: @escaping (String) -> Void = { _ in }
+    ) throws(SystemError) {
+        let kernel = try KernelMirror(options: configuration.mirrorOptions)
+        try kernel.synchronize()
+        _ = kernel.takeIncidents()
+        let mirror = SharedMirror(kernel)
+        self.mirror = mirror
+        self.warn = warn
+        lastRoutingEpoch = kernel.state.routingEpoch
+        hostChecks = HostChecks(options: configuration.resolverOptions, loop: loop, warn: warn) { addresses, target in
+            mirror.evaluate(addresses: addresses, target: target)
+        }
+        netlinkWatch = try loop.addWatch(fd: kernel.monitorDescriptor, events: .readable) { [unowned self] _ in
+            self.settle(self.mirror.withLock { $0.readAvailable() })
+        }
+        dumpWatch = try loop.addWatch(fd: kernel.requestDescriptor, events: .readable) { [unowned self] _ in
+            self.settle(self.mirror.withLock { $0.continueDump() })
+        }
+        resyncTimer = try loop.addTimer(urgent: false) { [unowned self] in
+            self.settle(self.mirror.withLock { $0.resyncIfDue() })
+        }
+    }
+
+    /// `body` hears of every input after it was applied, from now on.
+    public func follow(_ body: @escaping (CoreUpdate) -> Void) { followers.append(body) }
+
+    public var state: NetworkState { mirror.state }
+
+    /// The connectivity probe's verdict joins the host's answer.
+    public func record(connectivity: ConnectivityStatus) {
+        settle(mirror.withLock { $0.state.apply([.connectivity(connectivity)]) })
+    }
+
+    /// The probe's verdict on one uplink other than the primary (`ValidatedInterfaces`).
+    public func record(uplink index: Int32, connectivity: Connectivity) {
+        settle(mirror.withLock { $0.state.apply([.uplinkConnectivity(index: index, connectivity)]) })
+    }
+
+    /// New interface rules, priorities and resolver settings (a reload).
+    public func reconfigure(_ configuration: CoreConfiguration) {
+        let classifier = Classifier(rules: configuration.rules, priorities: configuration.priorities)
+        hostChecks.reconfigure(configuration.resolverOptions)
+        settle(mirror.withLock { $0.state.reclassify(with: classifier) })
+    }
+
+    /// Starts a host check; `completion` runs once, on the loop.
+    public func checkHost(_ request: HostCheckRequest) {
+        guard let answered = checkAnswered else { return hostChecks.start(request) }
+        let started = ContinuousClock.now
+        let box = UncheckedSendable(answered)
+        hostChecks.start(HostCheckRequest(id: request.id, name: request.name, deadline: request.deadline) { outcome in
+            if case let .success(result) = outcome { box.value(result, .now - started) }
+            request.completion(outcome)
+        })
+    }
+
+    /// Starts a host check under an id of the core's own (for a front end whose checks all start
+    /// on the loop); returns it for `cancelHostCheck`. `completion` may run before this returns.
+    @discardableResult
+    public func checkHost(
+        _ name: String, timeout: Duration, completion: @escaping @Sendable (Result<CheckResult, CheckCancelled>) -> Void
+    ) -> UInt64 {
+        lastCheckID += 1
+        let id = lastCheckID
+        checkHost(HostCheckRequest(id: id, name: name, deadline: .now + timeout, completion: completion))
+        return id
+    }
+
+    public func cancelHostCheck(_ id: UInt64) { hostChecks.cancel(id) }
+
+    /// Ends every host check (the front end is stopping).
+    public func cancelHostChecks() { hostChecks.cancelAll() }
+
+    /// See `HostChecks.disable(because:)`.
+    public func disableHostChecks(because reason: String) { hostChecks.disable(because: reason) }
+
+    private func settle(_ change: ReachabilityChange?) {
+        let (incidents, resync, dumping, epoch) = mirror.withLock {
+            ($0.takeIncidents(), $0.resyncDeadline, $0.isDumping, $0.state.routingEpoch)
+        }
+        for incident in incidents { warn("netlink: \(incident)") }
+        resyncTimer?.schedule(orDisableAt: resync)
+        if dumping != netlinkPaused {
+            netlinkPaused = dumping
+            netlinkWatch?.setEvents(dumping ? [] : .readable)
+        }
+        let moved = epoch != lastRoutingEpoch
+        if moved {
+            lastRoutingEpoch = epoch
+            hostChecks.networkChanged()
+        }
+        let update = CoreUpdate(change: change, routingMoved: moved, routingEpoch: epoch)
+        for follower in followers { follower(update) }
+    }
+}

@@ -1,0 +1,258 @@
+import CNetlink
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One delivery from a monitor: first the full picture, then each change.
+public enum ReachabilityUpdate: Sendable {
+    case snapshot(ReachabilitySnapshot)
+    case change(ReachabilityChange)
+}
+
+/// Watches the kernel in-process and keeps a derived reachability picture in step with it.
+///
+/// ```swift
+/// let monitor = try ReachabilityMonitor()
+/// for await update in monitor.updates() { ... }
+/// ```
+/// The netlink sockets are read on a thread of the monitor's own, so awaiting updates never
+/// ties up Swift's cooperative pool.
+public final class ReachabilityMonitor: Sendable {
+    private let hub: Hub
+    private let mirror: SharedMirror
+
+    /// Opens the netlink sockets and completes the first sync before returning, so the
+    /// monitor is valid from its first value: there is no "unknown until the first update".
+    public init(configuration: CoreConfiguration = CoreConfiguration()) throws {
+        let hub = try Hub()
+        let loop = PollLoop(wakeup: hub.wakeup)
+        let core = try ReachabilityCore(configuration: configuration, loop: loop)
+        self.hub = hub
+        mirror = core.mirror
+        core.follow { update in hub.publish(update) }
+        // The thread enters the watched namespace, so the DNS sockets it opens live there too.
+        var namespace: Int32?
+        if let path = configuration.namespacePath {
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw SystemError("open network namespace \(path)") }
+            namespace = fd
+        }
+        let namespaceDescriptor = namespace
+        // Handed over whole: from here on only the thread touches the core and its loop.
+        nonisolated(unsafe) let (threadCore, threadLoop) = (core, loop)
+        do {
+            try DedicatedThread.start {
+                if let namespaceDescriptor {
+                    let entered = cnetlink_setns(namespaceDescriptor, cnetlink_clone_newnet()) == 0
+                    close(namespaceDescriptor)
+                    if !entered {
+                        threadCore.disableHostChecks(because: "cannot enter the network namespace: \(SystemError("setns"))")
+                    }
+                }
+                hub.run(threadCore, on: threadLoop)
+            }
+        } catch {
+            if let namespace { close(namespace) }
+            throw error
+        }
+    }
+
+    deinit { stop() }
+
+    /// The current picture.
+    public var snapshot: ReachabilitySnapshot { mirror.snapshot }
+
+    /// Reads the current state under the mirror's lock (address checks, tests).
+    func withState<T>(_ body: (borrowing NetworkState) -> T) -> T { mirror.withState(body) }
+
+    /// How many times the monitor re-dumped the kernel's state after an overrun (and at start).
+    public var resyncCount: Int { mirror.resyncCount }
+
+    /// Overruns and resyncs so far.
+    public var counters: MirrorCounters { mirror.counters }
+
+    /// The current snapshot, then every change, until `stop()` or the stream is dropped.
+    public func updates() -> AsyncStream<ReachabilityUpdate> {
+        let (stream, continuation) = AsyncStream.makeStream(of: ReachabilityUpdate.self)
+        let mirror = self.mirror
+        return hub.subscribe(stream, continuation) { _ in
+            // Under the hub's lock, which every change passes before it is yielded: a change
+            // applied after this snapshot reaches the stream, one included in it does not.
+            let snapshot = mirror.snapshot
+            continuation.yield(.snapshot(snapshot))
+            return { id, shared in shared.subscribers[id] = (continuation, snapshot.generation) }
+        } remove: { shared, id in shared.subscribers[id] = nil }
+    }
+
+    /// Checks one address against the kernel's routing truth and the link states held here.
+    /// Never touches DNS and never waits: two system calls and a table lookup.
+    /// `0.0.0.0` and `::` answer "is there general connectivity".
+    public func check(address text: String) -> CheckResult { mirror.check(address: text) }
+
+    /// Checks an address at once, or a host name within `timeout`.
+    public func check(_ target: String, timeout: Duration = .seconds(5)) async throws -> CheckResult {
+        if AddressTarget.looksLikeAddress(target) { return check(address: target) }
+        return try await check(host: target, deadline: .now + timeout)
+    }
+
+    /// Resolves `host` (A and AAAA; /etc/hosts, then DNS) and checks its addresses. Answers by
+    /// `deadline` whatever DNS does: `dnsTimeout` then. Answers at once, without a query, when
+    /// no nameserver is routable. Cancelling the calling task ends the check (`CheckCancelled`).
+    public func check(host: String, deadline: ContinuousClock.Instant) async throws -> CheckResult {
+        if case let .failure(error) = HostName.validate(host) { return .invalid(host, error.description) }
+        let id = hub.nextCheckID()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<CheckResult, any Error>) in
+                startHostCheck(id: id, host: host, deadline: deadline) { result in
+                    continuation.resume(with: result.mapError { $0 as any Error })
+                }
+            }
+        } onCancel: {
+            _ = hub.submit(.cancel(id))
+        }
+    }
+
+    /// `check(host:deadline:)` for callers that cannot await (SystemConfiguration's GetFlags, a
+    /// watch re-checked after a change): `completion` runs once, on the monitor's thread, with
+    /// the answer by `deadline`, or `CheckCancelled` when the monitor has stopped.
+    public func check(
+        host: String, deadline: ContinuousClock.Instant,
+        completion: @escaping @Sendable (Result<CheckResult, CheckCancelled>) -> Void
+    ) {
+        if case let .failure(error) = HostName.validate(host) { return completion(.success(.invalid(host, error.description))) }
+        startHostCheck(id: hub.nextCheckID(), host: host, deadline: deadline, completion: completion)
+    }
+
+    private func startHostCheck(
+        id: UInt64, host: String, deadline: ContinuousClock.Instant,
+        completion: @escaping @Sendable (Result<CheckResult, CheckCancelled>) -> Void
+    ) {
+        let request = HostCheckRequest(id: id, name: host, deadline: deadline, completion: completion)
+        if !hub.submit(.check(request)) { return completion(.failure(CheckCancelled())) }
+    }
+
+    /// The routing epoch each time it moves: a link, address, route or rule changed, whether or
+    /// not the host's answer or any interface's did (`updates()` says nothing then). What a
+    /// follower of single targets re-checks on, as reachd's watches do. Newest value only: a
+    /// burst of changes while the consumer is busy is one element. Ends at `stop()`.
+    public func routingChanges() -> AsyncStream<UInt64> {
+        let (stream, continuation) = AsyncStream.makeStream(of: UInt64.self, bufferingPolicy: .bufferingNewest(1))
+        return hub.subscribe(stream, continuation) { _ in
+            { id, shared in shared.routingSubscribers[id] = continuation }
+        } remove: { shared, id in shared.routingSubscribers[id] = nil }
+    }
+
+    /// Stops watching; every update stream finishes. Idempotent.
+    public func stop() { hub.stop() }
+
+    /// What the monitor's callers share with its thread: the subscribers, the inbox of host
+    /// checks and the wake-up pipe. Owned here, so it outlives both the thread and the monitor,
+    /// whichever ends last.
+    final class Hub: Sendable {
+        struct Shared: ~Copyable {
+            /// Each subscriber with the generation of the snapshot it started from.
+            var subscribers: [UInt64: (AsyncStream<ReachabilityUpdate>.Continuation, since: UInt64)] = [:]
+            var routingSubscribers: [UInt64: AsyncStream<UInt64>.Continuation] = [:]
+            var nextID: UInt64 = 0
+            var stopped = false
+        }
+        let shared = Mutex(Shared())
+        /// Work for the monitor's thread from other threads; `nil` once the thread is gone.
+        private let inbox = Mutex<[LoopRequest]?>([])
+        private let checkIDs = Atomic<UInt64>(0)
+        let wakeup: WakeUpPipe
+
+        enum LoopRequest: Sendable {
+            case check(HostCheckRequest)
+            case cancel(UInt64)
+        }
+
+        init() throws(SystemError) { wakeup = try WakeUpPipe() }
+
+        func nextCheckID() -> UInt64 { checkIDs.add(1, ordering: .relaxed).newValue }
+
+        /// Queues work for the thread and wakes it; false when the monitor has stopped.
+        func submit(_ request: LoopRequest) -> Bool {
+            let queued = inbox.withLock { inbox in
+                guard inbox != nil else { return false }
+                inbox!.append(request)
+                return true
+            }
+            if queued { wakeup.signal() }
+            return queued
+        }
+
+        func stop() {
+            let first = shared.withLock { shared -> Bool in
+                defer { shared.stopped = true }
+                return !shared.stopped
+            }
+            if first { wakeup.signal() }
+        }
+
+        /// Registers a stream: `register` runs under the lock and returns how to file it under an
+        /// id; the stream leaves its table when it ends. A stopped monitor gives a finished stream.
+        func subscribe<Element: Sendable>(
+            _ stream: AsyncStream<Element>, _ continuation: AsyncStream<Element>.Continuation,
+            register: (borrowing Shared) -> (UInt64, inout Shared) -> Void,
+            remove: @escaping @Sendable (inout Shared, UInt64) -> Void
+        ) -> AsyncStream<Element> {
+            let id = shared.withLock { shared -> UInt64? in
+                guard !shared.stopped else { return nil }
+                let file = register(shared)
+                shared.nextID += 1
+                let id = shared.nextID
+                file(id, &shared)
+                return id
+            }
+            guard let id else {
+                continuation.finish()
+                return stream
+            }
+            continuation.onTermination = { [weak self] _ in self?.shared.withLock { remove(&$0, id) } }
+            return stream
+        }
+
+        /// The core's follower, on the thread.
+        func publish(_ update: CoreUpdate) {
+            shared.withLock { shared in
+                if let change = update.change {
+                    for (subscriber, since) in shared.subscribers.values where change.generation > since {
+                        subscriber.yield(.change(change))
+                    }
+                }
+                if update.routingMoved {
+                    for subscriber in shared.routingSubscribers.values { subscriber.yield(update.routingEpoch) }
+                }
+            }
+        }
+
+        /// The monitor's thread: the core's loop until `stop()`, then every caller is answered.
+        func run(_ core: ReachabilityCore, on loop: PollLoop) {
+            while loop.runOnce(woken: {
+                if shared.withLock({ $0.stopped }) { return false }
+                for request in inbox.withLock({ inbox in defer { inbox = [] }; return inbox ?? [] }) {
+                    switch request {
+                    case let .check(check): core.checkHost(check)
+                    case let .cancel(id): core.cancelHostCheck(id)
+                    }
+                }
+                return true
+            }) {}
+            for request in inbox.withLock({ inbox in defer { inbox = nil }; return inbox ?? [] }) {
+                if case let .check(check) = request { check.completion(.failure(CheckCancelled())) }
+            }
+            core.cancelHostChecks()
+            let (subscribers, routingSubscribers) = shared.withLock { shared in
+                defer {
+                    shared.subscribers.removeAll()
+                    shared.routingSubscribers.removeAll()
+                }
+                return (shared.subscribers.values.map(\.0), Array(shared.routingSubscribers.values))
+            }
+            for subscriber in subscribers { subscriber.finish() }
+            for subscriber in routingSubscribers { subscriber.finish() }
+        }
+    }
+}

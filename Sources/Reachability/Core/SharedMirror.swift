@@ -1,0 +1,62 @@
+import Synchronization
+
+/// The kernel mirror behind a lock: the core changes it on its loop's thread, and any thread
+/// reads the state and checks addresses (the in-process monitor's callers do; in reachd every
+/// call comes from the loop, and the lock is never contended). Unchecked: the mirror, a class
+/// the compiler cannot follow into the lock, is touched only inside `withLock`.
+public final class SharedMirror: @unchecked Sendable {
+    private let kernel: KernelMirror
+    private let lock = Mutex(())
+
+    init(_ kernel: KernelMirror) { self.kernel = kernel }
+
+    func withLock<T>(_ body: (KernelMirror) -> T) -> T {
+        lock.withLock { _ in body(kernel) }
+    }
+
+    public var state: NetworkState { withLock { $0.state } }
+    public var snapshot: ReachabilitySnapshot { withLock { $0.state.snapshot } }
+
+    /// Reads the state under the lock without copying it.
+    public func withState<T>(_ body: (borrowing NetworkState) -> T) -> T {
+        withLock { body($0.state) }
+    }
+
+    /// The monitor socket's receive buffer as the kernel granted it, in bytes.
+    public var netlinkReceiveBufferBytes: Int { withLock { $0.receiveBufferBytes } }
+
+    /// Overruns and resyncs so far.
+    public var counters: MirrorCounters {
+        withLock { MirrorCounters(overruns: UInt64($0.overrunCount), resyncs: UInt64($0.resyncCount)) }
+    }
+
+    /// How many times the mirror re-dumped the kernel's state after an overrun (and at start).
+    public var resyncCount: Int { withLock { $0.resyncCount } }
+
+    /// Checks one address: the kernel's route for it (RTM_GETROUTE) and the link states.
+    /// Never touches DNS and never waits. `0.0.0.0` and `::` ask for general connectivity.
+    public func check(address text: String) -> CheckResult {
+        let target: AddressTarget
+        switch AddressTarget.parse(text) {
+        case let .failure(error): return .invalid(text, error.description)
+        case let .success(parsed): target = parsed
+        }
+        var outputInterface: Int32?
+        switch target.scope {
+        case .none: break
+        case let .index(index): outputInterface = index
+        case let .name(name):
+            guard let index = withState({ $0.linkIndex(named: name) }) else {
+                return .invalid(text, "no interface named '\(name)' for the scope of '\(text)'")
+            }
+            outputInterface = index
+        }
+        return withLock { $0.evaluate(target.address, outputInterface: outputInterface, target: text) }
+    }
+
+    /// Checks each address of a host and combines the verdicts: reachable when any address is.
+    public func evaluate(addresses: [IPAddress], target: String) -> CheckResult {
+        let results = withLock { mirror in addresses.map { mirror.evaluate($0, outputInterface: nil, target: target) } }
+        return .combining(results, target: target, addresses: addresses)
+    }
+}

@@ -1,0 +1,158 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The resync dump, driven by the loop: requested on the non-blocking request socket, read as
+/// the kernel's replies arrive (`continueDump`, when `requestDescriptor` is readable), bounded by
+/// `dumpTimeout` (`resyncIfDue`, at `resyncDeadline`). The loop never waits for the kernel.
+extension KernelMirror {
+    /// Waits for the dump under way to end (only before a loop runs: the first sync, and tests
+    /// that drive the mirror by hand); throws what ended it if it failed.
+    func completeDump() throws(SystemError) {
+        while let deadline = dump?.deadline {
+            var ready = pollfd(fd: requests.fd, events: Int16(POLLIN), revents: 0)
+            _ = poll(&ready, 1, Int32(clamping: ContinuousClock.now.duration(to: deadline).millisecondsRoundedUp))
+            _ = resyncIfDue()
+            _ = continueDump()
+        }
+        if let failure = lastDumpFailure {
+            lastDumpFailure = nil
+            throw failure
+        }
+    }
+
+    /// For the loop's timer at `resyncDeadline`: starts the pending resync once it is due, or
+    /// gives up on a dump the kernel did not finish by its deadline (to be retried).
+    func resyncIfDue() -> ReachabilityChange? {
+        if let dump {
+            if dump.deadline <= .now { failDump(SystemError("rtnetlink dump timed out", errno: ETIMEDOUT)) }
+        } else if let deadline = resyncDeadline, deadline <= .now {
+            beginDump()
+        }
+        return nil
+    }
+
+    /// The kernel answers dumps at once; the deadline only bounds a kernel that never does.
+    static let dumpTimeout: Duration = .seconds(2)
+
+    /// A dump in flight: links, then addresses, then routes, each asked when the one before
+    /// ended, and asked again when the kernel says a change interrupted it.
+    struct Dump {
+        static let types = [RT.getLink, RT.getAddress, RT.getRoute]
+        let deadline: ContinuousClock.Instant
+        var stage = 0
+        var attempts = 0
+        var sequence: UInt32 = 0
+        var messages: [RoutingMessage] = []
+        var interrupted = false
+        var result = NetworkDump()
+        /// Links of this dump by index, so sysfs is read once per link.
+        var known: [Int32: String] = [:]
+    }
+
+    /// Starts replacing the state with a fresh dump; what the monitor queues from now on is
+    /// applied after it.
+    func beginDump() {
+        lastResync = .now
+        needsResync = false
+        lastDumpFailure = nil
+        dump = Dump(deadline: .now + Self.dumpTimeout)
+        requestStage()
+    }
+
+    func requestStage() {
+        sequence &+= 1
+        if sequence == 0 { sequence = 1 }  // kernel notifications use sequence 0
+        dump!.sequence = sequence
+        dump!.messages = []
+        dump!.interrupted = false
+        do {
+            try requests.send(NetlinkRequest.dump(type: Dump.types[dump!.stage], sequence: sequence))
+        } catch {
+            failDump(error)
+        }
+    }
+
+    func failDump(_ error: SystemError) {
+        incidents.append(.resyncFailed(error))
+        lastDumpFailure = error
+        needsResync = true
+        dump = nil
+    }
+
+    /// Reads what the kernel sent of the dump (never waiting) and moves it on; the change, once
+    /// the whole dump replaced the state.
+    func continueDump() -> ReachabilityChange? {
+        for _ in 0..<Self.datagramsPerTurn {
+            guard let current = dump else {
+                // Nothing asked: whatever came (late parts of a dump given up on) is dropped, so
+                // the socket does not stay readable.
+                while case .datagram = (try? requests.receive(into: &buffer)) ?? .wouldBlock {}
+                return nil
+            }
+            let count: Int
+            do {
+                switch try requests.receive(into: &buffer) {
+                case .wouldBlock: return nil
+                case .foreign: continue
+                case let .datagram(received, truncated):
+                    if truncated { dump!.interrupted = true }
+                    count = received
+                }
+            } catch {
+                failDump(error)
+                return nil
+            }
+            let batch = buffer.withUnsafeBytes { NetlinkDecoder.decode(UnsafeRawBufferPointer(rebasing: $0[..<min(count, $0.count)])) }
+            incidents += batch.errors.map(Incident.malformed)
+            for decoded in batch.messages where decoded.header.sequence == current.sequence {
+                if decoded.header.isDumpInterrupted { dump!.interrupted = true }
+                switch decoded.message {
+                case .done:
+                    return stageDone()
+                case let .error(code) where code < 0:
+                    failDump(SystemError("rtnetlink dump \(Dump.types[current.stage])", errno: -code))
+                    return nil
+                default:
+                    dump!.messages.append(decoded.message)
+                }
+            }
+        }
+        return nil
+    }
+
+    func stageDone() -> ReachabilityChange? {
+        let type = Dump.types[dump!.stage]
+        if dump!.interrupted {
+            dump!.attempts += 1
+            guard dump!.attempts < 16 else {
+                failDump(SystemError("rtnetlink dump \(type) kept being interrupted", errno: EAGAIN))
+                return nil
+            }
+            requestStage()
+            return nil
+        }
+        for message in dump!.messages {
+            switch message {
+            case let .link(link):
+                dump!.result.links.append((link, deviceFacts(for: link, alsoKnown: dump!.known)))
+                dump!.known[link.index] = link.name
+            case let .address(address): dump!.result.addresses.append(address)
+            case let .route(route): dump!.result.routes.append(route)
+            default: break
+            }
+        }
+        dump!.stage += 1
+        dump!.attempts = 0
+        guard dump!.stage == Dump.types.count else {
+            requestStage()
+            return nil
+        }
+        var result = dump!.result
+        dump = nil
+        for case let .internetPath(family, route) in internetPathEvents() { result.internetPaths.append((family, route)) }
+        resyncCount += 1
+        incidents.append(.resynced)
+        return state.replace(with: result)
+    }
+}

@@ -1,0 +1,60 @@
+import Reachability
+
+/// The connectivity probes (`[Connectivity]`): one for the host's path and one per uplink other
+/// than the primary (`Uplink`), by ifindex; idle, with no timer and no uplink probe, when off.
+final class Probes {
+    private let core: ReachabilityCore
+    private let loop: EventLoop
+    private let metrics: DaemonMetrics
+    private var settings: ConnectivitySettings
+    private let host: InternetProbe
+    private var uplinks: [Int32: InternetProbe] = [:]
+
+    init(core: ReachabilityCore, loop: EventLoop, metrics: DaemonMetrics, settings: ConnectivitySettings) {
+        self.core = core
+        self.loop = loop
+        self.metrics = metrics
+        self.settings = settings
+        host = InternetProbe(core: core, loop: loop, metrics: metrics, settings: ConnectivitySettings())
+        host.configure(settings)
+        reconcile()
+    }
+
+    /// The core's follower: a path that moved is judged afresh (`networkChanged` leaves the
+    /// others be, so a probe's own verdict passing by does not start it over).
+    func follow(_ update: CoreUpdate) {
+        host.networkChanged()
+        reconcile()
+    }
+
+    /// A reload: every probe takes the new settings.
+    func configure(_ settings: ConnectivitySettings) {
+        self.settings = settings
+        host.configure(settings)
+        for probe in uplinks.values { probe.configure(settings) }
+        reconcile()
+    }
+
+    /// `Validate`: probe now (see `InternetProbe.validate`).
+    func validate(_ reply: @escaping (ConnectivityStatus) -> Void) { host.validate(reply) }
+
+    /// Starts a probe for each uplink that is not the primary, and retires those of links that
+    /// stopped being one (or became the primary, which the host's probe judges). Off: none.
+    /// One pass over the default routes per change (`NetworkState.uplinks`).
+    private func reconcile() {
+        let state = core.state
+        let wanted = settings.isEnabled
+            ? Dictionary(state.uplinks().filter { $0.name != state.host.primaryInterface }.map { ($0.index, $0.name) }) { first, _ in first }
+            : [:]
+        for (index, probe) in uplinks where wanted[index] != probe.pathName {
+            uplinks.removeValue(forKey: index)
+            probe.retire()
+        }
+        for probe in uplinks.values { probe.networkChanged() }
+        for (index, name) in wanted where uplinks[index] == nil {
+            let probe = InternetProbe(core: core, loop: loop, metrics: metrics, settings: ConnectivitySettings(), path: .uplink(index: index, name: name))
+            uplinks[index] = probe
+            probe.configure(settings)
+        }
+    }
+}

@@ -1,0 +1,109 @@
+import Reachability
+
+/// Tells the world of each change: D-Bus signals and PropertiesChanged, a journal line per
+/// interface, STATUS= for systemd, and the NetworkManager surface when it is on.
+final class Publisher {
+    private let bus: BusConnection
+    private let mirror: SharedMirror
+    private var lastStatus = ""
+    /// `[Compatibility] NetworkManager=yes`: org.freedesktop.NetworkManager for GLib and Qt.
+    private var networkManager: NetworkManagerSurface?
+
+    init(bus: BusConnection, mirror: SharedMirror) {
+        self.bus = bus
+        self.mirror = mirror
+    }
+
+    /// The one line STATUS= and the journal show.
+    var summary: String {
+        let snapshot = mirror.snapshot
+        return renderSummary(snapshot.host, interfaces: snapshot.interfaces)
+    }
+
+    /// READY=1 with the status, once reachd owns its name.
+    func ready() {
+        lastStatus = summary
+        ServiceManager.notify("READY=1\nSTATUS=\(lastStatus)")
+        Log.info("ready on the bus as \(Daemon.busName): \(lastStatus)")
+    }
+
+    /// `Changed` goes first and only when the host's answer changed; interface-level changes
+    /// have `InterfacesChanged`; both move `Generation`. Then the slower parts: logs and STATUS=.
+    func follow(_ update: CoreUpdate) {
+        guard let change = update.change else { return }
+        if change.hostChanged {
+            emit("Changed") { message throws(BusError) in
+                try message.append(change.host.flags.rawValue)
+                try message.append(change.host.primaryInterface)
+                try message.append(change.generation)
+            }
+            bus.emitPropertiesChanged(path: Daemon.objectPath, interface: Daemon.interface, names: ReachabilityService.hostProperties + ["Generation"])
+        }
+        if !change.changedInterfaces.isEmpty || !change.removedInterfaces.isEmpty {
+            emit("InterfacesChanged") { message throws(BusError) in
+                try ReachabilityService.appendInterfaces(message, change.changedInterfaces)
+                try message.append(change.removedInterfaces.map(\.name))
+                try message.append(change.generation)
+            }
+            if !change.hostChanged {
+                bus.emitPropertiesChanged(path: Daemon.objectPath, interface: Daemon.interface, names: ["Generation"])
+            }
+        }
+        // One line per interface whose visible state changed: what an administrator reads back
+        // in the journal when asking "what happened to the network at 14:02".
+        for status in change.changedInterfaces {
+            let addresses = status.addresses.isEmpty ? "no address" : status.addresses.map(\.description).joined(separator: " ")
+            Log.info("link \(status.name) (\(status.kind.rawValue)): \(status.flags), \(addresses)")
+        }
+        for status in change.removedInterfaces { Log.info("link \(status.name) removed") }
+        networkManager?.update()
+        let summary = self.summary
+        if summary != lastStatus {
+            lastStatus = summary
+            ServiceManager.notify("STATUS=\(summary)")
+            Log.info(summary)
+        }
+    }
+
+    private func emit(_ member: String, _ arguments: (BusMessage) throws(BusError) -> Void) {
+        do {
+            try bus.emitSignal(path: Daemon.objectPath, interface: Daemon.interface, member: member, arguments)
+        } catch {
+            Log.warning("cannot send \(member): \(error)")
+        }
+    }
+
+    /// Starts or stops the NetworkManager surface (at start and on every reload). Off, nothing
+    /// is claimed on the bus.
+    func networkManagerCompatibility(_ wanted: Bool) {
+        guard wanted != (networkManager != nil) else { return }
+        let name = NetworkManagerSurface.busName
+        if !wanted {
+            networkManager?.stop()
+            networkManager = nil
+            Log.info("NetworkManager compatibility off: released \(name)")
+            return
+        }
+        let mirror = self.mirror
+        let surface = NetworkManagerSurface(bus: bus) { mirror.snapshot }
+        networkManager = surface
+        do {
+            try surface.start { [weak self, weak surface] refusal in
+                guard let self, let surface, self.networkManager === surface else { return }
+                if let why = refusal {
+                    // Never alongside NetworkManager: reachd's own interface goes on, this one does not.
+                    Log.error("NetworkManager compatibility refused: cannot own \(name): \(why); serving only \(Daemon.busName)")
+                    ServiceManager.notify("STATUS=\(self.summary) (NetworkManager compatibility refused: \(name) is taken)")
+                    self.networkManager = nil
+                } else {
+                    let values = surface.values
+                    Log.info("NetworkManager compatibility: serving \(name) (State \(values.state), Connectivity \(values.connectivity), Metered \(values.metered))")
+                }
+            }
+        } catch {
+            Log.error("NetworkManager compatibility refused: cannot serve \(name): \(error)")
+            surface.stop()
+            networkManager = nil
+        }
+    }
+}
