@@ -52,8 +52,7 @@ final class HostChecks {
             self.resolver?.processTimeouts()
             self.sync()
         } ready: { [unowned self] fd, revents in
-            let readable = revents.canRead
-            self.resolver?.process(fd: fd, readable: readable, writable: revents.contains(.writable))
+            self.resolver?.process(fd: fd, readable: revents.canRead, writable: revents.contains(.writable))
             self.sync()
         }
         startResolver(options)

@@ -11,7 +11,7 @@ extension KernelMirror {
     func completeDump() throws(SystemError) {
         while let deadline = dump?.deadline {
             var ready = pollfd(fd: requests.fd, events: Int16(POLLIN), revents: 0)
-            _ = poll(&ready, 1, Int32(clamping: max(0, ContinuousClock.now.duration(to: deadline).millisecondsRoundedUp)))
+            _ = poll(&ready, 1, Int32(clamping: ContinuousClock.now.duration(to: deadline).millisecondsRoundedUp))
             _ = resyncIfDue()
             _ = continueDump()
         }

@@ -1,6 +1,7 @@
 /// What the core needs of an event loop, so that one core runs on sd-event in reachd and on a
 /// poll(2) thread in-process (`PollLoop`): a readiness watch on a descriptor and a one-shot timer.
-/// Handlers run on the loop's thread, one at a time.
+/// Events are `IOEvents` (poll(2)'s bits, which epoll(7)'s equal). Handlers run
+/// on the loop's thread, one at a time.
 public protocol EventLoopProtocol: AnyObject {
     /// Calls `handler` with the ready events whenever `fd` is ready for `events`.
     func addWatch(fd: Int32, events: IOEvents, _ handler: @escaping (IOEvents) -> Void) throws(SystemError) -> any LoopSource
