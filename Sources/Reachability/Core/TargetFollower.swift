@@ -166,10 +166,9 @@ public final class TargetFollower {
         let now = driver.now
         while let first = retries.first, first.instant <= now {
             retries.removeFirst()
-            let (target, token) = first.key
-            guard target.retryToken == token, target.isFollowed else { continue }
-            target.retryToken = nil
-            ask(target)
+            guard Self.isLive(first.instant, first.key) else { continue }
+            first.key.target.retryToken = nil
+            ask(first.key.target)
         }
         scheduleTimer()
     }
@@ -268,21 +267,17 @@ public final class TargetFollower {
 
     /// Arms the driver's timer for the earliest live retry, when that moved.
     private func scheduleTimer() {
-        retries.prune { _, key in key.target.retryToken == key.token && key.target.isFollowed }
-        if retries.count > 2 * targets.count + 64 { compactRetries() }
+        retries.prune(isCurrent: Self.isLive)
+        if retries.count > 2 * targets.count + 64 { retries.compact(isCurrent: Self.isLive) }
         let next = retries.first?.instant
         guard next != armedAt else { return }
         armedAt = next
         driver.scheduleTimer(at: next)
     }
 
-    /// Rebuilds the heap from its live entries once dead ones outnumber them.
-    private func compactRetries() {
-        var live = DeadlineHeap<(target: Target, token: UInt64)>()
-        while let entry = retries.removeFirst() {
-            if entry.key.target.retryToken == entry.key.token, entry.key.target.isFollowed { live.insert(entry.instant, entry.key) }
-        }
-        retries = live
+    /// A retry entry is live while its target is followed and has not been given a newer one.
+    private static func isLive(_: ContinuousClock.Instant, _ key: (target: Target, token: UInt64)) -> Bool {
+        key.target.retryToken == key.token && key.target.isFollowed
     }
 
     private func update(_ target: Target, _ result: CheckResult) {
