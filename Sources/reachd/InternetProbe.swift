@@ -45,7 +45,7 @@ final class InternetProbe {
 
     /// What identifies the path being judged: a change re-probes at once.
     private struct PathKey: Hashable {
-        var state: ConnectivityState
+        var state: HostState
         var primary: String
         var underlying: String
         var v4: Route?
@@ -259,11 +259,11 @@ final class InternetProbe {
         cancelAttempt()
         lastVerdict = .now
         let previous = currentStatus
-        if status.connectivity != previous.connectivity || status.portal != previous.portal {
+        if status.verdict != previous.verdict || status.portal != previous.portal {
             let portal = status.portal.isEmpty ? "" : " at \(status.portal)"
-            Log.info("\(logPrefix): \(status.connectivity.rawValue)\(portal) (\(status.detail))")
+            Log.info("\(logPrefix): \(status.verdict.rawValue)\(portal) (\(status.detail))")
         }
-        if counted { metrics.counters.recordProbe(status.connectivity) }
+        if counted { metrics.counters.recordProbe(status.verdict) }
         record(status)
         let pending = waiters
         waiters = []
@@ -273,7 +273,7 @@ final class InternetProbe {
             return
         }
         let delay: Duration
-        if status.connectivity == .full {
+        if status.verdict == .full {
             delay = settings.interval
             retryDelay = ConnectivitySettings.firstRetry
         } else {
@@ -291,7 +291,7 @@ final class InternetProbe {
         case .host: core.record(connectivity: status)
         case let .uplink(index, _):
             uplinkStatus = status
-            core.record(uplink: index, connectivity: status.connectivity)
+            core.record(uplink: index, connectivity: status.verdict)
         }
     }
 

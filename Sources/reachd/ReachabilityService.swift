@@ -44,7 +44,7 @@ final class ReachabilityService: BusObject {
         case "State": try reply.append(host.state.rawValue)
         case "AvailableInterfaces": try reply.append(host.availableInterfaces)
         case "UnderlyingInterface": try reply.append(host.underlyingInterface)
-        case "Connectivity": try reply.append(host.connectivity.connectivity.rawValue)
+        case "Connectivity": try reply.append(host.connectivity.verdict.rawValue)
         case "Portal": try reply.append(host.connectivity.portal)
         case "AnnouncedPortal": try reply.append(host.announcedPortal)
         case "ValidatedInterfaces": try reply.append(host.validatedInterfaces)
@@ -65,7 +65,7 @@ final class ReachabilityService: BusObject {
                 try Self.entry(reply, "PrimaryInterface", "s") { message throws(BusError) in try message.append(snapshot.host.primaryInterface) }
                 try Self.entry(reply, "AvailableInterfaces", "as") { message throws(BusError) in try message.append(snapshot.host.availableInterfaces) }
                 try Self.entry(reply, "UnderlyingInterface", "s") { message throws(BusError) in try message.append(snapshot.host.underlyingInterface) }
-                try Self.entry(reply, "Connectivity", "s") { message throws(BusError) in try message.append(snapshot.host.connectivity.connectivity.rawValue) }
+                try Self.entry(reply, "Connectivity", "s") { message throws(BusError) in try message.append(snapshot.host.connectivity.verdict.rawValue) }
                 try Self.entry(reply, "Portal", "s") { message throws(BusError) in try message.append(snapshot.host.connectivity.portal) }
                 try Self.entry(reply, "AnnouncedPortal", "s") { message throws(BusError) in try message.append(snapshot.host.announcedPortal) }
                 try Self.entry(reply, "ValidatedInterfaces", "as") { message throws(BusError) in try message.append(snapshot.host.validatedInterfaces) }
@@ -96,7 +96,7 @@ final class ReachabilityService: BusObject {
             validate { status in
                 do {
                     try bus.value.reply(to: call.value.message) { reply throws(BusError) in
-                        try reply.append(status.connectivity.rawValue)
+                        try reply.append(status.verdict.rawValue)
                         try reply.append(status.portal)
                         try reply.append(status.detail)
                     }
