@@ -112,11 +112,6 @@ public struct BusMessage {
         guard result >= 0 else { throw BusError("skip \(signature)", code: result) }
     }
 
-    /// The signature of what is left to read.
-    public var remainingSignature: String {
-        sd_bus_message_get_signature(pointer, 0).map { String(cString: $0) } ?? ""
-    }
-
     // MARK: appending
 
     public func append(_ value: String) throws(BusError) {
