@@ -49,7 +49,7 @@ final class ReachabilityService: BusObject {
         case "AnnouncedPortal": try reply.append(host.announcedPortal)
         case "ValidatedInterfaces": try reply.append(host.validatedInterfaces)
         case "Generation": try reply.append(core.state.generation)
-        default: throw BusError(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(name)")
+        default: throw BusError.unknownProperty(name)
         }
     }
 
@@ -115,7 +115,7 @@ final class ReachabilityService: BusObject {
             try watches.remove(path: path, caller: message.sender ?? "")
             return .now { _ in }
         default:
-            throw BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "no method \(method)")
+            throw BusError.unknownMethod(method)
         }
     }
 
