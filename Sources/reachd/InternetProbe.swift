@@ -31,7 +31,8 @@ final class InternetProbe {
     let path: Path
     /// An uplink's last verdict (the host's lives in the Engine's host status).
     private var uplinkStatus = ConnectivityStatus.unknown
-    private var settings: ConnectivitySettings
+    /// Off until `configure` gives the settings.
+    private var settings = ConnectivitySettings()
     private var timer: EventSource?
     private var attempt: Attempt?
     private var pathKey: PathKey?
@@ -72,11 +73,10 @@ final class InternetProbe {
         }
     }
 
-    init(core: ReachabilityCore, loop: EventLoop, metrics: DaemonMetrics, settings: ConnectivitySettings, path: Path = .host) {
+    init(core: ReachabilityCore, loop: EventLoop, metrics: DaemonMetrics, path: Path = .host) {
         self.core = core
         self.loop = loop
         self.metrics = metrics
-        self.settings = settings
         self.path = path
     }
 
@@ -102,8 +102,6 @@ final class InternetProbe {
         stop()
         record(.unknown)
     }
-
-    var isEnabled: Bool { settings.isEnabled }
 
     /// At start and after a reload: begins (or stops) probing with `settings`.
     func configure(_ settings: ConnectivitySettings) {
