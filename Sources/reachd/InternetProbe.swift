@@ -296,7 +296,7 @@ final class InternetProbe {
     private func arm(_ instant: ContinuousClock.Instant) {
         do {
             if timer == nil { timer = try loop.timer(at: 0) { [unowned self] in self.fired() } }
-            timer?.schedule(at: instant.monotonicMicroseconds)
+            timer?.schedule(at: instant)
         } catch {
             Log.warning("\(logPrefix): cannot arm a timer: \(error)")
         }
