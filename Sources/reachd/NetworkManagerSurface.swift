@@ -141,8 +141,6 @@ final class NetworkManagerSurface {
             default: throw BusError.unknownProperty(name)
             }
         }
-
-        func call(_ method: String, _ message: BusMessage) throws(BusError) -> BusReply { throw BusError.unknownMethod(method) }
     }
 
     /// `/org/freedesktop/NetworkManager/ActiveConnection/N`: its one device (N is the ifindex).
@@ -158,8 +156,6 @@ final class NetworkManagerSurface {
             try reply.append(objectPath: NetworkManagerSurface.devicePath(index))
             try reply.close()
         }
-
-        func call(_ method: String, _ message: BusMessage) throws(BusError) -> BusReply { throw BusError.unknownMethod(method) }
     }
 
     /// `/org/freedesktop/NetworkManager/Devices/N`: the link's type and metered-ness.
@@ -187,7 +183,5 @@ final class NetworkManagerSurface {
             default: throw BusError.unknownProperty(name)
             }
         }
-
-        func call(_ method: String, _ message: BusMessage) throws(BusError) -> BusReply { throw BusError.unknownMethod(method) }
     }
 }
