@@ -104,7 +104,7 @@ struct CheckCommand: AsyncParsableCommand {
             return try await source.validate()
         }
         Terminal.writeLine(options.json ? status.json.serialized() : renderValidation(status))
-        switch status.connectivity {
+        switch status.verdict {
         case .full: return
         case .portal, .limited, .none: throw ExitStatus.notReachable.exitCode
         case .unknown:

@@ -121,21 +121,14 @@ struct CommonOptions: ParsableArguments {
         }
     }
 
-    /// Where `ip netns add` puts named namespaces.
-    static let namedNamespaceDirectory = "/run/netns"
-
-    /// `--netns` as a path: a value containing `/` is a path as given; anything else names a
-    /// namespace in /run/netns. The file must exist.
+    /// `--netns` as a path (`NetworkNamespace.path(forName:)`, as reachd reads it): a value
+    /// containing `/` is a path as given; anything else names a namespace in /run/netns. The file
+    /// must exist.
     static func namespacePath(for value: String) throws -> String {
-        let path: String
-        if value.contains("/") {
-            path = value
-        } else {
-            guard !value.isEmpty, value != ".", value != ".." else {
-                throw ValidationError("--netns needs a namespace name (see `ip netns list`) or a path, not '\(value)'.")
-            }
-            path = namedNamespaceDirectory + "/" + value
+        guard value.contains("/") || !["", ".", ".."].contains(value) else {
+            throw ValidationError("--netns needs a namespace name (see `ip netns list`) or a path, not '\(value)'.")
         }
+        let path = NetworkNamespace.path(forName: value)
         guard access(path, F_OK) == 0 else {
             let reason = String(cString: strerror(errno))
             if value.contains("/") {

@@ -197,7 +197,7 @@ struct WaitCommand: AsyncParsableCommand {
                 guard let snapshot = state.snapshot, Self.usable(kind, in: snapshot) else { return false }
             }
             if internet {
-                guard let snapshot = state.snapshot, snapshot.host.state == .online, snapshot.host.connectivity.connectivity == .full
+                guard let snapshot = state.snapshot, snapshot.host.state == .online, snapshot.host.connectivity.verdict == .full
                 else { return false }
             }
             if target == nil, kind == nil { return state.snapshot?.host.state == .online }
@@ -235,9 +235,9 @@ struct WaitCommand: AsyncParsableCommand {
             if let kind, !(state.snapshot.map { Self.usable(kind, in: $0) } ?? false) {
                 parts.append("no usable \(kind.rawValue) link")
             }
-            if internet, let connectivity = state.snapshot?.host.connectivity, connectivity.connectivity != .full {
+            if internet, let connectivity = state.snapshot?.host.connectivity, connectivity.verdict != .full {
                 // The summary names portal/none/limited already; unknown means the probe is off.
-                if connectivity.connectivity == .unknown { parts.append("connectivity unknown (is [Connectivity] URL= set in reachd.conf?)") }
+                if connectivity.verdict == .unknown { parts.append("connectivity unknown (is [Connectivity] URL= set in reachd.conf?)") }
             }
             if target == nil, kind == nil, parts.isEmpty { return host }
             return (parts + [host]).joined(separator: "; ")

@@ -31,7 +31,8 @@ final class InternetProbe {
     let path: Path
     /// An uplink's last verdict (the host's lives in the Engine's host status).
     private var uplinkStatus = ConnectivityStatus.unknown
-    private var settings: ConnectivitySettings
+    /// Off until `configure` gives the settings.
+    private var settings = ConnectivitySettings()
     private var timer: EventSource?
     private var attempt: Attempt?
     private var pathKey: PathKey?
@@ -45,7 +46,7 @@ final class InternetProbe {
 
     /// What identifies the path being judged: a change re-probes at once.
     private struct PathKey: Hashable {
-        var state: ConnectivityState
+        var state: HostState
         var primary: String
         var underlying: String
         var v4: Route?
@@ -72,11 +73,10 @@ final class InternetProbe {
         }
     }
 
-    init(core: ReachabilityCore, loop: EventLoop, metrics: DaemonMetrics, settings: ConnectivitySettings, path: Path = .host) {
+    init(core: ReachabilityCore, loop: EventLoop, metrics: DaemonMetrics, path: Path = .host) {
         self.core = core
         self.loop = loop
         self.metrics = metrics
-        self.settings = settings
         self.path = path
     }
 
@@ -102,8 +102,6 @@ final class InternetProbe {
         stop()
         record(.unknown)
     }
-
-    var isEnabled: Bool { settings.isEnabled }
 
     /// At start and after a reload: begins (or stops) probing with `settings`.
     func configure(_ settings: ConnectivitySettings) {
@@ -259,11 +257,11 @@ final class InternetProbe {
         cancelAttempt()
         lastVerdict = .now
         let previous = currentStatus
-        if status.connectivity != previous.connectivity || status.portal != previous.portal {
+        if status.verdict != previous.verdict || status.portal != previous.portal {
             let portal = status.portal.isEmpty ? "" : " at \(status.portal)"
-            Log.info("\(logPrefix): \(status.connectivity.rawValue)\(portal) (\(status.detail))")
+            Log.info("\(logPrefix): \(status.verdict.rawValue)\(portal) (\(status.detail))")
         }
-        if counted { metrics.counters.recordProbe(status.connectivity) }
+        if counted { metrics.counters.recordProbe(status.verdict) }
         record(status)
         let pending = waiters
         waiters = []
@@ -273,7 +271,7 @@ final class InternetProbe {
             return
         }
         let delay: Duration
-        if status.connectivity == .full {
+        if status.verdict == .full {
             delay = settings.interval
             retryDelay = ConnectivitySettings.firstRetry
         } else {
@@ -291,14 +289,14 @@ final class InternetProbe {
         case .host: core.record(connectivity: status)
         case let .uplink(index, _):
             uplinkStatus = status
-            core.record(uplink: index, connectivity: status.connectivity)
+            core.record(uplink: index, connectivity: status.verdict)
         }
     }
 
     private func arm(_ instant: ContinuousClock.Instant) {
         do {
             if timer == nil { timer = try loop.timer(at: 0) { [unowned self] in self.fired() } }
-            timer?.schedule(at: instant.monotonicMicroseconds)
+            timer?.schedule(at: instant)
         } catch {
             Log.warning("\(logPrefix): cannot arm a timer: \(error)")
         }

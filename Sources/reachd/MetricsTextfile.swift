@@ -46,7 +46,7 @@ final class MetricsTextfile {
         let soon = ContinuousClock.now + MetricsSettings.coalescing
         guard soon < due else { return }
         due = soon
-        timer?.schedule(at: due.monotonicMicroseconds)
+        timer?.schedule(at: due)
     }
 
     /// Stops the timer and removes the file: numbers nobody updates any more would read as the truth.
@@ -59,7 +59,7 @@ final class MetricsTextfile {
     private func fired() {
         write()
         due = .now + settings.textfileInterval
-        timer?.schedule(at: due.monotonicMicroseconds)
+        timer?.schedule(at: due)
     }
 
     private func write() {

@@ -138,11 +138,9 @@ final class NetworkManagerSurface {
             case "Metered": try reply.append(values.metered)
             case "PrimaryConnection":
                 try reply.append(objectPath: values.primaryDevice.map { NetworkManagerSurface.activePath($0.index) } ?? "/")
-            default: throw unknownProperty(name)
+            default: throw BusError.unknownProperty(name)
             }
         }
-
-        func call(_ method: String, _ message: BusMessage) throws(BusError) -> BusReply { throw unknownMethod(method) }
     }
 
     /// `/org/freedesktop/NetworkManager/ActiveConnection/N`: its one device (N is the ifindex).
@@ -153,13 +151,11 @@ final class NetworkManagerSurface {
         static let vtable = BusVTable([.property("Devices", signature: "ao", emitsChange: false)])
 
         func property(_ name: String, into reply: BusMessage) throws(BusError) {
-            guard name == "Devices" else { throw unknownProperty(name) }
+            guard name == "Devices" else { throw BusError.unknownProperty(name) }
             try reply.open("a", "o")
             try reply.append(objectPath: NetworkManagerSurface.devicePath(index))
             try reply.close()
         }
-
-        func call(_ method: String, _ message: BusMessage) throws(BusError) -> BusReply { throw unknownMethod(method) }
     }
 
     /// `/org/freedesktop/NetworkManager/Devices/N`: the link's type and metered-ness.
@@ -184,18 +180,8 @@ final class NetworkManagerSurface {
             switch name {
             case "DeviceType": try reply.append(device.deviceType)
             case "Metered": try reply.append(device.metered)
-            default: throw unknownProperty(name)
+            default: throw BusError.unknownProperty(name)
             }
         }
-
-        func call(_ method: String, _ message: BusMessage) throws(BusError) -> BusReply { throw unknownMethod(method) }
     }
-}
-
-private func unknownProperty(_ name: String) -> BusError {
-    BusError(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(name)")
-}
-
-private func unknownMethod(_ name: String) -> BusError {
-    BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "no method \(name)")
 }

@@ -15,7 +15,7 @@ final class Probes {
         self.loop = loop
         self.metrics = metrics
         self.settings = settings
-        host = InternetProbe(core: core, loop: loop, metrics: metrics, settings: ConnectivitySettings())
+        host = InternetProbe(core: core, loop: loop, metrics: metrics)
         host.configure(settings)
         reconcile()
     }
@@ -52,7 +52,7 @@ final class Probes {
         }
         for probe in uplinks.values { probe.networkChanged() }
         for (index, name) in wanted where uplinks[index] == nil {
-            let probe = InternetProbe(core: core, loop: loop, metrics: metrics, settings: ConnectivitySettings(), path: .uplink(index: index, name: name))
+            let probe = InternetProbe(core: core, loop: loop, metrics: metrics, path: .uplink(index: index, name: name))
             uplinks[index] = probe
             probe.configure(settings)
         }

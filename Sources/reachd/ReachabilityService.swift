@@ -37,39 +37,47 @@ final class ReachabilityService: BusObject {
     }
 
     func property(_ name: String, into reply: BusMessage) throws(BusError) {
-        let host = core.state.host
+        try Self.append(name, of: core.state, to: reply)
+    }
+
+    /// The value of the property `name` in `state`: what Get answers and GetStatus carries.
+    static func append(_ name: String, of state: NetworkState, to reply: BusMessage) throws(BusError) {
+        let host = state.host
         switch name {
         case "Flags": try reply.append(host.flags.rawValue)
         case "PrimaryInterface": try reply.append(host.primaryInterface)
         case "State": try reply.append(host.state.rawValue)
         case "AvailableInterfaces": try reply.append(host.availableInterfaces)
         case "UnderlyingInterface": try reply.append(host.underlyingInterface)
-        case "Connectivity": try reply.append(host.connectivity.connectivity.rawValue)
+        case "Connectivity": try reply.append(host.connectivity.verdict.rawValue)
         case "Portal": try reply.append(host.connectivity.portal)
         case "AnnouncedPortal": try reply.append(host.announcedPortal)
         case "ValidatedInterfaces": try reply.append(host.validatedInterfaces)
-        case "Generation": try reply.append(core.state.generation)
-        default: throw BusError(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(name)")
+        case "Generation": try reply.append(state.generation)
+        default: throw BusError.unknownProperty(name)
         }
+    }
+
+    /// GetStatus's entries: the host's properties and Generation, each with its signature in
+    /// the contract.
+    static let statusEntries: [(name: String, signature: String)] = (hostProperties + ["Generation"]).map { name in
+        let signature = ReachdContract.serviceMembers.lazy.compactMap { member -> String? in
+            guard case let .property(property, signature, _) = member, "\(property)" == name else { return nil }
+            return "\(signature)"
+        }.first
+        return (name, signature!)
     }
 
     func call(_ method: String, _ message: BusMessage) throws(BusError) -> BusReply {
         switch method {
         case "GetStatus":
-            let snapshot = core.state
+            let state = core.state
             let counters = core.mirror.counters
             return .now { reply throws(BusError) in
                 try reply.open("a", "{sv}")
-                try Self.entry(reply, "Flags", "u") { message throws(BusError) in try message.append(snapshot.host.flags.rawValue) }
-                try Self.entry(reply, "State", "s") { message throws(BusError) in try message.append(snapshot.host.state.rawValue) }
-                try Self.entry(reply, "PrimaryInterface", "s") { message throws(BusError) in try message.append(snapshot.host.primaryInterface) }
-                try Self.entry(reply, "AvailableInterfaces", "as") { message throws(BusError) in try message.append(snapshot.host.availableInterfaces) }
-                try Self.entry(reply, "UnderlyingInterface", "s") { message throws(BusError) in try message.append(snapshot.host.underlyingInterface) }
-                try Self.entry(reply, "Connectivity", "s") { message throws(BusError) in try message.append(snapshot.host.connectivity.connectivity.rawValue) }
-                try Self.entry(reply, "Portal", "s") { message throws(BusError) in try message.append(snapshot.host.connectivity.portal) }
-                try Self.entry(reply, "AnnouncedPortal", "s") { message throws(BusError) in try message.append(snapshot.host.announcedPortal) }
-                try Self.entry(reply, "ValidatedInterfaces", "as") { message throws(BusError) in try message.append(snapshot.host.validatedInterfaces) }
-                try Self.entry(reply, "Generation", "t") { message throws(BusError) in try message.append(snapshot.generation) }
+                for (name, signature) in Self.statusEntries {
+                    try Self.entry(reply, name, signature) { message throws(BusError) in try Self.append(name, of: state, to: message) }
+                }
                 try Self.entry(reply, "Overruns", "t") { message throws(BusError) in try message.append(counters.overruns) }
                 try Self.entry(reply, "Resyncs", "t") { message throws(BusError) in try message.append(counters.resyncs) }
                 try reply.close()
@@ -96,7 +104,7 @@ final class ReachabilityService: BusObject {
             validate { status in
                 do {
                     try bus.value.reply(to: call.value.message) { reply throws(BusError) in
-                        try reply.append(status.connectivity.rawValue)
+                        try reply.append(status.verdict.rawValue)
                         try reply.append(status.portal)
                         try reply.append(status.detail)
                     }
@@ -115,7 +123,7 @@ final class ReachabilityService: BusObject {
             try watches.remove(path: path, caller: message.sender ?? "")
             return .now { _ in }
         default:
-            throw BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "no method \(method)")
+            throw BusError.unknownMethod(method)
         }
     }
 

@@ -16,30 +16,30 @@ struct ConnectivityVerdictTests {
     }
 
     @Test func theExpectedAnswersAreFull() throws {
-        #expect(try Self.judge("HTTP/1.1 204 No Content\r\n\r\n").connectivity == .full)
+        #expect(try Self.judge("HTTP/1.1 204 No Content\r\n\r\n").verdict == .full)
         // NetworkManager counts an empty 200 as a 204.
-        #expect(try Self.judge("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n").connectivity == .full)
+        #expect(try Self.judge("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n").verdict == .full)
         // NetworkManager's header decides, whatever the status and body.
-        #expect(try Self.judge("HTTP/1.0 200 OK\r\nX-NetworkManager-Status: online\r\n\r\nanything").connectivity == .full)
+        #expect(try Self.judge("HTTP/1.0 200 OK\r\nX-NetworkManager-Status: online\r\n\r\nanything").verdict == .full)
         let body = ProbeExpectation(status: 200, body: "NetworkManager is online")
-        #expect(try Self.judge("HTTP/1.1 200 OK\r\nContent-Length: 25\r\n\r\nNetworkManager is online\n", body).connectivity == .full)
+        #expect(try Self.judge("HTTP/1.1 200 OK\r\nContent-Length: 25\r\n\r\nNetworkManager is online\n", body).verdict == .full)
     }
 
     @Test func interceptionIsAPortalWithItsLocation() throws {
         let redirect = try Self.judge("HTTP/1.1 302 Found\r\nLocation: http://login.hotel.example/?from=probe\r\n\r\n")
-        #expect(redirect == ConnectivityStatus(connectivity: .portal, portal: "http://login.hotel.example/?from=probe", detail: "HTTP 302"))
+        #expect(redirect == ConnectivityStatus(verdict: .portal, portal: "http://login.hotel.example/?from=probe", detail: "HTTP 302"))
         #expect(redirect.flags == .interventionRequired)
-        #expect(try Self.judge("HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\n<html>login</html>\r\n").connectivity == .portal)
+        #expect(try Self.judge("HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\n<html>login</html>\r\n").verdict == .portal)
         let body = ProbeExpectation(status: 200, body: "NetworkManager is online")
-        #expect(try Self.judge("HTTP/1.1 200 OK\r\n\r\n<html>please log in</html>", body).connectivity == .portal)
+        #expect(try Self.judge("HTTP/1.1 200 OK\r\n\r\n<html>please log in</html>", body).verdict == .portal)
     }
 
     @Test func wrongAnswersAreLimited() throws {
-        #expect(try Self.judge("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n").connectivity == .limited)
-        #expect(try Self.judge("HTTP/1.1 404 Not Found\r\n\r\n").connectivity == .limited)
+        #expect(try Self.judge("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n").verdict == .limited)
+        #expect(try Self.judge("HTTP/1.1 404 Not Found\r\n\r\n").verdict == .limited)
         // Android: a 200 of 4 bytes or fewer is a failure, not a portal.
-        #expect(try Self.judge("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").connectivity == .limited)
-        #expect(ProbeExpectation.failed("DNS timeout").connectivity == .none)
+        #expect(try Self.judge("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").verdict == .limited)
+        #expect(ProbeExpectation.failed("DNS timeout").verdict == .none)
         #expect(ProbeExpectation.failed("DNS timeout").flags == [])
         #expect(try Self.judge("HTTP/1.1 204 No Content\r\n\r\n").flags == .validated)
     }

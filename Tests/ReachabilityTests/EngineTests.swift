@@ -941,7 +941,7 @@ extension EngineTests {
         let change = try changed(state.apply([.uplinkConnectivity(index: 3, .full)]))
         #expect(change.hostChanged && change.host.validatedInterfaces == ["wlan0"])
         #expect(state.routingEpoch == epoch, "a verdict moves no route")
-        _ = state.apply([.connectivity(ConnectivityStatus(connectivity: .full))])
+        _ = state.apply([.connectivity(ConnectivityStatus(verdict: .full))])
         #expect(state.host.validatedInterfaces == ["eth0", "wlan0"])
         #expect(try changed(state.apply([.uplinkConnectivity(index: 3, .portal)])).host.validatedInterfaces == ["eth0"])
         _ = state.apply([.uplinkConnectivity(index: 3, .full)])

@@ -16,7 +16,7 @@ import Testing
         counters.recordProbe(.full)
         counters.watchesRefused = 2
         let host = HostStatus(flags: [.reachable, .isWired], state: .online, primaryInterface: primary,
-                              connectivity: ConnectivityStatus(connectivity: .full))
+                              connectivity: ConnectivityStatus(verdict: .full))
         return MetricsSample(
             snapshot: ReachabilitySnapshot(generation: 7, host: host, interfaces: interfaces),
             mirror: MirrorCounters(overruns: 1, resyncs: 2), counters: counters, watches: 5,

@@ -16,7 +16,7 @@ struct NetworkManagerValuesTests {
     static let wwan = link(4, "wwan0", .cellular)
     static let tun = link(5, "tun0", .vpn)
 
-    static func host(_ state: ConnectivityState, _ primary: String, underlying: String = "", flags: ReachabilityFlags = [.reachable]) -> HostStatus {
+    static func host(_ state: HostState, _ primary: String, underlying: String = "", flags: ReachabilityFlags = [.reachable]) -> HostStatus {
         HostStatus(flags: flags, state: state, primaryInterface: primary, availableInterfaces: [primary], underlyingInterface: underlying)
     }
 
@@ -29,11 +29,11 @@ struct NetworkManagerValuesTests {
 
     /// issue 11 meets 12: the probe's verdict becomes NetworkManager's site state and connectivity.
     @Test func theProbesVerdictIsConnectedSiteWithItsConnectivity() {
-        for (verdict, state, connectivity): (Connectivity, UInt32, UInt32) in [
+        for (verdict, state, connectivity): (ConnectivityVerdict, UInt32, UInt32) in [
             (.portal, 60, 2), (.limited, 60, 3), (.none, 60, 1), (.full, 70, 4), (.unknown, 70, 4),
         ] {
             var host = Self.host(.online, "eth0", flags: [.reachable, .isWired])
-            host.connectivity = ConnectivityStatus(connectivity: verdict)
+            host.connectivity = ConnectivityStatus(verdict: verdict)
             let values = NetworkManagerValues(host: host, interfaces: [Self.eth])
             #expect(values.state == state && values.connectivity == connectivity, "\(verdict): \(values)")
             #expect(values.primaryDevice?.name == "eth0")

@@ -74,12 +74,6 @@ public final class BusConnection {
         sd_bus_flush_close_unref(bus)
     }
 
-    public var uniqueName: String? {
-        var name: UnsafePointer<CChar>?
-        guard sd_bus_get_unique_name(bus, &name) >= 0, let name else { return nil }
-        return String(cString: name)
-    }
-
     /// Hands the connection's fd and timers to the loop. When the connection fails, `onLoss`
     /// learns why (the errno's text, and what it usually means) and the loop exits with 1, so
     /// systemd restarts the daemon. While the broker does not read, signals are held back, the

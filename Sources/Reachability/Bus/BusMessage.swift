@@ -13,6 +13,16 @@ public struct BusError: Error, Hashable, Sendable, CustomStringConvertible {
         self.message = message
     }
 
+    /// The standard answer to a call of a method the object does not have.
+    public static func unknownMethod(_ name: String) -> BusError {
+        BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "no method \(name)")
+    }
+
+    /// The standard answer to a Get of a property the interface does not have.
+    public static func unknownProperty(_ name: String) -> BusError {
+        BusError(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(name)")
+    }
+
     /// From a negative errno returned by an sd-bus call.
     init(_ operation: String, code: Int32) {
         name = "System.Error.\(-code)"
@@ -110,11 +120,6 @@ public struct BusMessage {
     public func skip(_ signature: String) throws(BusError) {
         let result = sd_bus_message_skip(pointer, signature)
         guard result >= 0 else { throw BusError("skip \(signature)", code: result) }
-    }
-
-    /// The signature of what is left to read.
-    public var remainingSignature: String {
-        sd_bus_message_get_signature(pointer, 0).map { String(cString: $0) } ?? ""
     }
 
     // MARK: appending

@@ -18,6 +18,13 @@ public protocol BusObject: AnyObject {
     func property(_ name: String, into reply: BusMessage) throws(BusError)
 }
 
+extension BusObject {
+    /// An object with properties only: every call is an unknown method.
+    public func call(_ method: String, _ message: BusMessage) throws(BusError) -> BusReply {
+        throw BusError.unknownMethod(method)
+    }
+}
+
 /// The members of an interface, as sd-bus wants them. Names and signatures are `StaticString`s:
 /// sd-bus keeps their pointers for as long as the object is served, and static strings never move.
 public final class BusVTable: @unchecked Sendable {  // immutable after init

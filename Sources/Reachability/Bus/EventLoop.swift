@@ -21,13 +21,6 @@ public final class EventLoop {
     /// `EventSource.setPriority` for what must not wait behind bulk I/O: deadline timers.
     public static let urgent = Int64(SD_EVENT_PRIORITY_IMPORTANT)
 
-    /// CLOCK_MONOTONIC now, in microseconds, as the loop sees it.
-    public var now: UInt64 {
-        var usec: UInt64 = 0
-        sd_event_now(event, CLOCK_MONOTONIC, &usec)
-        return usec
-    }
-
     /// Calls `handler` with the events found whenever `fd` is ready for `events`.
     public func watch(fd: Int32, events: IOEvents, _ handler: @escaping (IOEvents) -> Void) throws(SystemError) -> EventSource {
         try add("sd_event_add_io", EventSource.Handler(io: handler)) { source, context in

@@ -43,11 +43,11 @@ extension ReachabilityClient {
                 }
             case "State":
                 if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
-                    host.state = ConnectivityState(rawValue: value) ?? .offline
+                    host.state = HostState(rawValue: value) ?? .offline
                 }
             case "Connectivity":
                 if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
-                    host.connectivity.connectivity = Connectivity(rawValue: value) ?? .unknown
+                    host.connectivity.verdict = ConnectivityVerdict(rawValue: value) ?? .unknown
                 }
             case "Generation":
                 if let value = try Self.variant(message, "t", { m throws(BusError) in try m.readUInt64() }) {
@@ -196,7 +196,7 @@ extension ReachabilityClient {
         let message = reply.message
         let connectivity = try message.readString()
         return ConnectivityStatus(
-            connectivity: Connectivity(rawValue: connectivity) ?? .unknown, portal: try message.readString(), detail: try message.readString())
+            verdict: ConnectivityVerdict(rawValue: connectivity) ?? .unknown, portal: try message.readString(), detail: try message.readString())
     }
 
     /// `192.0.2.5/24` as reachd writes interface addresses.

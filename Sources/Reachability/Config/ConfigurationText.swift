@@ -10,53 +10,31 @@ extension Configuration {
         } else {
             lines += sources.map { "#   \($0)" }
         }
-        for section in [ConfigurationSection.checks, .limits, .priorities] {
+        for section in ConfigurationSection.allCases where section != .interface {
             lines.append("")
             lines.append("[\(section.name)]")
-            lines += section.settings.map { "\($0.name)=\(text(of: $0))" }
-        }
-        lines.append("")
-        lines.append("[\(ConfigurationSection.connectivity.name)]")
-        if connectivity.isEnabled {
-            lines += ConfigurationSection.connectivity.settings.compactMap { setting in
-                let value = text(of: setting)
-                return value.isEmpty ? nil : "\(setting.name)=\(value)"
+            if section == .connectivity, !connectivity.isEnabled {
+                // Off: no URL. The other keys only matter once one is set.
+                lines.append("# URL= not set: the connectivity probe is off")
+                continue
             }
-        } else {
-            // Off: no URL. The other keys only matter once one is set.
-            lines.append("# URL= not set: the connectivity probe is off")
+            if section == .metrics, metrics.textfileDirectory == nil {
+                lines.append("# TextfileDirectory= not set: no node_exporter textfile")
+            }
+            lines += section.settings.compactMap { setting in text(of: setting).map { "\(setting.name)=\($0)" } }
         }
-        lines.append("")
-        lines.append("[\(ConfigurationSection.waitOnline.name)]")
-        lines.append("\(ConfigurationSetting.waitTimeout.name)=\(DurationText.format(waitOnlineTimeout))")
-        if let waitOnlineTarget { lines.append("\(ConfigurationSetting.waitTarget.name)=\(waitOnlineTarget)") }
-        if let waitOnlineKind { lines.append("\(ConfigurationSetting.waitKind.name)=\(waitOnlineKind.rawValue)") }
-        lines.append("")
-        lines.append("[\(ConfigurationSection.compatibility.name)]")
-        lines.append("\(ConfigurationSetting.networkManager.name)=\(Self.text(networkManagerCompatibility))")
-        lines.append("")
-        lines.append("[\(ConfigurationSection.metrics.name)]")
-        if let directory = metrics.textfileDirectory {
-            lines.append("\(ConfigurationSetting.textfileDirectory.name)=\(directory)")
-        } else {
-            lines.append("# TextfileDirectory= not set: no node_exporter textfile")
-        }
-        lines.append("\(ConfigurationSetting.textfileInterval.name)=\(DurationText.format(metrics.textfileInterval))")
         for rule in rules {
             lines.append("")
             lines.append("[\(ConfigurationSection.interface.name)]")
-            lines.append("\(ConfigurationSetting.name.name)=\(rule.pattern)")
-            if let kind = rule.kind { lines.append("\(ConfigurationSetting.kind.name)=\(kind.rawValue)") }
-            if let ignore = rule.ignore { lines.append("\(ConfigurationSetting.ignore.name)=\(Self.text(ignore))") }
-            if let metered = rule.metered { lines.append("\(ConfigurationSetting.metered.name)=\(Self.text(metered))") }
-            if let probe = rule.probe { lines.append("\(ConfigurationSetting.probe.name)=\(Self.text(probe))") }
-            if let priority = rule.priority { lines.append("\(ConfigurationSetting.rulePriority.name)=\(priority)") }
+            lines += ConfigurationSection.interface.settings.compactMap { setting in
+                Self.text(of: setting, in: rule).map { "\(setting.name)=\($0)" }
+            }
         }
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// A scalar setting's value as the file spells it.
-    private func text(of setting: ConfigurationSetting) -> String {
+    /// A setting's value as the file spells it; nil leaves the key out (unset, or a rule's key).
+    private func text(of setting: ConfigurationSetting) -> String? {
         switch setting {
         case .defaultTimeout: DurationText.format(defaultTimeout)
         case .maxConcurrentLookups: "\(maxConcurrentLookups)"
@@ -65,13 +43,31 @@ extension Configuration {
         case .maxWatchesPerUser: maxWatchesPerUserSetting.map { "\($0)" } ?? "auto"
         case .maxWatches: "\(maxWatches)"
         case .priority(let kind): "\(priorities[kind] ?? kind.defaultPriority)"
-        case .probeURL: connectivity.url?.description ?? ""
+        case .probeURL: connectivity.url?.description
         case .expectedStatus: "\(connectivity.expectation.status)"
-        case .expectedBody: connectivity.expectation.body
+        case .expectedBody: connectivity.expectation.body.isEmpty ? nil : connectivity.expectation.body
         case .probeInterval: DurationText.format(connectivity.interval)
         case .probeTimeout: DurationText.format(connectivity.timeout)
-        case .name, .kind, .ignore, .metered, .probe, .rulePriority: ""  // rule keys are written per rule
-        case .waitTimeout, .waitTarget, .waitKind, .networkManager, .textfileDirectory, .textfileInterval: ""  // written by mergedText itself
+        case .waitTimeout: DurationText.format(waitOnlineTimeout)
+        case .waitTarget: waitOnlineTarget
+        case .waitKind: waitOnlineKind?.rawValue
+        case .networkManager: Self.text(networkManagerCompatibility)
+        case .textfileDirectory: metrics.textfileDirectory
+        case .textfileInterval: DurationText.format(metrics.textfileInterval)
+        case .name, .kind, .ignore, .metered, .probe, .rulePriority: nil  // written per rule
+        }
+    }
+
+    /// A rule's value for `setting`; nil when the rule leaves it unset.
+    private static func text(of setting: ConfigurationSetting, in rule: InterfaceRule) -> String? {
+        switch setting {
+        case .name: rule.pattern
+        case .kind: rule.kind?.rawValue
+        case .ignore: rule.ignore.map(text)
+        case .metered: rule.metered.map(text)
+        case .probe: rule.probe.map(text)
+        case .rulePriority: rule.priority.map { "\($0)" }
+        default: nil
         }
     }
 

@@ -210,11 +210,12 @@ extension CheckResult {
 
 /// What tells a file's versions apart cheaply (one stat): device, inode, size and change time.
 /// nil when the file cannot be stat'ed (then nothing is cached).
-struct FileIdentity: Hashable {
+struct FileIdentity: Equatable {
     var device: UInt64
     var inode: UInt64
     var size: Int64
-    var changed: timespec
+    var changedSeconds: Int
+    var changedNanoseconds: Int
 
     init?(path: String) {
         var info = stat()
@@ -222,16 +223,7 @@ struct FileIdentity: Hashable {
         device = UInt64(info.st_dev)
         inode = UInt64(info.st_ino)
         size = Int64(info.st_size)
-        changed = info.st_ctim
-    }
-
-    static func == (a: FileIdentity, b: FileIdentity) -> Bool {
-        a.device == b.device && a.inode == b.inode && a.size == b.size
-            && a.changed.tv_sec == b.changed.tv_sec && a.changed.tv_nsec == b.changed.tv_nsec
-    }
-
-    func hash(into hasher: inout Hasher) {
-        hasher.combine(inode)
-        hasher.combine(size)
+        changedSeconds = info.st_ctim.tv_sec
+        changedNanoseconds = info.st_ctim.tv_nsec
     }
 }

@@ -71,7 +71,7 @@ public final class ReachabilityCore {
     }
 
     /// The probe's verdict on one uplink other than the primary (`ValidatedInterfaces`).
-    public func record(uplink index: Int32, connectivity: Connectivity) {
+    public func record(uplink index: Int32, connectivity: ConnectivityVerdict) {
         settle(mirror.withLock { $0.state.apply([.uplinkConnectivity(index: index, connectivity)]) })
     }
 

@@ -40,7 +40,7 @@ extension NetworkState {
     /// primary by the host's probe, every other uplink by its own.
     func validatedInterfaces(available: [String], primary: String, connectivity: ConnectivityStatus) -> [String] {
         available.filter { name in
-            if name == primary { return connectivity.connectivity == .full }
+            if name == primary { return connectivity.verdict == .full }
             return linkIndexByName[name].flatMap { uplinkVerdicts[$0] } == .full
         }
     }

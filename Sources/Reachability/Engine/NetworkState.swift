@@ -33,7 +33,7 @@ public struct NetworkState: Sendable {
     /// how long one holds).
     private(set) var announcedPortals: [Int32: AnnouncedPortal] = [:]
     /// The probe's verdicts on uplinks other than the primary (`NetworkEvent.uplinkConnectivity`).
-    private(set) var uplinkVerdicts: [Int32: Connectivity] = [:]
+    private(set) var uplinkVerdicts: [Int32: ConnectivityVerdict] = [:]
     /// Set by the first `internetPath` fact: from then on the host follows the kernel's answers.
     private(set) var followsKernelPaths = false
     /// Bridge (or bond) index -> its ports, for kinds taken from ports.

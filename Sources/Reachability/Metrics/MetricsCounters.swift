@@ -14,9 +14,9 @@ public struct MetricsCounters: Sendable, Hashable {
     public var dnsDeadlineHits: UInt64 = 0
     /// Watch calls refused by a limit (MaxWatchesPerClient, MaxWatchesPerUser, MaxWatches).
     public var watchesRefused: UInt64 = 0
-    /// Verdicts of the connectivity probe, by `Connectivity` (in `Connectivity.allCases` order;
+    /// Verdicts of the connectivity probe, by `ConnectivityVerdict` (in `ConnectivityVerdict.allCases` order;
     /// `unknown` stays 0: a probe always ends in one of the others).
-    public var probeResults = [UInt64](repeating: 0, count: Connectivity.allCases.count)
+    public var probeResults = [UInt64](repeating: 0, count: ConnectivityVerdict.allCases.count)
     /// Scrapes of `/metrics` turned away because `MetricsEndpoint.maximumConnections` were busy.
     public var scrapesRefused: UInt64 = 0
 
@@ -33,7 +33,7 @@ public struct MetricsCounters: Sendable, Hashable {
         checkDuration.observe(seconds)
     }
 
-    public mutating func recordProbe(_ connectivity: Connectivity) {
+    public mutating func recordProbe(_ connectivity: ConnectivityVerdict) {
         probeResults[connectivity.metricsIndex] += 1
     }
 }
@@ -86,7 +86,7 @@ extension Reason {
     }
 }
 
-extension Connectivity {
+extension ConnectivityVerdict {
     var metricsIndex: Int {
         switch self {
         case .unknown: 0

@@ -43,7 +43,7 @@ public enum MetricsExposition {
         var out = ExpositionText()
         let host = sample.snapshot.host
         out.family("reachd_host_state", .gauge, "The host's connectivity state (1 for the current one): online when the default route leaves through a ready link, local when only a link is ready, offline otherwise.")
-        for state in ConnectivityState.allCases {
+        for state in HostState.allCases {
             out.sample("reachd_host_state", [("state", state.rawValue)], host.state == state ? 1 : 0)
         }
         let primary = sample.snapshot.interfaces.first { $0.name == host.primaryInterface }
@@ -54,8 +54,8 @@ public enum MetricsExposition {
             out.sample("reachd_host_flag", [("flag", name)], host.flags.contains(flag) ? 1 : 0)
         }
         out.family("reachd_connectivity", .gauge, "The connectivity probe's verdict (1 for the current one); unknown when the probe is off.")
-        for verdict in Connectivity.allCases {
-            out.sample("reachd_connectivity", [("verdict", verdict.rawValue)], host.connectivity.connectivity == verdict ? 1 : 0)
+        for verdict in ConnectivityVerdict.allCases {
+            out.sample("reachd_connectivity", [("verdict", verdict.rawValue)], host.connectivity.verdict == verdict ? 1 : 0)
         }
 
         var present = [Int](repeating: 0, count: InterfaceKind.allCases.count)
@@ -92,7 +92,7 @@ public enum MetricsExposition {
         out.counter("reachd_watches_refused_total", "Watch calls refused by MaxWatchesPerClient, MaxWatchesPerUser or MaxWatches.", counters.watchesRefused)
 
         out.family("reachd_connectivity_probes_total", .counter, "Connectivity probes finished, by verdict.")
-        for (index, verdict) in Connectivity.allCases.enumerated() where verdict != .unknown {
+        for (index, verdict) in ConnectivityVerdict.allCases.enumerated() where verdict != .unknown {
             out.sample("reachd_connectivity_probes_total", [("verdict", verdict.rawValue)], Double(counters.probeResults[index]))
         }
         out.counter("reachd_metrics_scrapes_refused_total", "Connections to the metrics socket closed unanswered because too many scrapes were in progress.", counters.scrapesRefused)

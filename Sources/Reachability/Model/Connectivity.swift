@@ -3,8 +3,8 @@
 /// happened when reachd asked a known server over that route.
 ///
 /// The names follow NetworkManager's connectivity states, so tools that speak both read them
-/// alike; `ConnectivityVerdict` says how an answer maps onto them.
-public enum Connectivity: String, Sendable, Hashable, CaseIterable {
+/// alike; `ProbeExpectation` says how an answer maps onto them.
+public enum ConnectivityVerdict: String, Sendable, Hashable, CaseIterable {
     /// The probe is off, or has not answered yet on this path.
     case unknown
     /// The probe failed: DNS failed or timed out, the connection was refused or never answered,
@@ -23,14 +23,14 @@ public enum Connectivity: String, Sendable, Hashable, CaseIterable {
 
 /// The host's connectivity answer and what it rests on.
 public struct ConnectivityStatus: Sendable, Hashable {
-    public var connectivity: Connectivity
+    public var verdict: ConnectivityVerdict
     /// Where a portal redirected the probe (its Location header), when it did.
     public var portal: String
     /// A sentence for people: what the probe saw (`HTTP 204`, `connect: Connection refused`).
     public var detail: String
 
-    public init(connectivity: Connectivity = .unknown, portal: String = "", detail: String = "") {
-        self.connectivity = connectivity
+    public init(verdict: ConnectivityVerdict = .unknown, portal: String = "", detail: String = "") {
+        self.verdict = verdict
         self.portal = portal
         self.detail = detail
     }
@@ -40,7 +40,7 @@ public struct ConnectivityStatus: Sendable, Hashable {
     /// The flags the answer adds to the host's: `interventionRequired` for a portal,
     /// `validated` for full.
     public var flags: ReachabilityFlags {
-        switch connectivity {
+        switch verdict {
         case .portal: .interventionRequired
         case .full: .validated
         case .unknown, .none, .limited: []

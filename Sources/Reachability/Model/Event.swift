@@ -29,7 +29,7 @@ public enum NetworkEvent: Hashable, Sendable {
     case announcedPortal(AnnouncedPortal)
     /// Not from the kernel: the probe's verdict on one uplink other than the primary, reached
     /// through that link alone (`Uplink`); `unknown` forgets it. Moves no route.
-    case uplinkConnectivity(index: Int32, Connectivity)
+    case uplinkConnectivity(index: Int32, ConnectivityVerdict)
 }
 
 /// A complete picture from a dump: what a (re)sync replaces the state with.

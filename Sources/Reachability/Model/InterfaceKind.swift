@@ -34,7 +34,7 @@ public enum Reason: String, Sendable, Hashable, CaseIterable {
 }
 
 /// The host's overall connectivity, as the `State` property names it.
-public enum ConnectivityState: String, Sendable, Hashable, CaseIterable {
+public enum HostState: String, Sendable, Hashable, CaseIterable {
     /// The default route the kernel would use right now leaves through a ready link.
     case online
     /// Not online, but a non-loopback link is ready with an address.

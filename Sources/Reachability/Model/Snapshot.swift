@@ -21,7 +21,7 @@ public struct InterfaceStatus: Hashable, Sendable {
 /// The derived reachability of the host: the answer for 0.0.0.0 / ::.
 public struct HostStatus: Hashable, Sendable {
     public var flags: ReachabilityFlags
-    public var state: ConnectivityState
+    public var state: HostState
     /// The link the kernel would use for the default route now; empty when there is none.
     public var primaryInterface: String
     /// Ready links that carry a default route, by kind priority, then metric.
@@ -44,7 +44,7 @@ public struct HostStatus: Hashable, Sendable {
     public var validatedInterfaces: [String]
 
     public init(
-        flags: ReachabilityFlags = [], state: ConnectivityState = .offline,
+        flags: ReachabilityFlags = [], state: HostState = .offline,
         primaryInterface: String = "", availableInterfaces: [String] = [], underlyingInterface: String = "",
         connectivity: ConnectivityStatus = .unknown, announcedPortal: String = "", validatedInterfaces: [String] = []
     ) {

@@ -90,11 +90,6 @@ extension JSONValue {
         return members.map(\.0)
     }
 
-    public var stringValue: String? {
-        if case .string(let value) = self { return value }
-        return nil
-    }
-
     public var arrayValue: [JSONValue]? {
         if case .array(let values) = self { return values }
         return nil

@@ -41,11 +41,11 @@ public struct NetworkManagerValues: Hashable, Sendable {
 
     public init(host: HostStatus, interfaces: [InterfaceStatus]) {
         switch host.state {
-        case .online where [.portal, .limited, .none].contains(host.connectivity.connectivity):
+        case .online where [.portal, .limited, .none].contains(host.connectivity.verdict):
             // The probe ([Connectivity]) says the route does not reach the internet: NetworkManager's
             // CONNECTED_SITE with its PORTAL (2), LIMITED (3) or NONE (1).
             state = Self.stateConnectedSite
-            connectivity = switch host.connectivity.connectivity {
+            connectivity = switch host.connectivity.verdict {
             case .portal: Self.connectivityPortal
             case .limited: Self.connectivityLimited
             default: Self.connectivityNone

@@ -32,7 +32,7 @@ extension HostStatus {
             ("primaryInterface", .string(primaryInterface)),
             ("availableInterfaces", .array(availableInterfaces.map(JSONValue.string))),
             ("underlyingInterface", .string(underlyingInterface)),
-            ("connectivity", .string(connectivity.connectivity.rawValue)),
+            ("connectivity", .string(connectivity.verdict.rawValue)),
             ("portal", .string(connectivity.portal)),
             ("announcedPortal", .string(announcedPortal)),
             ("validatedInterfaces", .array(validatedInterfaces.map(JSONValue.string))),
@@ -69,7 +69,7 @@ extension ConnectivityStatus {
     /// `{"connectivity":"portal","portal":"http://login.example/","detail":"HTTP 302"}`: the
     /// Validate reply in lowerCamelCase (`reachctl check --validate --json`).
     public var json: JSONValue {
-        .object([("connectivity", .string(connectivity.rawValue)), ("portal", .string(portal)), ("detail", .string(detail))])
+        .object([("connectivity", .string(verdict.rawValue)), ("portal", .string(portal)), ("detail", .string(detail))])
     }
 }
 

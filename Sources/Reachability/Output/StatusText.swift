@@ -22,17 +22,17 @@ public func renderSummary(_ host: HostStatus, interfaces: [InterfaceStatus] = []
 /// `, internet: full`, `, internet: portal at http://login.example/`: the probe's verdict, when
 /// there is one (nothing without the probe).
 func renderInternet(_ status: ConnectivityStatus) -> String {
-    switch status.connectivity {
+    switch status.verdict {
     case .unknown: ""
     case .portal: ", internet: portal" + (status.portal.isEmpty ? "" : " at \(status.portal)")
-    case .none, .limited, .full: ", internet: \(status.connectivity.rawValue)"
+    case .none, .limited, .full: ", internet: \(status.verdict.rawValue)"
     }
 }
 
 /// A probe's verdict for people (`reachctl check --validate`): `internet: full (HTTP 204)`,
 /// `internet: portal at http://login.example/ (HTTP 302)`; what the probe saw in parentheses.
 public func renderValidation(_ status: ConnectivityStatus) -> String {
-    var line = "internet: " + status.connectivity.rawValue
+    var line = "internet: " + status.verdict.rawValue
     if !status.portal.isEmpty { line += " at \(status.portal)" }
     if !status.detail.isEmpty { line += " (\(status.detail))" }
     return line

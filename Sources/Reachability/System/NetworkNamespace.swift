@@ -14,17 +14,16 @@ public enum NetworkNamespace {
 
     /// Runs `body` on a thread that has entered the namespace at `path`.
     static func run<T>(in path: String, _ body: () -> Result<T, SystemError>) throws(SystemError) -> T {
-        let namespace = try Descriptor(checking: open(path, O_RDONLY | O_CLOEXEC), "open network namespace \(path)")
-        let fd = namespace.rawValue
         var result: Result<T, SystemError> = .failure(SystemError("enter network namespace \(path)", errno: EINVAL))
         withoutActuallyEscaping(body) { body in
             do throws(SystemError) {
                 try DedicatedThread.runAndWait {
-                    guard cnetlink_setns(fd, cnetlink_clone_newnet()) == 0 else {
-                        result = .failure(SystemError("setns \(path)"))
-                        return
+                    do throws(SystemError) {
+                        try enter(path)
+                        result = body()
+                    } catch {
+                        result = .failure(error)
                     }
-                    result = body()
                 }
             } catch {
                 result = .failure(error)
@@ -34,7 +33,7 @@ public enum NetworkNamespace {
     }
 
     /// Moves the calling thread into the namespace at `path`. Only for a thread the caller owns
-    /// for good (reachd's main thread): never a pooled one.
+    /// for good (reachd's main thread, `run`'s throwaway one): never a pooled one.
     public static func enter(_ path: String) throws(SystemError) {
         let namespace = try Descriptor(checking: open(path, O_RDONLY | O_CLOEXEC), "open network namespace \(path)")
         let fd = namespace.rawValue

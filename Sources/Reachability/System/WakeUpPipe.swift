@@ -17,10 +17,10 @@ public final class WakeUpPipe: Sendable {
         guard pipe(&ends) == 0 else { throw SystemError("pipe") }
         readEnd = Descriptor(ends[0])
         writeEnd = Descriptor(ends[1])
-        for end in [readEnd.rawValue, writeEnd.rawValue] {
-            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
-        }
+        readEnd.setCloseOnExec()
+        readEnd.setNonBlocking()
+        writeEnd.setCloseOnExec()
+        writeEnd.setNonBlocking()
     }
 
     /// Makes `fd` readable (a full pipe already is).

@@ -1,5 +1,5 @@
 /// What the probe expects back (`[Connectivity]`), and how an answer or a failure maps onto
-/// `Connectivity`. Pure: the daemon's probe feeds it what happened.
+/// `ConnectivityVerdict`. Pure: the daemon's probe feeds it what happened.
 ///
 /// The rules, beside those of the checkers people trust (documented in reachd.conf(5)):
 /// - **full**: the header `X-NetworkManager-Status: online` (NetworkManager's), or, with
@@ -27,29 +27,29 @@ public struct ProbeExpectation: Sendable, Hashable {
     public func judge(_ response: HTTPResponse) -> ConnectivityStatus {
         let detail = "HTTP \(response.status)" + (response.body.isEmpty ? "" : ", \(response.body.count)\(response.isComplete ? "" : "+") bytes")
         if response.headers["x-networkmanager-status"]?.lowercased() == "online" {
-            return ConnectivityStatus(connectivity: .full, detail: detail + ", X-NetworkManager-Status: online")
+            return ConnectivityStatus(verdict: .full, detail: detail + ", X-NetworkManager-Status: online")
         }
         if (300...399).contains(response.status), response.status != 304 {
             let location = response.headers["location"] ?? ""
-            return ConnectivityStatus(connectivity: .portal, portal: location, detail: detail + (location.isEmpty ? ", a redirect without Location" : ""))
+            return ConnectivityStatus(verdict: .portal, portal: location, detail: detail + (location.isEmpty ? ", a redirect without Location" : ""))
         }
         if !body.isEmpty {
-            guard response.status == 200 else { return ConnectivityStatus(connectivity: .limited, detail: detail) }
+            guard response.status == 200 else { return ConnectivityStatus(verdict: .limited, detail: detail) }
             let expected = Array(body.utf8)
-            if response.body.starts(with: expected) { return ConnectivityStatus(connectivity: .full, detail: detail) }
-            return ConnectivityStatus(connectivity: .portal, detail: detail + ", not the expected body")
+            if response.body.starts(with: expected) { return ConnectivityStatus(verdict: .full, detail: detail) }
+            return ConnectivityStatus(verdict: .portal, detail: detail + ", not the expected body")
         }
-        if response.status == status { return ConnectivityStatus(connectivity: .full, detail: detail) }
+        if response.status == status { return ConnectivityStatus(verdict: .full, detail: detail) }
         if response.status == 200 {
-            if response.body.isEmpty { return ConnectivityStatus(connectivity: .full, detail: detail + " (empty, as good as 204)") }
-            if response.body.count <= 4, response.isComplete { return ConnectivityStatus(connectivity: .limited, detail: detail + " (too short to be a page)") }
-            return ConnectivityStatus(connectivity: .portal, detail: detail + ", content where \(status) was expected")
+            if response.body.isEmpty { return ConnectivityStatus(verdict: .full, detail: detail + " (empty, as good as 204)") }
+            if response.body.count <= 4, response.isComplete { return ConnectivityStatus(verdict: .limited, detail: detail + " (too short to be a page)") }
+            return ConnectivityStatus(verdict: .portal, detail: detail + ", content where \(status) was expected")
         }
-        return ConnectivityStatus(connectivity: .limited, detail: detail)
+        return ConnectivityStatus(verdict: .limited, detail: detail)
     }
 
     /// Nothing answered: `what` says how (`DNS timeout`, `connect: Connection refused`).
     public static func failed(_ what: String) -> ConnectivityStatus {
-        ConnectivityStatus(connectivity: .none, detail: what)
+        ConnectivityStatus(verdict: .none, detail: what)
     }
 }
