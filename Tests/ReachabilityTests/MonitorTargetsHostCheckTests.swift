@@ -24,7 +24,7 @@ struct MonitorTargetsHostCheckTests {
         defer { targets.stop() }
         let address = Mutex<CheckResult?>(nil)
         targets.follow("203.0.113.10") { result in address.withLock { $0 = result } }
-        #expect(address.withLock { $0 }?.isReachable == true, "an address is answered at once")
+        try await waitUntil("an address is answered on following") { address.withLock { $0 }?.isReachable == true }
         targets.follow("up.test") { _ in }
         try await waitUntil("up.test answered") { answers.of("up.test").last?.isReachable == true }
         #expect(targets.answer(for: "up.test")?.interface == "up0")

@@ -143,6 +143,21 @@ public final class ReachabilityMonitor: Sendable {
         } remove: { shared, id in shared.routingSubscribers[id] = nil }
     }
 
+    /// Runs `body` on the monitor's thread with its core and loop, after the work submitted
+    /// before it; false, and `body` never runs, once the monitor has stopped.
+    @discardableResult
+    func onThread(_ body: @escaping @Sendable (ReachabilityCore, PollLoop) -> Void) -> Bool { hub.submit(.run(body)) }
+
+    /// Runs `body` once the monitor has stopped: on its thread as it ends, or at once when it has.
+    func onStop(_ body: @escaping @Sendable () -> Void) {
+        let later = hub.shared.withLock { shared in
+            guard !shared.ended else { return false }
+            shared.stopHandlers.append(body)
+            return true
+        }
+        if !later { body() }
+    }
+
     /// Stops watching; every update stream finishes. Idempotent.
     public func stop() { hub.stop() }
 
@@ -156,6 +171,9 @@ public final class ReachabilityMonitor: Sendable {
             var routingSubscribers: [UInt64: AsyncStream<UInt64>.Continuation] = [:]
             var nextID: UInt64 = 0
             var stopped = false
+            /// `onStop` bodies, run as the thread ends (`ended`).
+            var stopHandlers: [@Sendable () -> Void] = []
+            var ended = false
         }
         let shared = Mutex(Shared())
         /// Work for the monitor's thread from other threads; `nil` once the thread is gone.
@@ -166,11 +184,14 @@ public final class ReachabilityMonitor: Sendable {
         enum LoopRequest: Sendable {
             case check(HostCheckRequest)
             case cancel(UInt64)
+            case run(@Sendable (ReachabilityCore, PollLoop) -> Void)
         }
 
         init() throws(SystemError) { wakeup = try WakeUpPipe() }
 
-        func nextCheckID() -> UInt64 { checkIDs.add(1, ordering: .relaxed).newValue }
+        /// With the top bit set: never one of the ids the core gives its own checks (`CoreTargets`'),
+        /// which count from 1 in the same table.
+        func nextCheckID() -> UInt64 { checkIDs.add(1, ordering: .relaxed).newValue | 1 << 63 }
 
         /// Queues work for the thread and wakes it; false when the monitor has stopped.
         func submit(_ request: LoopRequest) -> Bool {
@@ -236,6 +257,7 @@ public final class ReachabilityMonitor: Sendable {
                     switch request {
                     case let .check(check): core.checkHost(check)
                     case let .cancel(id): core.cancelHostCheck(id)
+                    case let .run(body): body(core, loop)
                     }
                 }
                 return true
@@ -244,13 +266,16 @@ public final class ReachabilityMonitor: Sendable {
                 if case let .check(check) = request { check.completion(.failure(CheckCancelled())) }
             }
             core.cancelHostChecks()
-            let (subscribers, routingSubscribers) = shared.withLock { shared in
+            let (subscribers, routingSubscribers, stopHandlers) = shared.withLock { shared in
                 defer {
                     shared.subscribers.removeAll()
                     shared.routingSubscribers.removeAll()
+                    shared.stopHandlers.removeAll()
+                    shared.ended = true
                 }
-                return (shared.subscribers.values.map(\.0), Array(shared.routingSubscribers.values))
+                return (shared.subscribers.values.map(\.0), Array(shared.routingSubscribers.values), shared.stopHandlers)
             }
+            for body in stopHandlers { body() }
             for subscriber in subscribers { subscriber.finish() }
             for subscriber in routingSubscribers { subscriber.finish() }
         }
