@@ -38,14 +38,3 @@ public enum DedicatedThread {
         return thread
     }
 }
-
-/// Moves a value that is not `Sendable` to the thread that becomes its only user.
-final class HandOver<Value>: @unchecked Sendable {
-    private var value: Value?
-    init(_ value: Value) { self.value = value }
-    /// Takes the value out; called once, by the new owner.
-    func take() -> Value {
-        defer { value = nil }
-        return value!
-    }
-}
