@@ -16,21 +16,10 @@ public enum NetworkNamespace {
     static func run<T>(in path: String, _ body: () -> Result<T, SystemError>) throws(SystemError) -> T {
         let namespace = try Descriptor(checking: open(path, O_RDONLY | O_CLOEXEC), "open network namespace \(path)")
         let fd = namespace.rawValue
-        var result: Result<T, SystemError> = .failure(SystemError("enter network namespace \(path)", errno: EINVAL))
-        withoutActuallyEscaping(body) { body in
-            do throws(SystemError) {
-                try DedicatedThread.runAndWait {
-                    guard cnetlink_setns(fd, cnetlink_clone_newnet()) == 0 else {
-                        result = .failure(SystemError("setns \(path)"))
-                        return
-                    }
-                    result = body()
-                }
-            } catch {
-                result = .failure(error)
-            }
-        }
-        return try result.get()
+        return try DedicatedThread.run { () -> Result<T, SystemError> in
+            guard cnetlink_setns(fd, cnetlink_clone_newnet()) == 0 else { return .failure(SystemError("setns \(path)")) }
+            return body()
+        }.get()
     }
 
     /// Moves the calling thread into the namespace at `path`. Only for a thread the caller owns
