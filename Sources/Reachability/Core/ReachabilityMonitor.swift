@@ -75,14 +75,23 @@ public final class ReachabilityMonitor: Sendable {
     /// The current snapshot, then every change, until `stop()` or the stream is dropped.
     public func updates() -> AsyncStream<ReachabilityUpdate> {
         let (stream, continuation) = AsyncStream.makeStream(of: ReachabilityUpdate.self)
-        let mirror = self.mirror
-        return hub.subscribe(stream, continuation) { _ in
+        let (mirror, hub) = (self.mirror, self.hub)
+        let id = hub.shared.withLock { shared -> UInt64? in
+            guard !shared.stopped else { return nil }
             // Under the hub's lock, which every change passes before it is yielded: a change
             // applied after this snapshot reaches the stream, one included in it does not.
             let snapshot = mirror.snapshot
             continuation.yield(.snapshot(snapshot))
-            return { id, shared in shared.subscribers[id] = (continuation, snapshot.generation) }
-        } remove: { shared, id in shared.subscribers[id] = nil }
+            shared.nextID += 1
+            shared.subscribers[shared.nextID] = (continuation, snapshot.generation)
+            return shared.nextID
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak hub] _ in hub?.shared.withLock { _ = $0.subscribers.removeValue(forKey: id) } }
+        return stream
     }
 
     /// Checks one address against the kernel's routing truth and the link states held here.
@@ -132,17 +141,6 @@ public final class ReachabilityMonitor: Sendable {
         if !hub.submit(.check(request)) { return completion(.failure(CheckCancelled())) }
     }
 
-    /// The routing epoch each time it moves: a link, address, route or rule changed, whether or
-    /// not the host's answer or any interface's did (`updates()` says nothing then). What a
-    /// follower of single targets re-checks on, as reachd's watches do. Newest value only: a
-    /// burst of changes while the consumer is busy is one element. Ends at `stop()`.
-    public func routingChanges() -> AsyncStream<UInt64> {
-        let (stream, continuation) = AsyncStream.makeStream(of: UInt64.self, bufferingPolicy: .bufferingNewest(1))
-        return hub.subscribe(stream, continuation) { _ in
-            { id, shared in shared.routingSubscribers[id] = continuation }
-        } remove: { shared, id in shared.routingSubscribers[id] = nil }
-    }
-
     /// Runs `body` on the monitor's thread with its core and loop, after the work submitted
     /// before it; false, and `body` never runs, once the monitor has stopped.
     @discardableResult
@@ -168,7 +166,6 @@ public final class ReachabilityMonitor: Sendable {
         struct Shared: ~Copyable {
             /// Each subscriber with the generation of the snapshot it started from.
             var subscribers: [UInt64: (AsyncStream<ReachabilityUpdate>.Continuation, since: UInt64)] = [:]
-            var routingSubscribers: [UInt64: AsyncStream<UInt64>.Continuation] = [:]
             var nextID: UInt64 = 0
             var stopped = false
             /// `onStop` bodies, run as the thread ends (`ended`).
@@ -212,39 +209,12 @@ public final class ReachabilityMonitor: Sendable {
             if first { wakeup.signal() }
         }
 
-        /// Registers a stream: `register` runs under the lock and returns how to file it under an
-        /// id; the stream leaves its table when it ends. A stopped monitor gives a finished stream.
-        func subscribe<Element: Sendable>(
-            _ stream: AsyncStream<Element>, _ continuation: AsyncStream<Element>.Continuation,
-            register: (borrowing Shared) -> (UInt64, inout Shared) -> Void,
-            remove: @escaping @Sendable (inout Shared, UInt64) -> Void
-        ) -> AsyncStream<Element> {
-            let id = shared.withLock { shared -> UInt64? in
-                guard !shared.stopped else { return nil }
-                let file = register(shared)
-                shared.nextID += 1
-                let id = shared.nextID
-                file(id, &shared)
-                return id
-            }
-            guard let id else {
-                continuation.finish()
-                return stream
-            }
-            continuation.onTermination = { [weak self] _ in self?.shared.withLock { remove(&$0, id) } }
-            return stream
-        }
-
         /// The core's follower, on the thread.
         func publish(_ update: CoreUpdate) {
+            guard let change = update.change else { return }
             shared.withLock { shared in
-                if let change = update.change {
-                    for (subscriber, since) in shared.subscribers.values where change.generation > since {
-                        subscriber.yield(.change(change))
-                    }
-                }
-                if update.routingMoved {
-                    for subscriber in shared.routingSubscribers.values { subscriber.yield(update.routingEpoch) }
+                for (subscriber, since) in shared.subscribers.values where change.generation > since {
+                    subscriber.yield(.change(change))
                 }
             }
         }
@@ -266,18 +236,16 @@ public final class ReachabilityMonitor: Sendable {
                 if case let .check(check) = request { check.completion(.failure(CheckCancelled())) }
             }
             core.cancelHostChecks()
-            let (subscribers, routingSubscribers, stopHandlers) = shared.withLock { shared in
+            let (subscribers, stopHandlers) = shared.withLock { shared in
                 defer {
                     shared.subscribers.removeAll()
-                    shared.routingSubscribers.removeAll()
                     shared.stopHandlers.removeAll()
                     shared.ended = true
                 }
-                return (shared.subscribers.values.map(\.0), Array(shared.routingSubscribers.values), shared.stopHandlers)
+                return (shared.subscribers.values.map(\.0), shared.stopHandlers)
             }
             for body in stopHandlers { body() }
             for subscriber in subscribers { subscriber.finish() }
-            for subscriber in routingSubscribers { subscriber.finish() }
         }
     }
 }
