@@ -50,8 +50,13 @@ public final class CoreTargets: TargetFollowerDriver {
 /// one its core runs on, so answers come out in the order they were found, a newer one is never
 /// overtaken by an older one, and nothing else runs. SystemConfiguration's in-process backend
 /// and reachctl's in-process monitor follow targets through it.
+///
+/// Callers only count followers per target; the thread follows a target while it has any and
+/// catches up in one pass however many calls came meanwhile, so a burst of references made and
+/// dropped costs no more than the targets it names.
 public final class MonitorTargets: Sendable {
     /// Gets every answer of a followed target (repeats included), on the monitor's thread.
+    /// Never call `follow`, `answer(for:)` or `count` from it.
     public typealias Answered = @Sendable (_ target: String, _ result: CheckResult) -> Void
 
     private let monitor: ReachabilityMonitor
@@ -63,14 +68,11 @@ public final class MonitorTargets: Sendable {
         answered: @escaping Answered, ended: @escaping @Sendable () -> Void = {}
     ) {
         self.monitor = monitor
-        side = ThreadSide(ended)
+        side = ThreadSide(answered, ended)
         let side = side
         monitor.onStop { side.end() }
         monitor.onThread { core, loop in
-            let targets = CoreTargets(core: core, loop: loop, settings: settings) { target, result, _ in
-                side.known.withLock { $0.answers[target] = result }
-                answered(target, result)
-            }
+            let targets = CoreTargets(core: core, loop: loop, settings: settings) { target, result, _ in side.publish(target, result) }
             side.targets = targets
             core.follow { [weak targets] update in if update.routingMoved { targets?.follower.routingChanged() } }
         }
@@ -84,41 +86,91 @@ public final class MonitorTargets: Sendable {
         if !monitor.onThread({ _, _ in side.end() }) { side.finish() }
     }
 
-    /// One more follower of `target`: `known` gets the answer already known, if any
-    /// (`TargetFollower.follow`), on the monitor's thread, before any later answer.
-    public func follow(_ target: String, known: @escaping @Sendable (CheckResult) -> Void) {
-        let side = side
-        monitor.onThread { _, _ in
-            guard let follower = side.targets?.follower else { return }
-            let answer = follower.follow(target)
-            side.known.withLock { if let answer { $0.answers[target] = answer }; $0.count = follower.count }
+    /// One more follower of `target`: `known` gets the answer already known, if any, before this
+    /// returns and before any later answer; the first follower's answers come to `answered`.
+    public func follow(_ target: String, known: (CheckResult) -> Void) {
+        change(target) { wanted, answer in
+            wanted += 1
             if let answer { known(answer) }
+            return wanted == 1
         }
     }
 
     /// One follower fewer. Never waits.
     public func unfollow(_ target: String) {
-        let side = side
-        monitor.onThread { _, _ in
-            guard let follower = side.targets?.follower else { return }
-            follower.unfollow(target)
-            side.known.withLock { $0.answers[target] = follower.answer(for: target); $0.count = follower.count }
+        change(target) { wanted, _ in
+            wanted -= 1
+            return wanted == 0
         }
     }
 
+    /// Counts a follower in or out; when `body` says the target starts or stops being followed,
+    /// the thread is asked to catch up (once for all the calls until it does).
+    private func change(_ target: String, _ body: (inout Int, CheckResult?) -> Bool) {
+        let first = side.shared.withLock { shared -> Bool in
+            var wanted = shared.wanted[target] ?? 0
+            let moved = body(&wanted, shared.answers[target])
+            shared.wanted[target] = wanted > 0 ? wanted : nil
+            guard moved else { return false }
+            shared.dirty.append(target)
+            return shared.dirty.count == 1
+        }
+        let side = self.side
+        if first { monitor.onThread { _, _ in side.catchUp() } }
+    }
+
     /// The last answer of a followed target, once it has one.
-    public func answer(for target: String) -> CheckResult? { side.known.withLock { $0.answers[target] } }
+    public func answer(for target: String) -> CheckResult? { side.shared.withLock { $0.answers[target] } }
 
     /// Distinct targets followed now.
-    public var count: Int { side.known.withLock { $0.count } }
+    public var count: Int { side.shared.withLock { $0.wanted.count } }
 
-    /// The follower, touched on the monitor's thread only, and what other threads may read: the
-    /// answers known and how many targets are followed.
+    /// The follower and what it follows, on the monitor's thread only; and under a lock, what
+    /// callers want followed and the answers known.
     private final class ThreadSide: @unchecked Sendable {
+        struct Shared {
+            /// Followers per target.
+            var wanted: [String: Int] = [:]
+            var answers: [String: CheckResult] = [:]
+            /// Targets that started or stopped being wanted since the thread last caught up.
+            var dirty: [String] = []
+        }
+        let shared = Mutex(Shared())
         var targets: CoreTargets?
-        let known = Mutex<(answers: [String: CheckResult], count: Int)>(([:], 0))
+        private var followed: Set<String> = []
+        private let answered: Answered
         private let ended: Mutex<(@Sendable () -> Void)?>
-        init(_ ended: @escaping @Sendable () -> Void) { self.ended = Mutex(ended) }
+
+        init(_ answered: @escaping Answered, _ ended: @escaping @Sendable () -> Void) {
+            self.answered = answered
+            self.ended = Mutex(ended)
+        }
+
+        /// Follows what is wanted and lets go of the rest.
+        func catchUp() {
+            let dirty = shared.withLock { shared in defer { shared.dirty = [] }; return shared.dirty }
+            guard let follower = targets?.follower else { return }
+            for target in dirty {
+                let wanted = shared.withLock { $0.wanted[target] != nil }
+                guard wanted != followed.contains(target) else { continue }
+                if wanted {
+                    followed.insert(target)
+                    if let answer = follower.follow(target) { publish(target, answer) }
+                } else {
+                    followed.remove(target)
+                    follower.unfollow(target)
+                    shared.withLock { $0.answers[target] = nil }
+                }
+            }
+        }
+
+        /// Under the lock, so that a `known` answer handed to a new follower is never older.
+        func publish(_ target: String, _ result: CheckResult) {
+            shared.withLock { shared in
+                shared.answers[target] = result
+                answered(target, result)
+            }
+        }
 
         /// On the monitor's thread: drops the follower, then says so.
         func end() {
