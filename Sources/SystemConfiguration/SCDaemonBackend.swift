@@ -141,3 +141,10 @@ final class SCDaemonThread: ReachabilityClientOwner {
 final class SCAnswers: Sendable {
     let table = Mutex<[SCTarget: ReachabilityFlags]>([:])
 }
+
+extension DispatchTimeInterval {
+    /// `duration` in whole microseconds; a negative one is zero.
+    init(_ duration: Duration) {
+        self = .microseconds(Int(max(0, duration.wholeMicroseconds)))
+    }
+}

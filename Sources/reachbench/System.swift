@@ -1,3 +1,4 @@
+import Reachability
 import Synchronization
 
 #if canImport(Glibc)
@@ -198,36 +199,11 @@ func findExecutable(_ candidates: [String]) -> String? {
 
 // MARK: - a thread of its own
 
-/// A closure handed to a new pthread.
-private final class ThreadWork: @unchecked Sendable {
-    let run: () -> Void
-    init(_ run: @escaping () -> Void) { self.run = run }
-}
-
-/// Starts `work` on a new OS thread (joinable).
-private func spawn(_ work: ThreadWork) throws(BenchError) -> pthread_t {
-    let context = Unmanaged.passRetained(work).toOpaque()
-    var thread = pthread_t()
-    let created = pthread_create(&thread, nil, { context in
-        Unmanaged<ThreadWork>.fromOpaque(context!).takeRetainedValue().run()
-        return nil
-    }, context)
-    guard created == 0 else {
-        Unmanaged<ThreadWork>.fromOpaque(context).release()
-        throw BenchError.system("pthread_create", errno: created)
-    }
-    return thread
-}
-
 /// Runs `body` on a fresh OS thread and waits for it. Used for everything that enters the
 /// bench namespace with setns(2): the namespace stays with that thread, which then ends, so no
 /// pooled thread ever changes namespace.
 func onFreshThread<T>(_ body: () -> T) throws(BenchError) -> T {
-    var result: T?
-    try withoutActuallyEscaping(body) { (body) throws(BenchError) in
-        _ = pthread_join(try spawn(ThreadWork { result = body() }), nil)
-    }
-    return result!
+    do { return try DedicatedThread.run(body) } catch { throw BenchError(error.description) }
 }
 
 // MARK: - long-running children (servers, daemons, monitors)
@@ -410,7 +386,7 @@ final class BackgroundThread<T: Sendable> {
 
     init(_ body: @escaping @Sendable () -> T) throws(BenchError) {
         let box = self.box
-        thread = try spawn(ThreadWork { box.value = body() })
+        do { thread = try DedicatedThread.spawn { box.value = body() } } catch { throw BenchError(error.description) }
     }
 
     /// Waits for the thread; its result.

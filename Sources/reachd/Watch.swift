@@ -3,7 +3,7 @@ import Synchronization
 
 /// One client's watch: `/org/reachd/Reachability1/watch/N`, interface
 /// `org.reachd.Reachability1.Watch`, with its own PropertiesChanged whenever its answer changes.
-/// Watches on the same target share one `WatchedTarget`, and so one answer and one DNS lookup.
+/// Watches on the same target share one answer and one DNS lookup (`WatchTargets`).
 final class Watch: BusObject {
     static let interface = ReachdContract.watchInterface
     static let vtable = BusVTable(ReachdContract.watchMembers)
@@ -12,33 +12,33 @@ final class Watch: BusObject {
     let owner: String
     /// The Unix user of the owner, for MaxWatchesPerUser.
     let uid: UInt32
-    let shared: WatchedTarget
+    let target: String
+    private unowned let targets: WatchTargets
     var slot: BusSlot?
 
     /// Watch objects alive, logged at exit (`--verbose`): a watch kept alive by a reference
     /// cycle shows there. Counted at creation and release only, never per call.
     static let alive = Atomic<Int>(0)
 
-    init(path: String, owner: String, uid: UInt32, shared: WatchedTarget) {
+    init(path: String, owner: String, uid: UInt32, target: String, targets: WatchTargets) {
         self.path = path
         self.owner = owner
         self.uid = uid
-        self.shared = shared
+        self.target = target
+        self.targets = targets
         Self.alive.add(1, ordering: .relaxed)
     }
 
     deinit { Self.alive.subtract(1, ordering: .relaxed) }
-
-    var target: String { shared.target }
 
     func call(_ method: String, _ message: BusMessage) throws(BusError) -> BusReply {
         throw BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "no method \(method)")
     }
 
     func property(_ name: String, into reply: BusMessage) throws(BusError) {
-        let result = shared.result
+        let result = targets.answer(for: target)
         switch name {
-        case "Target": try reply.append(shared.target)
+        case "Target": try reply.append(target)
         case "Flags": try reply.append(result.flags.rawValue)
         case "Interface": try reply.append(result.interface)
         case "Reason": try reply.append(result.reason?.rawValue ?? "")

@@ -127,7 +127,7 @@ final class WatchRegistry {
             throw limitExceeded("the clients of Unix user \(uid) already hold \(ofUser) watches, the most one user may hold (MaxWatchesPerUser=\(limits.perUser))")
         }
         nextID += 1
-        let watch = Watch(path: "\(ReachdContract.watchPathNamespace)/\(nextID)", owner: owner, uid: uid, shared: targets.target(for: target))
+        let watch = Watch(path: "\(ReachdContract.watchPathNamespace)/\(nextID)", owner: owner, uid: uid, target: target, targets: targets)
         // The watch holds its slot and this registry holds the watch: the slot must not hold it.
         watch.slot = try bus.add(watch, at: watch.path, interface: Watch.interface, vtable: Watch.vtable, retaining: false)
         watches[watch.path] = watch
@@ -166,10 +166,8 @@ final class WatchRegistry {
         metrics.changed()
     }
 
-    /// At stop: lets go of every watch, and so unregisters its object. Each is held by its shared
-    /// target as well, so releasing this registry alone would not free them.
+    /// At stop: lets go of every watch, and so unregisters its object.
     func releaseAll() {
-        for watch in watches.values { watch.shared.watches.removeAll() }
         watches = [:]
         clients = [:]
         perUser = [:]

@@ -22,9 +22,11 @@ struct MonitorTargetsHostCheckTests {
             answers.list.withLock { $0.append(result) }
         }
         defer { targets.stop() }
-        let address = Mutex<CheckResult?>(nil)
-        targets.follow("203.0.113.10") { result in address.withLock { $0 = result } }
-        #expect(address.withLock { $0 }?.isReachable == true, "an address is answered at once")
+        targets.follow("203.0.113.10") { _ in }
+        try await waitUntil("an address is answered on following") { answers.of("203.0.113.10").last?.isReachable == true }
+        var known: CheckResult?
+        targets.follow("203.0.113.10") { known = $0 }
+        #expect(known?.isReachable == true, "a later follower gets the known answer at once")
         targets.follow("up.test") { _ in }
         try await waitUntil("up.test answered") { answers.of("up.test").last?.isReachable == true }
         #expect(targets.answer(for: "up.test")?.interface == "up0")

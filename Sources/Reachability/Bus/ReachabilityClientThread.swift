@@ -37,9 +37,9 @@ public final class ReachabilityClientThread<Owner: ReachabilityClientOwner>: Sen
     /// client). The thread holds this object until it ends: stop it when done.
     public init(_ owner: sending Owner) throws(SystemError) {
         wakeup = try WakeUpPipe()
-        let handOver = HandOver(owner)
+        let handOver = UncheckedSendable(owner)
         try DedicatedThread.start { [self] in
-            let owner = handOver.take()
+            let owner = handOver.value
             let lost = run(owner)
             for job in jobs.withLock({ jobs in defer { jobs = nil }; return jobs ?? [] }) { job.cancel() }
             owner.ended(lost: lost)

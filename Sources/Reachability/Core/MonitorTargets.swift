@@ -1,34 +1,80 @@
-import Dispatch
 import Synchronization
 
-/// Targets followed in this process: a `TargetFollower` driven by a `ReachabilityMonitor` (its
-/// checks, its `routingChanges()`) on a serial queue of its own, so answers come out in the
-/// order they were found and a newer one is never overtaken by an older one. SystemConfiguration's
-/// in-process backend and reachctl's in-process monitor follow targets through it.
+/// A `TargetFollower` on a core's loop, used on the loop's thread only: the loop's timer, the
+/// core's checks, each answer to `answered`. reachd's watches follow targets through it on
+/// sd-event, `MonitorTargets` on an in-process monitor's thread.
+public final class CoreTargets: TargetFollowerDriver {
+    public typealias Answered = (_ target: String, _ result: CheckResult, _ previous: CheckResult) -> Void
+
+    private let core: ReachabilityCore
+    private let loop: any EventLoopProtocol
+    private let onAnswer: Answered
+    /// Set once, right after init (the follower needs its driver).
+    public private(set) var follower: TargetFollower!
+    private var timer: (any LoopSource)?
+
+    public init(core: ReachabilityCore, loop: any EventLoopProtocol, settings: TargetFollower.Settings, answered: @escaping Answered) {
+        self.core = core
+        self.loop = loop
+        onAnswer = answered
+        follower = TargetFollower(settings: settings, driver: self)
+    }
+
+    public var now: ContinuousClock.Instant { .now }
+
+    public func check(address: String) -> CheckResult { core.mirror.check(address: address) }
+
+    public func startHostCheck(_ name: String, timeout: Duration, done: @escaping (CheckResult?) -> Void) -> UInt64 {
+        if case let .failure(error) = HostName.validate(name) {
+            done(.invalid(name, error.description))
+            return 0
+        }
+        // The core answers on this loop's thread: `done` never crosses.
+        let done = UncheckedSendable(done)
+        return core.checkHost(name, timeout: timeout) { outcome in done.value(try? outcome.get()) }
+    }
+
+    public func cancelHostCheck(_ id: UInt64) { core.cancelHostCheck(id) }
+
+    public func scheduleTimer(at instant: ContinuousClock.Instant?) {
+        if timer == nil, instant != nil {
+            timer = try? loop.addTimer(urgent: false) { [unowned self] in follower.timerFired() }
+        }
+        timer?.schedule(orDisableAt: instant)
+    }
+
+    public func answered(_ target: String, _ result: CheckResult, previous: CheckResult) { onAnswer(target, result, previous) }
+}
+
+/// Targets followed in this process: `CoreTargets` on a `ReachabilityMonitor`'s own thread, the
+/// one its core runs on, so answers come out in the order they were found, a newer one is never
+/// overtaken by an older one, and nothing else runs. SystemConfiguration's in-process backend
+/// and reachctl's in-process monitor follow targets through it.
+///
+/// Callers only count followers per target; the thread follows a target while it has any and
+/// catches up in one pass however many calls came meanwhile, so a burst of references made and
+/// dropped costs no more than the targets it names.
 public final class MonitorTargets: Sendable {
-    /// Gets every answer of a followed target (repeats included), on the queue.
+    /// Gets every answer of a followed target (repeats included), on the monitor's thread.
+    /// Never call `follow`, `answer(for:)` or `count` from it.
     public typealias Answered = @Sendable (_ target: String, _ result: CheckResult) -> Void
 
-    private let queue = DispatchQueue(label: "org.reachd.targets")
-    private let driver: Driver
-    private let changes: Task<Void, Never>
+    private let monitor: ReachabilityMonitor
+    private let side: ThreadSide
 
     /// `ended` runs once when the monitor has stopped or after `stop()`.
     public init(
         monitor: ReachabilityMonitor, settings: TargetFollower.Settings,
         answered: @escaping Answered, ended: @escaping @Sendable () -> Void = {}
     ) {
-        let driver = Driver(monitor: monitor, queue: queue, answered: answered)
-        driver.follower = TargetFollower(settings: settings, driver: driver)
-        self.driver = driver
-        let stream = monitor.routingChanges()
-        let queue = self.queue
-        // Ends with the stream (the monitor finishes it when it stops) or at `stop()`.
-        changes = Task {
-            for await _ in stream {
-                queue.async { if !driver.stopped { driver.follower.routingChanged() } }
-            }
-            ended()
+        self.monitor = monitor
+        side = ThreadSide(answered, ended)
+        let side = side
+        monitor.onStop { side.end() }
+        monitor.onThread { core, loop in
+            let targets = CoreTargets(core: core, loop: loop, settings: settings) { target, result, _ in side.publish(target, result) }
+            side.targets = targets
+            core.follow { [weak targets] update in if update.routingMoved { targets?.follower.routingChanged() } }
         }
     }
 
@@ -36,84 +82,103 @@ public final class MonitorTargets: Sendable {
 
     /// Stops re-checking on routing changes and retrying; answers of checks in flight are dropped.
     public func stop() {
-        changes.cancel()
-        queue.async { [driver] in driver.stopped = true }
+        let side = self.side
+        if !monitor.onThread({ _, _ in side.end() }) { side.finish() }
     }
 
-    /// One more follower of `target`: `known` gets the answer already known, if any
-    /// (`TargetFollower.follow`), on the queue, so that no later answer overtakes it. Never call
-    /// it from `answered`.
+    /// One more follower of `target`: `known` gets the answer already known, if any, before this
+    /// returns and before any later answer; the first follower's answers come to `answered`.
     public func follow(_ target: String, known: (CheckResult) -> Void) {
-        queue.sync {
-            guard !driver.stopped, let answer = driver.follower.follow(target) else { return }
-            known(answer)
+        change(target) { wanted, answer in
+            wanted += 1
+            if let answer { known(answer) }
+            return wanted == 1
         }
     }
 
     /// One follower fewer. Never waits.
     public func unfollow(_ target: String) {
-        queue.async { [driver] in driver.follower.unfollow(target) }
+        change(target) { wanted, _ in
+            wanted -= 1
+            return wanted == 0
+        }
     }
 
-    /// The last answer of a followed target, once it has one. Never call it from `answered`.
-    public func answer(for target: String) -> CheckResult? {
-        queue.sync { driver.follower.answer(for: target) }
+    /// Counts a follower in or out; when `body` says the target starts or stops being followed,
+    /// the thread is asked to catch up (once for all the calls until it does).
+    private func change(_ target: String, _ body: (inout Int, CheckResult?) -> Bool) {
+        let first = side.shared.withLock { shared -> Bool in
+            var wanted = shared.wanted[target] ?? 0
+            let moved = body(&wanted, shared.answers[target])
+            shared.wanted[target] = wanted > 0 ? wanted : nil
+            guard moved else { return false }
+            shared.dirty.append(target)
+            return shared.dirty.count == 1
+        }
+        let side = self.side
+        if first { monitor.onThread { _, _ in side.catchUp() } }
     }
+
+    /// The last answer of a followed target, once it has one.
+    public func answer(for target: String) -> CheckResult? { side.shared.withLock { $0.answers[target] } }
 
     /// Distinct targets followed now.
-    public var count: Int { queue.sync { driver.follower.count } }
+    public var count: Int { side.shared.withLock { $0.wanted.count } }
 
-    /// The follower's side, used on the queue only.
-    private final class Driver: TargetFollowerDriver, @unchecked Sendable {
-        let monitor: ReachabilityMonitor
-        let queue: DispatchQueue
-        let answered: Answered
-        // Set once, right after init.
-        var follower: TargetFollower!
-        var stopped = false
-        /// Tells the newest timer arming from older ones still pending on the queue.
-        var timerArming: UInt64 = 0
+    /// The follower and what it follows, on the monitor's thread only; and under a lock, what
+    /// callers want followed and the answers known.
+    private final class ThreadSide: @unchecked Sendable {
+        struct Shared {
+            /// Followers per target.
+            var wanted: [String: Int] = [:]
+            var answers: [String: CheckResult] = [:]
+            /// Targets that started or stopped being wanted since the thread last caught up.
+            var dirty: [String] = []
+        }
+        let shared = Mutex(Shared())
+        var targets: CoreTargets?
+        private var followed: Set<String> = []
+        private let answered: Answered
+        private let ended: Mutex<(@Sendable () -> Void)?>
 
-        init(monitor: ReachabilityMonitor, queue: DispatchQueue, answered: @escaping Answered) {
-            self.monitor = monitor
-            self.queue = queue
+        init(_ answered: @escaping Answered, _ ended: @escaping @Sendable () -> Void) {
             self.answered = answered
+            self.ended = Mutex(ended)
         }
 
-        var now: ContinuousClock.Instant { .now }
-
-        func check(address: String) -> CheckResult { monitor.check(address: address) }
-
-        func startHostCheck(_ name: String, timeout: Duration, done: @escaping (CheckResult?) -> Void) -> UInt64 {
-            let done = HandOver(done)
-            monitor.check(host: name, deadline: .now + timeout) { [queue] result in
-                queue.async { done.take()(try? result.get()) }
-            }
-            return 0
-        }
-
-        /// The monitor's checks end by their deadline: an unfollowed name's answer is dropped then.
-        func cancelHostCheck(_ id: UInt64) {}
-
-        func scheduleTimer(at instant: ContinuousClock.Instant?) {
-            timerArming += 1
-            guard let instant else { return }
-            let arming = timerArming
-            queue.asyncAfter(deadline: .now() + DispatchTimeInterval(ContinuousClock.now.duration(to: instant))) { [self] in
-                guard arming == timerArming, !stopped else { return }
-                follower.timerFired()
+        /// Follows what is wanted and lets go of the rest.
+        func catchUp() {
+            let dirty = shared.withLock { shared in defer { shared.dirty = [] }; return shared.dirty }
+            guard let follower = targets?.follower else { return }
+            for target in dirty {
+                let wanted = shared.withLock { $0.wanted[target] != nil }
+                guard wanted != followed.contains(target) else { continue }
+                if wanted {
+                    followed.insert(target)
+                    if let answer = follower.follow(target) { publish(target, answer) }
+                } else {
+                    followed.remove(target)
+                    follower.unfollow(target)
+                    shared.withLock { $0.answers[target] = nil }
+                }
             }
         }
 
-        func answered(_ target: String, _ result: CheckResult, previous: CheckResult) {
-            if !stopped { answered(target, result) }
+        /// Under the lock, so that a `known` answer handed to a new follower is never older.
+        func publish(_ target: String, _ result: CheckResult) {
+            shared.withLock { shared in
+                shared.answers[target] = result
+                answered(target, result)
+            }
         }
-    }
-}
 
-extension DispatchTimeInterval {
-    /// `duration` in whole microseconds; a negative one is zero.
-    public init(_ duration: Duration) {
-        self = .microseconds(Int(max(0, duration.wholeMicroseconds)))
+        /// On the monitor's thread: drops the follower, then says so.
+        func end() {
+            targets = nil
+            finish()
+        }
+
+        /// Runs `ended` the first time; from any thread.
+        func finish() { ended.withLock { body in defer { body = nil }; return body }?() }
     }
 }

@@ -75,14 +75,23 @@ public final class ReachabilityMonitor: Sendable {
     /// The current snapshot, then every change, until `stop()` or the stream is dropped.
     public func updates() -> AsyncStream<ReachabilityUpdate> {
         let (stream, continuation) = AsyncStream.makeStream(of: ReachabilityUpdate.self)
-        let mirror = self.mirror
-        return hub.subscribe(stream, continuation) { _ in
+        let (mirror, hub) = (self.mirror, self.hub)
+        let id = hub.shared.withLock { shared -> UInt64? in
+            guard !shared.stopped else { return nil }
             // Under the hub's lock, which every change passes before it is yielded: a change
             // applied after this snapshot reaches the stream, one included in it does not.
             let snapshot = mirror.snapshot
             continuation.yield(.snapshot(snapshot))
-            return { id, shared in shared.subscribers[id] = (continuation, snapshot.generation) }
-        } remove: { shared, id in shared.subscribers[id] = nil }
+            shared.nextID += 1
+            shared.subscribers[shared.nextID] = (continuation, snapshot.generation)
+            return shared.nextID
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak hub] _ in hub?.shared.withLock { _ = $0.subscribers.removeValue(forKey: id) } }
+        return stream
     }
 
     /// Checks one address against the kernel's routing truth and the link states held here.
@@ -132,15 +141,19 @@ public final class ReachabilityMonitor: Sendable {
         if !hub.submit(.check(request)) { return completion(.failure(CheckCancelled())) }
     }
 
-    /// The routing epoch each time it moves: a link, address, route or rule changed, whether or
-    /// not the host's answer or any interface's did (`updates()` says nothing then). What a
-    /// follower of single targets re-checks on, as reachd's watches do. Newest value only: a
-    /// burst of changes while the consumer is busy is one element. Ends at `stop()`.
-    public func routingChanges() -> AsyncStream<UInt64> {
-        let (stream, continuation) = AsyncStream.makeStream(of: UInt64.self, bufferingPolicy: .bufferingNewest(1))
-        return hub.subscribe(stream, continuation) { _ in
-            { id, shared in shared.routingSubscribers[id] = continuation }
-        } remove: { shared, id in shared.routingSubscribers[id] = nil }
+    /// Runs `body` on the monitor's thread with its core and loop, after the work submitted
+    /// before it; false, and `body` never runs, once the monitor has stopped.
+    @discardableResult
+    func onThread(_ body: @escaping @Sendable (ReachabilityCore, PollLoop) -> Void) -> Bool { hub.submit(.run(body)) }
+
+    /// Runs `body` once the monitor has stopped: on its thread as it ends, or at once when it has.
+    func onStop(_ body: @escaping @Sendable () -> Void) {
+        let later = hub.shared.withLock { shared in
+            guard !shared.ended else { return false }
+            shared.stopHandlers.append(body)
+            return true
+        }
+        if !later { body() }
     }
 
     /// Stops watching; every update stream finishes. Idempotent.
@@ -153,9 +166,11 @@ public final class ReachabilityMonitor: Sendable {
         struct Shared: ~Copyable {
             /// Each subscriber with the generation of the snapshot it started from.
             var subscribers: [UInt64: (AsyncStream<ReachabilityUpdate>.Continuation, since: UInt64)] = [:]
-            var routingSubscribers: [UInt64: AsyncStream<UInt64>.Continuation] = [:]
             var nextID: UInt64 = 0
             var stopped = false
+            /// `onStop` bodies, run as the thread ends (`ended`).
+            var stopHandlers: [@Sendable () -> Void] = []
+            var ended = false
         }
         let shared = Mutex(Shared())
         /// Work for the monitor's thread from other threads; `nil` once the thread is gone.
@@ -166,11 +181,14 @@ public final class ReachabilityMonitor: Sendable {
         enum LoopRequest: Sendable {
             case check(HostCheckRequest)
             case cancel(UInt64)
+            case run(@Sendable (ReachabilityCore, PollLoop) -> Void)
         }
 
         init() throws(SystemError) { wakeup = try WakeUpPipe() }
 
-        func nextCheckID() -> UInt64 { checkIDs.add(1, ordering: .relaxed).newValue }
+        /// With the top bit set: never one of the ids the core gives its own checks (`CoreTargets`'),
+        /// which count from 1 in the same table.
+        func nextCheckID() -> UInt64 { checkIDs.add(1, ordering: .relaxed).newValue | 1 << 63 }
 
         /// Queues work for the thread and wakes it; false when the monitor has stopped.
         func submit(_ request: LoopRequest) -> Bool {
@@ -191,39 +209,12 @@ public final class ReachabilityMonitor: Sendable {
             if first { wakeup.signal() }
         }
 
-        /// Registers a stream: `register` runs under the lock and returns how to file it under an
-        /// id; the stream leaves its table when it ends. A stopped monitor gives a finished stream.
-        func subscribe<Element: Sendable>(
-            _ stream: AsyncStream<Element>, _ continuation: AsyncStream<Element>.Continuation,
-            register: (borrowing Shared) -> (UInt64, inout Shared) -> Void,
-            remove: @escaping @Sendable (inout Shared, UInt64) -> Void
-        ) -> AsyncStream<Element> {
-            let id = shared.withLock { shared -> UInt64? in
-                guard !shared.stopped else { return nil }
-                let file = register(shared)
-                shared.nextID += 1
-                let id = shared.nextID
-                file(id, &shared)
-                return id
-            }
-            guard let id else {
-                continuation.finish()
-                return stream
-            }
-            continuation.onTermination = { [weak self] _ in self?.shared.withLock { remove(&$0, id) } }
-            return stream
-        }
-
         /// The core's follower, on the thread.
         func publish(_ update: CoreUpdate) {
+            guard let change = update.change else { return }
             shared.withLock { shared in
-                if let change = update.change {
-                    for (subscriber, since) in shared.subscribers.values where change.generation > since {
-                        subscriber.yield(.change(change))
-                    }
-                }
-                if update.routingMoved {
-                    for subscriber in shared.routingSubscribers.values { subscriber.yield(update.routingEpoch) }
+                for (subscriber, since) in shared.subscribers.values where change.generation > since {
+                    subscriber.yield(.change(change))
                 }
             }
         }
@@ -236,6 +227,7 @@ public final class ReachabilityMonitor: Sendable {
                     switch request {
                     case let .check(check): core.checkHost(check)
                     case let .cancel(id): core.cancelHostCheck(id)
+                    case let .run(body): body(core, loop)
                     }
                 }
                 return true
@@ -244,15 +236,16 @@ public final class ReachabilityMonitor: Sendable {
                 if case let .check(check) = request { check.completion(.failure(CheckCancelled())) }
             }
             core.cancelHostChecks()
-            let (subscribers, routingSubscribers) = shared.withLock { shared in
+            let (subscribers, stopHandlers) = shared.withLock { shared in
                 defer {
                     shared.subscribers.removeAll()
-                    shared.routingSubscribers.removeAll()
+                    shared.stopHandlers.removeAll()
+                    shared.ended = true
                 }
-                return (shared.subscribers.values.map(\.0), Array(shared.routingSubscribers.values))
+                return (shared.subscribers.values.map(\.0), shared.stopHandlers)
             }
+            for body in stopHandlers { body() }
             for subscriber in subscribers { subscriber.finish() }
-            for subscriber in routingSubscribers { subscriber.finish() }
         }
     }
 }

@@ -29,7 +29,7 @@ public protocol TargetFollowerDriver: AnyObject {
 /// asked once more when that check ends (a burst of changes costs two lookups, not one per change).
 ///
 /// Loop-agnostic and not thread-safe: every call, and every `done` of a check, on the driver's
-/// loop. reachd runs it on sd-event; the in-process library on a serial queue (`MonitorTargets`).
+/// loop. `CoreTargets` drives it on a core's loop: sd-event in reachd, the monitor's thread in-process.
 public final class TargetFollower {
     public struct Settings: Sendable {
         /// Host checks in flight at once; more wait in line, oldest first.

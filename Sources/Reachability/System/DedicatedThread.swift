@@ -13,17 +13,20 @@ public enum DedicatedThread {
 
     /// Starts `body` on a new detached thread.
     public static func start(_ body: @escaping @Sendable () -> Void) throws(SystemError) {
-        let thread = try spawn(body)
-        pthread_detach(thread)
+        pthread_detach(try spawn(body))
     }
 
-    /// Runs `body` on a new thread and waits for it to finish.
-    static func runAndWait(_ body: @escaping () -> Void) throws(SystemError) {
-        let thread = try spawn(body)
-        pthread_join(thread, nil)
+    /// Runs `body` on a new thread and waits for it: its result.
+    public static func run<T>(_ body: () -> T) throws(SystemError) -> T {
+        var result: T?
+        try withoutActuallyEscaping(body) { (body) throws(SystemError) in
+            _ = pthread_join(try spawn { result = body() }, nil)
+        }
+        return result!
     }
 
-    private static func spawn(_ body: @escaping () -> Void) throws(SystemError) -> pthread_t {
+    /// Starts `body` on a new joinable thread; `pthread_join` it.
+    public static func spawn(_ body: @escaping () -> Void) throws(SystemError) -> pthread_t {
         let context = Unmanaged.passRetained(Work(body)).toOpaque()
         var thread = pthread_t()
         let result = pthread_create(&thread, nil, { context in
@@ -36,16 +39,5 @@ public enum DedicatedThread {
             throw SystemError("pthread_create", errno: result)
         }
         return thread
-    }
-}
-
-/// Moves a value that is not `Sendable` to the thread that becomes its only user.
-final class HandOver<Value>: @unchecked Sendable {
-    private var value: Value?
-    init(_ value: Value) { self.value = value }
-    /// Takes the value out; called once, by the new owner.
-    func take() -> Value {
-        defer { value = nil }
-        return value!
     }
 }

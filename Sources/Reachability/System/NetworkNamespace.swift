@@ -14,22 +14,10 @@ public enum NetworkNamespace {
 
     /// Runs `body` on a thread that has entered the namespace at `path`.
     static func run<T>(in path: String, _ body: () -> Result<T, SystemError>) throws(SystemError) -> T {
-        var result: Result<T, SystemError> = .failure(SystemError("enter network namespace \(path)", errno: EINVAL))
-        withoutActuallyEscaping(body) { body in
-            do throws(SystemError) {
-                try DedicatedThread.runAndWait {
-                    do throws(SystemError) {
-                        try enter(path)
-                        result = body()
-                    } catch {
-                        result = .failure(error)
-                    }
-                }
-            } catch {
-                result = .failure(error)
-            }
-        }
-        return try result.get()
+        try DedicatedThread.run { () -> Result<T, SystemError> in
+            do throws(SystemError) { try enter(path) } catch { return .failure(error) }
+            return body()
+        }.get()
     }
 
     /// Moves the calling thread into the namespace at `path`. Only for a thread the caller owns
