@@ -12,36 +12,16 @@ public enum NetlinkDecoder {
     /// `acceptClonedRoutes`: route lookups (RTM_GETROUTE with RTA_DST) answer with a route the
     /// kernel marks RTM_F_CLONED; in dumps and notifications such routes are cache entries to skip.
     public static func decode(_ datagram: UnsafeRawBufferPointer, acceptClonedRoutes: Bool = false) -> Batch {
-        let reader = ByteReader(datagram)
         var batch = Batch()
-        var offset = 0
-        while offset < reader.count {
-            let available = reader.count - offset
-            guard available >= NetlinkHeader.size,
-                let length = reader.integer(at: offset, as: UInt32.self),
-                let type = reader.integer(at: offset + 4, as: UInt16.self),
-                let flags = reader.integer(at: offset + 6, as: UInt16.self),
-                let sequence = reader.integer(at: offset + 8, as: UInt32.self),
-                let portID = reader.integer(at: offset + 12, as: UInt32.self)
-            else {
-                batch.errors.append(.truncatedHeader(offset: offset, available: available))
-                break
-            }
-            guard Int(length) >= NetlinkHeader.size, Int(length) <= available,
-                let payload = reader.slice(at: offset + NetlinkHeader.size, length: Int(length) - NetlinkHeader.size)
-            else {
-                batch.errors.append(.invalidMessageLength(offset: offset, declared: Int(length), available: available))
-                break
-            }
-            let header = NetlinkHeader(length: length, type: type, flags: flags, sequence: sequence, portID: portID)
-            do {
-                let message = try decodeMessage(type: type, payload: payload, acceptClonedRoutes: acceptClonedRoutes)
+        let broken = NetlinkHeader.forEachMessage(in: ByteReader(datagram), failing: NetlinkDecodingError.self) { header, payload in
+            do throws(NetlinkDecodingError) {
+                let message = try decodeMessage(type: header.type, payload: payload, acceptClonedRoutes: acceptClonedRoutes)
                 batch.messages.append(DecodedMessage(header: header, message: message))
             } catch {
                 batch.errors.append(error)
             }
-            offset += netlinkAlign(Int(length))
         }
+        if let broken { batch.errors.append(broken) }
         return batch
     }
 

@@ -14,6 +14,41 @@ public struct NetlinkHeader: Hashable, Sendable {
     public var isReplace: Bool { flags & RT.flagReplace != 0 }
 }
 
+/// The two ways a datagram's framing can be broken, as each decoder's error type spells them.
+protocol NetlinkFramingError: Error {
+    static func truncatedHeader(offset: Int, available: Int) -> Self
+    static func invalidMessageLength(offset: Int, declared: Int, available: Int) -> Self
+}
+
+extension NetlinkHeader {
+    /// Calls `body` with each message's header and payload, in order, and returns the broken
+    /// framing that ended the walk early, if any: past a bad length nothing can be trusted to
+    /// start a message. Both decoders (rtnetlink, sock_diag) frame through here.
+    static func forEachMessage<Failure: NetlinkFramingError>(
+        in reader: ByteReader, failing: Failure.Type, _ body: (NetlinkHeader, ByteReader) -> Void
+    ) -> Failure? {
+        var offset = 0
+        while offset < reader.count {
+            let available = reader.count - offset
+            guard available >= size,
+                let length = reader.integer(at: offset, as: UInt32.self),
+                let type = reader.integer(at: offset + 4, as: UInt16.self),
+                let flags = reader.integer(at: offset + 6, as: UInt16.self),
+                let sequence = reader.integer(at: offset + 8, as: UInt32.self),
+                let portID = reader.integer(at: offset + 12, as: UInt32.self)
+            else { return .truncatedHeader(offset: offset, available: available) }
+            guard Int(length) >= size, Int(length) <= available,
+                let payload = reader.slice(at: offset + size, length: Int(length) - size)
+            else { return .invalidMessageLength(offset: offset, declared: Int(length), available: available) }
+            body(NetlinkHeader(length: length, type: type, flags: flags, sequence: sequence, portID: portID), payload)
+            offset += netlinkAlign(Int(length))
+        }
+        return nil
+    }
+}
+
+extension NetlinkDecodingError: NetlinkFramingError {}
+
 /// One rtnetlink message, decoded into the Model's terms.
 public enum RoutingMessage: Hashable, Sendable {
     case link(Link)

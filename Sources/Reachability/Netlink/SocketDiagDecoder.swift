@@ -61,7 +61,7 @@ public struct SocketDiagDecoded: Hashable, Sendable {
 }
 
 /// What was wrong with bytes that claimed to be a sock_diag answer. Each names where and what.
-public enum SocketDiagDecodingError: Error, Hashable, Sendable, CustomStringConvertible {
+public enum SocketDiagDecodingError: NetlinkFramingError, Hashable, Sendable, CustomStringConvertible {
     /// Fewer bytes than a `nlmsghdr` at `offset`.
     case truncatedHeader(offset: Int, available: Int)
     /// `nlmsg_len` smaller than the header or larger than what is left.
@@ -125,35 +125,14 @@ public enum SocketDiagDecoder {
         _ datagram: UnsafeRawBufferPointer,
         _ body: (NetlinkHeader, Result<SocketDiagMessage, SocketDiagDecodingError>) -> Void
     ) {
-        let reader = ByteReader(datagram)
-        let none = NetlinkHeader(length: 0, type: 0, flags: 0, sequence: 0, portID: 0)
-        var offset = 0
-        while offset < reader.count {
-            let available = reader.count - offset
-            guard available >= NetlinkHeader.size,
-                let length = reader.integer(at: offset, as: UInt32.self),
-                let type = reader.integer(at: offset + 4, as: UInt16.self),
-                let flags = reader.integer(at: offset + 6, as: UInt16.self),
-                let sequence = reader.integer(at: offset + 8, as: UInt32.self),
-                let portID = reader.integer(at: offset + 12, as: UInt32.self)
-            else {
-                body(none, .failure(.truncatedHeader(offset: offset, available: available)))
-                return
-            }
-            guard Int(length) >= NetlinkHeader.size, Int(length) <= available,
-                let payload = reader.slice(at: offset + NetlinkHeader.size, length: Int(length) - NetlinkHeader.size)
-            else {
-                body(none, .failure(.invalidMessageLength(offset: offset, declared: Int(length), available: available)))
-                return
-            }
-            let header = NetlinkHeader(length: length, type: type, flags: flags, sequence: sequence, portID: portID)
-            do {
-                body(header, .success(try decodeMessage(type: type, payload: payload)))
+        let broken = NetlinkHeader.forEachMessage(in: ByteReader(datagram), failing: SocketDiagDecodingError.self) { header, payload in
+            do throws(SocketDiagDecodingError) {
+                body(header, .success(try decodeMessage(type: header.type, payload: payload)))
             } catch {
                 body(header, .failure(error))
             }
-            offset += netlinkAlign(Int(length))
         }
+        if let broken { body(NetlinkHeader(length: 0, type: 0, flags: 0, sequence: 0, portID: 0), .failure(broken)) }
     }
 
     static func decodeMessage(type: UInt16, payload: ByteReader) throws(SocketDiagDecodingError) -> SocketDiagMessage {
