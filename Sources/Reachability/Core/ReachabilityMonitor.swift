@@ -67,7 +67,7 @@ public final class ReachabilityMonitor: Sendable {
     func withState<T>(_ body: (borrowing NetworkState) -> T) -> T { mirror.withState(body) }
 
     /// How many times the monitor re-dumped the kernel's state after an overrun (and at start).
-    public var resyncCount: Int { mirror.resyncCount }
+    public var resyncCount: Int { Int(mirror.counters.resyncs) }
 
     /// Overruns and resyncs so far.
     public var counters: MirrorCounters { mirror.counters }

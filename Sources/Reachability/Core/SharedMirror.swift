@@ -30,9 +30,6 @@ public final class SharedMirror: @unchecked Sendable {
         withLock { MirrorCounters(overruns: UInt64($0.overrunCount), resyncs: UInt64($0.resyncCount)) }
     }
 
-    /// How many times the mirror re-dumped the kernel's state after an overrun (and at start).
-    public var resyncCount: Int { withLock { $0.resyncCount } }
-
     /// Checks one address: the kernel's route for it (RTM_GETROUTE) and the link states.
     /// Never touches DNS and never waits. `0.0.0.0` and `::` ask for general connectivity.
     public func check(address text: String) -> CheckResult {
@@ -41,17 +38,20 @@ public final class SharedMirror: @unchecked Sendable {
         case let .failure(error): return .invalid(text, error.description)
         case let .success(parsed): target = parsed
         }
-        var outputInterface: Int32?
-        switch target.scope {
-        case .none: break
-        case let .index(index): outputInterface = index
-        case let .name(name):
-            guard let index = withState({ $0.linkIndex(named: name) }) else {
-                return .invalid(text, "no interface named '\(name)' for the scope of '\(text)'")
+        // One hold of the lock: the scope's name is looked up in the state the check evaluates.
+        return withLock { mirror in
+            var outputInterface: Int32?
+            switch target.scope {
+            case .none: break
+            case let .index(index): outputInterface = index
+            case let .name(name):
+                guard let index = mirror.state.linkIndex(named: name) else {
+                    return .invalid(text, "no interface named '\(name)' for the scope of '\(text)'")
+                }
+                outputInterface = index
             }
-            outputInterface = index
+            return mirror.evaluate(target.address, outputInterface: outputInterface, target: text)
         }
-        return withLock { $0.evaluate(target.address, outputInterface: outputInterface, target: text) }
     }
 
     /// Checks each address of a host and combines the verdicts: reachable when any address is.
