@@ -1,51 +1,5 @@
 import Synchronization
 
-/// A `TargetFollower` on a core's loop, used on the loop's thread only: the loop's timer, the
-/// core's checks, each answer to `answered`. reachd's watches follow targets through it on
-/// sd-event, `MonitorTargets` on an in-process monitor's thread.
-public final class CoreTargets: TargetFollowerDriver {
-    public typealias Answered = (_ target: String, _ result: CheckResult, _ previous: CheckResult) -> Void
-
-    private let core: ReachabilityCore
-    private let loop: any EventLoopProtocol
-    private let onAnswer: Answered
-    /// Set once, right after init (the follower needs its driver).
-    public private(set) var follower: TargetFollower!
-    private var timer: (any LoopSource)?
-
-    public init(core: ReachabilityCore, loop: any EventLoopProtocol, settings: TargetFollower.Settings, answered: @escaping Answered) {
-        self.core = core
-        self.loop = loop
-        onAnswer = answered
-        follower = TargetFollower(settings: settings, driver: self)
-    }
-
-    public var now: ContinuousClock.Instant { .now }
-
-    public func check(address: String) -> CheckResult { core.mirror.check(address: address) }
-
-    public func startHostCheck(_ name: String, timeout: Duration, done: @escaping (CheckResult?) -> Void) -> UInt64 {
-        if case let .failure(error) = HostName.validate(name) {
-            done(.invalid(name, error.description))
-            return 0
-        }
-        // The core answers on this loop's thread: `done` never crosses.
-        let done = UncheckedSendable(done)
-        return core.checkHost(name, timeout: timeout) { outcome in done.value(try? outcome.get()) }
-    }
-
-    public func cancelHostCheck(_ id: UInt64) { core.cancelHostCheck(id) }
-
-    public func scheduleTimer(at instant: ContinuousClock.Instant?) {
-        if timer == nil, instant != nil {
-            timer = try? loop.addTimer(urgent: false) { [unowned self] in follower.timerFired() }
-        }
-        timer?.schedule(orDisableAt: instant)
-    }
-
-    public func answered(_ target: String, _ result: CheckResult, previous: CheckResult) { onAnswer(target, result, previous) }
-}
-
 /// Targets followed in this process: `CoreTargets` on a `ReachabilityMonitor`'s own thread, the
 /// one its core runs on, so answers come out in the order they were found, a newer one is never
 /// overtaken by an older one, and nothing else runs. SystemConfiguration's in-process backend
