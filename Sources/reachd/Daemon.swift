@@ -8,10 +8,6 @@ import Glibc
 /// the publisher (signals, STATUS=, journal, NetworkManager surface), the metrics, the probes and
 /// the watches. Each part gets what it needs at construction; none holds the daemon.
 final class Daemon {
-    static let busName = ReachdContract.busName
-    static let objectPath = ReachdContract.objectPath
-    static let interface = ReachdContract.interface
-
     private let options: Options
     private var configuration: Configuration
     private let loop: EventLoop
@@ -119,21 +115,21 @@ final class Daemon {
         service = ReachabilityService(
             core: core, bus: bus, watches: watches, defaultTimeout: configuration.defaultTimeout,
             validate: { [unowned probes] reply in probes.validate(reply) }, metricsText: { [unowned metrics] in metrics.text })
-        busSlots.append(try bus.add(service, at: Self.objectPath, interface: Self.interface, vtable: ReachabilityService.vtable))
+        busSlots.append(try bus.add(service, at: ReachdContract.objectPath, interface: ReachdContract.interface, vtable: ReachabilityService.vtable))
         // Losing the name (another owner replaced us) is as fatal as losing the bus.
         busSlots.append(try bus.matchSignal(
             sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
             member: "NameLost"
         ) { [unowned self] message in
-            if (try? message.readString()) == Self.busName {
-                Log.error("lost the bus name \(Self.busName)")
+            if (try? message.readString()) == ReachdContract.busName {
+                Log.error("lost the bus name \(ReachdContract.busName)")
                 self.loop.exit(code: 1)
             }
         })
         // Asked before reachd's own name: the bus answers in order, so READY=1 (which sessions
         // and portals may be ordered after) comes once that name is decided too.
         publisher.networkManagerCompatibility(configuration.networkManagerCompatibility)
-        busSlots.append(try bus.requestName(Self.busName) { [unowned self] result in
+        busSlots.append(try bus.requestName(ReachdContract.busName) { [unowned self] result in
             switch result {
             case .success(.owned):
                 // The first netlink sync completed before the loop started: now we are ready.
@@ -142,7 +138,7 @@ final class Daemon {
                 // Never READY without the name: clients would talk to the other instance.
                 self.refuseSecondInstance()
             case let .failure(error):
-                Log.error("cannot own the bus name \(Self.busName): \(error)")
+                Log.error("cannot own the bus name \(ReachdContract.busName): \(error)")
                 self.loop.exit(code: 1)
             }
         })
@@ -155,7 +151,7 @@ final class Daemon {
     /// Another connection owns the name: say which (its unique name and PID, as the bus tells
     /// them, asked without blocking) and exit 1.
     private func refuseSecondInstance() {
-        let name = Self.busName
+        let name = ReachdContract.busName
         func refuse(_ owner: String) {
             Log.error("another instance owns the bus name \(name) (\(owner)); exiting: stop it first, or give this one another bus")
             ServiceManager.notify("STATUS=refused: \(name) is owned by \(owner)")

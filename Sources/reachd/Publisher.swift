@@ -24,7 +24,7 @@ final class Publisher {
     func ready() {
         lastStatus = summary
         ServiceManager.notify("READY=1\nSTATUS=\(lastStatus)")
-        Log.info("ready on the bus as \(Daemon.busName): \(lastStatus)")
+        Log.info("ready on the bus as \(ReachdContract.busName): \(lastStatus)")
     }
 
     /// `Changed` goes first and only when the host's answer changed; interface-level changes
@@ -37,7 +37,7 @@ final class Publisher {
                 try message.append(change.host.primaryInterface)
                 try message.append(change.generation)
             }
-            bus.emitPropertiesChanged(path: Daemon.objectPath, interface: Daemon.interface, names: ReachabilityService.hostProperties + ["Generation"])
+            bus.emitPropertiesChanged(path: ReachdContract.objectPath, interface: ReachdContract.interface, names: ReachabilityService.hostProperties + ["Generation"])
         }
         if !change.changedInterfaces.isEmpty || !change.removedInterfaces.isEmpty {
             emit("InterfacesChanged") { message throws(BusError) in
@@ -46,7 +46,7 @@ final class Publisher {
                 try message.append(change.generation)
             }
             if !change.hostChanged {
-                bus.emitPropertiesChanged(path: Daemon.objectPath, interface: Daemon.interface, names: ["Generation"])
+                bus.emitPropertiesChanged(path: ReachdContract.objectPath, interface: ReachdContract.interface, names: ["Generation"])
             }
         }
         // One line per interface whose visible state changed: what an administrator reads back
@@ -67,7 +67,7 @@ final class Publisher {
 
     private func emit(_ member: String, _ arguments: (BusMessage) throws(BusError) -> Void) {
         do {
-            try bus.emitSignal(path: Daemon.objectPath, interface: Daemon.interface, member: member, arguments)
+            try bus.emitSignal(path: ReachdContract.objectPath, interface: ReachdContract.interface, member: member, arguments)
         } catch {
             Log.warning("cannot send \(member): \(error)")
         }
@@ -92,7 +92,7 @@ final class Publisher {
                 guard let self, let surface, self.networkManager === surface else { return }
                 if let why = refusal {
                     // Never alongside NetworkManager: reachd's own interface goes on, this one does not.
-                    Log.error("NetworkManager compatibility refused: cannot own \(name): \(why); serving only \(Daemon.busName)")
+                    Log.error("NetworkManager compatibility refused: cannot own \(name): \(why); serving only \(ReachdContract.busName)")
                     ServiceManager.notify("STATUS=\(self.summary) (NetworkManager compatibility refused: \(name) is taken)")
                     self.networkManager = nil
                 } else {

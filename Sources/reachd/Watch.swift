@@ -5,7 +5,6 @@ import Synchronization
 /// `org.reachd.Reachability1.Watch`, with its own PropertiesChanged whenever its answer changes.
 /// Watches on the same target share one answer and one DNS lookup (`WatchTargets`).
 final class Watch: BusObject {
-    static let interface = ReachdContract.watchInterface
     static let vtable = BusVTable(ReachdContract.watchMembers)
 
     let path: String

@@ -55,7 +55,7 @@ final class WatchTargets {
         if old.reason != result.reason { names.append("Reason") }
         guard !names.isEmpty else { return }
         for path in paths[target] ?? [] {
-            bus.emitPropertiesChanged(path: path, interface: Watch.interface, names: names)
+            bus.emitPropertiesChanged(path: path, interface: ReachdContract.watchInterface, names: names)
         }
     }
 }

@@ -129,7 +129,7 @@ final class WatchRegistry {
         nextID += 1
         let watch = Watch(path: "\(ReachdContract.watchPathNamespace)/\(nextID)", owner: owner, uid: uid, target: target, targets: targets)
         // The watch holds its slot and this registry holds the watch: the slot must not hold it.
-        watch.slot = try bus.add(watch, at: watch.path, interface: Watch.interface, vtable: Watch.vtable, retaining: false)
+        watch.slot = try bus.add(watch, at: watch.path, interface: ReachdContract.watchInterface, vtable: Watch.vtable, retaining: false)
         watches[watch.path] = watch
         clients[owner]?.paths.insert(watch.path)
         perUser[uid, default: 0] += 1
