@@ -130,7 +130,7 @@ final class SCDaemonThread: ReachabilityClientOwner {
                 guard let target = targets[path], !ReachabilityClient.isPending(result) else { continue }
                 answers.table.withLock { $0[target] = result.flags }
                 for follower in followers.byTarget[target, default: [:]].values { follower.deliver(result.flags) }
-            case .changed, .interfacesChanged, .serviceLost:
+            case .changed, .interfacesChanged, .serviceLost, .serviceReturned:
                 continue
             }
         }

@@ -1,8 +1,13 @@
 import Reachability
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// reachd over D-Bus, through `ReachabilityClient` on the library's `ReachabilityClientThread`:
-/// `Changed` signals and watch answers are turned into updates on that thread.
+/// `Changed` signals and watch answers are turned into updates on that thread. Unless told to
+/// fail fast (`--daemon`), updates and answers outlive reachd: when it goes away they pause, and
+/// when it returns they go on from what was last given.
 final class DaemonSource: ReachabilitySource {
     /// How long calls may take once the probe found reachd (it answers from memory, at once).
     static let callTimeout: Duration = .seconds(2)
@@ -15,13 +20,18 @@ final class DaemonSource: ReachabilitySource {
     deinit { thread.stop() }
 
     /// reachd's answers through `client`, which answered the probe (`ReachdOrInProcess`).
-    convenience init(client: sending ReachabilityClient) throws(SystemError) {
+    /// `follows`: updates and answers wait for reachd across its restarts (and the bus's);
+    /// without, they end when it goes away.
+    convenience init(client: sending ReachabilityClient, follows: Bool) throws(SystemError) {
+        client.followsService = follows
         self.init(thread: try ReachabilityClientThread(DaemonContext(client: client)))
     }
 
-    /// reachd on `bus`, or the reason it does not answer within `probeTimeout`.
+    /// reachd on `bus` for one question, or the reason it does not answer within `probeTimeout`.
     static func open(_ bus: BusConnection.Address, probeTimeout: Duration) throws -> DaemonSource {
-        try DaemonSource(client: ReachdOrInProcess.connect(bus, probeTimeout: probeTimeout, callTimeout: max(probeTimeout, callTimeout)))
+        try DaemonSource(
+            client: ReachdOrInProcess.connect(bus, probeTimeout: probeTimeout, callTimeout: max(probeTimeout, callTimeout)),
+            follows: false)
     }
 
     func snapshot() async throws -> ReachabilitySnapshot {
@@ -71,11 +81,13 @@ final class DaemonContext: ReachabilityClientOwner {
     let client: ReachabilityClient
     /// `updates()` streams, each with the last snapshot it was given (changes are diffs against it).
     private var updateSubscribers: [UInt64: (continuation: AsyncStream<ReachabilityUpdate>.Continuation, last: ReachabilitySnapshot)] = [:]
-    /// `answers(for:)` streams and the watch paths each holds.
-    private var targetSubscribers: [UInt64: (continuation: AsyncStream<TargetAnswer>.Continuation, paths: [String])] = [:]
+    /// `answers(for:)` streams, their targets and the watch paths each holds.
+    private var targetSubscribers: [UInt64: (continuation: AsyncStream<TargetAnswer>.Continuation, targets: [String], paths: [String])] = [:]
     private var watchOwners: [String: UInt64] = [:]
-    /// The newest generation seen (Changed signals, snapshots).
+    /// The newest generation seen (Changed signals, snapshots) of the reachd we talk to.
     private var generation: UInt64?
+    /// reachd went away and was said to (once), and has not returned yet.
+    private var away = false
 
     init(client: ReachabilityClient) { self.client = client }
 
@@ -92,7 +104,9 @@ final class DaemonContext: ReachabilityClientOwner {
         for event in events {
             switch event {
             case .serviceLost:
-                continue
+                lost()
+            case .serviceReturned:
+                try resume()
             case let .changed(_, _, signalled), let .interfacesChanged(signalled):
                 generation = max(generation ?? 0, signalled)
                 for (id, subscriber) in updateSubscribers where subscriber.last.generation < signalled {
@@ -139,6 +153,14 @@ final class DaemonContext: ReachabilityClientOwner {
     func addTargets(_ id: UInt64, _ targets: [String], _ continuation: AsyncStream<TargetAnswer>.Continuation) throws {
         try client.subscribe()
         if generation == nil { generation = try client.status().generation }
+        let (paths, answers) = try watch(targets, for: id)
+        for answer in answers { continuation.yield(answer) }
+        targetSubscribers[id] = (continuation, targets, paths)
+    }
+
+    /// Makes a watch of each target for subscriber `id`: the paths, and the answers known at once
+    /// (an invalid target's refusal among them). All or none: on a failure the watches made go.
+    private func watch(_ targets: [String], for id: UInt64) throws -> (paths: [String], answers: [TargetAnswer]) {
         var paths: [String] = []
         var answers: [TargetAnswer] = []
         do {
@@ -164,8 +186,45 @@ final class DaemonContext: ReachabilityClientOwner {
             }
             throw error
         }
-        for answer in answers { continuation.yield(answer) }
-        targetSubscribers[id] = (continuation, paths)
+        return (paths, answers)
+    }
+
+    /// reachd went away: its watches went with it. Said once, when someone is following.
+    private func lost() {
+        watchOwners.removeAll()
+        for id in targetSubscribers.keys { targetSubscribers[id]?.paths = [] }
+        guard !away, !(updateSubscribers.isEmpty && targetSubscribers.isEmpty) else { return }
+        away = true
+        Terminal.write("reachctl: reachd went away; waiting for it to return\n", to: STDERR_FILENO)
+    }
+
+    /// reachd is back (the client subscribed to it): each subscriber gets what differs from what
+    /// it was last given, and the targets are watched anew. Its generation counts from its start.
+    private func resume() throws {
+        generation = nil
+        if !updateSubscribers.isEmpty {
+            let fresh = try client.snapshot()
+            generation = fresh.generation
+            for (id, subscriber) in updateSubscribers {
+                let change = Self.change(from: subscriber.last, to: fresh)
+                if change.hostChanged || !change.changedInterfaces.isEmpty || !change.removedInterfaces.isEmpty {
+                    subscriber.continuation.yield(.change(change))
+                }
+                updateSubscribers[id]?.last = fresh
+            }
+        }
+        if !targetSubscribers.isEmpty {
+            if generation == nil { generation = try client.status().generation }
+            for (id, subscriber) in targetSubscribers {
+                let (paths, answers) = try watch(subscriber.targets, for: id)
+                targetSubscribers[id]?.paths = paths
+                for answer in answers { subscriber.continuation.yield(answer) }
+            }
+        }
+        if away {
+            away = false
+            Terminal.write("reachctl: reachd is back\n", to: STDERR_FILENO)
+        }
     }
 
     func removeTargets(_ id: UInt64) {

@@ -42,8 +42,14 @@ struct MonitorCommand: AsyncParsableCommand {
               reachctl monitor 192.0.2.1 example.org
               reachctl monitor --json vpn.example.com | jq -r .reason
 
+            When reachd goes away (a restart, an upgrade, a crash), the monitor says so once on \
+            standard error and waits for it to return (the bus starts it where D-Bus activation \
+            is installed); then it watches anew and prints only what differs from the last line \
+            printed. A bus that goes away is connected to again when it returns. With --daemon \
+            the monitor fails fast instead: reachd going away ends it (exit 2).
+
             Stops on SIGINT (Ctrl-C) or SIGTERM. Exit status: 0 when stopped by a signal, 2 \
-            error (an invalid target, reachd went away).
+            error (an invalid target; with --daemon, reachd went away).
             """
     )
 
@@ -119,7 +125,8 @@ struct MonitorCommand: AsyncParsableCommand {
         }
         switch outcome {
         case .signalled: return
-        case .updatesEnded: throw ReachctlError("the monitor stopped unexpectedly (reachd went away?)")
+        // Only a source that fails fast ends: --daemon.
+        case .updatesEnded: throw ReachctlError("reachd went away (--daemon: not waiting for it to return)")
         case let .failed(message): throw ReachctlError(message)
         }
     }

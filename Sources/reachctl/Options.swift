@@ -18,7 +18,7 @@ struct CommonOptions: ParsableArguments {
 
     @Flag(
         name: .customLong("daemon"),
-        help: "Answer only from reachd: when it does not answer, fail (exit 2) instead of answering in-process.")
+        help: "Answer only from reachd: when it does not answer, fail (exit 2) instead of answering in-process; monitor and wait fail fast (exit 2) when reachd goes away instead of waiting for its return.")
     var requireDaemon = false
 
     @Option(
@@ -108,7 +108,7 @@ struct CommonOptions: ParsableArguments {
         try ReachdOrInProcess.choose(
             bus: answersInProcess ? nil : bus, probeTimeout: probeTimeout,
             callTimeout: max(probeTimeout, DaemonSource.callTimeout),
-            daemon: { client, _ throws -> any ReachabilitySource in try DaemonSource(client: client) }
+            daemon: { client, _ throws -> any ReachabilitySource in try DaemonSource(client: client, follows: !requireDaemon) }
         ) { unavailable in
             if let unavailable {
                 if requireDaemon {

@@ -48,8 +48,12 @@ struct WaitCommand: AsyncParsableCommand {
             either way: the status keys (as `status --json`), "satisfied" (true or false), and \
             "check" (the target's answer) with --target.
 
+            When reachd goes away while waiting (a restart), wait says so once on standard \
+            error and goes on waiting for reachd to return, within the same --timeout; with \
+            --daemon it fails at once (exit 2).
+
             Exit status: 0 the condition holds, 1 the timeout passed first, 2 usage or error \
-            (an invalid target).
+            (an invalid target; with --daemon, reachd went away).
             """
     )
 
@@ -271,7 +275,8 @@ struct WaitCommand: AsyncParsableCommand {
                 }
                 // A stream ended without the condition: the source is gone.
                 group.cancelAll()
-                throw ReachctlError("lost the source of answers while waiting (reachd went away?)")
+                // Only a source that fails fast ends: --daemon.
+                throw ReachctlError("reachd went away while waiting (--daemon: not waiting for it to return)")
             }
             throw ReachctlError("nothing to wait for")
         }

@@ -225,7 +225,7 @@ struct ReachctlDaemonTests {
                     watched = result
                 case .interfacesChanged:
                     break
-                case .serviceLost:
+                case .serviceLost, .serviceReturned:
                     Issue.record("reachd is still there")
                 }
             }

@@ -35,27 +35,46 @@ public final class ReachabilityClient {
         /// A watch of ours (`watch(_:)`) has a new answer.
         case watch(path: String, result: CheckResult)
         /// reachd left the bus (stopped or crashed), or the bus connection was lost. Its watches
-        /// are gone; a new client must be made once it is back.
+        /// are gone. Unless the client `followsService`, a new client must be made once it is back.
         case serviceLost
+        /// reachd is on the bus again (`followsService` only): the client is subscribed to it,
+        /// its watches are still gone (make them anew), its generation counts from its start.
+        case serviceReturned
     }
 
-    public let connection: BusConnection
+    /// The bus connection; a new one after the bus came back (`followsService`).
+    public internal(set) var connection: BusConnection
+    /// Where `connection` leads, to connect again.
+    let address: BusConnection.Address
+    /// Whether the client outlives reachd and the bus: after `serviceLost` it keeps listening for
+    /// reachd's name, asks the bus to activate it, and reconnects to a bus that went away. Off by
+    /// default (`dispatch()` then throws when the bus fails, and a lost reachd stays lost).
+    public var followsService = false
+    /// Set while the bus connection is lost (`followsService`): when to try to connect again.
+    var reconnectAt: ContinuousClock.Instant?
+    /// The NameOwnerChanged match of this connection, made by the first `subscribe()`.
+    var nameSlot: BusSlot?
+    /// The pending StartServiceByName call (activation) while reachd is away.
+    var activation: BusSlot?
     /// How long a call waits for its reply.
     public var timeout: Duration
 
     /// What the signal handlers queued, for `dispatch()` to finish and hand out.
     private let inbox = Inbox()
-    private var slots: [BusSlot] = []
-    private var subscribed = false
-    /// The unique bus name of the reachd we talk to, once subscribed.
-    private var owner: String?
+    /// The signal matches of the reachd we follow (its unique name as sender).
+    var slots: [BusSlot] = []
+    /// Whether `subscribe()` was asked for (it stays asked while reachd is away).
+    var subscribed = false
+    /// The unique bus name of the reachd we talk to, once subscribed; nil while it is away.
+    var owner: String?
     /// Our watches and their last known answers.
-    private var watches: [String: CheckResult] = [:]
+    var watches: [String: CheckResult] = [:]
 
     /// Connects to `bus`. Does not talk to reachd yet: the first call does (use `status()` as
     /// a probe). Throws when the bus itself cannot be reached.
     public init(bus: BusConnection.Address, timeout: Duration = .milliseconds(500)) throws(BusError) {
         connection = try BusConnection(bus, description: "reachability-client")
+        address = bus
         self.timeout = timeout
     }
 
@@ -97,20 +116,34 @@ public final class ReachabilityClient {
     /// bus. Idempotent. Matches name reachd's unique bus name, so nobody else's signals count.
     public func subscribe() throws(BusError) {
         guard !subscribed else { return }
+        try followName()
         let reply = try connection.call(
             destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
             member: "GetNameOwner", timeout: timeout
         ) { message throws(BusError) in try message.append(Contract.busName) }
-        let owner = try reply.message.readString()
+        try subscribe(to: try reply.message.readString())
+        subscribed = true
+    }
+
+    /// Listens for owners of reachd's name coming and going, once per connection. Made before
+    /// the owner is asked, so that no change between the two goes unseen.
+    func followName() throws(BusError) {
+        guard nameSlot == nil else { return }
         let inbox = self.inbox
-        slots.append(try connection.addMatch(
+        nameSlot = try connection.addMatch(
             "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',interface='org.freedesktop.DBus',"
                 + "member='NameOwnerChanged',arg0='\(Contract.busName)'"
         ) { message in
             _ = try? message.readString()
-            let old = (try? message.readString()) ?? ""
-            if old == owner { inbox.append(.lost) }
-        })
+            guard let old = try? message.readString(), let new = try? message.readString() else { return }
+            inbox.append(.ownerChanged(old: old, new: new))
+        }
+    }
+
+    /// Matches the signals of the reachd whose unique bus name is `owner`, so nobody else's count.
+    func subscribe(to owner: String) throws(BusError) {
+        let inbox = self.inbox
+        var slots: [BusSlot] = []
         slots.append(try connection.addMatch(
             "type='signal',sender='\(owner)',path='\(Contract.objectPath)',interface='\(Contract.interface)',member='Changed'"
         ) { message in
@@ -136,23 +169,44 @@ public final class ReachabilityClient {
             guard let path = message.path, let properties = try? Self.readPropertiesChanged(message) else { return }
             inbox.append(.watch(path: path, properties: properties.changed, invalidated: properties.invalidated))
         })
+        self.slots = slots
         self.owner = owner
-        subscribed = true
     }
 
     /// Handles everything the bus has queued and returns the events, in order. Never waits.
     /// Throws when the connection failed (then the service is as good as lost).
     public func dispatch() throws(BusError) -> [Event] {
-        while try connection.process() {}
         var events: [Event] = []
+        if reconnectAt != nil {
+            guard reconnectIfDue() else { return [] }
+            if owner != nil { events.append(.serviceReturned) }
+        }
+        do {
+            while try connection.process() {}
+        } catch {
+            guard followsService else { throw error }
+            // Events already queued are stale now: what counts is that reachd is out of reach.
+            _ = inbox.take()
+            if disconnect() { events.append(.serviceLost) }
+            return events
+        }
         for raw in inbox.take() {
             switch raw {
             case let .changed(flags, primary, generation):
                 events.append(.changed(flags: flags, primaryInterface: primary, generation: generation))
             case let .interfacesChanged(generation):
                 events.append(.interfacesChanged(generation: generation))
-            case .lost:
-                events.append(.serviceLost)
+            case let .ownerChanged(old, new):
+                if let owner, old == owner {
+                    forgetService()
+                    events.append(.serviceLost)
+                    if followsService { activate() }
+                }
+                if followsService, subscribed, owner == nil, !new.isEmpty {
+                    try subscribe(to: new)
+                    activation = nil
+                    events.append(.serviceReturned)
+                }
             case let .watch(path, properties, invalidated):
                 guard var result = watches[path] else { continue }
                 Self.apply(properties, to: &result)
@@ -169,6 +223,11 @@ public final class ReachabilityClient {
     /// readable. Returns whether `descriptor` did.
     @discardableResult
     public func wait(timeout: Duration?, orReadable descriptor: Int32? = nil) throws(BusError) -> Bool {
+        if let reconnectAt {
+            // No bus to wait on: only the descriptor, until the next attempt to connect.
+            let untilAttempt = max(.zero, reconnectAt - .now)
+            return Self.wait(timeout: timeout.map { min($0, untilAttempt) } ?? untilAttempt, orReadable: descriptor)
+        }
         let events = sd_bus_get_events(connection.bus)
         guard events >= 0 else { throw BusError("get the bus's poll events", code: events) }
         var fds = [pollfd(fd: connection.fileDescriptor, events: Int16(events), revents: 0)]
@@ -280,7 +339,8 @@ public final class ReachabilityClient {
         case changed(flags: ReachabilityFlags, primaryInterface: String, generation: UInt64)
         case interfacesChanged(generation: UInt64)
         case watch(path: String, properties: WatchProperties, invalidated: [String])
-        case lost
+        /// NameOwnerChanged for reachd's name: `old` left it, `new` took it (empty: nobody).
+        case ownerChanged(old: String, new: String)
     }
 
     /// Filled by signal handlers (inside `process()`), emptied by `dispatch()`: same thread.

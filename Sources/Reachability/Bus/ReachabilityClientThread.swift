@@ -4,8 +4,10 @@ import Synchronization
 /// followers). Used from that thread only.
 public protocol ReachabilityClientOwner: AnyObject, SendableMetatype {
     var client: ReachabilityClient { get }
-    /// reachd's signals and watch answers, in order; `serviceLost` never reaches it (the thread
-    /// ends instead). Throwing ends the thread as if reachd were gone.
+    /// reachd's signals and watch answers, in order. Unless the client `followsService`,
+    /// `serviceLost` never reaches it (the thread ends instead) and throwing ends the thread as if
+    /// reachd were gone; when it follows, `serviceLost` and `serviceReturned` come too, and a
+    /// throw (a call that failed as reachd left) waits for reachd's next return.
     func handle(_ events: [ReachabilityClient.Event]) throws
     /// The thread ends: `lost` when reachd or the bus went away, false after `stop()`. Jobs still
     /// queued have been cancelled already.
@@ -85,6 +87,16 @@ public final class ReachabilityClientThread<Owner: ReachabilityClientOwner>: Sen
                 while true {
                     let events = try owner.client.dispatch()
                     if events.isEmpty { break }
+                    if owner.client.followsService {
+                        do {
+                            try owner.handle(events)
+                        } catch {
+                            // reachd left in the middle (its NameOwnerChanged is on the way) or
+                            // failed us: start over with a connection of our own.
+                            if owner.client.disconnect() { try owner.handle([.serviceLost]) }
+                        }
+                        continue
+                    }
                     let served = events.prefix { $0 != .serviceLost }
                     try owner.handle(Array(served))
                     if served.count < events.count { return true }

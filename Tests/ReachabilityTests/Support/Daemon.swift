@@ -15,6 +15,15 @@ final class ReachdFixture: @unchecked Sendable {
 
     func freeze(_ frozen: Bool) { harness.freeze(frozen) }
     func stopDaemon() { harness.stopDaemon() }
+
+    /// A crash, as a restart by systemd follows it: SIGKILL (reachd says goodbye to nobody).
+    func killDaemon() { harness.killDaemon() }
+
+    /// reachd started again on the same bus, once it answers.
+    func startDaemon() throws {
+        try harness.startDaemon()
+        try harness.waitUntilServing()
+    }
 }
 
 /// Runs reachctl to completion with extra environment variables, and how long it took.

@@ -95,6 +95,9 @@ final class DaemonHarness: @unchecked Sendable {
         if daemon.waitForExit(timeout: .seconds(3)) == nil { daemon.kill() }
     }
 
+    /// Kills reachd (SIGKILL), as a crash would.
+    func killDaemon() { daemon?.kill() }
+
     /// Stops (SIGSTOP) or resumes (SIGCONT) reachd: a reachd that owns its name but never answers.
     func freeze(_ frozen: Bool) { daemon?.signal(frozen ? SIGSTOP : SIGCONT) }
 

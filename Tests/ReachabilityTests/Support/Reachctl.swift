@@ -42,6 +42,10 @@ final class ReachctlProcess: Sendable {
     }
 
     var output: [String] { child.lines }
+    /// What it wrote to standard error so far.
+    var errorOutput: String { child.errorOutput }
+    /// When it exited; nil while it runs.
+    var exitTime: ContinuousClock.Instant? { child.exitTime }
 
     /// Waits until at least `count` lines arrived.
     func waitForLines(_ count: Int, timeout: Duration = waitLimit) async throws -> [String] {
