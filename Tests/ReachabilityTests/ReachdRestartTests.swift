@@ -94,8 +94,10 @@ struct ReachdRestartTests {
         let fixture = try ReachdFixture(namespace: ns)
         let monitor = try ReachctlProcess(["monitor", "--daemon", "--bus-address", fixture.address])
         _ = try await monitor.waitForLines(1)
-        let wait = try BackgroundReachctl(["wait", "--daemon", "--kind", "wired", "--timeout", "60s", "--bus-address", fixture.address])
-        try await Task.sleep(for: .milliseconds(300))
+        // A bare veth is never wired: it waits; its watch of the target shows it subscribed.
+        let wait = try BackgroundReachctl(
+            ["wait", "--daemon", "--kind", "wired", "--target", "192.0.2.1", "--timeout", "60s", "--bus-address", fixture.address])
+        try await eventually("the wait's watch") { try Self.watchCount(fixture) == 1 }
         fixture.killDaemon()
         try await eventually("monitor --daemon ends") { monitor.exitTime != nil }
         #expect(monitor.terminate() == 2)
