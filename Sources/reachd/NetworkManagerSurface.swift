@@ -12,7 +12,8 @@ import Reachability
 ///   values in the changed dictionary.
 /// - Qt needs the owner and a GetAll, reads PrimaryConnection, then through introspection the
 ///   active connection's `Devices` and the first device's `DeviceType` and `Metered`.
-/// PropertiesChanged goes out only for values that changed, so a client sees one signal per change.
+/// PropertiesChanged goes out only for values that changed, so a client sees one signal per change,
+/// and once with every value when the name is ours (a restarted reachd's values).
 final class NetworkManagerSurface {
     static let busName = "org.freedesktop.NetworkManager"
     static let path = "/org/freedesktop/NetworkManager"
@@ -51,6 +52,9 @@ final class NetworkManagerSurface {
             guard let self else { return }
             switch result {
             case .success(.owned):
+                // Every value at once: Qt reads GetAll when it loads and then only follows
+                // PropertiesChanged, so after a restart it would keep what the last reachd said.
+                self.bus.emitPropertiesChanged(path: Self.path, interface: Self.interface, names: ManagerObject.vtable.changingProperties)
                 outcome(nil)
             case .success(.ownedByAnother), .success(.queued):
                 self.withdraw(releasing: false)

@@ -20,8 +20,12 @@ final class Publisher {
         return renderSummary(snapshot.host, interfaces: snapshot.interfaces)
     }
 
-    /// READY=1 with the status, once reachd owns its name.
+    /// READY=1 with the status, once reachd owns its name; and one PropertiesChanged with every
+    /// value, for clients that cache properties across a restart (Qt, GDBusProxy, sd-bus): they
+    /// read GetAll once and trust the signals after, so a restarted reachd must tell them.
     func ready() {
+        bus.emitPropertiesChanged(
+            path: ReachdContract.objectPath, interface: ReachdContract.interface, names: ReachabilityService.vtable.changingProperties)
         lastStatus = summary
         ServiceManager.notify("READY=1\nSTATUS=\(lastStatus)")
         Log.info("ready on the bus as \(ReachdContract.busName): \(lastStatus)")

@@ -36,8 +36,15 @@ public final class BusVTable: @unchecked Sendable {  // immutable after init
     }
 
     let entries: UnsafeMutableBufferPointer<sd_bus_vtable>
+    /// The properties that emit PropertiesChanged, in order: what an announcement of every
+    /// value sends (a property added to the table is announced with the others).
+    public let changingProperties: [String]
 
     public init(_ members: [Member]) {
+        changingProperties = members.compactMap { member in
+            guard case let .property(name, _, emitsChange) = member, emitsChange else { return nil }
+            return "\(name)"
+        }
         entries = .allocate(capacity: members.count + 2)
         var index = 0
         func add(_ entry: sd_bus_vtable) {
