@@ -6,7 +6,8 @@ import Glibc
 /// reachd's composition root: one sd-event loop carrying the core (netlink, c-ares), the bus,
 /// signals and the watchdog, and the parts that follow the core's changes, in this order:
 /// the publisher (signals, STATUS=, journal, NetworkManager surface), the metrics, the probes and
-/// the watches. Each part gets what it needs at construction; none holds the daemon.
+/// the watches; and sleep, which hands a resume to the core and the probes. Each part gets what
+/// it needs at construction; none holds the daemon.
 final class Daemon {
     private let options: Options
     private var configuration: Configuration
@@ -22,6 +23,7 @@ final class Daemon {
     private var probes: Probes!
     private var watches: WatchRegistry!
     private var service: ReachabilityService!
+    private var sleep: Sleep!
 
     /// Runs the daemon; returns the process exit status.
     static func main(_ options: Options) -> Int32 {
@@ -144,6 +146,13 @@ final class Daemon {
         })
         core.follow { [unowned probes] in probes.follow($0) }
         core.follow { [unowned watches] in watches.follow($0) }
+        // What a resume makes stale: the kernel mirror, DNS answers, targets (and their backoff,
+        // through the core's update), the probe's verdict.
+        sleep = try Sleep(bus: bus, loop: loop) { [unowned core, unowned probes] how in
+            Log.info("the host resumed from sleep (\(how)): resyncing, forgetting DNS answers, asking targets and probing again")
+            core.resumed()
+            probes.resumed()
+        }
         metrics.apply(configuration.metrics)
         metrics.serve(metricsSockets)
     }

@@ -130,6 +130,16 @@ final class InternetProbe {
         probe(reason: "the path changed")
     }
 
+    /// The host resumed from sleep: the verdict is from before it (another network, perhaps), so
+    /// the path is judged again at once, with the retries started afresh.
+    func resumed() {
+        guard settings.isEnabled else { return }
+        pathKey = currentPathKey()
+        retryDelay = ConnectivitySettings.firstRetry
+        cancelAttempt()
+        probe(reason: "the host resumed from sleep")
+    }
+
     /// `Validate`: probes now (or joins the probe in flight) and answers with its verdict.
     func validate(_ reply: @escaping (ConnectivityStatus) -> Void) {
         guard settings.isEnabled else { return reply(.unknown) }

@@ -27,6 +27,12 @@ final class Probes {
         reconcile()
     }
 
+    /// The host resumed from sleep: every probe judges its path again, now.
+    func resumed() {
+        host.resumed()
+        for probe in uplinks.values { probe.resumed() }
+    }
+
     /// A reload: every probe takes the new settings.
     func configure(_ settings: ConnectivitySettings) {
         self.settings = settings

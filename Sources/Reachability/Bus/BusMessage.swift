@@ -77,6 +77,11 @@ public struct BusMessage {
         try readBasic("t", as: UInt64.self, what: "a uint64")
     }
 
+    /// A D-Bus boolean (`b`, sent as a 32-bit 0 or 1).
+    public func readBool() throws(BusError) -> Bool {
+        try readBasic("b", as: Int32.self, what: "a boolean") != 0
+    }
+
     public func readInt32() throws(BusError) -> Int32 {
         try readBasic("i", as: Int32.self, what: "an int32")
     }

@@ -42,6 +42,17 @@ public final class EventLoop {
         }
     }
 
+    /// Calls `handler` after every turn of the loop that dispatched another source: work that
+    /// rides on wake-ups the loop has anyway and never causes one of its own (sd_event_add_post).
+    public func afterEachWake(_ handler: @escaping () -> Void) throws(SystemError) -> EventSource {
+        try add("sd_event_add_post", EventSource.Handler(fire: handler)) { source, context in
+            sd_event_add_post(event, &source, { _, context in
+                Unmanaged<EventSource.Handler>.fromOpaque(context!).takeUnretainedValue().fire?()
+                return 0
+            }, context)
+        }
+    }
+
     /// Calls `handler` on `signal`. The signal must already be blocked in every thread
     /// (`EventLoop.blockSignals` at the very start of main), or it kills the process first.
     public func onSignal(_ signal: Int32, _ handler: @escaping () -> Void) throws(SystemError) -> EventSource {

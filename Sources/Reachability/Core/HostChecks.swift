@@ -108,6 +108,13 @@ final class HostChecks {
         nameserverVerdict = nil
     }
 
+    /// The host resumed from sleep: what DNS said before may be stale (another network, a portal
+    /// that now lets through), so every cached answer goes, and the nameservers are judged anew.
+    func forgetAnswers() {
+        cache.removeAll()
+        nameserverVerdict = nil
+    }
+
     /// The nameservers of resolv.conf and whether any of them can be reached now, kept until the
     /// network or the file changes: a burst of a thousand checks then costs one read of the file
     /// and one route lookup per server, not one each (perf: 0.1 ms per check, which made the

@@ -82,6 +82,15 @@ public final class ReachabilityCore {
         settle(mirror.withLock { $0.state.reclassify(with: classifier) })
     }
 
+    /// The host resumed from sleep: the kernel's state is dumped afresh (as after an overrun),
+    /// cached DNS answers are dropped, and every follower hears of a routing move, so targets are
+    /// asked again (through DNS) with their backoff started afresh.
+    public func resumed() {
+        hostChecks.forgetAnswers()
+        mirror.withLock { $0.requestResync() }
+        settle(nil, routingMoved: true)
+    }
+
     /// Starts a host check; `completion` runs once, on the loop.
     public func checkHost(_ request: HostCheckRequest) {
         guard let answered = checkAnswered else { return hostChecks.start(request) }
@@ -113,7 +122,8 @@ public final class ReachabilityCore {
     /// See `HostChecks.disable(because:)`.
     public func disableHostChecks(because reason: String) { hostChecks.disable(because: reason) }
 
-    private func settle(_ change: ReachabilityChange?) {
+    /// `routingMoved`: the routing may have moved though the epoch did not (a resume).
+    private func settle(_ change: ReachabilityChange?, routingMoved: Bool = false) {
         let (incidents, resync, dumping, epoch) = mirror.withLock {
             ($0.takeIncidents(), $0.resyncDeadline, $0.isDumping, $0.state.routingEpoch)
         }
@@ -123,7 +133,7 @@ public final class ReachabilityCore {
             netlinkPaused = dumping
             netlinkWatch?.setEvents(dumping ? [] : .readable)
         }
-        let moved = epoch != lastRoutingEpoch
+        let moved = epoch != lastRoutingEpoch || routingMoved
         if moved {
             lastRoutingEpoch = epoch
             hostChecks.networkChanged()

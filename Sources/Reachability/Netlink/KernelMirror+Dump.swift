@@ -32,6 +32,13 @@ extension KernelMirror {
         return nil
     }
 
+    /// Asks for a resync as soon as the loop can start it, whatever the last one: after a resume
+    /// from sleep the kernel's state moved while nothing was read, as after an overrun.
+    func requestResync() {
+        needsResync = true
+        lastResync = nil
+    }
+
     /// The kernel answers dumps at once; the deadline only bounds a kernel that never does.
     static let dumpTimeout: Duration = .seconds(2)
 

@@ -49,6 +49,18 @@ public enum SystemClock {
         return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
     }
 
+    /// How long the host has been suspended since boot, in microseconds: CLOCK_BOOTTIME counts
+    /// the time asleep, CLOCK_MONOTONIC does not. Both are read through the vDSO: no system call.
+    public static func suspendedMicroseconds() -> UInt64 {
+        var boot = timespec()
+        var monotonic = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &monotonic)
+        clock_gettime(CLOCK_BOOTTIME, &boot)
+        let bootMicroseconds = UInt64(boot.tv_sec) * 1_000_000 + UInt64(boot.tv_nsec) / 1000
+        let monotonicMicroseconds = UInt64(monotonic.tv_sec) * 1_000_000 + UInt64(monotonic.tv_nsec) / 1000
+        return bootMicroseconds > monotonicMicroseconds ? bootMicroseconds - monotonicMicroseconds : 0
+    }
+
     /// CLOCK_REALTIME in seconds since the epoch (process_start_time_seconds).
     public static func wallSeconds() -> Double {
         var now = timespec()

@@ -1,0 +1,77 @@
+import Foundation
+import Testing
+@testable import Reachability
+
+/// Sleep and resume: a stand-in logind owns org.freedesktop.login1 on the test's bus and emits the
+/// real `PrepareForSleep(b)` signal, both edges; reachd resyncs its kernel mirror (the Resyncs
+/// counter), probes again at once (the probe server sees the request, long before the
+/// interval would have sent it) and says so in its log. A signal from anyone else is not logind.
+@Suite(rootOnly, .enabled(if: FileManager.default.fileExists(atPath: "/usr/bin/python3"), "needs python3-gi"))
+struct SleepResumeTests {
+    /// Owns org.freedesktop.login1 on the bus at argv[1], then emits PrepareForSleep(true) and,
+    /// a moment later, PrepareForSleep(false), as logind does around a suspend.
+    static let logind = """
+        import sys, gi
+        gi.require_version("Gio", "2.0")
+        from gi.repository import Gio, GLib
+        flags = Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION
+        bus = Gio.DBusConnection.new_for_address_sync(sys.argv[1], flags, None, None)
+        loop = GLib.MainLoop()
+        def emit(sleeping):
+            bus.emit_signal(None, "/org/freedesktop/login1", "org.freedesktop.login1.Manager", "PrepareForSleep",
+                GLib.Variant("(b)", (sleeping,)))
+            bus.flush_sync(None)
+            print("PrepareForSleep", sleeping, flush=True)
+        def owned(connection, name):
+            emit(True)
+            GLib.timeout_add(300, lambda: (emit(False), False)[1])
+        Gio.bus_own_name_on_connection(bus, "org.freedesktop.login1", Gio.BusNameOwnerFlags.NONE, owned, None)
+        loop.run()
+        """
+
+    static func resyncs(_ harness: DaemonHarness) throws -> UInt64 {
+        try ReachabilityClient(bus: .address(harness.address)).fullStatus().counters?.resyncs ?? 0
+    }
+
+    @Test func aResumeAnnouncedByLogindResyncsAndProbesAtOnce() async throws {
+        // Interval=60m: only the resume can send the second probe within the test.
+        let setup = try await ConnectivityProbeTests.Setup(config: "[Connectivity]\nURL=http://192.0.2.1:8204/\nTimeout=2s\nInterval=60m\n")
+        try await setup.waitFor("full")
+        let harness = setup.harness
+        let probes = setup.requests.count
+        let resyncs = try Self.resyncs(harness)
+
+        // Not logind: the same signal from a connection that does not own its name.
+        let impostor = try harness.busctl(["emit", "/org/freedesktop/login1", "org.freedesktop.login1.Manager", "PrepareForSleep", "b", "false"])
+        #expect(impostor.status == 0, "\(impostor.stderr)")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(!harness.daemonErrorLines.contains { $0.contains("resumed from sleep") }, "\(harness.daemonErrorLines)")
+        #expect(setup.requests.count == probes)
+
+        let logind = try ChildProcess("/usr/bin/python3", ["-c", Self.logind, harness.address])
+        defer { logind.kill() }
+        try await eventually("logind's resume; logind \(logind.lines) \(logind.errorLines); \(harness.diagnostics)") {
+            harness.daemonErrorLines.contains { $0.contains("the host resumed from sleep (logind)") }
+        }
+        #expect(logind.lines == ["PrepareForSleep True", "PrepareForSleep False"])
+        #expect(harness.daemonErrorLines.contains { $0.contains("the host goes to sleep (logind)") })
+        try await eventually("a resync; \(harness.diagnostics)") { try Self.resyncs(harness) == resyncs + 1 }
+        try await eventually("a probe; requests \(setup.requests)") { setup.requests.count == probes + 1 }
+        try await setup.waitFor("full")
+        // Once: the sleep's first edge starts nothing.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try Self.resyncs(harness) == resyncs + 1)
+        #expect(setup.requests.count == probes + 1, "\(setup.requests)")
+    }
+
+    @Test func theClocksTellASleepOfAtLeastTwoSeconds() {
+        var clock = SleepClock(suspendedMicroseconds: 5_000_000)
+        #expect(clock.slept(suspendedMicroseconds: 5_000_000) == nil, "awake: the gap stays")
+        #expect(clock.slept(suspendedMicroseconds: 6_500_000) == nil, "1.5 s is no sleep")
+        #expect(clock.slept(suspendedMicroseconds: 66_500_000) == .seconds(60))
+        #expect(clock.slept(suspendedMicroseconds: 66_500_000) == nil, "told once")
+        // The real clocks of a machine that is not sleeping now.
+        var real = SleepClock()
+        #expect(real.slept() == nil)
+    }
+}
