@@ -89,6 +89,30 @@ struct ReachdRestartTests {
         #expect(target.terminate() == 0)
     }
 
+    @Test func aMonitorOutlivesTheBusAndReportsTheFlapThatFollows() async throws {
+        let ns = try Scenario.scenario()
+        let far = try Scenario.farPeer(of: ns)
+        let fixture = try ReachdFixture(namespace: ns)
+        let harness = fixture.harness
+        // The socket's path, not the address with the guid of this one dbus-daemon.
+        let monitor = try ReachctlProcess(["monitor", "--json", "--bus-address", harness.busPathAddress])
+        defer { _ = monitor.terminate() }
+        _ = try await monitor.waitForLines(1)
+
+        // dbus-daemon restarts: reachd, losing it, exits 1 (systemd would restart it).
+        try harness.restartBus()
+        try await Self.stderr(monitor, contains: "reachctl: reachd went away; waiting for it to return\n")
+        #expect(harness.daemon?.waitForExit(timeout: .seconds(5)) == 1, "\(harness.diagnostics)")
+        try fixture.startDaemon()
+        try await Self.stderr(monitor, contains: "reachctl: reachd is back\n")
+        #expect(monitor.exitTime == nil)
+        #expect(monitor.output.count == 1, "nothing differs: \(monitor.output)")
+
+        try far.ip("link set up0p down")
+        let lines = try await monitor.waitForLines(2)
+        #expect(try Scenario.object(lines[1])["state"] as? String == "offline", "\(lines)")
+    }
+
     @Test func daemonAsksToFailFastWhenReachdGoesAway() async throws {
         let ns = try Scenario.scenario()
         let fixture = try ReachdFixture(namespace: ns)

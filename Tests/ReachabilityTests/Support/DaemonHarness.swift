@@ -17,10 +17,11 @@ final class DaemonHarness: @unchecked Sendable {
     let directory: String
     /// `DIR/config`, passed as `--config-dir`; write `reachd.conf` here.
     let configDirectory: String
-    /// The private bus's address, as dbus-daemon printed it.
-    let address: String
+    /// The private bus's address, as dbus-daemon printed it (its guid changes with `restartBus`).
+    private(set) var address: String
     let notify: NotifySocket
-    let bus: ChildProcess
+    private(set) var bus: ChildProcess
+    private let busArguments: [String]
     /// The running reachd (nil before `startDaemon`).
     private(set) var daemon: ChildProcess?
     private let resolvConf: String?
@@ -52,6 +53,7 @@ final class DaemonHarness: @unchecked Sendable {
         } else {
             busArguments += ["--session", "--address=unix:path=\(directory)/bus"]
         }
+        self.busArguments = busArguments
         bus = try ChildProcess("/usr/bin/dbus-daemon", busArguments)
         address = try bus.firstLine(timeout: .seconds(10))
         if start { try startDaemon(environment: environment) }
@@ -93,6 +95,17 @@ final class DaemonHarness: @unchecked Sendable {
         daemon.signal(SIGCONT)
         daemon.signal(SIGTERM)
         if daemon.waitForExit(timeout: .seconds(3)) == nil { daemon.kill() }
+    }
+
+    /// The bus's socket path, as an address without the guid: what a client that outlives one
+    /// dbus-daemon is given (a new daemon on the same socket has another guid).
+    var busPathAddress: String { "unix:path=\(directory)/bus" }
+
+    /// Kills the bus (reachd, losing it, exits) and starts a new one on the same socket.
+    func restartBus() throws {
+        bus.kill()
+        bus = try ChildProcess("/usr/bin/dbus-daemon", busArguments)
+        address = try bus.firstLine(timeout: .seconds(10))
     }
 
     /// Kills reachd (SIGKILL), as a crash would.
