@@ -5,7 +5,8 @@ import Testing
 /// Sleep and resume: a stand-in logind owns org.freedesktop.login1 on the test's bus and emits the
 /// real `PrepareForSleep(b)` signal, both edges; reachd resyncs its kernel mirror (the Resyncs
 /// counter), probes again at once (the probe server sees the request, long before the
-/// interval would have sent it) and says so in its log. A signal from anyone else is not logind.
+/// interval would have sent it), forgets cached DNS answers and asks watched hosts again, and says
+/// so in its log. A signal from anyone else is not logind.
 @Suite(rootOnly, .enabled(if: FileManager.default.fileExists(atPath: "/usr/bin/python3"), "needs python3-gi"))
 struct SleepResumeTests {
     /// Owns org.freedesktop.login1 on the bus at argv[1], then emits PrepareForSleep(true) and,
@@ -48,12 +49,7 @@ struct SleepResumeTests {
         #expect(!harness.daemonErrorLines.contains { $0.contains("resumed from sleep") }, "\(harness.daemonErrorLines)")
         #expect(setup.requests.count == probes)
 
-        let logind = try ChildProcess("/usr/bin/python3", ["-c", Self.logind, harness.address])
-        defer { logind.kill() }
-        try await eventually("logind's resume; logind \(logind.lines) \(logind.errorLines); \(harness.diagnostics)") {
-            harness.daemonErrorLines.contains { $0.contains("the host resumed from sleep (logind)") }
-        }
-        #expect(logind.lines == ["PrepareForSleep True", "PrepareForSleep False"])
+        try await Self.suspendAndResume(harness)
         #expect(harness.daemonErrorLines.contains { $0.contains("the host goes to sleep (logind)") })
         try await eventually("a resync; \(harness.diagnostics)") { try Self.resyncs(harness) == resyncs + 1 }
         try await eventually("a probe; requests \(setup.requests)") { setup.requests.count == probes + 1 }
@@ -62,6 +58,41 @@ struct SleepResumeTests {
         try await Task.sleep(for: .milliseconds(300))
         #expect(try Self.resyncs(harness) == resyncs + 1)
         #expect(setup.requests.count == probes + 1, "\(setup.requests)")
+    }
+
+    /// Runs the stand-in logind on `harness`'s bus until reachd says it resumed.
+    static func suspendAndResume(_ harness: DaemonHarness) async throws {
+        let logind = try ChildProcess("/usr/bin/python3", ["-c", Self.logind, harness.address])
+        defer { logind.kill() }
+        try await eventually("logind's resume; logind \(logind.lines) \(logind.errorLines); \(harness.diagnostics)") {
+            harness.daemonErrorLines.contains { $0.contains("the host resumed from sleep (logind)") }
+        }
+    }
+
+    @Test func aResumeForgetsCachedDNSAnswersAndAsksWatchedHostsAgain() async throws {
+        let dns = try DNSScenario(nameserver: DNSScenario.answering)
+        // A TTL of 5 minutes: without the resume, nothing would ask DNS again during the test.
+        let server = try DNSMasqServer(in: dns.server, address: DNSScenario.answering, records: ["far.test": ["203.0.113.10"]], ttl: 300)
+        defer { withExtendedLifetime(server) {} }
+        let harness = try DaemonHarness(dns.client, resolvConf: dns.resolvConf.path)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        let client = try harness.connect()
+        let watch = try DaemonHarness.watch(client, "far.test")
+        try await eventually("the watch's first answer; \(harness.diagnostics)") {
+            try DaemonHarness.property(client, "Flags", path: watch, interface: DaemonHarness.watchInterface) as UInt32 != 0
+        }
+        // A check now is answered from the cache: DNS hears nothing more.
+        let asked = server.queries(for: "far.test")
+        #expect(asked >= 1)
+        _ = try harness.busctlCall("CheckHost", "su", "far.test", "0")
+        #expect(server.queries(for: "far.test") == asked, "cached")
+
+        try await Self.suspendAndResume(harness)
+        try await eventually("the watched host asked again; \(server.queries(for: "far.test")) queries") {
+            server.queries(for: "far.test") > asked
+        }
+        #expect(try DaemonHarness.property(client, "Flags", path: watch, interface: DaemonHarness.watchInterface) as UInt32 != 0)
     }
 
     @Test func theClocksTellASleepOfAtLeastTwoSeconds() {
