@@ -174,22 +174,28 @@ public final class ReachabilityClient {
     }
 
     /// Handles everything the bus has queued and returns the events, in order. Never waits.
-    /// Throws when the connection failed (then the service is as good as lost).
+    /// Throws when the connection failed (then the service is as good as lost), unless the client
+    /// `followsService`: then it says `serviceLost` and connects again later.
     public func dispatch() throws(BusError) -> [Event] {
         var events: [Event] = []
-        if reconnectAt != nil {
-            guard reconnectIfDue() else { return [] }
-            if owner != nil { events.append(.serviceReturned) }
-        }
         do {
-            while try connection.process() {}
+            try dispatch(into: &events)
         } catch {
             guard followsService else { throw error }
-            // Events already queued are stale now: what counts is that reachd is out of reach.
+            // The connection failed, or reachd in the middle of an answer: start over on a new
+            // connection. What is still queued is stale.
             _ = inbox.take()
             if disconnect() { events.append(.serviceLost) }
-            return events
         }
+        return events
+    }
+
+    private func dispatch(into events: inout [Event]) throws(BusError) {
+        if reconnectAt != nil {
+            guard reconnectIfDue() else { return }
+            if owner != nil { events.append(.serviceReturned) }
+        }
+        while try connection.process() {}
         for raw in inbox.take() {
             switch raw {
             case let .changed(flags, primary, generation):
@@ -215,7 +221,6 @@ public final class ReachabilityClient {
                 if let result = watches[path] { events.append(.watch(path: path, result: result)) }
             }
         }
-        return events
     }
 
     /// Waits until the bus has something to process, `timeout` passes (nil: no limit), or
@@ -229,7 +234,11 @@ public final class ReachabilityClient {
             return Self.wait(timeout: timeout.map { min($0, untilAttempt) } ?? untilAttempt, orReadable: descriptor)
         }
         let events = sd_bus_get_events(connection.bus)
-        guard events >= 0 else { throw BusError("get the bus's poll events", code: events) }
+        // A connection that failed: the next `dispatch()` finds out, and says so when following.
+        guard events >= 0 else {
+            if followsService { return false }
+            throw BusError("get the bus's poll events", code: events)
+        }
         var fds = [pollfd(fd: connection.fileDescriptor, events: Int16(events), revents: 0)]
         if let descriptor { fds.append(pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)) }
         var milliseconds: Int64 = timeout.map(\.millisecondsRoundedUp) ?? -1
