@@ -14,7 +14,9 @@ final class Sleep {
     private let resumed: (_ how: String) -> Void
     private var clock = SleepClock()
     /// logind said the host goes to sleep: its signal after the resume, not the clocks, says when
-    /// the host is back (the clocks would tell the same resume twice).
+    /// the host is back (the clocks would tell the same resume twice). Should logind's first
+    /// signal only be read after the resume, behind other wake-ups, the clocks may tell it first
+    /// and logind again: a second resync and probe, harmless, never a missed resume.
     private var asleep = false
     private var match: BusSlot?
     private var clockCheck: EventSource?
