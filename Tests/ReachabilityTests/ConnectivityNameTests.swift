@@ -62,7 +62,9 @@ struct ConnectivityNameTests {
         try await Task.sleep(for: .milliseconds(2100))
         let back = try setup.validate()
         #expect(back.connectivity == "full", "\(back)")
-        #expect(setup.requests.count == 3, "\(setup.requests)")
+        // Validate's, and perhaps one more: after "none" the probe retries on its own (1 s, then
+        // 2 s, ...), and a retry that comes after resolv.conf went back reaches the server too.
+        #expect(setup.requests.count >= 3, "\(setup.requests)")
         #expect(try setup.flags() & ConnectivityProbeTests.validated != 0)
     }
 
