@@ -57,15 +57,17 @@ extension HostResolver {
 
         let id: RequestID
         let name: String
+        let owner: LookupOwner
         let deadline: ContinuousClock.Instant
         let completion: (Outcome) -> Void
         var phase = Phase.waiting
         /// When its channel's retransmission timer is due, while running.
         var timerDue: ContinuousClock.Instant?
 
-        init(id: RequestID, name: String, deadline: ContinuousClock.Instant, completion: @escaping (Outcome) -> Void) {
+        init(id: RequestID, name: String, owner: LookupOwner, deadline: ContinuousClock.Instant, completion: @escaping (Outcome) -> Void) {
             self.id = id
             self.name = name
+            self.owner = owner
             self.deadline = deadline
             self.completion = completion
         }
@@ -87,6 +89,65 @@ extension HostResolver {
             case .finished, .over: false
             }
         }
+    }
+}
+
+/// Whose lookup it is: what the resolver's fair shares count (see `HostResolver.Shares`).
+public enum LookupOwner: Hashable, Sendable, CustomStringConvertible {
+    /// The system: reachd's own work (the connectivity probe's name) and callers running as root.
+    /// It may take every slot, the reserve included.
+    case system
+    /// A Unix user other than root.
+    case user(UInt32)
+    /// Lookups shared by the callers of many users (reachd's watched targets): one share, as a user.
+    case shared
+
+    /// A bus caller's owner by its Unix user: root is the system.
+    public init(uid: UInt32) { self = uid == 0 ? .system : .user(uid) }
+
+    public var description: String {
+        switch self {
+        case .system: "the system"
+        case let .user(uid): "Unix user \(uid)"
+        case .shared: "the watched targets"
+        }
+    }
+}
+
+/// The oldest-first line of one owner's lookups waiting for a slot. A lookup that ends while it
+/// waits (cancelled, or its deadline passed) stays in the array and is dropped when it reaches
+/// the head; `count` holds only those still waiting.
+struct WaitingLine {
+    private var requests: [HostResolver.Request] = []
+    private var head = 0
+    private(set) var count = 0
+
+    mutating func append(_ request: HostResolver.Request) {
+        requests.append(request)
+        count += 1
+    }
+
+    /// A waiting request of this line ended where it stands.
+    mutating func left() { count -= 1 }
+
+    /// The oldest request still waiting.
+    mutating func first() -> HostResolver.Request? {
+        while head < requests.count, !requests[head].isWaiting { head += 1 }
+        // Drop the consumed prefix once it is all there is, or large enough to be worth a copy.
+        if head == requests.count {
+            requests.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 1024 {
+            requests.removeFirst(head)
+            head = 0
+        }
+        return head < requests.count ? requests[head] : nil
+    }
+
+    /// Takes the oldest waiting request out of the line (`first` must have returned it).
+    mutating func removeFirst() {
+        head += 1
+        count -= 1
     }
 }
 
