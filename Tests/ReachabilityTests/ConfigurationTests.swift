@@ -381,7 +381,7 @@ struct ConfigurationErrorTests {
         let errors = Configuration.parse("[Checks]\nMaxWatches=1\n", file: "/etc/reachd/reachd.conf", into: &configuration)
         #expect(errors == [ConfigurationError(
             file: "/etc/reachd/reachd.conf", line: 2, section: "Checks", key: "MaxWatches",
-            message: "unknown key; valid keys are DefaultTimeout, MaxConcurrentLookups, NegativeCacheTime")])
+            message: "unknown key; valid keys are DefaultTimeout, MaxConcurrentLookups, NegativeCacheTime, LookupsPerUserPerSecond, LookupBurstPerUser")])
     }
 
     @Test func allErrorsOfAFileAreCollectedInLineOrder() {
@@ -402,7 +402,7 @@ struct ConfigurationErrorTests {
             """)
         #expect(errors == [
             "test.conf:2: [Checks] DefaultTimeout: invalid duration 'soon': it is not a duration; use \(Self.duration)",
-            "test.conf:4: [Checks] Bogus: unknown key; valid keys are DefaultTimeout, MaxConcurrentLookups, NegativeCacheTime",
+            "test.conf:4: [Checks] Bogus: unknown key; valid keys are DefaultTimeout, MaxConcurrentLookups, NegativeCacheTime, LookupsPerUserPerSecond, LookupBurstPerUser",
             "test.conf:6: [Limits] MaxWatches: number 0 is out of range; expected a whole number from 1 to 1000000",
             "test.conf:7: [Interface] section without Name=; every rule needs the interface names it applies to",
             "test.conf:11: [Interface] Metered: invalid boolean 'perhaps'; expected yes, no, true, false, on, off, 1 or 0",
@@ -424,7 +424,7 @@ struct ConfigurationErrorTests {
         let (_, errors) = parsed("[Resolve]\nDNS=1.1.1.1\nDomains=~.\n[Checks]\nFoo=1\n")
         #expect(errors == [
             "test.conf:1: unknown section [Resolve]; valid sections are [Checks], [Limits], [Priorities], [Connectivity], [WaitOnline], [Compatibility], [Metrics], [Interface]",
-            "test.conf:5: [Checks] Foo: unknown key; valid keys are DefaultTimeout, MaxConcurrentLookups, NegativeCacheTime",
+            "test.conf:5: [Checks] Foo: unknown key; valid keys are DefaultTimeout, MaxConcurrentLookups, NegativeCacheTime, LookupsPerUserPerSecond, LookupBurstPerUser",
         ])
     }
 
@@ -736,6 +736,8 @@ struct ConfigurationTextTests {
             DefaultTimeout=5s
             MaxConcurrentLookups=64
             NegativeCacheTime=5s
+            LookupsPerUserPerSecond=20
+            LookupBurstPerUser=64
 
             [Limits]
             MaxWatchesPerClient=64
