@@ -6,6 +6,7 @@ final class ReachabilityService: BusObject {
     private let core: ReachabilityCore
     private let bus: BusConnection
     private let watches: WatchRegistry
+    private let checks: HostCheckCalls
     /// `Validate`: probe now and answer with the verdict.
     private let validate: (@escaping (ConnectivityStatus) -> Void) -> Void
     /// `GetMetrics`: the exposition.
@@ -14,12 +15,13 @@ final class ReachabilityService: BusObject {
     var defaultTimeout: Duration
 
     init(
-        core: ReachabilityCore, bus: BusConnection, watches: WatchRegistry, defaultTimeout: Duration,
+        core: ReachabilityCore, bus: BusConnection, watches: WatchRegistry, checks: HostCheckCalls, defaultTimeout: Duration,
         validate: @escaping (@escaping (ConnectivityStatus) -> Void) -> Void, metricsText: @escaping () -> String
     ) {
         self.core = core
         self.bus = bus
         self.watches = watches
+        self.checks = checks
         self.defaultTimeout = defaultTimeout
         self.validate = validate
         self.metricsText = metricsText
@@ -143,25 +145,7 @@ final class ReachabilityService: BusObject {
             return .now { reply throws(BusError) in try Self.appendHostReply(reply, result) }
         }
         if case let .failure(error) = HostName.validate(host) { throw Self.invalidTarget(error.description) }
-        let call = UncheckedSendable(OwnedBusMessage(retaining: message))
-        let bus = UncheckedSendable(bus)
-        let received = ContinuousClock.now
-        core.checkHost(host, timeout: timeout) { outcome in
-            switch outcome {
-            case let .success(result):
-                let elapsed = ContinuousClock.now - received
-                do {
-                    try bus.value.reply(to: call.value.message) { reply throws(BusError) in
-                        try Self.appendHostReply(reply, result, elapsed: elapsed)
-                    }
-                } catch {
-                    Log.warning("cannot reply to CheckHost(\(host)): \(error)")
-                }
-            case .failure:
-                bus.value.reply(to: call.value.message, error: BusError(name: ReachdContract.ErrorName.timeout, message: "the check of \(host) was cancelled"))
-            }
-        }
-        return .later
+        return try checks.start(host, timeout: timeout, call: message)
     }
 
     /// `a(issuas)`: index, name, kind, flags, addresses; ListInterfaces and InterfacesChanged.
