@@ -58,3 +58,28 @@ struct ResolverShareTests {
         check.report()
     }
 }
+
+/// The per-user rate of new lookups: a token bucket per Unix user other than root, on the
+/// caller's clock.
+@Suite struct LookupRateTests {
+    @Test func aUserMayStartItsBurstThenItsRateAndOthersAreUntouched() {
+        var rate = LookupRate(.init(perSecond: 2, burst: 3))
+        let start = ContinuousClock.now
+        for _ in 0..<3 { #expect(rate.admit(.user(1000), now: start) == nil) }
+        let refusal = rate.admit(.user(1000), now: start)
+        #expect(refusal?.contains("Unix user 1000") == true && refusal?.contains("LookupsPerUserPerSecond=2, LookupBurstPerUser=3") == true,
+                "\(String(describing: refusal))")
+        #expect(rate.admit(.user(1001), now: start) == nil, "another user has a bucket of its own")
+        for _ in 0..<10 {
+            #expect(rate.admit(.system, now: start) == nil)
+            #expect(rate.admit(.shared, now: start) == nil)
+        }
+        #expect(rate.admit(.user(1000), now: start + .milliseconds(400)) != nil, "0.8 of a token after 0.4 s")
+        #expect(rate.admit(.user(1000), now: start + .milliseconds(1000)) == nil, "two a second")
+        #expect(rate.admit(.user(1000), now: start + .milliseconds(1000)) == nil)
+        #expect(rate.admit(.user(1000), now: start + .milliseconds(1000)) != nil)
+        // A long pause fills the bucket only to its size.
+        for _ in 0..<3 { #expect(rate.admit(.user(1000), now: start + .seconds(60)) == nil) }
+        #expect(rate.admit(.user(1000), now: start + .seconds(60)) != nil)
+    }
+}
