@@ -45,6 +45,8 @@ extension MetricsEndpointTests {
             #expect(took < .seconds(1), "round \(round): the scrape took \(took)")
         }
         print("metrics timing: 20 scrapes against 6 idle or slow connections, slowest \(worst)")
+        let after = try Self.get(port, "/metrics")
+        #expect(try #require(MetricsDaemonTests.value(after.body, "reachd_metrics_scrapes_refused_total")) >= 1, "idle ones made room")
     }
 
     @Test func aHeadPastTheLimitIsCutOffNotReadToItsEnd() async throws {
