@@ -233,7 +233,7 @@ final class InternetProbe {
         guard attempt === self.attempt, let exchange = attempt.exchange else { return }
         if let outcome = exchange.handle(readable: revents.canRead, writable: !revents.isDisjoint(with: [.writable, .error])) {
             switch outcome {
-            case let .answered(response): finish(settings.expectation.judge(response))
+            case let .answered(response): finish(settings.expectation.judge(response, from: settings.url))
             case let .failed(what): finish(ProbeExpectation.failed(what))
             }
         } else {

@@ -78,8 +78,10 @@ struct AnnouncedPortalTests {
         try await Self.waitFor("", client, harness)
 
         // Announced again, then the link loses carrier: gone, and not back with the carrier.
-        try Self.advertise(scenario, uri: "http://again.example/")
-        try await Self.waitFor("http://again.example/", client, harness)
+        // A hostile option first: refused, nothing published.
+        try Self.advertise(scenario, uri: "javascript:alert(1)")
+        try Self.advertise(scenario, uri: "https://again.example/")
+        try await Self.waitFor("https://again.example/", client, harness)
         try scenario.carrier(false)
         try await Self.waitFor("", client, harness)
         try scenario.carrier(true)
