@@ -658,13 +658,23 @@ struct ConfigurationFileTests {
         }
     }
 
-    @Test func aFIFOIsNotWaitedFor() throws {
+    /// issue 24: a FIFO, a device or a directory where a file belongs is an error naming the
+    /// path, never read nor waited for; only /dev/null masks.
+    @Test func aFIFOOrADeviceIsAnErrorNamingThePathNeverRead() throws {
         try withScratch { scratch in
             try scratch.directory("reachd.conf.d")
-            guard mkfifo(scratch.path("reachd.conf.d/10-fifo.conf"), 0o644) == 0 else {
-                throw SetupFailure(call: "mkfifo", path: scratch.path("reachd.conf.d/10-fifo.conf"), code: errno)
+            guard mkfifo(scratch.path("reachd.conf"), 0o644) == 0 else {
+                throw SetupFailure(call: "mkfifo", path: scratch.path("reachd.conf"), code: errno)
             }
-            #expect(Configuration.load(directories: [scratch.root]) == .success(.default))
+            try scratch.symlink("reachd.conf.d/10-zero.conf", to: "/dev/zero")
+            try scratch.symlink("reachd.conf.d/20-masked.conf", to: "/dev/null")
+            let started = ContinuousClock.now
+            #expect(loadErrors([scratch.root]) == [
+                scratch.path("reachd.conf") + ": is a FIFO, not a regular file; it is not read (a link to /dev/null masks a name)",
+                scratch.path("reachd.conf.d/10-zero.conf")
+                    + ": is a character device, not a regular file; it is not read (a link to /dev/null masks a name)",
+            ])
+            #expect(ContinuousClock.now - started < .seconds(1))
         }
     }
 }
