@@ -59,6 +59,12 @@ final class Callers {
         if client.departures.isEmpty, client.lookup == nil { clients[sender] = nil }
     }
 
+    /// Forgets `sender` if no part holds anything for it (a caller that only asked its user).
+    func forgetIfIdle(_ sender: String) {
+        guard let client = clients[sender], client.departures.isEmpty, client.lookup == nil else { return }
+        clients[sender] = nil
+    }
+
     /// At stop: forgets every client, running no undo.
     func releaseAll() { clients = [:] }
 

@@ -122,7 +122,7 @@ final class Daemon {
         self.checks = checks
         service = ReachabilityService(
             core: core, bus: bus, watches: watches, checks: checks, defaultTimeout: configuration.defaultTimeout,
-            validate: { [unowned probes] reply in probes.validate(reply) }, metricsText: { [unowned metrics] in metrics.text })
+            callers: callers, validate: { [unowned probes] uid, reply in probes.validate(for: uid, reply) }, metricsText: { [unowned metrics] in metrics.text })
         busSlots.append(try bus.add(service, at: ReachdContract.objectPath, interface: ReachdContract.interface, vtable: ReachabilityService.vtable))
         // Losing the name (another owner replaced us) is as fatal as losing the bus.
         busSlots.append(try bus.matchSignal(

@@ -130,6 +130,13 @@ final class InternetProbe {
         probe(reason: "the path changed")
     }
 
+    /// How old the last verdict is, while no probe runs; nil before the first verdict, or while
+    /// one runs (`validate` then joins it, which costs no request).
+    var restingVerdictAge: Duration? { attempt == nil ? lastVerdict.map { .now - $0 } : nil }
+
+    /// The verdict there is, without probing.
+    var status: ConnectivityStatus { currentStatus }
+
     /// `Validate`: probes now (or joins the probe in flight) and answers with its verdict.
     func validate(_ reply: @escaping (ConnectivityStatus) -> Void) {
         guard settings.isEnabled else { return reply(.unknown) }
