@@ -24,8 +24,6 @@ final class HostCheckCalls {
     private var perUser: [UInt32: Int] = [:]
     private var unprivileged = 0
     private var total = 0
-    /// Told of each call refused by a limit or the lookup rate (metrics).
-    var refused: () -> Void = {}
 
     /// One call in flight.
     private final class Pending {
@@ -70,7 +68,7 @@ final class HostCheckCalls {
     private func check(_ pending: Pending, timeout: Duration) {
         let sender = pending.sender
         if let refusal = limit(pending.uid) {
-            refused()
+            Log.debug("CheckHost(\(pending.host)) of \(sender) refused: \(refusal)")
             bus.reply(to: pending.call.message, error: BusError(name: ReachdContract.ErrorName.limitExceeded, message: refusal))
             if calls[sender] == nil { callers.release(sender, .checks) }
             return
@@ -140,7 +138,7 @@ final class HostCheckCalls {
             guard let refusal = cancelled.refusal else {
                 return bus.reply(to: message, error: BusError(name: ReachdContract.ErrorName.timeout, message: "the check of \(pending.host) was cancelled"))
             }
-            refused()
+            Log.debug("CheckHost(\(pending.host)) of \(pending.sender) refused: \(refusal)")
             bus.reply(to: message, error: BusError(name: ReachdContract.ErrorName.limitExceeded, message: refusal))
         }
     }
