@@ -58,3 +58,64 @@ import Testing
         #expect(!harness.daemonErrorLines.joined().contains("\u{1b}"), "the journal: \(harness.daemonErrorLines.suffix(5))")
     }
 }
+
+/// A probe answer whose Location carries terminal escapes, or is no http(s) URI at all: the
+/// verdict is portal, but the bytes reach neither Portal, nor STATUS=, nor the journal, nor
+/// reachctl; a relative Location is resolved against the probe's URL.
+@Suite(rootOnly) struct HostileProbeAnswerTests {
+    /// Port 8401 redirects with escapes in Location, 8402 to javascript:, 8403 to a relative path.
+    static let servers = """
+        import socket, threading
+        answers = {
+            8401: b"HTTP/1.1 302 Found\\r\\nLocation: http://portal.test/\\x01\\x02\\x1b[31m\\r\\nContent-Length: 0\\r\\n\\r\\n",
+            8402: b"HTTP/1.1 302 Found\\r\\nLocation: javascript:alert(1)\\r\\nContent-Length: 0\\r\\n\\r\\n",
+            8403: b"HTTP/1.1 302 Found\\r\\nLocation: /login?from=probe\\r\\nContent-Length: 0\\r\\n\\r\\n",
+        }
+        def serve(port):
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(("0.0.0.0", port))
+            listener.listen(16)
+            while True:
+                connection, _ = listener.accept()
+                connection.recv(4096)
+                connection.sendall(answers[port])
+                connection.close()
+        for port in answers:
+            threading.Thread(target=serve, args=(port,), daemon=True).start()
+        print("ready", flush=True)
+        threading.Event().wait()
+        """
+
+    @Test func aHostileLocationNeverReachesAScreenRaw() async throws {
+        let scenario = try DaemonBusTests.Scenario()
+        let server = try ChildProcess("/usr/bin/ip", ["netns", "exec", scenario.far.name, "/usr/bin/python3", "-c", Self.servers])
+        defer { server.kill() }
+        #expect(try server.firstLine(timeout: .seconds(10)) == "ready")
+        let harness = try DaemonHarness(scenario.ns, config: "[Connectivity]\nURL=http://192.0.2.1:8401/generate_204\nTimeout=1s\n")
+        defer { harness.shutdown() }
+        try await harness.ready()
+        let client = try harness.connect()
+        func connectivity() throws -> String { try DaemonHarness.property(client, "Connectivity") }
+        func portal() throws -> String { try DaemonHarness.property(client, "Portal") }
+        try await eventually("Connectivity portal: \(harness.diagnostics)", every: .milliseconds(20)) { try connectivity() == "portal" }
+        #expect(try portal() == "", "the escapes were published")
+        let validated = try DaemonHarness.jsonData(try harness.busctlCall("Validate"))
+        #expect(validated.count == 3 && validated[1] as? String == "" && (validated[2] as? String)?.contains("refused") == true, "\(validated)")
+        let status = try reachctl(["status", "--bus-address", harness.address])
+        #expect(!status.stdout.contains("\u{1b}") && !status.stdout.contains("\u{01}"), "\(status.stdout)")
+        #expect(status.stdout.contains("portal"), "\(status.stdout)")
+        #expect(!harness.notify.datagrams.contains { $0.text.contains("\u{1b}") }, "STATUS= stays inert")
+        #expect(!harness.daemonErrorLines.joined().contains("\u{1b}"), "the journal stays inert")
+
+        for (port, expected) in [(8402, ""), (8403, "http://192.0.2.1:8403/login?from=probe")] {
+            try harness.writeConfig("[Connectivity]\nURL=http://192.0.2.1:\(port)/generate_204\nTimeout=1s\n")
+            harness.daemon?.signal(SIGHUP)
+            try await eventually("port \(port): Portal \(expected): \(harness.diagnostics)", every: .milliseconds(20)) {
+                let answer = try DaemonHarness.jsonData(try harness.busctlCall("Validate"))
+                return answer.first as? String == "portal" && answer[1] as? String == expected
+                    && (expected != "" || (answer[2] as? String)?.contains("refused") == true)
+            }
+        }
+    }
+}
