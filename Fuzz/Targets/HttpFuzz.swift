@@ -4,7 +4,9 @@
 // These bytes come from the network, from whoever answers the probe's address. Oracles besides
 // "no crash": the reader gives the same answer whether the bytes arrive at once, one at a time
 // or in chunks of any size (a TCP stream can be cut anywhere); a kept body never exceeds
-// `maximumBody`; and the judgement of a response is a pure function of it.
+// `maximumBody`; and the judgement of a response is a pure function of it. Since issue 24 the
+// portal a judgement reports is inert: empty, or an http(s) URI of printable ASCII within
+// `PortalLocation.maximumLength`, however hostile the Location header.
 //
 // The same bytes are also a request to reachd's /metrics (issue 13), read by `MetricsHTTP` as
 // reachd reads a scraper's: growing by chunks, at most `maximumHead + 1` bytes in all, the first
@@ -25,6 +27,12 @@ public func fuzzHTTP(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         require(response.body.count <= HTTPResponse.maximumBody, "kept \(response.body.count) bytes of body")
         for expectation in [ProbeExpectation(), ProbeExpectation(status: 200, body: "success")] {
             require(expectation.judge(response) == expectation.judge(response), "a judgement is not a function of the response")
+            let portal = expectation.judge(response, from: probeURL).portal
+            let lower = portal.lowercased()
+            require(
+                portal.isEmpty || ((lower.hasPrefix("http://") || lower.hasPrefix("https://"))
+                    && portal.utf8.count <= PortalLocation.maximumLength && portal.utf8.allSatisfy { 0x21...0x7E ~= $0 }),
+                "a portal that is not inert: \(portal.debugDescription)")
         }
     }
     let request = metricsRequest(bytes, chunk: max(bytes.count, 1))
@@ -35,6 +43,9 @@ public func fuzzHTTP(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     require(reply.hasPrefix("HTTP/1.1 ") && reply.contains("\r\nContent-Length: ") && reply.contains("\r\n\r\n"), "a malformed reply: \(reply)")
     return 0
 }
+
+/// A probe URL a relative Location resolves against.
+private let probeURL = ProbeURL(host: "probe.example", port: 8080, path: "/dir/generate_204?x=1")
 
 /// What reachd's MetricsEndpoint decides: parse after every read, stop at the first answer.
 private func metricsRequest(_ bytes: [UInt8], chunk: Int) -> MetricsHTTP.Request {

@@ -34,7 +34,7 @@ struct MetricsCommand: AsyncParsableCommand {
         try await reportingErrors {
             let source = try options.openSource()
             defer { source.stop() }
-            Terminal.write(try await source.metrics(), to: STDOUT_FILENO)
+            Terminal.write(try await source.metrics(), to: STDOUT_FILENO, raw: true)
         }
     }
 }

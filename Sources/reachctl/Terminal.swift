@@ -11,9 +11,12 @@ enum Terminal {
     }
 
     /// Writes all of `text` to `fd`, retrying after EINTR and short writes. Other errors drop the
-    /// rest: a closed pipe ends the process with SIGPIPE anyway.
-    static func write(_ text: String, to fd: Int32) {
-        var bytes = Array(text.utf8)[...]
+    /// rest: a closed pipe ends the process with SIGPIPE anyway. Control characters are written
+    /// out (`\x1b`), lines and tabs kept: names and URIs from outside never drive the terminal
+    /// (JSON is unchanged: it has none). `raw`: machine text that must stay exact (metrics).
+    static func write(_ text: String, to fd: Int32, raw: Bool = false) {
+        let shown = raw ? text : text.escapingControlCharacters(keepingNewlines: true)
+        var bytes = Array(shown.utf8)[...]
         while !bytes.isEmpty {
             let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
             if written < 0 {

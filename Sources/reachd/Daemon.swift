@@ -22,6 +22,9 @@ final class Daemon {
     private var publisher: Publisher!
     private var probes: Probes!
     private var watches: WatchRegistry!
+    /// The clients that hold watches or checks in flight, and their host checks.
+    private var callers: Callers?
+    private var checks: HostCheckCalls?
     private var service: ReachabilityService!
     private var sleep: Sleep!
 
@@ -89,6 +92,7 @@ final class Daemon {
         let code = loop.run()
         core.cancelHostChecks()
         watches?.releaseAll()
+        callers?.releaseAll()
         metrics.stop()
         ServiceManager.notify("STOPPING=1")
         Log.info(code == 0 ? "stopped" : "stopping after an error (exit \(code))")
@@ -109,14 +113,18 @@ final class Daemon {
         self.publisher = publisher
         core.follow { [unowned publisher] in publisher.follow($0) }
         core.follow { [unowned metrics] in metrics.follow($0) }
-        let watches = WatchRegistry(core: core, bus: bus, loop: loop, metrics: metrics, configuration: configuration)
+        let callers = Callers(bus: bus)
+        self.callers = callers
+        let watches = WatchRegistry(core: core, bus: bus, callers: callers, loop: loop, metrics: metrics, configuration: configuration)
         self.watches = watches
         metrics.watchCount = { [unowned watches] in watches.count }
         let probes = Probes(core: core, loop: loop, metrics: metrics, settings: configuration.connectivity)
         self.probes = probes
+        let checks = HostCheckCalls(core: core, bus: bus, callers: callers)
+        self.checks = checks
         service = ReachabilityService(
-            core: core, bus: bus, watches: watches, defaultTimeout: configuration.defaultTimeout,
-            validate: { [unowned probes] reply in probes.validate(reply) }, metricsText: { [unowned metrics] in metrics.text })
+            core: core, bus: bus, watches: watches, checks: checks, defaultTimeout: configuration.defaultTimeout,
+            callers: callers, validate: { [unowned probes] uid, reply in probes.validate(for: uid, reply) }, metricsText: { [unowned metrics] in metrics.text })
         busSlots.append(try bus.add(service, at: ReachdContract.objectPath, interface: ReachdContract.interface, vtable: ReachabilityService.vtable))
         // Losing the name (another owner replaced us) is as fatal as losing the bus.
         busSlots.append(try bus.matchSignal(

@@ -140,6 +140,13 @@ final class InternetProbe {
         probe(reason: "the host resumed from sleep")
     }
 
+    /// How old the last verdict is, while no probe runs; nil before the first verdict, or while
+    /// one runs (`validate` then joins it, which costs no request).
+    var restingVerdictAge: Duration? { attempt == nil ? lastVerdict.map { .now - $0 } : nil }
+
+    /// The verdict there is, without probing.
+    var status: ConnectivityStatus { currentStatus }
+
     /// `Validate`: probes now (or joins the probe in flight) and answers with its verdict.
     func validate(_ reply: @escaping (ConnectivityStatus) -> Void) {
         guard settings.isEnabled else { return reply(.unknown) }
@@ -243,7 +250,7 @@ final class InternetProbe {
         guard attempt === self.attempt, let exchange = attempt.exchange else { return }
         if let outcome = exchange.handle(readable: revents.canRead, writable: !revents.isDisjoint(with: [.writable, .error])) {
             switch outcome {
-            case let .answered(response): finish(settings.expectation.judge(response))
+            case let .answered(response): finish(settings.expectation.judge(response, from: settings.url))
             case let .failed(what): finish(ProbeExpectation.failed(what))
             }
         } else {

@@ -15,8 +15,10 @@ enum Log {
     static func warning(_ message: String) { write(4, "warning: ", message) }
     static func error(_ message: String) { write(3, "error: ", message) }
 
+    /// One line per event: control characters in the message (names and URIs from outside)
+    /// are written out, never passed to the journal or a terminal raw.
     private static func write(_ priority: Int, _ label: String, _ message: String) {
-        let line = (toJournal ? "<\(priority)>" : label) + message + "\n"
+        let line = (toJournal ? "<\(priority)>" : label) + message.escapingControlCharacters() + "\n"
         _ = line.withCString { Glibc.write(STDERR_FILENO, $0, strlen($0)) }
     }
 }

@@ -5,12 +5,18 @@ import Glibc
 
 /// `/metrics` on a listening socket of reachd-metrics.socket (`FileDescriptorName=metrics`):
 /// reachd opens no listening socket itself. On the loop, never blocking: the socket and every
-/// connection are non-blocking, at most `maximumConnections` scrapes are served at once (more
-/// are closed unanswered and counted), each has `deadline` to send its request head (at most
-/// `MetricsHTTP.maximumHead` bytes) and take the answer, and then the connection is closed.
+/// connection are non-blocking, at most `maximumConnections` scrapes are served at once, each
+/// has `headDeadline` to send its request head (at most `MetricsHTTP.maximumHead` bytes) and
+/// `deadline` to take the answer, and then the connection is closed.
+/// Connections that have not sent a request never hold a slot against one that has: when a new
+/// one arrives at capacity, the heads already sent are read first, then the oldest connection
+/// still without a head is closed to make room (counted as refused); only when every slot is
+/// answering a request is the newcomer refused. Four idle or one-byte-a-second connections that
+/// reconnect when closed once kept every scraper out.
 /// The close lingers: after the answer reachd shuts its side down and reads until the client
-/// closes (within the same deadline), because closing with unread bytes (the rest of an
-/// oversized head) resets the connection and the client would lose the answer.
+/// closes (within the same deadline, and at most `maximumDrain` bytes), because closing with
+/// unread bytes (the rest of an oversized head) resets the connection and the client would lose
+/// the answer; a client that keeps sending past that is cut off.
 final class MetricsEndpoint {
     /// The socket's `FileDescriptorName=` in reachd-metrics.socket.
     static let socketName = "metrics"
@@ -19,6 +25,12 @@ final class MetricsEndpoint {
     /// Prometheus' default scrape timeout is 10 s; a scrape of reachd is answered from memory,
     /// so a connection that has not finished within 5 s is stuck or hostile.
     static let deadline: Duration = .seconds(5)
+    /// Prometheus sends its head with the connection; 2 s is room for a slow path and short
+    /// enough that a connection which sends nothing soon gives its slot back.
+    static let headDeadline: Duration = .seconds(2)
+    /// What the lingering close reads past the head before it gives up: the rest of a head
+    /// somewhat over the limit, not an 8 MB one (2,134 reads at a core's full speed, before).
+    static let maximumDrain = 64 * 1024
     /// Connections accepted per wake-up, so a flood cannot keep the loop in this handler.
     static let acceptsPerWakeUp = 16
     static let pauseAfterFailure: Duration = .seconds(1)
@@ -91,7 +103,7 @@ final class MetricsEndpoint {
             let connection = Descriptor(fd)  // closed when refused or failed
             connection.setNonBlocking()
             connection.setCloseOnExec()
-            guard scrapes.count < Self.maximumConnections else {
+            guard scrapes.count < Self.maximumConnections || makeRoom() else {
                 refused()
                 continue
             }
@@ -101,6 +113,18 @@ final class MetricsEndpoint {
                 Log.warning("metrics: cannot serve a connection: \(error)")
             }
         }
+    }
+
+    /// At capacity: reads the heads already sent (a scraper whose request is in is no longer
+    /// idle), then closes the oldest connection still without a whole head. False when every
+    /// slot serves a request.
+    private func makeRoom() -> Bool {
+        for scrape in Array(scrapes.values) where !scrape.hasHead { scrape.poll() }
+        guard scrapes.count >= Self.maximumConnections else { return true }
+        guard let oldest = scrapes.values.filter({ !$0.hasHead }).min(by: { $0.accepted < $1.accepted }) else { return false }
+        refused()
+        oldest.end()
+        return true
     }
 
     fileprivate var exposition: String { render() }
@@ -113,9 +137,14 @@ final class MetricsEndpoint {
         let connection: Descriptor
         var fd: Int32 { connection.rawValue }
         unowned let endpoint: MetricsEndpoint
+        let accepted = ContinuousClock.now
         var received: [UInt8] = []
         var answer: [UInt8] = []
         var sent = 0
+        /// Bytes read and dropped after the answer (`maximumDrain`).
+        var drained = 0
+        /// The request is in (the answer is being written, or the close lingers).
+        var hasHead: Bool { !answer.isEmpty }
         /// The answer is out and our side shut down: what still comes is read and dropped.
         var draining = false
         var io: EventSource?
@@ -125,10 +154,13 @@ final class MetricsEndpoint {
             self.connection = connection
             self.endpoint = endpoint
             io = try endpoint.loop.watch(fd: fd, events: .readable) { [unowned self] _ in self.ready() }
-            timer = try endpoint.loop.timer(at: (ContinuousClock.now + MetricsEndpoint.deadline).monotonicMicroseconds) { [unowned self] in
+            timer = try endpoint.loop.timer(at: (accepted + MetricsEndpoint.headDeadline).monotonicMicroseconds) { [unowned self] in
                 self.end()
             }
         }
+
+        /// Reads what the client sent so far, if it is still sending its head.
+        func poll() { if !hasHead { read() } }
 
         private func ready() {
             if draining { drain() } else if answer.isEmpty { read() } else { write() }
@@ -141,6 +173,8 @@ final class MetricsEndpoint {
                 if count < 0, errno == EINTR { continue }
                 if count < 0, errno == EAGAIN { return }
                 if count <= 0 { return end() }  // the client closed too (or failed)
+                drained += count
+                if drained > MetricsEndpoint.maximumDrain { return end() }
             }
         }
 
@@ -155,6 +189,7 @@ final class MetricsEndpoint {
             let request = MetricsHTTP.parse(received)
             if request == .incomplete { return }
             answer = MetricsHTTP.response(to: request) { endpoint.exposition }
+            timer?.schedule(at: (accepted + MetricsEndpoint.deadline).monotonicMicroseconds)
             io?.setEvents(.writable)
             write()
         }
@@ -174,7 +209,7 @@ final class MetricsEndpoint {
         }
 
         /// Done, failed or past the deadline: release the sources, then the descriptor (with self).
-        private func end() {
+        func end() {
             io?.cancel()
             timer?.cancel()
             io = nil

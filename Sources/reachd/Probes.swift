@@ -41,8 +41,22 @@ final class Probes {
         reconcile()
     }
 
-    /// `Validate`: probe now (see `InternetProbe.validate`).
-    func validate(_ reply: @escaping (ConnectivityStatus) -> Void) { host.validate(reply) }
+    /// When each Unix user other than root last made the host's probe run (`validate`).
+    private var askedBy: [UInt32: ContinuousClock.Instant] = [:]
+
+    /// `Validate` for the caller's Unix user. Root probes now (see `InternetProbe.validate`).
+    /// Another user is answered from the last verdict while it is younger than `Interval=`, and
+    /// makes the probe run at most once per `Interval=`: `Validate` in a loop once raised the
+    /// probe to 5 requests per 10 s, where reachd.conf(5) promises one per interval while good.
+    func validate(for uid: UInt32, _ reply: @escaping (ConnectivityStatus) -> Void) {
+        guard uid != 0, settings.isEnabled, let age = host.restingVerdictAge else { return host.validate(reply) }
+        let now = ContinuousClock.now
+        let askedRecently = askedBy[uid].map { now - $0 < settings.interval } ?? false
+        if age < settings.interval || askedRecently { return reply(host.status) }
+        askedBy = askedBy.filter { now - $0.value < settings.interval }
+        askedBy[uid] = now
+        host.validate(reply)
+    }
 
     /// Starts a probe for each uplink that is not the primary, and retires those of links that
     /// stopped being one (or became the primary, which the host's probe judges). Off: none.

@@ -6,20 +6,26 @@ final class ReachabilityService: BusObject {
     private let core: ReachabilityCore
     private let bus: BusConnection
     private let watches: WatchRegistry
-    /// `Validate`: probe now and answer with the verdict.
-    private let validate: (@escaping (ConnectivityStatus) -> Void) -> Void
+    private let checks: HostCheckCalls
+    /// `Validate` for a Unix user: probe (or answer the last verdict, see `Probes.validate`).
+    private let validate: (UInt32, @escaping (ConnectivityStatus) -> Void) -> Void
+    /// Who calls (their Unix user), for Validate.
+    private let callers: Callers
     /// `GetMetrics`: the exposition.
     private let metricsText: () -> String
     /// CheckHost's deadline when the caller gives none (`DefaultTimeout=`; a reload changes it).
     var defaultTimeout: Duration
 
     init(
-        core: ReachabilityCore, bus: BusConnection, watches: WatchRegistry, defaultTimeout: Duration,
-        validate: @escaping (@escaping (ConnectivityStatus) -> Void) -> Void, metricsText: @escaping () -> String
+        core: ReachabilityCore, bus: BusConnection, watches: WatchRegistry, checks: HostCheckCalls, defaultTimeout: Duration,
+        callers: Callers, validate: @escaping (UInt32, @escaping (ConnectivityStatus) -> Void) -> Void,
+        metricsText: @escaping () -> String
     ) {
+        self.callers = callers
         self.core = core
         self.bus = bus
         self.watches = watches
+        self.checks = checks
         self.defaultTimeout = defaultTimeout
         self.validate = validate
         self.metricsText = metricsText
@@ -99,17 +105,24 @@ final class ReachabilityService: BusObject {
             return try checkHost(message)
         case "Validate":
             // Replies when the probe answers (within its Timeout=), never blocking the loop.
-            let call = UncheckedSendable(OwnedBusMessage(retaining: message))
-            let bus = UncheckedSendable(bus)
-            validate { status in
-                do {
-                    try bus.value.reply(to: call.value.message) { reply throws(BusError) in
-                        try reply.append(status.verdict.rawValue)
-                        try reply.append(status.portal)
-                        try reply.append(status.detail)
+            let call = OwnedBusMessage(retaining: message)
+            try callers.withUser(of: message) { [unowned self] uid in
+                defer { self.callers.forgetIfIdle(call.message.sender ?? "") }
+                let known: UInt32
+                switch uid {
+                case let .success(uid): known = uid
+                case let .failure(error): return self.bus.reply(to: call.message, error: error)
+                }
+                self.validate(known) { status in
+                    do {
+                        try self.bus.reply(to: call.message) { reply throws(BusError) in
+                            try reply.append(status.verdict.rawValue)
+                            try reply.append(status.portal)
+                            try reply.append(status.detail)
+                        }
+                    } catch {
+                        Log.warning("cannot reply to Validate: \(error)")
                     }
-                } catch {
-                    Log.warning("cannot reply to Validate: \(error)")
                 }
             }
             return .later
@@ -143,25 +156,7 @@ final class ReachabilityService: BusObject {
             return .now { reply throws(BusError) in try Self.appendHostReply(reply, result) }
         }
         if case let .failure(error) = HostName.validate(host) { throw Self.invalidTarget(error.description) }
-        let call = UncheckedSendable(OwnedBusMessage(retaining: message))
-        let bus = UncheckedSendable(bus)
-        let received = ContinuousClock.now
-        core.checkHost(host, timeout: timeout) { outcome in
-            switch outcome {
-            case let .success(result):
-                let elapsed = ContinuousClock.now - received
-                do {
-                    try bus.value.reply(to: call.value.message) { reply throws(BusError) in
-                        try Self.appendHostReply(reply, result, elapsed: elapsed)
-                    }
-                } catch {
-                    Log.warning("cannot reply to CheckHost(\(host)): \(error)")
-                }
-            case .failure:
-                bus.value.reply(to: call.value.message, error: BusError(name: ReachdContract.ErrorName.timeout, message: "the check of \(host) was cancelled"))
-            }
-        }
-        return .later
+        return try checks.start(host, timeout: timeout, call: message)
     }
 
     /// `a(issuas)`: index, name, kind, flags, addresses; ListInterfaces and InterfacesChanged.

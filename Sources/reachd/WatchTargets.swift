@@ -14,7 +14,7 @@ final class WatchTargets {
 
     init(core: ReachabilityCore, bus: BusConnection, loop: EventLoop) {
         self.bus = bus
-        targets = CoreTargets(core: core, loop: loop, settings: .init(lookups: 64, hostTimeout: .seconds(5))) { [unowned self] in
+        targets = CoreTargets(core: core, loop: loop, settings: .init(lookups: 64, hostTimeout: .seconds(5)), owner: .shared) { [unowned self] in
             publish($0, $1, previous: $2)
         }
     }

@@ -1,33 +1,28 @@
 import Reachability
 
-/// The watches of all clients, with their limits. A client's watches die with it (sd_bus_track).
-/// Limits hold per connection, per Unix user (learnt from the bus without blocking) and in all.
+/// The watches of all clients, with their limits. A client's watches die with it (`Callers`).
+/// Limits hold per connection, per Unix user (learnt from the bus without blocking) and in all,
+/// and users other than root together never take the reserve kept for the system.
 final class WatchRegistry {
     private let core: ReachabilityCore
     private let bus: BusConnection
+    private let callers: Callers
     private unowned let metrics: DaemonMetrics
     private var limits: (perClient: Int, perUser: Int, total: Int)
     private var watches: [String: Watch] = [:]
-    /// Every client that asked for a watch: its tracking, its watches, and its Unix user once known.
-    private var clients: [String: Client] = [:]
-    /// Watches held per Unix user.
+    /// The watches of each client that holds any, by unique bus name.
+    private var clients: [String: Set<String>] = [:]
+    /// Watches held per Unix user, and by all users other than root together.
     private var perUser: [UInt32: Int] = [:]
+    private var unprivileged = 0
     private var nextID: UInt64 = 0
     /// The distinct targets the watches share, and when each is asked.
     private let targets: WatchTargets
 
-    private struct Client {
-        var track: BusTrack
-        var paths: Set<String> = []
-        var uid: UInt32?
-        /// Watch calls waiting for the uid: the GetConnectionUnixUser call in flight, and the calls.
-        var lookup: BusSlot?
-        var waiting: [(target: String, call: OwnedBusMessage)] = []
-    }
-
-    init(core: ReachabilityCore, bus: BusConnection, loop: EventLoop, metrics: DaemonMetrics, configuration: Configuration) {
+    init(core: ReachabilityCore, bus: BusConnection, callers: Callers, loop: EventLoop, metrics: DaemonMetrics, configuration: Configuration) {
         self.core = core
         self.bus = bus
+        self.callers = callers
         self.metrics = metrics
         targets = WatchTargets(core: core, bus: bus, loop: loop)
         limits = (0, 0, 0)
@@ -50,9 +45,7 @@ final class WatchRegistry {
     var count: Int { watches.count }
 
     /// Validates `target`, and serves a new watch object once the limits allow it: at once when
-    /// the caller's Unix user is known, else after asking the bus for it (asynchronously: the bus
-    /// attaches no credentials to messages, and a synchronous GetConnectionUnixUser would block
-    /// the loop).
+    /// the caller's Unix user is known, else once the bus told it (see `Callers`).
     func add(target: String, caller message: BusMessage) throws(BusError) -> BusReply {
         let isAddress = AddressTarget.looksLikeAddress(target)
         if isAddress {
@@ -64,56 +57,22 @@ final class WatchRegistry {
             throw ReachabilityService.invalidTarget(error.description)
         }
         let owner = message.sender ?? ""
-        if clients[owner] == nil {
-            let track = try BusTrack(bus: bus) { [unowned self] in self.removeAll(of: owner) }
-            clients[owner] = Client(track: track)
-        }
-        try clients[owner]?.track.add(senderOf: message)
-        if let uid = clients[owner]?.uid {
-            let path = try create(target: target, owner: owner, uid: uid)
-            return .now { reply throws(BusError) in try reply.append(objectPath: path) }
-        }
-        clients[owner]?.waiting.append((target, OwnedBusMessage(retaining: message)))
-        if clients[owner]?.lookup == nil {
-            clients[owner]?.lookup = try bus.callAsync(
-                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                member: "GetConnectionUnixUser", { call throws(BusError) in try call.append(owner) }
-            ) { [unowned self] result in self.learned(owner, result.flatMap { reply in Result { () throws(BusError) in try reply.readUInt32() } }) }
+        let call = OwnedBusMessage(retaining: message)
+        try callers.withUser(of: message) { [unowned self] uid in
+            do throws(BusError) {
+                let path = try self.create(target: target, owner: owner, uid: uid.get())
+                try self.bus.reply(to: call.message) { reply throws(BusError) in try reply.append(objectPath: path) }
+            } catch {
+                self.bus.reply(to: call.message, error: error)
+                if self.clients[owner] == nil { self.callers.release(owner, .watches) }
+            }
         }
         return .later
     }
 
-    /// The bus told `owner`'s Unix user (or could not): answer every Watch call that waited for it.
-    private func learned(_ owner: String, _ uid: Result<UInt32, BusError>) {
-        guard var client = clients[owner] else { return }  // it left meanwhile: nothing to answer
-        let waiting = client.waiting
-        client.waiting = []
-        client.lookup = nil
-        if case let .success(uid) = uid { client.uid = uid }
-        clients[owner] = client
-        for (target, call) in waiting {
-            switch uid {
-            case let .success(uid):
-                do {
-                    let path = try create(target: target, owner: owner, uid: uid)
-                    try bus.reply(to: call.message) { reply throws(BusError) in try reply.append(objectPath: path) }
-                } catch {
-                    bus.reply(to: call.message, error: error)
-                }
-            case let .failure(error):
-                bus.reply(
-                    to: call.message,
-                    error: BusError(name: "org.freedesktop.DBus.Error.Failed", message: "cannot learn the Unix user of \(owner): \(error.message)"))
-            }
-        }
-        if clients[owner]?.paths.isEmpty == true, clients[owner]?.waiting.isEmpty == true, case .failure = uid {
-            clients.removeValue(forKey: owner)
-        }
-    }
-
     /// Enforces the limits and serves the watch object.
     private func create(target: String, owner: String, uid: UInt32) throws(BusError) -> String {
-        let owned = clients[owner]?.paths.count ?? 0
+        let owned = clients[owner]?.count ?? 0
         guard owned < limits.perClient else {
             throw limitExceeded("\(owner) already has \(owned) watches, the most one client may hold (MaxWatchesPerClient=\(limits.perClient))")
         }
@@ -126,13 +85,22 @@ final class WatchRegistry {
         guard ofUser < limits.perUser else {
             throw limitExceeded("the clients of Unix user \(uid) already hold \(ofUser) watches, the most one user may hold (MaxWatchesPerUser=\(limits.perUser))")
         }
+        let reserve = Self.reserve(of: limits.total)
+        guard uid == 0 || unprivileged < limits.total - reserve else {
+            throw limitExceeded(
+                "users other than root already hold \(unprivileged) watches; the last \(reserve) of MaxWatches=\(limits.total) are kept for root")
+        }
         nextID += 1
         let watch = Watch(path: "\(ReachdContract.watchPathNamespace)/\(nextID)", owner: owner, uid: uid, target: target, targets: targets)
         // The watch holds its slot and this registry holds the watch: the slot must not hold it.
         watch.slot = try bus.add(watch, at: watch.path, interface: ReachdContract.watchInterface, vtable: Watch.vtable, retaining: false)
         watches[watch.path] = watch
-        clients[owner]?.paths.insert(watch.path)
+        if clients[owner] == nil {
+            callers.onDeparture(of: owner, .watches) { [unowned self] in self.removeAll(of: owner) }
+        }
+        clients[owner, default: []].insert(watch.path)
         perUser[uid, default: 0] += 1
+        if uid != 0 { unprivileged += 1 }
         targets.attach(watch)
         metrics.changed()
         Log.debug("watch \(watch.path) on \(target) for \(owner) (uid \(uid))")
@@ -147,18 +115,27 @@ final class WatchRegistry {
             throw BusError(name: "org.freedesktop.DBus.Error.AccessDenied", message: "\(path) belongs to another client")
         }
         drop(watch)
-        if clients[caller]?.paths.isEmpty == true { clients.removeValue(forKey: caller) }
+        if clients[caller]?.isEmpty == true {
+            clients.removeValue(forKey: caller)
+            callers.release(caller, .watches)
+        }
     }
 
     private func removeAll(of client: String) {
-        guard let entry = clients.removeValue(forKey: client) else { return }
-        for path in entry.paths { if let watch = watches[path] { drop(watch) } }
-        Log.debug("client \(client) left: dropped \(entry.paths.count) watch(es)")
+        guard let paths = clients.removeValue(forKey: client) else { return }
+        for path in paths { if let watch = watches[path] { drop(watch) } }
+        Log.debug("client \(client) left: dropped \(paths.count) watch(es)")
     }
+
+    /// The watches only root may take: a sixteenth of MaxWatches (256 of the default 4096), at
+    /// least one when there are two, so that users other than root together, however many
+    /// hold their share, never lock a system service out of Watch.
+    static func reserve(of total: Int) -> Int { total >= 2 ? max(1, total / 16) : 0 }
 
     private func drop(_ watch: Watch) {
         watches.removeValue(forKey: watch.path)
-        clients[watch.owner]?.paths.remove(watch.path)
+        clients[watch.owner]?.remove(watch.path)
+        if watch.uid != 0 { unprivileged -= 1 }
         perUser[watch.uid]? -= 1
         if perUser[watch.uid] == 0 { perUser.removeValue(forKey: watch.uid) }
         watch.slot = nil
@@ -171,6 +148,7 @@ final class WatchRegistry {
         watches = [:]
         clients = [:]
         perUser = [:]
+        unprivileged = 0
     }
 
     /// The core's follower: after a routing change every distinct target is answered again,

@@ -78,8 +78,16 @@ struct AnnouncedPortalTests {
         try await Self.waitFor("", client, harness)
 
         // Announced again, then the link loses carrier: gone, and not back with the carrier.
-        try Self.advertise(scenario, uri: "http://again.example/")
-        try await Self.waitFor("http://again.example/", client, harness)
+        // Hostile options: refused, nothing published (issue 24).
+        for hostile in ["javascript:alert(1)", "http://plain.example/", "https://x.example/\u{1b}[31m"] {
+            try Self.advertise(scenario, uri: hostile)
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try Self.announced(client) == "", "a hostile announcement was published")
+        let said = harness.daemonErrorLines.filter { $0.contains("ignoring the captive-portal URI") }
+        #expect(said.count == 1, "refused and said once: \(said)")
+        try Self.advertise(scenario, uri: "https://again.example/")
+        try await Self.waitFor("https://again.example/", client, harness)
         try scenario.carrier(false)
         try await Self.waitFor("", client, harness)
         try scenario.carrier(true)

@@ -381,7 +381,7 @@ struct ConfigurationErrorTests {
         let errors = Configuration.parse("[Checks]\nMaxWatches=1\n", file: "/etc/reachd/reachd.conf", into: &configuration)
         #expect(errors == [ConfigurationError(
             file: "/etc/reachd/reachd.conf", line: 2, section: "Checks", key: "MaxWatches",
-            message: "unknown key; valid keys are DefaultTimeout, MaxConcurrentLookups, NegativeCacheTime")])
+            message: "unknown key; valid keys are DefaultTimeout, MaxConcurrentLookups, NegativeCacheTime, LookupsPerUserPerSecond, LookupBurstPerUser")])
     }
 
     @Test func allErrorsOfAFileAreCollectedInLineOrder() {
@@ -402,7 +402,7 @@ struct ConfigurationErrorTests {
             """)
         #expect(errors == [
             "test.conf:2: [Checks] DefaultTimeout: invalid duration 'soon': it is not a duration; use \(Self.duration)",
-            "test.conf:4: [Checks] Bogus: unknown key; valid keys are DefaultTimeout, MaxConcurrentLookups, NegativeCacheTime",
+            "test.conf:4: [Checks] Bogus: unknown key; valid keys are DefaultTimeout, MaxConcurrentLookups, NegativeCacheTime, LookupsPerUserPerSecond, LookupBurstPerUser",
             "test.conf:6: [Limits] MaxWatches: number 0 is out of range; expected a whole number from 1 to 1000000",
             "test.conf:7: [Interface] section without Name=; every rule needs the interface names it applies to",
             "test.conf:11: [Interface] Metered: invalid boolean 'perhaps'; expected yes, no, true, false, on, off, 1 or 0",
@@ -424,7 +424,7 @@ struct ConfigurationErrorTests {
         let (_, errors) = parsed("[Resolve]\nDNS=1.1.1.1\nDomains=~.\n[Checks]\nFoo=1\n")
         #expect(errors == [
             "test.conf:1: unknown section [Resolve]; valid sections are [Checks], [Limits], [Priorities], [Connectivity], [WaitOnline], [Compatibility], [Metrics], [Interface]",
-            "test.conf:5: [Checks] Foo: unknown key; valid keys are DefaultTimeout, MaxConcurrentLookups, NegativeCacheTime",
+            "test.conf:5: [Checks] Foo: unknown key; valid keys are DefaultTimeout, MaxConcurrentLookups, NegativeCacheTime, LookupsPerUserPerSecond, LookupBurstPerUser",
         ])
     }
 
@@ -658,13 +658,23 @@ struct ConfigurationFileTests {
         }
     }
 
-    @Test func aFIFOIsNotWaitedFor() throws {
+    /// issue 24: a FIFO, a device or a directory where a file belongs is an error naming the
+    /// path, never read nor waited for; only /dev/null masks.
+    @Test func aFIFOOrADeviceIsAnErrorNamingThePathNeverRead() throws {
         try withScratch { scratch in
             try scratch.directory("reachd.conf.d")
-            guard mkfifo(scratch.path("reachd.conf.d/10-fifo.conf"), 0o644) == 0 else {
-                throw SetupFailure(call: "mkfifo", path: scratch.path("reachd.conf.d/10-fifo.conf"), code: errno)
+            guard mkfifo(scratch.path("reachd.conf"), 0o644) == 0 else {
+                throw SetupFailure(call: "mkfifo", path: scratch.path("reachd.conf"), code: errno)
             }
-            #expect(Configuration.load(directories: [scratch.root]) == .success(.default))
+            try scratch.symlink("reachd.conf.d/10-zero.conf", to: "/dev/zero")
+            try scratch.symlink("reachd.conf.d/20-masked.conf", to: "/dev/null")
+            let started = ContinuousClock.now
+            #expect(loadErrors([scratch.root]) == [
+                scratch.path("reachd.conf") + ": is a FIFO, not a regular file; it is not read (a link to /dev/null masks a name)",
+                scratch.path("reachd.conf.d/10-zero.conf")
+                    + ": is a character device, not a regular file; it is not read (a link to /dev/null masks a name)",
+            ])
+            #expect(ContinuousClock.now - started < .seconds(1))
         }
     }
 }
@@ -736,6 +746,8 @@ struct ConfigurationTextTests {
             DefaultTimeout=5s
             MaxConcurrentLookups=64
             NegativeCacheTime=5s
+            LookupsPerUserPerSecond=20
+            LookupBurstPerUser=64
 
             [Limits]
             MaxWatchesPerClient=64

@@ -745,7 +745,7 @@ private func wellFormednessProblems(_ batch: NetlinkDecoder.Batch, count: Int) -
         case .announcedPortal(let portal):
             if portal.uri.isEmpty || !portal.uri.utf8.allSatisfy({ 0x21...0x7E ~= $0 }) { problems.append("portal URI \(portal.uri.debugDescription)") }
             if case .v4 = portal.router { problems.append("portal announced by IPv4 \(portal.router)") }
-        case .done, .error, .ignored, .ruleChanged:
+        case .done, .error, .ignored, .ruleChanged, .refusedPortal:
             break
         }
     }
@@ -842,7 +842,7 @@ extension DecoderTests {
                 case .route, .routeRemoved: kind = "route"
                 case .done, .error: kind = "control"
                 case .ruleChanged: kind = "rule"
-                case .announcedPortal: kind = "portal"
+                case .announcedPortal, .refusedPortal: kind = "portal"
                 case .ignored: kind = "ignored"
                 }
                 decodedKinds[kind, default: 0] += 1
@@ -876,10 +876,16 @@ extension DecoderTests {
 // MARK: - Neighbour discovery options (RFC 8910's captive-portal URI)
 
 extension DecoderTests {
-    @Test func captivePortalOption_asTheKernelSendsIt_isAnAnnouncedPortal() throws {
-        let decoded = try decodeOne(Fixture.captivePortalOption)
+    @Test func captivePortalOption_asTheKernelSendsIt_isAnAnnouncedPortal_whenHTTPS() throws {
+        // The capture carries an http URI: refused (RFC 8908's API is https only).
+        #expect(try decodeOne(Fixture.captivePortalOption).message == .refusedPortal(interfaceIndex: 6))
+        var https = Fixture.captivePortalOption
+        // The same message with the URI rewritten in place, at its length: "https://portal.example/ap".
+        let uri = Array("https://portal.example/ap".utf8)
+        https.replaceSubrange(34..<(34 + uri.count), with: uri)
+        let decoded = try decodeOne(https)
         #expect(decoded.message == .announcedPortal(AnnouncedPortal(
-            interfaceIndex: 6, router: ip("fe80::74b7:c5ff:fe39:bb74"), uri: "http://portal.example/api")))
+            interfaceIndex: 6, router: ip("fe80::74b7:c5ff:fe39:bb74"), uri: "https://portal.example/ap")))
         let unrestricted = try decodeOne(Wire.ndUserOption(options: Wire.captivePortalOption(Array(AnnouncedPortal.unrestricted.utf8))))
         #expect(unrestricted.message == .announcedPortal(AnnouncedPortal(interfaceIndex: 6, router: ip("fe80::1"), uri: AnnouncedPortal.unrestricted)))
     }
@@ -889,8 +895,13 @@ extension DecoderTests {
         let rdnss: [UInt8] = [25, 3, 0, 0] + Wire.u32(600) + Wire.db8_10
         for bytes in [
             Wire.ndUserOption(options: rdnss),
-            Wire.ndUserOption(family: 2, options: Wire.captivePortalOption(Array("http://a.example/".utf8))),
-            Wire.ndUserOption(icmpType: 137, options: Wire.captivePortalOption(Array("http://a.example/".utf8))),
+            Wire.ndUserOption(family: 2, options: Wire.captivePortalOption(Array("https://a.example/".utf8))),
+            Wire.ndUserOption(icmpType: 137, options: Wire.captivePortalOption(Array("https://a.example/".utf8))),
+        ] {
+            #expect(try decodeOne(bytes).message == .ignored(type: RT.newNDUserOption), "\(bytes)")
+        }
+        // A URI no client should get is refused, to be said once per link (issue 24).
+        for bytes in [
             Wire.ndUserOption(options: Wire.captivePortalOption([])),
             Wire.ndUserOption(options: Wire.captivePortalOption(Array("http://a.example/\nX-Evil: 1".utf8))),
             Wire.ndUserOption(options: Wire.captivePortalOption(Array("http://a b/".utf8))),
@@ -898,13 +909,18 @@ extension DecoderTests {
             Wire.ndUserOption(options: Wire.captivePortalOption(Array("http://caf\u{E9}.example/".utf8))),
             Wire.ndUserOption(options: Wire.captivePortalOption(Array("portal.example/no-scheme".utf8))),
             Wire.ndUserOption(options: Wire.captivePortalOption(Array(":nothing-before".utf8))),
+            Wire.ndUserOption(options: Wire.captivePortalOption(Array("javascript:alert(1)".utf8))),
+            Wire.ndUserOption(options: Wire.captivePortalOption(Array("http://plain.example/".utf8))),
+            Wire.ndUserOption(options: Wire.captivePortalOption(Array("file:///etc/passwd".utf8))),
+            Wire.ndUserOption(options: Wire.captivePortalOption(Array("https:///no-host".utf8))),
+            Wire.ndUserOption(options: Wire.captivePortalOption(Array("https:relative".utf8))),
         ] {
-            #expect(try decodeOne(bytes).message == .ignored(type: RT.newNDUserOption), "\(bytes)")
+            #expect(try decodeOne(bytes).message == .refusedPortal(interfaceIndex: 6), "\(bytes)")
         }
     }
 
     @Test func lyingOptionLengths_andAMissingRouter_areErrors() throws {
-        let option = Wire.captivePortalOption(Array("http://a.example/".utf8))
+        let option = Wire.captivePortalOption(Array("https://a.example/".utf8))
         var zero = option
         zero[1] = 0
         #expect(try decodeError(Wire.ndUserOption(options: zero)) == .invalidOption(messageType: 68, option: 37, declared: 0, available: 24))

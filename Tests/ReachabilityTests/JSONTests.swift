@@ -31,9 +31,10 @@ struct JSONTests {
         #expect(JSONValue.string("\u{1F}").serialized() == #""\u001f""#)
     }
 
-    @Test("characters from U+0020 up pass through unescaped, including DEL, / and non-ASCII")
+    @Test("characters from U+0020 up pass through unescaped, / and non-ASCII; DEL and C1 controls escaped")
     func passThrough() {
-        #expect(JSONValue.string(" /~\u{7F}").serialized() == "\" /~\u{7F}\"")
+        #expect(JSONValue.string(" /~\u{7F}").serialized() == #"" /~\u007f""#)
+        #expect(JSONValue.string("\u{80}x\u{9F}\u{A0}").serialized() == "\"\\u0080x\\u009f\u{A0}\"")
         let unicode = "é wlan-ü 网络 🛜 \u{2028}"
         let serialized = JSONValue.string(unicode).serialized()
         #expect(serialized == "\"" + unicode + "\"")

@@ -150,22 +150,25 @@ struct MetricsEndpointTests {
         #expect(whole || slowTook >= MetricsEndpointTestsNames.deadline,
                 "cut after \(slowTook), before the deadline: \(slowAnswer.prefix(300))")
 
-        // Four scrapers that never send a request hold every slot: a fifth is closed unanswered...
+        // Four connections that never send a request fill every slot: a fifth takes the oldest
+        // one's place (closed unanswered, counted as refused), and each is closed unanswered at
+        // the 2 s head deadline.
         let idle = try (0..<MetricsEndpointTestsNames.maximumConnections).map { _ in try Self.connect(port) }
         try await Task.sleep(for: .milliseconds(200))
         let fifth = try Self.connect(port)
         let started = ContinuousClock.now
-        #expect(Self.readAll(fifth) == [], "the fifth connection was not closed at once")
+        #expect(Self.readAll(idle[0]) == [], "the oldest idle connection was not closed")
+        #expect(ContinuousClock.now - started < .seconds(1), "the oldest idle connection made room at once")
+        #expect(Self.readAll(fifth) == [], "the fifth connection outlived the head deadline")
         close(fifth)
-        #expect(ContinuousClock.now - started < .seconds(2))
-        // ... and the idle ones are closed at the 5 s deadline, unanswered.
+        #expect(ContinuousClock.now - started < .seconds(4))
         for fd in idle {
-            #expect(Self.readAll(fd) == [], "an idle connection outlived the deadline")
+            #expect(Self.readAll(fd) == [], "an idle connection outlived the head deadline")
             close(fd)
         }
-        #expect(ContinuousClock.now - started < .seconds(8))
-        let after = try Self.get(port, "/metrics")
-        #expect(try #require(MetricsDaemonTests.value(after.body, "reachd_metrics_scrapes_refused_total")) >= 1, "\(after.body)")
+        #expect(ContinuousClock.now - started < .seconds(4))
+        // (On a loaded machine the idle ones may reach their head deadline before the fifth is
+        // accepted, so the refusals are counted where attackers keep more than 4 open.)
         // The loop never waited on any of it: the bus answered throughout.
         #expect(try ReachabilityClient(bus: .address(harness.address)).status().host.state == .online)
     }
@@ -270,7 +273,9 @@ struct MetricsEndpointTests {
         let scenario = try DaemonBusTests.Scenario()
         let harness = try DaemonHarness(scenario.ns, start: false)
         defer { harness.shutdown() }
-        let (daemon, port) = try await Self.activated(scenario, harness)
+        // Small buffers: the scrape that takes the last descriptor cannot take its answer whole,
+        // so it holds the descriptor until its 5 s deadline (an idle one would go at 2 s).
+        let (daemon, port) = try await Self.activated(scenario, harness, sendBuffer: 1024)
         defer { daemon.stop() }
         // The lowest soft limit that leaves reachd exactly one free descriptor number (the hard
         // one stays: raising it back would need CAP_SYS_RESOURCE).
@@ -280,8 +285,10 @@ struct MetricsEndpointTests {
         let lowered = try DaemonHarness.execute("/usr/bin/prlimit", ["--pid", "\(daemon.pid)", "--nofile=\(limit):"])
         #expect(lowered.status == 0, "\(lowered)")
 
-        let idle = try Self.connect(port)  // takes the last descriptor
+        let idle = try Self.connect(port, receiveBuffer: 1024)  // takes the last descriptor
         defer { close(idle) }
+        let held = Array("GET /metrics HTTP/1.0\r\n\r\n".utf8)
+        #expect(held.withUnsafeBytes { send(idle, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == held.count)
         try await Task.sleep(for: .milliseconds(300))
         let waiting = try Self.connect(port)
         defer { close(waiting) }

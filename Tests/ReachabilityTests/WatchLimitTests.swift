@@ -75,6 +75,41 @@ struct WatchLimitTests {
     }
 }
 
+extension WatchLimitTests {
+    /// issue 24: two users at their shares cannot lock root out of Watch: users other than root
+    /// together never take the last sixteenth of MaxWatches (here 2 of 32).
+    @Test func twoUsersAtTheirSharesLeaveRootItsReserve() async throws {
+        let ns = try TestNamespace()
+        let harness = try DaemonHarness(ns, config: "[Limits]\nMaxWatchesPerClient=8\nMaxWatchesPerUser=16\nMaxWatches=32\n", anyUser: true)
+        defer { harness.shutdown() }
+        try await harness.ready(state: nil)
+
+        func run(_ uid: Int) async throws -> ChildProcess {
+            let child = try ChildProcess("/usr/bin/setpriv", [
+                "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/python3", "-c", Self.client, harness.address, "3", "6",
+            ])
+            let deadline = ContinuousClock.now + waitLimit
+            while !child.lines.contains("done") {
+                guard ContinuousClock.now < deadline else { throw TimedOut(what: "\(uid)'s watches: \(child.lines) \(child.errorLines)") }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            return child
+        }
+        let nobody = try await run(65534)
+        defer { nobody.kill() }
+        let www = try await run(33)
+        defer { www.kill() }
+        #expect(nobody.lines.filter { $0.hasPrefix("ok ") }.count == 16, "nobody holds its share: \(nobody.lines)")
+        #expect(www.lines.filter { $0.hasPrefix("ok ") }.count == 14, "www-data all but the reserve: \(www.lines)")
+        let refused = www.lines.filter { $0.hasPrefix("refused ") }
+        #expect(refused.contains { $0.contains("LimitExceeded") && $0.contains("kept for root") }, "\(refused)")
+
+        let root = try harness.connect("root-client")
+        #expect(Set([try DaemonHarness.watch(root, "127.0.0.1"), try DaemonHarness.watch(root, "127.0.0.1")]).count == 2)
+        #expect(throws: BusError.self) { try DaemonHarness.watch(root, "127.0.0.1") }  // MaxWatches itself
+    }
+}
+
 /// `MaxWatchesPerUser=auto` (the default) follows MaxWatches: half of it, at least 2048, at most
 /// all of it; a number is taken as written; anything else is refused by name.
 @Suite("MaxWatchesPerUser")

@@ -164,7 +164,7 @@ public final class BusConnection {
     /// Sends an error reply for `call`.
     public func reply(to call: BusMessage, error: BusError) {
         var value = csystemd_error_null()
-        sd_bus_error_set(&value, error.name, error.message)
+        sd_bus_error_set(&value, error.name, error.message.escapingControlCharacters())
         sd_bus_reply_method_error(call.pointer, &value)
         sd_bus_error_free(&value)
     }

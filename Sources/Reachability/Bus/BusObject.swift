@@ -113,7 +113,7 @@ let methodTrampoline: sd_bus_message_handler_t = { message, context, replyError 
         }
     } catch {
         // sd-bus sends the error reply and maps the name to an errno for us.
-        return sd_bus_error_set(replyError, error.name, error.message)
+        return sd_bus_error_set(replyError, error.name, error.message.escapingControlCharacters())
     }
 }
 
@@ -124,6 +124,6 @@ let propertyTrampoline: sd_bus_property_get_t = { _, _, _, property, reply, cont
         try registration.object.property(String(cString: property), into: BusMessage(reply))
         return 1
     } catch let failure {
-        return sd_bus_error_set(error, failure.name, failure.message)
+        return sd_bus_error_set(error, failure.name, failure.message.escapingControlCharacters())
     }
 }

@@ -11,6 +11,11 @@ public struct Configuration: Sendable, Equatable {
     public var maxConcurrentLookups: Int
     /// `[Checks] NegativeCacheTime`: how long a "no such host" answer is remembered; zero remembers none.
     public var negativeCacheTime: Duration
+    /// `[Checks] LookupsPerUserPerSecond`: new DNS lookups one Unix user other than root may start
+    /// per second (a token bucket); 0: no bound.
+    public var lookupsPerUserPerSecond: Int
+    /// `[Checks] LookupBurstPerUser`: the bucket's size, lookups one such user may start at once.
+    public var lookupBurstPerUser: Int
     /// `[Limits] MaxWatchesPerClient`: D-Bus watch objects one client (unique bus name) may hold.
     public var maxWatchesPerClient: Int
     /// `[Limits] MaxWatches`: D-Bus watch objects of all clients together.
@@ -50,6 +55,10 @@ public struct Configuration: Sendable, Equatable {
         // Long enough to absorb a burst of checks of a mistyped name, short enough that a newly published
         // name shows up quickly; the same as the resolver cache's own `HostCache.negativeTTL`.
         negativeCacheTime = HostCache.negativeTTL
+        // A desktop checks a few names a second at most; a burst covers a session's accounts and
+        // feeds after a network change. 3,800 a second from one client was the pump this bounds.
+        lookupsPerUserPerSecond = 20
+        lookupBurstPerUser = 64
         // A desktop applet watches a handful of targets; 64 leaves room without letting one client hog.
         maxWatchesPerClient = 64
         // 64 clients at their full share.
@@ -84,6 +93,8 @@ public struct Configuration: Sendable, Equatable {
         monitor.priorities = priorities
         monitor.maximumConcurrentLookups = maxConcurrentLookups
         monitor.negativeCacheTime = negativeCacheTime
+        monitor.lookupsPerUserPerSecond = lookupsPerUserPerSecond
+        monitor.lookupBurstPerUser = lookupBurstPerUser
     }
 }
 
@@ -99,6 +110,10 @@ extension Configuration {
     /// Zero turns negative caching off; an hour is the common resolver cap on negative TTLs (RFC 2308
     /// suggests up to three hours, but reachd must notice a newly registered name sooner).
     public static let negativeCacheTimeRange: ClosedRange<Duration> = .zero ... .seconds(3600)
+    /// Zero turns the bound off; 100,000 a second is past what any resolver serves one host.
+    public static let lookupsPerUserPerSecondRange: ClosedRange<Int> = 0 ... 100_000
+    /// At least one lookup must start; the upper bound matches the rate's.
+    public static let lookupBurstPerUserRange: ClosedRange<Int> = 1 ... 100_000
     /// A client needs at least one watch to use watches at all; 100,000 bounds the memory one client costs.
     public static let maxWatchesPerClientRange: ClosedRange<Int> = 1 ... 100_000
     /// The total bound on watch objects, and so on the daemon's memory for them.

@@ -18,7 +18,7 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
     /// The keys this section takes, in the order `mergedText` writes them.
     var settings: [ConfigurationSetting] {
         switch self {
-        case .checks: [.defaultTimeout, .maxConcurrentLookups, .negativeCacheTime]
+        case .checks: [.defaultTimeout, .maxConcurrentLookups, .negativeCacheTime, .lookupsPerUserPerSecond, .lookupBurstPerUser]
         case .limits: [.maxWatchesPerClient, .maxWatchesPerUser, .maxWatches]
         case .priorities: ConfigurationSetting.priorityOrder.map { .priority($0) }
         case .connectivity: [.probeURL, .expectedStatus, .expectedBody, .probeInterval, .probeTimeout]
@@ -43,7 +43,7 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
 
 /// One key of reachd.conf.
 enum ConfigurationSetting: Hashable, Sendable {
-    case defaultTimeout, maxConcurrentLookups, negativeCacheTime
+    case defaultTimeout, maxConcurrentLookups, negativeCacheTime, lookupsPerUserPerSecond, lookupBurstPerUser
     case maxWatchesPerClient, maxWatchesPerUser, maxWatches
     case priority(InterfaceKind)
     case probeURL, expectedStatus, expectedBody, probeInterval, probeTimeout
@@ -61,6 +61,8 @@ enum ConfigurationSetting: Hashable, Sendable {
         case .defaultTimeout: "DefaultTimeout"
         case .maxConcurrentLookups: "MaxConcurrentLookups"
         case .negativeCacheTime: "NegativeCacheTime"
+        case .lookupsPerUserPerSecond: "LookupsPerUserPerSecond"
+        case .lookupBurstPerUser: "LookupBurstPerUser"
         case .maxWatchesPerClient: "MaxWatchesPerClient"
         case .maxWatchesPerUser: "MaxWatchesPerUser"
         case .maxWatches: "MaxWatches"
@@ -89,7 +91,7 @@ enum ConfigurationSetting: Hashable, Sendable {
     var expected: String {
         switch self {
         case .defaultTimeout, .negativeCacheTime, .probeInterval, .probeTimeout, .waitTimeout, .textfileInterval: "a duration such as 5s or 500ms"
-        case .maxConcurrentLookups, .maxWatchesPerClient, .maxWatches, .priority, .rulePriority: "a whole number"
+        case .maxConcurrentLookups, .lookupsPerUserPerSecond, .lookupBurstPerUser, .maxWatchesPerClient, .maxWatches, .priority, .rulePriority: "a whole number"
         case .probeURL: "an http:// URL, such as http://nmcheck.gnome.org/check_network_status.txt"
         case .expectedStatus: "an HTTP status such as 204"
         case .expectedBody: "the text the answer's body starts with"

@@ -13,9 +13,11 @@ extension Configuration {
     ///   lexical (byte) order of their names, whatever their directory. Hidden files (`.name.conf`) are
     ///   skipped; a missing directory is no error.
     ///
-    /// A name that exists but is neither a regular file nor a directory (a symlink to `/dev/null`, as in
-    /// systemd) masks: it is not read and hides the same name in later directories. A directory where a
-    /// file is expected is an error.
+    /// A name that is `/dev/null` (a symbolic link to it, as in systemd) masks: it is not read and hides
+    /// the same name in later directories. Anything else that is not a regular file (a directory, a
+    /// FIFO, a socket, another device such as `/dev/zero`) is an error naming the path, and is never
+    /// opened: a FIFO would block a reader, a device could be read forever, and taking either for "no
+    /// configuration" would hide the mistake.
     ///
     /// Every problem in every file is collected; any one fails the load, so a reload can keep the old
     /// configuration. Files are read with a bound (`maximumFileBytes`) and must be UTF-8 text.
@@ -86,7 +88,7 @@ enum ConfigurationFileReader {
         case missing
         /// A symbolic link whose target does not exist: not read, and warned about.
         case dangling(target: String)
-        /// Exists but is no regular file nor a directory (a device such as /dev/null, a FIFO).
+        /// `/dev/null` (a masked name): nothing to read.
         case notRegular
         case failed(ConfigurationError)
         case text(String)
@@ -100,7 +102,13 @@ enum ConfigurationFileReader {
         func failure(_ message: String, line: Int? = nil) -> Outcome {
             .failed(ConfigurationError(file: path, line: line, message: message))
         }
-        // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below anyway.
+        // What the name is, before opening it: opening a device may act on it (a tape rewinds).
+        var named = stat()
+        if stat(path, &named) == 0, let problem = notRegularFile(named) {
+            return problem.isEmpty ? .notRegular : failure(problem)
+        }
+        // O_NONBLOCK: opening a FIFO (put there since the stat) must not wait for a writer; it is
+        // refused below anyway.
         let descriptor = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) }
         guard descriptor >= 0 else {
             let code = errno
@@ -119,11 +127,7 @@ enum ConfigurationFileReader {
 
         var status = stat()
         guard fstat(file.rawValue, &status) == 0 else { return failure("cannot stat: \(describe(errno))") }
-        switch status.st_mode & S_IFMT {
-        case S_IFREG: break
-        case S_IFDIR: return failure("is a directory, not a file")
-        default: return .notRegular
-        }
+        if let problem = notRegularFile(status) { return problem.isEmpty ? .notRegular : failure(problem) }
         let limit = Configuration.maximumFileBytes
         guard status.st_size <= limit else { return failure(ConfigurationParser.tooLargeMessage(Int(status.st_size))) }
 
@@ -142,6 +146,25 @@ enum ConfigurationFileReader {
         }
         guard bytes.count <= limit else { return failure(ConfigurationParser.tooLargeMessage(bytes.count)) }
         return text(bytes, path: path)
+    }
+
+    /// Why a file of this status is not read: nil for a regular file, empty for `/dev/null` (it
+    /// masks), else the sentence for the error.
+    static func notRegularFile(_ status: stat) -> String? {
+        let kind: String
+        switch status.st_mode & S_IFMT {
+        case S_IFREG: return nil
+        case S_IFDIR: return "is a directory, not a file"
+        case S_IFCHR:
+            var null = stat()
+            if stat("/dev/null", &null) == 0, null.st_mode & S_IFMT == S_IFCHR, null.st_rdev == status.st_rdev { return "" }
+            kind = "a character device"
+        case S_IFBLK: kind = "a block device"
+        case S_IFIFO: kind = "a FIFO"
+        case S_IFSOCK: kind = "a socket"
+        default: kind = "not a regular file"
+        }
+        return "is \(kind), not a regular file; it is not read (a link to /dev/null masks a name)"
     }
 
     /// The bytes as a String, or the line of the first byte that is not UTF-8 text.

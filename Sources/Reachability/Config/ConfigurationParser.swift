@@ -231,6 +231,10 @@ struct ConfigurationParser {
                 value, in: Configuration.maxConcurrentLookupsRange)
         case .negativeCacheTime:
             configuration.negativeCacheTime = try ValueProblem.duration(value, in: Configuration.negativeCacheTimeRange)
+        case .lookupsPerUserPerSecond:
+            configuration.lookupsPerUserPerSecond = try ValueProblem.integer(value, in: Configuration.lookupsPerUserPerSecondRange)
+        case .lookupBurstPerUser:
+            configuration.lookupBurstPerUser = try ValueProblem.integer(value, in: Configuration.lookupBurstPerUserRange)
         case .maxWatchesPerClient:
             configuration.maxWatchesPerClient = try ValueProblem.integer(
                 value, in: Configuration.maxWatchesPerClientRange)

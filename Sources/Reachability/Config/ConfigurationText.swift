@@ -39,6 +39,8 @@ extension Configuration {
         case .defaultTimeout: DurationText.format(defaultTimeout)
         case .maxConcurrentLookups: "\(maxConcurrentLookups)"
         case .negativeCacheTime: DurationText.format(negativeCacheTime)
+        case .lookupsPerUserPerSecond: "\(lookupsPerUserPerSecond)"
+        case .lookupBurstPerUser: "\(lookupBurstPerUser)"
         case .maxWatchesPerClient: "\(maxWatchesPerClient)"
         case .maxWatchesPerUser: maxWatchesPerUserSetting.map { "\($0)" } ?? "auto"
         case .maxWatches: "\(maxWatches)"

@@ -103,6 +103,11 @@ public struct HTTPResponseReader: Sendable {
             guard let colon = line.firstIndex(of: ":") else { continue }
             let name = line[..<colon].lowercased()
             let value = line[line.index(after: colon)...].trimmingASCIISpaces()
+            // RFC 9112 6.3: Content-Length headers that disagree leave the body's end unknowable
+            // (the classic smuggling shape); the answer is invalid, never "full".
+            if name == "content-length", let first = headers[name], first != value {
+                throw HTTPResponseError(description: "conflicting Content-Length headers ('\(first.prefix(20))' and '\(value.prefix(20))')")
+            }
             if headers[name] == nil { headers[name] = value }
         }
         // RFC 9110 8.6: Content-Length is 1*DIGIT. Anything else (`-2`, `+5`, `5, 5`) makes the

@@ -24,14 +24,22 @@ public struct ProbeExpectation: Sendable, Hashable {
         self.body = body
     }
 
-    public func judge(_ response: HTTPResponse) -> ConnectivityStatus {
+    /// `url`: the probe's URL, which a relative Location is resolved against (see `PortalLocation`).
+    public func judge(_ response: HTTPResponse, from url: ProbeURL? = nil) -> ConnectivityStatus {
         let detail = "HTTP \(response.status)" + (response.body.isEmpty ? "" : ", \(response.body.count)\(response.isComplete ? "" : "+") bytes")
         if response.headers["x-networkmanager-status"]?.lowercased() == "online" {
             return ConnectivityStatus(verdict: .full, detail: detail + ", X-NetworkManager-Status: online")
         }
         if (300...399).contains(response.status), response.status != 304 {
-            let location = response.headers["location"] ?? ""
-            return ConnectivityStatus(verdict: .portal, portal: location, detail: detail + (location.isEmpty ? ", a redirect without Location" : ""))
+            guard let location = response.headers["location"], !location.isEmpty else {
+                return ConnectivityStatus(verdict: .portal, detail: detail + ", a redirect without Location")
+            }
+            guard let portal = PortalLocation.resolve(location, against: url) else {
+                // Its bytes are not repeated: they are the sender's, and this line is logged.
+                return ConnectivityStatus(
+                    verdict: .portal, detail: detail + ", a Location that is not an http(s) URI (\(location.utf8.count) bytes) refused")
+            }
+            return ConnectivityStatus(verdict: .portal, portal: portal, detail: detail)
         }
         if !body.isEmpty {
             guard response.status == 200 else { return ConnectivityStatus(verdict: .limited, detail: detail) }

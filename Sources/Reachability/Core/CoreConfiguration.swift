@@ -20,6 +20,14 @@ public struct CoreConfiguration: Sendable {
     public var maximumConcurrentLookups = 64
     /// How long host checks remember that a name does not exist.
     public var negativeCacheTime: Duration = HostCache.negativeTTL
+    /// New DNS lookups one Unix user other than root may start per second, and at once from a
+    /// full bucket; 0: no bound (the in-process monitor's default: it serves one user).
+    public var lookupsPerUserPerSecond = 0
+    public var lookupBurstPerUser = 0
+
+    var lookupRate: LookupRate.Settings? {
+        lookupsPerUserPerSecond > 0 ? LookupRate.Settings(perSecond: lookupsPerUserPerSecond, burst: max(1, lookupBurstPerUser)) : nil
+    }
 
     public init() {}
 

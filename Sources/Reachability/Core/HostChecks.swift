@@ -7,23 +7,31 @@ import Glibc
 public struct HostCheckRequest: Sendable {
     public let id: UInt64
     public let name: String
+    /// Whose check it is: its lookup counts against that owner's share and rate.
+    public let owner: LookupOwner
     public let deadline: ContinuousClock.Instant
     public let completion: @Sendable (Result<CheckResult, CheckCancelled>) -> Void
 
     public init(
-        id: UInt64, name: String, deadline: ContinuousClock.Instant,
+        id: UInt64, name: String, owner: LookupOwner = .system, deadline: ContinuousClock.Instant,
         completion: @escaping @Sendable (Result<CheckResult, CheckCancelled>) -> Void
     ) {
         self.id = id
         self.name = name
+        self.owner = owner
         self.deadline = deadline
         self.completion = completion
     }
 }
 
-/// Why a host check ended without an answer.
+/// Why a host check ended without an answer: cancelled, or refused by the per-user lookup rate.
 public struct CheckCancelled: Error, CustomStringConvertible {
-    public var description: String { "the check was cancelled" }
+    /// Why the check was refused (a limit); nil when it was cancelled.
+    public var refusal: String?
+
+    public init(refusal: String? = nil) { self.refusal = refusal }
+
+    public var description: String { refusal ?? "the check was cancelled" }
 }
 
 /// Host checks on the core's loop: cache, the "is DNS even routable" pre-check, the resolver
@@ -42,10 +50,16 @@ final class HostChecks {
     private var cache: HostCache
     private var running: [UInt64: (request: HostCheckRequest, lookup: HostResolver.RequestID)] = [:]
     private var sources: ResolverSources!
+    /// New lookups per user; nil: no bound (the in-process monitor serves one user).
+    var rate: LookupRate?
 
     /// `options` nil: every host check answers dnsFailure. `warn` hears of sockets the loop refused.
-    init(options: HostResolver.Options?, loop: any EventLoopProtocol, warn: @escaping (String) -> Void, evaluate: @escaping Evaluate) {
+    init(
+        options: HostResolver.Options?, rate: LookupRate.Settings? = nil, loop: any EventLoopProtocol,
+        warn: @escaping (String) -> Void, evaluate: @escaping Evaluate
+    ) {
         self.evaluate = evaluate
+        self.rate = rate.map(LookupRate.init)
         cache = HostCache(negativeLifetime: options?.negativeCacheTime ?? HostCache.negativeTTL)
         sources = nil
         sources = ResolverSources(loop: loop, warn: warn) { [unowned self] in
@@ -83,7 +97,9 @@ final class HostChecks {
     }
 
     /// New resolver settings (a reload): applied once no check waits for DNS, with a fresh cache.
-    func reconfigure(_ new: HostResolver.Options) {
+    /// A new lookup rate applies at once, with full buckets.
+    func reconfigure(_ new: HostResolver.Options, rate newRate: LookupRate.Settings?) {
+        if newRate != rate?.settings { rate = newRate.map(LookupRate.init) }
         guard new != options else { return }
         pendingOptions = new
         sync()
@@ -154,9 +170,12 @@ final class HostChecks {
                 return request.completion(.success(result))
             }
         }
+        if let refusal = rate?.admit(request.owner, now: now) {
+            return request.completion(.failure(CheckCancelled(refusal: refusal)))
+        }
         let name = request.name
         let id = request.id
-        let lookup = resolver.resolve(name, deadline: request.deadline) { [weak self] outcome in
+        let lookup = resolver.resolve(name, owner: request.owner, deadline: request.deadline) { [weak self] outcome in
             guard let self, let entry = self.running.removeValue(forKey: id) else { return }
             self.cache.store(name, outcome, now: .now)
             entry.request.completion(.success(self.answer(outcome, for: name)))

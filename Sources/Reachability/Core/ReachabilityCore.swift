@@ -46,7 +46,7 @@ public final class ReachabilityCore {
         self.mirror = mirror
         self.warn = warn
         lastRoutingEpoch = kernel.state.routingEpoch
-        hostChecks = HostChecks(options: configuration.resolverOptions, loop: loop, warn: warn) { addresses, target in
+        hostChecks = HostChecks(options: configuration.resolverOptions, rate: configuration.lookupRate, loop: loop, warn: warn) { addresses, target in
             mirror.evaluate(addresses: addresses, target: target)
         }
         netlinkWatch = try loop.addWatch(fd: kernel.monitorDescriptor, events: .readable) { [unowned self] _ in
@@ -78,7 +78,7 @@ public final class ReachabilityCore {
     /// New interface rules, priorities and resolver settings (a reload).
     public func reconfigure(_ configuration: CoreConfiguration) {
         let classifier = Classifier(rules: configuration.rules, priorities: configuration.priorities)
-        hostChecks.reconfigure(configuration.resolverOptions)
+        hostChecks.reconfigure(configuration.resolverOptions, rate: configuration.lookupRate)
         settle(mirror.withLock { $0.state.reclassify(with: classifier) })
     }
 
@@ -96,21 +96,23 @@ public final class ReachabilityCore {
         guard let answered = checkAnswered else { return hostChecks.start(request) }
         let started = ContinuousClock.now
         let box = UncheckedSendable(answered)
-        hostChecks.start(HostCheckRequest(id: request.id, name: request.name, deadline: request.deadline) { outcome in
+        hostChecks.start(HostCheckRequest(id: request.id, name: request.name, owner: request.owner, deadline: request.deadline) { outcome in
             if case let .success(result) = outcome { box.value(result, .now - started) }
             request.completion(outcome)
         })
     }
 
-    /// Starts a host check under an id of the core's own (for a front end whose checks all start
-    /// on the loop); returns it for `cancelHostCheck`. `completion` may run before this returns.
+    /// Starts a host check for `owner` under an id of the core's own (for a front end whose
+    /// checks all start on the loop); returns it for `cancelHostCheck`. `completion` may run
+    /// before this returns.
     @discardableResult
     public func checkHost(
-        _ name: String, timeout: Duration, completion: @escaping @Sendable (Result<CheckResult, CheckCancelled>) -> Void
+        _ name: String, timeout: Duration, owner: LookupOwner = .system,
+        completion: @escaping @Sendable (Result<CheckResult, CheckCancelled>) -> Void
     ) -> UInt64 {
         lastCheckID += 1
         let id = lastCheckID
-        checkHost(HostCheckRequest(id: id, name: name, deadline: .now + timeout, completion: completion))
+        checkHost(HostCheckRequest(id: id, name: name, owner: owner, deadline: .now + timeout, completion: completion))
         return id
     }
 

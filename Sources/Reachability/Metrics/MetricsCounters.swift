@@ -17,7 +17,8 @@ public struct MetricsCounters: Sendable, Hashable {
     /// Verdicts of the connectivity probe, by `ConnectivityVerdict` (in `ConnectivityVerdict.allCases` order;
     /// `unknown` stays 0: a probe always ends in one of the others).
     public var probeResults = [UInt64](repeating: 0, count: ConnectivityVerdict.allCases.count)
-    /// Scrapes of `/metrics` turned away because `MetricsEndpoint.maximumConnections` were busy.
+    /// Connections to `/metrics` closed unanswered at capacity (`MetricsEndpoint.maximumConnections`):
+    /// an idle one that made room, or the newcomer when every slot was answering.
     public var scrapesRefused: UInt64 = 0
 
     public init() {}

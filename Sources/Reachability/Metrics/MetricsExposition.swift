@@ -95,7 +95,7 @@ public enum MetricsExposition {
         for (index, verdict) in ConnectivityVerdict.allCases.enumerated() where verdict != .unknown {
             out.sample("reachd_connectivity_probes_total", [("verdict", verdict.rawValue)], Double(counters.probeResults[index]))
         }
-        out.counter("reachd_metrics_scrapes_refused_total", "Connections to the metrics socket closed unanswered because too many scrapes were in progress.", counters.scrapesRefused)
+        out.counter("reachd_metrics_scrapes_refused_total", "Connections to the metrics socket closed unanswered because too many were open.", counters.scrapesRefused)
 
         out.family("reachd_start_time_seconds", .gauge, "When reachd started, in seconds since the Unix epoch.")
         out.sample("reachd_start_time_seconds", [], sample.startTime)

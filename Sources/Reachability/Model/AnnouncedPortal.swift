@@ -30,7 +30,10 @@ public struct AnnouncedPortal: Hashable, Sendable {
     /// The URI in an option's value (the bytes after type and length): NUL padding removed.
     /// Nil when it is not a URI a client could be given: empty, a NUL inside it, or anything but
     /// printable ASCII (RFC 3986 has no spaces or controls; a router that sends them is broken or
-    /// hostile, and its bytes are not passed on to clients).
+    /// hostile, and its bytes are not passed on to clients); and nil unless it is an https URI
+    /// with a host or the "unrestricted" URN: the option names the RFC 8908 API, which is served
+    /// over https only, and a desktop that opens the announced "portal" must never be handed
+    /// `javascript:`, `file:` or a plain-http page an attacker on the link can answer.
     static func uri(fromOptionValue value: [UInt8]) -> String? {
         var end = value.count
         while end > 0, value[end - 1] == 0 { end -= 1 }
@@ -40,7 +43,13 @@ public struct AnnouncedPortal: Hashable, Sendable {
         guard let colon = text.firstIndex(of: UInt8(ascii: ":")), colon > text.startIndex,
             text[..<colon].allSatisfy({ isSchemeCharacter($0) })
         else { return nil }
-        return String(decoding: text, as: UTF8.self)
+        let uri = String(decoding: text, as: UTF8.self)
+        if uri == unrestricted { return uri }
+        let lower = uri.lowercased()
+        guard lower.hasPrefix("https://"),
+            !lower.dropFirst("https://".count).prefix(while: { $0 != "/" && $0 != "?" && $0 != "#" }).isEmpty
+        else { return nil }
+        return uri
     }
 
     private static func isSchemeCharacter(_ byte: UInt8) -> Bool {

@@ -48,6 +48,7 @@ final class KernelMirror {
         case foreignSender
         case resynced
         case resyncFailed(SystemError)
+        case refusedPortal(interfaceIndex: Int32)
 
         /// The journal's line for it.
         var description: String {
@@ -58,6 +59,8 @@ final class KernelMirror {
             case .foreignSender: "ignoring a netlink message not sent by the kernel"
             case .resynced: "resynced from a fresh dump"
             case let .resyncFailed(error): "resync failed: \(error); will retry"
+            case let .refusedPortal(index):
+                "ignoring the captive-portal URI a router announced on link \(index): only https URIs are taken (RFC 8908); said once per link"
             }
         }
     }
@@ -73,6 +76,8 @@ final class KernelMirror {
     var needsResync = false
     var lastResync: ContinuousClock.Instant?
     var incidents: [Incident] = []
+    /// Links whose refused portal announcement was already said (`Incident.refusedPortal`).
+    private var refusedPortalLinks: Set<Int32> = []
     var resyncCount = 0
     /// The resync dump in flight (see KernelMirror+Dump.swift).
     var dump: Dump?
@@ -232,6 +237,9 @@ final class KernelMirror {
         case let .routeRemoved(route): events.append(.routeRemoved(route))
         case .ruleChanged: events.append(.rulesChanged)
         case let .announcedPortal(portal): events.append(.announcedPortal(portal))
+        case let .refusedPortal(index):
+            // Once per link: a router repeating it every few seconds must not flood the journal.
+            if refusedPortalLinks.insert(index).inserted { incidents.append(.refusedPortal(interfaceIndex: index)) }
         case .done, .error, .ignored: break
         }
     }

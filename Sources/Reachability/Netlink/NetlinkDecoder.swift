@@ -53,8 +53,7 @@ public enum NetlinkDecoder {
             }
             return .ruleChanged
         case RT.newNDUserOption:
-            guard let portal = try decodeNDUserOption(payload: payload) else { return .ignored(type: type) }
-            return .announcedPortal(portal)
+            return try decodeNDUserOption(payload: payload) ?? .ignored(type: type)
         default:
             return .ignored(type: type)
         }
@@ -235,10 +234,11 @@ public enum NetlinkDecoder {
     /// u8, length u8 in units of 8 octets), then attributes (NDUSEROPT_SRCADDR).
     static let ndUserOptionHeaderSize = 16
 
-    /// The captive-portal URI of a router advertisement's option 37; nil for other options and
-    /// messages, and for a URI no client should be given (the bytes came from the network, not
-    /// the kernel: a bad URI is dropped, not treated as a broken netlink stream).
-    static func decodeNDUserOption(payload: ByteReader) throws(NetlinkDecodingError) -> AnnouncedPortal? {
+    /// The captive-portal URI of a router advertisement's option 37 (`.announcedPortal`); nil for
+    /// other options and messages; `.refusedPortal` for a URI no client should be given (the
+    /// bytes came from the network, not the kernel: a bad URI is dropped and said, not treated as
+    /// a broken netlink stream).
+    static func decodeNDUserOption(payload: ByteReader) throws(NetlinkDecodingError) -> RoutingMessage? {
         let type = RT.newNDUserOption
         guard payload.count >= ndUserOptionHeaderSize,
             let family = payload.integer(at: 0, as: UInt8.self),
@@ -259,6 +259,7 @@ public enum NetlinkDecoder {
         guard family == AddressFamily.ipv6.rawValue, icmpType == RT.icmpRouterAdvertisement else { return nil }
         var offset = 0
         var uri: String?
+        var refused = false
         while offset < options.count {
             guard let optionType = options.integer(at: offset, as: UInt8.self),
                 let units = options.integer(at: offset + 1, as: UInt8.self), units > 0,
@@ -268,12 +269,15 @@ public enum NetlinkDecoder {
                     messageType: type, option: options.integer(at: offset, as: UInt8.self) ?? 0,
                     declared: Int(options.integer(at: offset + 1, as: UInt8.self) ?? 0) * 8, available: options.count - offset)
             }
-            if optionType == RT.ndOptionCaptivePortal { uri = AnnouncedPortal.uri(fromOptionValue: Array(option.dropFirst(2))) }
+            if optionType == RT.ndOptionCaptivePortal {
+                uri = AnnouncedPortal.uri(fromOptionValue: Array(option.dropFirst(2)))
+                refused = uri == nil
+            }
             offset += option.count
         }
-        guard let uri else { return nil }
+        guard let uri else { return refused ? .refusedPortal(interfaceIndex: index) : nil }
         guard let router else { throw .missingAttribute(messageType: type, attribute: RT.ndUserOptionSourceAddress) }
-        return AnnouncedPortal(interfaceIndex: index, router: router, uri: uri)
+        return .announcedPortal(AnnouncedPortal(interfaceIndex: index, router: router, uri: uri))
     }
 
     // MARK: attributes

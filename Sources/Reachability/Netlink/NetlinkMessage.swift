@@ -64,6 +64,9 @@ public enum RoutingMessage: Hashable, Sendable {
     /// network announced (RFC 8910). The kernel's other user options (RDNSS, DNSSL, PREF64,
     /// prefix information) are `ignored`.
     case announcedPortal(AnnouncedPortal)
+    /// Option 37 with a URI no client may be given (not https, not printable): ignored, and
+    /// said once per link (`KernelMirror`).
+    case refusedPortal(interfaceIndex: Int32)
     /// NLMSG_DONE: the end of a dump.
     case done
     /// NLMSG_ERROR: an errno (negative, as the kernel sends it) or 0 for an acknowledgement.

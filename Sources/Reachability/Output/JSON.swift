@@ -127,8 +127,8 @@ extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, Expre
 extension JSONValue {
     /// Compact JSON text (RFC 8259): no whitespace between tokens, object keys in stored order.
     ///
-    /// Strings escape `"` and `\`, and write every control character U+0000-U+001F as `\u00XX`;
-    /// all other characters, including non-ASCII, pass through as UTF-8.
+    /// Strings escape `"` and `\`, and write every control character (U+0000-U+001F, DEL and
+    /// U+0080-U+009F) as `\u00XX`; all other characters, including non-ASCII, pass through as UTF-8.
     public func serialized() -> String {
         var out: [UInt8] = []
         out.reserveCapacity(256)
@@ -170,23 +170,37 @@ extension JSONValue {
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// A Swift `String` is always valid Unicode, so its UTF-8 bytes can be copied as they are;
-    /// only the bytes RFC 8259 section 7 requires to be escaped are rewritten.
+    /// only the bytes RFC 8259 section 7 requires to be escaped are rewritten, and DEL and the C1
+    /// controls (U+0080-U+009F, UTF-8 `C2 80`-`C2 9F`) as well: the same text, but none of it
+    /// can drive a terminal that prints the JSON.
     private static func writeString(_ string: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
+        let bytes = Array(string.utf8)
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            index += 1
             switch byte {
             case UInt8(ascii: "\""), UInt8(ascii: "\\"):
                 out.append(UInt8(ascii: "\\"))
                 out.append(byte)
-            case 0x00...0x1F:
-                out.append(contentsOf: "\\u00".utf8)
-                out.append(hexDigits[Int(byte >> 4)])
-                out.append(hexDigits[Int(byte & 0x0F)])
+            case 0x00...0x1F, 0x7F:
+                escape(byte, to: &out)
+            case 0xC2 where index < bytes.count && (0x80...0x9F).contains(bytes[index]):
+                escape(bytes[index], to: &out)
+                index += 1
             default:
                 out.append(byte)
             }
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// `\u00XX` for a code point below U+0100.
+    private static func escape(_ value: UInt8, to out: inout [UInt8]) {
+        out.append(contentsOf: "\\u00".utf8)
+        out.append(hexDigits[Int(value >> 4)])
+        out.append(hexDigits[Int(value & 0x0F)])
     }
 }
 

@@ -40,6 +40,29 @@ extension HostResolver {
         public var isClosed: Bool { !readable && !writable }
     }
 
+    /// How the slots are shared: lookups of the system (reachd's own work, root) may take every
+    /// slot; the others together may not take the `reserve`, and no owner of them more than
+    /// `perOwner`. So a user who leaves lookups behind on a server that never answers (every one
+    /// running until its deadline, up to minutes) can neither blind the system nor another user.
+    public struct Shares: Equatable, Sendable {
+        /// Slots only the system takes: a quarter, so the probe's name and root's checks always
+        /// start at once, while three quarters serve everyone else.
+        public let reserve: Int
+        /// Slots one owner other than the system may hold: half of what is left, as for watches
+        /// (`MaxWatchesPerUser=auto`), so one user alone never takes all the others may use.
+        public let perOwner: Int
+
+        public init(maxConcurrent: Int) {
+            reserve = maxConcurrent >= 2 ? max(1, maxConcurrent / 4) : 0
+            perOwner = max(1, (maxConcurrent - reserve) / 2)
+        }
+
+        init(reserve: Int, perOwner: Int) {
+            self.reserve = reserve
+            self.perOwner = perOwner
+        }
+    }
+
     public typealias RequestID = UInt64
 
     /// One lookup from `resolve` until its completion has run or it was cancelled.
@@ -57,15 +80,17 @@ extension HostResolver {
 
         let id: RequestID
         let name: String
+        let owner: LookupOwner
         let deadline: ContinuousClock.Instant
         let completion: (Outcome) -> Void
         var phase = Phase.waiting
         /// When its channel's retransmission timer is due, while running.
         var timerDue: ContinuousClock.Instant?
 
-        init(id: RequestID, name: String, deadline: ContinuousClock.Instant, completion: @escaping (Outcome) -> Void) {
+        init(id: RequestID, name: String, owner: LookupOwner, deadline: ContinuousClock.Instant, completion: @escaping (Outcome) -> Void) {
             self.id = id
             self.name = name
+            self.owner = owner
             self.deadline = deadline
             self.completion = completion
         }
@@ -87,6 +112,65 @@ extension HostResolver {
             case .finished, .over: false
             }
         }
+    }
+}
+
+/// Whose lookup it is: what the resolver's fair shares count (see `HostResolver.Shares`).
+public enum LookupOwner: Hashable, Sendable, CustomStringConvertible {
+    /// The system: reachd's own work (the connectivity probe's name) and callers running as root.
+    /// It may take every slot, the reserve included.
+    case system
+    /// A Unix user other than root.
+    case user(UInt32)
+    /// Lookups shared by the callers of many users (reachd's watched targets): one share, as a user.
+    case shared
+
+    /// A bus caller's owner by its Unix user: root is the system.
+    public init(uid: UInt32) { self = uid == 0 ? .system : .user(uid) }
+
+    public var description: String {
+        switch self {
+        case .system: "the system"
+        case let .user(uid): "Unix user \(uid)"
+        case .shared: "the watched targets"
+        }
+    }
+}
+
+/// The oldest-first line of one owner's lookups waiting for a slot. A lookup that ends while it
+/// waits (cancelled, or its deadline passed) stays in the array and is dropped when it reaches
+/// the head; `count` holds only those still waiting.
+struct WaitingLine {
+    private var requests: [HostResolver.Request] = []
+    private var head = 0
+    private(set) var count = 0
+
+    mutating func append(_ request: HostResolver.Request) {
+        requests.append(request)
+        count += 1
+    }
+
+    /// A waiting request of this line ended where it stands.
+    mutating func left() { count -= 1 }
+
+    /// The oldest request still waiting.
+    mutating func first() -> HostResolver.Request? {
+        while head < requests.count, !requests[head].isWaiting { head += 1 }
+        // Drop the consumed prefix once it is all there is, or large enough to be worth a copy.
+        if head == requests.count {
+            requests.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 1024 {
+            requests.removeFirst(head)
+            head = 0
+        }
+        return head < requests.count ? requests[head] : nil
+    }
+
+    /// Takes the oldest waiting request out of the line (`first` must have returned it).
+    mutating func removeFirst() {
+        head += 1
+        count -= 1
     }
 }
 

@@ -15,7 +15,10 @@ import Glibc
 /// comes from the loop's thread. Sockets are opened on that thread, in its network namespace.
 ///
 /// Each lookup runs on a c-ares channel of its own (see `AresLookup`), at most
-/// `Options.maxConcurrent` at a time; the others wait in order of arrival. Deadlines and c-ares'
+/// `Options.maxConcurrent` at a time, shared fairly between owners (see `Shares`): the others
+/// wait, each owner's in order of arrival, and a freed slot goes to the oldest lookup whose owner
+/// is still under its share. Cancelling a lookup destroys its channel: its slot is free at once.
+/// Deadlines and c-ares'
 /// retransmission timers sit in min-heaps, so `nextDeadline` is O(1) and each expiry O(log n),
 /// however many lookups wait. A waiting lookup whose deadline is closer than
 /// `minimumStartLead` when its turn comes is not started at all: it is answered `.timedOut` at
@@ -43,16 +46,18 @@ public final class HostResolver {
     public static let minimumStartLead: Duration = .milliseconds(50)
 
     private let options: Options
+    public let shares: Shares
     private var nextID: RequestID = 1
     /// Every request whose completion is still due (waiting, running, or finished and not yet
     /// delivered), by id: what `cancel` can reach.
     private var requests: [RequestID: Request] = [:]
     /// The running requests, by id; at most `maxConcurrent`.
     private var running: [RequestID: Request] = [:]
-    /// Requests waiting for a slot, oldest first from `waitingHead`. A cancelled one stays in the
-    /// array, marked over, and is skipped when its turn comes.
-    private var waiting: [Request] = []
-    private var waitingHead = 0
+    /// Running requests per owner other than the system, and their sum.
+    private var runningByOwner: [LookupOwner: Int] = [:]
+    private var runningUnreserved = 0
+    /// Requests waiting for a slot, a line per owner.
+    private var waiting: [LookupOwner: WaitingLine] = [:]
     private var waitingCount = 0
     /// Every pending request's deadline; stale entries (finished, cancelled) are skipped.
     private var deadlines = DeadlineHeap<Request>()
@@ -73,6 +78,7 @@ public final class HostResolver {
             throw ResolverError(message: "ares_library_init: " + AresLookup.describe(status))
         }
         self.options = options
+        shares = Shares(maxConcurrent: options.maxConcurrent)
     }
 
     deinit {
@@ -80,16 +86,17 @@ public final class HostResolver {
         for request in running.values { request.lookup?.destroy() }
     }
 
-    /// Starts a lookup of `name`'s A and AAAA records (or queues it when `maxConcurrent` run
-    /// already). `completion` runs exactly once, from a later `process` or `processTimeouts`,
+    /// Starts a lookup of `name`'s A and AAAA records for `owner` (or queues it when `owner` has
+    /// no free slot, see `Shares`). `completion` runs exactly once, from a later `process` or `processTimeouts`,
     /// unless the request is cancelled: when DNS answers, or at `deadline` with `.timedOut`
     /// (a few milliseconds late at most, when the loop honours `nextDeadline`). A name ending in
     /// a dot skips resolv.conf's search list.
     @discardableResult
     public func resolve(
-        _ name: String, deadline: ContinuousClock.Instant, completion: @escaping (Outcome) -> Void
+        _ name: String, owner: LookupOwner = .system, deadline: ContinuousClock.Instant,
+        completion: @escaping (Outcome) -> Void
     ) -> RequestID {
-        let request = Request(id: nextID, name: name, deadline: deadline, completion: completion)
+        let request = Request(id: nextID, name: name, owner: owner, deadline: deadline, completion: completion)
         nextID += 1
         requests[request.id] = request
         deadlines.insert(deadline, request)
@@ -98,12 +105,12 @@ public final class HostResolver {
             // (then the answer depends on whether a nameserver refuses); an address needs no
             // lookup. Delivered by the loop like every other answer.
             finish(request, .resolved([address], ttl: 0))
-        } else if running.count < options.maxConcurrent, waitingCount == 0 {
+        } else if hasSlot(for: owner), waiting[owner]?.count ?? 0 == 0 {
             // A free slot: start it, however short the deadline (the caller chose it, and a
             // local server answers in a millisecond).
             start(request, now: .now)
         } else {
-            waiting.append(request)
+            waiting[owner, default: WaitingLine()].append(request)
             waitingCount += 1
         }
         return request.id
@@ -115,9 +122,9 @@ public final class HostResolver {
         guard let request = requests.removeValue(forKey: id) else { return }
         switch request.phase {
         case .waiting:
-            waitingCount -= 1
+            leaveLine(request)
         case .running:
-            running[id] = nil
+            stopRunning(request)
             end(request)
             startWaiting(now: .now)
         case .parked, .finished, .over:
@@ -179,11 +186,11 @@ public final class HostResolver {
             let request = top.key
             switch request.phase {
             case .running:
-                running[request.id] = nil
+                stopRunning(request)
                 end(request)
                 finish(request, .timedOut)
             case .waiting:
-                waitingCount -= 1
+                leaveLine(request)
                 finish(request, .timedOut)
             case .parked:
                 finish(request, .timedOut)
@@ -230,6 +237,10 @@ public final class HostResolver {
             willClose: { [weak self] fd in self?.socketWillClose?(fd) })
         request.phase = .running(lookup)
         running[request.id] = request
+        if request.owner != .system {
+            runningByOwner[request.owner, default: 0] += 1
+            runningUnreserved += 1
+        }
         // The channel opened its sockets while starting: all of them are new to the loop.
         perform(on: request, socketsBefore: [:]) {}
     }
@@ -259,7 +270,7 @@ public final class HostResolver {
             if changedSockets[fd] == nil { changedSockets[fd] = false }
         }
         if let outcome = Self.outcome(of: lookup) {
-            running[request.id] = nil
+            stopRunning(request)
             end(request)
             finish(request, outcome)
             return
@@ -301,28 +312,50 @@ public final class HostResolver {
         finished.append(request)
     }
 
-    /// Fills free slots with waiting requests, oldest first; one whose deadline is closer than
+    /// Whether a lookup of `owner` may start now: a slot is free, and unless it is the system's,
+    /// one outside the reserve and within the owner's share.
+    private func hasSlot(for owner: LookupOwner) -> Bool {
+        guard running.count < options.maxConcurrent else { return false }
+        if owner == .system { return true }
+        return runningUnreserved < options.maxConcurrent - shares.reserve
+            && runningByOwner[owner] ?? 0 < shares.perOwner
+    }
+
+    /// A running request gives its slot back (it finished, timed out or was cancelled).
+    private func stopRunning(_ request: Request) {
+        running[request.id] = nil
+        guard request.owner != .system else { return }
+        runningUnreserved -= 1
+        runningByOwner[request.owner]? -= 1
+        if runningByOwner[request.owner] == 0 { runningByOwner[request.owner] = nil }
+    }
+
+    /// A waiting request ends where it stands (cancelled, or its deadline passed).
+    private func leaveLine(_ request: Request) {
+        waitingCount -= 1
+        waiting[request.owner]?.left()
+        if waiting[request.owner]?.count == 0 { waiting[request.owner] = nil }
+    }
+
+    /// Fills free slots with waiting requests: each time the oldest one whose owner has a slot
+    /// (a few owners wait at most, so the scan is short). One whose deadline is closer than
     /// `minimumStartLead` is parked instead, to be answered `.timedOut` at its deadline.
     private func startWaiting(now: ContinuousClock.Instant) {
-        while running.count < options.maxConcurrent, waitingCount > 0, waitingHead < waiting.count {
-            let request = waiting[waitingHead]
-            waitingHead += 1
-            guard request.isWaiting else { continue }
+        while waitingCount > 0, running.count < options.maxConcurrent {
+            var next: Request?
+            for owner in Array(waiting.keys) where hasSlot(for: owner) {
+                guard let first = waiting[owner]?.first() else { continue }
+                if next.map({ first.id < $0.id }) ?? true { next = first }
+            }
+            guard let request = next else { return }
+            waiting[request.owner]?.removeFirst()
+            if waiting[request.owner]?.count == 0 { waiting[request.owner] = nil }
             waitingCount -= 1
             if now.duration(to: request.deadline) < Self.minimumStartLead {
                 request.phase = .parked
             } else {
                 start(request, now: now)
             }
-        }
-        // Drop the consumed prefix once it is all there is, or large enough to be worth a copy.
-        if waitingCount == 0 || waitingHead >= 1024 {
-            if waitingCount == 0 {
-                waiting.removeAll(keepingCapacity: true)
-            } else {
-                waiting.removeFirst(waitingHead)
-            }
-            waitingHead = 0
         }
     }
 

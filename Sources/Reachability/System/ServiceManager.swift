@@ -9,7 +9,9 @@ import Glibc
 public enum ServiceManager {
     @discardableResult
     public static func notify(_ state: String) -> Bool {
-        sd_notify(0, state) > 0
+        // Assignments are lines; a value (STATUS= naming an interface, a portal, a configuration
+        // line) never carries a control character to systemctl status.
+        sd_notify(0, state.escapingControlCharacters(keepingNewlines: true)) > 0
     }
 
     /// The file descriptors systemd passed (socket units: LISTEN_FDS/LISTEN_PID naming this

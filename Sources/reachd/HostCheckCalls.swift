@@ -1,0 +1,155 @@
+import Reachability
+
+/// The CheckHost calls in flight, each owned by its caller: its lookup counts against the
+/// caller's Unix user (the resolver's fair shares and the per-user lookup rate), and when the
+/// caller leaves the bus its checks are cancelled at once, their DNS lookups with them, so
+/// lookups nobody waits for never hold a slot. Limits on calls in flight hold per user, with a
+/// reserve only root has.
+final class HostCheckCalls {
+    /// CheckHost calls in flight from all callers together: each holds a message and, while its
+    /// lookup waits or runs, little else, so the bound is on memory rather than DNS.
+    static let maximumInFlight = 4096
+    /// Calls in flight one Unix user other than root may hold: a quarter, so that three users
+    /// at their share still leave root its reserve.
+    static let maximumInFlightPerUser = 1024
+    /// Calls in flight only root may take: users other than root together stay below
+    /// `maximumInFlight - reserve`.
+    static let reserve = 1024
+
+    private let core: ReachabilityCore
+    private let bus: BusConnection
+    private let callers: Callers
+    /// Each caller's checks in flight, by the core's check id.
+    private var calls: [String: [UInt64: Pending]] = [:]
+    private var perUser: [UInt32: Int] = [:]
+    private var unprivileged = 0
+    private var total = 0
+
+    /// One call in flight.
+    private final class Pending {
+        let call: OwnedBusMessage
+        let host: String
+        let uid: UInt32
+        let received: ContinuousClock.Instant
+        var sender: String { call.message.sender ?? "" }
+        var id: UInt64?
+        var answered = false
+        /// Its caller left: no reply goes out (nobody would read it).
+        var abandoned = false
+
+        init(call: OwnedBusMessage, host: String, uid: UInt32, received: ContinuousClock.Instant) {
+            self.call = call
+            self.host = host
+            self.uid = uid
+            self.received = received
+        }
+    }
+
+    init(core: ReachabilityCore, bus: BusConnection, callers: Callers) {
+        self.core = core
+        self.bus = bus
+        self.callers = callers
+    }
+
+    /// Starts the check of `host` for the caller of `message` once its Unix user is known, and
+    /// replies when the check answers.
+    func start(_ host: String, timeout: Duration, call message: BusMessage) throws(BusError) -> BusReply {
+        let call = OwnedBusMessage(retaining: message)
+        let received = ContinuousClock.now
+        try callers.withUser(of: message) { [unowned self] uid in
+            switch uid {
+            case let .success(uid): self.check(Pending(call: call, host: host, uid: uid, received: received), timeout: timeout)
+            case let .failure(error): self.bus.reply(to: call.message, error: error)
+            }
+        }
+        return .later
+    }
+
+    private func check(_ pending: Pending, timeout: Duration) {
+        let sender = pending.sender
+        if let refusal = limit(pending.uid) {
+            Log.debug("CheckHost(\(pending.host)) of \(sender) refused: \(refusal)")
+            bus.reply(to: pending.call.message, error: BusError(name: ReachdContract.ErrorName.limitExceeded, message: refusal))
+            if calls[sender] == nil { callers.release(sender, .checks) }
+            return
+        }
+        count(pending.uid, +1)
+        let box = UncheckedSendable((self, pending))
+        // The core answers on the loop's thread; the box only crosses the type check.
+        let id = core.checkHost(pending.host, timeout: timeout, owner: LookupOwner(uid: pending.uid)) { outcome in
+            box.value.0.answered(box.value.1, outcome)
+        }
+        // Answered at once (cache, /etc/hosts, no route to any nameserver): nothing to own.
+        guard !pending.answered else {
+            if calls[sender] == nil { callers.release(sender, .checks) }
+            return
+        }
+        pending.id = id
+        if calls[sender] == nil {
+            callers.onDeparture(of: sender, .checks) { [unowned self] in self.left(sender) }
+        }
+        calls[sender, default: [:]][id] = pending
+    }
+
+    private func count(_ uid: UInt32, _ step: Int) {
+        total += step
+        guard uid != 0 else { return }
+        unprivileged += step
+        perUser[uid, default: 0] += step
+        if perUser[uid] == 0 { perUser[uid] = nil }
+    }
+
+    /// Why a new call of `uid` is refused, or nil.
+    private func limit(_ uid: UInt32) -> String? {
+        guard total < Self.maximumInFlight else {
+            return "reachd already has \(total) host checks in flight, the most it holds"
+        }
+        guard uid != 0 else { return nil }
+        let ofUser = perUser[uid] ?? 0
+        guard ofUser < Self.maximumInFlightPerUser else {
+            return "Unix user \(uid) already has \(ofUser) host checks in flight, the most one user may have"
+        }
+        guard unprivileged < Self.maximumInFlight - Self.reserve else {
+            return "users other than root already have \(unprivileged) host checks in flight; the rest is kept for the system"
+        }
+        return nil
+    }
+
+    private func answered(_ pending: Pending, _ outcome: Result<CheckResult, CheckCancelled>) {
+        pending.answered = true
+        count(pending.uid, -1)
+        if let id = pending.id, calls[pending.sender]?.removeValue(forKey: id) != nil, calls[pending.sender]?.isEmpty == true {
+            calls[pending.sender] = nil
+            callers.release(pending.sender, .checks)
+        }
+        guard !pending.abandoned else { return }
+        let message = pending.call.message
+        switch outcome {
+        case let .success(result):
+            let elapsed = ContinuousClock.now - pending.received
+            do {
+                try bus.reply(to: message) { reply throws(BusError) in
+                    try ReachabilityService.appendHostReply(reply, result, elapsed: elapsed)
+                }
+            } catch {
+                Log.warning("cannot reply to CheckHost(\(pending.host)): \(error)")
+            }
+        case let .failure(cancelled):
+            guard let refusal = cancelled.refusal else {
+                return bus.reply(to: message, error: BusError(name: ReachdContract.ErrorName.timeout, message: "the check of \(pending.host) was cancelled"))
+            }
+            Log.debug("CheckHost(\(pending.host)) of \(pending.sender) refused: \(refusal)")
+            bus.reply(to: message, error: BusError(name: ReachdContract.ErrorName.limitExceeded, message: refusal))
+        }
+    }
+
+    /// The caller left the bus: its checks are cancelled, their lookups and slots freed at once.
+    private func left(_ sender: String) {
+        guard let owned = calls.removeValue(forKey: sender) else { return }
+        for (id, pending) in owned {
+            pending.abandoned = true
+            core.cancelHostCheck(id)
+        }
+        Log.debug("client \(sender) left: cancelled \(owned.count) host check(s)")
+    }
+}
