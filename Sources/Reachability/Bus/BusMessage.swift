@@ -81,6 +81,11 @@ public struct BusMessage {
         try readBasic("i", as: Int32.self, what: "an int32")
     }
 
+    /// A boolean: sd-bus reads `b` into a C int.
+    public func readBool() throws(BusError) -> Bool {
+        try readBasic("b", as: Int32.self, what: "a boolean") != 0
+    }
+
     private func readBasic<T: FixedWidthInteger>(_ type: Unicode.Scalar, as: T.Type, what: String) throws(BusError) -> T {
         var value: T = 0
         let result = withUnsafeMutablePointer(to: &value) { sd_bus_message_read_basic(pointer, CChar(UInt8(ascii: type)), $0) }
@@ -137,6 +142,8 @@ public struct BusMessage {
     public func append(_ value: UInt32) throws(BusError) { try appendBasic("u", value) }
     public func append(_ value: UInt64) throws(BusError) { try appendBasic("t", value) }
     public func append(_ value: Int32) throws(BusError) { try appendBasic("i", value) }
+    /// A boolean: sd-bus takes `b` as a C int.
+    public func append(_ value: Bool) throws(BusError) { try appendBasic("b", Int32(value ? 1 : 0)) }
 
     private func appendBasic<T: FixedWidthInteger>(_ type: Unicode.Scalar, _ value: T) throws(BusError) {
         var value = value

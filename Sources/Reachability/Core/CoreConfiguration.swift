@@ -20,6 +20,9 @@ public struct CoreConfiguration: Sendable {
     public var maximumConcurrentLookups = 64
     /// How long host checks remember that a name does not exist.
     public var negativeCacheTime: Duration = HostCache.negativeTTL
+    /// Passive stall detection's thresholds and intervals (`[Stall]` in reachd.conf); nil turns
+    /// it off: no socket dumps, never `stalled`.
+    public var stall: StallSettings? = StallSettings()
 
     public init() {}
 

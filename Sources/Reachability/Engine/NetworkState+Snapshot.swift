@@ -4,7 +4,7 @@ extension NetworkState {
     public var snapshot: ReachabilitySnapshot {
         ReachabilitySnapshot(
             generation: generation, host: host,
-            interfaces: statuses.values.sorted { $0.index < $1.index })
+            interfaces: statuses.values.sorted { $0.index < $1.index }, stallEvidence: hostStallEvidence)
     }
 
     /// The derived status of one visible interface.
@@ -17,4 +17,10 @@ extension NetworkState {
 
     /// The number of links known, visible or not.
     public var linkCount: Int { links.count }
+}
+
+extension NetworkState {
+    /// Every address of every link, for attributing sockets to links (stall detection). One pass
+    /// over the links: per poll, never per event.
+    public var addresses: [Address] { links.values.flatMap { $0.addresses.values } }
 }

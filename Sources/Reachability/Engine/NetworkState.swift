@@ -34,6 +34,9 @@ public struct NetworkState: Sendable {
     private(set) var announcedPortals: [Int32: AnnouncedPortal] = [:]
     /// The probe's verdicts on uplinks other than the primary (`NetworkEvent.uplinkConnectivity`).
     private(set) var uplinkVerdicts: [Int32: ConnectivityVerdict] = [:]
+    /// The last stall poll's verdicts on ready links (`NetworkEvent.stalls`); a link absent has
+    /// no evidence.
+    private(set) var linkStalls: [Int32: LinkStall] = [:]
     /// Set by the first `internetPath` fact: from then on the host follows the kernel's answers.
     private(set) var followsKernelPaths = false
     /// Bridge (or bond) index -> its ports, for kinds taken from ports.
@@ -108,7 +111,7 @@ public struct NetworkState: Sendable {
 
     private mutating func ingest(_ event: NetworkEvent) {
         switch event {
-        case .internetPath, .connectivity, .announcedPortal, .uplinkConnectivity: break
+        case .internetPath, .connectivity, .announcedPortal, .uplinkConnectivity, .stalls: break
         default: routingEpoch &+= 1
         }
         switch event {
@@ -146,7 +149,23 @@ public struct NetworkState: Sendable {
                 return
             }
             uplinkVerdicts[index] = verdict
+        case let .stalls(verdicts):
+            recordStalls(verdicts)
         }
+    }
+
+    /// Keeps the verdicts of ready links; only the links whose stalled state flips are derived
+    /// again, so a poll that changes figures alone changes nothing a user sees.
+    private mutating func recordStalls(_ verdicts: [LinkStall]) {
+        var new: [Int32: LinkStall] = [:]
+        for verdict in verdicts where links[verdict.interfaceIndex]?.link.isReady == true {
+            new[verdict.interfaceIndex] = verdict
+        }
+        for index in Set(new.keys).union(linkStalls.keys)
+        where (new[index]?.isStalled ?? false) != (linkStalls[index]?.isStalled ?? false) {
+            dirty.insert(index)
+        }
+        linkStalls = new
     }
 
     private mutating func updateLink(_ link: Link, device: DeviceFacts?) {
@@ -191,6 +210,7 @@ public struct NetworkState: Sendable {
         if !link.isReady {
             announcedPortals.removeValue(forKey: link.index)
             uplinkVerdicts.removeValue(forKey: link.index)
+            linkStalls.removeValue(forKey: link.index)
         }
     }
 
@@ -206,6 +226,7 @@ public struct NetworkState: Sendable {
         removeRoutes(through: index)
         announcedPortals.removeValue(forKey: index)
         uplinkVerdicts.removeValue(forKey: index)
+        linkStalls.removeValue(forKey: index)
         dirty.insert(index)
     }
 
@@ -342,12 +363,16 @@ public struct NetworkState: Sendable {
         if entry.link.isAdminUp {
             let ready = entry.link.isReady && entry.addresses.values.contains { $0.isUsable }
             flags.insert(ready ? .reachable : .connectionRequired)
+            if ready, isStalled(entry.link.index) { flags.insert(.stalled) }
         }
         let addresses = entry.addresses.keys.map(\.prefix).sorted(by: Self.addressOrder)
         return InterfaceStatus(
             index: entry.link.index, name: entry.link.name, kind: classification.kind,
             flags: flags, addresses: addresses)
     }
+
+    /// Whether the last stall poll found this link's traffic stalled.
+    func isStalled(_ index: Int32) -> Bool { linkStalls[index]?.isStalled ?? false }
 
     static func addressOrder(_ a: IPPrefix, _ b: IPPrefix) -> Bool {
         if a.address.family != b.address.family { return a.address.family < b.address.family }

@@ -43,6 +43,10 @@ public final class HostResolver {
     public static let minimumStartLead: Duration = .milliseconds(50)
 
     private let options: Options
+    /// Lookups in a row that queried DNS and timed out (a lookup that never ran, parked past
+    /// its deadline in line, does not count); any other outcome resets it. Stall evidence, as
+    /// Android's consecutive DNS timeouts are.
+    public private(set) var consecutiveTimeouts = 0
     private var nextID: RequestID = 1
     /// Every request whose completion is still due (waiting, running, or finished and not yet
     /// delivered), by id: what `cancel` can reach.
@@ -181,6 +185,7 @@ public final class HostResolver {
             case .running:
                 running[request.id] = nil
                 end(request)
+                consecutiveTimeouts += 1
                 finish(request, .timedOut)
             case .waiting:
                 waitingCount -= 1
@@ -259,6 +264,7 @@ public final class HostResolver {
             if changedSockets[fd] == nil { changedSockets[fd] = false }
         }
         if let outcome = Self.outcome(of: lookup) {
+            consecutiveTimeouts = outcome == .timedOut ? consecutiveTimeouts + 1 : 0
             running[request.id] = nil
             end(request)
             finish(request, outcome)
