@@ -123,6 +123,65 @@ struct StallDaemonTests {
         print("stall(reachd): cleared \(cleared) after forwarding resumed")
     }
 
+    /// An HTTP server answering 204 to every GET: the probe's target.
+    static let noContent = #"""
+        import http.server, sys
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(204)
+                self.end_headers()
+            def log_message(self, *args):
+                pass
+        server = http.server.ThreadingHTTPServer(("", int(sys.argv[1])), H)
+        print("listening", flush=True)
+        server.serve_forever()
+        """#
+
+    /// With the probe configured (every 5 minutes by default), a stall runs it at once:
+    /// Connectivity follows within seconds of Stalled, not at the next Interval=.
+    @Test func aStallRunsTheConfiguredProbeAtOnce() async throws {
+        let topology = try Topology("sdprobe", shortRTO: false)
+        let server = try topology.startServer()
+        defer { server.kill() }
+        let http = try ChildProcess("/usr/sbin/ip", ["netns", "exec", topology.server.name, "/usr/bin/python3", "-c", Self.noContent, "8204"])
+        defer { http.kill() }
+        _ = try http.firstLine(timeout: .seconds(20))
+        let clients = try topology.startClients(to: Topology.serverV4, count: 16)
+        defer { clients.kill() }
+        let config = "[Connectivity]\nURL=http://\(Topology.serverV4):8204/generate_204\nTimeout=2s\n"
+        let harness = try DaemonHarness(topology.client, config: config)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        _ = try await Self.until("Connectivity full", harness, timeout: .seconds(20)) { $0.connectivity.verdict == .full }
+
+        try topology.forwarding(false)
+        _ = try await Self.until("reachd's Stalled", harness, timeout: .seconds(60)) { $0.stalled }
+        let followed = try await Self.until("Connectivity none after the stall", harness, timeout: .seconds(6)) {
+            $0.connectivity.verdict == .none
+        }
+        #expect(harness.daemonErrorLines.contains { $0.contains("running the connectivity probe now") }, "\(harness.diagnostics)")
+        print("stall(reachd): Connectivity none \(followed) after Stalled (the probe's Interval= is 5 min)")
+    }
+
+    /// reachd's own DNS lookups timing out in a row (5) are evidence on their own: CheckHost
+    /// across the dead gateway, no TCP traffic at all.
+    @Test func consecutiveDNSTimeoutsFlagTheHostsPath() async throws {
+        let topology = try Topology("sddns", shortRTO: false)
+        try topology.forwarding(false)
+        let resolvConf = try ConnectivityNameTests.ResolvConf(nameserver: "198.51.100.53")
+        let harness = try DaemonHarness(topology.client, config: "[Stall]\nInterval=1s\n", resolvConf: resolvConf.path)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        for index in 1...5 {
+            let answer = try harness.busctlCall("CheckHost", "su", "name\(index).example", "300")
+            #expect(answer.stdout.contains("dnsTimeout"), "\(answer)")
+        }
+        _ = try await Self.until("Stalled by DNS timeouts", harness, timeout: .seconds(20)) { $0.stalled }
+        let (host, stall) = try Self.status(harness)
+        #expect(host.flags.contains(.stalled))
+        #expect(stall?.dnsTimeouts == 5 && stall?.socketsJudged == 0, "\(String(describing: stall))")
+    }
+
     /// No traffic at all across a dead gateway: nothing to judge, never stalled, however often
     /// reachd looks (1 s polls here, backing off to 8 s).
     @Test func noTrafficNeverFlags() async throws {
