@@ -82,6 +82,7 @@ struct StallStateTests {
         #expect(state.interface(named: "wlan0")?.flags.contains(.stalled) == true)
         #expect(state.interface(named: "eth0")?.flags.contains(.stalled) == false)
         #expect(state.snapshot.interfaces.first { $0.name == "wlan0" }?.json["stalled"] == .bool(true))
+        #expect(renderStatus(state.snapshot).contains("Available: eth0, wlan0 (stalled)"), "\(renderStatus(state.snapshot))")
         // An address check through wlan0 carries it too; through eth0 it does not.
         #expect(state.evaluate(route: Self.defaultRoute(via: "198.51.100.1", dev: 3, metric: 600), family: .ipv4).flags.contains(.stalled))
         #expect(!state.evaluate(route: Self.defaultRoute(via: "192.0.2.1", dev: 2, metric: 100), family: .ipv4).flags.contains(.stalled))

@@ -73,8 +73,6 @@ public final class ReachabilityCore {
         stallWatch?.follow(online: kernel.state.host.state == .online)
     }
 
-    deinit { stallWatch?.cancel() }
-
     /// `body` hears of every input after it was applied, from now on.
     public func follow(_ body: @escaping (CoreUpdate) -> Void) { followers.append(body) }
 

@@ -63,7 +63,8 @@ final class StallWatch {
         if online || holdsVerdicts { timer?.schedule(at: .now) } else { timer?.disable() }
     }
 
-    /// Stops for good (the core is going, or detection was turned off): verdicts forgotten.
+    /// Stops for good (detection was turned off): verdicts forgotten, at once. (A watch that is
+    /// merely released ends its loop sources with it.)
     func cancel() {
         watch?.cancel()
         timer?.cancel()

@@ -83,12 +83,20 @@ public func renderStatus(_ snapshot: ReachabilitySnapshot) -> String {
     var lines = [
         "State: " + renderSummary(host, interfaces: snapshot.interfaces, stall: snapshot.stallEvidence),
         "Flags: " + (host.flags.isEmpty ? "none" : host.flags.description),
-        "Available: " + (host.availableInterfaces.isEmpty ? "none" : host.availableInterfaces.joined(separator: ", ")),
+        "Available: " + (host.availableInterfaces.isEmpty ? "none" : renderAvailable(host.availableInterfaces, snapshot.interfaces)),
     ]
     if !host.validatedInterfaces.isEmpty { lines.append("Internet via: " + host.validatedInterfaces.joined(separator: ", ")) }
     if !host.announcedPortal.isEmpty { lines.append("Announced portal: " + host.announcedPortal) }
     lines.append("Generation: \(snapshot.generation)")
     return lines.joined(separator: "\n")
+}
+
+/// `wlan0 (stalled), wwan0`: the available interfaces, each whose own traffic stopped flowing
+/// marked, so a user sees which uplink still carries traffic.
+func renderAvailable(_ names: [String], _ interfaces: [InterfaceStatus]) -> String {
+    names.map { name in
+        interfaces.first { $0.name == name }?.flags.contains(.stalled) == true ? name + " (stalled)" : name
+    }.joined(separator: ", ")
 }
 
 /// The interface table `reachctl interfaces` prints: columns INDEX NAME KIND FLAGS ADDRESSES,
