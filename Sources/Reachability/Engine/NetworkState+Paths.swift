@@ -119,22 +119,6 @@ extension NetworkState {
             stalled: chosen.path.isReachable && flags.contains(.stalled))
     }
 
-    /// The last stall poll's figures for the host's path: its primary interface's, or those of
-    /// the link beneath a tunnel when that link is the stalled one; nil when the path had none.
-    public var hostStallEvidence: StallEvidence? {
-        let primary = linkIndexByName[host.primaryInterface].flatMap { linkStalls[$0] }
-        if primary?.isStalled != true, let beneath = linkIndexByName[host.underlyingInterface].flatMap({ linkStalls[$0] }),
-            beneath.isStalled
-        {
-            return beneath.evidence
-        }
-        return primary?.evidence
-    }
-
-    /// The last stall poll's verdict on the link `index` (`.noEvidence` when it had none).
-    public func stall(of index: Int32) -> LinkStall {
-        linkStalls[index] ?? LinkStall(interfaceIndex: index, verdict: .noEvidence, evidence: StallEvidence())
-    }
 
     /// The link that carries a tunnel, where the kernel tells: the main table's default route
     /// (of the tunnel's family first), when it leaves through another link that is no tunnel.

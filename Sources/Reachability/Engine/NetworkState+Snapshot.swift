@@ -18,9 +18,3 @@ extension NetworkState {
     /// The number of links known, visible or not.
     public var linkCount: Int { links.count }
 }
-
-extension NetworkState {
-    /// Every address of every link, for attributing sockets to links (stall detection). One pass
-    /// over the links: per poll, never per event.
-    public var addresses: [Address] { links.values.flatMap { $0.addresses.values } }
-}

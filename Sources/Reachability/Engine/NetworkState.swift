@@ -150,22 +150,10 @@ public struct NetworkState: Sendable {
             }
             uplinkVerdicts[index] = verdict
         case let .stalls(verdicts):
-            recordStalls(verdicts)
+            let kept = readyLinkStalls(verdicts)
+            dirty.formUnion(Self.stallFlips(from: linkStalls, to: kept))
+            linkStalls = kept
         }
-    }
-
-    /// Keeps the verdicts of ready links; only the links whose stalled state flips are derived
-    /// again, so a poll that changes figures alone changes nothing a user sees.
-    private mutating func recordStalls(_ verdicts: [LinkStall]) {
-        var new: [Int32: LinkStall] = [:]
-        for verdict in verdicts where links[verdict.interfaceIndex]?.link.isReady == true {
-            new[verdict.interfaceIndex] = verdict
-        }
-        for index in Set(new.keys).union(linkStalls.keys)
-        where (new[index]?.isStalled ?? false) != (linkStalls[index]?.isStalled ?? false) {
-            dirty.insert(index)
-        }
-        linkStalls = new
     }
 
     private mutating func updateLink(_ link: Link, device: DeviceFacts?) {
@@ -370,9 +358,6 @@ public struct NetworkState: Sendable {
             index: entry.link.index, name: entry.link.name, kind: classification.kind,
             flags: flags, addresses: addresses)
     }
-
-    /// Whether the last stall poll found this link's traffic stalled.
-    func isStalled(_ index: Int32) -> Bool { linkStalls[index]?.isStalled ?? false }
 
     static func addressOrder(_ a: IPPrefix, _ b: IPPrefix) -> Bool {
         if a.address.family != b.address.family { return a.address.family < b.address.family }
