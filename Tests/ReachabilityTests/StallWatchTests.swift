@@ -63,4 +63,34 @@ struct StallWatchTests {
         #expect(nextPoll == .seconds(2), "nothing to judge: the interval doubles")
         #expect(offline)
     }
+
+    /// A reload that turns detection off forgets the verdicts and stops polling; on again, it
+    /// starts with a baseline poll at once.
+    @Test func reconfiguringOffStopsAndOnStartsAgain() async throws {
+        let ns = try TestNamespace()
+        try ns.ip("link add so0 type veth peer name so0p")
+        try ns.ip("addr add 192.0.2.2/24 dev so0")
+        try ns.ip("link set so0p up")
+        try ns.ip("link set so0 up")
+        try ns.ip("route add default via 192.0.2.1")
+        let path = ns.path
+        let (on, off, again) = try await Self.onThread { () -> (Bool, Bool, Bool) in
+            let loop = PollLoop(wakeup: try WakeUpPipe())
+            var configuration = CoreConfiguration()
+            configuration.namespacePath = path
+            configuration.sysfsRoot = "/nonexistent-sysfs"
+            let core = try ReachabilityCore(configuration: configuration, loop: loop)
+            try Self.run(loop, for: .milliseconds(500))
+            let on = core.stallReport != nil
+            configuration.stall = nil
+            core.reconfigure(configuration)
+            try Self.run(loop, for: .milliseconds(500))
+            let off = core.stallReport == nil && !core.state.host.stalled
+            configuration.stall = StallSettings()
+            core.reconfigure(configuration)
+            try Self.run(loop, for: .milliseconds(500))
+            return (on, off, core.stallReport != nil)
+        }
+        #expect(on && off && again, "on \(on), off \(off), on again \(again)")
+    }
 }
