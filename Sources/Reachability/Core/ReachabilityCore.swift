@@ -70,7 +70,6 @@ public final class ReachabilityCore {
             self.settle(self.mirror.withLock { $0.resyncIfDue() })
         }
         configureStallDetection(configuration.stall)
-        stallWatch?.follow(online: kernel.state.host.state == .online)
     }
 
     /// `body` hears of every input after it was applied, from now on.
