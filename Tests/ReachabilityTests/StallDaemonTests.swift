@@ -123,6 +123,49 @@ struct StallDaemonTests {
         print("stall(reachd): cleared \(cleared) after forwarding resumed")
     }
 
+    /// Two uplinks, each with traffic of its own: the primary's gateway dies, the other's keeps
+    /// forwarding. The host's answer is stalled; the other uplink's interface is not, and the
+    /// status line lists it as the one still carrying traffic (issue 22, point 5).
+    @Test func anotherUplinkThatStillWorksIsVisible() async throws {
+        let topology = try Topology("sdtwo", shortRTO: false)
+        // A second way out: client c1 -> gateway2 (h0, h1) -> the server's s1.
+        let gateway2 = try TestNamespace("sdtwog2")
+        try topology.client.ip("link add c1 type veth peer name h0 netns \(gateway2.name)")
+        try gateway2.ip("link add h1 type veth peer name s1 netns \(topology.server.name)")
+        try topology.client.ip("addr add 203.0.113.2/24 dev c1")
+        try gateway2.ip("addr add 203.0.113.1/24 dev h0")
+        try gateway2.ip("addr add 198.18.0.1/24 dev h1")
+        try topology.server.ip("addr add 198.18.0.2/24 dev s1")
+        for (ns, link) in [(topology.client, "c1"), (gateway2, "h0"), (gateway2, "h1"), (topology.server, "s1")] {
+            try ns.ip("link set \(link) up")
+        }
+        try topology.client.ip("route add default via 203.0.113.1 dev c1 metric 200")
+        try topology.client.ip("route add 198.18.0.0/24 via 203.0.113.1 dev c1")
+        try topology.server.ip("route add 203.0.113.0/24 via 198.18.0.1 dev s1")
+        try Topology.forwarding(gateway2, on: true)
+
+        let server = try topology.startServer()
+        defer { server.kill() }
+        let first = try topology.startClients(to: Topology.serverV4, count: 16)
+        defer { first.kill() }
+        let second = try topology.startClients(to: "198.18.0.2", count: 4)
+        defer { second.kill() }
+        let harness = try DaemonHarness(topology.client)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        #expect(try Self.status(harness).host.primaryInterface == "c0")
+
+        try topology.forwarding(false)
+        _ = try await Self.until("reachd's Stalled", harness, timeout: .seconds(60)) { $0.stalled }
+        let interfaces = try reachctl(["interfaces", "--json", "--bus-address", harness.address]).json()
+        let byName = Dictionary(
+            ((interfaces["interfaces"] as? [[String: Any]]) ?? []).map { ($0["name"] as? String ?? "", $0) }) { first, _ in first }
+        #expect(byName["c0"]?["stalled"] as? Bool == true, "\(interfaces)")
+        #expect(byName["c1"]?["stalled"] as? Bool == false, "\(interfaces)")
+        let text = try reachctl(["status", "--bus-address", harness.address]).stdout
+        #expect(text.contains("Available: c0 (stalled), c1"), "\(text)")
+    }
+
     /// An HTTP server answering 204 to every GET: the probe's target.
     static let noContent = #"""
         import http.server, sys
