@@ -13,7 +13,9 @@ struct StatusCommand: AsyncParsableCommand {
 
             With --json it prints one object with the keys flags, state, primaryInterface, \
             availableInterfaces, underlyingInterface, generation and interfaces (with --verbose \
-            also overruns and resyncs).
+            also overruns, resyncs and stallEvidence). stalled is true when this host's own TCP \
+            traffic through its path stopped flowing: segments leave and are retransmitted, nothing \
+            comes back (passive stall detection, no probe sent); --verbose shows the figures.
 
             Examples:
               reachctl status
@@ -24,7 +26,7 @@ struct StatusCommand: AsyncParsableCommand {
             """
     )
 
-    @Flag(help: "Also show how the kernel mirror has fared: netlink receive-buffer overruns and resyncs since start.")
+    @Flag(help: "Also show how the kernel mirror has fared (netlink receive-buffer overruns and resyncs since start) and the figures behind the stall verdict.")
     var verbose = false
 
     @OptionGroup var options: CommonOptions
@@ -40,10 +42,14 @@ struct StatusCommand: AsyncParsableCommand {
                 if let counters, case let .object(members) = json {
                     json = .object(members + [("overruns", .uint(counters.overruns)), ("resyncs", .uint(counters.resyncs))])
                 }
+                if verbose, case let .object(members) = json {
+                    json = .object(members + [("stallEvidence", snapshot.stallEvidence?.json ?? .null)])
+                }
                 Terminal.writeLine(json.serialized())
             } else {
                 var text = renderStatus(snapshot)
                 if let counters { text += "\nNetlink: \(counters.overruns) overrun(s), \(counters.resyncs) resync(s)" }
+                if verbose { text += "\n" + renderStallEvidence(stalled: snapshot.host.stalled, snapshot.stallEvidence) }
                 Terminal.writeLine(text)
             }
             return snapshot.host.state == .online

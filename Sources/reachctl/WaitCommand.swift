@@ -21,7 +21,9 @@ struct WaitCommand: AsyncParsableCommand {
                             is resolved again after every change, within 5 s
               --kind K      a link of kind K (wired, wifi, cellular, vpn) is usable:
                             ready, with a default route (listed as "Available")
-            --target and --kind together must both hold.
+            --target and --kind together must both hold. A host (or a target) whose path \
+            is stalled (its own TCP traffic stopped flowing: see reachctl status --verbose) \
+            does not count as online (or reachable) unless --allow-stalled is given.
 
             --from-config takes the timeout and the condition from the [WaitOnline] \
             section of reachd.conf (Timeout=, Target=, Kind=; see reachd.conf(5)), as \
@@ -81,6 +83,9 @@ struct WaitCommand: AsyncParsableCommand {
         "Wait until the internet really answers: reachd's connectivity probe says full (needs reachd running with [Connectivity] URL= in reachd.conf; a captive portal or a dead uplink keeps waiting)."))
     var internet = false
 
+    @Flag(help: "Return on a path whose traffic is stalled too (by default a stalled host is not online enough).")
+    var allowStalled = false
+
     @OptionGroup var options: CommonOptions
 
     /// The kinds a user waits for (`InterfaceKind` without the ones that never carry an uplink).
@@ -103,7 +108,7 @@ struct WaitCommand: AsyncParsableCommand {
         let target = self.target ?? settings?.waitOnlineTarget
         let kind = self.kind?.interfaceKind ?? settings?.waitOnlineKind
         let deadline = ContinuousClock.now + timeout
-        let condition = Condition(target: target, kind: kind, internet: internet)
+        let condition = Condition(target: target, kind: kind, internet: internet, allowStalled: allowStalled)
         let final = try await reportingErrors {
             // The probe may not eat the whole budget: without an answer, in-process it is.
             let source = try options.openSource(probeTimeout: min(CommonOptions.probeTimeout, timeout))
@@ -155,12 +160,15 @@ struct WaitCommand: AsyncParsableCommand {
         let kind: InterfaceKind?
         /// The probe's verdict must be full (`--internet`).
         let internet: Bool
+        /// A stalled path satisfies the wait (`--allow-stalled`).
+        let allowStalled: Bool
         private let seen = Mutex(State())
 
-        init(target: String?, kind: InterfaceKind?, internet: Bool = false) {
+        init(target: String?, kind: InterfaceKind?, internet: Bool = false, allowStalled: Bool = false) {
             self.target = target
             self.kind = kind
             self.internet = internet
+            self.allowStalled = allowStalled
         }
 
         var state: State { seen.withLock { $0 } }
@@ -195,7 +203,9 @@ struct WaitCommand: AsyncParsableCommand {
 
         func holds(_ state: State) -> Bool {
             if let target {
-                guard let answer = state.answer, answer.result.target == target, answer.result.isReachable else { return false }
+                guard let answer = state.answer, answer.result.target == target, answer.result.isReachable,
+                    allowStalled || !answer.result.flags.contains(.stalled)
+                else { return false }
             }
             if let kind {
                 guard let snapshot = state.snapshot, Self.usable(kind, in: snapshot) else { return false }
@@ -204,7 +214,10 @@ struct WaitCommand: AsyncParsableCommand {
                 guard let snapshot = state.snapshot, snapshot.host.state == .online, snapshot.host.connectivity.verdict == .full
                 else { return false }
             }
-            if target == nil, kind == nil { return state.snapshot?.host.state == .online }
+            if target == nil, kind == nil {
+                guard let host = state.snapshot?.host else { return false }
+                return host.state == .online && (allowStalled || !host.stalled)
+            }
             return true
         }
 
@@ -243,6 +256,7 @@ struct WaitCommand: AsyncParsableCommand {
                 // The summary names portal/none/limited already; unknown means the probe is off.
                 if connectivity.verdict == .unknown { parts.append("connectivity unknown (is [Connectivity] URL= set in reachd.conf?)") }
             }
+            if !allowStalled, state.snapshot?.host.stalled == true { parts.append("traffic is stalled (--allow-stalled accepts that)") }
             if target == nil, kind == nil, parts.isEmpty { return host }
             return (parts + [host]).joined(separator: "; ")
         }

@@ -9,6 +9,8 @@ final class Probes {
     private var settings: ConnectivitySettings
     private let host: InternetProbe
     private var uplinks: [Int32: InternetProbe] = [:]
+    /// Stall polls in a row that found the host's path stalled (see `stallPolled`).
+    private var stalledPolls = 0
 
     init(core: ReachabilityCore, loop: EventLoop, metrics: DaemonMetrics, settings: ConnectivitySettings) {
         self.core = core
@@ -18,6 +20,21 @@ final class Probes {
         host = InternetProbe(core: core, loop: loop, metrics: metrics)
         host.configure(settings)
         reconcile()
+        core.stallPolled = { [unowned self] report in self.stallPolled(report) }
+    }
+
+    /// A stall poll: while the host's path is stalled, the probe runs at once (so Connectivity
+    /// follows within seconds, not at the next Interval=), then once per back-off step: at the
+    /// 1st, 2nd, 4th, 8th... poll in a row that finds it stalled. Off, nothing is sent.
+    private func stallPolled(_ report: StallReport) {
+        guard core.state.host.stalled else {
+            stalledPolls = 0
+            return
+        }
+        stalledPolls += 1
+        guard settings.isEnabled, stalledPolls & (stalledPolls - 1) == 0 else { return }
+        Log.info("traffic stalled on \(core.state.host.primaryInterface): running the connectivity probe now")
+        host.validate { _ in }
     }
 
     /// The core's follower: a path that moved is judged afresh (`networkChanged` leaves the

@@ -17,7 +17,7 @@ final class Publisher {
     /// The one line STATUS= and the journal show.
     var summary: String {
         let snapshot = mirror.snapshot
-        return renderSummary(snapshot.host, interfaces: snapshot.interfaces)
+        return renderSummary(snapshot.host, interfaces: snapshot.interfaces, stall: snapshot.stallEvidence)
     }
 
     /// READY=1 with the status, once reachd owns its name; and one PropertiesChanged with every

@@ -34,7 +34,7 @@ final class ReachabilityService: BusObject {
     static let vtable = BusVTable(ReachdContract.serviceMembers)
 
     /// The properties that make up the host's answer: they change together, with `Changed`.
-    static let hostProperties = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface", "Connectivity", "Portal", "AnnouncedPortal", "ValidatedInterfaces"]
+    static let hostProperties = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface", "Connectivity", "Portal", "AnnouncedPortal", "ValidatedInterfaces", "Stalled"]
 
     static let maximumTimeoutMilliseconds = UInt32(ReachdContract.maximumCheckTimeout.wholeMilliseconds)
 
@@ -59,6 +59,7 @@ final class ReachabilityService: BusObject {
         case "Portal": try reply.append(host.connectivity.portal)
         case "AnnouncedPortal": try reply.append(host.announcedPortal)
         case "ValidatedInterfaces": try reply.append(host.validatedInterfaces)
+        case "Stalled": try reply.append(host.stalled)
         case "Generation": try reply.append(state.generation)
         default: throw BusError.unknownProperty(name)
         }
@@ -86,6 +87,7 @@ final class ReachabilityService: BusObject {
                 }
                 try Self.entry(reply, "Overruns", "t") { message throws(BusError) in try message.append(counters.overruns) }
                 try Self.entry(reply, "Resyncs", "t") { message throws(BusError) in try message.append(counters.resyncs) }
+                if let evidence = state.hostStallEvidence { try Self.appendStallEvidence(reply, evidence) }
                 try reply.close()
             }
         case "ListInterfaces":
@@ -204,6 +206,23 @@ final class ReachabilityService: BusObject {
             try entry(reply, "Message", "s") { message throws(BusError) in try message.append(text) }
         }
         try reply.close()
+    }
+
+    /// The figures behind `Stalled` (`ReachdContract.StallEntry`).
+    private static func appendStallEvidence(_ reply: BusMessage, _ evidence: StallEvidence) throws(BusError) {
+        typealias Key = ReachdContract.StallEntry
+        try entry(reply, Key.sockets, "u") { message throws(BusError) in try message.append(UInt32(clamping: evidence.socketsJudged)) }
+        try entry(reply, Key.segmentsSent, "t") { message throws(BusError) in try message.append(evidence.segmentsSentSinceReceive) }
+        try entry(reply, Key.segmentsRetransmitted, "t") { message throws(BusError) in
+            try message.append(evidence.retransmittedSinceReceive)
+        }
+        try entry(reply, Key.retransmittedPercent, "u") { message throws(BusError) in
+            try message.append(UInt32(clamping: evidence.retransmittedPercent))
+        }
+        try entry(reply, Key.secondsSinceReceive, "t") { message throws(BusError) in
+            try message.append(UInt64(clamping: evidence.sinceReceive.components.seconds))
+        }
+        try entry(reply, Key.dnsTimeouts, "u") { message throws(BusError) in try message.append(UInt32(clamping: evidence.dnsTimeouts)) }
     }
 
     private static func entry(

@@ -342,7 +342,7 @@ struct ConfigurationErrorTests {
     @Test(arguments: [
         ("[Check]\n", "test.conf:1: unknown section [Check]; did you mean [Checks]?"),
         ("\n[interface]\n", "test.conf:2: unknown section [interface]; did you mean [Interface]?"),
-        ("[Network]\n", "test.conf:1: unknown section [Network]; valid sections are [Checks], [Limits], [Priorities], [Connectivity], [WaitOnline], [Compatibility], [Metrics], [Interface]"),
+        ("[Network]\n", "test.conf:1: unknown section [Network]; valid sections are [Checks], [Limits], [Priorities], [Connectivity], [WaitOnline], [Compatibility], [Metrics], [Stall], [Interface]"),
         ("[Checks\n", "test.conf:1: invalid section header '[Checks'; expected [Name]"),
         ("[Checks]\nDefaultTimout=1s\n", "test.conf:2: [Checks] DefaultTimout: unknown key; did you mean 'DefaultTimeout'?"),
         ("[Checks]\ndefaulttimeout=1s\n", "test.conf:2: [Checks] defaulttimeout: unknown key; did you mean 'DefaultTimeout'?"),
@@ -423,7 +423,7 @@ struct ConfigurationErrorTests {
     @Test func linesAfterAnUnknownSectionAreNotReportedAgain() {
         let (_, errors) = parsed("[Resolve]\nDNS=1.1.1.1\nDomains=~.\n[Checks]\nFoo=1\n")
         #expect(errors == [
-            "test.conf:1: unknown section [Resolve]; valid sections are [Checks], [Limits], [Priorities], [Connectivity], [WaitOnline], [Compatibility], [Metrics], [Interface]",
+            "test.conf:1: unknown section [Resolve]; valid sections are [Checks], [Limits], [Priorities], [Connectivity], [WaitOnline], [Compatibility], [Metrics], [Stall], [Interface]",
             "test.conf:5: [Checks] Foo: unknown key; valid keys are DefaultTimeout, MaxConcurrentLookups, NegativeCacheTime, LookupsPerUserPerSecond, LookupBurstPerUser",
         ])
     }
@@ -777,6 +777,13 @@ struct ConfigurationTextTests {
             # TextfileDirectory= not set: no node_exporter textfile
             TextfileInterval=1m
 
+            [Stall]
+            Detect=yes
+            MinSegments=10
+            RetransmitPercent=80
+            DNSTimeouts=5
+            Interval=20s
+
             """)
     }
 
@@ -903,7 +910,7 @@ struct ConfigurationTextTests {
         #expect(configuration == .default)
         // [WaitOnline] Target= and Kind= and [Metrics] TextfileDirectory= have no default: the
         // file shows them as examples.
-        let scalarKeys = [ConfigurationSection.checks, .limits, .priorities, .compatibility].flatMap(\.keyNames) + ["Timeout", "TextfileInterval"]
+        let scalarKeys = [ConfigurationSection.checks, .limits, .priorities, .compatibility, .stall].flatMap(\.keyNames) + ["Timeout", "TextfileInterval"]
         #expect(keys == Set(scalarKeys))
     }
 }

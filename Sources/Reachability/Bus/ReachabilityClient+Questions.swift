@@ -10,6 +10,33 @@ extension ReachabilityClient {
         return (full.host, full.generation)
     }
 
+    /// GetStatus's figures behind `Stalled`, read into `evidence` (created at the first one).
+    private static func readStallEntry(_ key: String, _ message: BusMessage, into evidence: inout StallEvidence?) throws(BusError) -> Bool {
+        typealias Key = ReachdContract.StallEntry
+        switch key {
+        case Key.sockets, Key.dnsTimeouts:
+            guard let value = try variant(message, "u", { m throws(BusError) in try m.readUInt32() }) else { return true }
+            var figures = evidence ?? StallEvidence()
+            if key == Key.sockets { figures.socketsJudged = Int(value) } else { figures.dnsTimeouts = Int(value) }
+            evidence = figures
+        case Key.segmentsSent, Key.segmentsRetransmitted, Key.secondsSinceReceive:
+            guard let value = try variant(message, "t", { m throws(BusError) in try m.readUInt64() }) else { return true }
+            var figures = evidence ?? StallEvidence()
+            switch key {
+            case Key.segmentsSent: figures.segmentsSentSinceReceive = value
+            case Key.segmentsRetransmitted: figures.retransmittedSinceReceive = value
+            default: figures.sinceReceive = .seconds(value)
+            }
+            evidence = figures
+        case Key.retransmittedPercent:
+            // For people reading busctl: the client has the segments it stems from.
+            try message.skip("v")
+        default:
+            return false
+        }
+        return true
+    }
+
     /// `GetMetrics`: reachd's Prometheus exposition (text format 0.0.4).
     public func metrics() throws(BusError) -> String {
         let reply = try call("GetMetrics")
@@ -27,12 +54,16 @@ extension ReachabilityClient {
     ]
 
     /// `GetStatus` with the mirror's counters (nil from a reachd that does not send them).
-    public func fullStatus() throws(BusError) -> (host: HostStatus, generation: UInt64, counters: MirrorCounters?) {
+    /// `stall`: the figures behind `Stalled` (nil when reachd sends none).
+    public func fullStatus() throws(BusError) -> (
+        host: HostStatus, generation: UInt64, counters: MirrorCounters?, stall: StallEvidence?
+    ) {
         let reply = try call("GetStatus")
         let message = reply.message
         var host = HostStatus()
         var generation: UInt64 = 0
         var counters: MirrorCounters?
+        var stall: StallEvidence?
         guard try message.enter("a", "{sv}") else { throw Self.badReply("GetStatus", "expected a{sv}") }
         while try message.enter("e", "sv") {
             let key = try message.readString()
@@ -69,13 +100,17 @@ extension ReachabilityClient {
                 if let value = try Self.variant(message, "as", { m throws(BusError) in try m.readStringArray() }) {
                     host[keyPath: Self.listProperties[key]!] = value
                 }
+            case "Stalled":
+                if let value = try Self.variant(message, "b", { m throws(BusError) in try m.readBool() }) {
+                    host.stalled = value
+                }
             default:
-                try message.skip("v")
+                if try !Self.readStallEntry(key, message, into: &stall) { try message.skip("v") }
             }
             try message.exit()
         }
         try message.exit()
-        return (host, generation, counters)
+        return (host, generation, counters, stall)
     }
 
     /// `ListInterfaces`: every visible interface, by index. Kinds and flags come from their
@@ -102,17 +137,18 @@ extension ReachabilityClient {
     /// The whole picture: `GetStatus` and `ListInterfaces`. Both are read again when a change
     /// slipped in between them, so the interfaces belong to the generation reported.
     public func snapshot() throws(BusError) -> ReachabilitySnapshot {
-        var status = try self.status()
+        var status = try self.fullStatus()
         for _ in 0..<3 {
             let interfaces = try self.interfaces()
-            let after = try self.status()
+            let after = try self.fullStatus()
             if after.generation == status.generation {
-                return ReachabilitySnapshot(generation: status.generation, host: status.host, interfaces: interfaces)
+                return ReachabilitySnapshot(generation: status.generation, host: status.host, interfaces: interfaces, stallEvidence: after.stall)
             }
             status = after
         }
         // Changing faster than we can read: the latest of each is still a true answer.
-        return ReachabilitySnapshot(generation: status.generation, host: status.host, interfaces: try interfaces())
+        return ReachabilitySnapshot(
+            generation: status.generation, host: status.host, interfaces: try interfaces(), stallEvidence: status.stall)
     }
 
     /// `CheckAddress`: at once, from the kernel's routing truth. An invalid address is an answer

@@ -21,6 +21,23 @@ public enum ReachdContract {
     /// client. The client clamps longer ones.
     public static let maximumCheckTimeout: Duration = .seconds(300)
 
+    /// GetStatus's entries with the figures behind `Stalled`, for the host's path at the last
+    /// poll; absent when that path had nothing to judge (or detection is off).
+    public enum StallEntry {
+        /// u: TCP sockets judged.
+        public static let sockets = "StallSockets"
+        /// t: segments sent since the path last received one.
+        public static let segmentsSent = "StallSegmentsSent"
+        /// t: how many of those were retransmissions.
+        public static let segmentsRetransmitted = "StallSegmentsRetransmitted"
+        /// u: the retransmitted share of those, in percent.
+        public static let retransmittedPercent = "StallRetransmittedPercent"
+        /// t: seconds since a poll last saw a segment arrive.
+        public static let secondsSinceReceive = "StallSecondsSinceReceive"
+        /// u: reachd's own DNS lookups that timed out in a row.
+        public static let dnsTimeouts = "StallDNSTimeouts"
+    }
+
     /// The members of `interface` at `objectPath`.
     public static let serviceMembers: [BusVTable.Member] = [
         .property("Flags", signature: "u", emitsChange: true),
@@ -32,6 +49,7 @@ public enum ReachdContract {
         .property("Portal", signature: "s", emitsChange: true),
         .property("AnnouncedPortal", signature: "s", emitsChange: true),
         .property("ValidatedInterfaces", signature: "as", emitsChange: true),
+        .property("Stalled", signature: "b", emitsChange: true),
         .property("Generation", signature: "t", emitsChange: true),
         .method("GetStatus", signature: "", result: "a{sv}", names: "status\0"),
         .method("ListInterfaces", signature: "", result: "a(issuas)", names: "interfaces\0"),

@@ -39,6 +39,11 @@ public struct Configuration: Sendable, Equatable {
     /// `[Compatibility] NetworkManager`: serve the subset of org.freedesktop.NetworkManager that
     /// GLib's and Qt's network monitors read. Off by default: nothing is claimed on the bus.
     public var networkManagerCompatibility: Bool
+    /// `[Stall] Detect`: passive stall detection from the host's own TCP sockets. On by default:
+    /// it sends nothing, and reads only counters the kernel keeps anyway.
+    public var stallDetection = true
+    /// `[Stall]`'s thresholds and poll interval (Android's defaults).
+    public var stall = StallSettings()
     /// The files read, in the order they were applied; empty for the built-in defaults.
     public var sources: [String]
     /// What was odd but not wrong (a dangling symbolic link among the drop-ins), to be logged.
@@ -95,6 +100,7 @@ public struct Configuration: Sendable, Equatable {
         monitor.negativeCacheTime = negativeCacheTime
         monitor.lookupsPerUserPerSecond = lookupsPerUserPerSecond
         monitor.lookupBurstPerUser = lookupBurstPerUser
+        monitor.stall = stallDetection ? stall : nil
     }
 }
 
@@ -126,6 +132,17 @@ extension Configuration {
     public static let priorityRange: ClosedRange<Int> = 0 ... 100_000
     /// Below 100 ms nothing could come up; 24 hours is reachctl's own bound on any duration.
     public static let waitOnlineTimeoutRange: ClosedRange<Duration> = .milliseconds(100) ... DurationText.maximum
+    /// Fewer than 2 segments would call a single lost segment a stall; 100,000 is far past any poll.
+    public static let stallMinSegmentsRange: ClosedRange<Int> = 2 ... 100_000
+    /// A share of retransmitted segments: 0 would call any traffic without an answer a stall.
+    public static let stallRetransmitPercentRange: ClosedRange<Int> = 1 ... 100
+    /// 0 turns DNS evidence off.
+    public static let stallDNSTimeoutsRange: ClosedRange<Int> = 0 ... 1000
+    /// Below 1 s a poll would judge a single retransmission timeout; above 1 h a stall is old news.
+    public static let stallIntervalRange: ClosedRange<Duration> = .seconds(1) ... .seconds(3600)
+    /// Without traffic to judge, the interval doubles up to this many times `Interval=` (160 s by
+    /// default).
+    public static let stallBackOffFactor = 8
     /// The kinds `[WaitOnline] Kind=` takes: those `reachctl wait --kind` takes, the ones that carry an uplink.
     public static let waitOnlineKinds: [InterfaceKind] = [.wired, .wifi, .cellular, .vpn]
 

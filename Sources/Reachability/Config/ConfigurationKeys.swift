@@ -10,6 +10,8 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
     case compatibility = "Compatibility"
     /// The opt-in Prometheus textfile.
     case metrics = "Metrics"
+    /// Passive stall detection: the switch and Android's thresholds.
+    case stall = "Stall"
     /// Repeats: each one is a rule.
     case interface = "Interface"
 
@@ -25,6 +27,7 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
         case .waitOnline: [.waitTimeout, .waitTarget, .waitKind]
         case .compatibility: [.networkManager]
         case .metrics: [.textfileDirectory, .textfileInterval]
+        case .stall: [.stallDetect, .stallMinSegments, .stallRetransmitPercent, .stallDNSTimeouts, .stallInterval]
         case .interface: [.name, .kind, .ignore, .metered, .probe, .rulePriority]
         }
     }
@@ -51,6 +54,7 @@ enum ConfigurationSetting: Hashable, Sendable {
     case waitTimeout, waitTarget, waitKind
     case networkManager
     case textfileDirectory, textfileInterval
+    case stallDetect, stallMinSegments, stallRetransmitPercent, stallDNSTimeouts, stallInterval
 
     /// `[Priorities]` in the order of the defaults, most preferred first.
     static let priorityOrder: [InterfaceKind] = [.vpn, .wired, .wifi, .cellular, .bridge, .virtual, .other, .loopback]
@@ -84,21 +88,30 @@ enum ConfigurationSetting: Hashable, Sendable {
         case .networkManager: "NetworkManager"
         case .textfileDirectory: "TextfileDirectory"
         case .textfileInterval: "TextfileInterval"
+        case .stallDetect: "Detect"
+        case .stallMinSegments: "MinSegments"
+        case .stallRetransmitPercent: "RetransmitPercent"
+        case .stallDNSTimeouts: "DNSTimeouts"
+        case .stallInterval: "Interval"
         }
     }
 
     /// What a value looks like, for the message about an empty one.
     var expected: String {
         switch self {
-        case .defaultTimeout, .negativeCacheTime, .probeInterval, .probeTimeout, .waitTimeout, .textfileInterval: "a duration such as 5s or 500ms"
-        case .maxConcurrentLookups, .lookupsPerUserPerSecond, .lookupBurstPerUser, .maxWatchesPerClient, .maxWatches, .priority, .rulePriority: "a whole number"
+        case .defaultTimeout, .negativeCacheTime, .probeInterval, .probeTimeout, .waitTimeout, .textfileInterval, .stallInterval:
+            "a duration such as 5s or 500ms"
+        case .maxConcurrentLookups, .lookupsPerUserPerSecond, .lookupBurstPerUser, .maxWatchesPerClient, .maxWatches, .priority,
+            .rulePriority, .stallMinSegments, .stallDNSTimeouts:
+            "a whole number"
+        case .stallRetransmitPercent: "a percentage from 1 to 100"
         case .probeURL: "an http:// URL, such as http://nmcheck.gnome.org/check_network_status.txt"
         case .expectedStatus: "an HTTP status such as 204"
         case .expectedBody: "the text the answer's body starts with"
         case .maxWatchesPerUser: "a whole number or auto"
         case .name: "an interface name or glob such as wlan*"
         case .kind: "one of " + InterfaceKind.allCases.map(\.rawValue).joined(separator: ", ")
-        case .ignore, .metered, .probe, .networkManager: "yes or no"
+        case .ignore, .metered, .probe, .networkManager, .stallDetect: "yes or no"
         case .waitTarget: "an address or a host name"
         case .textfileDirectory: "an absolute directory path such as /var/lib/prometheus/node-exporter"
         case .waitKind: "one of " + Configuration.waitOnlineKinds.map(\.rawValue).joined(separator: ", ")

@@ -287,6 +287,19 @@ struct ConfigurationParser {
             configuration.metrics.textfileDirectory = value
         case .textfileInterval:
             configuration.metrics.textfileInterval = try ValueProblem.duration(value, in: MetricsSettings.textfileIntervalRange)
+        case .stallDetect:
+            configuration.stallDetection = try ValueProblem.boolean(value)
+        case .stallMinSegments:
+            configuration.stall.minimumSegmentsSent = try ValueProblem.integer(value, in: Configuration.stallMinSegmentsRange)
+        case .stallRetransmitPercent:
+            configuration.stall.retransmittedPercent = try ValueProblem.integer(
+                value.hasSuffix("%") ? String(value.dropLast()) : value, in: Configuration.stallRetransmitPercentRange)
+        case .stallDNSTimeouts:
+            configuration.stall.dnsTimeouts = try ValueProblem.integer(value, in: Configuration.stallDNSTimeoutsRange)
+        case .stallInterval:
+            let interval = try ValueProblem.duration(value, in: Configuration.stallIntervalRange)
+            configuration.stall.pollInterval = interval
+            configuration.stall.maximumPollInterval = interval * Configuration.stallBackOffFactor
         }
     }
 

@@ -56,6 +56,11 @@ extension Configuration {
         case .networkManager: Self.text(networkManagerCompatibility)
         case .textfileDirectory: metrics.textfileDirectory
         case .textfileInterval: DurationText.format(metrics.textfileInterval)
+        case .stallDetect: Self.text(stallDetection)
+        case .stallMinSegments: "\(stall.minimumSegmentsSent)"
+        case .stallRetransmitPercent: "\(stall.retransmittedPercent)"
+        case .stallDNSTimeouts: "\(stall.dnsTimeouts)"
+        case .stallInterval: DurationText.format(stall.pollInterval)
         case .name, .kind, .ignore, .metered, .probe, .rulePriority: nil  // written per rule
         }
     }

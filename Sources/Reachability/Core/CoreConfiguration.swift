@@ -28,6 +28,9 @@ public struct CoreConfiguration: Sendable {
     var lookupRate: LookupRate.Settings? {
         lookupsPerUserPerSecond > 0 ? LookupRate.Settings(perSecond: lookupsPerUserPerSecond, burst: max(1, lookupBurstPerUser)) : nil
     }
+    /// Passive stall detection's thresholds and intervals (`[Stall]` in reachd.conf); nil turns
+    /// it off: no socket dumps, never `stalled`.
+    public var stall: StallSettings? = StallSettings()
 
     public init() {}
 

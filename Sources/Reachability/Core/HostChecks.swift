@@ -72,6 +72,10 @@ final class HostChecks {
         startResolver(options)
     }
 
+    /// Lookups in a row that sent queries and got no answer before their deadline (stall
+    /// evidence); any answer, even NXDOMAIN, resets it.
+    var consecutiveDNSTimeouts: Int { resolver?.consecutiveTimeouts ?? 0 }
+
     private func startResolver(_ options: HostResolver.Options?) {
         self.options = options
         guard let options else {

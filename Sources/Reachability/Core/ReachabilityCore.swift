@@ -16,7 +16,8 @@ public struct CoreUpdate: Sendable {
 /// monitor's poll thread): it owns the kernel mirror and the host checks and runs the one
 /// sequence that follows every input, whether the kernel's events, a resync, a probe's verdict
 /// or a reload. That sequence: incidents to the log, the resync timer re-armed, the host checks
-/// told of a routing change, then every follower, in the order they joined. Loop-thread only;
+/// told of a routing change, stall detection told whether the host is online, then every
+/// follower, in the order they joined. Loop-thread only;
 /// `mirror` may be read from any thread.
 public final class ReachabilityCore {
     public let mirror: SharedMirror
@@ -31,6 +32,14 @@ public final class ReachabilityCore {
     /// The monitor socket is unwatched while a dump runs (see `KernelMirror.isDumping`).
     private var netlinkPaused = false
     private var lastCheckID: UInt64 = 0
+    /// Passive stall detection; nil when off (or sock_diag could not be opened).
+    private var stallWatch: StallWatch?
+    private let namespacePath: String?
+    private unowned let loop: any EventLoopProtocol
+    /// Told of every stall poll while online (reachd runs its probe on a suspicion).
+    public var stallPolled: ((StallReport) -> Void)? {
+        didSet { stallWatch?.polled = stallPolled }
+    }
     /// Told of every host check that answered, with how long it took (metrics).
     public var checkAnswered: ((CheckResult, Duration) -> Void)?
 
@@ -45,6 +54,8 @@ public final class ReachabilityCore {
         let mirror = SharedMirror(kernel)
         self.mirror = mirror
         self.warn = warn
+        namespacePath = configuration.namespacePath
+        self.loop = loop
         lastRoutingEpoch = kernel.state.routingEpoch
         hostChecks = HostChecks(options: configuration.resolverOptions, rate: configuration.lookupRate, loop: loop, warn: warn) { addresses, target in
             mirror.evaluate(addresses: addresses, target: target)
@@ -58,6 +69,7 @@ public final class ReachabilityCore {
         resyncTimer = try loop.addTimer(urgent: false) { [unowned self] in
             self.settle(self.mirror.withLock { $0.resyncIfDue() })
         }
+        configureStallDetection(configuration.stall)
     }
 
     /// `body` hears of every input after it was applied, from now on.
@@ -79,6 +91,7 @@ public final class ReachabilityCore {
     public func reconfigure(_ configuration: CoreConfiguration) {
         let classifier = Classifier(rules: configuration.rules, priorities: configuration.priorities)
         hostChecks.reconfigure(configuration.resolverOptions, rate: configuration.lookupRate)
+        configureStallDetection(configuration.stall)
         settle(mirror.withLock { $0.state.reclassify(with: classifier) })
     }
 
@@ -124,11 +137,45 @@ public final class ReachabilityCore {
     /// See `HostChecks.disable(because:)`.
     public func disableHostChecks(because reason: String) { hostChecks.disable(because: reason) }
 
+    /// The last stall poll's report while online; nil before the first, offline, or when off.
+    public var stallReport: StallReport? { stallWatch?.lastReport }
+
+    /// Starts, retunes or stops stall detection. Off, every verdict is forgotten.
+    private func configureStallDetection(_ settings: StallSettings?) {
+        guard let settings else {
+            stallWatch?.cancel()
+            stallWatch = nil
+            return
+        }
+        if let stallWatch { return stallWatch.settings = settings }
+        do {
+            let watch = try StallWatch(
+                settings: settings, namespacePath: namespacePath, loop: loop, warn: warn,
+                context: { [unowned self] in
+                    self.mirror.withState { state in
+                        // DNS timeouts count against the host's path: reachd's lookups leave by it.
+                        let primary = state.linkIndex(named: state.host.primaryInterface)
+                        let timeouts = self.hostChecks.consecutiveDNSTimeouts
+                        return (state.addresses, primary.map { timeouts > 0 ? [$0: timeouts] : [:] } ?? [:])
+                    }
+                },
+                verdicts: { [unowned self] verdicts in
+                    self.settle(self.mirror.withLock { $0.state.apply([.stalls(verdicts)]) })
+                })
+            watch.polled = stallPolled
+            stallWatch = watch
+            watch.follow(online: state.host.state == .online)
+        } catch {
+            warn("stall detection off: cannot open a sock_diag socket: \(error)")
+        }
+    }
+
     /// `routingMoved`: the routing may have moved though the epoch did not (a resume).
     private func settle(_ change: ReachabilityChange?, routingMoved: Bool = false) {
-        let (incidents, resync, dumping, epoch) = mirror.withLock {
-            ($0.takeIncidents(), $0.resyncDeadline, $0.isDumping, $0.state.routingEpoch)
+        let (incidents, resync, dumping, epoch, online) = mirror.withLock {
+            ($0.takeIncidents(), $0.resyncDeadline, $0.isDumping, $0.state.routingEpoch, $0.state.host.state == .online)
         }
+        stallWatch?.follow(online: online)
         for incident in incidents { warn("netlink: \(incident)") }
         resyncTimer?.schedule(orDisableAt: resync)
         if dumping != netlinkPaused {

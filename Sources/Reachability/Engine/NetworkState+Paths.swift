@@ -71,6 +71,7 @@ extension NetworkState {
             result.reason = .noAddress
         } else {
             result.flags.insert(.reachable)
+            if isStalled(index) { result.flags.insert(.stalled) }
         }
         return result
     }
@@ -95,11 +96,14 @@ extension NetworkState {
                 validatedInterfaces: validatedInterfaces(available: available, primary: "", connectivity: connectivity))
         }
         var flags = chosen.path.flags
+        if !chosen.path.isReachable { flags.remove(.stalled) }
         var underlying = ""
         if flags.contains(.isVPN), let carrier = tunnelCarrier(of: chosen.path, family: chosen.family) {
             underlying = carrier.interfaceName
             // A tunnel over a metered or cellular link costs what its carrier costs.
-            flags.formUnion(carrier.flags.intersection([.isWWAN, .isExpensive]))
+            // A tunnel over a link whose traffic stalled stalls too (the tunnel's own TCP
+            // sockets may not have shown it yet).
+            flags.formUnion(carrier.flags.intersection([.isWWAN, .isExpensive, .stalled]))
         }
         // The probe's verdict counts only for a path packets can take.
         if chosen.path.isReachable { flags.formUnion(connectivity.flags) }
@@ -111,8 +115,10 @@ extension NetworkState {
             primaryInterface: chosen.path.interfaceName, availableInterfaces: available,
             underlyingInterface: underlying, connectivity: connectivity, announcedPortal: announced ?? "",
             validatedInterfaces: validatedInterfaces(
-                available: available, primary: chosen.path.isReachable ? chosen.path.interfaceName : "", connectivity: connectivity))
+                available: available, primary: chosen.path.isReachable ? chosen.path.interfaceName : "", connectivity: connectivity),
+            stalled: chosen.path.isReachable && flags.contains(.stalled))
     }
+
 
     /// The link that carries a tunnel, where the kernel tells: the main table's default route
     /// (of the tunnel's family first), when it leaves through another link that is no tunnel.

@@ -4,7 +4,7 @@ extension NetworkState {
     public var snapshot: ReachabilitySnapshot {
         ReachabilitySnapshot(
             generation: generation, host: host,
-            interfaces: statuses.values.sorted { $0.index < $1.index })
+            interfaces: statuses.values.sorted { $0.index < $1.index }, stallEvidence: hostStallEvidence)
     }
 
     /// The derived status of one visible interface.

@@ -34,6 +34,9 @@ public struct NetworkState: Sendable {
     private(set) var announcedPortals: [Int32: AnnouncedPortal] = [:]
     /// The probe's verdicts on uplinks other than the primary (`NetworkEvent.uplinkConnectivity`).
     private(set) var uplinkVerdicts: [Int32: ConnectivityVerdict] = [:]
+    /// The last stall poll's verdicts on ready links (`NetworkEvent.stalls`); a link absent has
+    /// no evidence.
+    private(set) var linkStalls: [Int32: LinkStall] = [:]
     /// Set by the first `internetPath` fact: from then on the host follows the kernel's answers.
     private(set) var followsKernelPaths = false
     /// Bridge (or bond) index -> its ports, for kinds taken from ports.
@@ -108,7 +111,7 @@ public struct NetworkState: Sendable {
 
     private mutating func ingest(_ event: NetworkEvent) {
         switch event {
-        case .internetPath, .connectivity, .announcedPortal, .uplinkConnectivity: break
+        case .internetPath, .connectivity, .announcedPortal, .uplinkConnectivity, .stalls: break
         default: routingEpoch &+= 1
         }
         switch event {
@@ -146,6 +149,10 @@ public struct NetworkState: Sendable {
                 return
             }
             uplinkVerdicts[index] = verdict
+        case let .stalls(verdicts):
+            let kept = readyLinkStalls(verdicts)
+            dirty.formUnion(Self.stallFlips(from: linkStalls, to: kept))
+            linkStalls = kept
         }
     }
 
@@ -191,6 +198,7 @@ public struct NetworkState: Sendable {
         if !link.isReady {
             announcedPortals.removeValue(forKey: link.index)
             uplinkVerdicts.removeValue(forKey: link.index)
+            linkStalls.removeValue(forKey: link.index)
         }
     }
 
@@ -206,6 +214,7 @@ public struct NetworkState: Sendable {
         removeRoutes(through: index)
         announcedPortals.removeValue(forKey: index)
         uplinkVerdicts.removeValue(forKey: index)
+        linkStalls.removeValue(forKey: index)
         dirty.insert(index)
     }
 
@@ -342,6 +351,7 @@ public struct NetworkState: Sendable {
         if entry.link.isAdminUp {
             let ready = entry.link.isReady && entry.addresses.values.contains { $0.isUsable }
             flags.insert(ready ? .reachable : .connectionRequired)
+            if ready, isStalled(entry.link.index) { flags.insert(.stalled) }
         }
         let addresses = entry.addresses.keys.map(\.prefix).sorted(by: Self.addressOrder)
         return InterfaceStatus(

@@ -58,12 +58,17 @@ public enum MetricsExposition {
             out.sample("reachd_connectivity", [("verdict", verdict.rawValue)], host.connectivity.verdict == verdict ? 1 : 0)
         }
 
+        out.family("reachd_stalled", .gauge, "1 while the host's own TCP traffic through its path has stopped flowing (passive stall detection: sent, retransmitted, nothing received), 0 otherwise.")
+        out.sample("reachd_stalled", [], host.stalled ? 1 : 0)
+
         var present = [Int](repeating: 0, count: InterfaceKind.allCases.count)
         var ready = present
+        var stalled = present
         for interface in sample.snapshot.interfaces {
             let index = InterfaceKind.allCases.firstIndex(of: interface.kind) ?? 0
             present[index] += 1
             if interface.flags.contains(.reachable) { ready[index] += 1 }
+            if interface.flags.contains(.stalled) { stalled[index] += 1 }
         }
         out.family("reachd_interfaces", .gauge, "Interfaces reachd sees (not ignored), by kind.")
         for (index, kind) in InterfaceKind.allCases.enumerated() {
@@ -72,6 +77,10 @@ public enum MetricsExposition {
         out.family("reachd_interfaces_ready", .gauge, "Interfaces that are ready (up, with carrier and a usable address), by kind.")
         for (index, kind) in InterfaceKind.allCases.enumerated() {
             out.sample("reachd_interfaces_ready", [("kind", kind.rawValue)], Double(ready[index]))
+        }
+        out.family("reachd_interfaces_stalled", .gauge, "Interfaces whose own TCP traffic stopped flowing at the last stall poll, by kind.")
+        for (index, kind) in InterfaceKind.allCases.enumerated() {
+            out.sample("reachd_interfaces_stalled", [("kind", kind.rawValue)], Double(stalled[index]))
         }
 
         let counters = sample.counters

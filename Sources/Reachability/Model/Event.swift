@@ -30,6 +30,10 @@ public enum NetworkEvent: Hashable, Sendable {
     /// Not from the kernel: the probe's verdict on one uplink other than the primary, reached
     /// through that link alone (`Uplink`); `unknown` forgets it. Moves no route.
     case uplinkConnectivity(index: Int32, ConnectivityVerdict)
+    /// Not from the kernel: one stall poll's verdicts (`StallReport.links`), every link with
+    /// evidence; a link not listed has none. An empty list forgets every verdict (detection off,
+    /// or no path to watch). Joins the interfaces' and the host's answer (`stalled`), moves no route.
+    case stalls([LinkStall])
 }
 
 /// A complete picture from a dump: what a (re)sync replaces the state with.

@@ -1,5 +1,6 @@
 /// SCNetworkReachability-style flags, bit-compatible with Apple's `SCNetworkReachabilityFlags`
-/// for the bits both share, with Linux extensions in bits 19-23.
+/// for the bits both share, with Linux extensions in bits 19-23 and, taken from bit 15 down, in
+/// the bits SC leaves free between 6 and 15.
 ///
 /// Several flags hold at once (`[.reachable, .isDirect, .isWiFi]`), hence a bitmask.
 /// Bits 24-31 belong to applications and are never set by reachd.
@@ -20,6 +21,11 @@ public struct ReachabilityFlags: OptionSet, Sendable, Hashable {
     public static let interventionRequired = ReachabilityFlags(rawValue: 1 << 4)
     /// Reserved for SC compatibility; never produced on Linux.
     public static let connectionOnDemand = ReachabilityFlags(rawValue: 1 << 5)
+    /// Linux extension: the host's own TCP traffic through this path stopped flowing: segments
+    /// leave, are retransmitted and nothing comes back (or DNS keeps timing out). Passive stall
+    /// detection's verdict (`StallEvaluator`); `reachable` still holds: a packet can leave.
+    /// The first of the Linux extensions taken from bit 15 down (DESIGN.md's flags table).
+    public static let stalled = ReachabilityFlags(rawValue: 1 << 15)
     /// The target is an address of this host.
     public static let isLocalAddress = ReachabilityFlags(rawValue: 1 << 16)
     /// The target is on-link: the chosen route has no gateway.
@@ -49,6 +55,7 @@ public struct ReachabilityFlags: OptionSet, Sendable, Hashable {
         (.connectionOnTraffic, "connectionOnTraffic"),
         (.interventionRequired, "interventionRequired"),
         (.connectionOnDemand, "connectionOnDemand"),
+        (.stalled, "stalled"),
         (.isLocalAddress, "isLocalAddress"),
         (.isDirect, "isDirect"),
         (.isWWAN, "isWWAN"),

@@ -42,12 +42,18 @@ public struct HostStatus: Hashable, Sendable {
     /// (`full`): the primary by the host's probe, each other uplink by a probe sent through it
     /// alone. Empty without the probe.
     public var validatedInterfaces: [String]
+    /// The host's own TCP traffic through its path stopped flowing (passive stall detection:
+    /// `stalled` is in `flags` too). Only while online; the figures behind it are
+    /// `ReachabilitySnapshot.stallEvidence`, apart, so that they never make a change of their own.
+    public var stalled: Bool
 
     public init(
         flags: ReachabilityFlags = [], state: HostState = .offline,
         primaryInterface: String = "", availableInterfaces: [String] = [], underlyingInterface: String = "",
-        connectivity: ConnectivityStatus = .unknown, announcedPortal: String = "", validatedInterfaces: [String] = []
+        connectivity: ConnectivityStatus = .unknown, announcedPortal: String = "", validatedInterfaces: [String] = [],
+        stalled: Bool = false
     ) {
+        self.stalled = stalled
         self.flags = flags
         self.state = state
         self.primaryInterface = primaryInterface
@@ -66,11 +72,16 @@ public struct ReachabilitySnapshot: Hashable, Sendable {
     public var host: HostStatus
     /// Visible (not ignored) interfaces by index.
     public var interfaces: [InterfaceStatus]
+    /// The latest stall poll's figures for the host's path (its primary interface, or the link
+    /// beneath a tunnel when that one is stalled); nil when that path had nothing to judge or
+    /// stall detection is off. Not part of any change: it moves with every poll.
+    public var stallEvidence: StallEvidence?
 
-    public init(generation: UInt64, host: HostStatus, interfaces: [InterfaceStatus]) {
+    public init(generation: UInt64, host: HostStatus, interfaces: [InterfaceStatus], stallEvidence: StallEvidence? = nil) {
         self.generation = generation
         self.host = host
         self.interfaces = interfaces
+        self.stallEvidence = stallEvidence
     }
 }
 

@@ -7,7 +7,8 @@ extension ReachabilityFlags {
 }
 
 extension InterfaceStatus {
-    /// `{"index":3,"name":"wlan0","kind":"wifi","flags":["reachable","isWiFi"],"addresses":["192.0.2.5/24"]}`
+    /// `{"index":3,"name":"wlan0","kind":"wifi","flags":["reachable","isWiFi"],"addresses":["192.0.2.5/24"],"stalled":false}`
+    /// (`stalled`: the link's own TCP traffic stopped flowing; the `stalled` flag too).
     public var json: JSONValue {
         .object([
             ("index", .int(Int64(index))),
@@ -15,6 +16,7 @@ extension InterfaceStatus {
             ("kind", .string(kind.rawValue)),
             ("flags", flags.json),
             ("addresses", .array(addresses.map { .string($0.description) })),
+            ("stalled", .bool(flags.contains(.stalled))),
         ])
     }
 }
@@ -24,7 +26,8 @@ extension HostStatus {
     /// `flags`, `state`, `primaryInterface`, `availableInterfaces`, `underlyingInterface`,
     /// `connectivity` (the probe's verdict: `unknown` without it), `portal` (where the probe was
     /// redirected, or empty), `announcedPortal` (the RFC 8910 URI a router advertised, or empty)
-    /// and `validatedInterfaces` (the available interfaces the probe found the internet through).
+    /// `validatedInterfaces` (the available interfaces the probe found the internet through) and
+    /// `stalled` (the host's own traffic through its path stopped flowing).
     var jsonMembers: [(String, JSONValue)] {
         [
             ("flags", flags.json),
@@ -36,6 +39,7 @@ extension HostStatus {
             ("portal", .string(connectivity.portal)),
             ("announcedPortal", .string(announcedPortal)),
             ("validatedInterfaces", .array(validatedInterfaces.map(JSONValue.string))),
+            ("stalled", .bool(stalled)),
         ]
     }
 }
@@ -62,6 +66,22 @@ extension ReachabilityChange {
                 ("changedInterfaces", .array(changedInterfaces.map(\.json))),
                 ("removedInterfaces", .array(removedInterfaces.map { .string($0.name) })),
             ])
+    }
+}
+
+extension StallEvidence {
+    /// `{"sockets":14,"segmentsSent":212,"segmentsRetransmitted":204,"retransmittedPercent":96,
+    /// "secondsSinceReceive":38,"dnsTimeouts":0}`: the figures behind `stalled`
+    /// (`reachctl status --verbose --json`, as `stallEvidence`).
+    public var json: JSONValue {
+        .object([
+            ("sockets", .int(Int64(socketsJudged))),
+            ("segmentsSent", .uint(segmentsSentSinceReceive)),
+            ("segmentsRetransmitted", .uint(retransmittedSinceReceive)),
+            ("retransmittedPercent", .int(Int64(retransmittedPercent))),
+            ("secondsSinceReceive", .int(sinceReceive.components.seconds)),
+            ("dnsTimeouts", .int(Int64(dnsTimeouts))),
+        ])
     }
 }
 

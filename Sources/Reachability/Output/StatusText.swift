@@ -3,11 +3,13 @@
 
 /// One line saying how the host is connected, as sd-notify STATUS= and the status header use it:
 /// `online via wlan0 (wifi)`, `online via wg0 (vpn) over wlan0 (wifi)`,
-/// `local, default route via eth0 (wired) not ready`, `offline`.
+/// `local, default route via eth0 (wired) not ready`, `offline`, and when the host's own traffic
+/// stopped flowing `online via up0 (wired), but traffic is stalled: 14 sockets, 96%
+/// retransmitted, nothing received for 38 s` (the figures when `stall` gives them).
 ///
 /// `interfaces` supplies the primary link's kind; when the primary is not among them the kind is
 /// read from the host flags (`isWiFi` -> wifi, ...), and left out when they name none.
-public func renderSummary(_ host: HostStatus, interfaces: [InterfaceStatus] = []) -> String {
+public func renderSummary(_ host: HostStatus, interfaces: [InterfaceStatus] = [], stall: StallEvidence? = nil) -> String {
     guard !host.primaryInterface.isEmpty else { return host.state.rawValue }
     var via = host.primaryInterface
     if let kind = primaryKind(host, interfaces: interfaces) { via += " (\(kind.rawValue))" }
@@ -15,7 +17,9 @@ public func renderSummary(_ host: HostStatus, interfaces: [InterfaceStatus] = []
         via += " over \(host.underlyingInterface)"
         if let kind = interfaces.first(where: { $0.name == host.underlyingInterface })?.kind { via += " (\(kind.rawValue))" }
     }
-    if host.state == .online { return "online via \(via)" + renderInternet(host.connectivity) }
+    if host.state == .online {
+        return "online via \(via)" + renderInternet(host.connectivity) + (host.stalled ? renderStall(stall) : "")
+    }
     return "\(host.state.rawValue), default route via \(via) not ready"
 }
 
@@ -27,6 +31,33 @@ func renderInternet(_ status: ConnectivityStatus) -> String {
     case .portal: ", internet: portal" + (status.portal.isEmpty ? "" : " at \(status.portal)")
     case .none, .limited, .full: ", internet: \(status.verdict.rawValue)"
     }
+}
+
+/// `, but traffic is stalled: 14 sockets, 96% retransmitted, nothing received for 38 s`, or
+/// `..., 5 DNS timeouts in a row` when DNS is the evidence; the figures left out when unknown.
+func renderStall(_ evidence: StallEvidence?) -> String {
+    var line = ", but traffic is stalled"
+    guard let evidence else { return line }
+    var figures: [String] = []
+    if evidence.socketsJudged > 0 {
+        figures.append("\(evidence.socketsJudged) socket\(evidence.socketsJudged == 1 ? "" : "s")")
+        figures.append("\(evidence.retransmittedPercent)% retransmitted")
+        figures.append("nothing received for \(evidence.sinceReceive.components.seconds) s")
+    }
+    if evidence.dnsTimeouts > 0 { figures.append("\(evidence.dnsTimeouts) DNS timeouts in a row") }
+    if !figures.isEmpty { line += ": " + figures.joined(separator: ", ") }
+    return line
+}
+
+/// The figures behind the stall verdict for `reachctl status --verbose`:
+/// `Traffic: stalled; 14 sockets judged, 212 segments sent since the last receive, 96% of them
+/// retransmitted, nothing received for 38 s, 0 DNS timeouts in a row`.
+public func renderStallEvidence(stalled: Bool, _ evidence: StallEvidence?) -> String {
+    guard let evidence else { return "Traffic: " + (stalled ? "stalled" : "no evidence (no TCP traffic judged)") }
+    return "Traffic: \(stalled ? "stalled" : "flowing"); \(evidence.socketsJudged) sockets judged, "
+        + "\(evidence.segmentsSentSinceReceive) segments sent since the last receive, "
+        + "\(evidence.retransmittedPercent)% of them retransmitted, "
+        + "nothing received for \(evidence.sinceReceive.components.seconds) s, \(evidence.dnsTimeouts) DNS timeouts in a row"
 }
 
 /// A probe's verdict for people (`reachctl check --validate`): `internet: full (HTTP 204)`,
@@ -50,14 +81,22 @@ public func renderValidation(_ status: ConnectivityStatus) -> String {
 public func renderStatus(_ snapshot: ReachabilitySnapshot) -> String {
     let host = snapshot.host
     var lines = [
-        "State: " + renderSummary(host, interfaces: snapshot.interfaces),
+        "State: " + renderSummary(host, interfaces: snapshot.interfaces, stall: snapshot.stallEvidence),
         "Flags: " + (host.flags.isEmpty ? "none" : host.flags.description),
-        "Available: " + (host.availableInterfaces.isEmpty ? "none" : host.availableInterfaces.joined(separator: ", ")),
+        "Available: " + (host.availableInterfaces.isEmpty ? "none" : renderAvailable(host.availableInterfaces, snapshot.interfaces)),
     ]
     if !host.validatedInterfaces.isEmpty { lines.append("Internet via: " + host.validatedInterfaces.joined(separator: ", ")) }
     if !host.announcedPortal.isEmpty { lines.append("Announced portal: " + host.announcedPortal) }
     lines.append("Generation: \(snapshot.generation)")
     return lines.joined(separator: "\n")
+}
+
+/// `wlan0 (stalled), wwan0`: the available interfaces, each whose own traffic stopped flowing
+/// marked, so a user sees which uplink still carries traffic.
+func renderAvailable(_ names: [String], _ interfaces: [InterfaceStatus]) -> String {
+    names.map { name in
+        interfaces.first { $0.name == name }?.flags.contains(.stalled) == true ? name + " (stalled)" : name
+    }.joined(separator: ", ")
 }
 
 /// The interface table `reachctl interfaces` prints: columns INDEX NAME KIND FLAGS ADDRESSES,

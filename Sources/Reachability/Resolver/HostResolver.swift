@@ -47,6 +47,10 @@ public final class HostResolver {
 
     private let options: Options
     public let shares: Shares
+    /// Lookups in a row that queried DNS and timed out (a lookup that never ran, parked past
+    /// its deadline in line, does not count); any other outcome resets it. Stall evidence, as
+    /// Android's consecutive DNS timeouts are.
+    public private(set) var consecutiveTimeouts = 0
     private var nextID: RequestID = 1
     /// Every request whose completion is still due (waiting, running, or finished and not yet
     /// delivered), by id: what `cancel` can reach.
@@ -188,6 +192,7 @@ public final class HostResolver {
             case .running:
                 stopRunning(request)
                 end(request)
+                consecutiveTimeouts += 1
                 finish(request, .timedOut)
             case .waiting:
                 leaveLine(request)
@@ -270,6 +275,7 @@ public final class HostResolver {
             if changedSockets[fd] == nil { changedSockets[fd] = false }
         }
         if let outcome = Self.outcome(of: lookup) {
+            consecutiveTimeouts = outcome == .timedOut ? consecutiveTimeouts + 1 : 0
             stopRunning(request)
             end(request)
             finish(request, outcome)

@@ -1,0 +1,43 @@
+/// Passive stall detection's verdicts as the state keeps them (`NetworkEvent.stalls`): per ready
+/// link, joined to its interface's flags and, through the host's path, to the host's answer.
+extension NetworkState {
+    /// The verdicts worth keeping: those of ready links (a link that is not ready carries nothing
+    /// to judge, and its stale verdict would come back with its carrier).
+    func readyLinkStalls(_ verdicts: [LinkStall]) -> [Int32: LinkStall] {
+        var kept: [Int32: LinkStall] = [:]
+        for verdict in verdicts where links[verdict.interfaceIndex]?.link.isReady == true {
+            kept[verdict.interfaceIndex] = verdict
+        }
+        return kept
+    }
+
+    /// The links whose stalled state differs between two polls: only those are derived again, so
+    /// a poll that changes figures alone changes nothing a user sees.
+    static func stallFlips(from old: [Int32: LinkStall], to new: [Int32: LinkStall]) -> Set<Int32> {
+        Set(new.keys).union(old.keys).filter { (new[$0]?.isStalled ?? false) != (old[$0]?.isStalled ?? false) }
+    }
+
+    /// Every address of every link, for attributing sockets to links. One pass over the links:
+    /// per poll, never per event.
+    public var addresses: [Address] { links.values.flatMap { $0.addresses.values } }
+
+    /// Whether the last stall poll found this link's traffic stalled.
+    func isStalled(_ index: Int32) -> Bool { linkStalls[index]?.isStalled ?? false }
+
+    /// The last stall poll's figures for the host's path: its primary interface's, or those of
+    /// the link beneath a tunnel when that link is the stalled one; nil when the path had none.
+    public var hostStallEvidence: StallEvidence? {
+        let primary = linkIndexByName[host.primaryInterface].flatMap { linkStalls[$0] }
+        if primary?.isStalled != true, let beneath = linkIndexByName[host.underlyingInterface].flatMap({ linkStalls[$0] }),
+            beneath.isStalled
+        {
+            return beneath.evidence
+        }
+        return primary?.evidence
+    }
+
+    /// The last stall poll's verdict on the link `index` (`.noEvidence` when it had none).
+    public func stall(of index: Int32) -> LinkStall {
+        linkStalls[index] ?? LinkStall(interfaceIndex: index, verdict: .noEvidence, evidence: StallEvidence())
+    }
+}

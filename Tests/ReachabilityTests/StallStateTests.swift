@@ -1,0 +1,138 @@
+import Testing
+@testable import Reachability
+
+/// Stall verdicts as an input of the pure Engine (`NetworkEvent.stalls`): how they join the
+/// host's and the interfaces' answers, and that only a flip is a change. No root, no sockets.
+struct StallStateTests {
+    static let carrier: LinkFlags = [.up, .running, .lowerUp, LinkFlags(rawValue: 0x2), LinkFlags(rawValue: 0x1000)]
+
+    static func link(_ index: Int32, _ name: String, carrier: Bool = true) -> Link {
+        Link(
+            index: index, name: name, flags: carrier ? Self.carrier : [.up], hardwareType: Link.hardwareEther,
+            operState: carrier ? .up : .lowerLayerDown)
+    }
+
+    static func address(_ index: Int32, _ text: String) -> Address {
+        Address(interfaceIndex: index, prefix: IPPrefix(IPAddress(text)!, length: 24), scope: 0, flags: AddressFlags(rawValue: 0x80))
+    }
+
+    static func defaultRoute(via gateway: String, dev index: Int32, metric: UInt32) -> Route {
+        Route(destination: IPPrefix(.anyV4, length: 0), metric: metric, nextHops: [NextHop(gateway: IPAddress(gateway)!, interfaceIndex: index)])
+    }
+
+    /// eth0 (2) online as the primary, wlan0 (3) a second uplink.
+    static func twoUplinks() -> NetworkState {
+        var state = NetworkState()
+        _ = state.apply([
+            .link(link(2, "eth0"), device: DeviceFacts()),
+            .address(address(2, "192.0.2.10")),
+            .route(defaultRoute(via: "192.0.2.1", dev: 2, metric: 100), replace: false),
+            .link(link(3, "wlan0"), device: DeviceFacts()),
+            .address(address(3, "198.51.100.7")),
+            .route(defaultRoute(via: "198.51.100.1", dev: 3, metric: 600), replace: false),
+        ])
+        return state
+    }
+
+    static func changed(_ change: ReachabilityChange?, sourceLocation: SourceLocation = #_sourceLocation) throws -> ReachabilityChange {
+        try #require(change, sourceLocation: sourceLocation)
+    }
+
+    static func verdict(_ index: Int32, _ verdict: StallVerdict, sockets: Int = 4) -> LinkStall {
+        var evidence = StallEvidence()
+        evidence.socketsJudged = sockets
+        evidence.segmentsSentSinceReceive = verdict == .stalled ? 40 : 0
+        evidence.retransmittedSinceReceive = verdict == .stalled ? 38 : 0
+        evidence.sinceReceive = .seconds(verdict == .stalled ? 38 : 0)
+        return LinkStall(interfaceIndex: index, verdict: verdict, causes: verdict == .stalled ? .tcpRetransmissions : [], evidence: evidence)
+    }
+
+    @Test func aStalledPrimaryIsOneChangeOfTheHostsAnswer_figuresAloneAreNone() throws {
+        var state = Self.twoUplinks()
+        #expect(state.host.state == .online && state.host.primaryInterface == "eth0" && !state.host.stalled)
+        let epoch = state.routingEpoch
+        #expect(state.apply([.stalls([Self.verdict(2, .flowing)])]) == nil, "flowing traffic changes nothing shown")
+        #expect(state.hostStallEvidence?.socketsJudged == 4)
+
+        let change = try Self.changed(state.apply([.stalls([Self.verdict(2, .stalled)])]))
+        #expect(change.hostChanged && change.host.stalled)
+        #expect(change.host.flags.contains([.reachable, .stalled]))
+        #expect(change.host.state == .online, "a stalled path is still a path: online, reachable")
+        #expect(change.changedInterfaces.map(\.name) == ["eth0"])
+        #expect(change.changedInterfaces.first?.flags.contains(.stalled) == true)
+        #expect(state.routingEpoch == epoch, "a verdict moves no route")
+        #expect(state.snapshot.stallEvidence?.retransmittedPercent == 95)
+
+        // The next poll with new figures but the same verdict: no change at all.
+        var later = Self.verdict(2, .stalled, sockets: 9)
+        later.evidence.sinceReceive = .seconds(58)
+        #expect(state.apply([.stalls([later])]) == nil)
+        #expect(state.hostStallEvidence?.sinceReceive == .seconds(58))
+
+        // Cleared: one change back.
+        let cleared = try Self.changed(state.apply([.stalls([Self.verdict(2, .flowing)])]))
+        #expect(cleared.hostChanged && !cleared.host.stalled && !cleared.host.flags.contains(.stalled))
+    }
+
+    @Test func anotherUplinksStallShowsOnItsInterfaceOnly() throws {
+        var state = Self.twoUplinks()
+        let change = try Self.changed(state.apply([.stalls([Self.verdict(2, .flowing), Self.verdict(3, .stalled)])]))
+        #expect(!change.hostChanged, "the host's path is eth0")
+        #expect(change.changedInterfaces.map(\.name) == ["wlan0"])
+        #expect(state.interface(named: "wlan0")?.flags.contains(.stalled) == true)
+        #expect(state.interface(named: "eth0")?.flags.contains(.stalled) == false)
+        #expect(state.snapshot.interfaces.first { $0.name == "wlan0" }?.json["stalled"] == .bool(true))
+        #expect(renderStatus(state.snapshot).contains("Available: eth0, wlan0 (stalled)"), "\(renderStatus(state.snapshot))")
+        // An address check through wlan0 carries it too; through eth0 it does not.
+        #expect(state.evaluate(route: Self.defaultRoute(via: "198.51.100.1", dev: 3, metric: 600), family: .ipv4).flags.contains(.stalled))
+        #expect(!state.evaluate(route: Self.defaultRoute(via: "192.0.2.1", dev: 2, metric: 100), family: .ipv4).flags.contains(.stalled))
+    }
+
+    @Test func aLinkThatLosesCarrierForgetsItsVerdict_andAnEmptyListForgetsAll() throws {
+        var state = Self.twoUplinks()
+        _ = state.apply([.stalls([Self.verdict(2, .stalled), Self.verdict(3, .stalled)])])
+        #expect(state.host.stalled)
+        _ = state.apply([.link(Self.link(3, "wlan0", carrier: false), device: nil)])
+        _ = state.apply([.link(Self.link(3, "wlan0"), device: nil)])
+        #expect(state.interface(named: "wlan0")?.flags.contains(.stalled) == false)
+        let change = try Self.changed(state.apply([.stalls([])]))
+        #expect(change.hostChanged && !state.host.stalled && state.hostStallEvidence == nil)
+        // A verdict for a link that is not ready is dropped.
+        _ = state.apply([.link(Self.link(3, "wlan0", carrier: false), device: nil), .stalls([Self.verdict(3, .stalled)])])
+        #expect(state.linkStalls.isEmpty)
+    }
+
+    @Test func notOnlineIsNeverStalled() throws {
+        var state = Self.twoUplinks()
+        _ = state.apply([.stalls([Self.verdict(2, .stalled)])])
+        _ = state.apply([.link(Self.link(2, "eth0", carrier: false), device: nil)])
+        // eth0's default route stays chosen (linkdown): not online, and not stalled.
+        #expect(state.host.state != .online && !state.host.stalled && !state.host.flags.contains(.stalled))
+    }
+
+    @Test func theFlagIsInTheLinuxRangeNotTheApplications() {
+        #expect(ReachabilityFlags.stalled.rawValue == 1 << 15)
+        #expect(ReachabilityFlags.application.intersection(.stalled).isEmpty)
+        #expect(ReachabilityFlags(name: "stalled") == .stalled)
+        #expect(([.reachable, .stalled, .isWired] as ReachabilityFlags).description == "reachable|stalled|isWired")
+    }
+
+    @Test func theSummaryAndTheFiguresSayIt() {
+        var host = HostStatus(flags: [.reachable, .isWired, .stalled], state: .online, primaryInterface: "up0", stalled: true)
+        var evidence = StallEvidence()
+        evidence.socketsJudged = 14
+        evidence.segmentsSentSinceReceive = 100
+        evidence.retransmittedSinceReceive = 96
+        evidence.sinceReceive = .milliseconds(38_400)
+        let interfaces = [InterfaceStatus(index: 2, name: "up0", kind: .wired, flags: [.reachable, .isWired, .stalled], addresses: [])]
+        #expect(renderSummary(host, interfaces: interfaces, stall: evidence)
+            == "online via up0 (wired), but traffic is stalled: 14 sockets, 96% retransmitted, nothing received for 38 s")
+        #expect(renderSummary(host, interfaces: interfaces) == "online via up0 (wired), but traffic is stalled")
+        #expect(renderStallEvidence(stalled: true, evidence).hasPrefix("Traffic: stalled; 14 sockets judged, 100 segments sent"))
+        #expect(evidence.json["retransmittedPercent"] == .int(96))
+        host.stalled = false
+        host.flags.remove(.stalled)
+        #expect(renderSummary(host, interfaces: interfaces, stall: evidence) == "online via up0 (wired)")
+        #expect(ReachabilitySnapshot(generation: 1, host: host, interfaces: []).json["stalled"] == .bool(false))
+    }
+}
