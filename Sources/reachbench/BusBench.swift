@@ -26,6 +26,8 @@ struct BusMeasurement: Sendable {
     var startup: UInt64 = 0
     /// After the first answer and 2 s without any activity.
     var idle = ProcessUsage()
+    /// systemd-networkd beside it, read at the same moment (nil where it is not installed).
+    var networkdIdle: ProcessUsage?
     /// The same after the flaps and calls, and 2 s idle.
     var afterWork = ProcessUsage()
     var idleWindowSeconds = 5
@@ -133,8 +135,18 @@ enum BusBench {
         result.startup = service.startup
         note("reachbench: bus: reachd (pid \(daemon.pid)) answered after \(Format.milliseconds(result.startup)) ms; idle 2 + \(result.idleWindowSeconds) s")
 
-        // Idle: memory after 2 s, then how often it ran in the next 5 s.
+        // Idle: memory after 2 s, then how often it ran in the next 5 s; networkd beside it.
+        let networkd = NetworkdBeside.start(namespace: network.client.name, log: network.file("networkd.log"))
         (result.idle, result.idleTimeslices, result.idleContextSwitches) = idleUsage(daemon.pid, window: result.idleWindowSeconds)
+        if let networkd {
+            if networkd.isRunning {
+                result.networkdIdle = ProcessUsage.read(networkd.pid)
+                networkd.stop(signal: SIGTERM)
+            } else {
+                note("reachbench: bus: systemd-networkd \(ChildProcess.describe(networkd.poll())): "
+                    + (readSmallFile(network.file("networkd.log")) ?? "").suffix(300))
+            }
+        }
 
         note("reachbench: bus: \(options.flaps) flaps: netlink floor, ip monitor and reachd's Changed on the same flaps")
         (result.flaps, result.signalsPerTransitionTimes100, result.glibSignalsPerTransitionTimes100) = try measureFlaps(

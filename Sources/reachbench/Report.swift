@@ -278,6 +278,9 @@ enum Report {
         }.joined(separator: ", "))
         out.append("      in the next \(bus.idleWindowSeconds) s: \(bus.idleTimeslices) times on a CPU, "
             + "\(bus.idleContextSwitches) context switches")
+        if let networkd = bus.networkdIdle {
+            out.append("      systemd-networkd beside it, same moment: \(memory(networkd))")
+        }
         out.append("      idle after the flaps and calls: \(memory(bus.afterWork))")
         out.append("      in the next \(bus.idleWindowSeconds) s: \(bus.afterWorkTimeslices) times on a CPU, "
             + "\(bus.afterWorkContextSwitches) context switches")
@@ -418,7 +421,8 @@ enum Report {
                     ("signalsPerTransitionTimes100", .int(Int64(bus.signalsPerTransitionTimes100))),
                     ("glibSignalsPerTransitionTimes100", bus.glibSignalsPerTransitionTimes100.map { .int(Int64($0)) } ?? .null),
                     ("calls", .array(bus.calls.map { .object([("member", .string($0.member)), ("call", summary($0.summary))]) })),
-                    ("idle", usage(bus.idle)), ("idleWindowSeconds", .int(Int64(bus.idleWindowSeconds))),
+                    ("idle", usage(bus.idle)), ("networkdIdle", bus.networkdIdle.map(usage) ?? .null),
+                    ("idleWindowSeconds", .int(Int64(bus.idleWindowSeconds))),
                     ("idleTimeslices", .uint(bus.idleTimeslices)), ("idleContextSwitches", .uint(bus.idleContextSwitches)),
                     ("afterWork", usage(bus.afterWork)), ("afterWorkTimeslices", .uint(bus.afterWorkTimeslices)),
                     ("afterWorkContextSwitches", .uint(bus.afterWorkContextSwitches)), ("exit", .string(bus.exit)),
