@@ -119,9 +119,12 @@ struct SystemConfigurationKernelTests {
         }
     }
 
-    /// reachd stops while a target is followed: the follower moves in-process, no callback
-    /// fires for the move itself (the flags stayed), and the next change still arrives.
-    @Test func followersMoveInProcessWhenReachdLeaves() async throws {
+    /// reachd restarts while targets are followed, as a package upgrade or systemd restarts it:
+    /// in the interim they are answered in-process (no callback for the move itself, the flap
+    /// meanwhile still called back); once reachd is back it watches them again, a target
+    /// scheduled while it was away among them, none is left in-process, no callback fires where
+    /// reachd's answer is the one already seen, and the next carrier flap comes from reachd.
+    @Test func followersGoBackToReachdWhenItReturns() async throws {
         let ns = try Self.scenario()
         let harness = try DaemonHarness(ns)
         try await harness.ready()
@@ -130,14 +133,39 @@ struct SystemConfigurationKernelTests {
             let listener = ListenerClient(try #require(zeroAddressReference()), boxes: boxes)
             #expect(listener.startListening())
             #expect(service.answersFromDaemon)
+            #expect(try Self.watchObjects(harness).count == 1)
+
             harness.stopDaemon()
             try await waitUntil("reachd gone") { !service.answersFromDaemon }
             #expect(listener.flags == [.reachable], "answered in-process now")
+            let gateway = NotifierClient(
+                try #require(addressPairReference(local: "192.0.2.2", remote: "192.0.2.1")), boxes: boxes)
+            try gateway.startNotifier()
+            #expect(gateway.currentFlags == [.reachable, .isDirect])
             try await Task.sleep(for: Self.quiet)
             #expect(listener.callbackFlags.isEmpty, "no callback for the move: \(listener.callbackFlags)")
             try ns.ip("link set up0p down")
-            try await waitUntil("carrier loss, seen in-process") { listener.callbackFlags == [[.connectionRequired]] }
+            try await waitUntil("carrier loss, seen in-process") {
+                listener.callbackFlags == [[.connectionRequired]] && gateway.callbackCount == 1
+            }
+
+            try harness.startDaemon()
+            try await waitUntil("reachd back: \(harness.diagnostics)") { service.answersFromDaemon }
+            try await waitUntil("both targets watched by reachd again") { try Self.watchObjects(harness).count == 2 }
+            try await waitUntil("none left in-process") { service.followerCount == 0 }
+            try await Task.sleep(for: Self.quiet)
+            #expect(listener.callbackFlags == [[.connectionRequired]], "the same answer: no callback")
+            #expect(gateway.callbackCount == 1)
+            #expect(gateway.currentFlags == [.connectionRequired, .isDirect])
+
+            try ns.ip("link set up0p up")
+            try await waitUntil("carrier back, from reachd") { listener.callbackFlags.count == 2 && gateway.callbackCount == 2 }
+            #expect(listener.callbackFlags.last == [.reachable])
+            #expect(gateway.currentFlags == [.reachable, .isDirect])
+            #expect(service.followerCount == 0)
             listener.stopListening()
+            gateway.stopNotifier()
+            try await waitUntil("every watch released") { try Self.watchObjects(harness).isEmpty }
         }
     }
 
