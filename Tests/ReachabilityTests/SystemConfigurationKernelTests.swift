@@ -169,6 +169,34 @@ struct SystemConfigurationKernelTests {
         }
     }
 
+    /// dbus-daemon itself restarts (reachd, losing it, exits and is started again): the library
+    /// connects to the new bus, a reference is watched by reachd there, and a carrier flap that
+    /// follows calls back once.
+    @Test func followersOutliveARestartOfTheBus() async throws {
+        let ns = try Self.scenario()
+        let harness = try DaemonHarness(ns)
+        try await harness.ready()
+        // The socket's path, not the address with the guid of this one dbus-daemon.
+        try await withReachabilityService(namespace: ns, bus: harness.busPathAddress) { service in
+            let listener = ListenerClient(try #require(zeroAddressReference()), boxes: BoxCount())
+            #expect(listener.startListening())
+            #expect(service.answersFromDaemon)
+
+            try harness.restartBus()
+            try await waitUntil("reachd gone with its bus") { !service.answersFromDaemon }
+            #expect(harness.daemon?.waitForExit(timeout: .seconds(5)) == 1, "\(harness.diagnostics)")
+            try harness.startDaemon()
+            try await waitUntil("reachd back on the new bus: \(harness.diagnostics)") { service.answersFromDaemon }
+            try await waitUntil("watched by reachd again") { try Self.watchObjects(harness).count == 1 }
+            try await waitUntil("none left in-process") { service.followerCount == 0 }
+            #expect(listener.callbackFlags.isEmpty, "nothing changed: \(listener.callbackFlags)")
+
+            try ns.ip("link set up0p down")
+            try await waitUntil("carrier loss, from reachd") { listener.callbackFlags == [[.connectionRequired]] }
+            listener.stopListening()
+        }
+    }
+
     /// A callback in flight when its client goes away finds the weak box empty and does nothing;
     /// the box itself lives until that callback is over.
     @Test func clientReleasedWhileCallbacksAreInFlight() async throws {
