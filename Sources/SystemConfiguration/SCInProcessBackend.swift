@@ -66,9 +66,15 @@ final class SCInProcessBackend: SCBackend {
         return targets.answer(for: name)?.flags
     }
 
+    /// Follows; a follower already followed here stays as it is (reachd's interim hands its
+    /// followers over again each time it goes away).
     func follow(_ follower: SCFollower) -> Bool {
-        _ = followers.table.withLock { $0.add(follower) }
-        targets.follow(follower.target.text) { follower.deliver($0.flags) }
+        let fresh = followers.table.withLock { table -> Bool in
+            guard !table.contains(follower.id) else { return false }
+            _ = table.add(follower)
+            return true
+        }
+        if fresh { targets.follow(follower.target.text) { follower.deliver($0.flags) } }
         return true
     }
 

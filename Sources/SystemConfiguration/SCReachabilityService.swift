@@ -7,8 +7,11 @@ import Synchronization
 /// interface rules, priorities, `DefaultTimeout=`), so both give the same answers.
 ///
 /// The choice is made once, at the first question, not when a reference is created (creating
-/// never blocks). When reachd leaves the bus later, followed targets move to the in-process
-/// library and their callbacks go on.
+/// never blocks). Once reachd answered, the service follows its bus name as `reachctl monitor`
+/// does: while reachd is away (restarted, upgraded, crashed) questions and followed targets are
+/// answered in-process in the interim and callbacks go on; when reachd owns its name again the
+/// followed targets are watched by reachd anew, and a callback fires only where reachd's answer
+/// differs from the last one its reference saw.
 final class SCReachabilityService: Sendable {
     struct Settings: Sendable {
         /// Where to ask reachd; nil: never (answer in-process).
@@ -66,7 +69,8 @@ final class SCReachabilityService: Sendable {
 
     // MARK: choosing
 
-    /// reachd if it answers, else the in-process library; nil when neither can run.
+    /// reachd if it answered the probe (also while it is away: it keeps the followers for its
+    /// return), else the in-process library; nil when neither can run.
     private func preferred() -> (any SCBackend)? {
         backends.withLock { backends -> (any SCBackend)? in
             guard !backends.closed else { return nil }
@@ -77,8 +81,9 @@ final class SCReachabilityService: Sendable {
                 daemon: { client, bus in
                     try SCDaemonBackend(
                         client: client, bus: bus, callTimeout: settings.callTimeout,
-                        hostTimeout: settings.hostTimeout
-                    ) { [weak self] followers in self?.daemonLost(followers) }
+                        hostTimeout: settings.hostTimeout,
+                        away: { [weak self] followers in self?.daemonAway(followers) },
+                        back: { [weak self] ids in self?.daemonBack(ids) })
                 },
                 inProcess: { _ in nil })
             backends.daemonAsked = true
@@ -104,15 +109,22 @@ final class SCReachabilityService: Sendable {
         return backends.inProcess
     }
 
-    /// reachd left the bus: its followers go on in-process (on the backend's thread, at its end).
-    private func daemonLost(_ followers: [SCFollower]) {
-        guard let fallback = inProcess() else { return }
-        for follower in followers { _ = fallback.follow(follower) }
+    /// reachd left the bus (or a follower came while it is away): the followers go on in-process
+    /// until it returns (on the backend's thread).
+    private func daemonAway(_ followers: [SCFollower]) {
+        guard let interim = inProcess() else { return }
+        for follower in followers { _ = interim.follow(follower) }
+    }
+
+    /// reachd returned and serves these followers again: the in-process library lets them go.
+    private func daemonBack(_ ids: [UInt64]) {
+        guard let interim = backends.withLock({ $0.inProcess }) else { return }
+        for id in ids { interim.unfollow(id) }
     }
 
     /// Whether reachd answers now (for tests and diagnostics).
     var answersFromDaemon: Bool {
-        backends.withLock { backends in backends.daemon.map { !$0.isClosed } ?? false }
+        backends.withLock { backends in backends.daemon.map { !$0.isClosed && !$0.isAway } ?? false }
     }
 
     /// Targets followed in-process now (for tests: released references leave none).
@@ -125,7 +137,9 @@ final class SCReachabilityService: Sendable {
     /// The target's flags now (a name within the deadline); nil when nobody could answer.
     func check(_ target: SCTarget) -> ReachabilityFlags? {
         let deadline = ContinuousClock.now + settings.hostTimeout
-        guard let backend = preferred() else { return nil }
+        guard var backend = preferred() else { return nil }
+        // While reachd is away its questions are answered in-process (no call waits on its return).
+        if let daemon = backend as? SCDaemonBackend, daemon.isAway, let interim = inProcess() { backend = interim }
         if let flags = backend.check(target, deadline: deadline) { return flags }
         // reachd went away or stalled during the call: answer in-process, as reachctl would.
         guard backend is SCDaemonBackend, let fallback = inProcess() else { return nil }

@@ -63,6 +63,8 @@ struct SCFollowers {
     var count: Int { targets.count }
     var all: [SCFollower] { byTarget.values.flatMap(\.values) }
 
+    func contains(_ id: UInt64) -> Bool { targets[id] != nil }
+
     /// Adds `follower`; true when it is the first of its target.
     mutating func add(_ follower: SCFollower) -> Bool {
         targets[follower.id] = follower.target

@@ -41,7 +41,12 @@ struct SystemConfigurationKernelTests {
     /// The watch objects reachd holds now (with none, their parent path does not exist either).
     static func watchObjects(_ harness: DaemonHarness) throws -> [String] {
         guard try harness.introspectXML().contains("<node name=\"watch\"/>") else { return [] }
-        let xml = try harness.introspectXML(ReachdContract.watchPathNamespace)
+        let xml: String
+        do {
+            xml = try harness.introspectXML(ReachdContract.watchPathNamespace)
+        } catch let failure as CommandFailed where failure.output.contains("Unknown object") {
+            return []  // the last watch went between the two calls
+        }
         return xml.split(separator: "\n").filter { $0.contains("<node name=") }.map(String.init)
     }
 
@@ -119,9 +124,12 @@ struct SystemConfigurationKernelTests {
         }
     }
 
-    /// reachd stops while a target is followed: the follower moves in-process, no callback
-    /// fires for the move itself (the flags stayed), and the next change still arrives.
-    @Test func followersMoveInProcessWhenReachdLeaves() async throws {
+    /// reachd restarts while targets are followed, as a package upgrade or systemd restarts it:
+    /// in the interim they are answered in-process (no callback for the move itself, the flap
+    /// meanwhile still called back); once reachd is back it watches them again, a target
+    /// scheduled while it was away among them, none is left in-process, no callback fires where
+    /// reachd's answer is the one already seen, and the next carrier flap comes from reachd.
+    @Test func followersGoBackToReachdWhenItReturns() async throws {
         let ns = try Self.scenario()
         let harness = try DaemonHarness(ns)
         try await harness.ready()
@@ -130,13 +138,66 @@ struct SystemConfigurationKernelTests {
             let listener = ListenerClient(try #require(zeroAddressReference()), boxes: boxes)
             #expect(listener.startListening())
             #expect(service.answersFromDaemon)
+            #expect(try Self.watchObjects(harness).count == 1)
+
             harness.stopDaemon()
             try await waitUntil("reachd gone") { !service.answersFromDaemon }
             #expect(listener.flags == [.reachable], "answered in-process now")
+            let gateway = NotifierClient(
+                try #require(addressPairReference(local: "192.0.2.2", remote: "192.0.2.1")), boxes: boxes)
+            try gateway.startNotifier()
+            #expect(gateway.currentFlags == [.reachable, .isDirect])
             try await Task.sleep(for: Self.quiet)
             #expect(listener.callbackFlags.isEmpty, "no callback for the move: \(listener.callbackFlags)")
             try ns.ip("link set up0p down")
-            try await waitUntil("carrier loss, seen in-process") { listener.callbackFlags == [[.connectionRequired]] }
+            try await waitUntil("carrier loss, seen in-process") {
+                listener.callbackFlags == [[.connectionRequired]] && gateway.callbackCount == 1
+            }
+
+            try harness.startDaemon()
+            try await waitUntil("reachd back: \(harness.diagnostics)") { service.answersFromDaemon }
+            try await waitUntil("both targets watched by reachd again") { try Self.watchObjects(harness).count == 2 }
+            try await waitUntil("none left in-process") { service.followerCount == 0 }
+            try await Task.sleep(for: Self.quiet)
+            #expect(listener.callbackFlags == [[.connectionRequired]], "the same answer: no callback")
+            #expect(gateway.callbackCount == 1)
+            #expect(gateway.currentFlags == [.connectionRequired, .isDirect])
+
+            try ns.ip("link set up0p up")
+            try await waitUntil("carrier back, from reachd") { listener.callbackFlags.count == 2 && gateway.callbackCount == 2 }
+            #expect(listener.callbackFlags.last == [.reachable])
+            #expect(gateway.currentFlags == [.reachable, .isDirect])
+            #expect(service.followerCount == 0)
+            listener.stopListening()
+            gateway.stopNotifier()
+            try await waitUntil("every watch released") { try Self.watchObjects(harness).isEmpty }
+        }
+    }
+
+    /// dbus-daemon itself restarts (reachd, losing it, exits and is started again): the library
+    /// connects to the new bus, a reference is watched by reachd there, and a carrier flap that
+    /// follows calls back once.
+    @Test func followersOutliveARestartOfTheBus() async throws {
+        let ns = try Self.scenario()
+        let harness = try DaemonHarness(ns)
+        try await harness.ready()
+        // The socket's path, not the address with the guid of this one dbus-daemon.
+        try await withReachabilityService(namespace: ns, bus: harness.busPathAddress) { service in
+            let listener = ListenerClient(try #require(zeroAddressReference()), boxes: BoxCount())
+            #expect(listener.startListening())
+            #expect(service.answersFromDaemon)
+
+            try harness.restartBus()
+            try await waitUntil("reachd gone with its bus") { !service.answersFromDaemon }
+            #expect(harness.daemon?.waitForExit(timeout: .seconds(5)) == 1, "\(harness.diagnostics)")
+            try harness.startDaemon()
+            try await waitUntil("reachd back on the new bus: \(harness.diagnostics)") { service.answersFromDaemon }
+            try await waitUntil("watched by reachd again") { try Self.watchObjects(harness).count == 1 }
+            try await waitUntil("none left in-process") { service.followerCount == 0 }
+            #expect(listener.callbackFlags.isEmpty, "nothing changed: \(listener.callbackFlags)")
+
+            try ns.ip("link set up0p down")
+            try await waitUntil("carrier loss, from reachd") { listener.callbackFlags == [[.connectionRequired]] }
             listener.stopListening()
         }
     }
