@@ -15,6 +15,8 @@ struct AddressCheckTests {
         try ns.ip("addr add 198.51.100.2/24 dev alt0")
         try ns.ip("link set alt0p up")
         try ns.ip("link set alt0 up")
+        try ns.waitForCarrier("up0")
+        try ns.waitForCarrier("alt0")
         return ns
     }
 

@@ -33,6 +33,17 @@ final class TestNamespace: @unchecked Sendable {
         try run("/usr/sbin/ip", ["-n", name] + arguments.split(separator: " ").map(String.init))
     }
 
+    /// Waits until `link` has its carrier (LOWER_UP): a veth's carrier follows `link set up` of
+    /// both ends asynchronously (the kernel's linkwatch), late on a loaded machine, and a check
+    /// made before it says connectionRequired.
+    func waitForCarrier(_ link: String, timeout: Duration = .seconds(5)) throws {
+        let deadline = ContinuousClock.now + timeout
+        while try !ip("link show \(link)").contains("LOWER_UP") {
+            guard ContinuousClock.now < deadline else { throw TimedOut(what: "\(link)'s carrier") }
+            usleep(5_000)
+        }
+    }
+
     /// Runs a program inside the namespace (`ip netns exec`).
     @discardableResult
     func exec(_ program: String, _ arguments: [String]) throws -> String {
