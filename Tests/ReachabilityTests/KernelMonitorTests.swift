@@ -42,6 +42,7 @@ extension KernelMonitorTests {
         try ns.ip("link set \(name)p up")
         try ns.ip("link set \(name) up")
         try ns.ip("route add default via \(gateway) dev \(name) metric \(metric)")
+        try ns.waitForCarrier(name)
     }
 
     @Test func addressesAndDefaultRoutesIPv4AndIPv6() async throws {
