@@ -109,13 +109,15 @@ final class Daemon {
         self.publisher = publisher
         core.follow { [unowned publisher] in publisher.follow($0) }
         core.follow { [unowned metrics] in metrics.follow($0) }
-        let watches = WatchRegistry(core: core, bus: bus, loop: loop, metrics: metrics, configuration: configuration)
+        let callers = try CallerIdentities(bus: bus)
+        callers.asking = { Log.debug("asking the bus for the Unix user of \($0)") }
+        let watches = WatchRegistry(core: core, bus: bus, callers: callers, loop: loop, metrics: metrics, configuration: configuration)
         self.watches = watches
         metrics.watchCount = { [unowned watches] in watches.count }
         let probes = Probes(core: core, loop: loop, metrics: metrics, settings: configuration.connectivity)
         self.probes = probes
         service = ReachabilityService(
-            core: core, bus: bus, watches: watches, defaultTimeout: configuration.defaultTimeout,
+            core: core, bus: bus, watches: watches, callers: callers, defaultTimeout: configuration.defaultTimeout,
             validate: { [unowned probes] reply in probes.validate(reply) }, metricsText: { [unowned metrics] in metrics.text })
         busSlots.append(try bus.add(service, at: ReachdContract.objectPath, interface: ReachdContract.interface, vtable: ReachabilityService.vtable))
         // Losing the name (another owner replaced us) is as fatal as losing the bus.

@@ -2,10 +2,13 @@ import Reachability
 
 /// The object `/org/reachd/Reachability1`: a table from D-Bus members to the Engine's answers.
 /// No logic of its own: validation and checks live in the library, limits in `WatchRegistry`.
+/// Checks answer as the caller's traffic is routed (its Unix user from `CallerIdentities`); the
+/// host's properties are the system's view (uid 0).
 final class ReachabilityService: BusObject {
     private let core: ReachabilityCore
     private let bus: BusConnection
     private let watches: WatchRegistry
+    private let callers: CallerIdentities
     /// `Validate`: probe now and answer with the verdict.
     private let validate: (@escaping (ConnectivityStatus) -> Void) -> Void
     /// `GetMetrics`: the exposition.
@@ -14,12 +17,13 @@ final class ReachabilityService: BusObject {
     var defaultTimeout: Duration
 
     init(
-        core: ReachabilityCore, bus: BusConnection, watches: WatchRegistry, defaultTimeout: Duration,
+        core: ReachabilityCore, bus: BusConnection, watches: WatchRegistry, callers: CallerIdentities, defaultTimeout: Duration,
         validate: @escaping (@escaping (ConnectivityStatus) -> Void) -> Void, metricsText: @escaping () -> String
     ) {
         self.core = core
         self.bus = bus
         self.watches = watches
+        self.callers = callers
         self.defaultTimeout = defaultTimeout
         self.validate = validate
         self.metricsText = metricsText
@@ -87,13 +91,15 @@ final class ReachabilityService: BusObject {
             return .now { reply throws(BusError) in try Self.appendInterfaces(reply, interfaces) }
         case "CheckAddress":
             let target = try message.readString()
-            let result = core.mirror.check(address: target)
-            if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address '\(target)'") }
-            return .now { reply throws(BusError) in
-                try reply.append(result.flags.rawValue)
-                try reply.append(result.interface)
-                try reply.append(result.reason?.rawValue ?? "")
-                try Self.appendDetails(reply, result)
+            return try callers.answering(message) { [core] uid throws(BusError) in
+                let result = core.mirror.check(address: target, uid: uid)
+                if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address '\(target)'") }
+                return .now { reply throws(BusError) in
+                    try reply.append(result.flags.rawValue)
+                    try reply.append(result.interface)
+                    try reply.append(result.reason?.rawValue ?? "")
+                    try Self.appendDetails(reply, result)
+                }
             }
         case "CheckHost":
             return try checkHost(message)
@@ -137,8 +143,16 @@ final class ReachabilityService: BusObject {
                 message: "timeout_ms \(milliseconds) is above the maximum of \(Self.maximumTimeoutMilliseconds); 0 means the default")
         }
         let timeout = milliseconds == 0 ? defaultTimeout : .milliseconds(Int64(milliseconds))
+        return try callers.answering(message) { [unowned self] uid throws(BusError) in
+            try checkHost(host, timeout: timeout, uid: uid, message)
+        }
+    }
+
+    /// CheckHost for user `uid`: DNS is everyone's (one cached lookup), the addresses it gave are
+    /// routed as that user's traffic.
+    private func checkHost(_ host: String, timeout: Duration, uid: UInt32, _ message: BusMessage) throws(BusError) -> BusReply {
         if AddressTarget.looksLikeAddress(host) {
-            let result = core.mirror.check(address: host)
+            let result = core.mirror.check(address: host, uid: uid)
             if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address '\(host)'") }
             return .now { reply throws(BusError) in try Self.appendHostReply(reply, result) }
         }
@@ -146,9 +160,11 @@ final class ReachabilityService: BusObject {
         let call = UncheckedSendable(OwnedBusMessage(retaining: message))
         let bus = UncheckedSendable(bus)
         let received = ContinuousClock.now
+        let mirror = UncheckedSendable(core.mirror)
         core.checkHost(host, timeout: timeout) { outcome in
             switch outcome {
-            case let .success(result):
+            case var .success(result):
+                if !result.addresses.isEmpty { result = mirror.value.evaluate(addresses: result.addresses, target: host, uid: uid) }
                 let elapsed = ContinuousClock.now - received
                 do {
                     try bus.value.reply(to: call.value.message) { reply throws(BusError) in

@@ -1,10 +1,12 @@
 import Reachability
 
 /// The watches of all clients, with their limits. A client's watches die with it (sd_bus_track).
-/// Limits hold per connection, per Unix user (learnt from the bus without blocking) and in all.
+/// Limits hold per connection, per Unix user (learnt from the bus without blocking, through the
+/// daemon's `CallerIdentities`) and in all. Each watch answers as its owner's traffic is routed.
 final class WatchRegistry {
     private let core: ReachabilityCore
     private let bus: BusConnection
+    private let callers: CallerIdentities
     private unowned let metrics: DaemonMetrics
     private var limits: (perClient: Int, perUser: Int, total: Int)
     private var watches: [String: Watch] = [:]
@@ -19,15 +21,15 @@ final class WatchRegistry {
     private struct Client {
         var track: BusTrack
         var paths: Set<String> = []
-        var uid: UInt32?
-        /// Watch calls waiting for the uid: the GetConnectionUnixUser call in flight, and the calls.
-        var lookup: BusSlot?
-        var waiting: [(target: String, call: OwnedBusMessage)] = []
     }
 
-    init(core: ReachabilityCore, bus: BusConnection, loop: EventLoop, metrics: DaemonMetrics, configuration: Configuration) {
+    init(
+        core: ReachabilityCore, bus: BusConnection, callers: CallerIdentities, loop: EventLoop, metrics: DaemonMetrics,
+        configuration: Configuration
+    ) {
         self.core = core
         self.bus = bus
+        self.callers = callers
         self.metrics = metrics
         targets = WatchTargets(core: core, bus: bus, loop: loop)
         limits = (0, 0, 0)
@@ -50,9 +52,8 @@ final class WatchRegistry {
     var count: Int { watches.count }
 
     /// Validates `target`, and serves a new watch object once the limits allow it: at once when
-    /// the caller's Unix user is known, else after asking the bus for it (asynchronously: the bus
-    /// attaches no credentials to messages, and a synchronous GetConnectionUnixUser would block
-    /// the loop).
+    /// the caller's Unix user is known, else once the bus told it (asked asynchronously: a
+    /// synchronous GetConnectionUnixUser would block the loop).
     func add(target: String, caller message: BusMessage) throws(BusError) -> BusReply {
         let isAddress = AddressTarget.looksLikeAddress(target)
         if isAddress {
@@ -69,45 +70,13 @@ final class WatchRegistry {
             clients[owner] = Client(track: track)
         }
         try clients[owner]?.track.add(senderOf: message)
-        if let uid = clients[owner]?.uid {
+        return try callers.answering(message) { [unowned self] uid throws(BusError) in
+            // It may have left while its user was asked: a watch now would outlive it.
+            guard clients[owner] != nil else {
+                throw BusError(name: "org.freedesktop.DBus.Error.Disconnected", message: "\(owner) left")
+            }
             let path = try create(target: target, owner: owner, uid: uid)
             return .now { reply throws(BusError) in try reply.append(objectPath: path) }
-        }
-        clients[owner]?.waiting.append((target, OwnedBusMessage(retaining: message)))
-        if clients[owner]?.lookup == nil {
-            clients[owner]?.lookup = try bus.callAsync(
-                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                member: "GetConnectionUnixUser", { call throws(BusError) in try call.append(owner) }
-            ) { [unowned self] result in self.learned(owner, result.flatMap { reply in Result { () throws(BusError) in try reply.readUInt32() } }) }
-        }
-        return .later
-    }
-
-    /// The bus told `owner`'s Unix user (or could not): answer every Watch call that waited for it.
-    private func learned(_ owner: String, _ uid: Result<UInt32, BusError>) {
-        guard var client = clients[owner] else { return }  // it left meanwhile: nothing to answer
-        let waiting = client.waiting
-        client.waiting = []
-        client.lookup = nil
-        if case let .success(uid) = uid { client.uid = uid }
-        clients[owner] = client
-        for (target, call) in waiting {
-            switch uid {
-            case let .success(uid):
-                do {
-                    let path = try create(target: target, owner: owner, uid: uid)
-                    try bus.reply(to: call.message) { reply throws(BusError) in try reply.append(objectPath: path) }
-                } catch {
-                    bus.reply(to: call.message, error: error)
-                }
-            case let .failure(error):
-                bus.reply(
-                    to: call.message,
-                    error: BusError(name: "org.freedesktop.DBus.Error.Failed", message: "cannot learn the Unix user of \(owner): \(error.message)"))
-            }
-        }
-        if clients[owner]?.paths.isEmpty == true, clients[owner]?.waiting.isEmpty == true, case .failure = uid {
-            clients.removeValue(forKey: owner)
         }
     }
 
