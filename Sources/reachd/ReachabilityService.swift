@@ -103,6 +103,8 @@ final class ReachabilityService: BusObject {
             }
         case "CheckHost":
             return try checkHost(message)
+        case "CheckHostAsUser":
+            return try checkHost(message, asUser: true)
         case "Validate":
             // Replies when the probe answers (within its Timeout=), never blocking the loop.
             let call = UncheckedSendable(OwnedBusMessage(retaining: message))
@@ -133,10 +135,12 @@ final class ReachabilityService: BusObject {
         }
     }
 
-    /// CheckHost replies later: a slow DNS answer must never delay other callers.
-    private func checkHost(_ message: BusMessage) throws(BusError) -> BusReply {
+    /// CheckHost replies later: a slow DNS answer must never delay other callers. `asUser`:
+    /// CheckHostAsUser, for the uid it names, which only root may choose freely.
+    private func checkHost(_ message: BusMessage, asUser: Bool = false) throws(BusError) -> BusReply {
         let host = try message.readString()
         let milliseconds = try message.readUInt32()
+        let named = asUser ? try message.readUInt32() : nil
         guard milliseconds <= Self.maximumTimeoutMilliseconds else {
             throw BusError(
                 name: "org.freedesktop.DBus.Error.InvalidArgs",
@@ -144,7 +148,10 @@ final class ReachabilityService: BusObject {
         }
         let timeout = milliseconds == 0 ? defaultTimeout : .milliseconds(Int64(milliseconds))
         return try callers.answering(message) { [unowned self] uid throws(BusError) in
-            try checkHost(host, timeout: timeout, uid: uid, message)
+            if let named, named != uid, uid != 0 {
+                throw BusError(name: "org.freedesktop.DBus.Error.AccessDenied", message: "only root may ask as another user (uid \(named)); you are uid \(uid)")
+            }
+            return try checkHost(host, timeout: timeout, uid: named ?? uid, message)
         }
     }
 

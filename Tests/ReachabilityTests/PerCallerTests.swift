@@ -105,4 +105,33 @@ struct PerCallerTests {
         ])
         #expect(state.trimmingCharacters(in: .whitespacesAndNewlines) == "s \"online\"")
     }
+
+    /// `reachctl check --user`: root asks as nobody through reachd and in-process, with the same
+    /// answer; nobody may not ask as root, neither through reachctl nor on the bus.
+    @Test func rootAsksAsAnotherUserThroughReachdAndInProcess() async throws {
+        let scenario = try DaemonBusTests.Scenario()
+        try scenario.ns.ip("route add unreachable default table 100")
+        try scenario.ns.ip("rule add uidrange 65534-65534 table 100")
+        let harness = try DaemonHarness(scenario.ns, anyUser: true)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        let viaDaemon = ["--bus-address", harness.address]
+        let inProcess = ["--netns", scenario.ns.name]
+        for source in [viaDaemon, inProcess] {
+            let asNobody = try reachctl(["check", "--json", "--user", "nobody", Self.target] + source)
+            #expect(asNobody.status == 1, "\(asNobody.stderr)")
+            #expect(try asNobody.json()["reason"] as? String == "noRoute", "\(asNobody.stdout)")
+            let asRoot = try reachctl(["check", "--json", "--user", "0", Self.target] + source)
+            #expect(asRoot.status == 0, "\(asRoot.stdout) \(asRoot.stderr)")
+        }
+        let refused = try ChildProcess("/usr/bin/setpriv", [
+            "--reuid=65534", "--regid=65534", "--clear-groups", reachctlPath(), "check", "--user", "root", Self.target,
+        ] + viaDaemon).finish(timeout: .seconds(30))
+        #expect(refused.status == 2 && refused.stderr.contains("only root may ask as another user"), "\(refused)")
+        let onTheBus = try ChildProcess("/usr/bin/setpriv", [
+            "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/busctl", "--address=\(harness.address)", "call",
+            DaemonHarness.busName, DaemonHarness.objectPath, DaemonHarness.interface, "CheckHostAsUser", "suu", Self.target, "0", "0",
+        ]).finish(timeout: .seconds(30))
+        #expect(onTheBus.status != 0 && onTheBus.stderr.contains("Access denied"), "\(onTheBus)")
+    }
 }

@@ -39,6 +39,9 @@ public enum ReachdContract {
         .method(
             "CheckHost", signature: "su", result: "usassa{sv}",
             names: "host\0timeout_ms\0flags\0interface\0addresses\0reason\0details\0"),
+        .method(
+            "CheckHostAsUser", signature: "suu", result: "usassa{sv}",
+            names: "target\0timeout_ms\0uid\0flags\0interface\0addresses\0reason\0details\0"),
         .method("Validate", signature: "", result: "sss", names: "connectivity\0portal\0detail\0"),
         .method("GetMetrics", signature: "", result: "s", names: "exposition\0"),
         .method("Watch", signature: "s", result: "o", names: "target\0watch\0"),
