@@ -61,13 +61,20 @@ struct PerCallerTests {
         }
     }
 
-    @Test func aUidrangeKillSwitchAnswersNobodyNoRouteAndRootReachable() async throws {
+    /// nobody's traffic goes to table 100, whose default is unreachable; reachd on a bus every
+    /// user may call, online through up0.
+    static func killSwitch(verbose: Bool = false) async throws -> (DaemonBusTests.Scenario, DaemonHarness) {
         let scenario = try DaemonBusTests.Scenario()
         try scenario.ns.ip("route add unreachable default table 100")
         try scenario.ns.ip("rule add uidrange 65534-65534 table 100")
-        let harness = try DaemonHarness(scenario.ns, anyUser: true, verbose: true)
-        defer { harness.shutdown() }
+        let harness = try DaemonHarness(scenario.ns, anyUser: true, verbose: verbose)
         try await harness.ready()
+        return (scenario, harness)
+    }
+
+    @Test func aUidrangeKillSwitchAnswersNobodyNoRouteAndRootReachable() async throws {
+        let (scenario, harness) = try await Self.killSwitch(verbose: true)
+        defer { harness.shutdown() }
 
         let nobody = try Self.client(as: 65534, harness)
         defer { nobody.kill() }
@@ -93,12 +100,8 @@ struct PerCallerTests {
 
     /// The host's answer stays the system's view whoever asks: nobody reads "online" too.
     @Test func theHostsAnswerIsTheSystemsViewForEveryCaller() async throws {
-        let scenario = try DaemonBusTests.Scenario()
-        try scenario.ns.ip("route add unreachable default table 100")
-        try scenario.ns.ip("rule add uidrange 65534-65534 table 100")
-        let harness = try DaemonHarness(scenario.ns, anyUser: true)
-        defer { harness.shutdown() }
-        try await harness.ready()
+        let (scenario, harness) = try await Self.killSwitch()
+        defer { withExtendedLifetime(scenario) { harness.shutdown() } }
         let state = try run("/usr/bin/setpriv", [
             "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/busctl", "--address=\(harness.address)",
             "get-property", DaemonHarness.busName, DaemonHarness.objectPath, DaemonHarness.interface, "State",
@@ -109,12 +112,8 @@ struct PerCallerTests {
     /// `reachctl check --user`: root asks as nobody through reachd and in-process, with the same
     /// answer; nobody may not ask as root, neither through reachctl nor on the bus.
     @Test func rootAsksAsAnotherUserThroughReachdAndInProcess() async throws {
-        let scenario = try DaemonBusTests.Scenario()
-        try scenario.ns.ip("route add unreachable default table 100")
-        try scenario.ns.ip("rule add uidrange 65534-65534 table 100")
-        let harness = try DaemonHarness(scenario.ns, anyUser: true)
+        let (scenario, harness) = try await Self.killSwitch()
         defer { harness.shutdown() }
-        try await harness.ready()
         let viaDaemon = ["--bus-address", harness.address]
         let inProcess = ["--netns", scenario.ns.name]
         for source in [viaDaemon, inProcess] {
