@@ -105,6 +105,9 @@ public final class ReachabilityMonitor: Sendable {
         return try await check(host: target, deadline: .now + timeout)
     }
 
+    /// The host's path facts (families, gateways, why not online) in the state now.
+    public var pathFacts: PathFacts { mirror.withState { $0.pathFacts } }
+
     /// `check` as Unix user `uid`'s traffic would be routed (RTA_UID: `ip rule ... uidrange`);
     /// this process's own answers are already its user's. DNS is the same for every user.
     public func check(_ target: String, timeout: Duration = .seconds(5), asUser uid: UInt32) async throws -> CheckResult {

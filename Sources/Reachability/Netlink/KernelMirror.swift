@@ -204,9 +204,27 @@ final class KernelMirror {
         Self.internetDestinations.map { family, address in
             let route: Route?
             // uid 0 explicitly: the host's answer is the system's view, whoever runs reachd.
-            if case let .route(found) = try? routes.lookup(address, uid: 0) { route = found } else { route = nil }
+            switch try? routes.lookup(address, uid: 0) {
+            case let .route(found): route = found
+            case let .failed(errno): route = Self.blockingRoute(errno: errno, family: family)
+            case nil: route = nil
+            }
             return .internetPath(family: family, route: route)
         }
+    }
+
+    /// The kernel refuses a lookup that meets an unreachable (EHOSTUNREACH), prohibit (EACCES)
+    /// or blackhole (EINVAL) route or rule with that errno alone: kept as a route of that type,
+    /// so the Engine can tell a kill switch from no route at all (ENETUNREACH).
+    static func blockingRoute(errno: Int32, family: AddressFamily) -> Route? {
+        let type: RouteType
+        switch errno {
+        case EHOSTUNREACH: type = .unreachable
+        case EACCES: type = .prohibit
+        case EINVAL: type = .blackhole
+        default: return nil
+        }
+        return Route(destination: IPPrefix(family.any, length: 0), type: type, nextHops: [])
     }
 
     /// Checks one address: the kernel's route for it (RTM_GETROUTE) and the link states. `uid`:
