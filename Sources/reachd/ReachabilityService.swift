@@ -32,7 +32,7 @@ final class ReachabilityService: BusObject {
     static let vtable = BusVTable(ReachdContract.serviceMembers)
 
     /// The properties that make up the host's answer: they change together, with `Changed`.
-    static let hostProperties = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface", "Connectivity", "Portal", "AnnouncedPortal", "ValidatedInterfaces"]
+    static let hostProperties = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface", "Connectivity", "Portal", "AnnouncedPortal", "ValidatedInterfaces", "SupportsIPv4", "SupportsIPv6", "Gateways", "Reason"]
 
     static let maximumTimeoutMilliseconds = UInt32(ReachdContract.maximumCheckTimeout.wholeMilliseconds)
 
@@ -57,6 +57,10 @@ final class ReachabilityService: BusObject {
         case "Portal": try reply.append(host.connectivity.portal)
         case "AnnouncedPortal": try reply.append(host.announcedPortal)
         case "ValidatedInterfaces": try reply.append(host.validatedInterfaces)
+        case "SupportsIPv4": try reply.append(host.pathFacts.supportsIPv4)
+        case "SupportsIPv6": try reply.append(host.pathFacts.supportsIPv6)
+        case "Gateways": try reply.append(host.pathFacts.gateways.map(\.description))
+        case "Reason": try reply.append(host.pathFacts.reason?.rawValue ?? "")
         case "Generation": try reply.append(state.generation)
         default: throw BusError.unknownProperty(name)
         }

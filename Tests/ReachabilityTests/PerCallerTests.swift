@@ -98,7 +98,8 @@ struct PerCallerTests {
         #expect(try await Self.lines(nobody, prefix: "watch", count: 2).last == "watch \(Self.reachable) -", "\(nobody.lines)")
     }
 
-    /// The host's answer stays the system's view whoever asks: nobody reads "online" too.
+    /// The host's answer stays the system's view whoever asks: nobody reads "online" too; and
+    /// it carries the path's facts.
     @Test func theHostsAnswerIsTheSystemsViewForEveryCaller() async throws {
         let (scenario, harness) = try await Self.killSwitch()
         defer { withExtendedLifetime(scenario) { harness.shutdown() } }
@@ -107,6 +108,22 @@ struct PerCallerTests {
             "get-property", DaemonHarness.busName, DaemonHarness.objectPath, DaemonHarness.interface, "State",
         ])
         #expect(state.trimmingCharacters(in: .whitespacesAndNewlines) == "s \"online\"")
+        // With its path facts (issue 25, part 2), the same through reachd and in-process.
+        for source in [["--bus-address", harness.address], ["--netns", scenario.ns.name]] {
+            let json = try reachctl(["status", "--json"] + source).json()
+            #expect(json["supportsIPv4"] as? Bool == true, "\(json)")
+            #expect(json["supportsIPv6"] as? Bool == false)
+            #expect(json["gateways"] as? [String] == ["192.0.2.1"])
+            #expect(json["reason"] as? String == "")
+        }
+        let text = try reachctl(["status", "--bus-address", harness.address]).stdout
+        #expect(text.contains("Path: IPv4 via 192.0.2.1"), "\(text)")
+        // A carrier lost: Reason says why, on the bus as a client reads it.
+        try scenario.carrier(false)
+        try await eventually("Reason linkDown") {
+            let reason = try harness.busctl(["get-property", DaemonHarness.busName, DaemonHarness.objectPath, DaemonHarness.interface, "Reason"])
+            return reason.stdout.contains("\"linkDown\"")
+        }
     }
 
     /// `reachctl check --user`: root asks as nobody through reachd and in-process, with the same

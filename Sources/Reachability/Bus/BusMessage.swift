@@ -142,6 +142,8 @@ public struct BusMessage {
     public func append(_ value: UInt32) throws(BusError) { try appendBasic("u", value) }
     public func append(_ value: UInt64) throws(BusError) { try appendBasic("t", value) }
     public func append(_ value: Int32) throws(BusError) { try appendBasic("i", value) }
+    /// A D-Bus boolean (`b`, sent as a 32-bit 0 or 1).
+    public func append(_ value: Bool) throws(BusError) { try appendBasic("b", Int32(value ? 1 : 0)) }
 
     private func appendBasic<T: FixedWidthInteger>(_ type: Unicode.Scalar, _ value: T) throws(BusError) {
         var value = value

@@ -61,6 +61,18 @@ extension ReachabilityClient {
                 if let value = try Self.variant(message, "t", { m throws(BusError) in try m.readUInt64() }) {
                     counters = MirrorCounters(overruns: counters?.overruns ?? 0, resyncs: value)
                 }
+            case "SupportsIPv4", "SupportsIPv6":
+                if let value = try Self.variant(message, "b", { m throws(BusError) in try m.readBool() }) {
+                    if key == "SupportsIPv4" { host.pathFacts.supportsIPv4 = value } else { host.pathFacts.supportsIPv6 = value }
+                }
+            case "Gateways":
+                if let value = try Self.variant(message, "as", { m throws(BusError) in try m.readStringArray() }) {
+                    host.pathFacts.gateways = value.compactMap(IPAddress.init)
+                }
+            case "Reason":
+                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
+                    host.pathFacts.reason = Reason(rawValue: value)
+                }
             case let key where Self.stringProperties[key] != nil:
                 if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
                     host[keyPath: Self.stringProperties[key]!] = value

@@ -42,6 +42,8 @@ public struct HostStatus: Hashable, Sendable {
     /// (`full`): the primary by the host's probe, each other uplink by a probe sent through it
     /// alone. Empty without the probe.
     public var validatedInterfaces: [String]
+    /// NWPath's facts of the internet path: families, gateways, why the host is not online.
+    public var pathFacts = PathFacts()
 
     public init(
         flags: ReachabilityFlags = [], state: HostState = .offline,

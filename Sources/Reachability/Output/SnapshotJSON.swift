@@ -24,7 +24,8 @@ extension HostStatus {
     /// `flags`, `state`, `primaryInterface`, `availableInterfaces`, `underlyingInterface`,
     /// `connectivity` (the probe's verdict: `unknown` without it), `portal` (where the probe was
     /// redirected, or empty), `announcedPortal` (the RFC 8910 URI a router advertised, or empty)
-    /// and `validatedInterfaces` (the available interfaces the probe found the internet through).
+    /// `validatedInterfaces` (the available interfaces the probe found the internet through),
+    /// and the path facts: `supportsIPv4`, `supportsIPv6`, `gateways`, `reason` ("" when online).
     var jsonMembers: [(String, JSONValue)] {
         [
             ("flags", flags.json),
@@ -36,6 +37,10 @@ extension HostStatus {
             ("portal", .string(connectivity.portal)),
             ("announcedPortal", .string(announcedPortal)),
             ("validatedInterfaces", .array(validatedInterfaces.map(JSONValue.string))),
+            ("supportsIPv4", .bool(pathFacts.supportsIPv4)),
+            ("supportsIPv6", .bool(pathFacts.supportsIPv6)),
+            ("gateways", .array(pathFacts.gateways.map { .string($0.description) })),
+            ("reason", .string(pathFacts.reason?.rawValue ?? "")),
         ]
     }
 }
