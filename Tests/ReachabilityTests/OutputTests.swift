@@ -75,7 +75,7 @@ struct SnapshotJSONTests {
         let snapshot = ReachabilitySnapshot(generation: 0, host: HostStatus(), interfaces: [])
         #expect(
             snapshot.json.serialized()
-                == #"{"flags":[],"state":"offline","primaryInterface":"","availableInterfaces":[],"underlyingInterface":"","connectivity":"unknown","portal":"","announcedPortal":"","validatedInterfaces":[],"supportsIPv4":false,"supportsIPv6":false,"gateways":[],"reason":"","generation":0,"interfaces":[]}"#
+                == #"{"flags":[],"state":"offline","primaryInterface":"","availableInterfaces":[],"underlyingInterface":"","connectivity":"unknown","portal":"","announcedPortal":"","validatedInterfaces":[],"supportsIPv4":false,"supportsIPv6":false,"gateways":[],"reason":"noRoute","generation":0,"interfaces":[]}"#
         )
     }
 
@@ -152,6 +152,7 @@ struct StatusTextTests {
                 State: offline
                 Flags: none
                 Available: none
+                Reason: noRoute
                 Generation: 0
                 """)
     }

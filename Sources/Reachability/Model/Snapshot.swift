@@ -43,12 +43,13 @@ public struct HostStatus: Hashable, Sendable {
     /// alone. Empty without the probe.
     public var validatedInterfaces: [String]
     /// NWPath's facts of the internet path: families, gateways, why the host is not online.
-    public var pathFacts = PathFacts()
+    public var pathFacts: PathFacts
 
     public init(
         flags: ReachabilityFlags = [], state: HostState = .offline,
         primaryInterface: String = "", availableInterfaces: [String] = [], underlyingInterface: String = "",
-        connectivity: ConnectivityStatus = .unknown, announcedPortal: String = "", validatedInterfaces: [String] = []
+        connectivity: ConnectivityStatus = .unknown, announcedPortal: String = "", validatedInterfaces: [String] = [],
+        pathFacts: PathFacts? = nil
     ) {
         self.flags = flags
         self.state = state
@@ -58,6 +59,9 @@ public struct HostStatus: Hashable, Sendable {
         self.connectivity = connectivity
         self.announcedPortal = announcedPortal
         self.validatedInterfaces = validatedInterfaces
+        // What the Engine derives for a host with no path at all, so an empty state's answer
+        // equals the one it starts with (no Changed for nothing).
+        self.pathFacts = pathFacts ?? PathFacts(reason: state == .online ? nil : .noRoute)
     }
 }
 
