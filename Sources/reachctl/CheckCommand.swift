@@ -1,5 +1,8 @@
 import ArgumentParser
 import Reachability
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct CheckCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -15,6 +18,10 @@ struct CheckCommand: AsyncParsableCommand {
             could carry traffic, or no DNS server is routable, the answer comes at once without \
             sending a query. A dead DNS server costs exactly the --timeout, never more.
 
+            The answer is the calling user's: the kernel routes each user's traffic by its \
+            rules (ip rule ... uidrange), and reachd asks as the caller. --user asks as another \
+            user (root only; reachd, or in-process as root).
+
             Reasons when not reachable: noRoute, linkDown, noAddress, dnsTimeout, dnsNotFound, \
             dnsFailure, invalidTarget.
 
@@ -28,6 +35,7 @@ struct CheckCommand: AsyncParsableCommand {
               reachctl check 192.0.2.1
               reachctl check example.org --timeout 500ms
               reachctl check --json fe80::1%wlan0 | jq -r .reason
+              sudo reachctl check --user nobody 198.51.100.7
               reachctl check --validate --json | jq -r .connectivity
 
             Exit status: 0 reachable, 1 not reachable, 2 invalid target or error. With \
@@ -50,7 +58,18 @@ struct CheckCommand: AsyncParsableCommand {
         transform: parseDurationArgument)
     var timeout: Duration?
 
+    @Option(
+        name: .customLong("user"),
+        help: ArgumentHelp("Answer as this user's traffic is routed (a name or a uid; only root may name another user).", valueName: "user"))
+    var user: String?
+
     @OptionGroup var options: CommonOptions
+
+    /// `--user` as a uid: a number as written, else the name from the user database.
+    static func uid(of user: String) -> UInt32? {
+        if let uid = UInt32(user) { return uid }
+        return getpwnam(user).map { $0.pointee.pw_uid }
+    }
 
     func validate() throws {
         if validateInternet, let target {
@@ -58,6 +77,13 @@ struct CheckCommand: AsyncParsableCommand {
         }
         if validateInternet, timeout != nil {
             throw ValidationError("--validate takes no --timeout: the probe's own Timeout= of reachd.conf bounds it.")
+        }
+        if let user {
+            if validateInternet { throw ValidationError("--validate takes no --user: the probe answers for the host's path.") }
+            guard let uid = Self.uid(of: user) else { throw ValidationError("--user \(user): no such user (give a user name or a uid).") }
+            if getuid() != 0, uid != getuid() {
+                throw ValidationError("--user \(user): only root may ask as another user (you are uid \(getuid())).")
+            }
         }
         if !validateInternet, target == nil {
             throw ValidationError("Missing expected argument '<target>' (an address or a host name), or --validate.")
@@ -77,6 +103,7 @@ struct CheckCommand: AsyncParsableCommand {
         let result = try await reportingErrors {
             let source = try options.openSource()
             defer { source.stop() }
+            if let uid = user.flatMap(Self.uid(of:)) { return try await source.check(target, timeout: timeout, asUser: uid) }
             return try await source.check(target, timeout: timeout)
         }
         if result.reason == .invalidTarget, !options.json {

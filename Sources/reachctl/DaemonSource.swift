@@ -50,6 +50,10 @@ final class DaemonSource: ReachabilitySource {
         try await thread.perform { try $0.client.check(target, timeout: timeout) }
     }
 
+    func check(_ target: String, timeout: Duration?, asUser uid: UInt32) async throws -> CheckResult {
+        try await thread.perform { try $0.client.check(target, timeout: timeout, asUser: uid) }
+    }
+
     /// reachd's connectivity probe, asked now (`reachctl check --validate`).
     func validate() async throws -> ConnectivityStatus {
         try await thread.perform { try $0.client.validate() }

@@ -19,6 +19,8 @@ protocol ReachabilitySource: Sendable {
     /// Checks an address (at once) or a host name (within `timeout`; nil: the configured
     /// DefaultTimeout= of reachd.conf, reachd's own when reachd answers).
     func check(_ target: String, timeout: Duration?) async throws -> CheckResult
+    /// `check` as Unix user `uid`'s traffic is routed (`reachctl check --user`).
+    func check(_ target: String, timeout: Duration?, asUser uid: UInt32) async throws -> CheckResult
     /// The answer for each of `targets` as soon as it is known, then again whenever the network
     /// changes, until `stop()`. An answer may repeat; callers drop repeats. An invalid target
     /// answers once with reason `invalidTarget`.
@@ -52,6 +54,9 @@ struct InProcessSource: ReachabilitySource {
     func updates() -> AsyncStream<ReachabilityUpdate> { monitor.updates() }
     func check(_ target: String, timeout: Duration?) async throws -> CheckResult {
         try await monitor.check(target, timeout: timeout ?? defaultTimeout)
+    }
+    func check(_ target: String, timeout: Duration?, asUser uid: UInt32) async throws -> CheckResult {
+        try await monitor.check(target, timeout: timeout ?? defaultTimeout, asUser: uid)
     }
     func stop() { monitor.stop() }
 

@@ -113,7 +113,9 @@ final class Daemon {
         self.publisher = publisher
         core.follow { [unowned publisher] in publisher.follow($0) }
         core.follow { [unowned metrics] in metrics.follow($0) }
-        let callers = Callers(bus: bus)
+        let identities = try CallerIdentities(bus: bus)
+        identities.asking = { Log.debug("asking the bus for the Unix user of \($0)") }
+        let callers = Callers(bus: bus, identities: identities)
         self.callers = callers
         let watches = WatchRegistry(core: core, bus: bus, callers: callers, loop: loop, metrics: metrics, configuration: configuration)
         self.watches = watches

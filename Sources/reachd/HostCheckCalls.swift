@@ -4,7 +4,8 @@ import Reachability
 /// caller's Unix user (the resolver's fair shares and the per-user lookup rate), and when the
 /// caller leaves the bus its checks are cancelled at once, their DNS lookups with them, so
 /// lookups nobody waits for never hold a slot. Limits on calls in flight hold per user, with a
-/// reserve only root has.
+/// reserve only root has. DNS is everyone's (one cached lookup); the addresses it gives are routed
+/// as the caller's traffic is (RTA_UID), or as the user CheckHostAsUser names.
 final class HostCheckCalls {
     /// CheckHost calls in flight from all callers together: each holds a message and, while its
     /// lookup waits or runs, little else, so the bound is on memory rather than DNS.
@@ -29,7 +30,10 @@ final class HostCheckCalls {
     private final class Pending {
         let call: OwnedBusMessage
         let host: String
+        /// The caller's Unix user: its shares and limits.
         let uid: UInt32
+        /// The user whose routing answers: the caller's, or the one root named.
+        let routedAs: UInt32
         let received: ContinuousClock.Instant
         var sender: String { call.message.sender ?? "" }
         var id: UInt64?
@@ -37,10 +41,11 @@ final class HostCheckCalls {
         /// Its caller left: no reply goes out (nobody would read it).
         var abandoned = false
 
-        init(call: OwnedBusMessage, host: String, uid: UInt32, received: ContinuousClock.Instant) {
+        init(call: OwnedBusMessage, host: String, uid: UInt32, routedAs: UInt32, received: ContinuousClock.Instant) {
             self.call = call
             self.host = host
             self.uid = uid
+            self.routedAs = routedAs
             self.received = received
         }
     }
@@ -52,13 +57,20 @@ final class HostCheckCalls {
     }
 
     /// Starts the check of `host` for the caller of `message` once its Unix user is known, and
-    /// replies when the check answers.
-    func start(_ host: String, timeout: Duration, call message: BusMessage) throws(BusError) -> BusReply {
+    /// replies when the check answers. `asUser`: routed as that user (CheckHostAsUser), which only
+    /// root may choose freely.
+    func start(_ host: String, timeout: Duration, asUser named: UInt32? = nil, call message: BusMessage) throws(BusError) -> BusReply {
         let call = OwnedBusMessage(retaining: message)
         let received = ContinuousClock.now
         try callers.withUser(of: message) { [unowned self] uid in
             switch uid {
-            case let .success(uid): self.check(Pending(call: call, host: host, uid: uid, received: received), timeout: timeout)
+            case let .success(uid):
+                if let named, named != uid, uid != 0 {
+                    return self.bus.reply(to: call.message, error: BusError(
+                        name: "org.freedesktop.DBus.Error.AccessDenied",
+                        message: "only root may ask as another user (uid \(named)); you are uid \(uid)"))
+                }
+                self.check(Pending(call: call, host: host, uid: uid, routedAs: named ?? uid, received: received), timeout: timeout)
             case let .failure(error): self.bus.reply(to: call.message, error: error)
             }
         }
@@ -125,7 +137,10 @@ final class HostCheckCalls {
         guard !pending.abandoned else { return }
         let message = pending.call.message
         switch outcome {
-        case let .success(result):
+        case var .success(result):
+            if !result.addresses.isEmpty {
+                result = core.mirror.evaluate(addresses: result.addresses, target: pending.host, uid: pending.routedAs)
+            }
             let elapsed = ContinuousClock.now - pending.received
             do {
                 try bus.reply(to: message) { reply throws(BusError) in

@@ -2,6 +2,8 @@ import Reachability
 
 /// The object `/org/reachd/Reachability1`: a table from D-Bus members to the Engine's answers.
 /// No logic of its own: validation and checks live in the library, limits in `WatchRegistry`.
+/// Checks answer as the caller's traffic is routed (its Unix user from `CallerIdentities`); the
+/// host's properties are the system's view (uid 0).
 final class ReachabilityService: BusObject {
     private let core: ReachabilityCore
     private let bus: BusConnection
@@ -34,7 +36,7 @@ final class ReachabilityService: BusObject {
     static let vtable = BusVTable(ReachdContract.serviceMembers)
 
     /// The properties that make up the host's answer: they change together, with `Changed`.
-    static let hostProperties = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface", "Connectivity", "Portal", "AnnouncedPortal", "ValidatedInterfaces", "Stalled"]
+    static let hostProperties = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface", "Connectivity", "Portal", "AnnouncedPortal", "ValidatedInterfaces", "Stalled", "SupportsIPv4", "SupportsIPv6", "Gateways", "Reason"]
 
     static let maximumTimeoutMilliseconds = UInt32(ReachdContract.maximumCheckTimeout.wholeMilliseconds)
 
@@ -60,6 +62,10 @@ final class ReachabilityService: BusObject {
         case "AnnouncedPortal": try reply.append(host.announcedPortal)
         case "ValidatedInterfaces": try reply.append(host.validatedInterfaces)
         case "Stalled": try reply.append(host.stalled)
+        case "SupportsIPv4": try reply.append(host.pathFacts.supportsIPv4)
+        case "SupportsIPv6": try reply.append(host.pathFacts.supportsIPv6)
+        case "Gateways": try reply.append(host.pathFacts.gateways.map(\.description))
+        case "Reason": try reply.append(host.pathFacts.reason?.rawValue ?? "")
         case "Generation": try reply.append(state.generation)
         default: throw BusError.unknownProperty(name)
         }
@@ -95,16 +101,20 @@ final class ReachabilityService: BusObject {
             return .now { reply throws(BusError) in try Self.appendInterfaces(reply, interfaces) }
         case "CheckAddress":
             let target = try message.readString()
-            let result = core.mirror.check(address: target)
-            if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address '\(target)'") }
-            return .now { reply throws(BusError) in
-                try reply.append(result.flags.rawValue)
-                try reply.append(result.interface)
-                try reply.append(result.reason?.rawValue ?? "")
-                try Self.appendDetails(reply, result)
+            return try callers.identities.answering(message) { [core] uid throws(BusError) in
+                let result = core.mirror.check(address: target, uid: uid)
+                if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address '\(target)'") }
+                return .now { reply throws(BusError) in
+                    try reply.append(result.flags.rawValue)
+                    try reply.append(result.interface)
+                    try reply.append(result.reason?.rawValue ?? "")
+                    try Self.appendDetails(reply, result)
+                }
             }
         case "CheckHost":
             return try checkHost(message)
+        case "CheckHostAsUser":
+            return try checkHost(message, asUser: true)
         case "Validate":
             // Replies when the probe answers (within its Timeout=), never blocking the loop.
             let call = OwnedBusMessage(retaining: message)
@@ -143,9 +153,10 @@ final class ReachabilityService: BusObject {
     }
 
     /// CheckHost replies later: a slow DNS answer must never delay other callers.
-    private func checkHost(_ message: BusMessage) throws(BusError) -> BusReply {
+    private func checkHost(_ message: BusMessage, asUser: Bool = false) throws(BusError) -> BusReply {
         let host = try message.readString()
         let milliseconds = try message.readUInt32()
+        let named = asUser ? try message.readUInt32() : nil
         guard milliseconds <= Self.maximumTimeoutMilliseconds else {
             throw BusError(
                 name: "org.freedesktop.DBus.Error.InvalidArgs",
@@ -153,12 +164,17 @@ final class ReachabilityService: BusObject {
         }
         let timeout = milliseconds == 0 ? defaultTimeout : .milliseconds(Int64(milliseconds))
         if AddressTarget.looksLikeAddress(host) {
-            let result = core.mirror.check(address: host)
-            if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address '\(host)'") }
-            return .now { reply throws(BusError) in try Self.appendHostReply(reply, result) }
+            return try callers.identities.answering(message) { [core] uid throws(BusError) in
+                if let named, named != uid, uid != 0 {
+                    throw BusError(name: "org.freedesktop.DBus.Error.AccessDenied", message: "only root may ask as another user (uid \(named)); you are uid \(uid)")
+                }
+                let result = core.mirror.check(address: host, uid: named ?? uid)
+                if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address '\(host)'") }
+                return .now { reply throws(BusError) in try Self.appendHostReply(reply, result) }
+            }
         }
         if case let .failure(error) = HostName.validate(host) { throw Self.invalidTarget(error.description) }
-        return try checks.start(host, timeout: timeout, call: message)
+        return try checks.start(host, timeout: timeout, asUser: named, call: message)
     }
 
     /// `a(issuas)`: index, name, kind, flags, addresses; ListInterfaces and InterfacesChanged.

@@ -9,7 +9,8 @@ final class Watch: BusObject {
 
     let path: String
     let owner: String
-    /// The Unix user of the owner, for MaxWatchesPerUser.
+    /// The Unix user of the owner: its answer is routed as this user's traffic, and it counts
+    /// toward this user's MaxWatchesPerUser.
     let uid: UInt32
     let target: String
     private unowned let targets: WatchTargets
@@ -35,7 +36,7 @@ final class Watch: BusObject {
     }
 
     func property(_ name: String, into reply: BusMessage) throws(BusError) {
-        let result = targets.answer(for: target)
+        let result = targets.answer(for: target, uid: uid)
         switch name {
         case "Target": try reply.append(target)
         case "Flags": try reply.append(result.flags.rawValue)

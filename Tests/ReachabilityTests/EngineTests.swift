@@ -110,7 +110,8 @@ private func onlineWired(classifier: Classifier = Classifier()) throws -> Networ
         #expect(change.generation == 1)
         #expect(change.hostChanged)
         #expect(change.host == HostStatus(
-            flags: [.reachable, .isWired], state: .online, primaryInterface: "eth0", availableInterfaces: ["eth0"]))
+            flags: [.reachable, .isWired], state: .online, primaryInterface: "eth0", availableInterfaces: ["eth0"],
+            pathFacts: PathFacts(supportsIPv4: true, gateways: [IPAddress("192.0.2.1")!])))
         #expect(change.changedInterfaces == [InterfaceStatus(
             index: 2, name: "eth0", kind: .wired, flags: [.reachable, .isWired],
             addresses: [IPPrefix(Fact.ip("192.0.2.10"), length: 24)])])
@@ -183,7 +184,7 @@ private func onlineWired(classifier: Classifier = Classifier()) throws -> Networ
         // connectionRequired via eth0", and the good link is still listed.
         #expect(change.host == HostStatus(
             flags: [.connectionRequired, .isWired], state: .local, primaryInterface: "eth0",
-            availableInterfaces: ["wlan0"]))
+            availableInterfaces: ["wlan0"], pathFacts: PathFacts(reason: .linkDown)))
     }
 
     @Test func ipv6OnlyHost_isOnline() throws {
@@ -194,8 +195,10 @@ private func onlineWired(classifier: Classifier = Classifier()) throws -> Networ
             .address(Fact.v6(3, "2001:db8::10")),
             .route(Fact.defaultV6(via: "fe80::1", dev: 3), replace: false),
         ]))
+        // The path facts: IPv6 only, through its link-local router.
         #expect(change.host == HostStatus(
-            flags: [.reachable, .isWired], state: .online, primaryInterface: "eth0", availableInterfaces: ["eth0"]))
+            flags: [.reachable, .isWired], state: .online, primaryInterface: "eth0", availableInterfaces: ["eth0"],
+            pathFacts: PathFacts(supportsIPv6: true, gateways: [IPAddress("fe80::1")!])))
         #expect(state.kernelDefaultRoute(family: .ipv4) == nil)
         // IPv4 first, then address order.
         #expect(change.changedInterfaces.first?.addresses == [

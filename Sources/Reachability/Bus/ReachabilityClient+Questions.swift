@@ -92,6 +92,18 @@ extension ReachabilityClient {
                 if let value = try Self.variant(message, "t", { m throws(BusError) in try m.readUInt64() }) {
                     counters = MirrorCounters(overruns: counters?.overruns ?? 0, resyncs: value)
                 }
+            case "SupportsIPv4", "SupportsIPv6":
+                if let value = try Self.variant(message, "b", { m throws(BusError) in try m.readBool() }) {
+                    if key == "SupportsIPv4" { host.pathFacts.supportsIPv4 = value } else { host.pathFacts.supportsIPv6 = value }
+                }
+            case "Gateways":
+                if let value = try Self.variant(message, "as", { m throws(BusError) in try m.readStringArray() }) {
+                    host.pathFacts.gateways = value.compactMap(IPAddress.init)
+                }
+            case "Reason":
+                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
+                    host.pathFacts.reason = Reason(rawValue: value)
+                }
             case let key where Self.stringProperties[key] != nil:
                 if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
                     host[keyPath: Self.stringProperties[key]!] = value
@@ -196,15 +208,18 @@ extension ReachabilityClient {
     /// `CheckHost`: resolves `host` within `timeout` (clamped to `ReachdContract.maximumCheckTimeout`) and
     /// checks its addresses; an address is checked at once. The call waits `timeout` plus
     /// `checkCallMargin`. An invalid name is an answer with reason `invalidTarget`.
-    /// A nil `timeout` asks for reachd's configured default (`timeout_ms` 0).
-    public func checkHost(_ host: String, timeout: Duration? = .seconds(5)) throws(BusError) -> CheckResult {
+    /// A nil `timeout` asks for reachd's configured default (`timeout_ms` 0). `uid`: as that
+    /// Unix user's traffic is routed (`CheckHostAsUser`; only root may name another user);
+    /// nil: as this caller's.
+    public func checkHost(_ host: String, timeout: Duration? = .seconds(5), asUser uid: UInt32? = nil) throws(BusError) -> CheckResult {
         let bounded = min(max(timeout ?? ReachdContract.maximumCheckTimeout, .milliseconds(1)), ReachdContract.maximumCheckTimeout)
         let milliseconds = timeout == nil ? 0 : UInt32(clamping: max(1, bounded.wholeMilliseconds))
         let reply: OwnedBusMessage
         do {
-            reply = try call("CheckHost", timeout: bounded + Self.checkCallMargin) { message throws(BusError) in
+            reply = try call(uid == nil ? "CheckHost" : "CheckHostAsUser", timeout: bounded + Self.checkCallMargin) { message throws(BusError) in
                 try message.append(host)
                 try message.append(milliseconds)
+                if let uid { try message.append(uid) }
             }
         } catch where error.name == ReachdContract.ErrorName.invalidTarget {
             return CheckResult(target: host, reason: .invalidTarget, message: error.message)
@@ -222,6 +237,12 @@ extension ReachabilityClient {
     /// An address with `checkAddress`, anything else with `checkHost` (nil `timeout`: reachd's default).
     public func check(_ target: String, timeout: Duration? = .seconds(5)) throws(BusError) -> CheckResult {
         AddressTarget.looksLikeAddress(target) ? try checkAddress(target) : try checkHost(target, timeout: timeout)
+    }
+
+    /// `check` as Unix user `uid`'s traffic is routed (`CheckHostAsUser`, which takes addresses
+    /// too); only root may name another user than its own.
+    public func check(_ target: String, timeout: Duration?, asUser uid: UInt32) throws(BusError) -> CheckResult {
+        try checkHost(target, timeout: timeout, asUser: uid)
     }
 
     /// `Validate`: reachd's connectivity probe asked now (or the probe in flight joined); the

@@ -50,6 +50,10 @@ public enum ReachdContract {
         .property("AnnouncedPortal", signature: "s", emitsChange: true),
         .property("ValidatedInterfaces", signature: "as", emitsChange: true),
         .property("Stalled", signature: "b", emitsChange: true),
+        .property("SupportsIPv4", signature: "b", emitsChange: true),
+        .property("SupportsIPv6", signature: "b", emitsChange: true),
+        .property("Gateways", signature: "as", emitsChange: true),
+        .property("Reason", signature: "s", emitsChange: true),
         .property("Generation", signature: "t", emitsChange: true),
         .method("GetStatus", signature: "", result: "a{sv}", names: "status\0"),
         .method("ListInterfaces", signature: "", result: "a(issuas)", names: "interfaces\0"),
@@ -57,6 +61,9 @@ public enum ReachdContract {
         .method(
             "CheckHost", signature: "su", result: "usassa{sv}",
             names: "host\0timeout_ms\0flags\0interface\0addresses\0reason\0details\0"),
+        .method(
+            "CheckHostAsUser", signature: "suu", result: "usassa{sv}",
+            names: "target\0timeout_ms\0uid\0flags\0interface\0addresses\0reason\0details\0"),
         .method("Validate", signature: "", result: "sss", names: "connectivity\0portal\0detail\0"),
         .method("GetMetrics", signature: "", result: "s", names: "exposition\0"),
         .method("Watch", signature: "s", result: "o", names: "target\0watch\0"),

@@ -32,7 +32,9 @@ public final class SharedMirror: @unchecked Sendable {
 
     /// Checks one address: the kernel's route for it (RTM_GETROUTE) and the link states.
     /// Never touches DNS and never waits. `0.0.0.0` and `::` ask for general connectivity.
-    public func check(address text: String) -> CheckResult {
+    /// `uid`: answer as that user's traffic would be routed (RTA_UID: `ip rule ... uidrange`);
+    /// nil answers as this process's own traffic, which in-process is the caller's.
+    public func check(address text: String, uid: UInt32? = nil) -> CheckResult {
         let target: AddressTarget
         switch AddressTarget.parse(text) {
         case let .failure(error): return .invalid(text, error.description)
@@ -50,13 +52,14 @@ public final class SharedMirror: @unchecked Sendable {
                 }
                 outputInterface = index
             }
-            return mirror.evaluate(target.address, outputInterface: outputInterface, target: text)
+            return mirror.evaluate(target.address, outputInterface: outputInterface, uid: uid, target: text)
         }
     }
 
     /// Checks each address of a host and combines the verdicts: reachable when any address is.
-    public func evaluate(addresses: [IPAddress], target: String) -> CheckResult {
-        let results = withLock { mirror in addresses.map { mirror.evaluate($0, outputInterface: nil, target: target) } }
+    /// `uid` as for `check(address:uid:)`.
+    public func evaluate(addresses: [IPAddress], target: String, uid: UInt32? = nil) -> CheckResult {
+        let results = withLock { mirror in addresses.map { mirror.evaluate($0, outputInterface: nil, uid: uid, target: target) } }
         return .combining(results, target: target, addresses: addresses)
     }
 }

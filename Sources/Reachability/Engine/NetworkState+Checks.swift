@@ -56,4 +56,28 @@ extension NetworkState {
         }
         return result
     }
+
+    /// `0.0.0.0` and `::` for one user, from the kernel's internet paths for that user's traffic
+    /// (`userPaths`, one lookup per family with RTA_UID). A user whose traffic follows the
+    /// system's paths gets the system's answer; one that a rule sends elsewhere (a uidrange kill
+    /// switch or split tunnel) gets its own: that family's path, else the other family's when
+    /// only that one leads out.
+    public func generalConnectivity(target: String, family: AddressFamily, userPaths: [AddressFamily: RouteLookup]) -> CheckResult {
+        func route(_ family: AddressFamily) -> Route? {
+            if case let .route(found) = userPaths[family] { return found }
+            return nil
+        }
+        if AddressFamily.allCases.allSatisfy({ route($0) == internetRoute(family: $0) }) {
+            return generalConnectivity(target: target, family: family)
+        }
+        var result = CheckResult(target: target, addresses: [family.any])
+        let own = route(family).map { evaluate(route: $0, family: family) } ?? .noRoute
+        let other = route(family.other).map { evaluate(route: $0, family: family.other) } ?? .noRoute
+        let path = own.isReachable || !other.isReachable ? own : other
+        result.flags = path.flags
+        result.interface = path.interfaceName
+        result.reason = path.reason
+        result.gateway = path.gateway
+        return result
+    }
 }

@@ -302,7 +302,8 @@ public struct NetworkState: Sendable {
         // thousands of links): keep it only while small.
         dirty.removeAll(keepingCapacity: dirty.count <= 64)
 
-        let newHost = deriveHost()
+        var newHost = deriveHost()
+        newHost.pathFacts = pathFacts(online: newHost.state == .online)
         let hostChanged = newHost != host
         host = newHost
         guard hostChanged || !changed.isEmpty || !removed.isEmpty else { return nil }

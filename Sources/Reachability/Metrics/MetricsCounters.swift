@@ -83,6 +83,9 @@ extension Reason {
         case .dnsNotFound: 4
         case .dnsFailure: 5
         case .invalidTarget: 6
+        // Only the host's path facts give it so far, never a check: were one to, it counts as
+        // the noRoute it refines, and the series stay as README's "Metrics" counts them.
+        case .policyBlocked: 0
         }
     }
 }

@@ -31,6 +31,9 @@ public enum InterfaceKind: String, Sendable, Hashable, CaseIterable {
 /// Why a target is not reachable.
 public enum Reason: String, Sendable, Hashable, CaseIterable {
     case noRoute, linkDown, noAddress, dnsTimeout, dnsNotFound, dnsFailure, invalidTarget
+    /// The kernel refuses the path: an unreachable, prohibit or blackhole route or rule (a VPN
+    /// kill switch with its tunnel down). The host's path facts only, so far.
+    case policyBlocked
 }
 
 /// The host's overall connectivity, as the `State` property names it.

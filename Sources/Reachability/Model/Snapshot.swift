@@ -46,12 +46,14 @@ public struct HostStatus: Hashable, Sendable {
     /// `stalled` is in `flags` too). Only while online; the figures behind it are
     /// `ReachabilitySnapshot.stallEvidence`, apart, so that they never make a change of their own.
     public var stalled: Bool
+    /// NWPath's facts of the internet path: families, gateways, why the host is not online.
+    public var pathFacts: PathFacts
 
     public init(
         flags: ReachabilityFlags = [], state: HostState = .offline,
         primaryInterface: String = "", availableInterfaces: [String] = [], underlyingInterface: String = "",
         connectivity: ConnectivityStatus = .unknown, announcedPortal: String = "", validatedInterfaces: [String] = [],
-        stalled: Bool = false
+        stalled: Bool = false, pathFacts: PathFacts? = nil
     ) {
         self.stalled = stalled
         self.flags = flags
@@ -62,6 +64,9 @@ public struct HostStatus: Hashable, Sendable {
         self.connectivity = connectivity
         self.announcedPortal = announcedPortal
         self.validatedInterfaces = validatedInterfaces
+        // What the Engine derives for a host with no path at all, so an empty state's answer
+        // equals the one it starts with (no Changed for nothing).
+        self.pathFacts = pathFacts ?? PathFacts(reason: state == .online ? nil : .noRoute)
     }
 }
 

@@ -208,23 +208,48 @@ final class KernelMirror {
     func internetPathEvents() -> [NetworkEvent] {
         Self.internetDestinations.map { family, address in
             let route: Route?
-            if case let .route(found) = try? routes.lookup(address) { route = found } else { route = nil }
+            // uid 0 explicitly: the host's answer is the system's view, whoever runs reachd.
+            switch try? routes.lookup(address, uid: 0) {
+            case let .route(found): route = found
+            case let .failed(errno): route = Self.blockingRoute(errno: errno, family: family)
+            case nil: route = nil
+            }
             return .internetPath(family: family, route: route)
         }
     }
 
-    /// Checks one address: the kernel's route for it (RTM_GETROUTE) and the link states.
-    func evaluate(_ address: IPAddress, outputInterface: Int32?, target: String) -> CheckResult {
+    /// The kernel refuses a lookup that meets an unreachable (EHOSTUNREACH), prohibit (EACCES)
+    /// or blackhole (EINVAL) route or rule with that errno alone: kept as a route of that type,
+    /// so the Engine can tell a kill switch from no route at all (ENETUNREACH).
+    static func blockingRoute(errno: Int32, family: AddressFamily) -> Route? {
+        let type: RouteType
+        switch errno {
+        case EHOSTUNREACH: type = .unreachable
+        case EACCES: type = .prohibit
+        case EINVAL: type = .blackhole
+        default: return nil
+        }
+        return Route(destination: IPPrefix(family.any, length: 0), type: type, nextHops: [])
+    }
+
+    /// Checks one address: the kernel's route for it (RTM_GETROUTE) and the link states. `uid`:
+    /// as that user's traffic is routed; nil as this process's own.
+    func evaluate(_ address: IPAddress, outputInterface: Int32?, uid: UInt32? = nil, target: String) -> CheckResult {
         if address.isUnspecified {
-            return state.evaluate(lookup: .failed(errno: 0), for: address, target: target)
+            guard let uid, uid != 0 else { return state.evaluate(lookup: .failed(errno: 0), for: address, target: target) }
+            var paths: [AddressFamily: RouteLookup] = [:]
+            for (family, destination) in Self.internetDestinations { paths[family] = lookup(destination, outputInterface: nil, uid: uid) }
+            return state.generalConnectivity(target: target, family: address.family, userPaths: paths)
         }
-        let lookup: RouteLookup
+        return state.evaluate(lookup: lookup(address, outputInterface: outputInterface, uid: uid), for: address, target: target)
+    }
+
+    private func lookup(_ address: IPAddress, outputInterface: Int32?, uid: UInt32?) -> RouteLookup {
         do {
-            lookup = try routes.lookup(address, outputInterface: outputInterface)
+            return try routes.lookup(address, outputInterface: outputInterface, uid: uid)
         } catch {
-            lookup = .failed(errno: error.errno)
+            return .failed(errno: error.errno)
         }
-        return state.evaluate(lookup: lookup, for: address, target: target)
     }
 
     private func append(_ decoded: DecodedMessage, to events: inout [NetworkEvent]) {

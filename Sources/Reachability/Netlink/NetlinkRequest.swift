@@ -16,13 +16,17 @@ enum NetlinkRequest {
 
     /// RTM_GETROUTE for one destination (what `ip route get` sends): the kernel answers from its
     /// FIB with policy rules applied, without ARP and without blocking. `outputInterface` pins a
-    /// scoped (link-local) destination to its link.
-    static func routeLookup(destination: IPAddress, outputInterface: Int32?, sequence: UInt32) -> [UInt8] {
+    /// scoped (link-local) destination to its link. `uid` asks as that user's traffic would be
+    /// routed (`ip rule ... uidrange`); without it the kernel takes the asking process's uid.
+    static func routeLookup(destination: IPAddress, outputInterface: Int32?, uid: UInt32? = nil, sequence: UInt32) -> [UInt8] {
         let addressBytes = destination.bytes
         var attributes: [UInt8] = []
         appendAttribute(RT.routeDestination, addressBytes, to: &attributes)
         if let outputInterface {
             appendAttribute(RT.routeOutputInterface, withUnsafeBytes(of: outputInterface) { Array($0) }, to: &attributes)
+        }
+        if let uid {
+            appendAttribute(RT.routeUID, withUnsafeBytes(of: uid) { Array($0) }, to: &attributes)
         }
         let body = NetlinkDecoder.routeHeaderSize + attributes.count
         var message = header(type: RT.getRoute, flags: RT.flagRequest, sequence: sequence, bodyLength: body)

@@ -14,10 +14,11 @@ final class RouteQuery {
         socket = try NetlinkSocket(nonBlocking: true, namespacePath: namespacePath)
     }
 
-    func lookup(_ destination: IPAddress, outputInterface: Int32? = nil) throws(SystemError) -> RouteLookup {
+    /// `uid`: the user whose traffic is routed (nil: this process's own uid, as `ip route get`).
+    func lookup(_ destination: IPAddress, outputInterface: Int32? = nil, uid: UInt32? = nil) throws(SystemError) -> RouteLookup {
         sequence &+= 1
         if sequence == 0 { sequence = 1 }
-        try socket.send(NetlinkRequest.routeLookup(destination: destination, outputInterface: outputInterface, sequence: sequence))
+        try socket.send(NetlinkRequest.routeLookup(destination: destination, outputInterface: outputInterface, uid: uid, sequence: sequence))
         var waits = 0
         while true {
             switch try socket.receive(into: &buffer) {

@@ -46,6 +46,7 @@ enum RT {
     static let routePriority: UInt16 = 6  // RTA_PRIORITY (metric)
     static let routePreferredSource: UInt16 = 7  // RTA_PREFSRC
     static let routeMultipath: UInt16 = 9  // RTA_MULTIPATH
+    static let routeUID: UInt16 = 25  // RTA_UID: whose traffic a lookup asks for (uidrange rules)
     static let routeTable: UInt16 = 15  // RTA_TABLE
     static let routeVia: UInt16 = 18  // RTA_VIA
 

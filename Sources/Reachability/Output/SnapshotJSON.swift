@@ -26,8 +26,9 @@ extension HostStatus {
     /// `flags`, `state`, `primaryInterface`, `availableInterfaces`, `underlyingInterface`,
     /// `connectivity` (the probe's verdict: `unknown` without it), `portal` (where the probe was
     /// redirected, or empty), `announcedPortal` (the RFC 8910 URI a router advertised, or empty)
-    /// `validatedInterfaces` (the available interfaces the probe found the internet through) and
-    /// `stalled` (the host's own traffic through its path stopped flowing).
+    /// `validatedInterfaces` (the available interfaces the probe found the internet through),
+    /// `stalled` (the host's own traffic through its path stopped flowing), and the path facts:
+    /// `supportsIPv4`, `supportsIPv6`, `gateways`, `reason` ("" when online).
     var jsonMembers: [(String, JSONValue)] {
         [
             ("flags", flags.json),
@@ -40,6 +41,10 @@ extension HostStatus {
             ("announcedPortal", .string(announcedPortal)),
             ("validatedInterfaces", .array(validatedInterfaces.map(JSONValue.string))),
             ("stalled", .bool(stalled)),
+            ("supportsIPv4", .bool(pathFacts.supportsIPv4)),
+            ("supportsIPv6", .bool(pathFacts.supportsIPv6)),
+            ("gateways", .array(pathFacts.gateways.map { .string($0.description) })),
+            ("reason", .string(pathFacts.reason?.rawValue ?? "")),
         ]
     }
 }

@@ -77,7 +77,9 @@ public func renderValidation(_ status: ConnectivityStatus) -> String {
 /// Generation: 7
 /// ```
 /// with `Internet via: eth0, wlan0` after Available when the probe found the internet through
-/// some of them, and `Announced portal: URI` when a router advertised one (RFC 8910).
+/// some of them, `Announced portal: URI` when a router advertised one (RFC 8910), `Path: IPv4,
+/// IPv6 via GATEWAYS` (the families and next hops the internet path carries) and `Reason: R`
+/// (why the host is not online).
 public func renderStatus(_ snapshot: ReachabilitySnapshot) -> String {
     let host = snapshot.host
     var lines = [
@@ -87,6 +89,13 @@ public func renderStatus(_ snapshot: ReachabilitySnapshot) -> String {
     ]
     if !host.validatedInterfaces.isEmpty { lines.append("Internet via: " + host.validatedInterfaces.joined(separator: ", ")) }
     if !host.announcedPortal.isEmpty { lines.append("Announced portal: " + host.announcedPortal) }
+    let facts = host.pathFacts
+    let families = [facts.supportsIPv4 ? "IPv4" : nil, facts.supportsIPv6 ? "IPv6" : nil].compactMap { $0 }
+    if !families.isEmpty || !facts.gateways.isEmpty {
+        let via = facts.gateways.isEmpty ? "" : " via " + facts.gateways.map(\.description).joined(separator: ", ")
+        lines.append("Path: " + (families.isEmpty ? "no global address" : families.joined(separator: ", ")) + via)
+    }
+    if let reason = facts.reason { lines.append("Reason: " + reason.rawValue) }
     lines.append("Generation: \(snapshot.generation)")
     return lines.joined(separator: "\n")
 }

@@ -1,0 +1,42 @@
+extension NetworkState {
+    /// The host's path facts now (part of its answer).
+    public var pathFacts: PathFacts { host.pathFacts }
+
+    /// The path facts of a host that is `online` or not, from the internet paths.
+    func pathFacts(online: Bool) -> PathFacts {
+        var facts = PathFacts()
+        var reasons: [Reason] = []
+        for family in AddressFamily.allCases {
+            guard let route = internetRoute(family: family) else { continue }
+            if Self.blockingTypes.contains(route.type) {
+                reasons.append(.policyBlocked)
+                continue
+            }
+            let path = evaluate(route: route, family: family)
+            guard path.isReachable else {
+                if let reason = path.reason { reasons.append(reason) }
+                continue
+            }
+            if let gateway = path.gateway, !facts.gateways.contains(gateway) { facts.gateways.append(gateway) }
+            // The egress link's own global address: a source borrowed from another link (which
+            // `reachable` accepts) rarely gets a reply back through this one.
+            let global = path.interfaceIndex.flatMap { links[$0] }?.addresses.values.contains {
+                $0.address.family == family && $0.isUsableBeyondLink
+            } ?? false
+            switch family {
+            case .ipv4: facts.supportsIPv4 = global
+            case .ipv6: facts.supportsIPv6 = global
+            }
+        }
+        if !online {
+            // A dead link or a missing address says more than a family with no route at all,
+            // and a blocking rule (a kill switch) more than either: it is why nothing leaves.
+            facts.reason = [.policyBlocked, .linkDown, .noAddress].first(where: reasons.contains) ?? .noRoute
+        }
+        return facts
+    }
+
+    /// Route types that answer a packet with an error or drop it (`ip route add unreachable|
+    /// prohibit|blackhole ...`): how kill switches stop traffic when their tunnel is down.
+    static let blockingTypes: Set<RouteType> = [.unreachable, .prohibit, .blackhole]
+}
