@@ -256,11 +256,7 @@ struct ConfigurationParser {
         case .probeTimeout:
             configuration.connectivity.timeout = try ValueProblem.duration(value, in: ConnectivitySettings.timeoutRange)
         case .name:
-            do {
-                try InterfaceRule.validate(pattern: value)
-            } catch {
-                throw ValueProblem(message: error.description)
-            }
+            do { try InterfaceRule.validate(pattern: value) } catch { throw ValueProblem(message: error.description) }
             pendingRule?.rule.pattern = value
         case .kind:
             pendingRule?.rule.kind = try ValueProblem.kind(value)
