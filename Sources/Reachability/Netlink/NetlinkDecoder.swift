@@ -85,10 +85,8 @@ public enum NetlinkDecoder {
                 }
                 operState = OperState(rawValue: raw) ?? .unknown
             case RT.linkMaster:
-                guard value.count == 4, let raw = value.integer(at: 0, as: Int32.self) else {
-                    throw .invalidAttributeValue(messageType: type, attribute: attribute, length: value.count)
-                }
-                master = raw == 0 ? nil : raw
+                let raw = try u32(value, messageType: type, attribute: attribute)
+                master = raw == 0 ? nil : Int32(bitPattern: raw)  // 0: no master
             case RT.linkInfo:
                 try forEachAttribute(in: value, from: 0, messageType: type) { (nested, nestedValue) throws(NetlinkDecodingError) in
                     if nested == RT.linkInfoKind { infoKind = string(nestedValue) }
@@ -126,11 +124,7 @@ public enum NetlinkDecoder {
             switch attribute {
             case RT.addressAddress: address = try ipAddress(value, family: family, messageType: type, attribute: attribute)
             case RT.addressLocal: local = try ipAddress(value, family: family, messageType: type, attribute: attribute)
-            case RT.addressFlags:
-                guard value.count == 4, let raw = value.integer(at: 0, as: UInt32.self) else {
-                    throw .invalidAttributeValue(messageType: type, attribute: attribute, length: value.count)
-                }
-                flags = raw
+            case RT.addressFlags: flags = try u32(value, messageType: type, attribute: attribute)
             default: break
             }
         }
@@ -177,9 +171,9 @@ public enum NetlinkDecoder {
             case RT.routeGateway: gateway = try ipAddress(value, family: family, messageType: type, attribute: attribute)
             case RT.routeVia: gateway = try via(value, messageType: type, attribute: attribute)
             case RT.routePreferredSource: preferredSource = try ipAddress(value, family: family, messageType: type, attribute: attribute)
-            case RT.routeOutputInterface: outputInterface = try u32(value, messageType: type, attribute: attribute).map { Int32(bitPattern: $0) }
-            case RT.routePriority: metric = try u32(value, messageType: type, attribute: attribute) ?? 0
-            case RT.routeTable: table = try u32(value, messageType: type, attribute: attribute) ?? table
+            case RT.routeOutputInterface: outputInterface = Int32(bitPattern: try u32(value, messageType: type, attribute: attribute))
+            case RT.routePriority: metric = try u32(value, messageType: type, attribute: attribute)
+            case RT.routeTable: table = try u32(value, messageType: type, attribute: attribute)
             case RT.routeMultipath: multipath = try nextHops(value, family: family, messageType: type, attribute: attribute)
             default: break
             }
@@ -293,7 +287,7 @@ public enum NetlinkDecoder {
         return String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
     }
 
-    static func u32(_ value: ByteReader, messageType: UInt16, attribute: UInt16) throws(NetlinkDecodingError) -> UInt32? {
+    static func u32(_ value: ByteReader, messageType: UInt16, attribute: UInt16) throws(NetlinkDecodingError) -> UInt32 {
         guard value.count == 4, let raw = value.integer(at: 0, as: UInt32.self) else {
             throw .invalidAttributeValue(messageType: messageType, attribute: attribute, length: value.count)
         }
