@@ -90,9 +90,8 @@ public struct Configuration: Sendable, Equatable {
         maxWatchesPerUserSetting ?? min(maxWatches, max(Self.minimumAutoWatchesPerUser, maxWatches / 2))
     }
 
-    /// Copies what the in-process monitor takes: rules, priorities, the lookup limit and the
-    /// negative cache time. The daemon uses
-    /// the other settings itself (timeouts for its D-Bus calls, watch limits for its clients).
+    /// Copies what the core takes: rules, priorities, the lookup limit and rate, the negative cache
+    /// time and stall detection. reachd uses the rest itself (timeouts of its calls, watch limits).
     public func apply(to monitor: inout CoreConfiguration) {
         monitor.rules = rules
         monitor.priorities = priorities

@@ -166,7 +166,8 @@ struct ConfigurationParser {
         guard let rule = pendingRule else { return }
         pendingRule = nil
         guard !rule.failed else { return }  // already reported; a half rule would match the wrong links
-        guard let pattern = rule.pattern else {
+        let made = rule.rule, pattern = made.pattern
+        guard !pattern.isEmpty else {  // Name= never accepts an empty pattern
             fail(line: rule.line, section: ConfigurationSection.interface.name,
                  "section without Name=; every rule needs the interface names it applies to")
             return
@@ -177,9 +178,6 @@ struct ConfigurationParser {
             return
         }
         rulesInThisFile[pattern] = rule.line
-        let made = InterfaceRule(
-            pattern: pattern, kind: rule.kind, ignore: rule.ignore, metered: rule.metered, probe: rule.probe,
-            priority: rule.priority)
         if let index = configuration.rules.firstIndex(where: { $0.pattern == pattern }) {
             configuration.rules[index] = made  // a drop-in overriding a rule of an earlier file
         } else if configuration.rules.count < Configuration.maximumRules {
@@ -258,22 +256,18 @@ struct ConfigurationParser {
         case .probeTimeout:
             configuration.connectivity.timeout = try ValueProblem.duration(value, in: ConnectivitySettings.timeoutRange)
         case .name:
-            do {
-                try InterfaceRule.validate(pattern: value)
-            } catch {
-                throw ValueProblem(message: error.description)
-            }
-            pendingRule?.pattern = value
+            do { try InterfaceRule.validate(pattern: value) } catch { throw ValueProblem(message: error.description) }
+            pendingRule?.rule.pattern = value
         case .kind:
-            pendingRule?.kind = try ValueProblem.kind(value)
+            pendingRule?.rule.kind = try ValueProblem.kind(value)
         case .ignore:
-            pendingRule?.ignore = try ValueProblem.boolean(value)
+            pendingRule?.rule.ignore = try ValueProblem.boolean(value)
         case .metered:
-            pendingRule?.metered = try ValueProblem.boolean(value)
+            pendingRule?.rule.metered = try ValueProblem.boolean(value)
         case .probe:
-            pendingRule?.probe = try ValueProblem.boolean(value)
+            pendingRule?.rule.probe = try ValueProblem.boolean(value)
         case .rulePriority:
-            pendingRule?.priority = try ValueProblem.integer(value, in: Configuration.priorityRange)
+            pendingRule?.rule.priority = try ValueProblem.integer(value, in: Configuration.priorityRange)
         case .waitTimeout:
             configuration.waitOnlineTimeout = try ValueProblem.duration(value, in: Configuration.waitOnlineTimeoutRange)
         case .waitTarget:
@@ -318,12 +312,8 @@ struct ConfigurationParser {
 private struct PendingRule {
     /// The header's line.
     var line: Int
-    var pattern: String?
-    var kind: InterfaceKind?
-    var ignore: Bool?
-    var metered: Bool?
-    var probe: Bool?
-    var priority: Int?
+    /// The keys set so far; the pattern stays empty until `Name=`.
+    var rule = InterfaceRule(pattern: "")
     /// Canonical key name to the line that set it, to refuse a second assignment.
     var keyLines: [String: Int] = [:]
     /// Some line of the section was wrong: the rule is dropped rather than applied in part.

@@ -1,8 +1,4 @@
-import CNetlink
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// One delivery from a monitor: first the full picture, then each change.
 public enum ReachabilityUpdate: Sendable {
@@ -31,30 +27,18 @@ public final class ReachabilityMonitor: Sendable {
         self.hub = hub
         mirror = core.mirror
         core.follow { update in hub.publish(update) }
-        // The thread enters the watched namespace, so the DNS sockets it opens live there too.
-        var namespace: Int32?
-        if let path = configuration.namespacePath {
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw SystemError("open network namespace \(path)") }
-            namespace = fd
-        }
-        let namespaceDescriptor = namespace
         // Handed over whole: from here on only the thread touches the core and its loop.
         nonisolated(unsafe) let (threadCore, threadLoop) = (core, loop)
-        do {
-            try DedicatedThread.start {
-                if let namespaceDescriptor {
-                    let entered = cnetlink_setns(namespaceDescriptor, cnetlink_clone_newnet()) == 0
-                    close(namespaceDescriptor)
-                    if !entered {
-                        threadCore.disableHostChecks(because: "cannot enter the network namespace: \(SystemError("setns"))")
-                    }
+        let namespacePath = configuration.namespacePath
+        try DedicatedThread.start {
+            // The thread enters the watched namespace (the core's netlink sockets were opened in
+            // it already), so the DNS sockets it opens live there too.
+            if let namespacePath {
+                do throws(SystemError) { try NetworkNamespace.enter(namespacePath) } catch {
+                    threadCore.disableHostChecks(because: "cannot enter the network namespace: \(error)")
                 }
-                hub.run(threadCore, on: threadLoop)
             }
-        } catch {
-            if let namespace { close(namespace) }
-            throw error
+            hub.run(threadCore, on: threadLoop)
         }
     }
 

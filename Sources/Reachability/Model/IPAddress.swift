@@ -55,19 +55,14 @@ public enum IPAddress: Hashable, Sendable {
     public init?(_ text: String) {
         // inet_pton reads a C string: a NUL would end the text early and `1.2.3.4\0junk` pass.
         guard !text.utf8.contains(0) else { return nil }
-        if text.contains(":") {
-            var raw = in6_addr()
-            guard inet_pton(AF_INET6, text, &raw) == 1 else { return nil }
-            let parsed = withUnsafeBytes(of: &raw) { IPAddress(bytes: $0) }
-            guard let parsed else { return nil }
-            self = parsed
-        } else {
-            var raw = in_addr()
-            guard inet_pton(AF_INET, text, &raw) == 1 else { return nil }
-            let parsed = withUnsafeBytes(of: &raw) { IPAddress(bytes: $0) }
-            guard let parsed else { return nil }
-            self = parsed
+        /// inet_pton into `raw` (an `in_addr` or `in6_addr`), read back as an address.
+        func parse<Raw>(_ family: Int32, into raw: Raw) -> IPAddress? {
+            var raw = raw
+            guard withUnsafeMutableBytes(of: &raw, { inet_pton(family, text, $0.baseAddress) }) == 1 else { return nil }
+            return withUnsafeBytes(of: &raw) { IPAddress(bytes: $0) }
         }
+        guard let parsed = text.contains(":") ? parse(AF_INET6, into: in6_addr()) : parse(AF_INET, into: in_addr()) else { return nil }
+        self = parsed
     }
 
     public var isUnspecified: Bool { self == .anyV4 || self == .anyV6 }

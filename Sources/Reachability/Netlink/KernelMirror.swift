@@ -4,8 +4,8 @@ import Glibc
 
 /// Keeps a `NetworkState` in step with the kernel over rtnetlink. Knows nothing of event loops:
 /// whoever drives it watches `monitorDescriptor` (`readAvailable()`) and `requestDescriptor`
-/// (`continueDump()`), and honours `resyncDeadline` as a timer (`resyncIfDue()`). The daemon drives it from sd-event, `ReachabilityMonitor` from
-/// a thread of its own.
+/// (`continueDump()`), and honours `resyncDeadline` as a timer (`resyncIfDue()`): reachd's
+/// sd-event loop, or `ReachabilityMonitor`'s thread.
 ///
 /// Sync protocol: the monitor socket joins the multicast groups before the first dump, so no
 /// change is lost between dump and monitoring; a dump is taken on a separate non-blocking request

@@ -32,11 +32,7 @@ public enum NetlinkDecoder {
     static func decodeMessage(type: UInt16, payload: ByteReader, acceptClonedRoutes: Bool = false) throws(NetlinkDecodingError) -> RoutingMessage {
         switch type {
         case RT.done: return .done
-        case RT.error:
-            guard let code = payload.integer(at: 0, as: Int32.self) else {
-                throw .truncatedPayload(messageType: type, needed: 4, available: payload.count)
-            }
-            return .error(code)
+        case RT.error: return .error(try NetlinkHeader.errorCode(payload, failing: NetlinkDecodingError.self))
         case RT.newLink, RT.delLink:
             guard let link = try decodeLink(type: type, payload: payload) else { return .ignored(type: type) }
             return type == RT.newLink ? .link(link) : .linkRemoved(link)
@@ -89,10 +85,8 @@ public enum NetlinkDecoder {
                 }
                 operState = OperState(rawValue: raw) ?? .unknown
             case RT.linkMaster:
-                guard value.count == 4, let raw = value.integer(at: 0, as: Int32.self) else {
-                    throw .invalidAttributeValue(messageType: type, attribute: attribute, length: value.count)
-                }
-                master = raw == 0 ? nil : raw
+                let raw = try u32(value, messageType: type, attribute: attribute)
+                master = raw == 0 ? nil : Int32(bitPattern: raw)  // 0: no master
             case RT.linkInfo:
                 try forEachAttribute(in: value, from: 0, messageType: type) { (nested, nestedValue) throws(NetlinkDecodingError) in
                     if nested == RT.linkInfoKind { infoKind = string(nestedValue) }
@@ -130,11 +124,7 @@ public enum NetlinkDecoder {
             switch attribute {
             case RT.addressAddress: address = try ipAddress(value, family: family, messageType: type, attribute: attribute)
             case RT.addressLocal: local = try ipAddress(value, family: family, messageType: type, attribute: attribute)
-            case RT.addressFlags:
-                guard value.count == 4, let raw = value.integer(at: 0, as: UInt32.self) else {
-                    throw .invalidAttributeValue(messageType: type, attribute: attribute, length: value.count)
-                }
-                flags = raw
+            case RT.addressFlags: flags = try u32(value, messageType: type, attribute: attribute)
             default: break
             }
         }
@@ -181,9 +171,9 @@ public enum NetlinkDecoder {
             case RT.routeGateway: gateway = try ipAddress(value, family: family, messageType: type, attribute: attribute)
             case RT.routeVia: gateway = try via(value, messageType: type, attribute: attribute)
             case RT.routePreferredSource: preferredSource = try ipAddress(value, family: family, messageType: type, attribute: attribute)
-            case RT.routeOutputInterface: outputInterface = try u32(value, messageType: type, attribute: attribute).map { Int32(bitPattern: $0) }
-            case RT.routePriority: metric = try u32(value, messageType: type, attribute: attribute) ?? 0
-            case RT.routeTable: table = try u32(value, messageType: type, attribute: attribute) ?? table
+            case RT.routeOutputInterface: outputInterface = Int32(bitPattern: try u32(value, messageType: type, attribute: attribute))
+            case RT.routePriority: metric = try u32(value, messageType: type, attribute: attribute)
+            case RT.routeTable: table = try u32(value, messageType: type, attribute: attribute)
             case RT.routeMultipath: multipath = try nextHops(value, family: family, messageType: type, attribute: attribute)
             default: break
             }
@@ -282,32 +272,13 @@ public enum NetlinkDecoder {
 
     // MARK: attributes
 
-    /// Walks `struct rtattr`s (len u16, type u16, value) from `start` to the end of `container`.
+    /// Walks `struct rtattr`s from `start` to the end of `container` (`NetlinkHeader.forEachAttribute`).
     static func forEachAttribute(
         in container: ByteReader, from start: Int, messageType: UInt16,
         _ body: (UInt16, ByteReader) throws(NetlinkDecodingError) -> Void
     ) throws(NetlinkDecodingError) {
-        var offset = start
-        while offset < container.count {
-            let available = container.count - offset
-            guard available >= 4,
-                let length = container.integer(at: offset, as: UInt16.self),
-                let rawType = container.integer(at: offset + 2, as: UInt16.self)
-            else {
-                // Fewer than 4 trailing bytes can only be padding; anything else is corrupt.
-                if available < 4 { return }
-                throw .invalidAttributeLength(messageType: messageType, attribute: 0, declared: 0, available: available)
-            }
-            // The top two bits are NLA_F_NESTED and NLA_F_NET_BYTEORDER, not part of the type.
-            let attribute = rawType & 0x3FFF
-            guard Int(length) >= 4, Int(length) <= available,
-                let value = container.slice(at: offset + 4, length: Int(length) - 4)
-            else {
-                throw .invalidAttributeLength(
-                    messageType: messageType, attribute: attribute, declared: Int(length), available: available)
-            }
-            try body(attribute, value)
-            offset += netlinkAlign(Int(length))
+        try NetlinkHeader.forEachAttribute(in: container, from: start, body) { attribute, declared, available in
+            .invalidAttributeLength(messageType: messageType, attribute: attribute, declared: declared, available: available)
         }
     }
 
@@ -316,7 +287,7 @@ public enum NetlinkDecoder {
         return String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
     }
 
-    static func u32(_ value: ByteReader, messageType: UInt16, attribute: UInt16) throws(NetlinkDecodingError) -> UInt32? {
+    static func u32(_ value: ByteReader, messageType: UInt16, attribute: UInt16) throws(NetlinkDecodingError) -> UInt32 {
         guard value.count == 4, let raw = value.integer(at: 0, as: UInt32.self) else {
             throw .invalidAttributeValue(messageType: messageType, attribute: attribute, length: value.count)
         }

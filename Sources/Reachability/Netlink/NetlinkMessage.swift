@@ -14,10 +14,11 @@ public struct NetlinkHeader: Hashable, Sendable {
     public var isReplace: Bool { flags & RT.flagReplace != 0 }
 }
 
-/// The two ways a datagram's framing can be broken, as each decoder's error type spells them.
+/// The ways a datagram's framing can be broken, as each decoder's error type spells them.
 protocol NetlinkFramingError: Error {
     static func truncatedHeader(offset: Int, available: Int) -> Self
     static func invalidMessageLength(offset: Int, declared: Int, available: Int) -> Self
+    static func truncatedPayload(messageType: UInt16, needed: Int, available: Int) -> Self
 }
 
 extension NetlinkHeader {
@@ -44,6 +45,39 @@ extension NetlinkHeader {
             offset += netlinkAlign(Int(length))
         }
         return nil
+    }
+
+    /// Walks `struct rtattr`s / `struct nlattr`s (len u16, type u16, value, padded to 4) from
+    /// `start` to the end of `container`, with the type's top two bits (NLA_F_NESTED,
+    /// NLA_F_NET_BYTEORDER) cleared. A length below the header or past the end ends the walk
+    /// with `invalid(attribute, declared, available)`; fewer than 4 trailing bytes are padding.
+    static func forEachAttribute<Failure: Error>(
+        in container: ByteReader, from start: Int, _ body: (UInt16, ByteReader) throws(Failure) -> Void,
+        invalid: (_ attribute: UInt16, _ declared: Int, _ available: Int) -> Failure
+    ) throws(Failure) {
+        var offset = start
+        while offset < container.count {
+            let available = container.count - offset
+            guard available >= 4,
+                let length = container.integer(at: offset, as: UInt16.self),
+                let rawType = container.integer(at: offset + 2, as: UInt16.self)
+            else { return }
+            let attribute = rawType & 0x3FFF
+            guard Int(length) >= 4, Int(length) <= available,
+                let value = container.slice(at: offset + 4, length: Int(length) - 4)
+            else { throw invalid(attribute, Int(length), available) }
+            try body(attribute, value)
+            offset += netlinkAlign(Int(length))
+        }
+    }
+
+    /// NLMSG_ERROR's errno (negative, as the kernel sends it; 0 for an acknowledgement), the same
+    /// in every netlink protocol.
+    static func errorCode<Failure: NetlinkFramingError>(_ payload: ByteReader, failing: Failure.Type) throws(Failure) -> Int32 {
+        guard let code = payload.integer(at: 0, as: Int32.self) else {
+            throw .truncatedPayload(messageType: RT.error, needed: 4, available: payload.count)
+        }
+        return code
     }
 }
 

@@ -138,11 +138,7 @@ public enum SocketDiagDecoder {
     static func decodeMessage(type: UInt16, payload: ByteReader) throws(SocketDiagDecodingError) -> SocketDiagMessage {
         switch type {
         case RT.done: return .done
-        case RT.error:
-            guard let code = payload.integer(at: 0, as: Int32.self) else {
-                throw .truncatedPayload(messageType: type, needed: 4, available: payload.count)
-            }
-            return .error(code)
+        case RT.error: return .error(try NetlinkHeader.errorCode(payload, failing: SocketDiagDecodingError.self))
         case SockDiag.byFamily, SockDiag.tcpGetSocket: return .socket(try decodeSocket(payload))
         default: return .ignored(type: type)
         }
@@ -163,24 +159,9 @@ public enum SocketDiagDecoder {
         else { throw .unknownFamily(family) }
 
         var counters: TCPCounters?
-        var offset = SockDiag.messageSize
-        while offset < payload.count {
-            let available = payload.count - offset
-            // Fewer than 4 trailing bytes can only be padding.
-            guard available >= 4 else { break }
-            guard let length = payload.integer(at: offset, as: UInt16.self),
-                let rawType = payload.integer(at: offset + 2, as: UInt16.self),
-                Int(length) >= 4, Int(length) <= available,
-                let value = payload.slice(at: offset + 4, length: Int(length) - 4)
-            else {
-                throw .invalidAttributeLength(
-                    attribute: (payload.integer(at: offset + 2, as: UInt16.self) ?? 0) & 0x3FFF,
-                    declared: Int(payload.integer(at: offset, as: UInt16.self) ?? 0), available: available)
-            }
-            // The top two bits are NLA_F_NESTED and NLA_F_NET_BYTEORDER, not part of the type.
-            if rawType & 0x3FFF == SockDiag.attributeInfo { counters = try tcpInfo(value) }
-            offset += netlinkAlign(Int(length))
-        }
+        try NetlinkHeader.forEachAttribute(in: payload, from: SockDiag.messageSize) { (attribute, value) throws(SocketDiagDecodingError) in
+            if attribute == SockDiag.attributeInfo { counters = try tcpInfo(value) }
+        } invalid: { .invalidAttributeLength(attribute: $0, declared: $1, available: $2) }
         let unmappedSource = source.unmappedV4 ?? source
         let unmappedDestination = destination.unmappedV4 ?? destination
         return TCPSocketSample(

@@ -28,13 +28,6 @@ public enum DurationText {
 
     /// Parses `text`; throws a `DurationParseError` naming the text and the accepted forms.
     public static func parse(_ text: String) throws(DurationParseError) -> Duration {
-        let nanoseconds = try parseNanoseconds(text)
-        return .nanoseconds(Int64(nanoseconds))
-    }
-
-    private static let maximumNanoseconds: UInt64 = 24 * 60 * 60 * 1_000_000_000
-
-    private static func parseNanoseconds(_ text: String) throws(DurationParseError) -> UInt64 {
         let bytes = Array(text.utf8)
         guard !bytes.isEmpty else { throw DurationParseError(text: text, problem: .empty) }
         if bytes[0] == UInt8(ascii: "-") { throw DurationParseError(text: text, problem: .negative) }
@@ -82,10 +75,10 @@ public enum DurationText {
         }
         let unitNanoseconds = UInt128(unit.nanoseconds)
         let total = wholeValue * unitNanoseconds + fractionValue * unitNanoseconds / scale
-        guard total <= UInt128(maximumNanoseconds) else {
+        guard total <= UInt128(maximum.attoseconds / 1_000_000_000) else {
             throw DurationParseError(text: text, problem: .tooLarge)
         }
-        return UInt64(total)
+        return .nanoseconds(Int64(total))
     }
 
     /// The shortest text `parse` reads back as the same value (to the nanosecond): whole minutes as

@@ -18,9 +18,8 @@ import Glibc
 /// `Options.maxConcurrent` at a time, shared fairly between owners (see `Shares`): the others
 /// wait, each owner's in order of arrival, and a freed slot goes to the oldest lookup whose owner
 /// is still under its share. Cancelling a lookup destroys its channel: its slot is free at once.
-/// Deadlines and c-ares'
-/// retransmission timers sit in min-heaps, so `nextDeadline` is O(1) and each expiry O(log n),
-/// however many lookups wait. A waiting lookup whose deadline is closer than
+/// Deadlines and c-ares' retransmission timers sit in min-heaps, so `nextDeadline` is O(1) and
+/// each expiry O(log n), however many lookups wait. A waiting lookup whose deadline is closer than
 /// `minimumStartLead` when its turn comes is not started at all: it is answered `.timedOut` at
 /// its deadline without a query being sent.
 public final class HostResolver {

@@ -21,10 +21,9 @@ public enum NetworkNamespace {
     }
 
     /// Moves the calling thread into the namespace at `path`. Only for a thread the caller owns
-    /// for good (reachd's main thread, `run`'s throwaway one): never a pooled one.
+    /// for good (reachd's main thread, `ReachabilityMonitor`'s, `run`'s throwaway one): never a pooled one.
     public static func enter(_ path: String) throws(SystemError) {
         let namespace = try Descriptor(checking: open(path, O_RDONLY | O_CLOEXEC), "open network namespace \(path)")
-        let fd = namespace.rawValue
-        guard cnetlink_setns(fd, cnetlink_clone_newnet()) == 0 else { throw SystemError("setns \(path)") }
+        guard cnetlink_setns(namespace.rawValue, cnetlink_clone_newnet()) == 0 else { throw SystemError("setns \(path)") }
     }
 }
