@@ -122,7 +122,7 @@ final class Daemon {
         metrics.watchCount = { [unowned watches] in watches.count }
         let probes = Probes(core: core, loop: loop, metrics: metrics, settings: configuration.connectivity)
         self.probes = probes
-        let checks = HostCheckCalls(core: core, bus: bus, callers: callers)
+        let checks = HostCheckCalls(core: core, bus: bus, callers: callers, metrics: metrics)
         self.checks = checks
         service = ReachabilityService(
             core: core, bus: bus, watches: watches, checks: checks, defaultTimeout: configuration.defaultTimeout,

@@ -76,6 +76,10 @@ final class DaemonMetrics {
             do {
                 endpoints.append(try MetricsEndpoint(loop: loop, listening: owned) { [unowned self] in self.text } refused: { [unowned self] in
                     self.counters.scrapesRefused += 1
+                    self.changed()
+                } cutOff: { [unowned self] cut in
+                    self.counters.recordCutOff(cut)
+                    self.changed()
                 })
             } catch {
                 Log.error("metrics: cannot serve file descriptor \(descriptor): \(error)")

@@ -20,6 +20,8 @@ final class HostCheckCalls {
     private let core: ReachabilityCore
     private let bus: BusConnection
     private let callers: Callers
+    /// Counts refusals and abandoned checks (`reachd_host_checks_refused_total`, `..._abandoned_total`).
+    private let metrics: DaemonMetrics
     /// Each caller's checks in flight, by the core's check id.
     private var calls: [String: [UInt64: Pending]] = [:]
     private var perUser: [UInt32: Int] = [:]
@@ -50,10 +52,11 @@ final class HostCheckCalls {
         }
     }
 
-    init(core: ReachabilityCore, bus: BusConnection, callers: Callers) {
+    init(core: ReachabilityCore, bus: BusConnection, callers: Callers, metrics: DaemonMetrics) {
         self.core = core
         self.bus = bus
         self.callers = callers
+        self.metrics = metrics
     }
 
     /// Starts the check of `host` for the caller of `message` once its Unix user is known, and
@@ -79,9 +82,8 @@ final class HostCheckCalls {
 
     private func check(_ pending: Pending, timeout: Duration) {
         let sender = pending.sender
-        if let refusal = limit(pending.uid) {
-            Log.debug("CheckHost(\(pending.host)) of \(sender) refused: \(refusal)")
-            bus.reply(to: pending.call.message, error: BusError(name: ReachdContract.ErrorName.limitExceeded, message: refusal))
+        if let (which, refusal) = limit(pending.uid) {
+            refuse(pending, which, refusal)
             if calls[sender] == nil { callers.release(sender, .checks) }
             return
         }
@@ -111,20 +113,28 @@ final class HostCheckCalls {
         if perUser[uid] == 0 { perUser[uid] = nil }
     }
 
-    /// Why a new call of `uid` is refused, or nil.
-    private func limit(_ uid: UInt32) -> String? {
+    /// Which limit refuses a new call of `uid`, and why, or nil.
+    private func limit(_ uid: UInt32) -> (CheckRefusal, String)? {
         guard total < Self.maximumInFlight else {
-            return "reachd already has \(total) host checks in flight, the most it holds"
+            return (.inFlightCap, "reachd already has \(total) host checks in flight, the most it holds")
         }
         guard uid != 0 else { return nil }
         let ofUser = perUser[uid] ?? 0
         guard ofUser < Self.maximumInFlightPerUser else {
-            return "Unix user \(uid) already has \(ofUser) host checks in flight, the most one user may have"
+            return (.shareFull, "Unix user \(uid) already has \(ofUser) host checks in flight, the most one user may have")
         }
         guard unprivileged < Self.maximumInFlight - Self.reserve else {
-            return "users other than root already have \(unprivileged) host checks in flight; the rest is kept for the system"
+            return (.shareFull, "users other than root already have \(unprivileged) host checks in flight; the rest is kept for the system")
         }
         return nil
+    }
+
+    /// Answers `LimitExceeded` and counts the refusal by its limit.
+    private func refuse(_ pending: Pending, _ which: CheckRefusal, _ refusal: String) {
+        Log.debug("CheckHost(\(pending.host)) of \(pending.sender) refused: \(refusal)")
+        metrics.counters.recordRefusal(which)
+        metrics.changed()
+        bus.reply(to: pending.call.message, error: BusError(name: ReachdContract.ErrorName.limitExceeded, message: refusal))
     }
 
     private func answered(_ pending: Pending, _ outcome: Result<CheckResult, CheckCancelled>) {
@@ -153,8 +163,8 @@ final class HostCheckCalls {
             guard let refusal = cancelled.refusal else {
                 return bus.reply(to: message, error: BusError(name: ReachdContract.ErrorName.timeout, message: "the check of \(pending.host) was cancelled"))
             }
-            Log.debug("CheckHost(\(pending.host)) of \(pending.sender) refused: \(refusal)")
-            bus.reply(to: message, error: BusError(name: ReachdContract.ErrorName.limitExceeded, message: refusal))
+            // The core refuses a check only for the user's lookup rate.
+            refuse(pending, .rateLimited, refusal)
         }
     }
 
@@ -165,6 +175,8 @@ final class HostCheckCalls {
             pending.abandoned = true
             core.cancelHostCheck(id)
         }
+        metrics.counters.checksAbandoned += UInt64(owned.count)
+        metrics.changed()
         Log.debug("client \(sender) left: cancelled \(owned.count) host check(s)")
     }
 }

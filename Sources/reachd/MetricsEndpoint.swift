@@ -10,8 +10,8 @@ import Glibc
 /// `deadline` to take the answer, and then the connection is closed.
 /// Connections that have not sent a request never hold a slot against one that has: when a new
 /// one arrives at capacity, the heads already sent are read first, then the oldest connection
-/// still without a head is closed to make room (counted as refused); only when every slot is
-/// answering a request is the newcomer refused. Four idle or one-byte-a-second connections that
+/// still without a head is closed to make room (counted as evicted); only when every slot is
+/// answering a request is the newcomer refused (counted as refused). Four idle or one-byte-a-second connections that
 /// reconnect when closed once kept every scraper out.
 /// The close lingers: after the answer reachd shuts its side down and reads until the client
 /// closes (within the same deadline, and at most `maximumDrain` bytes), because closing with
@@ -38,8 +38,10 @@ final class MetricsEndpoint {
     fileprivate let loop: EventLoop
     /// Renders the exposition for each scrape.
     private let render: () -> String
-    /// Counts a connection closed unanswered (`maximumConnections`).
+    /// Counts a newcomer closed unanswered (`maximumConnections`).
     private let refused: () -> Void
+    /// Counts a connection closed before its exchange ended, by why.
+    fileprivate let cutOff: (MetricsCutOff) -> Void
     private let listener: Descriptor
     private var source: EventSource?
     /// The timer that listens again after a failed accept (`pause`).
@@ -48,10 +50,14 @@ final class MetricsEndpoint {
     private var failing: Int32 = 0
     private var scrapes: [Int32: Scrape] = [:]
 
-    init(loop: EventLoop, listening descriptor: consuming Descriptor, render: @escaping () -> String, refused: @escaping () -> Void) throws(SystemError) {
+    init(
+        loop: EventLoop, listening descriptor: consuming Descriptor, render: @escaping () -> String,
+        refused: @escaping () -> Void, cutOff: @escaping (MetricsCutOff) -> Void
+    ) throws(SystemError) {
         self.loop = loop
         self.render = render
         self.refused = refused
+        self.cutOff = cutOff
         descriptor.setNonBlocking()
         descriptor.setCloseOnExec()
         listener = descriptor
@@ -122,7 +128,7 @@ final class MetricsEndpoint {
         for scrape in Array(scrapes.values) where !scrape.hasHead { scrape.poll() }
         guard scrapes.count >= Self.maximumConnections else { return true }
         guard let oldest = scrapes.values.filter({ !$0.hasHead }).min(by: { $0.accepted < $1.accepted }) else { return false }
-        refused()
+        cutOff(.evicted)
         oldest.end()
         return true
     }
@@ -155,6 +161,7 @@ final class MetricsEndpoint {
             self.endpoint = endpoint
             io = try endpoint.loop.watch(fd: fd, events: .readable) { [unowned self] _ in self.ready() }
             timer = try endpoint.loop.timer(at: (accepted + MetricsEndpoint.headDeadline).monotonicMicroseconds) { [unowned self] in
+                self.endpoint.cutOff(self.hasHead ? .deadline : .headDeadline)
                 self.end()
             }
         }
@@ -174,7 +181,10 @@ final class MetricsEndpoint {
                 if count < 0, errno == EAGAIN { return }
                 if count <= 0 { return end() }  // the client closed too (or failed)
                 drained += count
-                if drained > MetricsEndpoint.maximumDrain { return end() }
+                if drained > MetricsEndpoint.maximumDrain {
+                    endpoint.cutOff(.drainLimit)
+                    return end()
+                }
             }
         }
 

@@ -9,26 +9,29 @@ import Testing
 /// independent processes: GDBus from Python as `nobody`, busctl as `www-data` and as root.
 @Suite(rootOnly, .enabled(if: FileManager.default.fileExists(atPath: "/usr/bin/setpriv"), "needs setpriv"))
 struct FairDNSTests {
-    /// Sends COUNT CheckHost calls on nINDEX.SUFFIX with a 5-minute deadline over one connection,
-    /// without waiting; prints "sent", then "answer INDEX REASON" or "error INDEX NAME MESSAGE"
-    /// per reply, and holds the connection until killed.
+    /// Sends COUNT CheckHost calls on nINDEX.SUFFIX with a 5-minute deadline, PER calls on each of
+    /// its connections (default: all on one; dbus-daemon holds at most 128 calls awaiting a reply
+    /// per connection), without waiting; prints "sent", then "answer INDEX REASON" or
+    /// "error INDEX NAME MESSAGE" per reply, and holds its connections until killed.
     static let abandoner = """
         import sys
         import gi
         gi.require_version("Gio", "2.0")
         from gi.repository import Gio, GLib
         address, count, suffix = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+        per = int(sys.argv[4]) if len(sys.argv) > 4 else count
         flags = Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION
-        connection = Gio.DBusConnection.new_for_address_sync(address, flags, None, None)
+        connections = [Gio.DBusConnection.new_for_address_sync(address, flags, None, None) for _ in range((count + per - 1) // per)]
         def done(source, result, index):
             try:
                 print("answer", index, source.call_finish(result).unpack()[3], flush=True)
             except GLib.Error as error:
                 print("error", index, Gio.DBusError.get_remote_error(error), error.message, flush=True)
         for index in range(count):
-            connection.call("org.reachd.Reachability1", "/org/reachd/Reachability1", "org.reachd.Reachability1",
+            connections[index // per].call("org.reachd.Reachability1", "/org/reachd/Reachability1", "org.reachd.Reachability1",
                 "CheckHost", GLib.Variant("(su)", ("n%d.%s" % (index, suffix), 300000)), None, 0, 400000, None, done, index)
-        connection.flush_sync(None)
+        for connection in connections:
+            connection.flush_sync(None)
         print("sent", flush=True)
         GLib.MainLoop().run()
         """

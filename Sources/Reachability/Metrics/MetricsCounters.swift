@@ -17,9 +17,16 @@ public struct MetricsCounters: Sendable, Hashable {
     /// Verdicts of the connectivity probe, by `ConnectivityVerdict` (in `ConnectivityVerdict.allCases` order;
     /// `unknown` stays 0: a probe always ends in one of the others).
     public var probeResults = [UInt64](repeating: 0, count: ConnectivityVerdict.allCases.count)
-    /// Connections to `/metrics` closed unanswered at capacity (`MetricsEndpoint.maximumConnections`):
-    /// an idle one that made room, or the newcomer when every slot was answering.
+    /// Connections to `/metrics` refused at capacity (`MetricsEndpoint.maximumConnections`): the
+    /// newcomer, closed unanswered because every slot was answering a request.
     public var scrapesRefused: UInt64 = 0
+    /// CheckHost calls refused by a limit, by `CheckRefusal` (in `CheckRefusal.allCases` order).
+    public var checksRefused = [UInt64](repeating: 0, count: CheckRefusal.allCases.count)
+    /// CheckHost calls cancelled, their DNS lookups with them, because their caller left the bus.
+    public var checksAbandoned: UInt64 = 0
+    /// Connections to `/metrics` reachd closed before the exchange ended, by `MetricsCutOff`
+    /// (in `MetricsCutOff.allCases` order).
+    public var scrapesCutOff = [UInt64](repeating: 0, count: MetricsCutOff.allCases.count)
 
     public init() {}
 
@@ -32,6 +39,14 @@ public struct MetricsCounters: Sendable, Hashable {
             checksReachable += 1
         }
         checkDuration.observe(seconds)
+    }
+
+    public mutating func recordRefusal(_ refusal: CheckRefusal) {
+        checksRefused[refusal.metricsIndex] += 1
+    }
+
+    public mutating func recordCutOff(_ cut: MetricsCutOff) {
+        scrapesCutOff[cut.metricsIndex] += 1
     }
 
     public mutating func recordProbe(_ connectivity: ConnectivityVerdict) {
@@ -98,6 +113,49 @@ extension ConnectivityVerdict {
         case .portal: 2
         case .limited: 3
         case .full: 4
+        }
+    }
+}
+
+/// Which limit refused a host check (`reachd_host_checks_refused_total{reason}`); the D-Bus
+/// error is `LimitExceeded` for each, its message says which.
+public enum CheckRefusal: String, CaseIterable, Sendable {
+    /// The caller's Unix user holds its share of the checks in flight, or the users other than
+    /// root together hold all but the reserve kept for the system.
+    case shareFull = "share_full"
+    /// The user's rate of new DNS lookups (`LookupsPerUserPerSecond=`, `LookupBurstPerUser=`).
+    case rateLimited = "rate_limited"
+    /// reachd holds as many checks in flight as it ever does, from everyone together.
+    case inFlightCap = "in_flight_cap"
+
+    var metricsIndex: Int {
+        switch self {
+        case .shareFull: 0
+        case .rateLimited: 1
+        case .inFlightCap: 2
+        }
+    }
+}
+
+/// Why reachd closed a `/metrics` connection before the exchange ended
+/// (`reachd_metrics_connections_cut_off_total{reason}`).
+public enum MetricsCutOff: String, CaseIterable, Sendable {
+    /// It had not sent a whole request head when a newcomer arrived at capacity: the oldest
+    /// such connection makes room.
+    case evicted
+    /// It had not sent a whole request head within the head deadline (2 s).
+    case headDeadline = "head_deadline"
+    /// It had not taken its answer, or closed after it, within the deadline (5 s).
+    case deadline
+    /// It kept sending past the answer more than the lingering close reads (64 KiB).
+    case drainLimit = "drain_limit"
+
+    var metricsIndex: Int {
+        switch self {
+        case .evicted: 0
+        case .headDeadline: 1
+        case .deadline: 2
+        case .drainLimit: 3
         }
     }
 }

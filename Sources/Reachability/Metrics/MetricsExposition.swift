@@ -95,6 +95,11 @@ public enum MetricsExposition {
         }
         out.histogram("reachd_host_check_duration_seconds", "How long host checks took, from the request to the answer.", counters.checkDuration)
         out.counter("reachd_dns_deadline_hits_total", "Host checks whose DNS lookup had no answer before its deadline.", counters.dnsDeadlineHits)
+        out.family("reachd_host_checks_refused_total", .counter, "CheckHost calls refused with LimitExceeded, by the limit: share_full (the user's share, or the reserve kept for the system), rate_limited (the user's rate of new DNS lookups), in_flight_cap (all callers together).")
+        for (index, refusal) in CheckRefusal.allCases.enumerated() {
+            out.sample("reachd_host_checks_refused_total", [("reason", refusal.rawValue)], Double(counters.checksRefused[index]))
+        }
+        out.counter("reachd_host_checks_abandoned_total", "CheckHost calls cancelled, with their DNS lookups, because their caller left the bus.", counters.checksAbandoned)
 
         out.family("reachd_watches", .gauge, "Watch objects served to D-Bus clients now.")
         out.sample("reachd_watches", [], Double(sample.watches))
@@ -104,7 +109,11 @@ public enum MetricsExposition {
         for (index, verdict) in ConnectivityVerdict.allCases.enumerated() where verdict != .unknown {
             out.sample("reachd_connectivity_probes_total", [("verdict", verdict.rawValue)], Double(counters.probeResults[index]))
         }
-        out.counter("reachd_metrics_scrapes_refused_total", "Connections to the metrics socket closed unanswered because too many were open.", counters.scrapesRefused)
+        out.counter("reachd_metrics_scrapes_refused_total", "Connections to the metrics socket closed unanswered because every slot was answering a request.", counters.scrapesRefused)
+        out.family("reachd_metrics_connections_cut_off_total", .counter, "Connections to the metrics socket closed before the exchange ended, by reason: evicted (no request head yet when a newcomer came at capacity), head_deadline, deadline, drain_limit.")
+        for (index, cut) in MetricsCutOff.allCases.enumerated() {
+            out.sample("reachd_metrics_connections_cut_off_total", [("reason", cut.rawValue)], Double(counters.scrapesCutOff[index]))
+        }
 
         out.family("reachd_start_time_seconds", .gauge, "When reachd started, in seconds since the Unix epoch.")
         out.sample("reachd_start_time_seconds", [], sample.startTime)
