@@ -18,6 +18,11 @@ final class Callers {
         let track: BusTrack
         /// What each part undoes when the client leaves.
         var departures: [Part: () -> Void] = [:]
+        /// Calls waiting for the client's user: it is not forgotten while any waits, so that each
+        /// still finds it (and its tracking) when the answer comes.
+        var waiting = 0
+        /// It left the bus: calls still waiting for its user are dropped.
+        var gone = false
 
         init(track: BusTrack) { self.track = track }
     }
@@ -33,8 +38,10 @@ final class Callers {
         let sender = message.sender ?? ""
         let client = try self.client(sender)
         try client.track.add(senderOf: message)
+        client.waiting += 1
         identities.withUser(of: sender) { [unowned self] uid in
-            guard self.clients[sender] === client else { return }  // it left meanwhile: nothing to answer
+            client.waiting -= 1
+            guard !client.gone else { return }  // it left meanwhile: nothing to answer
             body(uid.mapError { error in
                 BusError(name: "org.freedesktop.DBus.Error.Failed", message: "cannot learn the Unix user of \(sender): \(error.message)")
             })
@@ -57,12 +64,15 @@ final class Callers {
 
     /// Forgets `sender` if no part holds anything for it (a caller that only asked its user).
     func forgetIfIdle(_ sender: String) {
-        guard let client = clients[sender], client.departures.isEmpty else { return }
+        guard let client = clients[sender], client.departures.isEmpty, client.waiting == 0 else { return }
         clients[sender] = nil
     }
 
     /// At stop: forgets every client, running no undo.
-    func releaseAll() { clients = [:] }
+    func releaseAll() {
+        for client in clients.values { client.gone = true }
+        clients = [:]
+    }
 
     private func client(_ sender: String) throws(BusError) -> Client {
         if let known = clients[sender] { return known }
@@ -74,6 +84,7 @@ final class Callers {
 
     private func left(_ sender: String) {
         guard let client = clients.removeValue(forKey: sender) else { return }
+        client.gone = true
         for undo in client.departures.values { undo() }
     }
 }
