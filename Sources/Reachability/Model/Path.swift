@@ -85,11 +85,15 @@ extension Path {
     /// Unrestricted, it is the host's answer itself: satisfied exactly when the host is online,
     /// with its path facts. Restricted, it is satisfied when a counted interface is available and
     /// no kill switch (`policyBlocked`) stops everything; its facts are the host's when the host's
-    /// primary interface is counted, else read from the first counted interface's addresses.
+    /// primary interface is counted, else read from the first counted interface's addresses; its
+    /// reason is `linkDown` when a counted link with an address is not ready, else `noRoute`.
     public init(host: HostStatus, interfaces: [Int32: InterfaceStatus], restriction: Restriction = Restriction()) {
         let byName = Dictionary(interfaces.values.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         let available = host.availableInterfaces.compactMap { byName[$0] }.filter { restriction.counts($0.kind) }
-        let counted = interfaces.values.filter { $0.kind != .loopback && restriction.counts($0.kind) }
+        // Counted links configured for traffic beyond themselves (a veth's bare peer is not).
+        let counted = interfaces.values.filter {
+            $0.kind != .loopback && restriction.counts($0.kind) && $0.addresses.contains { !$0.address.isLinkLocal }
+        }
         let satisfied = restriction.isEmpty
             ? host.state == .online
             : !available.isEmpty && host.pathFacts.reason != .policyBlocked
