@@ -1,0 +1,124 @@
+/// What Apple's NWPath tells, for the host's internet path as one monitor sees it: whether it can
+/// carry traffic, over which interfaces of which kinds, what it costs, which families and
+/// gateways it has, and why not when it cannot. Derived from one snapshot (`init(host:...)`), the
+/// interfaces restricted to the kinds the monitor asked for; equal values are the same path.
+public struct Path: Hashable, Sendable {
+    /// NWPath.Status.
+    public enum Status: String, Hashable, Sendable {
+        /// Traffic can leave through an interface the monitor counts.
+        case satisfied
+        /// It cannot; `unsatisfiedReason` says why.
+        case unsatisfied
+        /// Not available now, but a connection could bring it up (on-demand links). Linux has no
+        /// traffic-triggered links the library knows of, so nothing produces it yet: it comes only
+        /// from the reserved `connectionOnDemand`/`connectionOnTraffic` flags.
+        case requiresConnection
+    }
+
+    /// One interface the path can use (NWInterface): name, kernel index and kind.
+    public struct Interface: Hashable, Sendable {
+        public var name: String
+        public var index: Int32
+        public var kind: InterfaceKind
+
+        public init(name: String, index: Int32, kind: InterfaceKind) {
+            self.name = name
+            self.index = index
+            self.kind = kind
+        }
+    }
+
+    public var status: Status
+    /// The interfaces that carry a default route and are ready, restricted to the counted kinds,
+    /// in the host's order of preference (the one the path uses first).
+    public var availableInterfaces: [Interface]
+    /// The path's first interface is expensive: cellular, or `Metered=yes` in reachd.conf.
+    public var isExpensive: Bool
+    /// Low Data Mode. The library does not know it yet (issue 25's `Constrained=`): always false.
+    public var isConstrained: Bool
+    public var supportsIPv4: Bool
+    public var supportsIPv6: Bool
+    /// The next hops of the path, IPv4's first; empty when the path is not the host's own (a
+    /// restriction left only other interfaces) since the library knows gateways of that one only.
+    public var gateways: [IPAddress]
+    /// Why the path is unsatisfied; nil when it is satisfied.
+    public var unsatisfiedReason: Reason?
+
+    public init(
+        status: Status, availableInterfaces: [Interface] = [], isExpensive: Bool = false, isConstrained: Bool = false,
+        supportsIPv4: Bool = false, supportsIPv6: Bool = false, gateways: [IPAddress] = [], unsatisfiedReason: Reason? = nil
+    ) {
+        self.status = status
+        self.availableInterfaces = availableInterfaces
+        self.isExpensive = isExpensive
+        self.isConstrained = isConstrained
+        self.supportsIPv4 = supportsIPv4
+        self.supportsIPv6 = supportsIPv6
+        self.gateways = gateways
+        self.unsatisfiedReason = unsatisfiedReason
+    }
+
+    /// NWPath.usesInterfaceType: the path's interfaces include one of `kind`.
+    public func usesInterfaceType(_ kind: InterfaceKind) -> Bool { availableInterfaces.contains { $0.kind == kind } }
+}
+
+extension Path {
+    /// Which interface kinds a monitor counts (NWPathMonitor's `requiredInterfaceType` and
+    /// `prohibitedInterfaceTypes`): the path is judged as if the others were not there.
+    public struct Restriction: Hashable, Sendable {
+        public var requiredInterfaceType: InterfaceKind?
+        public var prohibitedInterfaceTypes: Set<InterfaceKind>
+
+        public init(requiredInterfaceType: InterfaceKind? = nil, prohibitedInterfaceTypes: Set<InterfaceKind> = []) {
+            self.requiredInterfaceType = requiredInterfaceType
+            self.prohibitedInterfaceTypes = prohibitedInterfaceTypes
+        }
+
+        public var isEmpty: Bool { requiredInterfaceType == nil && prohibitedInterfaceTypes.isEmpty }
+
+        public func counts(_ kind: InterfaceKind) -> Bool {
+            (requiredInterfaceType.map { $0 == kind } ?? true) && !prohibitedInterfaceTypes.contains(kind)
+        }
+    }
+
+    /// The path `restriction` sees in the host's answer and its interfaces (by index).
+    /// Unrestricted, it is the host's answer itself: satisfied exactly when the host is online,
+    /// with its path facts. Restricted, it is satisfied when a counted interface is available and
+    /// no kill switch (`policyBlocked`) stops everything; its facts are the host's when the host's
+    /// primary interface is counted, else read from the first counted interface's addresses; its
+    /// reason is `linkDown` when a counted link with an address is not ready, else `noRoute`.
+    public init(host: HostStatus, interfaces: [Int32: InterfaceStatus], restriction: Restriction = Restriction()) {
+        let byName = Dictionary(interfaces.values.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        let available = host.availableInterfaces.compactMap { byName[$0] }.filter { restriction.counts($0.kind) }
+        // Counted links configured for traffic beyond themselves (a veth's bare peer is not).
+        let counted = interfaces.values.filter {
+            $0.kind != .loopback && restriction.counts($0.kind) && $0.addresses.contains { !$0.address.isLinkLocal }
+        }
+        let satisfied = restriction.isEmpty
+            ? host.state == .online
+            : !available.isEmpty && host.pathFacts.reason != .policyBlocked
+        guard satisfied, let first = available.first else {
+            let onDemand = !host.flags.isDisjoint(with: [.connectionOnDemand, .connectionOnTraffic])
+            let reason: Reason =
+                if restriction.isEmpty || host.pathFacts.reason == .policyBlocked { host.pathFacts.reason ?? .noRoute }
+                else if counted.contains(where: { $0.flags.contains(.connectionRequired) }) { .linkDown }
+                else { .noRoute }
+            self.init(status: onDemand ? .requiresConnection : .unsatisfied, unsatisfiedReason: reason)
+            return
+        }
+        let facts: PathFacts
+        if restriction.isEmpty || available.contains(where: { $0.name == host.primaryInterface }) {
+            facts = host.pathFacts
+        } else {
+            func global(_ family: AddressFamily) -> Bool {
+                first.addresses.contains { $0.address.family == family && !$0.address.isLinkLocal }
+            }
+            facts = PathFacts(supportsIPv4: global(.ipv4), supportsIPv6: global(.ipv6))
+        }
+        self.init(
+            status: .satisfied,
+            availableInterfaces: available.map { Interface(name: $0.name, index: $0.index, kind: $0.kind) },
+            isExpensive: first.flags.contains(.isExpensive),
+            supportsIPv4: facts.supportsIPv4, supportsIPv6: facts.supportsIPv6, gateways: facts.gateways)
+    }
+}
