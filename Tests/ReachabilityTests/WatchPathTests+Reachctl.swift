@@ -98,6 +98,9 @@ extension WatchPathTests {
         #expect(try ReachctlDaemonTests.object(lines[1])["reason"] as? String == "linkDown")
         try harness.startDaemon()
         try harness.waitUntilServing()
+        // Back to reachd: the monitor holds a path watch of the new reachd.
+        let client = try Self.client(harness)
+        try await eventually("a path watch on the returned reachd") { try client.metrics().contains("\nreachd_watches 1\n") }
         try far.ip("link set pm0p up")
         let back = try await monitor.waitForLines(3)
         #expect(try ReachctlDaemonTests.object(back[2])["status"] as? String == "satisfied")
