@@ -192,3 +192,6 @@ extension Path {
         self.init(host: snapshot.host, interfaces: interfaces, restriction: restriction)
     }
 }
+
+/// DESIGN.md's name for the path a `PathMonitor` yields.
+public typealias NetworkPath = Path
