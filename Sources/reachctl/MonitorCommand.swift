@@ -49,6 +49,7 @@ struct MonitorCommand: AsyncParsableCommand {
             the monitor fails fast instead: reachd going away ends it (exit 2).
 
             \(KindOptions.discussion)
+
             The monitor prints the first path, then one line each time that path changes: it is \
             the library's PathMonitor, as a program of yours would use it (through reachd's \
             WatchPath while reachd runs, in-process while it is away, the same answers either way):
