@@ -154,7 +154,7 @@ final class SCDaemonThread: ReachabilityClientOwner {
                 leave()
             case .serviceReturned:
                 try rejoin()
-            case .changed, .interfacesChanged:
+            case .changed, .interfacesChanged, .path:
                 continue
             }
         }

@@ -126,6 +126,8 @@ final class DaemonContext: ReachabilityClientOwner {
                     !ReachabilityClient.isPending(result)
                 else { continue }
                 subscriber.continuation.yield(TargetAnswer(result: result, generation: generation))
+            case .path:
+                continue
             }
         }
     }

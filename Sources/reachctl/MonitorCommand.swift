@@ -48,6 +48,14 @@ struct MonitorCommand: AsyncParsableCommand {
             printed. A bus that goes away is connected to again when it returns. With --daemon \
             the monitor fails fast instead: reachd going away ends it (exit 2).
 
+            \(KindOptions.discussion)
+
+            The monitor prints the first path, then one line each time that path changes: it is \
+            the library's PathMonitor, as a program of yours would use it (through reachd's \
+            WatchPath while reachd runs, in-process while it is away, the same answers either way):
+              reachctl monitor --kind wifi
+              reachctl monitor --not-kind cellular --json
+
             Stops on SIGINT (Ctrl-C) or SIGTERM. Exit status: 0 when stopped by a signal, 2 \
             error (an invalid target; with --daemon, reachd went away).
             """
@@ -59,6 +67,8 @@ struct MonitorCommand: AsyncParsableCommand {
     @Flag(help: "Also print changes of single interfaces (flags, kind, addresses) that leave the host's answer as it was.")
     var interfaces = false
 
+    @OptionGroup var kinds: KindOptions
+
     @OptionGroup var options: CommonOptions
 
     /// reachd follows each target with a watch, and one client may hold 64 (MaxWatchesPerClient=
@@ -66,6 +76,13 @@ struct MonitorCommand: AsyncParsableCommand {
     static let maximumTargets = 64
 
     func validate() throws {
+        if kinds.restriction != nil {
+            if !targets.isEmpty { throw ValidationError("--kind/--not-kind follow the host's path, not targets: drop the targets or the kinds.") }
+            if interfaces { throw ValidationError("--interfaces prints the host's interface changes, not a path restricted by --kind/--not-kind: drop one.") }
+            if options.requireDaemon {
+                throw ValidationError("--kind/--not-kind follow reachd as PathMonitor does (in-process while it is away): drop --daemon.")
+            }
+        }
         if targets.count > Self.maximumTargets {
             throw ValidationError(
                 "monitor follows at most \(Self.maximumTargets) targets at once (one watch each; reachd's MaxWatchesPerClient=), "
@@ -75,9 +92,17 @@ struct MonitorCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
+            let json = options.json
+            if let restriction = kinds.restriction {
+                let monitor = try options.openPathMonitor(restriction)
+                defer { monitor.monitor?.stop() }
+                try await Self.untilSignalled(monitor) { path in
+                    Terminal.writeLine(json ? path.json(restriction).serialized() : renderPath(path, restriction))
+                }
+                return
+            }
             let source = try options.openSource()
             defer { source.stop() }
-            let json = options.json
             if targets.isEmpty {
                 let updates = try await source.updates()
                 let interfaces = self.interfaces
@@ -101,9 +126,9 @@ struct MonitorCommand: AsyncParsableCommand {
 
     /// Runs `body` for each element until SIGINT or SIGTERM (a normal end), or until `stream`
     /// ends on its own or `body` throws (an error).
-    private static func untilSignalled<Element: Sendable>(
-        _ stream: AsyncStream<Element>, _ body: @escaping @Sendable (Element) throws -> Void
-    ) async throws {
+    private static func untilSignalled<Stream: AsyncSequence & Sendable>(
+        _ stream: Stream, _ body: @escaping @Sendable (Stream.Element) throws -> Void
+    ) async throws where Stream.Element: Sendable, Stream.Failure == Never {
         let stopSignals = SignalStream(signals: [SIGINT, SIGTERM])
         defer { stopSignals.close() }
         let outcome = await withTaskGroup(of: Outcome.self) { group in

@@ -75,12 +75,18 @@ struct CommonOptions: ParsableArguments {
 
     /// The in-process source these options ask for, with the configuration reachd would use.
     func inProcessSource() throws -> InProcessSource {
+        let (configuration, settings) = try inProcessConfiguration()
+        return try InProcessSource(configuration: configuration, defaultTimeout: settings.defaultTimeout)
+    }
+
+    /// The in-process monitor's configuration these options ask for, and reachd.conf's settings.
+    func inProcessConfiguration() throws -> (CoreConfiguration, Configuration) {
         let settings = try settings()
         var configuration = CoreConfiguration()
         settings.apply(to: &configuration)
         if let sysfsRoot { configuration.sysfsRoot = sysfsRoot }
         if let netns { configuration.namespacePath = try Self.namespacePath(for: netns) }
-        return try InProcessSource(configuration: configuration, defaultTimeout: settings.defaultTimeout)
+        return (configuration, settings)
     }
 
     /// The environment variable naming a bus address, like `--bus-address`.
@@ -110,14 +116,34 @@ struct CommonOptions: ParsableArguments {
             callTimeout: max(probeTimeout, DaemonSource.callTimeout),
             daemon: { client, _ throws -> any ReachabilitySource in try DaemonSource(client: client, follows: !requireDaemon) }
         ) { unavailable in
-            if let unavailable {
-                if requireDaemon {
-                    Terminal.write("reachctl: reachd is not available: \(unavailable.reason)\n", to: STDERR_FILENO)
-                    throw ExitStatus.error.exitCode
-                }
-                Terminal.write("reachctl: reachd is not running (\(unavailable.reason)); answering in-process\n", to: STDERR_FILENO)
-            }
+            try notice(unavailable)
             return try inProcessSource()
+        }
+    }
+
+    /// Says why reachd does not answer before answering in-process; with `--daemon`, fails.
+    func notice(_ unavailable: ReachdUnavailable?) throws {
+        guard let unavailable else { return }
+        if requireDaemon {
+            Terminal.write("reachctl: reachd is not available: \(unavailable.reason)\n", to: STDERR_FILENO)
+            throw ExitStatus.error.exitCode
+        }
+        Terminal.write("reachctl: reachd is not running (\(unavailable.reason)); answering in-process\n", to: STDERR_FILENO)
+    }
+
+    /// The library's `PathMonitor` for `restriction`, as a program of a user's would make it:
+    /// through reachd (a WatchPath object, following its name) when it answers, else in-process
+    /// with the configuration reachd would read; `--netns` in-process in that namespace.
+    func openPathMonitor(_ restriction: Path.Restriction) throws -> PathMonitor {
+        let configuration = try inProcessConfiguration().0
+        return try ReachdOrInProcess.choose(
+            bus: answersInProcess ? nil : bus, probeTimeout: Self.probeTimeout, callTimeout: DaemonSource.callTimeout,
+            daemon: { _, bus in PathMonitor(reachdOn: bus, restriction: restriction, configuration: configuration) }
+        ) { unavailable in
+            try notice(unavailable)
+            return PathMonitor(
+                monitor: try ReachabilityMonitor(configuration: configuration), requiredInterfaceType: restriction.requiredInterfaceType,
+                prohibitedInterfaceTypes: restriction.prohibitedInterfaceTypes)
         }
     }
 

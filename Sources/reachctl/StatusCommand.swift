@@ -22,16 +22,40 @@ struct StatusCommand: AsyncParsableCommand {
               reachctl status --json | jq -r .primaryInterface
               if reachctl status >/dev/null; then echo online; fi
 
-            Exit status: 0 online, 1 local or offline, 2 error.
+            \(KindOptions.discussion)
+
+            Examples with kinds:
+              reachctl status --kind wifi
+              reachctl status --not-kind cellular --not-kind vpn --json | jq .availableInterfaces
+
+            Exit status: 0 online (with --kind/--not-kind: satisfied), 1 local or offline \
+            (unsatisfied), 2 error.
             """
     )
 
     @Flag(help: "Also show how the kernel mirror has fared (netlink receive-buffer overruns and resyncs since start) and the figures behind the stall verdict.")
     var verbose = false
 
+    @OptionGroup var kinds: KindOptions
+
     @OptionGroup var options: CommonOptions
 
+    func validate() throws {
+        if verbose, kinds.restriction != nil { throw ValidationError("--verbose shows the host's figures, not a path restricted by --kind/--not-kind: drop one.") }
+    }
+
     func run() async throws {
+        if let restriction = kinds.restriction {
+            let satisfied = try await reportingErrors {
+                let monitor = try options.openPathMonitor(restriction)
+                defer { monitor.monitor?.stop() }
+                let path = monitor.currentPath
+                Terminal.writeLine(options.json ? path.json(restriction).serialized() : renderPath(path, restriction))
+                return path.status == .satisfied
+            }
+            if !satisfied { throw ExitStatus.notReachable.exitCode }
+            return
+        }
         let online = try await reportingErrors {
             let source = try options.openSource()
             defer { source.stop() }

@@ -143,6 +143,8 @@ final class ReachabilityService: BusObject {
             return .now { reply throws(BusError) in try reply.append(text) }
         case "Watch":
             return try watches.add(target: try message.readString(), caller: message)
+        case "WatchPath":
+            return try watches.addPath(caller: message)
         case "Unwatch":
             let path = try message.readObjectPath()
             try watches.remove(path: path, caller: message.sender ?? "")

@@ -1,10 +1,19 @@
 import Reachability
 import Synchronization
 
+/// What the registry holds of every watch, target or path: who owns it, as which user, and
+/// the registration that serves its object.
+protocol HeldWatch: BusObject {
+    var path: String { get }
+    var owner: String { get }
+    var uid: UInt32 { get }
+    var slot: BusSlot? { get set }
+}
+
 /// One client's watch: `/org/reachd/Reachability1/watch/N`, interface
 /// `org.reachd.Reachability1.Watch`, with its own PropertiesChanged whenever its answer changes.
 /// Watches on the same target share one answer and one DNS lookup (`WatchTargets`).
-final class Watch: BusObject {
+final class Watch: HeldWatch {
     static let vtable = BusVTable(ReachdContract.watchMembers)
 
     let path: String

@@ -9,7 +9,7 @@ final class WatchRegistry {
     private let callers: Callers
     private unowned let metrics: DaemonMetrics
     private var limits: (perClient: Int, perUser: Int, total: Int)
-    private var watches: [String: Watch] = [:]
+    private var watches: [String: any HeldWatch] = [:]
     /// The watches of each client that holds any, by unique bus name.
     private var clients: [String: Set<String>] = [:]
     /// Watches held per Unix user, and by all users other than root together.
@@ -18,6 +18,8 @@ final class WatchRegistry {
     private var nextID: UInt64 = 0
     /// The distinct targets the watches share, and when each is asked.
     private let targets: WatchTargets
+    /// The distinct kind restrictions the path watches share, and their answers.
+    private let paths: PathWatches
 
     init(core: ReachabilityCore, bus: BusConnection, callers: Callers, loop: EventLoop, metrics: DaemonMetrics, configuration: Configuration) {
         self.core = core
@@ -25,6 +27,7 @@ final class WatchRegistry {
         self.callers = callers
         self.metrics = metrics
         targets = WatchTargets(core: core, bus: bus, loop: loop)
+        paths = PathWatches(bus: bus, mirror: core.mirror)
         limits = (0, 0, 0)
         configure(configuration)
     }
@@ -44,8 +47,7 @@ final class WatchRegistry {
 
     var count: Int { watches.count }
 
-    /// Validates `target`, and serves a new watch object once the limits allow it: at once when
-    /// the caller's Unix user is known, else once the bus told it (see `Callers`).
+    /// `Watch(target)`: validates `target`, and serves a new watch object on it.
     func add(target: String, caller message: BusMessage) throws(BusError) -> BusReply {
         let isAddress = AddressTarget.looksLikeAddress(target)
         if isAddress {
@@ -56,11 +58,39 @@ final class WatchRegistry {
         } else if case let .failure(error) = HostName.validate(target) {
             throw ReachabilityService.invalidTarget(error.description)
         }
+        return try serve(message) { [unowned self] path, owner, uid throws(BusError) in
+            let watch = Watch(path: path, owner: owner, uid: uid, target: target, targets: self.targets)
+            // The watch holds its slot and this registry holds the watch: the slot must not hold it.
+            watch.slot = try self.bus.add(watch, at: path, interface: ReachdContract.watchInterface, vtable: Watch.vtable, retaining: false)
+            self.targets.attach(watch)
+            Log.debug("watch \(path) on \(target) for \(owner) (uid \(uid))")
+            return watch
+        }
+    }
+
+    /// `WatchPath(options)`: the options read (refused at once when wrong), then a path watch
+    /// served as a watch is, within the same limits.
+    func addPath(caller message: BusMessage) throws(BusError) -> BusReply {
+        let restriction = try PathProperty.readOptions(message)
+        return try serve(message) { [unowned self] path, owner, uid throws(BusError) in
+            let watch = PathWatch(path: path, owner: owner, uid: uid, restriction: restriction, paths: self.paths)
+            watch.slot = try self.bus.add(watch, at: path, interface: ReachdContract.pathInterface, vtable: PathWatch.vtable, retaining: false)
+            self.paths.attach(watch)
+            Log.debug("path watch \(path) (\(restriction)) for \(owner) (uid \(uid))")
+            return watch
+        }
+    }
+
+    /// Serves a new watch object made by `make` once the limits allow it: at once when the
+    /// caller's Unix user is known, else once the bus told it (see `Callers`).
+    private func serve(
+        _ message: BusMessage, _ make: @escaping (String, String, UInt32) throws(BusError) -> any HeldWatch
+    ) throws(BusError) -> BusReply {
         let owner = message.sender ?? ""
         let call = OwnedBusMessage(retaining: message)
         try callers.withUser(of: message) { [unowned self] uid in
             do throws(BusError) {
-                let path = try self.create(target: target, owner: owner, uid: uid.get())
+                let path = try self.create(owner: owner, uid: uid.get(), make)
                 try self.bus.reply(to: call.message) { reply throws(BusError) in try reply.append(objectPath: path) }
             } catch {
                 self.bus.reply(to: call.message, error: error)
@@ -71,7 +101,9 @@ final class WatchRegistry {
     }
 
     /// Enforces the limits and serves the watch object.
-    private func create(target: String, owner: String, uid: UInt32) throws(BusError) -> String {
+    private func create(
+        owner: String, uid: UInt32, _ make: (String, String, UInt32) throws(BusError) -> any HeldWatch
+    ) throws(BusError) -> String {
         let owned = clients[owner]?.count ?? 0
         guard owned < limits.perClient else {
             throw limitExceeded("\(owner) already has \(owned) watches, the most one client may hold (MaxWatchesPerClient=\(limits.perClient))")
@@ -91,9 +123,7 @@ final class WatchRegistry {
                 "users other than root already hold \(unprivileged) watches; the last \(reserve) of MaxWatches=\(limits.total) are kept for root")
         }
         nextID += 1
-        let watch = Watch(path: "\(ReachdContract.watchPathNamespace)/\(nextID)", owner: owner, uid: uid, target: target, targets: targets)
-        // The watch holds its slot and this registry holds the watch: the slot must not hold it.
-        watch.slot = try bus.add(watch, at: watch.path, interface: ReachdContract.watchInterface, vtable: Watch.vtable, retaining: false)
+        let watch = try make("\(ReachdContract.watchPathNamespace)/\(nextID)", owner, uid)
         watches[watch.path] = watch
         if clients[owner] == nil {
             callers.onDeparture(of: owner, .watches) { [unowned self] in self.removeAll(of: owner) }
@@ -101,9 +131,7 @@ final class WatchRegistry {
         clients[owner, default: []].insert(watch.path)
         perUser[uid, default: 0] += 1
         if uid != 0 { unprivileged += 1 }
-        targets.attach(watch)
         metrics.changed()
-        Log.debug("watch \(watch.path) on \(target) for \(owner) (uid \(uid))")
         return watch.path
     }
 
@@ -132,14 +160,15 @@ final class WatchRegistry {
     /// hold their share, never lock a system service out of Watch.
     static func reserve(of total: Int) -> Int { total >= 2 ? max(1, total / 16) : 0 }
 
-    private func drop(_ watch: Watch) {
+    private func drop(_ watch: any HeldWatch) {
         watches.removeValue(forKey: watch.path)
         clients[watch.owner]?.remove(watch.path)
         if watch.uid != 0 { unprivileged -= 1 }
         perUser[watch.uid]? -= 1
         if perUser[watch.uid] == 0 { perUser.removeValue(forKey: watch.uid) }
         watch.slot = nil
-        targets.detach(watch)
+        if let watch = watch as? Watch { targets.detach(watch) }
+        if let watch = watch as? PathWatch { paths.detach(watch) }
         metrics.changed()
     }
 
@@ -155,5 +184,6 @@ final class WatchRegistry {
     /// once for all its watches.
     func follow(_ update: CoreUpdate) {
         if update.routingMoved { targets.networkChanged() }
+        if update.change != nil { paths.networkChanged() }
     }
 }

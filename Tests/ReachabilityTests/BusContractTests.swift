@@ -20,9 +20,10 @@ struct BusContractTests {
     @Test func introspectionXMLDeclaresTheContractsMembers() throws {
         let xml = try Self.shipped("org.reachd.Reachability1.xml")
         let interfaces = try DaemonBusTests.InterfaceXML.interfaces(in: xml)
-        #expect(interfaces.keys.sorted() == [ReachdContract.interface, ReachdContract.watchInterface])
+        #expect(interfaces.keys.sorted() == [ReachdContract.interface, ReachdContract.pathInterface, ReachdContract.watchInterface])
         for (interface, members) in [
             (ReachdContract.interface, ReachdContract.serviceMembers), (ReachdContract.watchInterface, ReachdContract.watchMembers),
+            (ReachdContract.pathInterface, ReachdContract.pathMembers),
         ] {
             let declared = ["<interface name=\"\(interface)\">"] + members.flatMap(Self.elements) + ["</interface>"]
             #expect(interfaces[interface] == declared, "\(interface): shipped\n\((interfaces[interface] ?? []).joined(separator: "\n"))")
@@ -35,6 +36,8 @@ struct BusContractTests {
         for text in [
             "Bus name   \(ReachdContract.busName)", "Object     \(ReachdContract.objectPath)",
             "Interface  \(ReachdContract.interface)", "Watches    \(ReachdContract.watchPathNamespace)/N, interface \(ReachdContract.watchInterface)",
+            "Paths      \(ReachdContract.watchPathNamespace)/N, interface \(ReachdContract.pathInterface)",
+            ReachdContract.PathOption.requiredKind, ReachdContract.PathOption.prohibitedKinds,
             ReachdContract.ErrorName.invalidTarget, ReachdContract.ErrorName.limitExceeded, ReachdContract.ErrorName.timeout,
             "at most \(Int(milliseconds))",
         ] {

@@ -204,7 +204,7 @@ struct DaemonBusTests {
             .deletingLastPathComponent().appendingPathComponent("packaging/org.reachd.Reachability1.xml")
         let shipped = try String(contentsOf: shippedURL, encoding: .utf8)
         let shippedInterfaces = try InterfaceXML.interfaces(in: shipped)
-        #expect(shippedInterfaces.keys.sorted() == [DaemonHarness.interface, DaemonHarness.watchInterface])
+        #expect(shippedInterfaces.keys.sorted() == [DaemonHarness.interface, ReachdContract.pathInterface, DaemonHarness.watchInterface])
         #expect(!InterfaceXML.comments(in: shipped).contains("--"), "'--' is not allowed inside an XML comment")
 
         let live = try InterfaceXML.interfaces(in: try harness.introspectXML())
@@ -220,6 +220,17 @@ struct DaemonBusTests {
             == InterfaceXML.normalizedElement(DaemonHarness.interface, in: shipped))
         #expect(InterfaceXML.normalizedElement(DaemonHarness.watchInterface, in: try harness.introspectXML(watchPath))
             == InterfaceXML.normalizedElement(DaemonHarness.watchInterface, in: shipped))
+        // A path watch object (WatchPath) likewise.
+        let pathReply = try DaemonHarness.call(client, "WatchPath") { message throws(BusError) in
+            try PathProperty.appendOptions(Path.Restriction(prohibitedInterfaceTypes: [.cellular]), to: message)
+        }
+        let pathObject = try DaemonHarness.read(pathReply) { try $0.readObjectPath() }
+        let livePath = try InterfaceXML.interfaces(in: try harness.introspectXML(pathObject))
+        #expect(livePath.keys.sorted() == [ReachdContract.pathInterface])
+        #expect(livePath[ReachdContract.pathInterface] == shippedInterfaces[ReachdContract.pathInterface],
+                "live:\n\((livePath[ReachdContract.pathInterface] ?? []).joined(separator: "\n"))")
+        #expect(InterfaceXML.normalizedElement(ReachdContract.pathInterface, in: try harness.introspectXML(pathObject))
+            == InterfaceXML.normalizedElement(ReachdContract.pathInterface, in: shipped))
     }
 
     // MARK: Changed

@@ -40,7 +40,7 @@ struct PathMonitorTests {
 
         try KernelMonitorTests.uplink(ns, "pm0", "192.0.2.2/24", gateway: "192.0.2.1", metric: 100)
         let expected = Path(
-            status: .satisfied, availableInterfaces: [Path.Interface(name: "pm0", index: 0, kind: .wired)],
+            status: .satisfied, flags: [.reachable, .isWired], availableInterfaces: [Path.Interface(name: "pm0", index: 0, kind: .wired)],
             supportsIPv4: true, gateways: [Self.gateway])
         try await any.wait(for: "wired uplink") { Self.sameIgnoringIndex($0, expected) }
         #expect(any.all.last?.usesInterfaceType(.wired) == true)
@@ -128,12 +128,35 @@ struct PathDerivationTests {
         #expect(path.availableInterfaces.map(\.name) == ["eth0", "wwan0"])
         #expect(path.gateways == [IPAddress("192.0.2.1")!])
         #expect(!path.isExpensive)
+        #expect(path.state == .online && path.flags == Self.online.flags && path.primaryInterface == "eth0")
+    }
+
+    @Test func aRequiredKindWhoseLinkIsDownIsLinkDownWithConnectionRequired() {
+        var down = Self.wired
+        down.flags = [.connectionRequired, .isWired]
+        var host = Self.online
+        host.availableInterfaces = ["wwan0"]
+        host.primaryInterface = "wwan0"
+        let path = Path(host: host, interfaces: [2: down, 3: Self.cellular], restriction: .init(requiredInterfaceType: .wired))
+        #expect(path == Path(status: .unsatisfied, state: .offline, flags: [.connectionRequired], unsatisfiedReason: .linkDown))
+    }
+
+    @Test func kindNamesParseAndAnUnknownOneIsNamed() throws {
+        #expect(try Path.Restriction.parse(required: "wifi", prohibited: ["vpn", "cellular"]).get()
+            == Path.Restriction(requiredInterfaceType: .wifi, prohibitedInterfaceTypes: [.vpn, .cellular]))
+        guard case let .failure(error) = Path.Restriction.parse(required: nil, prohibited: ["wired", "modem"]) else {
+            Issue.record("modem is no kind")
+            return
+        }
+        #expect(error.description.hasPrefix("unknown interface kind 'modem' (known: loopback, wired, wifi"))
     }
 
     @Test func prohibitingThePrimaryKindLeavesTheOthers() {
         let path = Path(host: Self.online, interfaces: Self.interfaces, restriction: .init(prohibitedInterfaceTypes: [.wired]))
+        // Not the host's primary: the flags are the interface's own.
         #expect(path == Path(
-            status: .satisfied, availableInterfaces: [Path.Interface(name: "wwan0", index: 3, kind: .cellular)],
+            status: .satisfied, flags: [.reachable, .isWWAN, .isExpensive],
+            availableInterfaces: [Path.Interface(name: "wwan0", index: 3, kind: .cellular)],
             isExpensive: true, supportsIPv6: true))
     }
 
@@ -142,7 +165,8 @@ struct PathDerivationTests {
         host.state = .local
         host.pathFacts = PathFacts(reason: .policyBlocked)
         let path = Path(host: host, interfaces: Self.interfaces, restriction: .init(requiredInterfaceType: .cellular))
-        #expect(path == Path(status: .unsatisfied, unsatisfiedReason: .policyBlocked))
+        // The cellular link is ready with an address: local, as the host would say.
+        #expect(path == Path(status: .unsatisfied, state: .local, unsatisfiedReason: .policyBlocked))
     }
 
     @Test func aRequiredKindThatIsNotThereIsNoRoute() {

@@ -223,7 +223,7 @@ struct ReachctlDaemonTests {
                 case let .watch(eventPath, result):
                     #expect(eventPath == path)
                     watched = result
-                case .interfacesChanged:
+                case .interfacesChanged, .path:
                     break
                 case .serviceLost, .serviceReturned:
                     Issue.record("reachd is still there")

@@ -16,6 +16,7 @@ extension ReachabilityClient {
         slots = []
         owner = nil
         watches = [:]
+        paths = [:]
     }
 
     /// The bus connection failed: forgets it and schedules a new one. Returns whether a reachd was

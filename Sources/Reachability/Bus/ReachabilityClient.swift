@@ -34,6 +34,8 @@ public final class ReachabilityClient {
         case interfacesChanged(generation: UInt64)
         /// A watch of ours (`watch(_:)`) has a new answer.
         case watch(path: String, result: CheckResult)
+        /// A path watch of ours (`watchPath(_:)`) has a new answer.
+        case path(path: String, value: Path)
         /// reachd left the bus (stopped or crashed), or the bus connection was lost. Its watches
         /// are gone. Unless the client `followsService`, a new client must be made once it is back.
         case serviceLost
@@ -69,6 +71,8 @@ public final class ReachabilityClient {
     var owner: String?
     /// Our watches and their last known answers.
     var watches: [String: CheckResult] = [:]
+    /// Our path watches and their last known answers.
+    var paths: [String: Path] = [:]
 
     /// Connects to `bus`. Does not talk to reachd yet: the first call does (use `status()` as
     /// a probe). Throws when the bus itself cannot be reached.
@@ -98,6 +102,7 @@ public final class ReachabilityClient {
     /// `Unwatch`: stops a watch of ours.
     public func unwatch(_ path: String) throws(BusError) {
         watches.removeValue(forKey: path)
+        paths.removeValue(forKey: path)
         _ = try call("Unwatch") { message throws(BusError) in try message.append(objectPath: path) }
     }
 
@@ -169,6 +174,12 @@ public final class ReachabilityClient {
             guard let path = message.path, let properties = try? Self.readPropertiesChanged(message) else { return }
             inbox.append(.watch(path: path, properties: properties.changed, invalidated: properties.invalidated))
         })
+        slots.append(try connection.addMatch(
+            "type='signal',sender='\(owner)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
+                + "path_namespace='\(Contract.watchPathNamespace)',arg0='\(Contract.pathInterface)'"
+        ) { message in
+            if let path = message.path { inbox.append(.pathChanged(path: path)) }
+        })
         self.slots = slots
         self.owner = owner
     }
@@ -219,6 +230,11 @@ public final class ReachabilityClient {
                 watches[path] = result
                 if !invalidated.isEmpty { try refresh(watch: path) }
                 if let result = watches[path] { events.append(.watch(path: path, result: result)) }
+            case let .pathChanged(path):
+                // Read anew whole: the path's properties are one answer, read as one.
+                guard paths[path] != nil else { continue }
+                try refresh(path: path)
+                if let value = paths[path] { events.append(.path(path: path, value: value)) }
             }
         }
     }
@@ -348,6 +364,7 @@ public final class ReachabilityClient {
         case changed(flags: ReachabilityFlags, primaryInterface: String, generation: UInt64)
         case interfacesChanged(generation: UInt64)
         case watch(path: String, properties: WatchProperties, invalidated: [String])
+        case pathChanged(path: String)
         /// NameOwnerChanged for reachd's name: `old` left it, `new` took it (empty: nobody).
         case ownerChanged(old: String, new: String)
     }

@@ -9,6 +9,16 @@ public enum ReachdContract {
     public static let watchInterface = "org.reachd.Reachability1.Watch"
     /// Watch objects live under this path (`.../watch/N`).
     public static let watchPathNamespace = "/org/reachd/Reachability1/watch"
+    /// The interface of WatchPath's objects (under `watchPathNamespace` too: they are watches).
+    public static let pathInterface = "org.reachd.Reachability1.Path"
+
+    /// WatchPath's option keys.
+    public enum PathOption {
+        /// s: the one interface kind the path may use (NWPathMonitor's requiredInterfaceType).
+        public static let requiredKind = "RequiredKind"
+        /// as: interface kinds the path must not use (prohibitedInterfaceTypes).
+        public static let prohibitedKinds = "ProhibitedKinds"
+    }
 
     /// The error names reachd answers with.
     public enum ErrorName {
@@ -67,6 +77,7 @@ public enum ReachdContract {
         .method("Validate", signature: "", result: "sss", names: "connectivity\0portal\0detail\0"),
         .method("GetMetrics", signature: "", result: "s", names: "exposition\0"),
         .method("Watch", signature: "s", result: "o", names: "target\0watch\0"),
+        .method("WatchPath", signature: "a{sv}", result: "o", names: "options\0watch\0"),
         .method("Unwatch", signature: "o", result: "", names: "watch\0"),
         .signal("Changed", signature: "ust", names: "flags\0primary_interface\0generation\0"),
         .signal("InterfacesChanged", signature: "a(issuas)ast", names: "changed\0removed\0generation\0"),
@@ -79,4 +90,12 @@ public enum ReachdContract {
         .property("Interface", signature: "s", emitsChange: true),
         .property("Reason", signature: "s", emitsChange: true),
     ]
+
+    /// The members of `pathInterface` on each WatchPath object: the path's properties
+    /// (`PathProperty.all`), then the restriction it was asked with.
+    public static let pathMembers: [BusVTable.Member] =
+        PathProperty.all.map { .property($0.name, signature: $0.signature, emitsChange: true) } + [
+            .property("RequiredKind", signature: "s", emitsChange: false),
+            .property("ProhibitedKinds", signature: "as", emitsChange: false),
+        ]
 }

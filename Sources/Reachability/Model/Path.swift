@@ -29,6 +29,16 @@ public struct Path: Hashable, Sendable {
     }
 
     public var status: Status
+    /// The path in the host's words (`State`): online when satisfied; unsatisfied, local when a
+    /// counted link is ready with an address, else offline. Unrestricted, the host's state.
+    public var state: HostState
+    /// The path's flags (`Flags`): the host's when the path goes through the host's primary
+    /// interface, else those of its first interface; unsatisfied, `connectionRequired` when a
+    /// counted link is down (none otherwise). Unrestricted, the host's flags.
+    public var flags: ReachabilityFlags
+    /// The interface the path uses first (`PrimaryInterface`); empty when unsatisfied.
+    /// Unrestricted, the host's primary interface.
+    public var primaryInterface: String
     /// The interfaces that carry a default route and are ready, restricted to the counted kinds,
     /// in the host's order of preference (the one the path uses first).
     public var availableInterfaces: [Interface]
@@ -44,11 +54,17 @@ public struct Path: Hashable, Sendable {
     /// Why the path is unsatisfied; nil when it is satisfied.
     public var unsatisfiedReason: Reason?
 
+    /// `state` defaults to online when satisfied, else offline; `primaryInterface` to the first
+    /// available interface.
     public init(
-        status: Status, availableInterfaces: [Interface] = [], isExpensive: Bool = false, isConstrained: Bool = false,
+        status: Status, state: HostState? = nil, flags: ReachabilityFlags = [], primaryInterface: String? = nil,
+        availableInterfaces: [Interface] = [], isExpensive: Bool = false, isConstrained: Bool = false,
         supportsIPv4: Bool = false, supportsIPv6: Bool = false, gateways: [IPAddress] = [], unsatisfiedReason: Reason? = nil
     ) {
         self.status = status
+        self.state = state ?? (status == .satisfied ? .online : .offline)
+        self.flags = flags
+        self.primaryInterface = primaryInterface ?? availableInterfaces.first?.name ?? ""
         self.availableInterfaces = availableInterfaces
         self.isExpensive = isExpensive
         self.isConstrained = isConstrained
@@ -79,6 +95,40 @@ extension Path {
         public func counts(_ kind: InterfaceKind) -> Bool {
             (requiredInterfaceType.map { $0 == kind } ?? true) && !prohibitedInterfaceTypes.contains(kind)
         }
+
+        /// The prohibited kinds in `InterfaceKind`'s declaration order, as D-Bus and JSON list them.
+        public var prohibitedInOrder: [InterfaceKind] { InterfaceKind.allCases.filter(prohibitedInterfaceTypes.contains) }
+
+        /// A restriction from kind names (`wired`, `wifi`, ... as `InterfaceKind` spells them), as
+        /// WatchPath's options and reachctl's `--kind`/`--not-kind` give them; the error names the
+        /// unknown one and the known ones.
+        public static func parse(required: String?, prohibited: [String]) -> Result<Restriction, KindNameError> {
+            func kind(_ name: String) -> Result<InterfaceKind, KindNameError> {
+                InterfaceKind(rawValue: name).map { .success($0) } ?? .failure(KindNameError(name: name))
+            }
+            var restriction = Restriction()
+            if let required {
+                switch kind(required) {
+                case let .success(kind): restriction.requiredInterfaceType = kind
+                case let .failure(error): return .failure(error)
+                }
+            }
+            for name in prohibited {
+                switch kind(name) {
+                case let .success(kind): restriction.prohibitedInterfaceTypes.insert(kind)
+                case let .failure(error): return .failure(error)
+                }
+            }
+            return .success(restriction)
+        }
+    }
+
+    /// A kind name that `InterfaceKind` does not know.
+    public struct KindNameError: Error, Hashable, Sendable, CustomStringConvertible {
+        public var name: String
+        public var description: String {
+            "unknown interface kind '\(name)' (known: \(InterfaceKind.allCases.map(\.rawValue).joined(separator: ", ")))"
+        }
     }
 
     /// The path `restriction` sees in the host's answer and its interfaces (by index).
@@ -103,9 +153,19 @@ extension Path {
                 if restriction.isEmpty || host.pathFacts.reason == .policyBlocked { host.pathFacts.reason ?? .noRoute }
                 else if counted.contains(where: { $0.flags.contains(.connectionRequired) }) { .linkDown }
                 else { .noRoute }
-            self.init(status: onDemand ? .requiresConnection : .unsatisfied, unsatisfiedReason: reason)
+            if restriction.isEmpty {
+                self.init(
+                    status: onDemand ? .requiresConnection : .unsatisfied, state: host.state, flags: host.flags,
+                    primaryInterface: host.primaryInterface, unsatisfiedReason: reason)
+            } else {
+                let ready = counted.contains { $0.flags.contains(.reachable) }
+                self.init(
+                    status: onDemand ? .requiresConnection : .unsatisfied, state: ready ? .local : .offline,
+                    flags: reason == .linkDown ? [.connectionRequired] : [], primaryInterface: "", unsatisfiedReason: reason)
+            }
             return
         }
+        let throughPrimary = restriction.isEmpty || first.name == host.primaryInterface
         let facts: PathFacts
         if restriction.isEmpty || available.contains(where: { $0.name == host.primaryInterface }) {
             facts = host.pathFacts
@@ -116,9 +176,22 @@ extension Path {
             facts = PathFacts(supportsIPv4: global(.ipv4), supportsIPv6: global(.ipv6))
         }
         self.init(
-            status: .satisfied,
+            status: .satisfied, state: .online, flags: throughPrimary ? host.flags : first.flags,
+            primaryInterface: restriction.isEmpty ? host.primaryInterface : first.name,
             availableInterfaces: available.map { Interface(name: $0.name, index: $0.index, kind: $0.kind) },
             isExpensive: first.flags.contains(.isExpensive),
             supportsIPv4: facts.supportsIPv4, supportsIPv6: facts.supportsIPv6, gateways: facts.gateways)
     }
 }
+
+extension Path {
+    /// The path `restriction` sees in `snapshot`: the one derivation above, for reachd's
+    /// WatchPath objects, `PathMonitor` and reachctl alike.
+    public init(snapshot: ReachabilitySnapshot, restriction: Restriction = Restriction()) {
+        let interfaces = Dictionary(snapshot.interfaces.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
+        self.init(host: snapshot.host, interfaces: interfaces, restriction: restriction)
+    }
+}
+
+/// DESIGN.md's name for the path a `PathMonitor` yields.
+public typealias NetworkPath = Path

@@ -41,6 +41,12 @@ final class ReachctlProcess: Sendable {
         child = try ChildProcess(reachctlPath(), arguments)
     }
 
+    /// reachctl run inside network namespace `name` (`ip netns exec`), as a program on that
+    /// host would be: its in-process answers are that namespace's without `--netns`.
+    init(inNamespace name: String, _ arguments: [String]) throws {
+        child = try ChildProcess("/usr/sbin/ip", ["netns", "exec", name, reachctlPath()] + arguments)
+    }
+
     var output: [String] { child.lines }
     /// What it wrote to standard error so far.
     var errorOutput: String { child.errorOutput }

@@ -1,0 +1,153 @@
+import Synchronization
+
+/// `PathMonitor` through reachd: each iteration holds a `WatchPath` object on a client thread of
+/// its own, and follows reachd's bus name as `ReachabilityClient.followsService` does. While
+/// reachd is away (or when it does not answer), the path is derived in-process from a monitor
+/// of the iteration's own, started then and stopped when reachd is back; `PathMonitor.Iterator`
+/// drops what repeats, so a switch that leaves the path as it was yields nothing.
+struct PathThroughReachd: Sendable {
+    let bus: BusConnection.Address
+    /// The in-process settings for the time reachd is away.
+    let configuration: CoreConfiguration
+    /// How long reachd's calls may take (it answers from memory).
+    static let callTimeout: Duration = .seconds(2)
+
+    /// The path now: a path watch made and let go, else derived in-process.
+    func currentPath(_ restriction: Path.Restriction) -> Path {
+        if let client = try? ReachdOrInProcess.connect(bus, probeTimeout: Self.callTimeout, callTimeout: Self.callTimeout),
+            let path = try? client.path(restriction)
+        {
+            return path
+        }
+        guard let monitor = try? ReachabilityMonitor(configuration: configuration) else { return Path(status: .unsatisfied) }
+        defer { monitor.stop() }
+        return Path(snapshot: monitor.snapshot, restriction: restriction)
+    }
+
+    /// reachd's answers for `restriction`, in-process ones while it is away, until the stream goes.
+    func paths(_ restriction: Path.Restriction) -> AsyncStream<Path> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Path.self, bufferingPolicy: .bufferingNewest(64))
+        let output = PathOutput(continuation)
+        do {
+            let client = try ReachabilityClient(bus: bus, timeout: Self.callTimeout)
+            client.followsService = true
+            let follower = PathFollower(client: client, restriction: restriction, configuration: configuration, output: output)
+            let thread = try ReachabilityClientThread(follower)
+            thread.submit { $0.start() }
+            continuation.onTermination = { _ in thread.stop() }
+        } catch {
+            // No bus at all: in-process for good.
+            let interim = InProcessPaths(restriction: restriction, configuration: configuration, output: output)
+            continuation.onTermination = { _ in interim?.stop() }
+            if interim == nil { continuation.finish() }
+        }
+        return stream
+    }
+}
+
+/// The iteration's stream, with the epoch that says which source may yield: a source switched
+/// away from (in-process when reachd returned) yields no stale path after the new one.
+final class PathOutput: Sendable {
+    private let state: Mutex<(continuation: AsyncStream<Path>.Continuation, epoch: UInt64)>
+
+    init(_ continuation: AsyncStream<Path>.Continuation) { state = Mutex((continuation, 0)) }
+
+    /// A new source takes over; its epoch.
+    func switchSource() -> UInt64 { state.withLock { $0.epoch += 1; return $0.epoch } }
+
+    func yield(_ path: Path, epoch: UInt64) {
+        state.withLock { if $0.epoch == epoch { $0.continuation.yield(path) } }
+    }
+
+    func finish() { state.withLock { $0.continuation.finish() } }
+}
+
+/// The in-process path while reachd is away: a monitor of its own, iterated in a task.
+final class InProcessPaths: Sendable {
+    private let monitor: ReachabilityMonitor
+    private let task: Task<Void, Never>
+
+    init?(restriction: Path.Restriction, configuration: CoreConfiguration, output: PathOutput) {
+        guard let monitor = try? ReachabilityMonitor(configuration: configuration) else { return nil }
+        self.monitor = monitor
+        let epoch = output.switchSource()
+        let paths = PathMonitor(
+            monitor: monitor, requiredInterfaceType: restriction.requiredInterfaceType,
+            prohibitedInterfaceTypes: restriction.prohibitedInterfaceTypes)
+        task = Task { for await path in paths { output.yield(path, epoch: epoch) } }
+    }
+
+    func stop() {
+        task.cancel()
+        monitor.stop()
+    }
+}
+
+/// What lives on the iteration's client thread: the client, its path watch, and the in-process
+/// interim while reachd is away.
+final class PathFollower: ReachabilityClientOwner {
+    let client: ReachabilityClient
+    private let restriction: Path.Restriction
+    private let configuration: CoreConfiguration
+    private let output: PathOutput
+    private var object: String?
+    private var epoch: UInt64 = 0
+    private var interim: InProcessPaths?
+
+    init(client: ReachabilityClient, restriction: Path.Restriction, configuration: CoreConfiguration, output: PathOutput) {
+        self.client = client
+        self.restriction = restriction
+        self.configuration = configuration
+        self.output = output
+    }
+
+    /// The first job: the path watch, or in-process while reachd does not answer (its name is
+    /// followed all the same, so that its arrival switches back).
+    func start() {
+        do {
+            try watch()
+        } catch {
+            try? client.followName()
+            client.subscribed = true
+            client.activate()
+            away()
+        }
+    }
+
+    private func watch() throws {
+        let object = try client.watchPath(restriction)
+        self.object = object
+        interim?.stop()
+        interim = nil
+        epoch = output.switchSource()
+        if let path = client.answer(ofPath: object) { output.yield(path, epoch: epoch) }
+    }
+
+    private func away() {
+        object = nil
+        if interim == nil {
+            interim = InProcessPaths(restriction: restriction, configuration: configuration, output: output)
+        }
+    }
+
+    func handle(_ events: [ReachabilityClient.Event]) throws {
+        for event in events {
+            switch event {
+            case let .path(path, value) where path == object:
+                output.yield(value, epoch: epoch)
+            case .serviceLost:
+                away()
+            case .serviceReturned:
+                try watch()
+            case .path, .changed, .interfacesChanged, .watch:
+                continue
+            }
+        }
+    }
+
+    func ended(lost: Bool) {
+        interim?.stop()
+        interim = nil
+        output.finish()
+    }
+}
