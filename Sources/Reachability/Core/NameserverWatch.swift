@@ -29,6 +29,9 @@ final class NameserverWatch {
 
     /// The servers now, after the stub rule.
     func nameservers() -> [IPAddress] {
+        // c-ares, like glibc, asks 127.0.0.1 when the file names no server; nobody configured
+        // one then, and a path to nowhere supports no DNS.
+        guard Self.namesServer(path) else { return [] }
         let servers = AresLookup.nameservers(resolvConfPath: path)
         guard !servers.isEmpty, servers.allSatisfy(\.isLoopback), let upstreamPath, access(upstreamPath, F_OK) == 0 else {
             return servers
@@ -87,6 +90,20 @@ final class NameserverWatch {
                     offset += header + Int(event.len)
                 }
             }
+        }
+    }
+
+    /// Whether the file has a `nameserver` line (its first 64 KiB: more is no resolv.conf).
+    static func namesServer(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        let descriptor = Descriptor(fd)
+        var bytes = [UInt8](repeating: 0, count: 64 << 10)
+        let count = bytes.withUnsafeMutableBytes { read(descriptor.rawValue, $0.baseAddress, $0.count) }
+        guard count > 0 else { return false }
+        return bytes[..<count].split(separator: UInt8(ascii: "\n")).contains { line in
+            let text = line.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+            return text.starts(with: "nameserver".utf8) && text.dropFirst(10).first.map { $0 == 32 || $0 == 9 } == true
         }
     }
 

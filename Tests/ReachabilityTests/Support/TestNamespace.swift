@@ -52,9 +52,12 @@ final class TestNamespace: @unchecked Sendable {
 
     /// A monitor on this namespace, with an empty fake sysfs unless one is given.
     func monitor(
-        sysfsRoot: String = "/nonexistent-sysfs", rules: [InterfaceRule] = [], receiveBufferBytes: Int32 = 8 << 20
+        sysfsRoot: String = "/nonexistent-sysfs", rules: [InterfaceRule] = [], receiveBufferBytes: Int32 = 8 << 20,
+        resolvConf: String = "/nonexistent-resolv.conf"
     ) throws -> ReachabilityMonitor {
         var configuration = CoreConfiguration()
+        // No nameserver unless a test names one: the host's own would make supportsDNS its.
+        configuration.resolvConfPath = resolvConf
         configuration.namespacePath = path
         configuration.sysfsRoot = sysfsRoot
         configuration.rules = rules
