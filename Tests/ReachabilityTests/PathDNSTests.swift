@@ -13,13 +13,8 @@ struct PathDNSTests {
     /// route), for a nameserver whose carrier can go while the host stays online.
     static func scenario(_ tag: String = #function) throws -> DaemonBusTests.Scenario {
         let scenario = try DaemonBusTests.Scenario(tag)
-        try scenario.ns.ip("link add dns0 type veth peer name dns0p")
-        try scenario.ns.ip("link set dns0p netns \(scenario.far.name)")
-        try scenario.ns.ip("link set dns0 addrgenmode none")
-        try scenario.ns.ip("addr add 203.0.113.2/24 dev dns0")
-        try scenario.far.ip("addr add 203.0.113.1/24 dev dns0p")
-        try scenario.far.ip("link set dns0p up")
-        try scenario.ns.ip("link set dns0 up")
+        try scenario.addUplink("dns0", "203.0.113", metric: 500)
+        try scenario.ns.ip("route del default dev dns0")
         return scenario
     }
 
