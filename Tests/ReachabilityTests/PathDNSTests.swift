@@ -139,4 +139,38 @@ struct PathDNSTests {
         #expect(monitor.changes.last.map { $0.flags & isConstrained == 0 } == true, "\(monitor.changes)")
         monitor.stop()
     }
+
+    /// systemd-resolved's layout, in-process: resolv.conf a symlink to a stub file in another
+    /// directory, that file renamed over, and resolved's upstream list appearing beside it.
+    @Test func aSymlinkedStubIsFollowedAndJudgedByItsUpstreamList() async throws {
+        let ns = try TestNamespace()
+        try KernelMonitorTests.uplink(ns, "pf0", "192.0.2.2/24", gateway: "192.0.2.1", metric: 100)
+        let directory = try makeScratchDirectory("pathdns")
+        defer { removeTree(directory) }
+        for sub in ["etc", "resolve"] { mkdir(directory + "/" + sub, 0o755) }
+        let stub = directory + "/resolve/stub-resolv.conf"
+        try Self.writeResolvConf(stub, "198.51.100.53")
+        symlink("../resolve/stub-resolv.conf", directory + "/etc/resolv.conf")
+        var configuration = CoreConfiguration()
+        configuration.namespacePath = ns.path
+        configuration.sysfsRoot = "/nonexistent-sysfs"
+        configuration.resolvConfPath = directory + "/etc/resolv.conf"
+        configuration.resolvedUpstreamPath = directory + "/resolve/resolv.conf"
+        let monitor = try ReachabilityMonitor(configuration: configuration)
+        func expect(_ expected: Bool, _ what: String) async throws {
+            try await eventually("\(what): supportsDNS \(expected), \(monitor.pathFacts)") { monitor.pathFacts.supportsDNS == expected }
+        }
+        try await expect(true, "routed by the default route")
+        try ns.ip("route add unreachable 198.51.100.53/32")
+        try await expect(false, "its route unreachable")
+        // The stub file renamed over with resolved's stub: online, no upstream list, so it counts.
+        try Self.writeResolvConf(stub, "127.0.0.53")
+        try await expect(true, "the stub while online")
+        // resolved's upstream list appears, naming the unreachable server: that is what counts.
+        try Self.writeResolvConf(directory + "/resolve/resolv.conf", "198.51.100.53")
+        try await expect(false, "the upstream server, unreachable")
+        try ns.ip("route del unreachable 198.51.100.53/32")
+        try await expect(true, "the upstream server routable again")
+        withExtendedLifetime(monitor) {}
+    }
 }

@@ -19,6 +19,9 @@ public struct CoreConfiguration: Sendable {
     /// systemd-resolved's list of its upstream servers, read when resolv.conf names only stubs on
     /// loopback (`NameserverWatch`); nil never reads one. Tests point it elsewhere.
     public var resolvedUpstreamPath: String? = "/run/systemd/resolve/resolv.conf"
+    /// Follows changes to resolv.conf with inotify (one instance per core, of the 128 a user
+    /// has by default); off, the nameservers are read once. Tests with no DNS turn it off.
+    public var followsResolvConf = true
     /// Host lookups running at once; more wait their turn (never past their deadline).
     public var maximumConcurrentLookups = 64
     /// How long host checks remember that a name does not exist.

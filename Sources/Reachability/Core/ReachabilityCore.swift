@@ -75,6 +75,7 @@ public final class ReachabilityCore {
         }
         configureStallDetection(configuration.stall)
         do {
+            guard configuration.followsResolvConf else { return }
             try nameservers.start(on: loop) { [unowned self] in
                 let servers = self.nameservers.nameservers()
                 self.settle(self.mirror.withLock { $0.setNameservers(servers) })
