@@ -151,4 +151,42 @@ struct PerCallerTests {
         ]).finish(timeout: .seconds(30))
         #expect(onTheBus.status != 0 && onTheBus.stderr.contains("Access denied"), "\(onTheBus)")
     }
+
+    /// Two unprivileged users, one behind the kill switch (nobody) and one not (daemon, uid 1),
+    /// each asking as itself with independent clients: the kernel's own `ip route get ... uid`
+    /// is the oracle; busctl through reachd and reachctl in-process (run as that user, with no
+    /// reachd to ask) must both give that user the kernel's answer.
+    @Test func twoRealUsersEachGetTheKernelsAnswerThroughReachdAndInProcess() async throws {
+        let (scenario, harness) = try await Self.killSwitch()
+        defer { harness.shutdown() }
+        for (uid, routed) in [(1, true), (65534, false)] {
+            let user = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups"]
+            let kernel = try ChildProcess("/usr/sbin/ip", ["-n", scenario.ns.name, "route", "get", Self.target, "uid", "\(uid)"])
+                .finish(timeout: .seconds(30))
+            #expect((kernel.status == 0) == routed, "uid \(uid): ip route get: \(kernel)")
+
+            let bus = try ChildProcess("/usr/bin/setpriv", user + [
+                "/usr/bin/busctl", "--address=\(harness.address)", "call",
+                DaemonHarness.busName, DaemonHarness.objectPath, DaemonHarness.interface, "CheckAddress", "s", Self.target,
+            ]).finish(timeout: .seconds(30))
+            #expect(bus.status == 0, "uid \(uid): \(bus)")
+            // busctl prints the reply as `ussa{sv} FLAGS "INTERFACE" "REASON" ...`.
+            let words = bus.stdout.split(separator: " ").map(String.init)
+            let flags = try #require(words.count > 3 ? UInt32(words[1]) : nil, "uid \(uid): \(bus.stdout)")
+            #expect((flags & Self.reachable != 0) == routed, "uid \(uid) through reachd: \(bus.stdout)")
+            #expect(words[3] == (routed ? "\"\"" : "\"noRoute\""), "uid \(uid) through reachd: \(bus.stdout)")
+
+            // In-process as that user: no reachd on the (absent) system bus, so reachctl answers itself.
+            let local = try ChildProcess("/usr/sbin/ip", ["netns", "exec", scenario.ns.name, "/usr/bin/setpriv"] + user + [
+                reachctlPath(), "check", "--json", Self.target,
+            ], environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/reachd-test-bus", "PATH": "/usr/bin:/bin"])
+                .finish(timeout: .seconds(30))
+            #expect(local.status == (routed ? 0 : 1), "uid \(uid) in-process: \(local)")
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(local.stdout.utf8)) as? [String: Any])
+            #expect(json["reason"] as? String == (routed ? nil : "noRoute") || (routed && json["reason"] as? String == ""),
+                "uid \(uid) in-process: \(local.stdout)")
+            #expect(json["interface"] as? String == (routed ? "up0" : nil) || (!routed && json["interface"] as? String == ""),
+                "uid \(uid) in-process: \(local.stdout)")
+        }
+    }
 }
