@@ -36,6 +36,13 @@ struct CommonOptions: ParsableArguments {
     var configDirectories: [String] = []
 
     @Option(
+        name: .customLong("resolv-conf"),
+        help: ArgumentHelp(
+            "When answering in-process, read nameservers from PATH instead of /etc/resolv.conf, as `reachd --resolv-conf` does (host checks and supportsDNS). Not with --daemon.",
+            valueName: "path"))
+    var resolvConf: String?
+
+    @Option(
         name: .customLong("sysfs-root"),
         help: ArgumentHelp(
             "Read device facts from this directory instead of /sys (for tests with a fake tree).",
@@ -51,6 +58,9 @@ struct CommonOptions: ParsableArguments {
         }
         if let directory = configDirectories.first, requireDaemon {
             throw ValidationError("--config-dir '\(directory)' applies only in-process; with --daemon reachd answers with its own configuration: drop one of them.")
+        }
+        if let resolvConf, requireDaemon {
+            throw ValidationError("--resolv-conf '\(resolvConf)' applies only in-process; with --daemon reachd reads its own: drop one of them.")
         }
         if let busAddress, busAddress.isEmpty { throw ValidationError("--bus-address needs an address, like unix:path=/run/dbus/system_bus_socket.") }
         if let netns { _ = try Self.namespacePath(for: netns) }
@@ -85,6 +95,7 @@ struct CommonOptions: ParsableArguments {
         var configuration = CoreConfiguration()
         settings.apply(to: &configuration)
         if let sysfsRoot { configuration.sysfsRoot = sysfsRoot }
+        if let resolvConf { configuration.resolvConfPath = resolvConf }
         if let netns { configuration.namespacePath = try Self.namespacePath(for: netns) }
         return (configuration, settings)
     }

@@ -12,7 +12,8 @@ struct StatusCommand: AsyncParsableCommand {
             an address), offline (neither).
 
             With --json it prints one object with the keys flags, state, primaryInterface, \
-            availableInterfaces, underlyingInterface, generation and interfaces (with --verbose \
+            availableInterfaces, underlyingInterface, the path facts supportsIPv4, supportsIPv6, \
+            supportsDNS, gateways and reason, generation and interfaces (with --verbose \
             also overruns, resyncs and stallEvidence). stalled is true when this host's own TCP \
             traffic through its path stopped flowing: segments leave and are retransmitted, nothing \
             comes back (passive stall detection, no probe sent); --verbose shows the figures.

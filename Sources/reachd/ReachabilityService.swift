@@ -36,7 +36,7 @@ final class ReachabilityService: BusObject {
     static let vtable = BusVTable(ReachdContract.serviceMembers)
 
     /// The properties that make up the host's answer: they change together, with `Changed`.
-    static let hostProperties = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface", "Connectivity", "Portal", "AnnouncedPortal", "ValidatedInterfaces", "Stalled", "SupportsIPv4", "SupportsIPv6", "Gateways", "Reason"]
+    static let hostProperties = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface", "Connectivity", "Portal", "AnnouncedPortal", "ValidatedInterfaces", "Stalled", "SupportsIPv4", "SupportsIPv6", "SupportsDNS", "Gateways", "Reason", "Constrained"]
 
     static let maximumTimeoutMilliseconds = UInt32(ReachdContract.maximumCheckTimeout.wholeMilliseconds)
 
@@ -64,8 +64,10 @@ final class ReachabilityService: BusObject {
         case "Stalled": try reply.append(host.stalled)
         case "SupportsIPv4": try reply.append(host.pathFacts.supportsIPv4)
         case "SupportsIPv6": try reply.append(host.pathFacts.supportsIPv6)
+        case "SupportsDNS": try reply.append(host.pathFacts.supportsDNS)
         case "Gateways": try reply.append(host.pathFacts.gateways.map(\.description))
         case "Reason": try reply.append(host.pathFacts.reason?.rawValue ?? "")
+        case "Constrained": try reply.append(host.flags.contains(.isConstrained))
         case "Generation": try reply.append(state.generation)
         default: throw BusError.unknownProperty(name)
         }

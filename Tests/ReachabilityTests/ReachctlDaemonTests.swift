@@ -190,7 +190,8 @@ struct ReachctlDaemonTests {
         let far = try Self.farPeer(of: ns)
         let fixture = try ReachdFixture(namespace: ns)
         let client = try ReachabilityClient(bus: .address(fixture.address))
-        let monitor = try ns.monitor(sysfsRoot: "/sys")
+        // The resolv.conf reachd reads too (supportsDNS).
+        let monitor = try ns.monitor(sysfsRoot: "/sys", resolvConf: HostResolver.systemResolvConfPath)
         let snapshot = try client.snapshot()
         #expect(snapshot.host == monitor.snapshot.host)
         #expect(snapshot.interfaces == monitor.snapshot.interfaces)

@@ -59,8 +59,10 @@ public struct PathProperty: Sendable {
             read: { message, path throws(BusError) in path.availableInterfaces = try readInterfaces(message) },
             differs: { $0.availableInterfaces != $1.availableInterfaces }),
         .bool("Expensive", { $0.isExpensive }, { $0.isExpensive = $1 }),
+        .bool("Constrained", { $0.isConstrained }, { $0.isConstrained = $1 }),
         .bool("SupportsIPv4", { $0.supportsIPv4 }, { $0.supportsIPv4 = $1 }),
         .bool("SupportsIPv6", { $0.supportsIPv6 }, { $0.supportsIPv6 = $1 }),
+        .bool("SupportsDNS", { $0.supportsDNS }, { $0.supportsDNS = $1 }),
         .strings("Gateways", { $0.gateways.map(\.description) }, { $0.gateways = $1.compactMap(IPAddress.init) }),
         .string("Reason", { $0.unsatisfiedReason?.rawValue ?? "" }, { $0.unsatisfiedReason = Reason(rawValue: $1) }),
     ]

@@ -92,9 +92,13 @@ extension ReachabilityClient {
                 if let value = try Self.variant(message, "t", { m throws(BusError) in try m.readUInt64() }) {
                     counters = MirrorCounters(overruns: counters?.overruns ?? 0, resyncs: value)
                 }
-            case "SupportsIPv4", "SupportsIPv6":
+            case "SupportsIPv4", "SupportsIPv6", "SupportsDNS":
                 if let value = try Self.variant(message, "b", { m throws(BusError) in try m.readBool() }) {
-                    if key == "SupportsIPv4" { host.pathFacts.supportsIPv4 = value } else { host.pathFacts.supportsIPv6 = value }
+                    switch key {
+                    case "SupportsIPv4": host.pathFacts.supportsIPv4 = value
+                    case "SupportsIPv6": host.pathFacts.supportsIPv6 = value
+                    default: host.pathFacts.supportsDNS = value
+                    }
                 }
             case "Gateways":
                 if let value = try Self.variant(message, "as", { m throws(BusError) in try m.readStringArray() }) {

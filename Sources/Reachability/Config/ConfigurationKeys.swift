@@ -28,7 +28,7 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
         case .compatibility: [.networkManager]
         case .metrics: [.textfileDirectory, .textfileInterval]
         case .stall: [.stallDetect, .stallMinSegments, .stallRetransmitPercent, .stallDNSTimeouts, .stallInterval]
-        case .interface: [.name, .kind, .ignore, .metered, .probe, .rulePriority]
+        case .interface: [.name, .kind, .ignore, .metered, .constrained, .probe, .rulePriority]
         }
     }
 
@@ -50,7 +50,7 @@ enum ConfigurationSetting: Hashable, Sendable {
     case maxWatchesPerClient, maxWatchesPerUser, maxWatches
     case priority(InterfaceKind)
     case probeURL, expectedStatus, expectedBody, probeInterval, probeTimeout
-    case name, kind, ignore, metered, probe, rulePriority
+    case name, kind, ignore, metered, constrained, probe, rulePriority
     case waitTimeout, waitTarget, waitKind
     case networkManager
     case textfileDirectory, textfileInterval
@@ -80,6 +80,7 @@ enum ConfigurationSetting: Hashable, Sendable {
         case .kind: "Kind"
         case .ignore: "Ignore"
         case .metered: "Metered"
+        case .constrained: "Constrained"
         case .probe: "Probe"
         case .rulePriority: "Priority"
         case .waitTimeout: "Timeout"
@@ -111,7 +112,7 @@ enum ConfigurationSetting: Hashable, Sendable {
         case .maxWatchesPerUser: "a whole number or auto"
         case .name: "an interface name or glob such as wlan*"
         case .kind: "one of " + InterfaceKind.allCases.map(\.rawValue).joined(separator: ", ")
-        case .ignore, .metered, .probe, .networkManager, .stallDetect: "yes or no"
+        case .ignore, .metered, .constrained, .probe, .networkManager, .stallDetect: "yes or no"
         case .waitTarget: "an address or a host name"
         case .textfileDirectory: "an absolute directory path such as /var/lib/prometheus/node-exporter"
         case .waitKind: "one of " + Configuration.waitOnlineKinds.map(\.rawValue).joined(separator: ", ")

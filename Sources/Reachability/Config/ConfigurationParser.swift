@@ -264,6 +264,8 @@ struct ConfigurationParser {
             pendingRule?.rule.ignore = try ValueProblem.boolean(value)
         case .metered:
             pendingRule?.rule.metered = try ValueProblem.boolean(value)
+        case .constrained:
+            pendingRule?.rule.constrained = try ValueProblem.boolean(value)
         case .probe:
             pendingRule?.rule.probe = try ValueProblem.boolean(value)
         case .rulePriority:

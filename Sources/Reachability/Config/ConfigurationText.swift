@@ -61,7 +61,7 @@ extension Configuration {
         case .stallRetransmitPercent: "\(stall.retransmittedPercent)"
         case .stallDNSTimeouts: "\(stall.dnsTimeouts)"
         case .stallInterval: DurationText.format(stall.pollInterval)
-        case .name, .kind, .ignore, .metered, .probe, .rulePriority: nil  // written per rule
+        case .name, .kind, .ignore, .metered, .constrained, .probe, .rulePriority: nil  // written per rule
         }
     }
 
@@ -72,6 +72,7 @@ extension Configuration {
         case .kind: rule.kind?.rawValue
         case .ignore: rule.ignore.map(text)
         case .metered: rule.metered.map(text)
+        case .constrained: rule.constrained.map(text)
         case .probe: rule.probe.map(text)
         case .rulePriority: rule.priority.map { "\($0)" }
         default: nil

@@ -16,6 +16,12 @@ public struct CoreConfiguration: Sendable {
     public var monitorSocket: Int32? = nil
     /// The resolv.conf host checks read (again for every lookup); nil for the system's.
     public var resolvConfPath: String? = nil
+    /// systemd-resolved's list of its upstream servers, read when resolv.conf names only stubs on
+    /// loopback (`NameserverWatch`); nil never reads one. Tests point it elsewhere.
+    public var resolvedUpstreamPath: String? = "/run/systemd/resolve/resolv.conf"
+    /// Follows changes to resolv.conf with inotify (one instance per core, of the 128 a user
+    /// has by default); off, the nameservers are read once. Tests with no DNS turn it off.
+    public var followsResolvConf = true
     /// Host lookups running at once; more wait their turn (never past their deadline).
     public var maximumConcurrentLookups = 64
     /// How long host checks remember that a name does not exist.
@@ -37,6 +43,10 @@ public struct CoreConfiguration: Sendable {
     var resolverOptions: HostResolver.Options {
         HostResolver.Options(
             maxConcurrent: maximumConcurrentLookups, resolvConfPath: resolvConfPath, negativeCacheTime: negativeCacheTime)
+    }
+
+    var nameserverWatch: NameserverWatch {
+        NameserverWatch(path: resolverOptions.resolvConfPath ?? HostResolver.systemResolvConfPath, upstreamPath: resolvedUpstreamPath)
     }
 
     var mirrorOptions: KernelMirror.Options {

@@ -32,6 +32,8 @@ public final class ReachabilityCore {
     /// The monitor socket is unwatched while a dump runs (see `KernelMirror.isDumping`).
     private var netlinkPaused = false
     private var lastCheckID: UInt64 = 0
+    /// Follows resolv.conf into the Engine's nameserver fact (`supportsDNS`).
+    private let nameservers: NameserverWatch
     /// Passive stall detection; nil when off (or sock_diag could not be opened).
     private var stallWatch: StallWatch?
     private let namespacePath: String?
@@ -51,6 +53,8 @@ public final class ReachabilityCore {
         let kernel = try KernelMirror(options: configuration.mirrorOptions)
         try kernel.synchronize()
         _ = kernel.takeIncidents()
+        nameservers = configuration.nameserverWatch
+        _ = kernel.setNameservers(nameservers.nameservers())
         let mirror = SharedMirror(kernel)
         self.mirror = mirror
         self.warn = warn
@@ -70,6 +74,15 @@ public final class ReachabilityCore {
             self.settle(self.mirror.withLock { $0.resyncIfDue() })
         }
         configureStallDetection(configuration.stall)
+        do {
+            guard configuration.followsResolvConf else { return }
+            try nameservers.start(on: loop) { [unowned self] in
+                let servers = self.nameservers.nameservers()
+                self.settle(self.mirror.withLock { $0.setNameservers(servers) })
+            }
+        } catch {
+            warn("supportsDNS will not follow changes to \(nameservers.path): \(error)")
+        }
     }
 
     /// `body` hears of every input after it was applied, from now on.

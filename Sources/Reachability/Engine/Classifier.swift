@@ -18,12 +18,14 @@ public struct Classifier: Sendable {
         var kind: InterfaceKind?
         var ignore: Bool?
         var metered: Bool?
+        var constrained: Bool?
         var probe: Bool?
         var priority: Int?
         for rule in rules where rule.matches(link.name) {
             kind = kind ?? rule.kind
             ignore = ignore ?? rule.ignore
             metered = metered ?? rule.metered
+            constrained = constrained ?? rule.constrained
             probe = probe ?? rule.probe
             priority = priority ?? rule.priority
         }
@@ -35,7 +37,8 @@ public struct Classifier: Sendable {
             // Only configuration makes a link metered; cellular's isExpensive is the flags layer's business.
             isMetered: metered ?? false,
             allowsProbe: probe ?? true,
-            priority: priority ?? priorities[resolved] ?? resolved.defaultPriority
+            priority: priority ?? priorities[resolved] ?? resolved.defaultPriority,
+            isConstrained: constrained ?? false
         )
     }
 }

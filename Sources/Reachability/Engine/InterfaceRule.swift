@@ -10,6 +10,8 @@ public struct InterfaceRule: Sendable, Hashable {
     public var kind: InterfaceKind?
     public var ignore: Bool?
     public var metered: Bool?
+    /// `Constrained=yes`: links the user wants spared (Apple's Low Data Mode), `isConstrained`.
+    public var constrained: Bool?
     /// `Probe=no`: the connectivity probe sends nothing through these links (a volume-charged
     /// modem, a network whose operator must not see the probe).
     public var probe: Bool?
@@ -17,10 +19,10 @@ public struct InterfaceRule: Sendable, Hashable {
 
     public init(
         pattern: String, kind: InterfaceKind? = nil, ignore: Bool? = nil, metered: Bool? = nil, probe: Bool? = nil,
-        priority: Int? = nil
+        priority: Int? = nil, constrained: Bool? = nil
     ) {
         self.pattern = pattern; self.kind = kind; self.ignore = ignore; self.metered = metered; self.probe = probe
-        self.priority = priority
+        self.priority = priority; self.constrained = constrained
     }
 
     /// Interface names are at most `IFNAMSIZ - 1` bytes (`<linux/if.h>`: IFNAMSIZ is 16, with the NUL).

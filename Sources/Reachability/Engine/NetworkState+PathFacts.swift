@@ -28,12 +28,26 @@ extension NetworkState {
             case .ipv6: facts.supportsIPv6 = global
             }
         }
+        facts.supportsDNS = supportsDNS(online: online)
         if !online {
             // A dead link or a missing address says more than a family with no route at all,
             // and a blocking rule (a kill switch) more than either: it is why nothing leaves.
             facts.reason = [.policyBlocked, .linkDown, .noAddress].first(where: reasons.contains) ?? .noRoute
         }
         return facts
+    }
+
+    /// Whether a configured nameserver can be reached: its route (the kernel's answer) leaves
+    /// through a ready link with a source address. A server on this host (a stub on loopback
+    /// such as systemd-resolved's 127.0.0.53, or one of the host's own addresses) is always
+    /// routable, but it answers only with what it can ask upstream: it counts while the host
+    /// is online (the adapter hands in resolved's upstream servers instead when it knows them).
+    func supportsDNS(online: Bool) -> Bool {
+        nameservers.contains { server in
+            if server.address.isLoopback || server.route?.type == .local { return online }
+            guard let route = server.route else { return false }
+            return evaluate(route: route, family: server.address.family).isReachable
+        }
     }
 
     /// Route types that answer a packet with an error or drop it (`ip route add unreachable|

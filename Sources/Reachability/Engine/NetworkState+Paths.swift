@@ -100,10 +100,10 @@ extension NetworkState {
         var underlying = ""
         if flags.contains(.isVPN), let carrier = tunnelCarrier(of: chosen.path, family: chosen.family) {
             underlying = carrier.interfaceName
-            // A tunnel over a metered or cellular link costs what its carrier costs.
+            // A tunnel over a metered, constrained or cellular link costs what its carrier costs.
             // A tunnel over a link whose traffic stalled stalls too (the tunnel's own TCP
             // sockets may not have shown it yet).
-            flags.formUnion(carrier.flags.intersection([.isWWAN, .isExpensive, .stalled]))
+            flags.formUnion(carrier.flags.intersection([.isWWAN, .isExpensive, .isConstrained, .stalled]))
         }
         // The probe's verdict counts only for a path packets can take.
         if chosen.path.isReachable { flags.formUnion(connectivity.flags) }

@@ -37,6 +37,8 @@ public struct NetworkState: Sendable {
     /// The last stall poll's verdicts on ready links (`NetworkEvent.stalls`); a link absent has
     /// no evidence.
     private(set) var linkStalls: [Int32: LinkStall] = [:]
+    /// The configured nameservers with the kernel's route to each (`NetworkEvent.nameservers`).
+    private(set) var nameservers: [NameserverRoute] = []
     /// Set by the first `internetPath` fact: from then on the host follows the kernel's answers.
     private(set) var followsKernelPaths = false
     /// Bridge (or bond) index -> its ports, for kinds taken from ports.
@@ -111,7 +113,7 @@ public struct NetworkState: Sendable {
 
     private mutating func ingest(_ event: NetworkEvent) {
         switch event {
-        case .internetPath, .connectivity, .announcedPortal, .uplinkConnectivity, .stalls: break
+        case .internetPath, .connectivity, .announcedPortal, .uplinkConnectivity, .stalls, .nameservers: break
         default: routingEpoch &+= 1
         }
         switch event {
@@ -136,6 +138,8 @@ public struct NetworkState: Sendable {
         case let .internetPath(family, route):
             followsKernelPaths = true
             internetPaths[family] = route
+        case let .nameservers(list):
+            nameservers = list
         case let .connectivity(status):
             connectivity = status
         case let .announcedPortal(portal):
@@ -325,13 +329,14 @@ public struct NetworkState: Sendable {
             switch port.kind {
             case .wired, .wifi, .cellular:
                 if best.kind == .bridge || port.priority < best.priority {
-                    best = Classification(kind: port.kind, isMetered: port.isMetered, allowsProbe: port.allowsProbe, priority: port.priority)
+                    best = port
                 }
             default: continue
             }
         }
         best.isIgnored = entry.classification.isIgnored
         best.isMetered = best.isMetered || entry.classification.isMetered
+        best.isConstrained = best.isConstrained || entry.classification.isConstrained
         best.allowsProbe = best.allowsProbe && entry.classification.allowsProbe
         return best
     }
@@ -341,6 +346,7 @@ public struct NetworkState: Sendable {
         let classification = effectiveClassification(entry)
         var flags = classification.kind.flags
         if classification.isMetered { flags.insert(.isExpensive) }
+        if classification.isConstrained { flags.insert(.isConstrained) }
         if entry.link.hardwareType == Link.hardwarePPP { flags.insert(.transientConnection) }
         return flags
     }
@@ -377,20 +383,5 @@ public struct NetworkState: Sendable {
             let capable = entry?.addresses.values.contains { $0.address.family == family && $0.isUsableBeyondLink } ?? false
             if capable { sourceCapable[family, default: []].insert(index) } else { sourceCapable[family]?.remove(index) }
         }
-    }
-}
-
-/// The kernel's identity for NLM_F_REPLACE: the same table, destination, metric and TOS.
-struct RouteSlot: Hashable, Sendable {
-    var table: UInt32
-    var destination: IPPrefix
-    var metric: UInt32
-    var tos: UInt8
-
-    init(_ route: Route) {
-        table = route.table
-        destination = route.destination
-        metric = route.metric
-        tos = route.tos
     }
 }

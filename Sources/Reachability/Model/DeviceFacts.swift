@@ -22,14 +22,18 @@ public struct Classification: Hashable, Sendable {
     public var isIgnored: Bool
     /// Configured as metered: sets `isExpensive` on paths through it.
     public var isMetered: Bool
+    /// Configured as constrained (Low Data Mode): sets `isConstrained` on paths through it.
+    public var isConstrained: Bool
     /// The connectivity probe may send through it (config `Probe=`, default yes).
     public var allowsProbe: Bool
     /// Overrides the kind's default priority (config).
     public var priority: Int
 
     public init(
-        kind: InterfaceKind, isIgnored: Bool = false, isMetered: Bool = false, allowsProbe: Bool = true, priority: Int? = nil
+        kind: InterfaceKind, isIgnored: Bool = false, isMetered: Bool = false, allowsProbe: Bool = true, priority: Int? = nil,
+        isConstrained: Bool = false
     ) {
+        self.isConstrained = isConstrained
         self.kind = kind
         self.isIgnored = isIgnored
         self.isMetered = isMetered

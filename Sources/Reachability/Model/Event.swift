@@ -34,6 +34,22 @@ public enum NetworkEvent: Hashable, Sendable {
     /// evidence; a link not listed has none. An empty list forgets every verdict (detection off,
     /// or no path to watch). Joins the interfaces' and the host's answer (`stalled`), moves no route.
     case stalls([LinkStall])
+    /// Not from the kernel alone: the nameservers resolv.conf names (after `NameserverRoute`'s
+    /// rule for a systemd-resolved stub), each with the kernel's route to it, looked up again
+    /// with every batch as the internet paths are. Gives `supportsDNS`; moves no route.
+    case nameservers([NameserverRoute])
+}
+
+/// One configured nameserver and the kernel's answer for it (RTM_GETROUTE): nil when it has
+/// no route, a route of a blocking type when a rule or route refuses it.
+public struct NameserverRoute: Hashable, Sendable {
+    public var address: IPAddress
+    public var route: Route?
+
+    public init(address: IPAddress, route: Route?) {
+        self.address = address
+        self.route = route
+    }
 }
 
 /// A complete picture from a dump: what a (re)sync replaces the state with.

@@ -73,6 +73,14 @@ public enum IPAddress: Hashable, Sendable {
         return nil
     }
 
+    /// IPv4 loopback (127/8) or IPv6's `::1`.
+    public var isLoopback: Bool {
+        switch self {
+        case .v4(let v): v >> 24 == 0x7F
+        case .v6(let hi, let lo): hi == 0 && lo == 1
+        }
+    }
+
     /// IPv6 link-local (fe80::/10) or IPv4 link-local (169.254/16).
     public var isLinkLocal: Bool {
         switch self {

@@ -44,10 +44,14 @@ public struct Path: Hashable, Sendable {
     public var availableInterfaces: [Interface]
     /// The path's first interface is expensive: cellular, or `Metered=yes` in reachd.conf.
     public var isExpensive: Bool
-    /// Low Data Mode. The library does not know it yet (issue 25's `Constrained=`): always false.
+    /// Low Data Mode: the path leaves through a link configured `Constrained=yes` in reachd.conf
+    /// (unrestricted, the host's answer, so a tunnel over such a link is constrained too).
     public var isConstrained: Bool
     public var supportsIPv4: Bool
     public var supportsIPv6: Bool
+    /// A configured nameserver is routable (`PathFacts.supportsDNS`); false when the path is not
+    /// the host's own, as for `gateways`.
+    public var supportsDNS: Bool
     /// The next hops of the path, IPv4's first; empty when the path is not the host's own (a
     /// restriction left only other interfaces) since the library knows gateways of that one only.
     public var gateways: [IPAddress]
@@ -59,8 +63,10 @@ public struct Path: Hashable, Sendable {
     public init(
         status: Status, state: HostState? = nil, flags: ReachabilityFlags = [], primaryInterface: String? = nil,
         availableInterfaces: [Interface] = [], isExpensive: Bool = false, isConstrained: Bool = false,
-        supportsIPv4: Bool = false, supportsIPv6: Bool = false, gateways: [IPAddress] = [], unsatisfiedReason: Reason? = nil
+        supportsIPv4: Bool = false, supportsIPv6: Bool = false, gateways: [IPAddress] = [], unsatisfiedReason: Reason? = nil,
+        supportsDNS: Bool = false
     ) {
+        self.supportsDNS = supportsDNS
         self.status = status
         self.state = state ?? (status == .satisfied ? .online : .offline)
         self.flags = flags
@@ -180,7 +186,9 @@ extension Path {
             primaryInterface: restriction.isEmpty ? host.primaryInterface : first.name,
             availableInterfaces: available.map { Interface(name: $0.name, index: $0.index, kind: $0.kind) },
             isExpensive: first.flags.contains(.isExpensive),
-            supportsIPv4: facts.supportsIPv4, supportsIPv6: facts.supportsIPv6, gateways: facts.gateways)
+            isConstrained: (throughPrimary ? host.flags : first.flags).contains(.isConstrained),
+            supportsIPv4: facts.supportsIPv4, supportsIPv6: facts.supportsIPv6, gateways: facts.gateways,
+            supportsDNS: facts.supportsDNS)
     }
 }
 

@@ -6,14 +6,21 @@ public struct PathFacts: Hashable, Sendable {
     /// address of that family.
     public var supportsIPv4: Bool
     public var supportsIPv6: Bool
+    /// A configured nameserver is routable through a ready link (the Engine's `supportsDNS`
+    /// says how a stub on loopback counts).
+    public var supportsDNS: Bool
     /// The next hops of the internet paths that can carry traffic, IPv4's first.
     public var gateways: [IPAddress]
     /// Why the host is not online; nil when it is.
     public var reason: Reason?
 
-    public init(supportsIPv4: Bool = false, supportsIPv6: Bool = false, gateways: [IPAddress] = [], reason: Reason? = nil) {
+    public init(
+        supportsIPv4: Bool = false, supportsIPv6: Bool = false, gateways: [IPAddress] = [], reason: Reason? = nil,
+        supportsDNS: Bool = false
+    ) {
         self.supportsIPv4 = supportsIPv4
         self.supportsIPv6 = supportsIPv6
+        self.supportsDNS = supportsDNS
         self.gateways = gateways
         self.reason = reason
     }

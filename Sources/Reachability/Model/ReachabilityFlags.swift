@@ -21,6 +21,10 @@ public struct ReachabilityFlags: OptionSet, Sendable, Hashable {
     public static let interventionRequired = ReachabilityFlags(rawValue: 1 << 4)
     /// Reserved for SC compatibility; never produced on Linux.
     public static let connectionOnDemand = ReachabilityFlags(rawValue: 1 << 5)
+    /// Linux extension: the egress link is configured as constrained (`Constrained=yes` in
+    /// reachd.conf, Apple's Low Data Mode): programs should spare it (defer prefetches, lower
+    /// quality). Taken from bit 15 down, after `stalled` and `radioOff`.
+    public static let isConstrained = ReachabilityFlags(rawValue: 1 << 14)
     /// Linux extension: the host's own TCP traffic through this path stopped flowing: segments
     /// leave, are retransmitted and nothing comes back (or DNS keeps timing out). Passive stall
     /// detection's verdict (`StallEvaluator`); `reachable` still holds: a packet can leave.
@@ -63,6 +67,7 @@ public struct ReachabilityFlags: OptionSet, Sendable, Hashable {
         (.isWired, "isWired"),
         (.isVPN, "isVPN"),
         (.isExpensive, "isExpensive"),
+        (.isConstrained, "isConstrained"),
         (.validated, "validated"),
     ]
 

@@ -160,6 +160,6 @@ extension KernelMirror {
         for case let .internetPath(family, route) in internetPathEvents() { result.internetPaths.append((family, route)) }
         resyncCount += 1
         incidents.append(.resynced)
-        return state.replace(with: result)
+        return state.apply(state.reconcilingEvents(with: result) + nameserverEvents())
     }
 }

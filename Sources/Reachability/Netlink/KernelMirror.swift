@@ -83,6 +83,8 @@ final class KernelMirror {
     var dump: Dump?
     var lastDumpFailure: SystemError?
     private(set) var overrunCount = 0
+    /// The nameservers whose routes every batch looks up (`nameserverEvents`), set by the core.
+    private(set) var nameservers: [IPAddress] = []
 
     /// The destinations whose path stands for "the internet": two addresses no one routes
     /// specially (k.root-servers.net's, operated by RIPE NCC), never sent a packet: the kernel is
@@ -187,7 +189,7 @@ final class KernelMirror {
             return nil
         }
         guard !events.isEmpty else { return nil }
-        events += internetPathEvents()
+        events += internetPathEvents() + nameserverEvents()
         return state.apply(events)
     }
 
@@ -216,6 +218,25 @@ final class KernelMirror {
             }
             return .internetPath(family: family, route: route)
         }
+    }
+
+    /// New nameservers (resolv.conf changed): their routes join the state as one batch.
+    func setNameservers(_ servers: [IPAddress]) -> ReachabilityChange? {
+        guard servers != nameservers else { return nil }
+        nameservers = servers
+        return state.apply(nameserverEvents())
+    }
+
+    /// The kernel's answers for the nameservers, as one Engine fact.
+    func nameserverEvents() -> [NetworkEvent] {
+        let answers = nameservers.map { server in
+            switch try? routes.lookup(server, uid: 0) {
+            case let .route(found): NameserverRoute(address: server, route: found)
+            case let .failed(errno): NameserverRoute(address: server, route: Self.blockingRoute(errno: errno, family: server.family))
+            case nil: NameserverRoute(address: server, route: nil)
+            }
+        }
+        return [.nameservers(answers)]
     }
 
     /// The kernel refuses a lookup that meets an unreachable (EHOSTUNREACH), prohibit (EACCES)

@@ -28,7 +28,7 @@ extension HostStatus {
     /// redirected, or empty), `announcedPortal` (the RFC 8910 URI a router advertised, or empty)
     /// `validatedInterfaces` (the available interfaces the probe found the internet through),
     /// `stalled` (the host's own traffic through its path stopped flowing), and the path facts:
-    /// `supportsIPv4`, `supportsIPv6`, `gateways`, `reason` ("" when online).
+    /// `supportsIPv4`, `supportsIPv6`, `supportsDNS`, `gateways`, `reason` ("" when online).
     var jsonMembers: [(String, JSONValue)] {
         [
             ("flags", flags.json),
@@ -43,6 +43,7 @@ extension HostStatus {
             ("stalled", .bool(stalled)),
             ("supportsIPv4", .bool(pathFacts.supportsIPv4)),
             ("supportsIPv6", .bool(pathFacts.supportsIPv6)),
+            ("supportsDNS", .bool(pathFacts.supportsDNS)),
             ("gateways", .array(pathFacts.gateways.map { .string($0.description) })),
             ("reason", .string(pathFacts.reason?.rawValue ?? "")),
         ]

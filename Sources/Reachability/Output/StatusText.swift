@@ -91,9 +91,10 @@ public func renderStatus(_ snapshot: ReachabilitySnapshot) -> String {
     if !host.announcedPortal.isEmpty { lines.append("Announced portal: " + host.announcedPortal) }
     let facts = host.pathFacts
     let families = [facts.supportsIPv4 ? "IPv4" : nil, facts.supportsIPv6 ? "IPv6" : nil].compactMap { $0 }
-    if !families.isEmpty || !facts.gateways.isEmpty {
+    if !families.isEmpty || !facts.gateways.isEmpty || facts.supportsDNS {
         let via = facts.gateways.isEmpty ? "" : " via " + facts.gateways.map(\.description).joined(separator: ", ")
-        lines.append("Path: " + (families.isEmpty ? "no global address" : families.joined(separator: ", ")) + via)
+        let carried = (families.isEmpty ? ["no global address"] : families) + (facts.supportsDNS ? ["DNS"] : [])
+        lines.append("Path: " + carried.joined(separator: ", ") + via)
     }
     if let reason = facts.reason { lines.append("Reason: " + reason.rawValue) }
     lines.append("Generation: \(snapshot.generation)")

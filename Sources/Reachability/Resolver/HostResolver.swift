@@ -214,7 +214,10 @@ public final class HostResolver {
     }
 
     /// The resolv.conf this resolver reads.
-    public var resolvConfPath: String { options.resolvConfPath ?? "/etc/resolv.conf" }
+    public var resolvConfPath: String { options.resolvConfPath ?? Self.systemResolvConfPath }
+
+    /// The system's resolv.conf, what c-ares reads by default.
+    public static let systemResolvConfPath = "/etc/resolv.conf"
 
     /// The nameservers of the current resolv.conf, in order (what a lookup started now would
     /// ask), for the "can any nameserver be reached at all" pre-check. Reads the file each call:

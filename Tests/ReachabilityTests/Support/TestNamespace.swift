@@ -52,9 +52,14 @@ final class TestNamespace: @unchecked Sendable {
 
     /// A monitor on this namespace, with an empty fake sysfs unless one is given.
     func monitor(
-        sysfsRoot: String = "/nonexistent-sysfs", rules: [InterfaceRule] = [], receiveBufferBytes: Int32 = 8 << 20
+        sysfsRoot: String = "/nonexistent-sysfs", rules: [InterfaceRule] = [], receiveBufferBytes: Int32 = 8 << 20,
+        resolvConf: String? = nil
     ) throws -> ReachabilityMonitor {
         var configuration = CoreConfiguration()
+        // No nameserver unless a test names one (the host's own would make supportsDNS its),
+        // and then no inotify instance: a suite's dozens of monitors at once would use up root's.
+        configuration.resolvConfPath = resolvConf ?? "/nonexistent-resolv.conf"
+        configuration.followsResolvConf = resolvConf != nil
         configuration.namespacePath = path
         configuration.sysfsRoot = sysfsRoot
         configuration.rules = rules

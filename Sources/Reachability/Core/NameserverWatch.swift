@@ -1,0 +1,126 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The nameservers `supportsDNS` is about, and their changes as they happen: resolv.conf read
+/// through c-ares (what a lookup started now would ask), followed with inotify on the
+/// directories that hold it. resolv.conf is written aside and renamed over (resolvconf,
+/// NetworkManager), or is a symlink into /run/systemd/resolve whose target is renamed over, so
+/// the file itself is never watched: its directory, and its target's, are. Loop-thread only.
+///
+/// systemd-resolved's stub: when every nameserver is on loopback (127.0.0.53, 127.0.0.54, ::1)
+/// and resolved's upstream list (`upstreamPath`) names servers, those are the ones that must
+/// be routable; without it the stub stays, and the Engine counts it while the host is online.
+final class NameserverWatch {
+    /// The resolv.conf lookups read.
+    let path: String
+    /// systemd-resolved's list of its upstream servers; nil never looks.
+    let upstreamPath: String?
+    private var inotify: Descriptor?
+    private var source: (any LoopSource)?
+    /// The directories watched; a symlink's new target may add one.
+    private var directories: Set<String> = []
+    private var buffer = [UInt8](repeating: 0, count: 4096)
+
+    init(path: String, upstreamPath: String?) {
+        self.path = path
+        self.upstreamPath = upstreamPath
+    }
+
+    /// The servers now, after the stub rule.
+    func nameservers() -> [IPAddress] {
+        // c-ares, like glibc, asks 127.0.0.1 when the file names no server; nobody configured
+        // one then, and a path to nowhere supports no DNS.
+        guard Self.namesServer(path) else { return [] }
+        let servers = AresLookup.nameservers(resolvConfPath: path)
+        guard !servers.isEmpty, servers.allSatisfy(\.isLoopback), let upstreamPath, access(upstreamPath, F_OK) == 0 else {
+            return servers
+        }
+        // c-ares answers 127.0.0.1 for a file without servers: that is no upstream list.
+        let upstream = AresLookup.nameservers(resolvConfPath: upstreamPath)
+        return upstream.contains(where: { !$0.isLoopback }) ? upstream : servers
+    }
+
+    /// Follows the files on `loop`; `changed` runs after anything that may have changed them.
+    func start(on loop: any EventLoopProtocol, changed: @escaping () -> Void) throws(SystemError) {
+        let descriptor = try Descriptor(checking: inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)), "inotify_init1")
+        let fd = descriptor.rawValue
+        inotify = consume descriptor
+        watchDirectories()
+        source = try loop.addWatch(fd: fd, events: .readable) { [unowned self] _ in
+            if self.drain() {
+                self.watchDirectories()
+                changed()
+            }
+        }
+    }
+
+    /// The names whose change matters: resolv.conf, its symlink's target, resolved's list.
+    private var watchedFiles: [String] {
+        [path, Self.target(of: path), upstreamPath].compactMap { $0 }
+    }
+
+    /// Each directory of a watched file, once; one that does not exist (yet) is skipped.
+    private func watchDirectories() {
+        guard let fd = inotify?.rawValue else { return }
+        let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE)
+        for file in watchedFiles {
+            let directory = Self.directory(of: file)
+            guard !directories.contains(directory), inotify_add_watch(fd, directory, mask) >= 0 else { continue }
+            directories.insert(directory)
+        }
+    }
+
+    /// Reads every queued event; true when one names a watched file (or events were lost).
+    private func drain() -> Bool {
+        guard let fd = inotify?.rawValue else { return false }
+        let names = Set(watchedFiles.map(Self.baseName))
+        var relevant = false
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard count > 0 else { return relevant }
+            buffer.withUnsafeBytes { bytes in
+                var offset = 0
+                let header = MemoryLayout<inotify_event>.size
+                while offset + header <= count {
+                    let event = bytes.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
+                    let nameBytes = bytes[(offset + header)..<min(count, offset + header + Int(event.len))]
+                    let name = String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self)
+                    if event.mask & UInt32(IN_Q_OVERFLOW) != 0 || names.contains(name) { relevant = true }
+                    offset += header + Int(event.len)
+                }
+            }
+        }
+    }
+
+    /// Whether the file has a `nameserver` line (its first 64 KiB: more is no resolv.conf).
+    static func namesServer(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        let descriptor = Descriptor(fd)
+        var bytes = [UInt8](repeating: 0, count: 64 << 10)
+        let count = bytes.withUnsafeMutableBytes { read(descriptor.rawValue, $0.baseAddress, $0.count) }
+        guard count > 0 else { return false }
+        return bytes[..<count].split(separator: UInt8(ascii: "\n")).contains { line in
+            let text = line.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+            return text.starts(with: "nameserver".utf8) && text.dropFirst(10).first.map { $0 == 32 || $0 == 9 } == true
+        }
+    }
+
+    /// Where a symlink leads (resolved's stub-resolv.conf); nil when `path` is none or dangles.
+    static func target(of path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        let target = String(cString: resolved)
+        return target == path ? nil : target
+    }
+
+    static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    static func baseName(_ path: String) -> String {
+        path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
+    }
+}
