@@ -37,6 +37,8 @@ public struct NetworkState: Sendable {
     /// The last stall poll's verdicts on ready links (`NetworkEvent.stalls`); a link absent has
     /// no evidence.
     private(set) var linkStalls: [Int32: LinkStall] = [:]
+    /// Links whose radio is switched off (`NetworkEvent.radio`); a link absent has it on.
+    private(set) var radioBlocks: [Int32: RadioBlock] = [:]
     /// Set by the first `internetPath` fact: from then on the host follows the kernel's answers.
     private(set) var followsKernelPaths = false
     /// Bridge (or bond) index -> its ports, for kinds taken from ports.
@@ -95,6 +97,7 @@ public struct NetworkState: Sendable {
         for (key, route) in routes where !dumpRoutes.contains(key) { events.append(.routeRemoved(route)) }
         events += dump.routes.map { .route($0, replace: false) }
         events += dump.internetPaths.map { .internetPath(family: $0.family, route: $0.route) }
+        events += dump.radios.map { .radio(index: $0.index, $0.block) }
         return events
     }
 
@@ -111,7 +114,7 @@ public struct NetworkState: Sendable {
 
     private mutating func ingest(_ event: NetworkEvent) {
         switch event {
-        case .internetPath, .connectivity, .announcedPortal, .uplinkConnectivity, .stalls: break
+        case .internetPath, .connectivity, .announcedPortal, .uplinkConnectivity, .stalls, .radio: break
         default: routingEpoch &+= 1
         }
         switch event {
@@ -153,6 +156,10 @@ public struct NetworkState: Sendable {
             let kept = readyLinkStalls(verdicts)
             dirty.formUnion(Self.stallFlips(from: linkStalls, to: kept))
             linkStalls = kept
+        case let .radio(index, block):
+            guard links[index] != nil, radioBlocks[index] ?? [] != block else { return }
+            radioBlocks[index] = block.isEmpty ? nil : block
+            dirty.insert(index)
         }
     }
 
@@ -215,6 +222,7 @@ public struct NetworkState: Sendable {
         announcedPortals.removeValue(forKey: index)
         uplinkVerdicts.removeValue(forKey: index)
         linkStalls.removeValue(forKey: index)
+        radioBlocks.removeValue(forKey: index)
         dirty.insert(index)
     }
 
@@ -303,7 +311,7 @@ public struct NetworkState: Sendable {
         dirty.removeAll(keepingCapacity: dirty.count <= 64)
 
         var newHost = deriveHost()
-        newHost.pathFacts = pathFacts(online: newHost.state == .online)
+        newHost.pathFacts = pathFacts(online: newHost.state == .online, uplinks: newHost.availableInterfaces)
         let hostChanged = newHost != host
         host = newHost
         guard hostChanged || !changed.isEmpty || !removed.isEmpty else { return nil }
@@ -349,6 +357,8 @@ public struct NetworkState: Sendable {
         let classification = effectiveClassification(entry)
         guard !classification.isIgnored else { return nil }
         var flags = kindFlags(entry)
+        // On the interface only: a path through it (the host's flags) changes when the link does.
+        if radioBlocks[entry.link.index] != nil, [.wifi, .cellular].contains(classification.kind) { flags.insert(.radioOff) }
         if entry.link.isAdminUp {
             let ready = entry.link.isReady && entry.addresses.values.contains { $0.isUsable }
             flags.insert(ready ? .reachable : .connectionRequired)
@@ -377,20 +387,5 @@ public struct NetworkState: Sendable {
             let capable = entry?.addresses.values.contains { $0.address.family == family && $0.isUsableBeyondLink } ?? false
             if capable { sourceCapable[family, default: []].insert(index) } else { sourceCapable[family]?.remove(index) }
         }
-    }
-}
-
-/// The kernel's identity for NLM_F_REPLACE: the same table, destination, metric and TOS.
-struct RouteSlot: Hashable, Sendable {
-    var table: UInt32
-    var destination: IPPrefix
-    var metric: UInt32
-    var tos: UInt8
-
-    init(_ route: Route) {
-        table = route.table
-        destination = route.destination
-        metric = route.metric
-        tos = route.tos
     }
 }

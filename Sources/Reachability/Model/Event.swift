@@ -34,6 +34,10 @@ public enum NetworkEvent: Hashable, Sendable {
     /// evidence; a link not listed has none. An empty list forgets every verdict (detection off,
     /// or no path to watch). Joins the interfaces' and the host's answer (`stalled`), moves no route.
     case stalls([LinkStall])
+    /// Not from rtnetlink: the rfkill state of a link's radio (/dev/rfkill, or sysfs read on the
+    /// link's own events); empty when it is on. Counts only for Wi-Fi and cellular links
+    /// (`radioOff`), moves no route.
+    case radio(index: Int32, RadioBlock)
 }
 
 /// A complete picture from a dump: what a (re)sync replaces the state with.
@@ -43,14 +47,17 @@ public struct NetworkDump: Sendable {
     public var routes: [Route]
     /// The kernel's internet paths taken right after the dump (see `NetworkEvent.internetPath`).
     public var internetPaths: [(family: AddressFamily, route: Route?)]
+    /// The radio state of the dump's Wi-Fi and cellular links (see `NetworkEvent.radio`).
+    public var radios: [(index: Int32, block: RadioBlock)]
 
     public init(
         links: [(Link, DeviceFacts?)] = [], addresses: [Address] = [], routes: [Route] = [],
-        internetPaths: [(family: AddressFamily, route: Route?)] = []
+        internetPaths: [(family: AddressFamily, route: Route?)] = [], radios: [(index: Int32, block: RadioBlock)] = []
     ) {
         self.links = links
         self.addresses = addresses
         self.routes = routes
         self.internetPaths = internetPaths
+        self.radios = radios
     }
 }

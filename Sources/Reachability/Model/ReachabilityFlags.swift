@@ -21,6 +21,9 @@ public struct ReachabilityFlags: OptionSet, Sendable, Hashable {
     public static let interventionRequired = ReachabilityFlags(rawValue: 1 << 4)
     /// Reserved for SC compatibility; never produced on Linux.
     public static let connectionOnDemand = ReachabilityFlags(rawValue: 1 << 5)
+    /// Linux extension: the link is Wi-Fi or cellular and its radio is switched off (rfkill,
+    /// soft or hard blocked: airplane mode, a hardware switch). Interface flags only.
+    public static let radioOff = ReachabilityFlags(rawValue: 1 << 13)
     /// Linux extension: the host's own TCP traffic through this path stopped flowing: segments
     /// leave, are retransmitted and nothing comes back (or DNS keeps timing out). Passive stall
     /// detection's verdict (`StallEvaluator`); `reachable` still holds: a packet can leave.
@@ -55,6 +58,7 @@ public struct ReachabilityFlags: OptionSet, Sendable, Hashable {
         (.connectionOnTraffic, "connectionOnTraffic"),
         (.interventionRequired, "interventionRequired"),
         (.connectionOnDemand, "connectionOnDemand"),
+        (.radioOff, "radioOff"),
         (.stalled, "stalled"),
         (.isLocalAddress, "isLocalAddress"),
         (.isDirect, "isDirect"),
