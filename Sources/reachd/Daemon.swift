@@ -65,6 +65,7 @@ final class Daemon {
         core = try ReachabilityCore(configuration: settings, loop: loop) { Log.warning($0) }
         Log.info(PassedSockets.bufferReport(
             core.mirror.netlinkReceiveBufferBytes, asked: Int(settings.receiveBufferBytes), adopted: passed.netlink != nil))
+        Log.info("radios: \(core.radioSource)")
         metrics = DaemonMetrics(loop: loop, mirror: core.mirror)
         core.checkAnswered = { [unowned metrics] result, elapsed in metrics.recordCheck(result, took: elapsed) }
         if let namespace = options.namespace {
@@ -77,6 +78,7 @@ final class Daemon {
         var settings = CoreConfiguration()
         settings.namespacePath = options.namespace
         settings.sysfsRoot = options.sysfsRoot
+        settings.rfkillDevicePath = options.rfkillDevice
         settings.resolvConfPath = options.resolvConf
         configuration.apply(to: &settings)
         return settings

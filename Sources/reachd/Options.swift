@@ -11,6 +11,7 @@ struct Options {
     var checkConfig = false
     var namespace: String?
     var sysfsRoot = "/sys"
+    var rfkillDevice: String? = "/dev/rfkill"
     var resolvConf: String?
     var verbose = false
 
@@ -31,6 +32,8 @@ struct Options {
                                  0 valid, 2 invalid (every error as FILE:LINE: [Section] Key: ...)
           --netns NAME|PATH      watch a network namespace (`ip netns` NAME or a path)
           --resolv-conf PATH     read nameservers from PATH instead of /etc/resolv.conf
+          --rfkill-device PATH   follow radio switches on PATH instead of /dev/rfkill ("none":
+                                 read them from sysfs on each link event), for tests
           --verbose              log debug lines too
           --help                 show this help
           --version              show the version
@@ -77,6 +80,9 @@ struct Options {
             case "--sysfs-root":
                 guard let root = value(argument) else { return .exit(2) }
                 options.sysfsRoot = root
+            case "--rfkill-device":
+                guard let path = value(argument) else { return .exit(2) }
+                options.rfkillDevice = path == "none" ? nil : path
             case "--resolv-conf":
                 guard let path = value(argument) else { return .exit(2) }
                 options.resolvConf = path

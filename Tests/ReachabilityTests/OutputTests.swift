@@ -171,6 +171,20 @@ struct StatusTextTests {
         let unknown = HostStatus(flags: [.reachable], state: .online, primaryInterface: "x0")
         #expect(renderSummary(unknown) == "online via x0")
     }
+
+    @Test("radios switched off are named when they are why the host is offline")
+    func radiosOff() {
+        let wlan0 = InterfaceStatus(index: 3, name: "wlan0", kind: .wifi, flags: [.radioOff, .isWiFi], addresses: [])
+        let wwan0 = InterfaceStatus(index: 4, name: "wwan0", kind: .cellular, flags: [.radioOff, .isWWAN, .isExpensive], addresses: [])
+        let off = HostStatus(state: .offline, pathFacts: PathFacts(reason: .radioOff))
+        #expect(renderSummary(off, interfaces: [Fixture.eth0, wlan0, wwan0]) == "offline: wlan0 (wifi, radio off), wwan0 (cellular, radio off)")
+        #expect(renderSummary(off) == "offline, radio off", "a change that lists none of them")
+        var dead = HostStatus(flags: [.connectionRequired, .isWired], state: .offline, primaryInterface: "eth0")
+        dead.pathFacts.reason = .radioOff
+        #expect(renderSummary(dead, interfaces: [Fixture.eth0, wlan0]) == "offline, default route via eth0 (wired) not ready; wlan0 (wifi, radio off)")
+        // Another reason: a radio that is off is not named (it is not why).
+        #expect(renderSummary(HostStatus(state: .offline), interfaces: [wlan0]) == "offline")
+    }
 }
 
 @Suite("Interface table")

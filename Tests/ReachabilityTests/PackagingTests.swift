@@ -934,6 +934,12 @@ struct PackagingDebianTests {
         #expect(status.contains("Uid:\t\(uid)\t"), "runs as reachd (\(uid))")
         // The sandbox lets stall detection read the TCP sockets (sock_diag needs no capability).
         #expect(!startJournal.contains("stall detection"), "\(startJournal)")
+        // Radios: the unit started with rfkill's device bound in where it exists, and reachd says
+        // which source it follows (this container's host has no rfkill: sysfs on link events).
+        let devices = try await inside(["systemctl", "show", "reachd", "-p", "BindReadOnlyPaths", "-p", "DeviceAllow"]).stdout
+        #expect(devices.contains("-/dev/rfkill:/dev/rfkill") && devices.contains("/dev/char/10:242 r"), "\(devices)")
+        #expect(startJournal.contains("radios: following /dev/rfkill")
+            || startJournal.contains("radios: /dev/rfkill absent, reading sysfs on link events"), "\(startJournal)")
 
         let asNobody = ["setpriv"] + asUser("nobody", "nogroup") + ["busctl", "call", busName, objectPath, busName]
         let answer = try await inside(asNobody + ["CheckHost", "su", "localhost", "2000"])

@@ -3,6 +3,9 @@
 public struct CoreConfiguration: Sendable {
     /// Where sysfs is mounted; tests point this at a fake tree.
     public var sysfsRoot: String = "/sys"
+    /// rfkill's event device (read-only, no privilege needed); nil, or a path that cannot be
+    /// opened, reads radio switches from sysfs on each link event instead (`RadioFollower`).
+    public var rfkillDevicePath: String? = "/dev/rfkill"
     /// Interface rules from configuration, in order.
     public var rules: [InterfaceRule] = []
     /// Priority overrides per kind.
@@ -56,6 +59,7 @@ public struct CoreConfiguration: Sendable {
         options.classifier = Classifier(rules: rules, priorities: priorities)
         options.receiveBufferBytes = receiveBufferBytes
         options.adoptedMonitorSocket = monitorSocket
+        options.rfkillDevicePath = rfkillDevicePath
         return options
     }
 }

@@ -27,6 +27,8 @@ public final class ReachabilityCore {
     private var lastRoutingEpoch: UInt64
     private var netlinkWatch: (any LoopSource)?
     private var resyncTimer: (any LoopSource)?
+    /// /dev/rfkill, while it is followed.
+    private var radioWatch: (any LoopSource)?
     /// The dump socket of a resync; its replies are read as they come, never waited for.
     private var dumpWatch: (any LoopSource)?
     /// The monitor socket is unwatched while a dump runs (see `KernelMirror.isDumping`).
@@ -73,6 +75,9 @@ public final class ReachabilityCore {
         resyncTimer = try loop.addTimer(urgent: false) { [unowned self] in
             self.settle(self.mirror.withLock { $0.resyncIfDue() })
         }
+        if let radios = kernel.radios.descriptor {
+            radioWatch = try loop.addWatch(fd: radios, events: .readable) { [unowned self] _ in self.radiosReadable() }
+        }
         configureStallDetection(configuration.stall)
         do {
             guard configuration.followsResolvConf else { return }
@@ -83,6 +88,23 @@ public final class ReachabilityCore {
         } catch {
             warn("supportsDNS will not follow changes to \(nameservers.path): \(error)")
         }
+    }
+
+    /// Where the radios' state comes from ("following /dev/rfkill", or why sysfs).
+    public var radioSource: String { mirror.withLock { $0.radios.source.description } }
+
+    /// /dev/rfkill has records: applied as one input. When it ends (it should not), the radios
+    /// are read from sysfs on link events from then on.
+    private func radiosReadable() {
+        settle(mirror.withLock { $0.readRadios() })
+        guard mirror.withLock({ $0.radios.deviceEnded }) else { return }
+        radioWatch?.cancel()
+        radioWatch = nil
+        let source = mirror.withLock { mirror in
+            mirror.radios.closeDevice()
+            return mirror.radios.source.description
+        }
+        warn("radios: \(source)")
     }
 
     /// `body` hears of every input after it was applied, from now on.

@@ -2,8 +2,9 @@ extension NetworkState {
     /// The host's path facts now (part of its answer).
     public var pathFacts: PathFacts { host.pathFacts }
 
-    /// The path facts of a host that is `online` or not, from the internet paths.
-    func pathFacts(online: Bool) -> PathFacts {
+    /// The path facts of a host that is `online` or not, from the internet paths; `uplinks`: the
+    /// host's available interfaces (ready links with a usable default route).
+    func pathFacts(online: Bool, uplinks: [String]) -> PathFacts {
         var facts = PathFacts()
         var reasons: [Reason] = []
         for family in AddressFamily.allCases {
@@ -32,7 +33,10 @@ extension NetworkState {
         if !online {
             // A dead link or a missing address says more than a family with no route at all,
             // and a blocking rule (a kill switch) more than either: it is why nothing leaves.
-            facts.reason = [.policyBlocked, .linkDown, .noAddress].first(where: reasons.contains) ?? .noRoute
+            // A radio switched off says most when no other uplink is left: switching it on is
+            // what brings the host back (a kill switch over a live uplink stays policyBlocked).
+            facts.reason = radioIsWhyOffline(uplinks: uplinks)
+                ? .radioOff : [.policyBlocked, .linkDown, .noAddress].first(where: reasons.contains) ?? .noRoute
         }
         return facts
     }
@@ -48,6 +52,12 @@ extension NetworkState {
             guard let route = server.route else { return false }
             return evaluate(route: route, family: server.address.family).isReachable
         }
+    }
+
+    /// No uplink can carry traffic, and a visible Wi-Fi or cellular link has its radio switched
+    /// off. Looks only at the links with a radio off (a handful), never at every link.
+    func radioIsWhyOffline(uplinks: [String]) -> Bool {
+        uplinks.isEmpty && radioBlocks.keys.contains { statuses[$0]?.flags.contains(.radioOff) == true }
     }
 
     /// Route types that answer a packet with an error or drop it (`ip route add unreachable|

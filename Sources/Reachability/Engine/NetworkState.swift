@@ -39,6 +39,8 @@ public struct NetworkState: Sendable {
     private(set) var linkStalls: [Int32: LinkStall] = [:]
     /// The configured nameservers with the kernel's route to each (`NetworkEvent.nameservers`).
     private(set) var nameservers: [NameserverRoute] = []
+    /// Links whose radio is switched off (`NetworkEvent.radio`); a link absent has it on.
+    private(set) var radioBlocks: [Int32: RadioBlock] = [:]
     /// Set by the first `internetPath` fact: from then on the host follows the kernel's answers.
     private(set) var followsKernelPaths = false
     /// Bridge (or bond) index -> its ports, for kinds taken from ports.
@@ -97,6 +99,7 @@ public struct NetworkState: Sendable {
         for (key, route) in routes where !dumpRoutes.contains(key) { events.append(.routeRemoved(route)) }
         events += dump.routes.map { .route($0, replace: false) }
         events += dump.internetPaths.map { .internetPath(family: $0.family, route: $0.route) }
+        events += dump.radios.map { .radio(index: $0.index, $0.block) }
         return events
     }
 
@@ -113,7 +116,7 @@ public struct NetworkState: Sendable {
 
     private mutating func ingest(_ event: NetworkEvent) {
         switch event {
-        case .internetPath, .connectivity, .announcedPortal, .uplinkConnectivity, .stalls, .nameservers: break
+        case .internetPath, .connectivity, .announcedPortal, .uplinkConnectivity, .stalls, .nameservers, .radio: break
         default: routingEpoch &+= 1
         }
         switch event {
@@ -157,6 +160,10 @@ public struct NetworkState: Sendable {
             let kept = readyLinkStalls(verdicts)
             dirty.formUnion(Self.stallFlips(from: linkStalls, to: kept))
             linkStalls = kept
+        case let .radio(index, block):
+            guard links[index] != nil, radioBlocks[index] ?? [] != block else { return }
+            radioBlocks[index] = block.isEmpty ? nil : block
+            dirty.insert(index)
         }
     }
 
@@ -219,6 +226,7 @@ public struct NetworkState: Sendable {
         announcedPortals.removeValue(forKey: index)
         uplinkVerdicts.removeValue(forKey: index)
         linkStalls.removeValue(forKey: index)
+        radioBlocks.removeValue(forKey: index)
         dirty.insert(index)
     }
 
@@ -307,7 +315,7 @@ public struct NetworkState: Sendable {
         dirty.removeAll(keepingCapacity: dirty.count <= 64)
 
         var newHost = deriveHost()
-        newHost.pathFacts = pathFacts(online: newHost.state == .online)
+        newHost.pathFacts = pathFacts(online: newHost.state == .online, uplinks: newHost.availableInterfaces)
         let hostChanged = newHost != host
         host = newHost
         guard hostChanged || !changed.isEmpty || !removed.isEmpty else { return nil }
@@ -355,6 +363,8 @@ public struct NetworkState: Sendable {
         let classification = effectiveClassification(entry)
         guard !classification.isIgnored else { return nil }
         var flags = kindFlags(entry)
+        // On the interface only: a path through it (the host's flags) changes when the link does.
+        if radioBlocks[entry.link.index] != nil, [.wifi, .cellular].contains(classification.kind) { flags.insert(.radioOff) }
         if entry.link.isAdminUp {
             let ready = entry.link.isReady && entry.addresses.values.contains { $0.isUsable }
             flags.insert(ready ? .reachable : .connectionRequired)

@@ -101,6 +101,8 @@ extension Reason {
         // Only the host's path facts give it so far, never a check: were one to, it counts as
         // the noRoute it refines, and the series stay as README's "Metrics" counts them.
         case .policyBlocked: 0
+        // Likewise host-only: a radio switched off is a link down, for the series.
+        case .radioOff: 1
         }
     }
 }

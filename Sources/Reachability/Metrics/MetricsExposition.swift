@@ -50,7 +50,8 @@ public enum MetricsExposition {
         out.family("reachd_host_info", .gauge, "Always 1: the primary interface (the one the kernel's default route uses now; empty when none) and its kind.")
         out.sample("reachd_host_info", [("primary_interface", host.primaryInterface), ("kind", primary?.kind.rawValue ?? "")], 1)
         out.family("reachd_host_flag", .gauge, "The flags of the host's answer (the check of 0.0.0.0 and ::), 1 when set.")
-        for (flag, name) in ReachabilityFlags.named {
+        // radioOff is an interface's flag only: the host's answer never carries it.
+        for (flag, name) in ReachabilityFlags.named where flag != .radioOff {
             out.sample("reachd_host_flag", [("flag", name)], host.flags.contains(flag) ? 1 : 0)
         }
         out.family("reachd_connectivity", .gauge, "The connectivity probe's verdict (1 for the current one); unknown when the probe is off.")

@@ -38,6 +38,10 @@ public enum NetworkEvent: Hashable, Sendable {
     /// rule for a systemd-resolved stub), each with the kernel's route to it, looked up again
     /// with every batch as the internet paths are. Gives `supportsDNS`; moves no route.
     case nameservers([NameserverRoute])
+    /// Not from rtnetlink: the rfkill state of a link's radio (/dev/rfkill, or sysfs read on the
+    /// link's own events); empty when it is on. Counts only for Wi-Fi and cellular links
+    /// (`radioOff`), moves no route.
+    case radio(index: Int32, RadioBlock)
 }
 
 /// One configured nameserver and the kernel's answer for it (RTM_GETROUTE): nil when it has
@@ -59,14 +63,17 @@ public struct NetworkDump: Sendable {
     public var routes: [Route]
     /// The kernel's internet paths taken right after the dump (see `NetworkEvent.internetPath`).
     public var internetPaths: [(family: AddressFamily, route: Route?)]
+    /// The radio state of the dump's Wi-Fi and cellular links (see `NetworkEvent.radio`).
+    public var radios: [(index: Int32, block: RadioBlock)]
 
     public init(
         links: [(Link, DeviceFacts?)] = [], addresses: [Address] = [], routes: [Route] = [],
-        internetPaths: [(family: AddressFamily, route: Route?)] = []
+        internetPaths: [(family: AddressFamily, route: Route?)] = [], radios: [(index: Int32, block: RadioBlock)] = []
     ) {
         self.links = links
         self.addresses = addresses
         self.routes = routes
         self.internetPaths = internetPaths
+        self.radios = radios
     }
 }

@@ -34,6 +34,9 @@ public enum Reason: String, Sendable, Hashable, CaseIterable {
     /// The kernel refuses the path: an unreachable, prohibit or blackhole route or rule (a VPN
     /// kill switch with its tunnel down). The host's path facts only, so far.
     case policyBlocked
+    /// The only links that could carry traffic are Wi-Fi or cellular links whose radio is
+    /// switched off (rfkill). The host's path facts only.
+    case radioOff
 }
 
 /// The host's overall connectivity, as the `State` property names it.

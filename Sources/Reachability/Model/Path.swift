@@ -142,7 +142,8 @@ extension Path {
     /// with its path facts. Restricted, it is satisfied when a counted interface is available and
     /// no kill switch (`policyBlocked`) stops everything; its facts are the host's when the host's
     /// primary interface is counted, else read from the first counted interface's addresses; its
-    /// reason is `linkDown` when a counted link with an address is not ready, else `noRoute`.
+    /// reason is `radioOff` when a counted link has its radio switched off, else `linkDown` when
+    /// a counted link with an address is not ready, else `noRoute`.
     public init(host: HostStatus, interfaces: [Int32: InterfaceStatus], restriction: Restriction = Restriction()) {
         let byName = Dictionary(interfaces.values.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         let available = host.availableInterfaces.compactMap { byName[$0] }.filter { restriction.counts($0.kind) }
@@ -157,6 +158,7 @@ extension Path {
             let onDemand = !host.flags.isDisjoint(with: [.connectionOnDemand, .connectionOnTraffic])
             let reason: Reason =
                 if restriction.isEmpty || host.pathFacts.reason == .policyBlocked { host.pathFacts.reason ?? .noRoute }
+                else if interfaces.values.contains(where: { restriction.counts($0.kind) && $0.flags.contains(.radioOff) }) { .radioOff }
                 else if counted.contains(where: { $0.flags.contains(.connectionRequired) }) { .linkDown }
                 else { .noRoute }
             if restriction.isEmpty {

@@ -21,6 +21,9 @@ public struct ReachabilityFlags: OptionSet, Sendable, Hashable {
     public static let interventionRequired = ReachabilityFlags(rawValue: 1 << 4)
     /// Reserved for SC compatibility; never produced on Linux.
     public static let connectionOnDemand = ReachabilityFlags(rawValue: 1 << 5)
+    /// Linux extension: the link is Wi-Fi or cellular and its radio is switched off (rfkill,
+    /// soft or hard blocked: airplane mode, a hardware switch). Interface flags only.
+    public static let radioOff = ReachabilityFlags(rawValue: 1 << 13)
     /// Linux extension: the egress link is configured as constrained (`Constrained=yes` in
     /// reachd.conf, Apple's Low Data Mode): programs should spare it (defer prefetches, lower
     /// quality). Taken from bit 15 down, after `stalled` and `radioOff`.
@@ -59,6 +62,7 @@ public struct ReachabilityFlags: OptionSet, Sendable, Hashable {
         (.connectionOnTraffic, "connectionOnTraffic"),
         (.interventionRequired, "interventionRequired"),
         (.connectionOnDemand, "connectionOnDemand"),
+        (.radioOff, "radioOff"),
         (.stalled, "stalled"),
         (.isLocalAddress, "isLocalAddress"),
         (.isDirect, "isDirect"),

@@ -142,8 +142,12 @@ extension KernelMirror {
         for message in dump!.messages {
             switch message {
             case let .link(link):
-                dump!.result.links.append((link, deviceFacts(for: link, alsoKnown: dump!.known)))
+                let device = deviceFacts(for: link, alsoKnown: dump!.known)
+                dump!.result.links.append((link, device))
                 dump!.known[link.index] = link.name
+                for case let .radio(index, block) in radios.events(for: link, kind: kind(of: link, device: device)) {
+                    dump!.result.radios.append((index, block))
+                }
             case let .address(address): dump!.result.addresses.append(address)
             case let .route(route): dump!.result.routes.append(route)
             default: break

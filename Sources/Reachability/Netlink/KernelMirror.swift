@@ -38,6 +38,8 @@ final class KernelMirror {
         var adoptedMonitorSocket: Int32?
         /// Resyncs after overruns happen at most this often, so a storm cannot make us dump in a loop.
         var minimumResyncInterval: Duration = .milliseconds(100)
+        /// rfkill's event device; nil to read radio switches from sysfs alone (`RadioFollower`).
+        var rfkillDevicePath: String? = "/dev/rfkill"
     }
 
     /// What happened to the mirror that is worth a log line or a counter.
@@ -85,6 +87,8 @@ final class KernelMirror {
     private(set) var overrunCount = 0
     /// The nameservers whose routes every batch looks up (`nameserverEvents`), set by the core.
     private(set) var nameservers: [IPAddress] = []
+    /// The rfkill state of Wi-Fi and cellular links.
+    let radios: RadioFollower
 
     /// The destinations whose path stands for "the internet": two addresses no one routes
     /// specially (k.root-servers.net's, operated by RIPE NCC), never sent a packet: the kernel is
@@ -109,6 +113,7 @@ final class KernelMirror {
         try monitor.join(groups: NetlinkSocket.reachabilityGroups)
         requests = try NetlinkSocket(nonBlocking: true, namespacePath: options.namespacePath)
         routes = try RouteQuery(namespacePath: options.namespacePath)
+        radios = RadioFollower(sysfs: options.sysfs, devicePath: options.rfkillDevicePath)
     }
 
     var monitorDescriptor: Int32 { monitor.fd }
@@ -275,8 +280,13 @@ final class KernelMirror {
 
     private func append(_ decoded: DecodedMessage, to events: inout [NetworkEvent]) {
         switch decoded.message {
-        case let .link(link): events.append(.link(link, device: deviceFacts(for: link, alsoKnown: [:])))
-        case let .linkRemoved(link): events.append(.linkRemoved(index: link.index))
+        case let .link(link):
+            let device = deviceFacts(for: link, alsoKnown: [:])
+            events.append(.link(link, device: device))
+            events += radios.events(for: link, kind: kind(of: link, device: device))
+        case let .linkRemoved(link):
+            radios.forget(index: link.index)
+            events.append(.linkRemoved(index: link.index))
         case let .address(address): events.append(.address(address))
         case let .addressRemoved(address): events.append(.addressRemoved(address))
         case let .route(route): events.append(.route(route, replace: decoded.header.isReplace))
@@ -288,6 +298,18 @@ final class KernelMirror {
             if refusedPortalLinks.insert(index).inserted { incidents.append(.refusedPortal(interfaceIndex: index)) }
         case .done, .error, .ignored: break
         }
+    }
+
+    /// The kind `link` is classified as, with the sysfs facts just read (nil: those known).
+    func kind(of link: Link, device: DeviceFacts?) -> InterfaceKind {
+        if device == nil, let known = state.links[link.index] { return known.classification.kind }
+        return state.classifier.classify(link, device: device ?? DeviceFacts()).kind
+    }
+
+    /// What /dev/rfkill queued, applied as one batch (see `RadioFollower`).
+    func readRadios() -> ReachabilityChange? {
+        let events = radios.readDevice()
+        return events.isEmpty ? nil : state.apply(events)
     }
 
     /// sysfs is read only for links not seen before under this name (a flapping link costs

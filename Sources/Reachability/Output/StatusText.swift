@@ -3,14 +3,15 @@
 
 /// One line saying how the host is connected, as sd-notify STATUS= and the status header use it:
 /// `online via wlan0 (wifi)`, `online via wg0 (vpn) over wlan0 (wifi)`,
-/// `local, default route via eth0 (wired) not ready`, `offline`, and when the host's own traffic
+/// `local, default route via eth0 (wired) not ready`, `offline`, `offline: wlan0 (wifi, radio off)`
+/// when switched-off radios are why (`Reason` radioOff), and when the host's own traffic
 /// stopped flowing `online via up0 (wired), but traffic is stalled: 14 sockets, 96%
 /// retransmitted, nothing received for 38 s` (the figures when `stall` gives them).
 ///
 /// `interfaces` supplies the primary link's kind; when the primary is not among them the kind is
 /// read from the host flags (`isWiFi` -> wifi, ...), and left out when they name none.
 public func renderSummary(_ host: HostStatus, interfaces: [InterfaceStatus] = [], stall: StallEvidence? = nil) -> String {
-    guard !host.primaryInterface.isEmpty else { return host.state.rawValue }
+    guard !host.primaryInterface.isEmpty else { return host.state.rawValue + renderRadiosOff(host, interfaces, separator: ": ") }
     var via = host.primaryInterface
     if let kind = primaryKind(host, interfaces: interfaces) { via += " (\(kind.rawValue))" }
     if !host.underlyingInterface.isEmpty {
@@ -20,7 +21,15 @@ public func renderSummary(_ host: HostStatus, interfaces: [InterfaceStatus] = []
     if host.state == .online {
         return "online via \(via)" + renderInternet(host.connectivity) + (host.stalled ? renderStall(stall) : "")
     }
-    return "\(host.state.rawValue), default route via \(via) not ready"
+    return "\(host.state.rawValue), default route via \(via) not ready" + renderRadiosOff(host, interfaces, separator: "; ")
+}
+
+/// `wlan0 (wifi, radio off), wwan0 (cellular, radio off)` after `separator` when the host's
+/// reason is radioOff (`, radio off` when `interfaces` names none of them); empty otherwise.
+func renderRadiosOff(_ host: HostStatus, _ interfaces: [InterfaceStatus], separator: String) -> String {
+    guard host.pathFacts.reason == .radioOff else { return "" }
+    let off = interfaces.filter { $0.flags.contains(.radioOff) }.map { "\($0.name) (\($0.kind.rawValue), radio off)" }
+    return off.isEmpty ? ", radio off" : separator + off.joined(separator: ", ")
 }
 
 /// `, internet: full`, `, internet: portal at http://login.example/`: the probe's verdict, when

@@ -27,15 +27,19 @@ final class DaemonHarness: @unchecked Sendable {
     private let resolvConf: String?
     /// reachd runs with `--verbose` (its debug lines on stderr).
     private let verbose: Bool
+    /// More of reachd's options (`--sysfs-root DIR`, `--rfkill-device PATH`).
+    private let arguments: [String]
 
     /// Starts a private bus (and, unless `start` is false, reachd on it). `config` becomes
     /// `reachd.conf`; `environment` is added to reachd's (e.g. `WATCHDOG_USEC`). `anyUser`: a bus
     /// every Unix user may connect to (as the system bus), not only this process's user.
     init(
         _ namespace: TestNamespace?, config: String? = nil, resolvConf: String? = nil,
-        environment: [String: String] = [:], start: Bool = true, anyUser: Bool = false, verbose: Bool = false
+        environment: [String: String] = [:], start: Bool = true, anyUser: Bool = false, verbose: Bool = false,
+        arguments: [String] = []
     ) throws {
         self.namespace = namespace
+        self.arguments = arguments
         self.resolvConf = resolvConf
         self.verbose = verbose
         var template = Array("/tmp/rdh-XXXXXX".utf8CString)
@@ -147,7 +151,7 @@ final class DaemonHarness: @unchecked Sendable {
         var arguments = ["--bus-address", address, "--netns", namespace.name, "--config-dir", configDirectory]
         if let resolvConf { arguments += ["--resolv-conf", resolvConf] }
         if verbose { arguments.append("--verbose") }
-        daemon = try ChildProcess(productPath("reachd"), arguments, environment: environment)
+        daemon = try ChildProcess(productPath("reachd"), arguments + self.arguments, environment: environment)
     }
 
     /// Waits for the first `READY=1` (started by `init`), then until `State` is `state`.
