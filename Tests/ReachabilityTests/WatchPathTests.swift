@@ -26,7 +26,8 @@ struct WatchPathTests {
 
     /// The path `restriction` sees in `ns`, derived in-process by the library.
     static func inProcess(_ ns: TestNamespace, _ restriction: Path.Restriction) throws -> Path {
-        let monitor = try ns.monitor(rules: rules)
+        // The nameservers reachd reads (this machine's), so that supportsDNS agrees too.
+        let monitor = try ns.monitor(rules: rules, resolvConf: "/etc/resolv.conf")
         defer { monitor.stop() }
         return Path(snapshot: monitor.snapshot, restriction: restriction)
     }

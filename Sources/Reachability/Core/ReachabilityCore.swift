@@ -36,6 +36,8 @@ public final class ReachabilityCore {
     private var lastCheckID: UInt64 = 0
     /// Follows resolv.conf into the Engine's nameserver fact (`supportsDNS`).
     private let nameservers: NameserverWatch
+    /// inotify was refused: resolv.conf's identity is compared on each netlink wake-up instead.
+    private var nameserversByIdentity = false
     /// Passive stall detection; nil when off (or sock_diag could not be opened).
     private var stallWatch: StallWatch?
     private let namespacePath: String?
@@ -67,6 +69,7 @@ public final class ReachabilityCore {
             mirror.evaluate(addresses: addresses, target: target)
         }
         netlinkWatch = try loop.addWatch(fd: kernel.monitorDescriptor, events: .readable) { [unowned self] _ in
+            if self.nameserversByIdentity, self.nameservers.changedSinceLastLook() { self.nameserversChanged() }
             self.settle(self.mirror.withLock { $0.readAvailable() })
         }
         dumpWatch = try loop.addWatch(fd: kernel.requestDescriptor, events: .readable) { [unowned self] _ in
@@ -81,13 +84,17 @@ public final class ReachabilityCore {
         configureStallDetection(configuration.stall)
         do {
             guard configuration.followsResolvConf else { return }
-            try nameservers.start(on: loop) { [unowned self] in
-                let servers = self.nameservers.nameservers()
-                self.settle(self.mirror.withLock { $0.setNameservers(servers) })
-            }
+            try nameservers.start(on: loop) { [unowned self] in self.nameserversChanged() }
         } catch {
-            warn("supportsDNS will not follow changes to \(nameservers.path): \(error)")
+            _ = nameservers.changedSinceLastLook()
+            nameserversByIdentity = true
+            warn("\(nameservers.path) is looked at on each network change instead of followed: \(error)")
         }
+    }
+
+    private func nameserversChanged() {
+        let servers = nameservers.nameservers()
+        settle(mirror.withLock { $0.setNameservers(servers) })
     }
 
     /// Where the radios' state comes from ("following /dev/rfkill", or why sysfs).
