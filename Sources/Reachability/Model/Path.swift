@@ -43,11 +43,17 @@ public struct Path: Hashable, Sendable {
     public var gateways: [IPAddress]
     /// Why the path is unsatisfied; nil when it is satisfied.
     public var unsatisfiedReason: Reason?
+    /// The NAT64 prefix a router announced for this path (PREF64, RFC 8781), where a program
+    /// synthesizes IPv6 addresses for IPv4-only destinations; nil when none was, and when the
+    /// path is not the host's own (the library knows the host path's only).
+    public var nat64Prefix: IPPrefix?
 
     public init(
         status: Status, availableInterfaces: [Interface] = [], isExpensive: Bool = false, isConstrained: Bool = false,
-        supportsIPv4: Bool = false, supportsIPv6: Bool = false, gateways: [IPAddress] = [], unsatisfiedReason: Reason? = nil
+        supportsIPv4: Bool = false, supportsIPv6: Bool = false, gateways: [IPAddress] = [], unsatisfiedReason: Reason? = nil,
+        nat64Prefix: IPPrefix? = nil
     ) {
+        self.nat64Prefix = nat64Prefix
         self.status = status
         self.availableInterfaces = availableInterfaces
         self.isExpensive = isExpensive
@@ -107,7 +113,8 @@ extension Path {
             return
         }
         let facts: PathFacts
-        if restriction.isEmpty || available.contains(where: { $0.name == host.primaryInterface }) {
+        let isHostPath = restriction.isEmpty || available.contains(where: { $0.name == host.primaryInterface })
+        if isHostPath {
             facts = host.pathFacts
         } else {
             func global(_ family: AddressFamily) -> Bool {
@@ -119,6 +126,7 @@ extension Path {
             status: .satisfied,
             availableInterfaces: available.map { Interface(name: $0.name, index: $0.index, kind: $0.kind) },
             isExpensive: first.flags.contains(.isExpensive),
-            supportsIPv4: facts.supportsIPv4, supportsIPv6: facts.supportsIPv6, gateways: facts.gateways)
+            supportsIPv4: facts.supportsIPv4, supportsIPv6: facts.supportsIPv6, gateways: facts.gateways,
+            nat64Prefix: isHostPath ? host.nat64Prefix?.prefix : nil)
     }
 }
