@@ -949,18 +949,23 @@ extension DecoderTests {
     }
 
     @Test func everyTruncationAndEveryByteFlipOfTheCapturedOption_neverTraps() {
-        let bytes = Fixture.captivePortalOption
-        for cut in 0...bytes.count {
-            let batch = NetlinkDecoder.decode(Array(bytes.prefix(cut)))
-            #expect(wellFormednessProblems(batch, count: cut).isEmpty)
-        }
-        for position in bytes.indices {
-            for bit in 0..<8 {
-                var flipped = bytes
-                flipped[position] ^= 1 << UInt8(bit)
-                let batch = NetlinkDecoder.decode(flipped)
-                #expect(wellFormednessProblems(batch, count: flipped.count).isEmpty, "byte \(position) bit \(bit)")
-            }
+        expectEveryCutAndFlipWellFormed(Fixture.captivePortalOption)
+    }
+}
+
+/// Decodes every prefix of `bytes` and every single-bit flip of it: nothing traps, and what is
+/// decoded is well formed.
+private func expectEveryCutAndFlipWellFormed(_ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) {
+    for cut in 0...bytes.count {
+        let batch = NetlinkDecoder.decode(Array(bytes.prefix(cut)))
+        #expect(wellFormednessProblems(batch, count: cut).isEmpty, "cut at \(cut)", sourceLocation: sourceLocation)
+    }
+    for position in bytes.indices {
+        for bit in 0..<8 {
+            var flipped = bytes
+            flipped[position] ^= 1 << UInt8(bit)
+            let batch = NetlinkDecoder.decode(flipped)
+            #expect(wellFormednessProblems(batch, count: flipped.count).isEmpty, "byte \(position) bit \(bit)", sourceLocation: sourceLocation)
         }
     }
 }
@@ -1016,18 +1021,6 @@ extension DecoderTests {
         #expect(try decodeError(Wire.ndUserOption(options: Array(option.prefix(8)))) == .invalidOption(messageType: 68, option: 38, declared: 16, available: 8))
         #expect(try decodeError(Wire.ndUserOption(options: option, source: nil)) == .missingAttribute(messageType: 68, attribute: 1))
         #expect(try decodeError(Wire.ndUserOption(options: option, optionsLength: 40)) == .truncatedPayload(messageType: 68, needed: 56, available: 52))
-        let bytes = Wire.ndUserOption(options: option)
-        for cut in 0...bytes.count {
-            let batch = NetlinkDecoder.decode(Array(bytes.prefix(cut)))
-            #expect(wellFormednessProblems(batch, count: cut).isEmpty, "cut at \(cut)")
-        }
-        for position in bytes.indices {
-            for bit in 0..<8 {
-                var flipped = bytes
-                flipped[position] ^= 1 << UInt8(bit)
-                let batch = NetlinkDecoder.decode(flipped)
-                #expect(wellFormednessProblems(batch, count: flipped.count).isEmpty, "bit \(bit) of byte \(position)")
-            }
-        }
+        expectEveryCutAndFlipWellFormed(Wire.ndUserOption(options: option))
     }
 }

@@ -52,13 +52,8 @@ struct Nat64PrefixTests {
     static let nat64Keys = ["nat64Prefix", "nat64Router", "nat64Interface"]
 
     @Test func aRoutersNat64Prefix_isReportedThroughReachdAndInProcess_untilWithdrawnOrExpired() async throws {
-        let scenario = try DaemonBusTests.Scenario()
-        try scenario.far.ip("addr add fe80::1/64 dev up0p nodad")
-        // 2: accepted whatever forwarding says (a namespace's default is 1, and forwarding 0).
-        try scenario.ns.exec("/usr/sbin/sysctl", ["-qw", "net.ipv6.conf.up0.accept_ra=2"])
-        let harness = try DaemonHarness(scenario.ns)
+        let (scenario, harness) = try await AnnouncedPortalTests.routerScenario()
         defer { harness.shutdown() }
-        try await harness.ready()
         let client = try harness.connect()
         #expect(try Self.announced(client) == "")
         let inProcess = try ReachctlProcess(["monitor", "--json", "--netns", scenario.ns.name, "--config-dir", harness.configDirectory])
