@@ -87,7 +87,7 @@ private func event(_ decoded: DecodedMessage) -> NetworkEvent? {
     case let .announcedPortal(portal): .announcedPortal(portal)
     // A fixed instant: the fuzzer's runs must not depend on the clock.
     case let .nat64Prefix(announced): .nat64Prefix(announced, received: fuzzOrigin)
-    case .done, .error, .ignored: nil
+    case .done, .error, .ignored, .refusedPortal: nil
     }
 }
 
