@@ -85,7 +85,9 @@ private func event(_ decoded: DecodedMessage) -> NetworkEvent? {
     case let .routeRemoved(route): .routeRemoved(route)
     case .ruleChanged: .rulesChanged
     case let .announcedPortal(portal): .announcedPortal(portal)
-    case .done, .error, .ignored: nil
+    // A fixed instant: the fuzzer's runs must not depend on the clock.
+    case let .nat64Prefix(announced): .nat64Prefix(announced, received: fuzzOrigin)
+    case .done, .error, .ignored, .refusedPortal: nil
     }
 }
 
@@ -96,6 +98,9 @@ private func deviceFacts(_ link: Link) -> DeviceFacts? {
     let drivers: [String?] = [nil, "iwlwifi", "qmi_wwan", "e1000e"]
     return DeviceFacts(deviceType: types[selector % 4], hasPhy80211: selector & 4 != 0, driver: drivers[(selector / 2) % 4])
 }
+
+/// The instant every announcement of a run is received at (see `event(_:)`).
+private let fuzzOrigin = ContinuousClock.now
 
 /// Rules of every shape, so configured kinds, ignored and metered links take part.
 private let fuzzClassifier = Classifier(

@@ -36,7 +36,7 @@ final class ReachabilityService: BusObject {
     static let vtable = BusVTable(ReachdContract.serviceMembers)
 
     /// The properties that make up the host's answer: they change together, with `Changed`.
-    static let hostProperties = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface", "Connectivity", "Portal", "AnnouncedPortal", "ValidatedInterfaces", "Stalled", "SupportsIPv4", "SupportsIPv6", "SupportsDNS", "Gateways", "Reason", "Constrained"]
+    static let hostProperties = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface", "Connectivity", "Portal", "AnnouncedPortal", "Nat64Prefix", "ValidatedInterfaces", "Stalled", "SupportsIPv4", "SupportsIPv6", "SupportsDNS", "Gateways", "Reason", "Constrained"]
 
     static let maximumTimeoutMilliseconds = UInt32(ReachdContract.maximumCheckTimeout.wholeMilliseconds)
 
@@ -60,6 +60,7 @@ final class ReachabilityService: BusObject {
         case "Connectivity": try reply.append(host.connectivity.verdict.rawValue)
         case "Portal": try reply.append(host.connectivity.portal)
         case "AnnouncedPortal": try reply.append(host.announcedPortal)
+        case "Nat64Prefix": try reply.append(host.nat64Prefix?.prefix.description ?? "")
         case "ValidatedInterfaces": try reply.append(host.validatedInterfaces)
         case "Stalled": try reply.append(host.stalled)
         case "SupportsIPv4": try reply.append(host.pathFacts.supportsIPv4)
@@ -96,6 +97,10 @@ final class ReachabilityService: BusObject {
                 try Self.entry(reply, "Overruns", "t") { message throws(BusError) in try message.append(counters.overruns) }
                 try Self.entry(reply, "Resyncs", "t") { message throws(BusError) in try message.append(counters.resyncs) }
                 if let evidence = state.hostStallEvidence { try Self.appendStallEvidence(reply, evidence) }
+                if let nat64 = state.host.nat64Prefix {
+                    try Self.entry(reply, ReachdContract.Nat64Entry.router, "s") { message throws(BusError) in try message.append(nat64.router.description) }
+                    try Self.entry(reply, ReachdContract.Nat64Entry.interface, "s") { message throws(BusError) in try message.append(nat64.interfaceName) }
+                }
                 try reply.close()
             }
         case "ListInterfaces":

@@ -46,14 +46,26 @@ struct AnnouncedPortalTests {
         }
     }
 
-    @Test func aRoutersPortalIsReported_andEndsWhenTheRouterWithdrawsOrTheLinkGoesDown() async throws {
-        let scenario = try DaemonBusTests.Scenario()
+    /// The scenario with a router at fe80::1 in `far` whose advertisements up0 accepts, and
+    /// reachd ready on it (the caller shuts the harness down).
+    static func routerScenario(_ tag: String = #function) async throws -> (DaemonBusTests.Scenario, DaemonHarness) {
+        let scenario = try DaemonBusTests.Scenario(tag)
         try scenario.far.ip("addr add fe80::1/64 dev up0p nodad")
         // 2: accepted whatever forwarding says (a namespace's default is 1, and forwarding 0).
         try scenario.ns.exec("/usr/sbin/sysctl", ["-qw", "net.ipv6.conf.up0.accept_ra=2"])
         let harness = try DaemonHarness(scenario.ns)
+        do {
+            try await harness.ready()
+        } catch {
+            harness.shutdown()
+            throw error
+        }
+        return (scenario, harness)
+    }
+
+    @Test func aRoutersPortalIsReported_andEndsWhenTheRouterWithdrawsOrTheLinkGoesDown() async throws {
+        let (scenario, harness) = try await Self.routerScenario()
         defer { harness.shutdown() }
-        try await harness.ready()
         let client = try harness.connect()
         #expect(try Self.announced(client) == "")
 

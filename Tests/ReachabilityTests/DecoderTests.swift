@@ -293,6 +293,15 @@ private enum Wire {
         let units = (2 + uri.count + 7) / 8
         return [37, UInt8(units)] + uri + [UInt8](repeating: 0, count: units * 8 - 2 - uri.count)
     }
+
+    /// RFC 8781's option: type 38, length 2, scaled lifetime (13 bits, units of 8 s) and PLC
+    /// (3 bits) in one big-endian u16, then the highest 96 bits of the prefix.
+    static func pref64Option(scaledLifetime: UInt16, code: UInt8, prefix: [UInt8]) -> [UInt8] {
+        let field = scaledLifetime << 3 | UInt16(code)
+        return [38, 2, UInt8(field >> 8), UInt8(field & 0xFF)] + prefix
+    }
+    /// 64:ff9b:: (RFC 6052's well-known prefix), its 96 bits.
+    static let wellKnown: [UInt8] = [0x00, 0x64, 0xFF, 0x9B] + [UInt8](repeating: 0, count: 8)
 }
 
 private func ip(_ text: String) -> IPAddress {
@@ -745,6 +754,11 @@ private func wellFormednessProblems(_ batch: NetlinkDecoder.Batch, count: Int) -
         case .announcedPortal(let portal):
             if portal.uri.isEmpty || !portal.uri.utf8.allSatisfy({ 0x21...0x7E ~= $0 }) { problems.append("portal URI \(portal.uri.debugDescription)") }
             if case .v4 = portal.router { problems.append("portal announced by IPv4 \(portal.router)") }
+        case .nat64Prefix(let announced):
+            if !AnnouncedNat64Prefix.prefixLengths.contains(announced.prefix.length) || announced.prefix.address.family != .ipv6 {
+                problems.append("NAT64 prefix \(announced.prefix)")
+            }
+            if announced.lifetime < .zero || announced.lifetime > .seconds(8191 * 8) { problems.append("NAT64 lifetime \(announced.lifetime)") }
         case .done, .error, .ignored, .ruleChanged, .refusedPortal:
             break
         }
@@ -843,6 +857,7 @@ extension DecoderTests {
                 case .done, .error: kind = "control"
                 case .ruleChanged: kind = "rule"
                 case .announcedPortal, .refusedPortal: kind = "portal"
+                case .nat64Prefix: kind = "nat64"
                 case .ignored: kind = "ignored"
                 }
                 decodedKinds[kind, default: 0] += 1
@@ -934,18 +949,78 @@ extension DecoderTests {
     }
 
     @Test func everyTruncationAndEveryByteFlipOfTheCapturedOption_neverTraps() {
-        let bytes = Fixture.captivePortalOption
-        for cut in 0...bytes.count {
-            let batch = NetlinkDecoder.decode(Array(bytes.prefix(cut)))
-            #expect(wellFormednessProblems(batch, count: cut).isEmpty)
+        expectEveryCutAndFlipWellFormed(Fixture.captivePortalOption)
+    }
+}
+
+/// Decodes every prefix of `bytes` and every single-bit flip of it: nothing traps, and what is
+/// decoded is well formed.
+private func expectEveryCutAndFlipWellFormed(_ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) {
+    for cut in 0...bytes.count {
+        let batch = NetlinkDecoder.decode(Array(bytes.prefix(cut)))
+        #expect(wellFormednessProblems(batch, count: cut).isEmpty, "cut at \(cut)", sourceLocation: sourceLocation)
+    }
+    for position in bytes.indices {
+        for bit in 0..<8 {
+            var flipped = bytes
+            flipped[position] ^= 1 << UInt8(bit)
+            let batch = NetlinkDecoder.decode(flipped)
+            #expect(wellFormednessProblems(batch, count: flipped.count).isEmpty, "byte \(position) bit \(bit)", sourceLocation: sourceLocation)
         }
-        for position in bytes.indices {
-            for bit in 0..<8 {
-                var flipped = bytes
-                flipped[position] ^= 1 << UInt8(bit)
-                let batch = NetlinkDecoder.decode(flipped)
-                #expect(wellFormednessProblems(batch, count: flipped.count).isEmpty, "byte \(position) bit \(bit)")
-            }
+    }
+}
+
+// MARK: - Neighbour discovery options (RFC 8781's NAT64 prefix, PREF64)
+
+extension DecoderTests {
+    @Test func pref64Option_isANat64Prefix_withItsLifetimeInUnitsOf8Seconds() throws {
+        let decoded = try decodeOne(Wire.ndUserOption(options: Wire.pref64Option(scaledLifetime: 225, code: 0, prefix: Wire.wellKnown)))
+        #expect(decoded.message == .nat64Prefix(AnnouncedNat64Prefix(
+            interfaceIndex: 6, router: ip("fe80::1"), prefix: IPPrefix(ip("64:ff9b::"), length: 96), lifetime: .seconds(1800))))
+        // The longest lifetime the 13 bits hold, and zero (a withdrawal).
+        for (scaled, seconds) in [(UInt16(8191), 65_528), (0, 0)] {
+            let message = try decodeOne(Wire.ndUserOption(options: Wire.pref64Option(scaledLifetime: scaled, code: 0, prefix: Wire.wellKnown))).message
+            guard case let .nat64Prefix(announced) = message else { Issue.record("\(message)"); continue }
+            #expect(announced.lifetime == .seconds(seconds))
         }
+    }
+
+    @Test func pref64Option_eachPrefixLengthCode_clearsTheBitsPastItsLength() throws {
+        // Every bit set: what the prefix keeps shows which bits each code keeps.
+        let ones = [UInt8](repeating: 0xFF, count: 12)
+        let expected = [(0, "ffff:ffff:ffff:ffff:ffff:ffff::/96"), (1, "ffff:ffff:ffff:ffff::/64"), (2, "ffff:ffff:ffff:ff00::/56"),
+                        (3, "ffff:ffff:ffff::/48"), (4, "ffff:ffff:ff00::/40"), (5, "ffff:ffff::/32")]
+        for (code, prefix) in expected {
+            let message = try decodeOne(Wire.ndUserOption(options: Wire.pref64Option(scaledLifetime: 1, code: UInt8(code), prefix: ones))).message
+            guard case let .nat64Prefix(announced) = message else { Issue.record("code \(code): \(message)"); continue }
+            #expect(announced.prefix.description == prefix, "code \(code)")
+        }
+    }
+
+    @Test func pref64Option_withAnInvalidCode_orAnotherLength_isIgnored() throws {
+        var longer = Wire.pref64Option(scaledLifetime: 225, code: 0, prefix: Wire.wellKnown) + [UInt8](repeating: 0, count: 8)
+        longer[1] = 3
+        var shorter = Array(Wire.pref64Option(scaledLifetime: 225, code: 0, prefix: Wire.wellKnown).prefix(8))
+        shorter[1] = 1
+        for options in [
+            Wire.pref64Option(scaledLifetime: 225, code: 6, prefix: Wire.wellKnown),
+            Wire.pref64Option(scaledLifetime: 225, code: 7, prefix: Wire.wellKnown),
+            longer, shorter,
+        ] {
+            #expect(try decodeOne(Wire.ndUserOption(options: options)).message == .ignored(type: RT.newNDUserOption), "\(options)")
+        }
+        // Not a router advertisement, or not IPv6: ignored as the portal's option is.
+        let option = Wire.pref64Option(scaledLifetime: 225, code: 0, prefix: Wire.wellKnown)
+        #expect(try decodeOne(Wire.ndUserOption(icmpType: 137, options: option)).message == .ignored(type: RT.newNDUserOption))
+        #expect(try decodeOne(Wire.ndUserOption(family: 2, options: option)).message == .ignored(type: RT.newNDUserOption))
+    }
+
+    @Test func pref64Option_truncated_orWithoutItsRouter_isAnError_andNoCutOrFlipTraps() throws {
+        let option = Wire.pref64Option(scaledLifetime: 225, code: 0, prefix: Wire.wellKnown)
+        // The option says 16 bytes; the message holds 8 of them.
+        #expect(try decodeError(Wire.ndUserOption(options: Array(option.prefix(8)))) == .invalidOption(messageType: 68, option: 38, declared: 16, available: 8))
+        #expect(try decodeError(Wire.ndUserOption(options: option, source: nil)) == .missingAttribute(messageType: 68, attribute: 1))
+        #expect(try decodeError(Wire.ndUserOption(options: option, optionsLength: 40)) == .truncatedPayload(messageType: 68, needed: 56, available: 52))
+        expectEveryCutAndFlipWellFormed(Wire.ndUserOption(options: option))
     }
 }

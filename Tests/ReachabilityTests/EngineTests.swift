@@ -959,3 +959,82 @@ extension EngineTests {
         #expect(state.uplinkVerdicts.isEmpty)
     }
 }
+
+// MARK: - NAT64 prefixes from router advertisements (RFC 8781, PREF64)
+
+extension EngineTests {
+    private static let wellKnown = IPPrefix(Fact.ip("64:ff9b::"), length: 96)
+    private static func pref64(
+        _ prefix: IPPrefix = wellKnown, lifetime: Duration = .seconds(1800), on index: Int32 = 2, by router: String = "fe80::1",
+        at received: ContinuousClock.Instant
+    ) -> NetworkEvent {
+        .nat64Prefix(AnnouncedNat64Prefix(interfaceIndex: index, router: Fact.ip(router), prefix: prefix, lifetime: lifetime), received: received)
+    }
+
+    @Test func nat64Prefix_onThePrimary_isTheHosts_untilItsLifetimeEnds_atTheOneExpiryTheTimerIsArmedFor() throws {
+        var state = try onlineWired()
+        let epoch = state.routingEpoch
+        let start = ContinuousClock.now
+        #expect(state.nextAnnouncementExpiry == nil)
+        let change = try changed(state.apply([Self.pref64(at: start)]))
+        #expect(change.hostChanged)
+        #expect(change.host.nat64Prefix == Nat64Prefix(prefix: Self.wellKnown, router: Fact.ip("fe80::1"), interfaceName: "eth0"))
+        #expect(state.routingEpoch == epoch, "an announcement moves no route")
+        #expect(state.nextAnnouncementExpiry == start + .seconds(1800))
+        // Routers repeat theirs: no change, the lifetime runs from the latest.
+        #expect(state.apply([Self.pref64(at: start + .seconds(600))]) == nil)
+        #expect(state.nextAnnouncementExpiry == start + .seconds(2400))
+        // The timer firing early (or for another reason) drops nothing.
+        #expect(state.apply([.clock(start + .seconds(2399))]) == nil)
+        #expect(state.host.nat64Prefix != nil)
+        let expired = try changed(state.apply([.clock(start + .seconds(2400))]))
+        #expect(expired.hostChanged && expired.host.nat64Prefix == nil)
+        #expect(state.nextAnnouncementExpiry == nil, "nothing held: the timer is disarmed")
+    }
+
+    @Test func nat64Prefix_isWithdrawnByLifetimeZero_replaced_andEndsWithTheRoutersRouteOrTheLink() throws {
+        var state = try onlineWired()
+        let start = ContinuousClock.now
+        let other = IPPrefix(Fact.ip("2001:db8:64::"), length: 64)
+        _ = state.apply([Self.pref64(at: start)])
+        // Lifetime 0 for another prefix than the one held withdraws nothing.
+        #expect(state.apply([Self.pref64(other, lifetime: .zero, at: start)]) == nil)
+        #expect(try changed(state.apply([Self.pref64(other, at: start)])).host.nat64Prefix?.prefix == other)
+        #expect(try changed(state.apply([Self.pref64(other, lifetime: .zero, at: start)])).host.nat64Prefix == nil)
+        #expect(state.nextAnnouncementExpiry == nil)
+
+        let viaRouter = Fact.defaultV6(via: "fe80::1", dev: 2)
+        let viaOther = Fact.defaultV6(via: "fe80::2", dev: 2, metric: 2048)
+        _ = state.apply([.route(viaRouter, replace: false), .route(viaOther, replace: false), Self.pref64(at: start)])
+        _ = state.apply([.routeRemoved(viaOther)])
+        #expect(state.host.nat64Prefix?.prefix == Self.wellKnown, "another router's route says nothing of this one")
+        #expect(try changed(state.apply([.routeRemoved(viaRouter)])).host.nat64Prefix == nil)
+
+        _ = state.apply([Self.pref64(at: start)])
+        #expect(try changed(state.apply([.link(Fact.ethernet(2, "eth0", carrier: false), device: nil)])).host.nat64Prefix == nil)
+        _ = state.apply([.link(Fact.ethernet(2, "eth0"), device: nil)])
+        #expect(state.host.nat64Prefix == nil, "not back with the carrier")
+        #expect(state.nextAnnouncementExpiry == nil)
+        // A stale message for a link without carrier, or one never seen, is dropped.
+        _ = state.apply([.link(Fact.ethernet(4, "eth2", carrier: false), device: DeviceFacts()), Self.pref64(on: 4, at: start), Self.pref64(on: 99, at: start)])
+        #expect(state.nat64Prefixes.isEmpty)
+    }
+
+    @Test func nat64Prefix_ofTheRouterThePathUses_winsOnItsLink_andEachExpiresOnItsOwn() throws {
+        var state = try onlineWired()
+        let start = ContinuousClock.now
+        let first = IPPrefix(Fact.ip("2001:db8:1::"), length: 96)
+        let second = IPPrefix(Fact.ip("2001:db8:2::"), length: 96)
+        _ = state.apply([
+            .address(Fact.v6(2, "2001:db8::10")), .route(Fact.defaultV6(via: "fe80::2", dev: 2), replace: false),
+            .internetPath(family: .ipv4, route: nil), .internetPath(family: .ipv6, route: Fact.defaultV6(via: "fe80::2", dev: 2)),
+            Self.pref64(first, lifetime: .seconds(60), by: "fe80::1", at: start),
+            Self.pref64(second, lifetime: .seconds(120), by: "fe80::2", at: start),
+        ])
+        #expect(state.host.nat64Prefix?.prefix == second, "the IPv6 path leaves through fe80::2")
+        #expect(state.nextAnnouncementExpiry == start + .seconds(60), "the earliest of both")
+        #expect(state.apply([.clock(start + .seconds(60))]) == nil, "fe80::1's prefix was not the host's")
+        #expect(state.nextAnnouncementExpiry == start + .seconds(120))
+        #expect(try changed(state.apply([.clock(start + .seconds(121))])).host.nat64Prefix == nil)
+    }
+}

@@ -169,6 +169,16 @@ struct PathDerivationTests {
         #expect(path == Path(status: .unsatisfied, state: .local, unsatisfiedReason: .policyBlocked))
     }
 
+    @Test func theAnnouncedNat64PrefixIsTheHostPaths_notARestrictedPathsWithoutThePrimary() {
+        var host = Self.online
+        let prefix = IPPrefix(IPAddress("64:ff9b::")!, length: 96)
+        host.nat64Prefix = Nat64Prefix(prefix: prefix, router: IPAddress("fe80::1")!, interfaceName: "eth0")
+        #expect(Path(host: host, interfaces: Self.interfaces).nat64Prefix == prefix)
+        #expect(Path(host: host, interfaces: Self.interfaces, restriction: .init(requiredInterfaceType: .wired)).nat64Prefix == prefix)
+        #expect(Path(host: host, interfaces: Self.interfaces, restriction: .init(prohibitedInterfaceTypes: [.wired])).nat64Prefix == nil)
+        #expect(Path(host: Self.online, interfaces: Self.interfaces).nat64Prefix == nil)
+    }
+
     @Test func aRequiredKindThatIsNotThereIsNoRoute() {
         let path = Path(host: Self.online, interfaces: Self.interfaces, restriction: .init(requiredInterfaceType: .wifi))
         #expect(path == Path(status: .unsatisfied, unsatisfiedReason: .noRoute))

@@ -64,6 +64,7 @@ public struct PathProperty: Sendable {
         .bool("SupportsIPv6", { $0.supportsIPv6 }, { $0.supportsIPv6 = $1 }),
         .bool("SupportsDNS", { $0.supportsDNS }, { $0.supportsDNS = $1 }),
         .strings("Gateways", { $0.gateways.map(\.description) }, { $0.gateways = $1.compactMap(IPAddress.init) }),
+        .string("Nat64Prefix", { $0.nat64Prefix?.description ?? "" }, { $0.nat64Prefix = IPPrefix($1) }),
         .string("Reason", { $0.unsatisfiedReason?.rawValue ?? "" }, { $0.unsatisfiedReason = Reason(rawValue: $1) }),
     ]
 

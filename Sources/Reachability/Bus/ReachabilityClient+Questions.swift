@@ -64,6 +64,7 @@ extension ReachabilityClient {
         var generation: UInt64 = 0
         var counters: MirrorCounters?
         var stall: StallEvidence?
+        var nat64: [String: String] = [:]
         guard try message.enter("a", "{sv}") else { throw Self.badReply("GetStatus", "expected a{sv}") }
         while try message.enter("e", "sv") {
             let key = try message.readString()
@@ -120,12 +121,17 @@ extension ReachabilityClient {
                 if let value = try Self.variant(message, "b", { m throws(BusError) in try m.readBool() }) {
                     host.stalled = value
                 }
+            case "Nat64Prefix", ReachdContract.Nat64Entry.router, ReachdContract.Nat64Entry.interface:
+                nat64[key] = try Self.variant(message, "s", { m throws(BusError) in try m.readString() })
             default:
                 if try !Self.readStallEntry(key, message, into: &stall) { try message.skip("v") }
             }
             try message.exit()
         }
         try message.exit()
+        if let prefix = nat64["Nat64Prefix"].flatMap(Self.prefix), let router = nat64[ReachdContract.Nat64Entry.router].flatMap(IPAddress.init) {
+            host.nat64Prefix = Nat64Prefix(prefix: prefix, router: router, interfaceName: nat64[ReachdContract.Nat64Entry.interface] ?? "")
+        }
         return (host, generation, counters, stall)
     }
 

@@ -48,6 +48,13 @@ public enum ReachdContract {
         public static let dnsTimeouts = "StallDNSTimeouts"
     }
 
+    /// GetStatus's entries on where `Nat64Prefix` came from (s each): the announcing router and
+    /// the link it was announced on; absent when no prefix is.
+    public enum Nat64Entry {
+        public static let router = "Nat64Router"
+        public static let interface = "Nat64Interface"
+    }
+
     /// The members of `interface` at `objectPath`.
     public static let serviceMembers: [BusVTable.Member] = [
         .property("Flags", signature: "u", emitsChange: true),
@@ -58,6 +65,7 @@ public enum ReachdContract {
         .property("Connectivity", signature: "s", emitsChange: true),
         .property("Portal", signature: "s", emitsChange: true),
         .property("AnnouncedPortal", signature: "s", emitsChange: true),
+        .property("Nat64Prefix", signature: "s", emitsChange: true),
         .property("ValidatedInterfaces", signature: "as", emitsChange: true),
         .property("Stalled", signature: "b", emitsChange: true),
         .property("SupportsIPv4", signature: "b", emitsChange: true),

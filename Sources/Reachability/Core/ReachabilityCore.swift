@@ -29,6 +29,8 @@ public final class ReachabilityCore {
     private var resyncTimer: (any LoopSource)?
     /// /dev/rfkill, while it is followed.
     private var radioWatch: (any LoopSource)?
+    /// Armed at the first announcement's expiry (a NAT64 prefix's lifetime), never periodic.
+    private var expiryTimer: (any LoopSource)?
     /// The dump socket of a resync; its replies are read as they come, never waited for.
     private var dumpWatch: (any LoopSource)?
     /// The monitor socket is unwatched while a dump runs (see `KernelMirror.isDumping`).
@@ -80,6 +82,9 @@ public final class ReachabilityCore {
         }
         if let radios = kernel.radios.descriptor {
             radioWatch = try loop.addWatch(fd: radios, events: .readable) { [unowned self] _ in self.radiosReadable() }
+        }
+        expiryTimer = try loop.addTimer(urgent: false) { [unowned self] in
+            self.settle(self.mirror.withLock { $0.state.apply([.clock(.now)]) })
         }
         configureStallDetection(configuration.stall)
         do {
@@ -214,9 +219,11 @@ public final class ReachabilityCore {
 
     /// `routingMoved`: the routing may have moved though the epoch did not (a resume).
     private func settle(_ change: ReachabilityChange?, routingMoved: Bool = false) {
-        let (incidents, resync, dumping, epoch, online) = mirror.withLock {
-            ($0.takeIncidents(), $0.resyncDeadline, $0.isDumping, $0.state.routingEpoch, $0.state.host.state == .online)
+        let (incidents, resync, dumping, epoch, online, expiry) = mirror.withLock {
+            ($0.takeIncidents(), $0.resyncDeadline, $0.isDumping, $0.state.routingEpoch, $0.state.host.state == .online,
+             $0.state.nextAnnouncementExpiry)
         }
+        expiryTimer?.schedule(orDisableAt: expiry)
         stallWatch?.follow(online: online)
         for incident in incidents { warn("netlink: \(incident)") }
         resyncTimer?.schedule(orDisableAt: resync)

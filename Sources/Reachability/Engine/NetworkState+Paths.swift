@@ -107,8 +107,8 @@ extension NetworkState {
         }
         // The probe's verdict counts only for a path packets can take.
         if chosen.path.isReachable { flags.formUnion(connectivity.flags) }
-        let announced = [chosen.path.interfaceIndex, underlying.isEmpty ? nil : linkIndexByName[underlying]]
-            .lazy.compactMap { $0.flatMap { self.announcedPortals[$0]?.uri } }.first
+        let announcing = [chosen.path.interfaceIndex, underlying.isEmpty ? nil : linkIndexByName[underlying]]
+        let announced = announcing.lazy.compactMap { $0.flatMap { self.announcedPortals[$0]?.uri } }.first
         let available = availableInterfaces(primary: chosen.path.isReachable ? chosen.path.interfaceIndex : nil)
         return HostStatus(
             flags: flags, state: chosen.path.isReachable ? .online : (readyLinks.isEmpty ? .offline : .local),
@@ -116,7 +116,8 @@ extension NetworkState {
             underlyingInterface: underlying, connectivity: connectivity, announcedPortal: announced ?? "",
             validatedInterfaces: validatedInterfaces(
                 available: available, primary: chosen.path.isReachable ? chosen.path.interfaceName : "", connectivity: connectivity),
-            stalled: chosen.path.isReachable && flags.contains(.stalled))
+            stalled: chosen.path.isReachable && flags.contains(.stalled),
+            nat64Prefix: nat64Prefix(on: announcing, gateway: chosen.path.gateway))
     }
 
 

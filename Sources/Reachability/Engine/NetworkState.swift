@@ -32,6 +32,8 @@ public struct NetworkState: Sendable {
     /// Captive-portal URIs announced in router advertisements, per link (`AnnouncedPortal` says
     /// how long one holds).
     private(set) var announcedPortals: [Int32: AnnouncedPortal] = [:]
+    /// NAT64 prefixes announced (PREF64), per link and router, until they expire (NetworkState+Nat64).
+    var nat64Prefixes: [Int32: [IPAddress: HeldNat64Prefix]] = [:]
     /// The probe's verdicts on uplinks other than the primary (`NetworkEvent.uplinkConnectivity`).
     private(set) var uplinkVerdicts: [Int32: ConnectivityVerdict] = [:]
     /// The last stall poll's verdicts on ready links (`NetworkEvent.stalls`); a link absent has
@@ -116,7 +118,7 @@ public struct NetworkState: Sendable {
 
     private mutating func ingest(_ event: NetworkEvent) {
         switch event {
-        case .internetPath, .connectivity, .announcedPortal, .uplinkConnectivity, .stalls, .nameservers, .radio: break
+        case .internetPath, .connectivity, .announcedPortal, .nat64Prefix, .clock, .uplinkConnectivity, .stalls, .nameservers, .radio: break
         default: routingEpoch &+= 1
         }
         switch event {
@@ -150,6 +152,10 @@ public struct NetworkState: Sendable {
             // down since (or unknown) has nothing to attach to.
             guard links[portal.interfaceIndex]?.link.isReady == true else { return }
             announcedPortals[portal.interfaceIndex] = portal
+        case let .nat64Prefix(announced, received):
+            hold(announced, received: received)
+        case let .clock(now):
+            expireNat64Prefixes(at: now)
         case let .uplinkConnectivity(index, verdict):
             guard verdict != .unknown, links[index]?.link.isReady == true else {
                 uplinkVerdicts.removeValue(forKey: index)
@@ -208,6 +214,7 @@ public struct NetworkState: Sendable {
         // A link that went down may come back on another network: its announcement is gone.
         if !link.isReady {
             announcedPortals.removeValue(forKey: link.index)
+            nat64Prefixes.removeValue(forKey: link.index)
             uplinkVerdicts.removeValue(forKey: link.index)
             linkStalls.removeValue(forKey: link.index)
         }
@@ -224,6 +231,7 @@ public struct NetworkState: Sendable {
         for port in ports.removeValue(forKey: index) ?? [] { dirty.insert(port) }
         removeRoutes(through: index)
         announcedPortals.removeValue(forKey: index)
+        nat64Prefixes.removeValue(forKey: index)
         uplinkVerdicts.removeValue(forKey: index)
         linkStalls.removeValue(forKey: index)
         radioBlocks.removeValue(forKey: index)
@@ -275,11 +283,13 @@ public struct NetworkState: Sendable {
         defaultRoutes.remove(key)
     }
 
-    /// The kernel removed a default route: when it ran through a router that announced a portal,
-    /// that router's lifetime ended (or it withdrew), and its announcement with it.
+    /// The kernel removed a default route: when it ran through a router that announced a portal
+    /// or a NAT64 prefix, that router's lifetime ended (or it withdrew), and its announcements with it.
     private mutating func forgetPortals(announcedBy route: Route) {
         for hop in route.nextHops {
-            guard let index = hop.interfaceIndex, let portal = announcedPortals[index], portal.router == hop.gateway else { continue }
+            guard let index = hop.interfaceIndex else { continue }
+            if let gateway = hop.gateway { nat64Prefixes[index]?.removeValue(forKey: gateway) }
+            guard let portal = announcedPortals[index], portal.router == hop.gateway else { continue }
             announcedPortals.removeValue(forKey: index)
         }
     }

@@ -191,4 +191,12 @@ public struct IPPrefix: Hashable, Sendable, CustomStringConvertible {
     public var isDefault: Bool { length == 0 }
 
     public var description: String { "\(address)/\(length)" }
+
+    /// Parses `description`'s form, "ADDRESS/LENGTH"; nil for anything else.
+    public init?(_ text: String) {
+        guard let slash = text.lastIndex(of: "/"), let address = IPAddress(String(text[..<slash])),
+            let length = UInt8(text[text.index(after: slash)...]), Int(length) <= address.bitWidth
+        else { return nil }
+        self.init(address, length: length)
+    }
 }

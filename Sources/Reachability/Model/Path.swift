@@ -57,6 +57,10 @@ public struct Path: Hashable, Sendable {
     public var gateways: [IPAddress]
     /// Why the path is unsatisfied; nil when it is satisfied.
     public var unsatisfiedReason: Reason?
+    /// The NAT64 prefix a router announced for this path (PREF64, RFC 8781), where a program
+    /// synthesizes IPv6 addresses for IPv4-only destinations; nil when none was, and when the
+    /// path is not the host's own (the library knows the host path's only).
+    public var nat64Prefix: IPPrefix?
 
     /// `state` defaults to online when satisfied, else offline; `primaryInterface` to the first
     /// available interface.
@@ -64,9 +68,10 @@ public struct Path: Hashable, Sendable {
         status: Status, state: HostState? = nil, flags: ReachabilityFlags = [], primaryInterface: String? = nil,
         availableInterfaces: [Interface] = [], isExpensive: Bool = false, isConstrained: Bool = false,
         supportsIPv4: Bool = false, supportsIPv6: Bool = false, gateways: [IPAddress] = [], unsatisfiedReason: Reason? = nil,
-        supportsDNS: Bool = false
+        supportsDNS: Bool = false, nat64Prefix: IPPrefix? = nil
     ) {
         self.supportsDNS = supportsDNS
+        self.nat64Prefix = nat64Prefix
         self.status = status
         self.state = state ?? (status == .satisfied ? .online : .offline)
         self.flags = flags
@@ -175,7 +180,8 @@ extension Path {
         }
         let throughPrimary = restriction.isEmpty || first.name == host.primaryInterface
         let facts: PathFacts
-        if restriction.isEmpty || available.contains(where: { $0.name == host.primaryInterface }) {
+        let isHostPath = restriction.isEmpty || available.contains(where: { $0.name == host.primaryInterface })
+        if isHostPath {
             facts = host.pathFacts
         } else {
             func global(_ family: AddressFamily) -> Bool {
@@ -190,7 +196,7 @@ extension Path {
             isExpensive: first.flags.contains(.isExpensive),
             isConstrained: (throughPrimary ? host.flags : first.flags).contains(.isConstrained),
             supportsIPv4: facts.supportsIPv4, supportsIPv6: facts.supportsIPv6, gateways: facts.gateways,
-            supportsDNS: facts.supportsDNS)
+            supportsDNS: facts.supportsDNS, nat64Prefix: isHostPath ? host.nat64Prefix?.prefix : nil)
     }
 }
 

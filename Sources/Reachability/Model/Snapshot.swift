@@ -38,6 +38,9 @@ public struct HostStatus: Hashable, Sendable {
     /// probe; empty when none was. `urn:ietf:params:capport:unrestricted` means the network says
     /// it has no portal.
     public var announcedPortal: String
+    /// The NAT64 prefix a router announced (RFC 8781) on the same link as `announcedPortal`;
+    /// nil when none was or its lifetime ended.
+    public var nat64Prefix: Nat64Prefix?
     /// The available interfaces through which the opt-in probe found the internet answering
     /// (`full`): the primary by the host's probe, each other uplink by a probe sent through it
     /// alone. Empty without the probe.
@@ -53,8 +56,9 @@ public struct HostStatus: Hashable, Sendable {
         flags: ReachabilityFlags = [], state: HostState = .offline,
         primaryInterface: String = "", availableInterfaces: [String] = [], underlyingInterface: String = "",
         connectivity: ConnectivityStatus = .unknown, announcedPortal: String = "", validatedInterfaces: [String] = [],
-        stalled: Bool = false, pathFacts: PathFacts? = nil
+        stalled: Bool = false, pathFacts: PathFacts? = nil, nat64Prefix: Nat64Prefix? = nil
     ) {
+        self.nat64Prefix = nat64Prefix
         self.stalled = stalled
         self.flags = flags
         self.state = state

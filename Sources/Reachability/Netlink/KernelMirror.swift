@@ -293,6 +293,7 @@ final class KernelMirror {
         case let .routeRemoved(route): events.append(.routeRemoved(route))
         case .ruleChanged: events.append(.rulesChanged)
         case let .announcedPortal(portal): events.append(.announcedPortal(portal))
+        case let .nat64Prefix(announced): events.append(.nat64Prefix(announced, received: .now))
         case let .refusedPortal(index):
             // Once per link: a router repeating it every few seconds must not flood the journal.
             if refusedPortalLinks.insert(index).inserted { incidents.append(.refusedPortal(interfaceIndex: index)) }

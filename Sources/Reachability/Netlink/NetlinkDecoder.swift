@@ -224,10 +224,12 @@ public enum NetlinkDecoder {
     /// u8, length u8 in units of 8 octets), then attributes (NDUSEROPT_SRCADDR).
     static let ndUserOptionHeaderSize = 16
 
-    /// The captive-portal URI of a router advertisement's option 37 (`.announcedPortal`); nil for
-    /// other options and messages; `.refusedPortal` for a URI no client should be given (the
-    /// bytes came from the network, not the kernel: a bad URI is dropped and said, not treated as
-    /// a broken netlink stream).
+    /// The captive-portal URI of a router advertisement's option 37 (`.announcedPortal`), or its
+    /// NAT64 prefix of option 38 (`.nat64Prefix`); nil for other options and messages, and for a
+    /// PREF64 option of another length than 2 or with an invalid PLC (RFC 8781: ignored);
+    /// `.refusedPortal` for a URI no client should be given (the bytes came from the network, not
+    /// the kernel: a bad option is dropped, not treated as a broken netlink stream). The kernel
+    /// sends one option per message; a message with both is the portal's.
     static func decodeNDUserOption(payload: ByteReader) throws(NetlinkDecodingError) -> RoutingMessage? {
         let type = RT.newNDUserOption
         guard payload.count >= ndUserOptionHeaderSize,
@@ -250,6 +252,7 @@ public enum NetlinkDecoder {
         var offset = 0
         var uri: String?
         var refused = false
+        var pref64: [UInt8]?
         while offset < options.count {
             guard let optionType = options.integer(at: offset, as: UInt8.self),
                 let units = options.integer(at: offset + 1, as: UInt8.self), units > 0,
@@ -262,12 +265,15 @@ public enum NetlinkDecoder {
             if optionType == RT.ndOptionCaptivePortal {
                 uri = AnnouncedPortal.uri(fromOptionValue: Array(option.dropFirst(2)))
                 refused = uri == nil
+            } else if optionType == RT.ndOptionPREF64 {
+                pref64 = Array(option.dropFirst(2))
             }
             offset += option.count
         }
-        guard let uri else { return refused ? .refusedPortal(interfaceIndex: index) : nil }
+        guard uri != nil || pref64 != nil else { return refused ? .refusedPortal(interfaceIndex: index) : nil }
         guard let router else { throw .missingAttribute(messageType: type, attribute: RT.ndUserOptionSourceAddress) }
-        return .announcedPortal(AnnouncedPortal(interfaceIndex: index, router: router, uri: uri))
+        if let uri { return .announcedPortal(AnnouncedPortal(interfaceIndex: index, router: router, uri: uri)) }
+        return pref64.flatMap { AnnouncedNat64Prefix.decode(optionValue: $0, interfaceIndex: index, router: router) }.map(RoutingMessage.nat64Prefix)
     }
 
     // MARK: attributes

@@ -95,9 +95,11 @@ public enum RoutingMessage: Hashable, Sendable {
     /// kernel is asked for the paths they select (see `KernelMirror`).
     case ruleChanged
     /// RTM_NEWNDUSEROPT carrying option 37 of a router advertisement: the captive-portal URI the
-    /// network announced (RFC 8910). The kernel's other user options (RDNSS, DNSSL, PREF64,
-    /// prefix information) are `ignored`.
+    /// network announced (RFC 8910). The kernel's other user options (RDNSS, DNSSL, prefix
+    /// information) are `ignored`.
     case announcedPortal(AnnouncedPortal)
+    /// RTM_NEWNDUSEROPT carrying option 38 (PREF64, RFC 8781): a NAT64 prefix and its lifetime.
+    case nat64Prefix(AnnouncedNat64Prefix)
     /// Option 37 with a URI no client may be given (not https, not printable): ignored, and
     /// said once per link (`KernelMirror`).
     case refusedPortal(interfaceIndex: Int32)

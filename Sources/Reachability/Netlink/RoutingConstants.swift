@@ -54,6 +54,7 @@ enum RT {
     static let ndUserOptionSourceAddress: UInt16 = 1  // NDUSEROPT_SRCADDR: the sender of the ND message
     static let icmpRouterAdvertisement: UInt8 = 134  // ND_ROUTER_ADVERT
     static let ndOptionCaptivePortal: UInt8 = 37  // RFC 8910
+    static let ndOptionPREF64: UInt8 = 38  // RFC 8781
 
     // rtmsg.rtm_flags
     static let routeCloned: UInt32 = 0x200  // RTM_F_CLONED

@@ -25,7 +25,9 @@ extension HostStatus {
     /// The host members shared by snapshots and changes, in documented order:
     /// `flags`, `state`, `primaryInterface`, `availableInterfaces`, `underlyingInterface`,
     /// `connectivity` (the probe's verdict: `unknown` without it), `portal` (where the probe was
-    /// redirected, or empty), `announcedPortal` (the RFC 8910 URI a router advertised, or empty)
+    /// redirected, or empty), `announcedPortal` (the RFC 8910 URI a router advertised, or empty),
+    /// `nat64Prefix`, `nat64Router`, `nat64Interface` (the NAT64 prefix a router announced, RFC
+    /// 8781, which router and on which link; each empty when none is),
     /// `validatedInterfaces` (the available interfaces the probe found the internet through),
     /// `stalled` (the host's own traffic through its path stopped flowing), and the path facts:
     /// `supportsIPv4`, `supportsIPv6`, `supportsDNS`, `gateways`, `reason` ("" when online).
@@ -39,6 +41,9 @@ extension HostStatus {
             ("connectivity", .string(connectivity.verdict.rawValue)),
             ("portal", .string(connectivity.portal)),
             ("announcedPortal", .string(announcedPortal)),
+            ("nat64Prefix", .string(nat64Prefix?.prefix.description ?? "")),
+            ("nat64Router", .string(nat64Prefix?.router.description ?? "")),
+            ("nat64Interface", .string(nat64Prefix?.interfaceName ?? "")),
             ("validatedInterfaces", .array(validatedInterfaces.map(JSONValue.string))),
             ("stalled", .bool(stalled)),
             ("supportsIPv4", .bool(pathFacts.supportsIPv4)),

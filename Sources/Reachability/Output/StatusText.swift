@@ -86,7 +86,8 @@ public func renderValidation(_ status: ConnectivityStatus) -> String {
 /// Generation: 7
 /// ```
 /// with `Internet via: eth0, wlan0` after Available when the probe found the internet through
-/// some of them, `Announced portal: URI` when a router advertised one (RFC 8910), `Path: IPv4,
+/// some of them, `Announced portal: URI` when a router advertised one (RFC 8910), `NAT64: PREFIX
+/// (announced by ROUTER on LINK)` when a router announced one (RFC 8781), `Path: IPv4,
 /// IPv6 via GATEWAYS` (the families and next hops the internet path carries) and `Reason: R`
 /// (why the host is not online).
 public func renderStatus(_ snapshot: ReachabilitySnapshot) -> String {
@@ -98,6 +99,7 @@ public func renderStatus(_ snapshot: ReachabilitySnapshot) -> String {
     ]
     if !host.validatedInterfaces.isEmpty { lines.append("Internet via: " + host.validatedInterfaces.joined(separator: ", ")) }
     if !host.announcedPortal.isEmpty { lines.append("Announced portal: " + host.announcedPortal) }
+    if let nat64 = host.nat64Prefix { lines.append("NAT64: \(nat64.prefix) (announced by \(nat64.router) on \(nat64.interfaceName))") }
     let facts = host.pathFacts
     let families = [facts.supportsIPv4 ? "IPv4" : nil, facts.supportsIPv6 ? "IPv6" : nil].compactMap { $0 }
     if !families.isEmpty || !facts.gateways.isEmpty || facts.supportsDNS {

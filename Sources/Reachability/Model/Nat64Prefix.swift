@@ -1,0 +1,60 @@
+/// A NAT64 prefix a router announced (RFC 8781, PREF64): option 38 of an IPv6 router
+/// advertisement, which the kernel forwards to rtnetlink listeners (RTM_NEWNDUSEROPT) as it does
+/// RFC 8910's portal option. Zero traffic: reachd only listens. A host (or its CLAT, 464XLAT)
+/// synthesizes IPv6 addresses for IPv4-only destinations inside it.
+///
+/// Unlike option 37 it carries its own lifetime: the Engine holds it per link and router until
+/// that lifetime runs out, the router withdraws it (lifetime 0), the kernel removes the default
+/// route through that router, or the link goes down or away.
+public struct AnnouncedNat64Prefix: Hashable, Sendable {
+    public var interfaceIndex: Int32
+    /// The advertisement's source (the router's link-local address).
+    public var router: IPAddress
+    /// An IPv6 prefix of length 32, 40, 48, 56, 64 or 96 (RFC 6052).
+    public var prefix: IPPrefix
+    /// How long the router says the prefix may be used; zero withdraws it.
+    public var lifetime: Duration
+
+    public init(interfaceIndex: Int32, router: IPAddress, prefix: IPPrefix, lifetime: Duration) {
+        self.interfaceIndex = interfaceIndex
+        self.router = router
+        self.prefix = prefix
+        self.lifetime = lifetime
+    }
+
+    /// RFC 8781 section 4: the Prefix Length Code (PLC) 0...5 stands for these lengths; the
+    /// other codes are invalid and the option is ignored.
+    static let prefixLengths: [UInt8] = [96, 64, 56, 48, 40, 32]
+
+    /// The option's value (the 14 bytes after type and length): the scaled lifetime (13 bits,
+    /// in units of 8 seconds) and the PLC (3 bits) in one big-endian u16, then the highest 96
+    /// bits of the prefix. Nil for a value of another size or an invalid PLC. Bits past the
+    /// prefix length are cleared: the sender must send them as zero and the receiver ignore them.
+    static func decode(optionValue value: [UInt8], interfaceIndex: Int32, router: IPAddress) -> AnnouncedNat64Prefix? {
+        guard value.count == 14 else { return nil }
+        let field = UInt16(value[0]) << 8 | UInt16(value[1])
+        let code = Int(field & 0x7)
+        guard code < prefixLengths.count else { return nil }
+        let length = prefixLengths[code]
+        var bytes = Array(value[2...]) + [0, 0, 0, 0]
+        for index in Int(length / 8)..<bytes.count { bytes[index] = 0 }
+        guard let address = IPAddress(bytes: bytes) else { return nil }
+        return AnnouncedNat64Prefix(
+            interfaceIndex: interfaceIndex, router: router, prefix: IPPrefix(address, length: length),
+            lifetime: .seconds(Int(field >> 3) * 8))
+    }
+}
+
+/// The NAT64 prefix of the host's path (`HostStatus.nat64Prefix`): the prefix, the router that
+/// announced it and the link it was announced on.
+public struct Nat64Prefix: Hashable, Sendable {
+    public var prefix: IPPrefix
+    public var router: IPAddress
+    public var interfaceName: String
+
+    public init(prefix: IPPrefix, router: IPAddress, interfaceName: String) {
+        self.prefix = prefix
+        self.router = router
+        self.interfaceName = interfaceName
+    }
+}
