@@ -129,7 +129,7 @@ extension ReachabilityClient {
             try message.exit()
         }
         try message.exit()
-        if let prefix = nat64["Nat64Prefix"].flatMap(Self.prefix), let router = nat64[ReachdContract.Nat64Entry.router].flatMap(IPAddress.init) {
+        if let prefix = nat64["Nat64Prefix"].flatMap(IPPrefix.init), let router = nat64[ReachdContract.Nat64Entry.router].flatMap(IPAddress.init) {
             host.nat64Prefix = Nat64Prefix(prefix: prefix, router: router, interfaceName: nat64[ReachdContract.Nat64Entry.interface] ?? "")
         }
         return (host, generation, counters, stall)
@@ -148,7 +148,7 @@ extension ReachabilityClient {
             let name = try message.readString()
             let kind = InterfaceKind(rawValue: try message.readString()) ?? .other
             let flags = ReachabilityFlags(rawValue: try message.readUInt32())
-            let addresses = try message.readStringArray().compactMap(Self.prefix)
+            let addresses = try message.readStringArray().compactMap(IPPrefix.init)
             try message.exit()
             interfaces.append(InterfaceStatus(index: index, name: name, kind: kind, flags: flags, addresses: addresses))
         }
@@ -264,14 +264,6 @@ extension ReachabilityClient {
         let connectivity = try message.readString()
         return ConnectivityStatus(
             verdict: ConnectivityVerdict(rawValue: connectivity) ?? .unknown, portal: try message.readString(), detail: try message.readString())
-    }
-
-    /// `192.0.2.5/24` as reachd writes interface addresses.
-    static func prefix(_ text: String) -> IPPrefix? {
-        guard let slash = text.lastIndex(of: "/"), let address = IPAddress(String(text[..<slash])),
-            let length = UInt8(text[text.index(after: slash)...]), Int(length) <= address.bitWidth
-        else { return nil }
-        return IPPrefix(address, length: length)
     }
 
     /// What an address check evaluates, as the in-process check reports it: the address itself.
