@@ -46,7 +46,7 @@ public struct NetworkState: Sendable {
     /// Set by the first `internetPath` fact: from then on the host follows the kernel's answers.
     private(set) var followsKernelPaths = false
     /// Bridge (or bond) index -> its ports, for kinds taken from ports.
-    private var ports: [Int32: Set<Int32>] = [:]
+    private(set) var ports: [Int32: Set<Int32>] = [:]
     /// Derived status of every visible (not ignored) link.
     private(set) var statuses: [Int32: InterfaceStatus] = [:]
     /// Visible non-loopback links that are ready with a usable address: "local" connectivity.
@@ -334,39 +334,6 @@ public struct NetworkState: Sendable {
             generation: generation, host: host, hostChanged: hostChanged,
             changedInterfaces: changed.sorted { $0.index < $1.index },
             removedInterfaces: removed.sorted { $0.index < $1.index })
-    }
-
-    /// The kind (and priority) a link shows: a bridge takes the best kind among its ports.
-    func effectiveClassification(_ entry: LinkEntry) -> Classification {
-        guard entry.classification.kind == .bridge, let members = ports[entry.link.index] else {
-            return entry.classification
-        }
-        var best = entry.classification
-        for index in members {
-            guard let port = links[index]?.classification else { continue }
-            switch port.kind {
-            case .wired, .wifi, .cellular:
-                if best.kind == .bridge || port.priority < best.priority {
-                    best = port
-                }
-            default: continue
-            }
-        }
-        best.isIgnored = entry.classification.isIgnored
-        best.isMetered = best.isMetered || entry.classification.isMetered
-        best.isConstrained = best.isConstrained || entry.classification.isConstrained
-        best.allowsProbe = best.allowsProbe && entry.classification.allowsProbe
-        return best
-    }
-
-    /// The flags any path through this link carries, whatever its state.
-    func kindFlags(_ entry: LinkEntry) -> ReachabilityFlags {
-        let classification = effectiveClassification(entry)
-        var flags = classification.kind.flags
-        if classification.isMetered { flags.insert(.isExpensive) }
-        if classification.isConstrained { flags.insert(.isConstrained) }
-        if entry.link.hardwareType == Link.hardwarePPP { flags.insert(.transientConnection) }
-        return flags
     }
 
     private func derive(_ entry: LinkEntry) -> InterfaceStatus? {
