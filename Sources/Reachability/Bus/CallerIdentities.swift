@@ -15,6 +15,8 @@ public final class CallerIdentities {
     public private(set) var lookups: UInt64 = 0
     /// Told the unique name of each connection whose user is asked of the bus (a debug log).
     public var asking: ((String) -> Void)?
+    /// Told the unique name of each connection that left the bus (what it held is undone).
+    public var departed: ((String) -> Void)?
 
     private struct Lookup {
         var slot: BusSlot?
@@ -102,5 +104,6 @@ public final class CallerIdentities {
         else { return }
         known.removeValue(forKey: name)
         pending[name]?.departed = true
+        departed?(name)
     }
 }
