@@ -42,9 +42,7 @@ final class Callers {
         identities.withUser(of: sender) { [unowned self] uid in
             client.waiting -= 1
             guard !client.gone else { return }  // it left meanwhile: nothing to answer
-            body(uid.mapError { error in
-                BusError(name: "org.freedesktop.DBus.Error.Failed", message: "cannot learn the Unix user of \(sender): \(error.message)")
-            })
+            body(uid)
             self.forgetIfIdle(sender)
         }
     }
