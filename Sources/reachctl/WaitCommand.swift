@@ -91,14 +91,7 @@ struct WaitCommand: AsyncParsableCommand {
     /// The kinds a user waits for (`InterfaceKind` without the ones that never carry an uplink).
     enum WaitKind: String, ExpressibleByArgument, CaseIterable, Sendable {
         case wired, wifi, cellular, vpn
-        var interfaceKind: InterfaceKind {
-            switch self {
-            case .wired: .wired
-            case .wifi: .wifi
-            case .cellular: .cellular
-            case .vpn: .vpn
-            }
-        }
+        var interfaceKind: InterfaceKind { InterfaceKind(rawValue: rawValue)! }
     }
 
     func run() async throws {
