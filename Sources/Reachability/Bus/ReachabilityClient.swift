@@ -117,12 +117,17 @@ public final class ReachabilityClient {
     public func subscribe() throws(BusError) {
         guard !subscribed else { return }
         try followName()
+        try subscribe(to: try nameOwner())
+        subscribed = true
+    }
+
+    /// The unique bus name that owns reachd's name now (NameHasNoOwner when none does).
+    func nameOwner() throws(BusError) -> String {
         let reply = try connection.call(
             destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
             member: "GetNameOwner", timeout: timeout
         ) { message throws(BusError) in try message.append(Contract.busName) }
-        try subscribe(to: try reply.message.readString())
-        subscribed = true
+        return try reply.message.readString()
     }
 
     /// Listens for owners of reachd's name coming and going, once per connection. Made before
