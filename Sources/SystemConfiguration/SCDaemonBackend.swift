@@ -121,7 +121,7 @@ final class SCDaemonThread: ReachabilityClientOwner {
     func follow(_ follower: SCFollower) -> Bool {
         let target = follower.target
         guard !shared.away.load(ordering: .acquiring) else {
-            _ = followers.add(follower)
+            followers.add(follower)
             away([follower])
             return true
         }
@@ -129,7 +129,7 @@ final class SCDaemonThread: ReachabilityClientOwner {
             guard let path = try? client.watch(target.text) else { return false }
             remember(path, of: target)
         }
-        _ = followers.add(follower)
+        followers.add(follower)
         if let flags = shared.answers.withLock({ $0[target] }) { follower.deliver(flags) }
         return true
     }

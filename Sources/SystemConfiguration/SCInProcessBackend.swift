@@ -71,7 +71,7 @@ final class SCInProcessBackend: SCBackend {
     func follow(_ follower: SCFollower) -> Bool {
         let fresh = followers.table.withLock { table -> Bool in
             guard !table.contains(follower.id) else { return false }
-            _ = table.add(follower)
+            table.add(follower)
             return true
         }
         if fresh { targets.follow(follower.target.text) { follower.deliver($0.flags) } }

@@ -65,11 +65,9 @@ struct SCFollowers {
 
     func contains(_ id: UInt64) -> Bool { targets[id] != nil }
 
-    /// Adds `follower`; true when it is the first of its target.
-    mutating func add(_ follower: SCFollower) -> Bool {
+    mutating func add(_ follower: SCFollower) {
         targets[follower.id] = follower.target
-        defer { byTarget[follower.target, default: [:]][follower.id] = follower }
-        return byTarget[follower.target] == nil
+        byTarget[follower.target, default: [:]][follower.id] = follower
     }
 
     /// Removes follower `id`: its target, and whether it was the last of it; nil for an unknown id.

@@ -103,8 +103,7 @@ struct CheckCommand: AsyncParsableCommand {
         let result = try await reportingErrors {
             let source = try options.openSource()
             defer { source.stop() }
-            if let uid = user.flatMap(Self.uid(of:)) { return try await source.check(target, timeout: timeout, asUser: uid) }
-            return try await source.check(target, timeout: timeout)
+            return try await source.check(target, timeout: timeout, asUser: user.flatMap(Self.uid(of:)))
         }
         if result.reason == .invalidTarget, !options.json {
             Terminal.write("reachctl: invalid target: \(result.message ?? result.target)\n", to: 2)

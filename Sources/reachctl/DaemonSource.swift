@@ -46,11 +46,7 @@ final class DaemonSource: ReachabilitySource {
         try await thread.perform { try $0.client.metrics() }
     }
 
-    func check(_ target: String, timeout: Duration?) async throws -> CheckResult {
-        try await thread.perform { try $0.client.check(target, timeout: timeout) }
-    }
-
-    func check(_ target: String, timeout: Duration?, asUser uid: UInt32) async throws -> CheckResult {
+    func check(_ target: String, timeout: Duration?, asUser uid: UInt32?) async throws -> CheckResult {
         try await thread.perform { try $0.client.check(target, timeout: timeout, asUser: uid) }
     }
 

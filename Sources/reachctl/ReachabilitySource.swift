@@ -17,10 +17,9 @@ protocol ReachabilitySource: Sendable {
     /// The current snapshot, then every change, until `stop()`.
     func updates() async throws -> AsyncStream<ReachabilityUpdate>
     /// Checks an address (at once) or a host name (within `timeout`; nil: the configured
-    /// DefaultTimeout= of reachd.conf, reachd's own when reachd answers).
-    func check(_ target: String, timeout: Duration?) async throws -> CheckResult
-    /// `check` as Unix user `uid`'s traffic is routed (`reachctl check --user`).
-    func check(_ target: String, timeout: Duration?, asUser uid: UInt32) async throws -> CheckResult
+    /// DefaultTimeout= of reachd.conf, reachd's own when reachd answers); with `uid`, as that
+    /// Unix user's traffic is routed (`reachctl check --user`).
+    func check(_ target: String, timeout: Duration?, asUser uid: UInt32?) async throws -> CheckResult
     /// The answer for each of `targets` as soon as it is known, then again whenever the network
     /// changes, until `stop()`. An answer may repeat; callers drop repeats. An invalid target
     /// answers once with reason `invalidTarget`.
@@ -52,10 +51,7 @@ struct InProcessSource: ReachabilitySource {
         MetricsExposition.render(MetricsSample(snapshot: monitor.snapshot, mirror: monitor.counters, startTime: SystemClock.wallSeconds()))
     }
     func updates() -> AsyncStream<ReachabilityUpdate> { monitor.updates() }
-    func check(_ target: String, timeout: Duration?) async throws -> CheckResult {
-        try await monitor.check(target, timeout: timeout ?? defaultTimeout)
-    }
-    func check(_ target: String, timeout: Duration?, asUser uid: UInt32) async throws -> CheckResult {
+    func check(_ target: String, timeout: Duration?, asUser uid: UInt32?) async throws -> CheckResult {
         try await monitor.check(target, timeout: timeout ?? defaultTimeout, asUser: uid)
     }
     func stop() { monitor.stop() }

@@ -91,14 +91,7 @@ struct WaitCommand: AsyncParsableCommand {
     /// The kinds a user waits for (`InterfaceKind` without the ones that never carry an uplink).
     enum WaitKind: String, ExpressibleByArgument, CaseIterable, Sendable {
         case wired, wifi, cellular, vpn
-        var interfaceKind: InterfaceKind {
-            switch self {
-            case .wired: .wired
-            case .wifi: .wifi
-            case .cellular: .cellular
-            case .vpn: .vpn
-            }
-        }
+        var interfaceKind: InterfaceKind { InterfaceKind(rawValue: rawValue)! }
     }
 
     func run() async throws {
@@ -313,7 +306,13 @@ struct WaitCommand: AsyncParsableCommand {
         var tasks: [Task<Void, Never>] = []
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<State, any Error>, Never>) in
             outcome.withLock { $0 = continuation }
-            tasks.append(Task { finish(await Result { try await body() }) })
+            tasks.append(Task {
+                do {
+                    finish(.success(try await body()))
+                } catch {
+                    finish(.failure(error))
+                }
+            })
             tasks.append(Task {
                 try? await Task.sleep(until: deadline, clock: .continuous)
                 finish(.success(timedOut()))
@@ -329,16 +328,5 @@ struct WaitCommand: AsyncParsableCommand {
         members.append(("satisfied", .bool(satisfied)))
         if let answer = state.answer { members.append(("check", answer.result.json)) }
         return .object(members)
-    }
-}
-
-extension Result where Failure == any Error {
-    /// `Result { try await ... }`
-    init(catching body: () async throws -> Success) async {
-        do {
-            self = .success(try await body())
-        } catch {
-            self = .failure(error)
-        }
     }
 }

@@ -1,50 +1,48 @@
 import Reachability
 
 /// The bus clients that hold something of reachd's (watches, host checks in flight), and what to
-/// undo when each leaves the bus (sd_bus_track). Through it, what a client asked for belongs to
-/// that client and dies with it. Who a client is (its Unix user) comes from the one
-/// `CallerIdentities`, which asks the bus once per connection, without blocking.
+/// undo when each leaves the bus. Through it, what a client asked for belongs to that client and
+/// dies with it. Who a client is (its Unix user) and when it leaves both come from the one
+/// `CallerIdentities`, which asks the bus once per connection, without blocking, and follows
+/// every departure with one NameOwnerChanged match.
 final class Callers {
     /// The parts of reachd that hold things for clients, each with its own undo on departure.
     enum Part: Hashable {
         case watches, checks
     }
 
-    private let bus: BusConnection
     let identities: CallerIdentities
     private var clients: [String: Client] = [:]
 
     private final class Client {
-        let track: BusTrack
         /// What each part undoes when the client leaves.
         var departures: [Part: () -> Void] = [:]
         /// Calls waiting for the client's user: it is not forgotten while any waits, so that each
-        /// still finds it (and its tracking) when the answer comes.
+        /// still finds it when the answer comes.
         var waiting = 0
         /// It left the bus: calls still waiting for its user are dropped.
         var gone = false
-
-        init(track: BusTrack) { self.track = track }
     }
 
-    init(bus: BusConnection, identities: CallerIdentities) {
-        self.bus = bus
+    init(identities: CallerIdentities) {
         self.identities = identities
+        identities.departed = { [unowned self] name in self.left(name) }
     }
 
-    /// Tracks the sender of `message` and runs `body` with its Unix user: at once when known,
-    /// else once the bus answered. `body` does not run if the client leaves first.
+    /// Follows the sender of `message` and runs `body` with its Unix user: at once when known,
+    /// else once the bus answered. `body` does not run if the client leaves first. Throws for a
+    /// call with no sender (no connection to follow).
     func withUser(of message: BusMessage, _ body: @escaping (Result<UInt32, BusError>) -> Void) throws(BusError) {
-        let sender = message.sender ?? ""
-        let client = try self.client(sender)
-        try client.track.add(senderOf: message)
+        guard let sender = message.sender else {
+            throw BusError(name: "org.freedesktop.DBus.Error.AccessDenied", message: "a call with no sender has no Unix user to answer for")
+        }
+        let client = clients[sender] ?? Client()
+        clients[sender] = client
         client.waiting += 1
         identities.withUser(of: sender) { [unowned self] uid in
             client.waiting -= 1
             guard !client.gone else { return }  // it left meanwhile: nothing to answer
-            body(uid.mapError { error in
-                BusError(name: "org.freedesktop.DBus.Error.Failed", message: "cannot learn the Unix user of \(sender): \(error.message)")
-            })
+            body(uid)
             self.forgetIfIdle(sender)
         }
     }
@@ -55,8 +53,8 @@ final class Callers {
         clients[sender]?.departures[part] = undo
     }
 
-    /// `part` holds nothing more for `sender`: a client that holds nothing is forgotten (its
-    /// tracking too), so the table stays as small as the clients that hold something.
+    /// `part` holds nothing more for `sender`: a client that holds nothing is forgotten, so the
+    /// table stays as small as the clients that hold something.
     func release(_ sender: String, _ part: Part) {
         clients[sender]?.departures[part] = nil
         forgetIfIdle(sender)
@@ -72,14 +70,6 @@ final class Callers {
     func releaseAll() {
         for client in clients.values { client.gone = true }
         clients = [:]
-    }
-
-    private func client(_ sender: String) throws(BusError) -> Client {
-        if let known = clients[sender] { return known }
-        let track = try BusTrack(bus: bus) { [unowned self] in self.left(sender) }
-        let client = Client(track: track)
-        clients[sender] = client
-        return client
     }
 
     private func left(_ sender: String) {

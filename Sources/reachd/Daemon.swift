@@ -117,7 +117,7 @@ final class Daemon {
         core.follow { [unowned metrics] in metrics.follow($0) }
         let identities = try CallerIdentities(bus: bus)
         identities.asking = { Log.debug("asking the bus for the Unix user of \($0)") }
-        let callers = Callers(bus: bus, identities: identities)
+        let callers = Callers(identities: identities)
         self.callers = callers
         let watches = WatchRegistry(core: core, bus: bus, callers: callers, loop: loop, metrics: metrics, configuration: configuration)
         self.watches = watches

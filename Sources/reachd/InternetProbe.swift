@@ -114,9 +114,7 @@ final class InternetProbe {
             return
         }
         if path == .host { Log.info("connectivity: probing \(url) (every \(DurationText.format(settings.interval)) while good, timeout \(DurationText.format(settings.timeout)))") }
-        pathKey = currentPathKey()
-        retryDelay = ConnectivitySettings.firstRetry
-        probe(reason: "start")
+        probeAfresh(currentPathKey(), reason: "start")
     }
 
     /// After every change of the network: a new path is judged afresh, at once.
@@ -124,20 +122,22 @@ final class InternetProbe {
         guard settings.isEnabled else { return }
         let key = currentPathKey()
         guard key != pathKey else { return }
-        pathKey = key
-        retryDelay = ConnectivitySettings.firstRetry
-        cancelAttempt()
-        probe(reason: "the path changed")
+        probeAfresh(key, reason: "the path changed")
     }
 
     /// The host resumed from sleep: the verdict is from before it (another network, perhaps), so
     /// the path is judged again at once, with the retries started afresh.
     func resumed() {
         guard settings.isEnabled else { return }
-        pathKey = currentPathKey()
+        probeAfresh(currentPathKey(), reason: "the host resumed from sleep")
+    }
+
+    /// Judges the path `key` now, with the retries started afresh.
+    private func probeAfresh(_ key: PathKey, reason: String) {
+        pathKey = key
         retryDelay = ConnectivitySettings.firstRetry
         cancelAttempt()
-        probe(reason: "the host resumed from sleep")
+        probe(reason: reason)
     }
 
     /// How old the last verdict is, while no probe runs; nil before the first verdict, or while

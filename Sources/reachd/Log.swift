@@ -11,7 +11,6 @@ enum Log {
 
     static func debug(_ message: @autoclosure () -> String) { if verbose { write(7, "", message()) } }
     static func info(_ message: String) { write(6, "", message) }
-    static func notice(_ message: String) { write(5, "", message) }
     static func warning(_ message: String) { write(4, "warning: ", message) }
     static func error(_ message: String) { write(3, "error: ", message) }
 

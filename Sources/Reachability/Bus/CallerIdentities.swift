@@ -15,6 +15,8 @@ public final class CallerIdentities {
     public private(set) var lookups: UInt64 = 0
     /// Told the unique name of each connection whose user is asked of the bus (a debug log).
     public var asking: ((String) -> Void)?
+    /// Told the unique name of each connection that left the bus (what it held is undone).
+    public var departed: ((String) -> Void)?
 
     private struct Lookup {
         var slot: BusSlot?
@@ -38,7 +40,8 @@ public final class CallerIdentities {
     public func user(of name: String) -> UInt32? { known[name] }
 
     /// Calls `body` with the Unix user of connection `name` (a unique name such as `:1.42`): at
-    /// once when known, else when the bus answers, on the loop.
+    /// once when known, else when the bus answers, on the loop. A failure is the error a caller
+    /// is answered with.
     public func withUser(of name: String, _ body: @escaping (Result<UInt32, BusError>) -> Void) {
         if let uid = known[name] { return body(.success(uid)) }
         if pending[name] != nil {
@@ -74,13 +77,7 @@ public final class CallerIdentities {
         let owned = OwnedBusMessage(retaining: call)
         withUser(of: sender) { [bus] uid in
             do throws(BusError) {
-                guard case let .success(uid) = uid else {
-                    if case let .failure(error) = uid {
-                        throw BusError(name: "org.freedesktop.DBus.Error.Failed", message: "cannot learn the Unix user of \(sender): \(error.message)")
-                    }
-                    return
-                }
-                if case let .now(build) = try answer(uid) { try bus.reply(to: owned.message, build) }
+                if case let .now(build) = try answer(uid.get()) { try bus.reply(to: owned.message, build) }
             } catch {
                 bus.reply(to: owned.message, error: error)
             }
@@ -91,7 +88,10 @@ public final class CallerIdentities {
     private func learned(_ name: String, _ uid: Result<UInt32, BusError>) {
         guard let lookup = pending.removeValue(forKey: name) else { return }
         if case let .success(uid) = uid, !lookup.departed { known[name] = uid }
-        for body in lookup.waiting { body(uid) }
+        let answer = uid.mapError { error in
+            BusError(name: "org.freedesktop.DBus.Error.Failed", message: "cannot learn the Unix user of \(name): \(error.message)")
+        }
+        for body in lookup.waiting { body(answer) }
     }
 
     /// `NameOwnerChanged(name, old_owner, new_owner)`: a unique name with no new owner is a
@@ -102,5 +102,6 @@ public final class CallerIdentities {
         else { return }
         known.removeValue(forKey: name)
         pending[name]?.departed = true
+        departed?(name)
     }
 }

@@ -41,11 +41,7 @@ extension ReachabilityClient {
             guard subscribed else { return true }
             try followName()
             do {
-                let reply = try connection.call(
-                    destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                    member: "GetNameOwner", timeout: timeout
-                ) { message throws(BusError) in try message.append(ReachdContract.busName) }
-                try subscribe(to: try reply.message.readString())
+                try subscribe(to: try nameOwner())
             } catch where error.name == "org.freedesktop.DBus.Error.NameHasNoOwner" {
                 activate()
             }

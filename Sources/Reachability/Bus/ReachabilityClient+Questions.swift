@@ -244,15 +244,12 @@ extension ReachabilityClient {
         return result
     }
 
-    /// An address with `checkAddress`, anything else with `checkHost` (nil `timeout`: reachd's default).
-    public func check(_ target: String, timeout: Duration? = .seconds(5)) throws(BusError) -> CheckResult {
-        AddressTarget.looksLikeAddress(target) ? try checkAddress(target) : try checkHost(target, timeout: timeout)
-    }
-
-    /// `check` as Unix user `uid`'s traffic is routed (`CheckHostAsUser`, which takes addresses
-    /// too); only root may name another user than its own.
-    public func check(_ target: String, timeout: Duration?, asUser uid: UInt32) throws(BusError) -> CheckResult {
-        try checkHost(target, timeout: timeout, asUser: uid)
+    /// An address with `checkAddress`, anything else with `checkHost` (nil `timeout`: reachd's
+    /// default). `uid`: as that Unix user's traffic is routed (`CheckHostAsUser`, which takes
+    /// addresses too); only root may name another user than its own.
+    public func check(_ target: String, timeout: Duration? = .seconds(5), asUser uid: UInt32? = nil) throws(BusError) -> CheckResult {
+        if uid == nil, AddressTarget.looksLikeAddress(target) { return try checkAddress(target) }
+        return try checkHost(target, timeout: timeout, asUser: uid)
     }
 
     /// `Validate`: reachd's connectivity probe asked now (or the probe in flight joined); the

@@ -122,12 +122,17 @@ public final class ReachabilityClient {
     public func subscribe() throws(BusError) {
         guard !subscribed else { return }
         try followName()
+        try subscribe(to: try nameOwner())
+        subscribed = true
+    }
+
+    /// The unique bus name that owns reachd's name now (NameHasNoOwner when none does).
+    func nameOwner() throws(BusError) -> String {
         let reply = try connection.call(
             destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
             member: "GetNameOwner", timeout: timeout
         ) { message throws(BusError) in try message.append(Contract.busName) }
-        try subscribe(to: try reply.message.readString())
-        subscribed = true
+        return try reply.message.readString()
     }
 
     /// Listens for owners of reachd's name coming and going, once per connection. Made before
@@ -155,7 +160,7 @@ public final class ReachabilityClient {
             guard let flags = try? message.readUInt32(), let primary = try? message.readString(),
                 let generation = try? message.readUInt64()
             else { return }
-            inbox.append(.changed(flags: ReachabilityFlags(rawValue: flags), primaryInterface: primary, generation: generation))
+            inbox.append(.event(.changed(flags: ReachabilityFlags(rawValue: flags), primaryInterface: primary, generation: generation)))
         })
         slots.append(try connection.addMatch(
             "type='signal',sender='\(owner)',path='\(Contract.objectPath)',interface='\(Contract.interface)',member='InterfacesChanged'"
@@ -165,7 +170,7 @@ public final class ReachabilityClient {
             guard (try? message.skip("a(issuas)")) != nil, (try? message.skip("as")) != nil,
                 let generation = try? message.readUInt64()
             else { return }
-            inbox.append(.interfacesChanged(generation: generation))
+            inbox.append(.event(.interfacesChanged(generation: generation)))
         })
         slots.append(try connection.addMatch(
             "type='signal',sender='\(owner)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
@@ -209,10 +214,8 @@ public final class ReachabilityClient {
         while try connection.process() {}
         for raw in inbox.take() {
             switch raw {
-            case let .changed(flags, primary, generation):
-                events.append(.changed(flags: flags, primaryInterface: primary, generation: generation))
-            case let .interfacesChanged(generation):
-                events.append(.interfacesChanged(generation: generation))
+            case let .event(event):
+                events.append(event)
             case let .ownerChanged(old, new):
                 if let owner, old == owner {
                     forgetService()
@@ -358,11 +361,10 @@ public final class ReachabilityClient {
         BusError(name: "org.freedesktop.DBus.Error.InvalidSignature", message: "\(member) reply: \(what)")
     }
 
-
     /// What a signal handler saw, before `dispatch()` makes events of it.
     enum RawEvent {
-        case changed(flags: ReachabilityFlags, primaryInterface: String, generation: UInt64)
-        case interfacesChanged(generation: UInt64)
+        /// A signal that is an event as it stands (`changed`, `interfacesChanged`).
+        case event(Event)
         case watch(path: String, properties: WatchProperties, invalidated: [String])
         case pathChanged(path: String)
         /// NameOwnerChanged for reachd's name: `old` left it, `new` took it (empty: nobody).

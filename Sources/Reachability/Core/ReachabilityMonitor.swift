@@ -83,23 +83,18 @@ public final class ReachabilityMonitor: Sendable {
     /// `0.0.0.0` and `::` answer "is there general connectivity".
     public func check(address text: String) -> CheckResult { mirror.check(address: text) }
 
-    /// Checks an address at once, or a host name within `timeout`.
-    public func check(_ target: String, timeout: Duration = .seconds(5)) async throws -> CheckResult {
-        if AddressTarget.looksLikeAddress(target) { return check(address: target) }
-        return try await check(host: target, deadline: .now + timeout)
+    /// Checks an address at once, or a host name within `timeout`. `uid`: as Unix user `uid`'s
+    /// traffic would be routed (RTA_UID: `ip rule ... uidrange`); without, as this process's own,
+    /// which are already its user's. DNS is the same for every user.
+    public func check(_ target: String, timeout: Duration = .seconds(5), asUser uid: UInt32? = nil) async throws -> CheckResult {
+        if AddressTarget.looksLikeAddress(target) { return mirror.check(address: target, uid: uid) }
+        let result = try await check(host: target, deadline: .now + timeout)
+        guard uid != nil, !result.addresses.isEmpty else { return result }
+        return mirror.evaluate(addresses: result.addresses, target: target, uid: uid)
     }
 
     /// The host's path facts (families, gateways, why not online) in the state now.
     public var pathFacts: PathFacts { mirror.withState { $0.pathFacts } }
-
-    /// `check` as Unix user `uid`'s traffic would be routed (RTA_UID: `ip rule ... uidrange`);
-    /// this process's own answers are already its user's. DNS is the same for every user.
-    public func check(_ target: String, timeout: Duration = .seconds(5), asUser uid: UInt32) async throws -> CheckResult {
-        if AddressTarget.looksLikeAddress(target) { return mirror.check(address: target, uid: uid) }
-        let result = try await check(host: target, deadline: .now + timeout)
-        guard !result.addresses.isEmpty else { return result }
-        return mirror.evaluate(addresses: result.addresses, target: target, uid: uid)
-    }
 
     /// Resolves `host` (A and AAAA; /etc/hosts, then DNS) and checks its addresses. Answers by
     /// `deadline` whatever DNS does: `dnsTimeout` then. Answers at once, without a query, when
