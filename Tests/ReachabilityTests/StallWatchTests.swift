@@ -2,7 +2,7 @@ import Testing
 @testable import Reachability
 
 /// The core's stall watch on a real loop and a real namespace: it polls only while the host is
-/// online (a baseline poll at once when it comes online), and forgets everything when it is not.
+/// online (a baseline poll a second after it comes online), and forgets everything when it is not.
 @Suite(rootOnly)
 struct StallWatchTests {
     /// Runs `body` on a thread of its own (the loop blocks in poll(2), never on Swift's pool).
@@ -47,10 +47,13 @@ struct StallWatchTests {
             // Local only (no default route): nothing is polled, however long.
             try Self.run(loop, for: .milliseconds(1500))
             let local = core.state.host.state == .local && core.stallReport == nil
-            // A default route: online, and a baseline poll at once; no TCP, so it backs off.
+            // A default route: online, and a baseline poll once the burst has passed (not at
+            // once: it would delay the events that follow); no TCP, so it backs off.
             try ns.ip("route add default via 192.0.2.1")
             try Self.run(loop, for: .milliseconds(500))
-            let online = core.state.host.state == .online && core.stallReport != nil
+            let notYet = core.state.host.state == .online && core.stallReport == nil
+            try Self.run(loop, for: .milliseconds(1000))
+            let online = notYet && core.state.host.state == .online && core.stallReport != nil
             let nextPoll = core.stallReport?.nextPoll
             // The route gone: not online, the watch forgets its report and stops.
             try ns.ip("route del default")
@@ -59,13 +62,13 @@ struct StallWatchTests {
             return (local, online, nextPoll, offline)
         }
         #expect(local, "a local host is not polled")
-        #expect(online, "the baseline poll runs as soon as the host is online")
+        #expect(online, "the baseline poll runs a second after the host is online, not before")
         #expect(nextPoll == .seconds(2), "nothing to judge: the interval doubles")
         #expect(offline)
     }
 
     /// A reload that turns detection off forgets the verdicts and stops polling; on again, it
-    /// starts with a baseline poll at once.
+    /// starts with a baseline poll a second later.
     @Test func reconfiguringOffStopsAndOnStartsAgain() async throws {
         let ns = try TestNamespace()
         try ns.ip("link add so0 type veth peer name so0p")
@@ -80,7 +83,7 @@ struct StallWatchTests {
             configuration.namespacePath = path
             configuration.sysfsRoot = "/nonexistent-sysfs"
             let core = try ReachabilityCore(configuration: configuration, loop: loop)
-            try Self.run(loop, for: .milliseconds(500))
+            try Self.run(loop, for: .milliseconds(1500))
             let on = core.stallReport != nil
             configuration.stall = nil
             core.reconfigure(configuration)
@@ -88,7 +91,7 @@ struct StallWatchTests {
             let off = core.stallReport == nil && !core.state.host.stalled
             configuration.stall = StallSettings()
             core.reconfigure(configuration)
-            try Self.run(loop, for: .milliseconds(500))
+            try Self.run(loop, for: .milliseconds(1500))
             return (on, off, core.stallReport != nil)
         }
         #expect(on && off && again, "on \(on), off \(off), on again \(again)")

@@ -51,8 +51,8 @@ final class StallWatch {
         }
     }
 
-    /// After every input: polling starts (with a baseline poll at once) when the host comes
-    /// online and stops when it goes offline or local.
+    /// After every input: polling starts (with a baseline poll `baselineDelay` later) when the
+    /// host comes online and stops when it goes offline or local.
     func follow(online: Bool) {
         guard online != active else { return }
         active = online
@@ -60,8 +60,15 @@ final class StallWatch {
         lastReport = nil
         // Also when going offline: the timer's next shot forgets the verdicts, outside the
         // settle that is running now (an input handed in from inside it would nest).
-        if online || holdsVerdicts { timer?.schedule(at: .now) } else { timer?.disable() }
+        if online { timer?.schedule(at: .now + Self.baselineDelay) }
+        else if holdsVerdicts { timer?.schedule(at: .now) } else { timer?.disable() }
     }
+
+    /// A dump costs the loop about a millisecond however few sockets there are (the kernel walks
+    /// its whole TCP hash table), and coming online is a burst: addresses, routes, often the link
+    /// going again. The baseline waits for the burst to pass, so it delays none of it, and a link
+    /// flapping faster than this is never polled; the first verdict needs two polls anyway.
+    static let baselineDelay: Duration = .seconds(1)
 
     /// Stops for good (detection was turned off): verdicts forgotten, at once. (A watch that is
     /// merely released ends its loop sources with it.)
