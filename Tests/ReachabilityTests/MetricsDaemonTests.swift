@@ -199,7 +199,9 @@ struct MetricsDaemonTests {
         defer { harness.shutdown() }
         try await harness.ready()
         let pid = try #require(harness.daemon?.pid)
-        try await Task.sleep(for: .milliseconds(500))
+        // The host is online, so stall detection takes its baseline poll a second after ready,
+        // and the next one 20 s later: the window sits between the two.
+        try await Task.sleep(for: StallWatch.baselineDelay + .milliseconds(700))
         let before = Self.wakeUps(pid)
         try await Task.sleep(for: .seconds(3))
         #expect(Self.wakeUps(pid) == before, "reachd woke up while idle")
