@@ -52,7 +52,7 @@ struct MonitorCommand: AsyncParsableCommand {
 
             The monitor prints the first path, then one line each time that path changes: it is \
             the library's PathMonitor, as a program of yours would use it (through reachd's \
-            WatchPath while reachd runs, in-process while it is away, the same answers either way):
+            WatchPath while reachd runs, in-process while it is away, the same answers either way;             with --daemon, reachd going away ends it):
               reachctl monitor --kind wifi
               reachctl monitor --not-kind cellular --json
 
@@ -79,9 +79,6 @@ struct MonitorCommand: AsyncParsableCommand {
         if kinds.restriction != nil {
             if !targets.isEmpty { throw ValidationError("--kind/--not-kind follow the host's path, not targets: drop the targets or the kinds.") }
             if interfaces { throw ValidationError("--interfaces prints the host's interface changes, not a path restricted by --kind/--not-kind: drop one.") }
-            if options.requireDaemon {
-                throw ValidationError("--kind/--not-kind follow reachd as PathMonitor does (in-process while it is away): drop --daemon.")
-            }
         }
         if targets.count > Self.maximumTargets {
             throw ValidationError(
@@ -94,9 +91,10 @@ struct MonitorCommand: AsyncParsableCommand {
         try await reportingErrors {
             let json = options.json
             if let restriction = kinds.restriction {
-                let monitor = try options.openPathMonitor(restriction)
+                let (monitor, whyReachdOnly) = try options.openPathMonitor(restriction)
                 defer { monitor.monitor?.stop() }
-                try await Self.untilSignalled(monitor) { path in
+                let end = whyReachdOnly.map { "reachd went away (\($0): not waiting for it to return)" } ?? "the path monitor ended"
+                try await Self.untilSignalled(monitor, whyItEnds: end) { path in
                     Terminal.writeLine(json ? path.json(restriction).serialized() : renderPath(path, restriction))
                 }
                 return
@@ -125,9 +123,10 @@ struct MonitorCommand: AsyncParsableCommand {
     }
 
     /// Runs `body` for each element until SIGINT or SIGTERM (a normal end), or until `stream`
-    /// ends on its own or `body` throws (an error).
+    /// ends on its own (an error saying `whyItEnds`: only a source that fails fast ends) or
+    /// `body` throws (an error).
     private static func untilSignalled<Stream: AsyncSequence & Sendable>(
-        _ stream: Stream, _ body: @escaping @Sendable (Stream.Element) throws -> Void
+        _ stream: Stream, whyItEnds: String = "reachd went away (--daemon: not waiting for it to return)", _ body: @escaping @Sendable (Stream.Element) throws -> Void
     ) async throws where Stream.Element: Sendable, Stream.Failure == Never {
         let stopSignals = SignalStream(signals: [SIGINT, SIGTERM])
         defer { stopSignals.close() }
@@ -150,8 +149,7 @@ struct MonitorCommand: AsyncParsableCommand {
         }
         switch outcome {
         case .signalled: return
-        // Only a source that fails fast ends: --daemon.
-        case .updatesEnded: throw ReachctlError("reachd went away (--daemon: not waiting for it to return)")
+        case .updatesEnded: throw ReachctlError(whyItEnds)
         case let .failed(message): throw ReachctlError(message)
         }
     }

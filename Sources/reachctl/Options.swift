@@ -71,12 +71,15 @@ struct CommonOptions: ParsableArguments {
 
     /// The configuration reachd would read (`/etc/reachd`, or `--config-dir`). A bad one is
     /// refused as reachd refuses it, every error as FILE:LINE: [Section] Key: message (exit 2).
-    func settings() throws -> Configuration {
+    /// `reporting: false`: nothing written, a rejection thrown as one error naming every problem.
+    func settings(reporting: Bool = true) throws -> Configuration {
         switch Configuration.load(directories: configDirectories.isEmpty ? Configuration.defaultDirectories : configDirectories) {
         case let .success(configuration):
+            guard reporting else { return configuration }
             for warning in configuration.warnings { Terminal.write("reachctl: warning: \(warning.description)\n", to: STDERR_FILENO) }
             return configuration
         case let .failure(errors):
+            guard reporting else { throw ReachctlError(errors.errors.map(\.description).joined(separator: "; ")) }
             for error in errors.errors { Terminal.write("reachctl: \(error.description)\n", to: STDERR_FILENO) }
             Terminal.write("reachctl: configuration rejected: \(errors.errors.count) error(s)\n", to: STDERR_FILENO)
             throw ExitStatus.error.exitCode
@@ -90,8 +93,8 @@ struct CommonOptions: ParsableArguments {
     }
 
     /// The in-process monitor's configuration these options ask for, and reachd.conf's settings.
-    func inProcessConfiguration() throws -> (CoreConfiguration, Configuration) {
-        let settings = try settings()
+    func inProcessConfiguration(reporting: Bool = true) throws -> (CoreConfiguration, Configuration) {
+        let settings = try settings(reporting: reporting)
         var configuration = CoreConfiguration()
         settings.apply(to: &configuration)
         if let sysfsRoot { configuration.sysfsRoot = sysfsRoot }
@@ -145,16 +148,27 @@ struct CommonOptions: ParsableArguments {
     /// The library's `PathMonitor` for `restriction`, as a program of a user's would make it:
     /// through reachd (a WatchPath object, following its name) when it answers, else in-process
     /// with the configuration reachd would read; `--netns` in-process in that namespace.
-    func openPathMonitor(_ restriction: Path.Restriction) throws -> PathMonitor {
-        let configuration = try inProcessConfiguration().0
-        return try ReachdOrInProcess.choose(
+    /// reachd's answers need none of reachd.conf: while reachd answers, a configuration that
+    /// cannot be read only costs the in-process answers for the time it is away (`--daemon`
+    /// never wants them), and `whyReachdOnly` says why when that time comes.
+    func openPathMonitor(_ restriction: Path.Restriction) throws -> (monitor: PathMonitor, whyReachdOnly: String?) {
+        try ReachdOrInProcess.choose(
             bus: answersInProcess ? nil : bus, probeTimeout: Self.probeTimeout, callTimeout: DaemonSource.callTimeout,
-            daemon: { _, bus in PathMonitor(reachdOn: bus, restriction: restriction, configuration: configuration) }
+            daemon: { _, bus in
+                if requireDaemon { return (PathMonitor(reachdOn: bus, restriction: restriction, configuration: nil), "--daemon") }
+                do {
+                    let configuration = try inProcessConfiguration(reporting: false).0
+                    return (PathMonitor(reachdOn: bus, restriction: restriction, configuration: configuration), nil)
+                } catch {
+                    return (PathMonitor(reachdOn: bus, restriction: restriction, configuration: nil), "cannot answer in-process: \(error)")
+                }
+            }
         ) { unavailable in
             try notice(unavailable)
-            return PathMonitor(
-                monitor: try ReachabilityMonitor(configuration: configuration), requiredInterfaceType: restriction.requiredInterfaceType,
-                prohibitedInterfaceTypes: restriction.prohibitedInterfaceTypes)
+            let monitor = PathMonitor(
+                monitor: try ReachabilityMonitor(configuration: try inProcessConfiguration().0),
+                requiredInterfaceType: restriction.requiredInterfaceType, prohibitedInterfaceTypes: restriction.prohibitedInterfaceTypes)
+            return (monitor, nil)
         }
     }
 

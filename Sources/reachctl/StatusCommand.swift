@@ -48,7 +48,7 @@ struct StatusCommand: AsyncParsableCommand {
     func run() async throws {
         if let restriction = kinds.restriction {
             let satisfied = try await reportingErrors {
-                let monitor = try options.openPathMonitor(restriction)
+                let monitor = try options.openPathMonitor(restriction).monitor
                 defer { monitor.monitor?.stop() }
                 let path = monitor.currentPath
                 Terminal.writeLine(options.json ? path.json(restriction).serialized() : renderPath(path, restriction))

@@ -108,4 +108,51 @@ extension WatchPathTests {
         #expect(monitor.output.count == 3, "\(monitor.output)")
         #expect(monitor.terminate() == 0)
     }
+
+    /// With --daemon, reachd is the only source: its leaving ends the monitor (exit 2, saying so),
+    /// and reachctl's own reading of reachd.conf never stands between a caller and reachd.
+    @Test func monitorKindWithDaemonEndsWhenReachdGoes() async throws {
+        // `far` holds pm0's peer: let go, it would take pm0 with it.
+        let (ns, far, harness) = try Self.scenario()
+        defer { withExtendedLifetime(far) {} }
+        let broken = try makeScratchDirectory("watchpath-broken-config")
+        defer { removeTree(broken) }
+        try "[Interface]\nName=pm*\nKind=modem\n".write(toFile: broken + "/reachd.conf", atomically: true, encoding: .utf8)
+        let viaDaemon = ["status", "--kind", "wired", "--bus-address", harness.address, "--config-dir", broken]
+        try await eventually("pm0's carrier, as reachd sees it") { try reachctl(viaDaemon).status != 1 }
+        let status = try reachctl(viaDaemon)
+        #expect(status.status == 0 && status.stderr == "", "reachd answers whatever reachctl makes of reachd.conf: \(status)")
+        #expect(status.stdout.hasPrefix("kind wired: satisfied via pm0"), "\(status.stdout)")
+        let local = try reachctl(["status", "--kind", "wired", "--netns", ns.name, "--config-dir", broken])
+        #expect(local.status == 2 && local.stderr.contains("modem"), "in-process, the bad value is named: \(local)")
+
+        let monitor = try ReachctlProcess(inNamespace: ns.name, [
+            "monitor", "--json", "--kind", "wired", "--daemon", "--bus-address", harness.address,
+        ])
+        defer { _ = monitor.terminate() }
+        let first = try await monitor.waitForLines(1)
+        #expect(try ReachctlDaemonTests.object(first[0])["status"] as? String == "satisfied")
+        harness.stopDaemon()
+        try await eventually("monitor --daemon --kind ends") { monitor.exitTime != nil }
+        #expect(monitor.terminate() == 2)
+        #expect(monitor.errorOutput == "reachctl: reachd went away (--daemon: not waiting for it to return)\n")
+        #expect(monitor.output.count == 1, "nothing in-process after reachd left: \(monitor.output)")
+
+        // Without --daemon but with a reachd.conf reachctl cannot use: reachd's paths while it
+        // answers, and when it goes, an end that names the bad value instead of wrong answers.
+        try harness.startDaemon()
+        try harness.waitUntilServing()
+        let unconfigured = try ReachctlProcess(inNamespace: ns.name, [
+            "monitor", "--kind", "wired", "--bus-address", harness.address, "--config-dir", broken,
+        ])
+        defer { _ = unconfigured.terminate() }
+        let line = try await unconfigured.waitForLines(1)
+        #expect(line[0].hasPrefix("kind wired: satisfied via pm0"), "\(line)")
+        #expect(unconfigured.errorOutput == "")
+        harness.stopDaemon()
+        try await eventually("monitor --kind ends without a usable reachd.conf") { unconfigured.exitTime != nil }
+        #expect(unconfigured.terminate() == 2)
+        #expect(unconfigured.errorOutput.hasPrefix("reachctl: reachd went away (cannot answer in-process: "), "\(unconfigured.errorOutput)")
+        #expect(unconfigured.errorOutput.contains("unknown interface kind 'modem'"), "\(unconfigured.errorOutput)")
+    }
 }

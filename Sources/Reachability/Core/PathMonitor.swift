@@ -55,8 +55,9 @@ public struct PathMonitor: AsyncSequence, Sendable {
     }
 
     /// Through the reachd on `bus`, without asking first whether it answers (the caller did):
-    /// when it does not, or while it is away, in-process with `configuration`.
-    public init(reachdOn bus: BusConnection.Address, restriction: Path.Restriction, configuration: CoreConfiguration = CoreConfiguration()) {
+    /// when it does not, or while it is away, in-process with `configuration`. With nil, reachd
+    /// only: an iteration ends when reachd goes away or does not answer.
+    public init(reachdOn bus: BusConnection.Address, restriction: Path.Restriction, configuration: CoreConfiguration? = CoreConfiguration()) {
         monitor = nil
         reachd = PathThroughReachd(bus: bus, configuration: configuration)
         self.restriction = restriction

@@ -4,11 +4,12 @@ import Synchronization
 /// its own, and follows reachd's bus name as `ReachabilityClient.followsService` does. While
 /// reachd is away (or when it does not answer), the path is derived in-process from a monitor
 /// of the iteration's own, started then and stopped when reachd is back; `PathMonitor.Iterator`
-/// drops what repeats, so a switch that leaves the path as it was yields nothing.
+/// drops what repeats, so a switch that leaves the path as it was yields nothing. Without an
+/// in-process configuration, reachd only: the paths end when reachd goes away (or never answers).
 struct PathThroughReachd: Sendable {
     let bus: BusConnection.Address
-    /// The in-process settings for the time reachd is away.
-    let configuration: CoreConfiguration
+    /// The in-process settings for the time reachd is away; nil: reachd only.
+    let configuration: CoreConfiguration?
     /// How long reachd's calls may take (it answers from memory).
     static let callTimeout: Duration = .seconds(2)
 
@@ -19,7 +20,7 @@ struct PathThroughReachd: Sendable {
         {
             return path
         }
-        guard let monitor = try? ReachabilityMonitor(configuration: configuration) else { return Path(status: .unsatisfied) }
+        guard let configuration, let monitor = try? ReachabilityMonitor(configuration: configuration) else { return Path(status: .unsatisfied) }
         defer { monitor.stop() }
         return Path(snapshot: monitor.snapshot, restriction: restriction)
     }
@@ -36,8 +37,8 @@ struct PathThroughReachd: Sendable {
             thread.submit { $0.start() }
             continuation.onTermination = { _ in thread.stop() }
         } catch {
-            // No bus at all: in-process for good.
-            let interim = InProcessPaths(restriction: restriction, configuration: configuration, output: output)
+            // No bus at all: in-process for good (reachd only: no paths).
+            let interim = configuration.flatMap { InProcessPaths(restriction: restriction, configuration: $0, output: output) }
             continuation.onTermination = { _ in interim?.stop() }
             if interim == nil { continuation.finish() }
         }
@@ -88,13 +89,13 @@ final class InProcessPaths: Sendable {
 final class PathFollower: ReachabilityClientOwner {
     let client: ReachabilityClient
     private let restriction: Path.Restriction
-    private let configuration: CoreConfiguration
+    private let configuration: CoreConfiguration?
     private let output: PathOutput
     private var object: String?
     private var epoch: UInt64 = 0
     private var interim: InProcessPaths?
 
-    init(client: ReachabilityClient, restriction: Path.Restriction, configuration: CoreConfiguration, output: PathOutput) {
+    init(client: ReachabilityClient, restriction: Path.Restriction, configuration: CoreConfiguration?, output: PathOutput) {
         self.client = client
         self.restriction = restriction
         self.configuration = configuration
@@ -125,6 +126,8 @@ final class PathFollower: ReachabilityClientOwner {
 
     private func away() {
         object = nil
+        // Reachd only: its absence ends the paths (the client thread ends with the stream).
+        guard let configuration else { return output.finish() }
         if interim == nil {
             interim = InProcessPaths(restriction: restriction, configuration: configuration, output: output)
         }
