@@ -225,6 +225,38 @@ struct StallDaemonTests {
         #expect(stall?.dnsTimeouts == 5 && stall?.socketsJudged == 0, "\(String(describing: stall))")
     }
 
+    /// The only nameserver is reached through a second link (dns0, no default route: a VPN's or
+    /// a LAN's resolver) and never answers. Its timeouts stall dns0, the link that carried the
+    /// queries; up0, the primary, carried none of them and stays unstalled, and so does the host.
+    @Test func dnsTimeoutsCountAgainstTheLinkOfTheNameserver() async throws {
+        let scenario = try PathDNSTests.scenario("sddnsl")
+        let blackHole = try DNSBlackHole(in: scenario.far, address: "203.0.113.1")
+        let resolvConf = try ConnectivityNameTests.ResolvConf(nameserver: "203.0.113.1")
+        let harness = try DaemonHarness(scenario.ns, config: "[Stall]\nInterval=1s\nDNSTimeouts=2\n", resolvConf: resolvConf.path)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        #expect(try Self.status(harness).host.primaryInterface == "up0")
+        for index in 1...2 {
+            let answer = try harness.busctlCall("CheckHost", "su", "name\(index).example", "300")
+            #expect(answer.stdout.contains("dnsTimeout"), "\(answer)")
+        }
+        #expect(blackHole.drainQueriedNames().contains("name1.example"), "the queries went to the black hole")
+
+        func stalled() throws -> [String: Bool] {
+            let json = try reachctl(["interfaces", "--json", "--bus-address", harness.address]).json()
+            let interfaces = (json["interfaces"] as? [[String: Any]]) ?? []
+            let pairs = interfaces.compactMap { entry in (entry["name"] as? String).flatMap { name in (entry["stalled"] as? Bool).map { (name, $0) } } }
+            return Dictionary(pairs) { first, _ in first }
+        }
+        try await eventually("dns0 stalled by DNS timeouts", timeout: .seconds(20), every: .milliseconds(500)) {
+            try stalled()["dns0"] == true
+        }
+        #expect(try stalled()["up0"] == false)
+        let (host, evidence) = try Self.status(harness)
+        #expect(!host.stalled && !host.flags.contains(.stalled), "\(host), \(String(describing: evidence))")
+        #expect(evidence == nil, "the primary had nothing to judge: \(String(describing: evidence))")
+    }
+
     /// No traffic at all across a dead gateway: nothing to judge, never stalled, however often
     /// reachd looks (1 s polls here, backing off to 8 s).
     @Test func noTrafficNeverFlags() async throws {

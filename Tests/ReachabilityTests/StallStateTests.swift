@@ -102,6 +102,62 @@ struct StallStateTests {
         #expect(state.linkStalls.isEmpty)
     }
 
+    /// The kernel's answer for one nameserver (RTM_GETROUTE): a host route through `index`, or
+    /// of another type (local for the host's own addresses, blocking for a kill switch).
+    static func nameserver(_ text: String, dev index: Int32?, type: RouteType = .unicast) -> NameserverRoute {
+        let address = IPAddress(text)!
+        return NameserverRoute(
+            address: address,
+            route: index.map { Route(destination: IPPrefix(address, length: 32), type: type, nextHops: [NextHop(interfaceIndex: $0)]) })
+    }
+
+    @Test func dnsTimeoutsCountAgainstTheLinksTheNameserversAreRoutedThrough() throws {
+        var state = Self.twoUplinks()
+        #expect(state.host.primaryInterface == "eth0")
+        let viaEth0 = Self.nameserver("192.0.2.53", dev: 2)
+        let viaWlan0 = Self.nameserver("203.0.113.53", dev: 3)
+        let stub = Self.nameserver("127.0.0.53", dev: 1, type: .local)
+
+        _ = state.apply([.nameservers([viaEth0, viaWlan0])])
+        #expect(state.dnsTimeoutsByLink(consecutive: 4) == [2: 4, 3: 4], "every server's link had its chance")
+        #expect(state.dnsTimeoutsByLink(consecutive: 0) == [:])
+
+        _ = state.apply([.nameservers([viaWlan0])])
+        #expect(state.dnsTimeoutsByLink(consecutive: 5) == [3: 5], "the primary carries no query")
+        // Beside a server with a link, the stub's unknown upstreams blame no other link.
+        _ = state.apply([.nameservers([stub, viaWlan0])])
+        #expect(state.dnsTimeoutsByLink(consecutive: 5) == [3: 5])
+
+        // No server through any link: the stub alone, servers with no route or a blocked one,
+        // none at all. The host's own path is all there is to blame.
+        for servers in [[stub], [Self.nameserver("198.51.100.53", dev: nil)], [Self.nameserver("198.51.100.53", dev: 3, type: .prohibit)], []] {
+            _ = state.apply([.nameservers(servers)])
+            #expect(state.dnsTimeoutsByLink(consecutive: 5) == [2: 5], "\(servers)")
+        }
+        // The primary moves to wlan0 (eth0's default route goes): so does the fallback.
+        _ = state.apply([.routeRemoved(Self.defaultRoute(via: "192.0.2.1", dev: 2, metric: 100))])
+        #expect(state.host.primaryInterface == "wlan0")
+        #expect(state.dnsTimeoutsByLink(consecutive: 5) == [3: 5])
+    }
+
+    /// Through the evaluator into the interfaces' answer: a dead resolver reached over wlan0
+    /// stalls wlan0, not the primary eth0, and so not the host.
+    @Test func aSecondLinksDeadNameserverStallsThatLinkNotTheHost() throws {
+        var state = Self.twoUplinks()
+        _ = state.apply([.nameservers([Self.nameserver("203.0.113.53", dev: 3)])])
+        var settings = StallSettings()
+        settings.dnsTimeouts = 2
+        var evaluator = StallEvaluator(settings: settings)
+        _ = evaluator.poll(at: .zero, samples: [], addresses: state.addresses)
+        let report = evaluator.poll(
+            at: .seconds(20), samples: [], addresses: state.addresses, dnsTimeouts: state.dnsTimeoutsByLink(consecutive: 2))
+        #expect(report.links.map(\.interfaceIndex) == [3] && report.links.first?.causes == .dnsTimeouts, "\(report.links)")
+        _ = state.apply([.stalls(report.links)])
+        #expect(state.interface(named: "wlan0")?.flags.contains(.stalled) == true)
+        #expect(state.interface(named: "eth0")?.flags.contains(.stalled) == false)
+        #expect(!state.host.stalled)
+    }
+
     @Test func notOnlineIsNeverStalled() throws {
         var state = Self.twoUplinks()
         _ = state.apply([.stalls([Self.verdict(2, .stalled)])])

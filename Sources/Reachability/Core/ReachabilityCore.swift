@@ -199,12 +199,8 @@ public final class ReachabilityCore {
             let watch = try StallWatch(
                 settings: settings, namespacePath: namespacePath, loop: loop, warn: warn,
                 context: { [unowned self] in
-                    self.mirror.withState { state in
-                        // DNS timeouts count against the host's path: reachd's lookups leave by it.
-                        let primary = state.linkIndex(named: state.host.primaryInterface)
-                        let timeouts = self.hostChecks.consecutiveDNSTimeouts
-                        return (state.addresses, primary.map { timeouts > 0 ? [$0: timeouts] : [:] } ?? [:])
-                    }
+                    let timeouts = self.hostChecks.consecutiveDNSTimeouts
+                    return self.mirror.withState { ($0.addresses, $0.dnsTimeoutsByLink(consecutive: timeouts)) }
                 },
                 verdicts: { [unowned self] verdicts in
                     self.settle(self.mirror.withLock { $0.state.apply([.stalls(verdicts)]) })

@@ -21,6 +21,32 @@ extension NetworkState {
     /// per poll, never per event.
     public var addresses: [Address] { links.values.flatMap { $0.addresses.values } }
 
+    /// The stall evaluator's DNS evidence: `consecutive` timeouts of reachd's own lookups, counted
+    /// against each link that carries the kernel's route to a configured nameserver. The resolver
+    /// does not say which server went unanswered (it tries them in turn, as far as the deadline
+    /// lets it), so every link that carries one is suspect; the primary link is not, when the
+    /// servers are reached through a VPN or a second link. A link that is not ready is named all
+    /// the same: its verdict is dropped as it comes back (`readyLinkStalls`), rather than moved
+    /// onto a link that never carried the queries.
+    ///
+    /// A server on this host (resolved's stub on loopback, one of the host's own addresses) asks
+    /// upstream servers nobody named, and the kernel's route to it names no link; while no server
+    /// names one, the timeouts count against the primary interface, the way the host's own
+    /// traffic leaves (a stub without an upstream list, or servers with no route at all).
+    func dnsTimeoutsByLink(consecutive count: Int) -> [Int32: Int] {
+        guard count > 0 else { return [:] }
+        var charged: [Int32: Int] = [:]
+        for server in nameservers {
+            // evaluate names no link for local and blocking routes (nothing leaves through one).
+            guard !server.address.isLoopback, let route = server.route,
+                let index = evaluate(route: route, family: server.address.family).interfaceIndex
+            else { continue }
+            charged[index] = count
+        }
+        if charged.isEmpty, let primary = linkIndexByName[host.primaryInterface] { charged[primary] = count }
+        return charged
+    }
+
     /// Whether the last stall poll found this link's traffic stalled.
     func isStalled(_ index: Int32) -> Bool { linkStalls[index]?.isStalled ?? false }
 
