@@ -244,6 +244,10 @@ final class ReachabilityService: BusObject {
         try entry(reply, Key.retransmittedPercent, "u") { message throws(BusError) in
             try message.append(UInt32(clamping: evidence.retransmittedPercent))
         }
+        try entry(reply, Key.segmentsSentLastPoll, "t") { message throws(BusError) in try message.append(evidence.sentThisPoll) }
+        try entry(reply, Key.segmentsRetransmittedLastPoll, "t") { message throws(BusError) in
+            try message.append(evidence.retransmittedThisPoll)
+        }
         try entry(reply, Key.secondsSinceReceive, "t") { message throws(BusError) in
             try message.append(UInt64(clamping: evidence.sinceReceive.components.seconds))
         }

@@ -186,6 +186,15 @@ struct StallStateTests {
         #expect(renderSummary(host, interfaces: interfaces) == "online via up0 (wired), but traffic is stalled")
         #expect(renderStallEvidence(stalled: true, evidence).hasPrefix("Traffic: stalled; 14 sockets judged, 100 segments sent"))
         #expect(evidence.json["retransmittedPercent"] == .int(96))
+        // Flagged on the last poll's share (all 40 retransmitted) while the share since the last
+        // receive is under the threshold: the line shows the share that crossed it.
+        evidence.retransmittedSinceReceive = 60
+        evidence.sentThisPoll = 40
+        evidence.retransmittedThisPoll = 40
+        #expect(renderSummary(host, interfaces: interfaces, stall: evidence)
+            == "online via up0 (wired), but traffic is stalled: 14 sockets, 100% retransmitted, nothing received for 38 s")
+        #expect(renderStallEvidence(stalled: true, evidence).contains(", 60% of them retransmitted, 100% of the 40 sent in the last poll, "))
+        #expect(evidence.json["lastPollRetransmittedPercent"] == .int(100) && evidence.json["lastPollSegmentsSent"] == .uint(40))
         host.stalled = false
         host.flags.remove(.stalled)
         #expect(renderSummary(host, interfaces: interfaces, stall: evidence) == "online via up0 (wired)")

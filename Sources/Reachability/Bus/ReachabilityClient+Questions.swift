@@ -19,12 +19,15 @@ extension ReachabilityClient {
             var figures = evidence ?? StallEvidence()
             if key == Key.sockets { figures.socketsJudged = Int(value) } else { figures.dnsTimeouts = Int(value) }
             evidence = figures
-        case Key.segmentsSent, Key.segmentsRetransmitted, Key.secondsSinceReceive:
+        case Key.segmentsSent, Key.segmentsRetransmitted, Key.segmentsSentLastPoll, Key.segmentsRetransmittedLastPoll,
+            Key.secondsSinceReceive:
             guard let value = try variant(message, "t", { m throws(BusError) in try m.readUInt64() }) else { return true }
             var figures = evidence ?? StallEvidence()
             switch key {
             case Key.segmentsSent: figures.segmentsSentSinceReceive = value
             case Key.segmentsRetransmitted: figures.retransmittedSinceReceive = value
+            case Key.segmentsSentLastPoll: figures.sentThisPoll = value
+            case Key.segmentsRetransmittedLastPoll: figures.retransmittedThisPoll = value
             default: figures.sinceReceive = .seconds(value)
             }
             evidence = figures

@@ -42,6 +42,9 @@ public enum ReachdContract {
         public static let segmentsRetransmitted = "StallSegmentsRetransmitted"
         /// u: the retransmitted share of those, in percent.
         public static let retransmittedPercent = "StallRetransmittedPercent"
+        /// t: segments sent since the previous poll, and how many of them were retransmissions.
+        public static let segmentsSentLastPoll = "StallSegmentsSentLastPoll"
+        public static let segmentsRetransmittedLastPoll = "StallSegmentsRetransmittedLastPoll"
         /// t: seconds since a poll last saw a segment arrive.
         public static let secondsSinceReceive = "StallSecondsSinceReceive"
         /// u: reachd's own DNS lookups that timed out in a row.

@@ -68,9 +68,14 @@ public struct StallEvidence: Hashable, Sendable {
 
     /// The retransmitted share of the segments sent since the last receive, in percent (0 when
     /// nothing was sent).
-    public var retransmittedPercent: Int {
-        segmentsSentSinceReceive == 0 ? 0 : Int(retransmittedSinceReceive * 100 / segmentsSentSinceReceive)
-    }
+    public var retransmittedPercent: Int { Self.percent(retransmittedSinceReceive, of: segmentsSentSinceReceive) }
+
+    /// The retransmitted share of the segments sent since the previous poll, in percent. The
+    /// rule judges both shares (Android's is this one): either may be the one that crossed
+    /// `RetransmitPercent=`, so both are shown.
+    public var retransmittedPercentThisPoll: Int { Self.percent(retransmittedThisPoll, of: sentThisPoll) }
+
+    private static func percent(_ part: UInt64, of whole: UInt64) -> Int { whole == 0 ? 0 : Int(part * 100 / whole) }
 }
 
 /// One link's state after a poll.

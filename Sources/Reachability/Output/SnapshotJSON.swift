@@ -82,6 +82,7 @@ extension ReachabilityChange {
 
 extension StallEvidence {
     /// `{"sockets":14,"segmentsSent":212,"segmentsRetransmitted":204,"retransmittedPercent":96,
+    /// "lastPollSegmentsSent":40,"lastPollSegmentsRetransmitted":40,"lastPollRetransmittedPercent":100,
     /// "secondsSinceReceive":38,"dnsTimeouts":0}`: the figures behind `stalled`
     /// (`reachctl status --verbose --json`, as `stallEvidence`).
     public var json: JSONValue {
@@ -90,6 +91,9 @@ extension StallEvidence {
             ("segmentsSent", .uint(segmentsSentSinceReceive)),
             ("segmentsRetransmitted", .uint(retransmittedSinceReceive)),
             ("retransmittedPercent", .int(Int64(retransmittedPercent))),
+            ("lastPollSegmentsSent", .uint(sentThisPoll)),
+            ("lastPollSegmentsRetransmitted", .uint(retransmittedThisPoll)),
+            ("lastPollRetransmittedPercent", .int(Int64(retransmittedPercentThisPoll))),
             ("secondsSinceReceive", .int(sinceReceive.components.seconds)),
             ("dnsTimeouts", .int(Int64(dnsTimeouts))),
         ])

@@ -44,13 +44,15 @@ func renderInternet(_ status: ConnectivityStatus) -> String {
 
 /// `, but traffic is stalled: 14 sockets, 96% retransmitted, nothing received for 38 s`, or
 /// `..., 5 DNS timeouts in a row` when DNS is the evidence; the figures left out when unknown.
+/// The share is the higher of the two the rule judges (since the last receive, the last poll),
+/// so the line never shows a share under the threshold that flagged it.
 func renderStall(_ evidence: StallEvidence?) -> String {
     var line = ", but traffic is stalled"
     guard let evidence else { return line }
     var figures: [String] = []
     if evidence.socketsJudged > 0 {
         figures.append("\(evidence.socketsJudged) socket\(evidence.socketsJudged == 1 ? "" : "s")")
-        figures.append("\(evidence.retransmittedPercent)% retransmitted")
+        figures.append("\(max(evidence.retransmittedPercent, evidence.retransmittedPercentThisPoll))% retransmitted")
         figures.append("nothing received for \(evidence.sinceReceive.components.seconds) s")
     }
     if evidence.dnsTimeouts > 0 { figures.append("\(evidence.dnsTimeouts) DNS timeouts in a row") }
@@ -60,12 +62,13 @@ func renderStall(_ evidence: StallEvidence?) -> String {
 
 /// The figures behind the stall verdict for `reachctl status --verbose`:
 /// `Traffic: stalled; 14 sockets judged, 212 segments sent since the last receive, 96% of them
-/// retransmitted, nothing received for 38 s, 0 DNS timeouts in a row`.
+/// retransmitted, 100% of the 40 sent in the last poll, nothing received for 38 s, 0 DNS timeouts in a row`.
 public func renderStallEvidence(stalled: Bool, _ evidence: StallEvidence?) -> String {
     guard let evidence else { return "Traffic: " + (stalled ? "stalled" : "no evidence (no TCP traffic judged)") }
     return "Traffic: \(stalled ? "stalled" : "flowing"); \(evidence.socketsJudged) sockets judged, "
         + "\(evidence.segmentsSentSinceReceive) segments sent since the last receive, "
         + "\(evidence.retransmittedPercent)% of them retransmitted, "
+        + "\(evidence.retransmittedPercentThisPoll)% of the \(evidence.sentThisPoll) sent in the last poll, "
         + "nothing received for \(evidence.sinceReceive.components.seconds) s, \(evidence.dnsTimeouts) DNS timeouts in a row"
 }
 
