@@ -22,8 +22,9 @@ struct CheckCommand: AsyncParsableCommand {
             rules (ip rule ... uidrange), and reachd asks as the caller. --user asks as another \
             user (root only; reachd, or in-process as root).
 
-            Reasons when not reachable: noRoute, linkDown, noAddress, dnsTimeout, dnsNotFound, \
-            dnsFailure, invalidTarget.
+            Reasons when not reachable: noRoute, linkDown, noAddress, policyBlocked (an \
+            unreachable, prohibit or blackhole route or rule: a kill switch), dnsTimeout, \
+            dnsNotFound, dnsFailure, invalidTarget.
 
             --validate (no target) asks whether the internet really answers through the host's \
             path: reachd's connectivity probe runs now (or the one in flight is joined) and its \

@@ -100,13 +100,25 @@ struct AddressCheckTests {
         #expect(monitor.check(address: "8.8.8.8").interface == "up0")
     }
 
-    @Test func blackholeAndUnreachableRoutesAreNoRoute() throws {
+    /// Blackhole, unreachable and prohibit routes are a policy someone set (a kill switch), told
+    /// apart from no route at all (a table without a default, ENETUNREACH).
+    @Test func blockingRoutesArePolicyBlockedAndNoRouteIsNoRoute() throws {
         let ns = try Self.scenario()
         try ns.ip("route add blackhole 203.0.113.0/24")
         try ns.ip("route add unreachable 233.252.0.0/24")
+        try ns.ip("route add prohibit 198.18.0.0/24")
+        try ns.ip("rule add to 198.18.1.0/24 lookup 200")
         let monitor = try ns.monitor()
-        #expect(monitor.check(address: "203.0.113.5").reason == .noRoute)
-        #expect(monitor.check(address: "233.252.0.1").reason == .noRoute)
+        for address in ["203.0.113.5", "233.252.0.1", "198.18.0.1"] {
+            let result = monitor.check(address: address)
+            #expect(result.reason == .policyBlocked && !result.isReachable && result.interface.isEmpty, "\(address): \(result)")
+        }
+        // Table 200 is empty: the lookup falls through to main, whose default leads out.
+        #expect(monitor.check(address: "198.18.1.1").isReachable)
+        try ns.ip("route del default")
+        try ns.ip("rule add to 198.18.2.0/24 lookup 201 priority 10")
+        let refreshed = try ns.monitor()
+        #expect(refreshed.check(address: "198.18.2.1").reason == .noRoute, "\(refreshed.check(address: "198.18.2.1"))")
     }
 
     @Test(arguments: [

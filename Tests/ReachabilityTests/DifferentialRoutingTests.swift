@@ -76,9 +76,10 @@ struct DifferentialRoutingTests {
         return lines
     }
 
-    /// What `ip -o route get` said for one destination.
+    /// What `ip -o route get` said for one destination. `blocked`: refused by an unreachable,
+    /// prohibit or blackhole route or rule (reachd's policyBlocked), not "Network is unreachable".
     enum KernelAnswer: Equatable {
-        case failed
+        case failed(blocked: Bool)
         case local
         case route(device: String, gateway: String?)
     }
@@ -92,25 +93,31 @@ struct DifferentialRoutingTests {
         defer { try? FileManager.default.removeItem(at: file) }
         let (_, output, errors) = try ChildProcess("/usr/sbin/ip", ["-n", ns.name, "-o", "-force", "-batch", file.path])
             .finish(timeout: .seconds(600))
-        var failed = Set<Int>()
-        for line in errors.split(separator: "\n") where line.hasPrefix("Command failed ") {
-            if let number = line.split(separator: ":").last.flatMap({ Int($0) }) { failed.insert(number - 1) }
+        // Each failure is "RTNETLINK answers: <strerror>" then "Command failed FILE:LINE".
+        var failed: [Int: Bool] = [:]
+        var refusal = ""
+        for line in errors.split(separator: "\n") {
+            if line.hasPrefix("RTNETLINK answers: ") { refusal = String(line.dropFirst("RTNETLINK answers: ".count)) }
+            guard line.hasPrefix("Command failed "), let number = line.split(separator: ":").last.flatMap({ Int($0) }) else { continue }
+            failed[number - 1] = ["No route to host", "Permission denied", "Invalid argument"].contains(refusal)
         }
         var lines = output.split(separator: "\n").makeIterator()
         return try destinations.indices.map { index in
-            if failed.contains(index) { return .failed }
+            if let blocked = failed[index] { return .failed(blocked: blocked) }
             guard let line = lines.next() else { throw CommandFailed(command: "ip route get", status: 0, output: "too few answers") }
             let words = line.split(separator: " ").map(String.init)
             if words.first == "local" { return .local }
-            if ["blackhole", "unreachable", "prohibit", "throw"].contains(words.first) { return .failed }
-            guard let dev = words.firstIndex(of: "dev").map({ words[$0 + 1] }) else { return .failed }
+            if ["blackhole", "unreachable", "prohibit"].contains(words.first) { return .failed(blocked: true) }
+            if words.first == "throw" { return .failed(blocked: false) }
+            guard let dev = words.firstIndex(of: "dev").map({ words[$0 + 1] }) else { return .failed(blocked: false) }
             return .route(device: dev, gateway: words.firstIndex(of: "via").map { words[$0 + 1] })
         }
     }
 
     static func ours(_ result: CheckResult) -> KernelAnswer {
         if result.flags.contains(.isLocalAddress) { return .local }
-        if result.interface.isEmpty, result.reason == .noRoute { return .failed }
+        if result.interface.isEmpty, result.reason == .noRoute { return .failed(blocked: false) }
+        if result.interface.isEmpty, result.reason == .policyBlocked { return .failed(blocked: true) }
         return .route(device: result.interface, gateway: result.gateway?.description)
     }
 
@@ -120,7 +127,7 @@ struct DifferentialRoutingTests {
         let count = environment["REACHD_DIFF_DESTINATIONS"].flatMap { Int($0) } ?? 1500
         let layouts = environment["REACHD_DIFF_LAYOUTS"].flatMap { Int($0) } ?? 4
         var random = Random(state: seed)
-        var routed = 0, failed = 0
+        var routed = 0, failed = 0, blocked = 0
         for layout in 0..<layouts {
             let ns = try TestNamespace("diff\(layout)")
             let tun = try HostPathTests.uplinkAndTunnel(ns)
@@ -146,7 +153,11 @@ struct DifferentialRoutingTests {
             }
             #expect(mismatches.isEmpty, "seed \(seed) layout \(layout): \(mismatches.count) of \(destinations.count) differ: \(mismatches.prefix(10))\nlayout:\n\(lines.joined(separator: "\n"))")
             for answer in kernel {
-                if case .route = answer { routed += 1 } else if answer == .failed { failed += 1 }
+                switch answer {
+                case .route: routed += 1
+                case let .failed(refused): failed += 1; if refused { blocked += 1 }
+                case .local: break
+                }
             }
 
             // The host's path: the kernel's route to reachd's internet destination.
@@ -162,5 +173,7 @@ struct DifferentialRoutingTests {
         }
         // A run that only ever failed (or only ever routed) would prove little.
         #expect(routed > count / 2 && failed > count / 10, "routed \(routed), failed \(failed)")
+        // ... or never met a blocking route or rule, nor ever none at all.
+        #expect(blocked > 0 && blocked < failed, "blocked \(blocked) of \(failed) failed")
     }
 }

@@ -324,7 +324,7 @@ extension EngineTests {
             let blocking = Fact.defaultV4(via: nil, dev: nil, metric: 50, type: type)
             let change = try changed(state.apply([.route(blocking, replace: false)]), "\(type)")
             #expect(state.kernelDefaultRoute(family: .ipv4) == blocking, "\(type)")
-            #expect(state.evaluate(route: blocking, family: .ipv4).reason == .noRoute, "\(type)")
+            #expect(state.evaluate(route: blocking, family: .ipv4).reason == .policyBlocked, "\(type)")
             #expect(!change.host.flags.contains(.reachable), "\(type)")
             #expect(change.host.state == .local, "\(type)")
             #expect(change.host.primaryInterface == "", "\(type)")

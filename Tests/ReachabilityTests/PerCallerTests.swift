@@ -4,7 +4,8 @@ import Testing
 
 /// issue 25, part 1: reachd answers each caller as the kernel routes that caller's traffic. A
 /// `uidrange` rule sends user nobody's traffic into a table whose default is unreachable (how
-/// per-user kill switches are built): through reachd, nobody is told noRoute while root is told
+/// per-user kill switches are built): through reachd, nobody is told policyBlocked (the kernel
+/// refuses nobody's lookup with EHOSTUNREACH, not ENETUNREACH) while root is told
 /// reachable, for CheckAddress, CheckHost and a watch, and the watch follows when the rule goes.
 /// nobody is a real second process (GLib's GDBus from Python, under setpriv); reachd learns its
 /// user with one bus round trip per connection, however many calls it makes.
@@ -72,7 +73,7 @@ struct PerCallerTests {
         return (scenario, harness)
     }
 
-    @Test func aUidrangeKillSwitchAnswersNobodyNoRouteAndRootReachable() async throws {
+    @Test func aUidrangeKillSwitchAnswersNobodyPolicyBlockedAndRootReachable() async throws {
         let (scenario, harness) = try await Self.killSwitch(verbose: true)
         defer { harness.shutdown() }
 
@@ -82,10 +83,10 @@ struct PerCallerTests {
         defer { root.kill() }
 
         let nobodyChecks = try await Self.lines(nobody, prefix: "check", count: 3)
-        #expect(nobodyChecks == Array(repeating: "check 0 - noRoute", count: 3), "\(nobody.lines) \(harness.diagnostics)")
+        #expect(nobodyChecks == Array(repeating: "check 0 - policyBlocked", count: 3), "\(nobody.lines) \(harness.diagnostics)")
         let rootChecks = try await Self.lines(root, prefix: "check", count: 3)
         #expect(rootChecks == Array(repeating: "check \(Self.reachable) up0 -", count: 3), "\(root.lines)")
-        #expect(try await Self.lines(nobody, prefix: "watch", count: 1) == ["watch 0 noRoute"])
+        #expect(try await Self.lines(nobody, prefix: "watch", count: 1) == ["watch 0 policyBlocked"])
         #expect(try await Self.lines(root, prefix: "watch", count: 1) == ["watch \(Self.reachable) -"])
 
         // Four calls from nobody's connection, one question to the bus about its user.
@@ -137,7 +138,7 @@ struct PerCallerTests {
         for source in [viaDaemon, inProcess] {
             let asNobody = try reachctl(["check", "--json", "--user", "nobody", Self.target] + source)
             #expect(asNobody.status == 1, "\(asNobody.stderr)")
-            #expect(try asNobody.json()["reason"] as? String == "noRoute", "\(asNobody.stdout)")
+            #expect(try asNobody.json()["reason"] as? String == "policyBlocked", "\(asNobody.stdout)")
             let asRoot = try reachctl(["check", "--json", "--user", "0", Self.target] + source)
             #expect(asRoot.status == 0, "\(asRoot.stdout) \(asRoot.stderr)")
         }
@@ -164,6 +165,8 @@ struct PerCallerTests {
             let kernel = try ChildProcess("/usr/sbin/ip", ["-n", scenario.ns.name, "route", "get", Self.target, "uid", "\(uid)"])
                 .finish(timeout: .seconds(30))
             #expect((kernel.status == 0) == routed, "uid \(uid): ip route get: \(kernel)")
+            // The kill switch's unreachable route: "No route to host" (EHOSTUNREACH), reachd's policyBlocked.
+            #expect(routed || kernel.stderr.contains("No route to host"), "uid \(uid): ip route get: \(kernel)")
 
             let bus = try ChildProcess("/usr/bin/setpriv", user + [
                 "/usr/bin/busctl", "--address=\(harness.address)", "call",
@@ -174,7 +177,7 @@ struct PerCallerTests {
             let words = bus.stdout.split(separator: " ").map(String.init)
             let flags = try #require(words.count > 3 ? UInt32(words[1]) : nil, "uid \(uid): \(bus.stdout)")
             #expect((flags & Self.reachable != 0) == routed, "uid \(uid) through reachd: \(bus.stdout)")
-            #expect(words[3] == (routed ? "\"\"" : "\"noRoute\""), "uid \(uid) through reachd: \(bus.stdout)")
+            #expect(words[3] == (routed ? "\"\"" : "\"policyBlocked\""), "uid \(uid) through reachd: \(bus.stdout)")
 
             // In-process as that user: no reachd on the (absent) system bus, so reachctl answers itself.
             let local = try ChildProcess("/usr/sbin/ip", ["netns", "exec", scenario.ns.name, "/usr/bin/setpriv"] + user + [
@@ -183,7 +186,7 @@ struct PerCallerTests {
                 .finish(timeout: .seconds(30))
             #expect(local.status == (routed ? 0 : 1), "uid \(uid) in-process: \(local)")
             let json = try #require(try JSONSerialization.jsonObject(with: Data(local.stdout.utf8)) as? [String: Any])
-            #expect(json["reason"] as? String == (routed ? nil : "noRoute") || (routed && json["reason"] as? String == ""),
+            #expect(json["reason"] as? String == (routed ? nil : "policyBlocked") || (routed && json["reason"] as? String == ""),
                 "uid \(uid) in-process: \(local.stdout)")
             #expect(json["interface"] as? String == (routed ? "up0" : nil) || (!routed && json["interface"] as? String == ""),
                 "uid \(uid) in-process: \(local.stdout)")

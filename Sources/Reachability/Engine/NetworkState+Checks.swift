@@ -13,8 +13,10 @@ extension NetworkState {
         }
         let route: Route
         switch lookup {
-        case .failed:
-            result.reason = .noRoute
+        case let .failed(errno):
+            // Refused by an unreachable, prohibit or blackhole route or rule: a kill switch, not
+            // a missing route (the host's Reason says the same of its own path).
+            result.reason = RouteType(refusal: errno) != nil ? .policyBlocked : .noRoute
             return result
         case let .route(found):
             route = found
@@ -63,10 +65,7 @@ extension NetworkState {
     /// switch or split tunnel) gets its own: that family's path, else the other family's when
     /// only that one leads out.
     public func generalConnectivity(target: String, family: AddressFamily, userPaths: [AddressFamily: RouteLookup]) -> CheckResult {
-        func route(_ family: AddressFamily) -> Route? {
-            if case let .route(found) = userPaths[family] { return found }
-            return nil
-        }
+        func route(_ family: AddressFamily) -> Route? { userPaths[family]?.route(family: family) }
         if AddressFamily.allCases.allSatisfy({ route($0) == internetRoute(family: $0) }) {
             return generalConnectivity(target: target, family: family)
         }

@@ -9,7 +9,7 @@ extension NetworkState {
         var reasons: [Reason] = []
         for family in AddressFamily.allCases {
             guard let route = internetRoute(family: family) else { continue }
-            if Self.blockingTypes.contains(route.type) {
+            if route.type.isBlocking {
                 reasons.append(.policyBlocked)
                 continue
             }
@@ -59,8 +59,4 @@ extension NetworkState {
     func radioIsWhyOffline(uplinks: [String]) -> Bool {
         uplinks.isEmpty && radioBlocks.keys.contains { statuses[$0]?.flags.contains(.radioOff) == true }
     }
-
-    /// Route types that answer a packet with an error or drop it (`ip route add unreachable|
-    /// prohibit|blackhole ...`): how kill switches stop traffic when their tunnel is down.
-    static let blockingTypes: Set<RouteType> = [.unreachable, .prohibit, .blackhole]
 }

@@ -11,6 +11,7 @@ public struct PathEvaluation: Hashable, Sendable {
     public var isReachable: Bool { flags.contains(.reachable) }
 
     static let noRoute = PathEvaluation(flags: [], interfaceIndex: nil, interfaceName: "", gateway: nil, reason: .noRoute)
+    static let policyBlocked = PathEvaluation(flags: [], interfaceIndex: nil, interfaceName: "", gateway: nil, reason: .policyBlocked)
 }
 
 extension NetworkState {
@@ -56,7 +57,9 @@ extension NetworkState {
     /// Evaluates sending along `route` for an address of `family`.
     public func evaluate(route: Route, family: AddressFamily) -> PathEvaluation {
         // Multicast and broadcast destinations leave through their link like unicast ones (the
-        // kernel answers them with such routes); blackhole, unreachable and prohibit never leave.
+        // kernel answers them with such routes); blackhole, unreachable and prohibit never leave,
+        // by a policy someone set (a kill switch), which is not the same as no route at all.
+        if route.type.isBlocking { return .policyBlocked }
         guard [.unicast, .multicast, .broadcast].contains(route.type) else { return .noRoute }
         let hop = route.nextHops.first { isReady($0.interfaceIndex) } ?? route.nextHops.first
         guard let hop, let index = hop.interfaceIndex, let entry = links[index] else { return .noRoute }

@@ -98,8 +98,8 @@ extension Reason {
         case .dnsNotFound: 4
         case .dnsFailure: 5
         case .invalidTarget: 6
-        // Only the host's path facts give it so far, never a check: were one to, it counts as
-        // the noRoute it refines, and the series stay as README's "Metrics" counts them.
+        // A check refused by a kill switch counts as the noRoute it refines (it was one before
+        // checks told them apart), so the series stay as README's "Metrics" counts them.
         case .policyBlocked: 0
         // Likewise host-only: a radio switched off is a link down, for the series.
         case .radioOff: 1

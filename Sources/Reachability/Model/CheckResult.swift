@@ -43,4 +43,14 @@ public enum RouteLookup: Hashable, Sendable {
     case route(Route)
     /// No route: the kernel's errno (ENETUNREACH, EHOSTUNREACH, EACCES for prohibit, EINVAL for blackhole...).
     case failed(errno: Int32)
+
+    /// The route found; for a lookup refused by an unreachable, prohibit or blackhole route or
+    /// rule (which the kernel answers with an errno alone), a route of that type toward
+    /// `family`'s everything, so the Engine tells a kill switch from no route at all; else nil.
+    public func route(family: AddressFamily) -> Route? {
+        switch self {
+        case let .route(found): found
+        case let .failed(errno): RouteType(refusal: errno).map { Route(destination: IPPrefix(family.any, length: 0), type: $0, nextHops: []) }
+        }
+    }
 }

@@ -32,7 +32,7 @@ public enum InterfaceKind: String, Sendable, Hashable, CaseIterable {
 public enum Reason: String, Sendable, Hashable, CaseIterable {
     case noRoute, linkDown, noAddress, dnsTimeout, dnsNotFound, dnsFailure, invalidTarget
     /// The kernel refuses the path: an unreachable, prohibit or blackhole route or rule (a VPN
-    /// kill switch with its tunnel down). The host's path facts only, so far.
+    /// kill switch with its tunnel down, or a user's uidrange rule into such a table).
     case policyBlocked
     /// The only links that could carry traffic are Wi-Fi or cellular links whose radio is
     /// switched off (rfkill). The host's path facts only.

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A route in the kernel's FIB (RTM_NEWROUTE). Only the fields reachability needs.
 public struct Route: Hashable, Sendable {
     public var table: UInt32
@@ -56,4 +60,20 @@ public struct NextHop: Hashable, Sendable {
 public enum RouteType: UInt8, Sendable, Hashable {
     case unspecified = 0, unicast = 1, local = 2, broadcast = 3, anycast = 4, multicast = 5
     case blackhole = 6, unreachable = 7, prohibit = 8, throwRoute = 9, nat = 10, externalResolve = 11
+
+    /// The type behind a refused route lookup: the kernel answers one that meets an unreachable
+    /// (EHOSTUNREACH), prohibit (EACCES) or blackhole (EINVAL) route or rule with that errno
+    /// alone. nil for any other errno, ENETUNREACH (no route at all) among them.
+    public init?(refusal errno: Int32) {
+        switch errno {
+        case EHOSTUNREACH: self = .unreachable
+        case EACCES: self = .prohibit
+        case EINVAL: self = .blackhole
+        default: return nil
+        }
+    }
+
+    /// Answers a packet with an error or drops it (`ip route add unreachable|prohibit|blackhole`,
+    /// or an `ip rule` of those types): how kill switches stop traffic when their tunnel is down.
+    public var isBlocking: Bool { [.unreachable, .prohibit, .blackhole].contains(self) }
 }

@@ -214,14 +214,8 @@ final class KernelMirror {
     /// The kernel's answers for the internet destinations, as Engine facts.
     func internetPathEvents() -> [NetworkEvent] {
         Self.internetDestinations.map { family, address in
-            let route: Route?
             // uid 0 explicitly: the host's answer is the system's view, whoever runs reachd.
-            switch try? routes.lookup(address, uid: 0) {
-            case let .route(found): route = found
-            case let .failed(errno): route = Self.blockingRoute(errno: errno, family: family)
-            case nil: route = nil
-            }
-            return .internetPath(family: family, route: route)
+            .internetPath(family: family, route: (try? routes.lookup(address, uid: 0))?.route(family: family))
         }
     }
 
@@ -235,27 +229,9 @@ final class KernelMirror {
     /// The kernel's answers for the nameservers, as one Engine fact.
     func nameserverEvents() -> [NetworkEvent] {
         let answers = nameservers.map { server in
-            switch try? routes.lookup(server, uid: 0) {
-            case let .route(found): NameserverRoute(address: server, route: found)
-            case let .failed(errno): NameserverRoute(address: server, route: Self.blockingRoute(errno: errno, family: server.family))
-            case nil: NameserverRoute(address: server, route: nil)
-            }
+            NameserverRoute(address: server, route: (try? routes.lookup(server, uid: 0))?.route(family: server.family))
         }
         return [.nameservers(answers)]
-    }
-
-    /// The kernel refuses a lookup that meets an unreachable (EHOSTUNREACH), prohibit (EACCES)
-    /// or blackhole (EINVAL) route or rule with that errno alone: kept as a route of that type,
-    /// so the Engine can tell a kill switch from no route at all (ENETUNREACH).
-    static func blockingRoute(errno: Int32, family: AddressFamily) -> Route? {
-        let type: RouteType
-        switch errno {
-        case EHOSTUNREACH: type = .unreachable
-        case EACCES: type = .prohibit
-        case EINVAL: type = .blackhole
-        default: return nil
-        }
-        return Route(destination: IPPrefix(family.any, length: 0), type: type, nextHops: [])
     }
 
     /// Checks one address: the kernel's route for it (RTM_GETROUTE) and the link states. `uid`:
