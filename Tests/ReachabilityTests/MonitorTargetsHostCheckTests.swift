@@ -66,3 +66,61 @@ struct MonitorTargetsHostCheckTests {
         #expect(Set(hole.drainQueriedNames()).contains("dead.test"))
     }
 }
+
+/// Callers' code run by `answered` may unfollow. The sanitizer run of 2026-11-24 found it: an
+/// SCNetworkReachability dropped by its owner while the monitor's thread handed it an answer was
+/// released on that thread, inside `publish`'s lock, and its deinit's unfollow locked it again:
+/// "Recursive call to lock Mutex", a trap (SystemConfigurationKernelTests'
+/// tenThousandReferencesInProcessLeaveNothingBehind, once in a run).
+@Suite(rootOnly)
+struct MonitorTargetsReentryTests {
+    /// What an SCNetworkReachability is to the follower: it unfollows in its deinit.
+    final class Reference: Sendable {
+        let targets: MonitorTargets
+        let target: String
+        init(_ targets: MonitorTargets, _ target: String) {
+            self.targets = targets
+            self.target = target
+        }
+        deinit { targets.unfollow(target) }
+    }
+
+    @Test func theLastReferenceMayBeDroppedOnTheMonitorsThread() async throws {
+        let ns = try TestNamespace("reentry")
+        let monitor = try ns.monitor()
+        defer { monitor.stop() }
+        // The references the follower's answers are for, taken (and released) by `answered`,
+        // on the monitor's thread, the way a reference's last owner can let go meanwhile.
+        let held = Mutex<[String: Reference]>([:])
+        let answers = Mutex(0)
+        let targets = MonitorTargets(monitor: monitor, settings: .init(lookups: 8, hostTimeout: .seconds(3))) { target, _ in
+            let reference = held.withLock { $0.removeValue(forKey: target) }
+            answers.withLock { $0 += 1 }
+            _ = reference  // released here, at the end of the call: its deinit unfollows
+        }
+        defer { targets.stop() }
+        for target in ["127.0.0.1", "::1", "127.0.0.2"] {
+            held.withLock { $0[target] = Reference(targets, target) }
+            targets.follow(target) { _ in }
+        }
+        try await waitUntil("every reference released on the monitor's thread") {
+            held.withLock { $0.isEmpty } && targets.count == 0
+        }
+        #expect(answers.withLock { $0 } >= 3)
+    }
+
+    @Test func answeredMayUnfollowItself() async throws {
+        let ns = try TestNamespace("reentry")
+        let monitor = try ns.monitor()
+        defer { monitor.stop() }
+        let followed = Mutex<MonitorTargets?>(nil)
+        let targets = MonitorTargets(monitor: monitor, settings: .init(lookups: 8, hostTimeout: .seconds(3))) { target, _ in
+            followed.withLock { $0 }?.unfollow(target)
+        }
+        defer { targets.stop() }
+        followed.withLock { $0 = targets }
+        defer { followed.withLock { $0 = nil } }  // the cycle through `answered`
+        targets.follow("127.0.0.1") { _ in }
+        try await waitUntil("unfollowed from its own answer") { targets.count == 0 }
+    }
+}

@@ -9,8 +9,8 @@ import Synchronization
 /// catches up in one pass however many calls came meanwhile, so a burst of references made and
 /// dropped costs no more than the targets it names.
 public final class MonitorTargets: Sendable {
-    /// Gets every answer of a followed target (repeats included), on the monitor's thread.
-    /// Never call `follow`, `answer(for:)` or `count` from it.
+    /// Gets every answer of a followed target (repeats included), on the monitor's thread,
+    /// outside the lock: it may follow and unfollow, or drop a reference whose deinit does.
     public typealias Answered = @Sendable (_ target: String, _ result: CheckResult) -> Void
 
     private let monitor: ReachabilityMonitor
@@ -42,6 +42,8 @@ public final class MonitorTargets: Sendable {
 
     /// One more follower of `target`: `known` gets the answer already known, if any, before this
     /// returns and before any later answer; the first follower's answers come to `answered`.
+    /// `known` runs under the lock: it must not call this type, nor drop a reference whose
+    /// deinit does.
     public func follow(_ target: String, known: (CheckResult) -> Void) {
         change(target) { wanted, answer in
             wanted += 1
@@ -118,12 +120,16 @@ public final class MonitorTargets: Sendable {
             }
         }
 
-        /// Under the lock, so that a `known` answer handed to a new follower is never older.
+        /// Records the answer under the lock, then hands it on outside it. A `known` answer is
+        /// still never older than a later one: `follow` hands it under the lock, so it is either
+        /// this answer (handed again here: a repeat) or one before it, handed before this was
+        /// recorded; and answers are published one at a time, on this thread. Outside the lock,
+        /// because `answered` runs the callers' code, which may drop the last reference to one
+        /// of theirs and so unfollow (SCNetworkReachability's deinit): under the lock that was a
+        /// recursive lock of `shared`, a trap.
         func publish(_ target: String, _ result: CheckResult) {
-            shared.withLock { shared in
-                shared.answers[target] = result
-                answered(target, result)
-            }
+            shared.withLock { $0.answers[target] = result }
+            answered(target, result)
         }
 
         /// On the monitor's thread: drops the follower, then says so.
