@@ -92,14 +92,14 @@ final class ReachabilityService: BusObject {
             return .now { reply throws(BusError) in
                 try reply.open("a", "{sv}")
                 for (name, signature) in Self.statusEntries {
-                    try Self.entry(reply, name, signature) { message throws(BusError) in try Self.append(name, of: state, to: message) }
+                    try reply.appendEntry(name, signature) { message throws(BusError) in try Self.append(name, of: state, to: message) }
                 }
-                try Self.entry(reply, "Overruns", "t") { message throws(BusError) in try message.append(counters.overruns) }
-                try Self.entry(reply, "Resyncs", "t") { message throws(BusError) in try message.append(counters.resyncs) }
+                try reply.appendEntry("Overruns", "t") { message throws(BusError) in try message.append(counters.overruns) }
+                try reply.appendEntry("Resyncs", "t") { message throws(BusError) in try message.append(counters.resyncs) }
                 if let evidence = state.hostStallEvidence { try Self.appendStallEvidence(reply, evidence) }
                 if let nat64 = state.host.nat64Prefix {
-                    try Self.entry(reply, ReachdContract.Nat64Entry.router, "s") { message throws(BusError) in try message.append(nat64.router.description) }
-                    try Self.entry(reply, ReachdContract.Nat64Entry.interface, "s") { message throws(BusError) in try message.append(nat64.interfaceName) }
+                    try reply.appendEntry(ReachdContract.Nat64Entry.router, "s") { message throws(BusError) in try message.append(nat64.router.description) }
+                    try reply.appendEntry(ReachdContract.Nat64Entry.interface, "s") { message throws(BusError) in try message.append(nat64.interfaceName) }
                 }
                 try reply.close()
             }
@@ -219,16 +219,16 @@ final class ReachabilityService: BusObject {
     static func appendDetails(_ reply: BusMessage, _ result: CheckResult, elapsed: Duration? = nil) throws(BusError) {
         try reply.open("a", "{sv}")
         if let elapsed {
-            try entry(reply, "ElapsedUSec", "t") { message throws(BusError) in try message.append(elapsed.unsignedMicroseconds) }
+            try reply.appendEntry("ElapsedUSec", "t") { message throws(BusError) in try message.append(elapsed.unsignedMicroseconds) }
         }
         if let gateway = result.gateway {
-            try entry(reply, "Gateway", "s") { message throws(BusError) in try message.append(gateway.description) }
+            try reply.appendEntry("Gateway", "s") { message throws(BusError) in try message.append(gateway.description) }
         }
         if let source = result.source {
-            try entry(reply, "Source", "s") { message throws(BusError) in try message.append(source.description) }
+            try reply.appendEntry("Source", "s") { message throws(BusError) in try message.append(source.description) }
         }
         if let text = result.message {
-            try entry(reply, "Message", "s") { message throws(BusError) in try message.append(text) }
+            try reply.appendEntry("Message", "s") { message throws(BusError) in try message.append(text) }
         }
         try reply.close()
     }
@@ -236,32 +236,21 @@ final class ReachabilityService: BusObject {
     /// The figures behind `Stalled` (`ReachdContract.StallEntry`).
     private static func appendStallEvidence(_ reply: BusMessage, _ evidence: StallEvidence) throws(BusError) {
         typealias Key = ReachdContract.StallEntry
-        try entry(reply, Key.sockets, "u") { message throws(BusError) in try message.append(UInt32(clamping: evidence.socketsJudged)) }
-        try entry(reply, Key.segmentsSent, "t") { message throws(BusError) in try message.append(evidence.segmentsSentSinceReceive) }
-        try entry(reply, Key.segmentsRetransmitted, "t") { message throws(BusError) in
+        try reply.appendEntry(Key.sockets, "u") { message throws(BusError) in try message.append(UInt32(clamping: evidence.socketsJudged)) }
+        try reply.appendEntry(Key.segmentsSent, "t") { message throws(BusError) in try message.append(evidence.segmentsSentSinceReceive) }
+        try reply.appendEntry(Key.segmentsRetransmitted, "t") { message throws(BusError) in
             try message.append(evidence.retransmittedSinceReceive)
         }
-        try entry(reply, Key.retransmittedPercent, "u") { message throws(BusError) in
+        try reply.appendEntry(Key.retransmittedPercent, "u") { message throws(BusError) in
             try message.append(UInt32(clamping: evidence.retransmittedPercent))
         }
-        try entry(reply, Key.segmentsSentLastPoll, "t") { message throws(BusError) in try message.append(evidence.sentThisPoll) }
-        try entry(reply, Key.segmentsRetransmittedLastPoll, "t") { message throws(BusError) in
+        try reply.appendEntry(Key.segmentsSentLastPoll, "t") { message throws(BusError) in try message.append(evidence.sentThisPoll) }
+        try reply.appendEntry(Key.segmentsRetransmittedLastPoll, "t") { message throws(BusError) in
             try message.append(evidence.retransmittedThisPoll)
         }
-        try entry(reply, Key.secondsSinceReceive, "t") { message throws(BusError) in
+        try reply.appendEntry(Key.secondsSinceReceive, "t") { message throws(BusError) in
             try message.append(UInt64(clamping: evidence.sinceReceive.components.seconds))
         }
-        try entry(reply, Key.dnsTimeouts, "u") { message throws(BusError) in try message.append(UInt32(clamping: evidence.dnsTimeouts)) }
-    }
-
-    private static func entry(
-        _ reply: BusMessage, _ key: String, _ signature: String, _ value: (BusMessage) throws(BusError) -> Void
-    ) throws(BusError) {
-        try reply.open("e", "sv")
-        try reply.append(key)
-        try reply.open("v", signature)
-        try value(reply)
-        try reply.close()
-        try reply.close()
+        try reply.appendEntry(Key.dnsTimeouts, "u") { message throws(BusError) in try message.append(UInt32(clamping: evidence.dnsTimeouts)) }
     }
 }

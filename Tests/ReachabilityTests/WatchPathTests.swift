@@ -89,12 +89,7 @@ struct WatchPathTests {
         func refusal(_ key: String, _ signature: String, _ value: (BusMessage) throws(BusError) -> Void) -> BusError? {
             DaemonHarness.callError(bus, "WatchPath") { message throws(BusError) in
                 try message.open("a", "{sv}")
-                try message.open("e", "sv")
-                try message.append(key)
-                try message.open("v", signature)
-                try value(message)
-                try message.close()
-                try message.close()
+                try message.appendEntry(key, signature, value)
                 try message.close()
             }
         }

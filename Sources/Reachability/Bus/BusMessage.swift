@@ -166,4 +166,14 @@ public struct BusMessage {
         let result = sd_bus_message_close_container(pointer)
         guard result >= 0 else { throw BusError("close container", code: result) }
     }
+
+    /// One entry of an open `a{sv}`: `key`, then `value` writes a variant of `signature`.
+    public func appendEntry(_ key: String, _ signature: String, _ value: (BusMessage) throws(BusError) -> Void) throws(BusError) {
+        try open("e", "sv")
+        try append(key)
+        try open("v", signature)
+        try value(self)
+        try close()
+        try close()
+    }
 }

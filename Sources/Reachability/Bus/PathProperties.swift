@@ -144,20 +144,12 @@ public struct PathProperty: Sendable {
     static func appendOptions(_ restriction: Path.Restriction, to message: BusMessage) throws(BusError) {
         try message.open("a", "{sv}")
         if let required = restriction.requiredInterfaceType {
-            try message.open("e", "sv")
-            try message.append(ReachdContract.PathOption.requiredKind)
-            try message.open("v", "s")
-            try message.append(required.rawValue)
-            try message.close()
-            try message.close()
+            try message.appendEntry(ReachdContract.PathOption.requiredKind, "s") { entry throws(BusError) in try entry.append(required.rawValue) }
         }
         if !restriction.prohibitedInterfaceTypes.isEmpty {
-            try message.open("e", "sv")
-            try message.append(ReachdContract.PathOption.prohibitedKinds)
-            try message.open("v", "as")
-            try message.append(restriction.prohibitedInOrder.map(\.rawValue))
-            try message.close()
-            try message.close()
+            try message.appendEntry(ReachdContract.PathOption.prohibitedKinds, "as") { entry throws(BusError) in
+                try entry.append(restriction.prohibitedInOrder.map(\.rawValue))
+            }
         }
         try message.close()
     }
