@@ -86,4 +86,25 @@ struct NameserverFactTests {
         #expect(!classifier.classify(Self.ethernet(4, "eth0"), device: DeviceFacts()).isConstrained)
         #expect(configuration.mergedText.contains("Constrained=yes"), "\(configuration.mergedText)")
     }
+
+    /// Without inotify, resolv.conf's changes are found by comparing its identity whenever the
+    /// kernel wakes the core: a rename over it and a rewrite in place are seen, a look with no
+    /// change is not.
+    @Test func withoutInotifyAChangeIsSeenByIdentityAndNoChangeIsNot() throws {
+        let directory = try makeScratchDirectory("nsidentity")
+        defer { removeTree(directory) }
+        let path = try Self.file(directory, "resolv.conf", "nameserver 192.0.2.53\n")
+        let watch = NameserverWatch(path: path, upstreamPath: nil)
+        _ = watch.changedSinceLastLook()
+        #expect(!watch.changedSinceLastLook(), "nothing changed")
+        _ = try Self.file(directory, "resolv.conf.new", "nameserver 198.51.100.53\n")
+        #expect(rename(directory + "/resolv.conf.new", path) == 0)
+        #expect(watch.changedSinceLastLook(), "renamed over")
+        #expect(!watch.changedSinceLastLook())
+        _ = try Self.file(directory, "resolv.conf", "nameserver 203.0.113.53\nnameserver 203.0.113.54\n")
+        #expect(watch.changedSinceLastLook(), "rewritten in place")
+        #expect(unlink(path) == 0)
+        #expect(watch.changedSinceLastLook(), "removed")
+        #expect(!watch.changedSinceLastLook())
+    }
 }

@@ -56,18 +56,15 @@ final class NameserverWatch {
     }
 
     /// Without inotify (root's instances used up, a sandbox without it): whether a watched file
-    /// changed since the last look, by identity (device, inode, size, mtime) - a few stat(2)
-    /// calls the core makes when the kernel reports a change anyway, so nothing wakes for it.
+    /// changed since the last look, by `FileIdentity` (the host checks' resolv.conf cache key) -
+    /// a few stat(2) calls the core makes when the kernel reports a change anyway, so nothing
+    /// wakes for it.
     func changedSinceLastLook() -> Bool {
-        let now = watchedFiles.map { file -> [Int] in
-            var info = stat()
-            guard stat(file, &info) == 0 else { return [] }
-            return [Int(info.st_dev), Int(info.st_ino), Int(info.st_size), info.st_mtim.tv_sec, info.st_mtim.tv_nsec]
-        }
+        let now = watchedFiles.map(FileIdentity.init(path:))
         defer { lastIdentity = now }
         return now != lastIdentity
     }
-    private var lastIdentity: [[Int]] = []
+    private var lastIdentity: [FileIdentity?] = []
 
     /// The names whose change matters: resolv.conf, its symlink's target, resolved's list.
     private var watchedFiles: [String] {
