@@ -9,10 +9,7 @@ extension NetworkState {
         var reasons: [Reason] = []
         for family in AddressFamily.allCases {
             guard let route = internetRoute(family: family) else { continue }
-            if route.type.isBlocking {
-                reasons.append(.policyBlocked)
-                continue
-            }
+            // A blocking route's evaluation says policyBlocked (a kill switch).
             let path = evaluate(route: route, family: family)
             guard path.isReachable else {
                 if let reason = path.reason { reasons.append(reason) }

@@ -273,7 +273,7 @@ public struct NetworkState: Sendable {
 
     private mutating func removeRoute(_ key: Route.Key) {
         guard let route = routes.removeValue(forKey: key) else { return }
-        if route.destination.isDefault { forgetPortals(announcedBy: route) }
+        if route.destination.isDefault { forgetAnnouncements(by: route) }
         let slot = RouteSlot(route)
         routesBySlot[slot]?.remove(key)
         if routesBySlot[slot]?.isEmpty == true { routesBySlot.removeValue(forKey: slot) }
@@ -285,7 +285,7 @@ public struct NetworkState: Sendable {
 
     /// The kernel removed a default route: when it ran through a router that announced a portal
     /// or a NAT64 prefix, that router's lifetime ended (or it withdrew), and its announcements with it.
-    private mutating func forgetPortals(announcedBy route: Route) {
+    private mutating func forgetAnnouncements(by route: Route) {
         for hop in route.nextHops {
             guard let index = hop.interfaceIndex else { continue }
             if let gateway = hop.gateway { nat64Prefixes[index]?.removeValue(forKey: gateway) }
