@@ -32,8 +32,8 @@ final class RadioFollower {
     }
 
     private let sysfs: SysfsReader
-    /// /dev/rfkill, or -1.
-    private var deviceDescriptor: Int32 = -1
+    /// /dev/rfkill while it is followed.
+    private var device: Descriptor?
     private(set) var source: Source
     /// The device ended (end of file or an error): the loop stops watching it, then `closeDevice`.
     private(set) var deviceEnded = false
@@ -59,27 +59,21 @@ final class RadioFollower {
             source = .sysfs(why: "/dev/rfkill not followed")
             return
         }
-        let descriptor = open(devicePath, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        if descriptor >= 0 {
-            deviceDescriptor = descriptor
+        do {
+            device = try Descriptor(checking: open(devicePath, O_RDONLY | O_NONBLOCK | O_CLOEXEC), "cannot open \(devicePath)")
             source = .device(devicePath)
-        } else if errno == ENOENT {
-            source = .sysfs(why: "\(devicePath) absent")
-        } else {
-            source = .sysfs(why: "\(SystemError("cannot open \(devicePath)"))")
+        } catch {
+            source = .sysfs(why: error.errno == ENOENT ? "\(devicePath) absent" : "\(error)")
         }
     }
 
-    deinit { closeDevice() }
-
     /// The descriptor for the loop to watch; nil when following sysfs alone.
-    var descriptor: Int32? { deviceDescriptor >= 0 ? deviceDescriptor : nil }
+    var descriptor: Int32? { device?.rawValue }
 
     /// Stops following the device (after `deviceEnded`, once the loop no longer watches it).
     func closeDevice() {
-        guard deviceDescriptor >= 0 else { return }
-        close(deviceDescriptor)
-        deviceDescriptor = -1
+        guard device != nil else { return }
+        device = nil
         if case let .device(path) = source { source = .sysfs(why: "\(path) ended") }
     }
 
@@ -89,8 +83,7 @@ final class RadioFollower {
         guard kind == .wifi || kind == .cellular else {
             return radioLinks.removeValue(forKey: link.index) == nil ? [] : [.radio(index: link.index, [])]
         }
-        let found = sysfs.radioSwitches(forInterface: link.name, kind: kind)
-        let entry = RadioLink(name: link.name, kind: kind, switches: Dictionary(found.map { ($0.index, $0.block) }) { a, _ in a })
+        let entry = RadioLink(name: link.name, kind: kind, switches: switches(of: link.name, kind: kind))
         radioLinks[link.index] = entry
         return [.radio(index: link.index, entry.block)]
     }
@@ -100,11 +93,11 @@ final class RadioFollower {
     /// Reads what /dev/rfkill queued (up to `recordsPerTurn` records): the links whose state
     /// it changed, as facts. Never blocks.
     func readDevice() -> [NetworkEvent] {
-        guard deviceDescriptor >= 0, !deviceEnded else { return [] }
+        guard let fd = device?.rawValue, !deviceEnded else { return [] }
         var changes: [RfkillEvent] = []
         for _ in 0..<Self.recordsPerTurn {
             let count = record.withUnsafeMutableBytes { raw in
-                retryingOnInterrupt { read(deviceDescriptor, raw.baseAddress!, raw.count) }
+                retryingOnInterrupt { read(fd, raw.baseAddress!, raw.count) }
             }
             if count < 0, errno == EAGAIN { break }
             guard count > 0 else {
@@ -127,8 +120,7 @@ final class RadioFollower {
             // A switch no link was seen with (a radio registered after its link): read each
             // radio link's switches again. A handful of links, and only when a switch appears.
             for (index, link) in radioLinks {
-                let found = sysfs.radioSwitches(forInterface: link.name, kind: link.kind)
-                radioLinks[index]?.switches = Dictionary(found.map { ($0.index, $0.block) }) { a, _ in a }
+                radioLinks[index]?.switches = switches(of: link.name, kind: link.kind)
                 touched.insert(index)
             }
         }
@@ -139,5 +131,10 @@ final class RadioFollower {
             }
         }
         return touched.sorted().compactMap { index in radioLinks[index].map { .radio(index: index, $0.block) } }
+    }
+
+    /// A link's switches as sysfs shows them now, by index (the first of a repeated index wins).
+    private func switches(of name: String, kind: InterfaceKind) -> [UInt32: RadioBlock] {
+        Dictionary(sysfs.radioSwitches(forInterface: name, kind: kind).map { ($0.index, $0.block) }) { first, _ in first }
     }
 }
