@@ -52,7 +52,8 @@ struct MonitorCommand: AsyncParsableCommand {
 
             The monitor prints the first path, then one line each time that path changes: it is \
             the library's PathMonitor, as a program of yours would use it (through reachd's \
-            WatchPath while reachd runs, in-process while it is away, the same answers either way;             with --daemon, reachd going away ends it):
+            WatchPath while reachd runs, in-process while it is away, the same answers either way; \
+            with --daemon, reachd going away ends it):
               reachctl monitor --kind wifi
               reachctl monitor --not-kind cellular --json
 
