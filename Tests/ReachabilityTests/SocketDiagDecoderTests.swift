@@ -25,6 +25,8 @@ private enum DiagWire {
         }
         if size > 2 { info[2] = 3 }  // tcpi_retransmits
         put(204_000, at: 8)  // tcpi_rto, µs
+        put(2, at: 24)  // tcpi_unacked
+        put(1300, at: 44)  // tcpi_last_data_sent, ms
         put(1500, at: 52)  // tcpi_last_data_recv, ms
         put(1400, at: 56)  // tcpi_last_ack_recv, ms
         put(retransmitted, at: 100)  // tcpi_total_retrans
@@ -73,6 +75,7 @@ private enum DiagWire {
     @Test func layoutMatchesTheKernelHeaders() {
         #expect(MemoryLayout<inet_diag_req_v2>.size == SockDiag.requestSize)
         #expect(MemoryLayout<inet_diag_msg>.size == SockDiag.messageSize)
+        #expect(MemoryLayout<inet_diag_msg>.offset(of: \inet_diag_msg.idiag_uid) == SockDiag.uidOffset)
         #expect(MemoryLayout<inet_diag_msg>.offset(of: \inet_diag_msg.id)! + MemoryLayout<inet_diag_sockid>.offset(of: \inet_diag_sockid.idiag_if)! == SockDiag.interfaceOffset)
         #expect(MemoryLayout<inet_diag_msg>.offset(of: \inet_diag_msg.id)! + MemoryLayout<inet_diag_sockid>.offset(of: \inet_diag_sockid.idiag_cookie)! == SockDiag.cookieOffset)
         #expect(Int32(SOCK_DIAG_BY_FAMILY) == Int32(SockDiag.byFamily))
@@ -88,7 +91,7 @@ private enum DiagWire {
         #expect(Array(request[6..<8]) == DiagWire.u16(0x301))  // NLM_F_REQUEST | NLM_F_DUMP
         #expect(Array(request[8..<12]) == DiagWire.u32(9))  // sequence
         #expect(Array(request[16..<20]) == [10, 6, 2, 0])  // AF_INET6, IPPROTO_TCP, 1 << (INET_DIAG_INFO - 1)
-        #expect(Array(request[20..<24]) == DiagWire.u32(0b1110))  // ESTABLISHED | SYN_SENT | SYN_RECV
+        #expect(Array(request[20..<24]) == DiagWire.u32(0b1111_0001_0110))  // ESTABLISHED, SYN_SENT, FIN_WAIT1, CLOSE_WAIT, LAST_ACK, LISTEN, CLOSING
         #expect(request[24...].allSatisfy { $0 == 0 })
     }
 
@@ -101,7 +104,7 @@ private enum DiagWire {
         #expect(Int32(TCPDIAG_GETSOCK) == 18)
         #expect(Array(request[16..<20]) == [0, 0, 0, 2])  // AF_UNSPEC, src_len, dst_len, ext INET_DIAG_INFO
         #expect(request[20..<68].allSatisfy { $0 == 0 })  // inet_diag_sockid: no filter
-        #expect(Array(request[68..<72]) == DiagWire.u32(0b1110))  // idiag_states
+        #expect(Array(request[68..<72]) == DiagWire.u32(0b1111_0001_0110))  // idiag_states
         #expect(Array(request[72..<76]) == DiagWire.u32(0))  // idiag_dbs
         // Its answers (type 18) decode as sockets too.
         var answer = DiagWire.socketV4()
@@ -128,7 +131,8 @@ private enum DiagWire {
                 == TCPCounters(
                     segmentsOut: 30, segmentsIn: 2, totalRetransmits: 27, consecutiveTimeouts: 3,
                     retransmissionTimeoutMicroseconds: 204_000, millisecondsSinceDataReceived: 1500,
-                    millisecondsSinceAckReceived: 1400))
+                    millisecondsSinceAckReceived: 1400, millisecondsSinceDataSent: 1300, unacknowledged: 2))
+        #expect(v4.owner == 65534, "idiag_uid")
         #expect(v6.state == .established)
         #expect(v6.source == IPAddress("2001:db8::2") && v6.sourcePort == 50000)
         #expect(v6.destination == IPAddress("198.51.100.7"), "an IPv4-mapped peer is given as IPv4")

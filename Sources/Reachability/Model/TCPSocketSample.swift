@@ -7,12 +7,25 @@ public struct TCPState: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let established = TCPState(rawValue: 1)
     public static let synSent = TCPState(rawValue: 2)
     public static let synReceived = TCPState(rawValue: 3)
+    public static let finWait1 = TCPState(rawValue: 4)
+    /// A socket closed and gone: the state of a destroy event's last counters.
+    public static let closed = TCPState(rawValue: 7)
+    public static let closeWait = TCPState(rawValue: 8)
+    public static let lastAck = TCPState(rawValue: 9)
+    public static let listen = TCPState(rawValue: 10)
+    public static let closing = TCPState(rawValue: 11)
 
     public var description: String {
         switch self {
         case .established: "established"
         case .synSent: "syn-sent"
         case .synReceived: "syn-received"
+        case .finWait1: "fin-wait-1"
+        case .closed: "closed"
+        case .closeWait: "close-wait"
+        case .lastAck: "last-ack"
+        case .listen: "listen"
+        case .closing: "closing"
         default: "state-\(rawValue)"
         }
     }
@@ -35,11 +48,15 @@ public struct TCPCounters: Hashable, Sendable {
     public var millisecondsSinceDataReceived: UInt32
     /// `tcpi_last_ack_recv`: milliseconds since an ACK last arrived.
     public var millisecondsSinceAckReceived: UInt32
+    /// `tcpi_last_data_sent`: milliseconds since new data was last sent (retransmissions aside).
+    public var millisecondsSinceDataSent: UInt32
+    /// `tcpi_unacked`: segments sent and not yet acknowledged (a FIN counts), 0 when all arrived.
+    public var unacknowledged: UInt32
 
     public init(
         segmentsOut: UInt32, segmentsIn: UInt32, totalRetransmits: UInt32, consecutiveTimeouts: UInt8 = 0,
         retransmissionTimeoutMicroseconds: UInt32 = 0, millisecondsSinceDataReceived: UInt32 = 0,
-        millisecondsSinceAckReceived: UInt32 = 0
+        millisecondsSinceAckReceived: UInt32 = 0, millisecondsSinceDataSent: UInt32 = 0, unacknowledged: UInt32 = 0
     ) {
         self.segmentsOut = segmentsOut
         self.segmentsIn = segmentsIn
@@ -48,6 +65,8 @@ public struct TCPCounters: Hashable, Sendable {
         self.retransmissionTimeoutMicroseconds = retransmissionTimeoutMicroseconds
         self.millisecondsSinceDataReceived = millisecondsSinceDataReceived
         self.millisecondsSinceAckReceived = millisecondsSinceAckReceived
+        self.millisecondsSinceDataSent = millisecondsSinceDataSent
+        self.unacknowledged = unacknowledged
     }
 }
 
@@ -67,10 +86,14 @@ public struct TCPSocketSample: Hashable, Sendable {
     public var boundInterface: Int32
     /// nil when the kernel sent no tcp_info (request sockets in SYN_RECV have none).
     public var counters: TCPCounters?
+    /// `idiag_uid`: the user that owns the socket, nil when unknown (a destroy event carries 0
+    /// whoever owned it, so it is never read from one).
+    public var owner: UInt32?
 
     public init(
         cookie: UInt64, state: TCPState = .established, source: IPAddress, sourcePort: UInt16 = 0,
-        destination: IPAddress, destinationPort: UInt16 = 0, boundInterface: Int32 = 0, counters: TCPCounters?
+        destination: IPAddress, destinationPort: UInt16 = 0, boundInterface: Int32 = 0, counters: TCPCounters?,
+        owner: UInt32? = 0
     ) {
         self.cookie = cookie
         self.state = state
@@ -80,5 +103,6 @@ public struct TCPSocketSample: Hashable, Sendable {
         self.destinationPort = destinationPort
         self.boundInterface = boundInterface
         self.counters = counters
+        self.owner = owner
     }
 }

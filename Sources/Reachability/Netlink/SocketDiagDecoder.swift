@@ -24,16 +24,24 @@ enum SockDiag {
     static let destinationOffset = 24
     static let interfaceOffset = 40
     static let cookieOffset = 44
+    /// `idiag_uid`, after expires, rqueue and wqueue.
+    static let uidOffset = 64
     /// INET_DIAG_INFO: the attribute carrying `struct tcp_info`; asked for with bit
     /// 1 << (INET_DIAG_INFO - 1) in `idiag_ext`.
     static let attributeInfo: UInt16 = 2
-    /// TCPF_ESTABLISHED | TCPF_SYN_SENT | TCPF_SYN_RECV: the sockets that carry traffic or try to.
-    static let stallStates: UInt32 = 1 << 1 | 1 << 2 | 1 << 3
+    /// The sockets stall detection reads: those that carry traffic or try to (ESTABLISHED,
+    /// SYN_SENT), those closed with data or a FIN still unacknowledged (FIN_WAIT1, CLOSE_WAIT,
+    /// LAST_ACK, CLOSING: an application that gave up on a dead path leaves these behind,
+    /// retransmitting), and listeners, which tell connections a peer opened to a local service
+    /// from those the host started. SYN_RECV is a peer's doing and is not asked for.
+    static let stallStates: UInt32 = 1 << 1 | 1 << 2 | 1 << 4 | 1 << 8 | 1 << 9 | 1 << 10 | 1 << 11
     static let protocolTCP: UInt8 = 6
 
     // `struct tcp_info` offsets (linux/tcp.h; stable: the struct only ever grows at its end).
     static let infoRetransmits = 2
     static let infoRTO = 8
+    static let infoUnacknowledged = 24
+    static let infoLastDataSent = 44
     static let infoLastDataReceived = 52
     static let infoLastAckReceived = 56
     static let infoTotalRetransmits = 100
@@ -152,7 +160,8 @@ public enum SocketDiagDecoder {
             let destinationPort = payload.integer(at: SockDiag.destinationPortOffset, as: UInt16.self),
             let interface = payload.integer(at: SockDiag.interfaceOffset, as: UInt32.self),
             let cookieLow = payload.integer(at: SockDiag.cookieOffset, as: UInt32.self),
-            let cookieHigh = payload.integer(at: SockDiag.cookieOffset + 4, as: UInt32.self)
+            let cookieHigh = payload.integer(at: SockDiag.cookieOffset + 4, as: UInt32.self),
+            let uid = payload.integer(at: SockDiag.uidOffset, as: UInt32.self)
         else { throw .truncatedPayload(messageType: SockDiag.byFamily, needed: SockDiag.messageSize, available: payload.count) }
         guard let source = address(payload, at: SockDiag.sourceOffset, family: family),
             let destination = address(payload, at: SockDiag.destinationOffset, family: family)
@@ -168,7 +177,7 @@ public enum SocketDiagDecoder {
             cookie: UInt64(cookieHigh) << 32 | UInt64(cookieLow), state: TCPState(rawValue: state),
             source: unmappedSource, sourcePort: UInt16(bigEndian: sourcePort),
             destination: unmappedDestination, destinationPort: UInt16(bigEndian: destinationPort),
-            boundInterface: Int32(bitPattern: interface), counters: counters)
+            boundInterface: Int32(bitPattern: interface), counters: counters, owner: uid)
     }
 
     /// An address of `inet_diag_sockid` (16 bytes reserved, the first 4 used by AF_INET).
@@ -191,6 +200,8 @@ public enum SocketDiagDecoder {
         guard value.count >= SockDiag.infoMinimumSize,
             let retransmits = value.integer(at: SockDiag.infoRetransmits, as: UInt8.self),
             let rto = value.integer(at: SockDiag.infoRTO, as: UInt32.self),
+            let unacknowledged = value.integer(at: SockDiag.infoUnacknowledged, as: UInt32.self),
+            let lastDataSent = value.integer(at: SockDiag.infoLastDataSent, as: UInt32.self),
             let lastData = value.integer(at: SockDiag.infoLastDataReceived, as: UInt32.self),
             let lastAck = value.integer(at: SockDiag.infoLastAckReceived, as: UInt32.self),
             let total = value.integer(at: SockDiag.infoTotalRetransmits, as: UInt32.self),
@@ -200,13 +211,14 @@ public enum SocketDiagDecoder {
         return TCPCounters(
             segmentsOut: out, segmentsIn: received, totalRetransmits: total, consecutiveTimeouts: retransmits,
             retransmissionTimeoutMicroseconds: rto, millisecondsSinceDataReceived: lastData,
-            millisecondsSinceAckReceived: lastAck)
+            millisecondsSinceAckReceived: lastAck, millisecondsSinceDataSent: lastDataSent,
+            unacknowledged: unacknowledged)
     }
 }
 
 /// Encodes sock_diag requests.
 enum SocketDiagRequest {
-    /// A dump of the TCP sockets of `family` in ESTABLISHED, SYN_SENT or SYN_RECV, each with its
+    /// A dump of the TCP sockets of `family` in the states stall detection reads, each with its
     /// tcp_info: `nlmsghdr` (SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP) then `inet_diag_req_v2`.
     static func tcpDump(family: AddressFamily, sequence: UInt32) -> [UInt8] {
         var message = NetlinkRequest.header(
