@@ -4,9 +4,9 @@
 // The bytes come from the kernel, but the decoder must turn any bytes into sockets or typed
 // errors, never a trap. Oracles besides "no crash": decoding is a pure function; the collecting
 // and the streaming entry points agree; and the evaluator, given the decoded sockets at two polls
-// (the second with counters moved by the input's own bytes), keeps its promises: verdicts only for
-// links that had evidence, `stalled` exactly when a cause is named, never more retransmitted than
-// sent, and a next poll within the configured bounds.
+// (the second with counters moved by the input's own bytes) and as closing sockets, keeps its
+// promises: verdicts only for links that had evidence, `stalled` exactly when a cause is named,
+// no more owners than failing sockets, and a next poll within the configured bounds.
 @testable import Reachability
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -38,8 +38,8 @@ public func fuzzSockdiag(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     var settings = StallSettings()
     let knob = size > 0 ? Int(data[0]) : 0
-    settings.minimumSegmentsSent = knob % 20
-    settings.retransmittedPercent = knob % 130
+    settings.minimumSockets = knob % 4
+    settings.window = .seconds(knob % 30)
     settings.dnsTimeouts = knob % 7
     settings.maximumPollInterval = .seconds(knob)
     var evaluator = StallEvaluator(settings: settings)
@@ -50,21 +50,35 @@ public func fuzzSockdiag(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             counters.segmentsOut &+= step
             counters.segmentsIn &+= step & 1 == 0 ? 0 : 1
             counters.totalRetransmits &+= step / 2
+            counters.consecutiveTimeouts &+= UInt8(truncatingIfNeeded: step % 3)
             sample.counters = counters
         }
         return sample
     }
     let dns: [Int32: Int] = [1: knob % 9, 5: knob % 11]
     for (poll, current) in [samples, moved, moved, []].enumerated() {
+        if poll == 3 {
+            for sample in moved {
+                var closing = sample
+                closing.state = .closed
+                closing.owner = nil
+                _ = evaluator.closed(closing, at: .seconds(50))
+            }
+        }
         let report = evaluator.poll(at: .seconds(20 * poll), samples: current, addresses: addresses, dnsTimeouts: dns)
         require(report.links.map(\.interfaceIndex) == report.links.map(\.interfaceIndex).sorted(), "links out of order")
         for link in report.links {
             require(link.isStalled == !link.causes.isEmpty, "a verdict \(link.verdict) with causes \(link.causes)")
-            require(link.evidence.retransmittedSinceReceive <= link.evidence.segmentsSentSinceReceive, "more retransmitted than sent: \(link.evidence)")
-            require(link.evidence.retransmittedPercent <= 100, "a share over 100%: \(link.evidence)")
-            require(link.evidence.socketsJudged > 0 || link.evidence.dnsTimeouts > 0, "a verdict without evidence: \(link)")
+            require(link.evidence.owners <= link.evidence.socketsFailing, "more owners than failing sockets: \(link.evidence)")
+            require(link.evidence.waiting >= .zero, "a negative wait: \(link.evidence)")
+            require(
+                link.evidence.socketsJudged > 0 || link.evidence.socketsFailing > 0 || link.evidence.dnsTimeouts > 0,
+                "a verdict without evidence: \(link)")
         }
-        require(report.nextPoll >= settings.pollInterval && report.nextPoll <= max(settings.maximumPollInterval, settings.pollInterval), "next poll \(report.nextPoll)")
+        if let next = report.nextPoll {
+            let ceiling = max(settings.maximumPollInterval, settings.pollInterval)
+            require(next >= min(settings.suspectInterval, settings.pollInterval) && next <= ceiling, "next poll \(next)")
+        }
     }
     return 0
 }

@@ -237,19 +237,15 @@ final class ReachabilityService: BusObject {
     private static func appendStallEvidence(_ reply: BusMessage, _ evidence: StallEvidence) throws(BusError) {
         typealias Key = ReachdContract.StallEntry
         try reply.appendEntry(Key.sockets, "u") { message throws(BusError) in try message.append(UInt32(clamping: evidence.socketsJudged)) }
-        try reply.appendEntry(Key.segmentsSent, "t") { message throws(BusError) in try message.append(evidence.segmentsSentSinceReceive) }
-        try reply.appendEntry(Key.segmentsRetransmitted, "t") { message throws(BusError) in
-            try message.append(evidence.retransmittedSinceReceive)
+        try reply.appendEntry(Key.socketsFailing, "u") { message throws(BusError) in try message.append(UInt32(clamping: evidence.socketsFailing)) }
+        try reply.appendEntry(Key.owners, "u") { message throws(BusError) in try message.append(UInt32(clamping: evidence.owners)) }
+        try reply.appendEntry(Key.secondsWaiting, "t") { message throws(BusError) in
+            try message.append(UInt64(clamping: evidence.waiting.components.seconds))
         }
-        try reply.appendEntry(Key.retransmittedPercent, "u") { message throws(BusError) in
-            try message.append(UInt32(clamping: evidence.retransmittedPercent))
-        }
-        try reply.appendEntry(Key.segmentsSentLastPoll, "t") { message throws(BusError) in try message.append(evidence.sentThisPoll) }
-        try reply.appendEntry(Key.segmentsRetransmittedLastPoll, "t") { message throws(BusError) in
-            try message.append(evidence.retransmittedThisPoll)
-        }
-        try reply.appendEntry(Key.secondsSinceReceive, "t") { message throws(BusError) in
-            try message.append(UInt64(clamping: evidence.sinceReceive.components.seconds))
+        if let since = evidence.sinceReceive {
+            try reply.appendEntry(Key.secondsSinceReceive, "t") { message throws(BusError) in
+                try message.append(UInt64(clamping: since.components.seconds))
+            }
         }
         try reply.appendEntry(Key.dnsTimeouts, "u") { message throws(BusError) in try message.append(UInt32(clamping: evidence.dnsTimeouts)) }
     }

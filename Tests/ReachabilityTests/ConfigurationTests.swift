@@ -779,8 +779,8 @@ struct ConfigurationTextTests {
 
             [Stall]
             Detect=yes
-            MinSegments=10
-            RetransmitPercent=80
+            After=8s
+            MinSockets=2
             DNSTimeouts=5
             Interval=20s
 

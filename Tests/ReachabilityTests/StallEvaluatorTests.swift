@@ -1,8 +1,9 @@
 import Testing
 @testable import Reachability
 
-/// The pure stall evaluator with hand-made samples: each boundary of Android's rule, attribution,
-/// DNS evidence and the poll interval. Time is virtual (a Duration per poll).
+/// The pure stall evaluator with hand-made samples: each boundary of the rule (sockets in
+/// retransmission back-off, nothing received for the window, two sockets, owners), attribution,
+/// closing sockets, DNS evidence and the cadence. Time is virtual (a Duration per input).
 @Suite struct StallEvaluatorTests {
     static let wired: Int32 = 2
     static let wifi: Int32 = 3
@@ -13,250 +14,310 @@ import Testing
         Address(interfaceIndex: wifi, prefix: IPPrefix(IPAddress("198.51.100.9")!, length: 24)),
     ]
     static let peer = IPAddress("203.0.113.7")!
+    static let otherPeer = IPAddress("203.0.113.8")!
 
+    /// A socket of the wired link toward `peer`. `waiting`: in back-off for about that long (k
+    /// timeouts in a row at a 200 ms base); `received`: its last receive that long ago.
     static func socket(
-        _ cookie: UInt64, out: UInt32, in received: UInt32, retransmitted: UInt32, from source: String = "192.0.2.2",
-        to destination: IPAddress = peer, interface: Int32 = 0
+        _ cookie: UInt64, waiting: Duration? = nil, received: Duration? = .milliseconds(100), state: TCPState = .established,
+        from source: String = "192.0.2.2", sourcePort: UInt16 = 40000, to destination: IPAddress = peer,
+        interface: Int32 = 0, owner: UInt32? = 0
     ) -> TCPSocketSample {
-        TCPSocketSample(
-            cookie: cookie, source: IPAddress(source)!, destination: destination, boundInterface: interface,
-            counters: TCPCounters(segmentsOut: out, segmentsIn: received, totalRetransmits: retransmitted))
-    }
-
-    /// Polls at 0 s, 20 s, 40 s... with the given samples, returning every report.
-    static func run(_ polls: [[TCPSocketSample]], settings: StallSettings = StallSettings(), dns: [Int32: Int] = [:]) -> [StallReport] {
-        var evaluator = StallEvaluator(settings: settings)
-        return polls.enumerated().map { index, samples in
-            evaluator.poll(at: .seconds(20 * index), samples: samples, addresses: addresses, dnsTimeouts: dns)
+        var counters = TCPCounters(segmentsOut: 100, segmentsIn: received == nil ? 0 : 50, totalRetransmits: 0)
+        if let received {
+            let ms = UInt32(received.components.seconds * 1000 + received.components.attoseconds / 1_000_000_000_000_000)
+            counters.millisecondsSinceAckReceived = ms
+            counters.millisecondsSinceDataReceived = ms
+        } else {
+            counters.millisecondsSinceAckReceived = 4_000_000_000
+            counters.millisecondsSinceDataReceived = 4_000_000_000
         }
+        if let waiting {
+            // The smallest k whose back-off from 200 ms covers `waiting`: 200 ms * (2^k - 1) >= waiting.
+            var k = 1
+            while Duration.milliseconds(200) * ((1 << k) - 1) < waiting { k += 1 }
+            counters.consecutiveTimeouts = UInt8(k)
+            counters.retransmissionTimeoutMicroseconds = UInt32(200_000 << k)
+            counters.unacknowledged = 1
+            counters.totalRetransmits = UInt32(k)
+        }
+        return TCPSocketSample(
+            cookie: cookie, state: state, source: IPAddress(source)!, sourcePort: sourcePort, destination: destination,
+            boundInterface: interface, counters: counters, owner: owner)
     }
 
-    @Test func firstPollIsABaselineNeverAVerdict() {
-        let reports = Self.run([[Self.socket(1, out: 1000, in: 0, retransmitted: 1000)]])
-        #expect(reports[0].link(Self.wired).verdict == .noEvidence)
-        #expect(reports[0].link(Self.wired).evidence.socketsJudged == 1)
+    static func evaluator(_ settings: StallSettings = StallSettings()) -> StallEvaluator { StallEvaluator(settings: settings) }
+
+    static func poll(_ evaluator: inout StallEvaluator, at seconds: Double, _ samples: [TCPSocketSample], dns: [Int32: Int] = [:]) -> StallReport {
+        evaluator.poll(at: .milliseconds(Int64(seconds * 1000)), samples: samples, addresses: addresses, dnsTimeouts: dns)
     }
 
-    @Test func tenSegmentsAllRetransmittedNothingReceivedIsAStall() {
-        let reports = Self.run([
-            [Self.socket(1, out: 100, in: 50, retransmitted: 0)],
-            [Self.socket(1, out: 110, in: 50, retransmitted: 10)],
+    @Test func twoSocketsWaitingThroughTheWindowWithNothingReceivedAreAStall() {
+        var evaluator = Self.evaluator()
+        let healthy = Self.poll(&evaluator, at: 100, [Self.socket(1), Self.socket(2)])
+        #expect(healthy.link(Self.wired).verdict == .flowing)
+        // 12.6 s of back-off (6 timeouts), nothing received for 13 s.
+        let report = Self.poll(&evaluator, at: 113, [
+            Self.socket(1, waiting: .seconds(12), received: .seconds(13)),
+            Self.socket(2, waiting: .seconds(12), received: .seconds(13)),
         ])
-        let link = reports[1].link(Self.wired)
-        #expect(link.verdict == .stalled)
-        #expect(link.causes == .tcpRetransmissions)
-        #expect(link.evidence.segmentsSentSinceReceive == 10)
-        #expect(link.evidence.retransmittedPercent == 100)
-        #expect(link.evidence.sinceReceive == .seconds(20), "nothing seen since the link was first judged")
-        #expect(reports[1].stalledLinks == [Self.wired])
+        let link = report.link(Self.wired)
+        #expect(link.verdict == .stalled && link.causes == .tcpRetransmissions)
+        #expect(link.evidence.socketsJudged == 2 && link.evidence.socketsFailing == 2 && link.evidence.owners == 1)
+        #expect(link.evidence.waiting >= .seconds(12), "\(link.evidence)")
+        #expect(link.evidence.sinceReceive == .seconds(13))
+        #expect(report.stalledLinks == [Self.wired])
+        #expect(report.nextPoll == .seconds(2), "a stall is watched closely, to see it clear")
     }
 
-    @Test func nineSegmentsAreTooFewToJudge() {
-        let reports = Self.run([
-            [Self.socket(1, out: 100, in: 50, retransmitted: 0)],
-            [Self.socket(1, out: 109, in: 50, retransmitted: 9)],
+    @Test func theFirstPollAlreadyJudges_noBaseline() {
+        var evaluator = Self.evaluator()
+        let report = Self.poll(&evaluator, at: 5, [
+            Self.socket(1, waiting: .seconds(12), received: .seconds(13)),
+            Self.socket(2, waiting: .seconds(12), received: .seconds(13)),
         ])
-        #expect(reports[1].link(Self.wired).verdict == .flowing)
+        #expect(report.link(Self.wired).isStalled)
     }
 
-    @Test func eightyPercentRetransmittedIsAStallSeventyNineIsNot() {
-        let stalled = Self.run([
-            [Self.socket(1, out: 0, in: 5, retransmitted: 0)],
-            [Self.socket(1, out: 100, in: 5, retransmitted: 80)],
+    @Test func lessThanTheWindowIsASuspicionThatPollsSoon() {
+        var evaluator = Self.evaluator()
+        // 3 s of back-off (4 timeouts), nothing received for 3.5 s: suspected, not yet stalled.
+        let report = Self.poll(&evaluator, at: 10, [
+            Self.socket(1, waiting: .seconds(3), received: .milliseconds(3500)),
+            Self.socket(2, waiting: .seconds(3), received: .milliseconds(3500)),
         ])
-        #expect(stalled[1].link(Self.wired).verdict == .stalled)
-        let healthy = Self.run([
-            [Self.socket(1, out: 0, in: 5, retransmitted: 0)],
-            [Self.socket(1, out: 100, in: 5, retransmitted: 79)],
-        ])
-        #expect(healthy[1].link(Self.wired).verdict == .flowing)
-        #expect(healthy[1].link(Self.wired).evidence.retransmittedPercent == 79)
+        #expect(report.link(Self.wired).verdict == .flowing)
+        #expect(report.nextPoll == .seconds(2))
     }
 
-    @Test func theLastPollsShareFlagsAfterFreshSegmentsWentFirst() {
-        // What a dead uplink looks like: the data in flight goes out fresh, then only
-        // retransmissions follow. Since the receive: 12 sent, 4 retransmitted (33%); this poll: 100%.
-        let reports = Self.run([
-            [Self.socket(1, out: 0, in: 5, retransmitted: 0)],
-            [Self.socket(1, out: 8, in: 5, retransmitted: 0)],
-            [Self.socket(1, out: 12, in: 5, retransmitted: 4)],
-        ])
-        #expect(reports[1].link(Self.wired).verdict == .flowing)
-        let link = reports[2].link(Self.wired)
-        #expect(link.isStalled)
-        #expect(link.evidence.retransmittedPercent == 33)
-        #expect(link.evidence.sentThisPoll == 4 && link.evidence.retransmittedThisPoll == 4)
+    @Test func oneSocketAloneNeverFlags_itCannotTellADeadPathFromALossyOne() {
+        var evaluator = Self.evaluator()
+        let report = Self.poll(&evaluator, at: 100, [Self.socket(1, waiting: .seconds(50), received: .seconds(51))])
+        #expect(report.link(Self.wired).verdict == .flowing)
+        var one = StallSettings()
+        one.minimumSockets = 1
+        var lenient = Self.evaluator(one)
+        #expect(Self.poll(&lenient, at: 100, [Self.socket(1, waiting: .seconds(50), received: .seconds(51))]).link(Self.wired).isStalled)
     }
 
-    @Test func aStallStaysUntilSomethingIsReceived() {
-        let reports = Self.run([
-            [Self.socket(1, out: 0, in: 5, retransmitted: 0)],
-            [Self.socket(1, out: 10, in: 5, retransmitted: 10)],
-            [Self.socket(1, out: 30, in: 5, retransmitted: 10)],  // 20 fresh segments, nothing back
-            [Self.socket(1, out: 31, in: 6, retransmitted: 10)],
+    @Test func anyReceiveOnTheLinkClearsIt_oneDeadPeerBesideLiveOnesIsNotAStall() {
+        var evaluator = Self.evaluator()
+        let report = Self.poll(&evaluator, at: 100, [
+            Self.socket(1, waiting: .seconds(25), received: .seconds(26)),
+            Self.socket(2, waiting: .seconds(25), received: .seconds(26)),
+            Self.socket(3, received: .milliseconds(300), to: Self.otherPeer),
         ])
-        #expect(reports[1].link(Self.wired).isStalled)
-        #expect(reports[2].link(Self.wired).isStalled)
-        #expect(reports[2].link(Self.wired).evidence.retransmittedPercent == 33)
-        #expect(reports[3].link(Self.wired).verdict == .flowing)
+        #expect(report.link(Self.wired).verdict == .flowing)
+        #expect(report.nextPoll == .seconds(20), "a dead peer beside traffic that receives is no suspicion")
     }
 
-    @Test func oneSegmentReceivedClearsAtTheNextPoll() {
-        let reports = Self.run([
-            [Self.socket(1, out: 0, in: 5, retransmitted: 0)],
-            [Self.socket(1, out: 20, in: 5, retransmitted: 20)],
-            [Self.socket(1, out: 40, in: 6, retransmitted: 40)],
+    @Test func aStallStaysUntilAReceiveThenClears() {
+        var evaluator = Self.evaluator()
+        let failing = { (at: Double) in [
+            Self.socket(1, waiting: .seconds(at - 100), received: .seconds(at - 99)),
+            Self.socket(2, waiting: .seconds(at - 100), received: .seconds(at - 99)),
+        ] }
+        #expect(Self.poll(&evaluator, at: 112, failing(112)).link(Self.wired).isStalled)
+        #expect(Self.poll(&evaluator, at: 114, failing(114)).link(Self.wired).isStalled)
+        // One socket's next retransmission is answered.
+        let cleared = Self.poll(&evaluator, at: 116, [
+            Self.socket(1, received: .milliseconds(200)),
+            Self.socket(2, waiting: .seconds(16), received: .seconds(17)),
         ])
-        #expect(reports[1].link(Self.wired).isStalled)
-        let cleared = reports[2].link(Self.wired)
-        #expect(cleared.verdict == .flowing)
-        #expect(cleared.evidence.segmentsSentSinceReceive == 0)
-        #expect(cleared.evidence.sinceReceive == .zero)
+        #expect(cleared.link(Self.wired).verdict == .flowing)
     }
 
-    @Test func sentSinceReceiveAccumulatesAcrossPollsAndStaysThroughQuietBackOff() {
-        let reports = Self.run([
-            [Self.socket(1, out: 0, in: 5, retransmitted: 0)],
-            [Self.socket(1, out: 6, in: 5, retransmitted: 5)],  // 6 sent: too few yet
-            [Self.socket(1, out: 12, in: 5, retransmitted: 11)],  // 12 since the receive, 11 retransmitted
-            [Self.socket(1, out: 12, in: 5, retransmitted: 11)],  // exponential back-off: nothing sent
+    @Test func waitingBeganAfterAnIdlePeriod_theIdleTimeIsNotWaiting() {
+        var evaluator = Self.evaluator()
+        // Idle for a minute (last receive 60 s ago), then requests sent 1.5 s ago retransmitted
+        // once or twice: a slow answer, not a stall.
+        let report = Self.poll(&evaluator, at: 100, [
+            Self.socket(1, waiting: .milliseconds(600), received: .seconds(60)),
+            Self.socket(2, waiting: .milliseconds(1400), received: .seconds(60)),
         ])
-        #expect(reports[1].link(Self.wired).verdict == .flowing)
-        #expect(reports[2].link(Self.wired).isStalled)
-        #expect(reports[2].link(Self.wired).evidence.segmentsSentSinceReceive == 12)
-        #expect(reports[3].link(Self.wired).isStalled, "a quiet poll in back-off does not clear a stall")
-        #expect(reports[3].link(Self.wired).evidence.sinceReceive == .seconds(60))
+        #expect(report.link(Self.wired).verdict == .flowing)
+        #expect(report.link(Self.wired).evidence.waiting < .seconds(2), "\(report.link(Self.wired).evidence)")
     }
 
-    @Test func newSocketsCountFromZeroAndDeltasSumOverTheLink() {
-        // Two SYN_SENT sockets that appeared since the last poll: 1 SYN and 5 retries each.
-        let reports = Self.run([
-            [Self.socket(1, out: 10, in: 10, retransmitted: 0)],
-            [
-                Self.socket(1, out: 10, in: 10, retransmitted: 0),
-                Self.socket(2, out: 6, in: 0, retransmitted: 5),
-                Self.socket(3, out: 6, in: 0, retransmitted: 5, from: "2001:db8:1::2"),
-            ],
-        ])
-        let link = reports[1].link(Self.wired)
-        #expect(link.isStalled)
-        #expect(link.evidence.socketsJudged == 3)
-        #expect(link.evidence.segmentsSentSinceReceive == 12)
-        #expect(link.evidence.retransmittedSinceReceive == 10)
-        #expect(link.evidence.retransmittedPercent == 83)
+    @Test func connectionAttemptsThatCloseUnansweredAddUp() {
+        var evaluator = Self.evaluator()
+        _ = Self.poll(&evaluator, at: 100, [Self.socket(1)])
+        // Connects that each wait 3 s (SYNs retransmitted, linear 1 s timeouts) and close, one a
+        // second, the last receive 100 s ago at the poll that saw socket 1.
+        var outcome = StallEvaluator.Closure.ignored
+        for second in 0..<9 {
+            var attempt = Self.socket(UInt64(10 + second), received: nil, state: .closed)
+            attempt.counters?.consecutiveTimeouts = 3
+            attempt.counters?.retransmissionTimeoutMicroseconds = 1_000_000
+            outcome = evaluator.closed(attempt, at: .seconds(101 + Int64(second)))
+        }
+        #expect(outcome == .traffic || outcome == .failing)
+        // Closed sockets carry no owner: they alone are no evidence...
+        #expect(!Self.poll(&evaluator, at: 110, []).link(Self.wired).isStalled)
+        // ...but the same attempts, seen by a poll first, are.
+        var seen = Self.evaluator()
+        var attempts: [TCPSocketSample] = []
+        for second in 0..<4 {
+            var attempt = Self.socket(UInt64(20 + second), received: nil, state: .synSent)
+            attempt.counters?.consecutiveTimeouts = 1
+            attempt.counters?.retransmissionTimeoutMicroseconds = 1_000_000
+            attempts.append(attempt)
+        }
+        _ = Self.poll(&seen, at: 99, [Self.socket(1, received: .seconds(1))])
+        _ = Self.poll(&seen, at: 101.5, attempts)
+        for (offset, attempt) in attempts.enumerated() {
+            var closed = attempt
+            closed.state = .closed
+            closed.counters?.consecutiveTimeouts = 3
+            _ = seen.closed(closed, at: .seconds(103 + Int64(offset)))
+        }
+        let report = Self.poll(&seen, at: 108.5, [])
+        #expect(report.link(Self.wired).isStalled, "\(report.link(Self.wired))")
+        #expect(report.link(Self.wired).evidence.socketsFailing == 4)
     }
 
-    @Test func oneBlackHoledPeerBesideHealthyTrafficIsNotAStall() {
-        let reports = Self.run([
-            [Self.socket(1, out: 0, in: 0, retransmitted: 0), Self.socket(2, out: 0, in: 0, retransmitted: 0)],
-            [Self.socket(1, out: 40, in: 0, retransmitted: 40), Self.socket(2, out: 10, in: 10, retransmitted: 0)],
+    @Test func aClosingSocketThatReceivedClearsForEveryone() {
+        var evaluator = Self.evaluator()
+        _ = Self.poll(&evaluator, at: 100, [
+            Self.socket(1, waiting: .seconds(6), received: .seconds(7)),
+            Self.socket(2, waiting: .seconds(6), received: .seconds(7)),
         ])
-        #expect(reports[1].link(Self.wired).verdict == .flowing)
+        var short = Self.socket(9, received: .milliseconds(50), state: .closed, to: Self.otherPeer)
+        short.owner = nil
+        #expect(evaluator.closed(short, at: .seconds(101)) == .traffic)
+        let report = Self.poll(&evaluator, at: 104, [
+            Self.socket(1, waiting: .seconds(12), received: .seconds(11)),
+            Self.socket(2, waiting: .seconds(12), received: .seconds(11)),
+        ])
+        #expect(report.link(Self.wired).verdict == .flowing)
+    }
+
+    @Test func oneUnprivilegedUserCanNeitherFlagNorClear() {
+        var evaluator = Self.evaluator()
+        let nobody: UInt32 = 65534
+        // nobody's black-holed connects alone: no stall for everyone.
+        let alone = Self.poll(&evaluator, at: 100, [
+            Self.socket(1, waiting: .seconds(25), received: nil, state: .synSent, owner: nobody),
+            Self.socket(2, waiting: .seconds(25), received: nil, state: .synSent, owner: nobody),
+            Self.socket(3, waiting: .seconds(25), received: nil, state: .synSent, owner: nobody),
+        ])
+        #expect(!alone.link(Self.wired).isStalled)
+        // The host's own traffic is stalled; nobody's download keeps receiving: still stalled.
+        let hidden = Self.poll(&evaluator, at: 120, [
+            Self.socket(4, waiting: .seconds(12), received: .seconds(13)),
+            Self.socket(5, waiting: .seconds(12), received: .seconds(13)),
+            Self.socket(6, received: .milliseconds(10), to: Self.otherPeer, owner: nobody),
+        ])
+        #expect(hidden.link(Self.wired).isStalled)
+        // Two users each stalled: evidence beyond one user.
+        var two = Self.evaluator()
+        let both = Self.poll(&two, at: 100, [
+            Self.socket(1, waiting: .seconds(12), received: .seconds(13), owner: 1000),
+            Self.socket(2, waiting: .seconds(12), received: .seconds(13), owner: 1000),
+            Self.socket(3, waiting: .seconds(12), received: .seconds(13), owner: 1001),
+            Self.socket(4, waiting: .seconds(12), received: .seconds(13), owner: 1001),
+        ])
+        #expect(both.link(Self.wired).isStalled && both.link(Self.wired).evidence.owners == 2)
+        // System users (uid <= 999) are the host's own.
+        var system = Self.evaluator()
+        #expect(Self.poll(&system, at: 100, [
+            Self.socket(1, waiting: .seconds(12), received: .seconds(13), owner: 100),
+            Self.socket(2, waiting: .seconds(12), received: .seconds(13), owner: 998),
+        ]).link(Self.wired).isStalled)
+    }
+
+    @Test func peersOfLocalServicesAndTheLinksOwnSubnetAreNotJudged() {
+        var evaluator = Self.evaluator()
+        let listener = TCPSocketSample(
+            cookie: 50, state: .listen, source: .anyV6, sourcePort: 22, destination: .anyV6, counters: nil)
+        let report = Self.poll(&evaluator, at: 100, [
+            listener,
+            // A remote peer connected to the local ssh server and stopped acknowledging.
+            Self.socket(1, waiting: .seconds(25), received: .seconds(26), sourcePort: 22),
+            Self.socket(2, waiting: .seconds(25), received: .seconds(26), sourcePort: 22),
+            // The gateway itself, on the link's subnet.
+            Self.socket(3, waiting: .seconds(25), received: .seconds(26), to: IPAddress("192.0.2.1")!),
+            Self.socket(4, waiting: .seconds(25), received: .seconds(26), to: IPAddress("192.0.2.1")!),
+            // Link-local, loopback, the host's own address.
+            Self.socket(5, waiting: .seconds(25), to: IPAddress("169.254.1.1")!),
+            Self.socket(6, waiting: .seconds(25), to: IPAddress("127.0.0.1")!),
+            Self.socket(7, waiting: .seconds(25), to: IPAddress("198.51.100.9")!),
+        ])
+        #expect(report.links.isEmpty, "\(report.links)")
+        #expect(report.socketsIgnored == 7)
     }
 
     @Test func verdictsArePerLinkByAddressOrBoundInterface() {
-        let reports = Self.run([
-            [
-                Self.socket(1, out: 0, in: 0, retransmitted: 0),
-                Self.socket(2, out: 0, in: 0, retransmitted: 0, from: "198.51.100.9"),
-                Self.socket(3, out: 0, in: 0, retransmitted: 0, from: "10.9.9.9", interface: Self.wifi),
-            ],
-            [
-                Self.socket(1, out: 30, in: 0, retransmitted: 30),
-                Self.socket(2, out: 30, in: 3, retransmitted: 28, from: "198.51.100.9"),
-                Self.socket(3, out: 30, in: 0, retransmitted: 30, from: "10.9.9.9", interface: Self.wifi),
-            ],
+        var evaluator = Self.evaluator()
+        let report = Self.poll(&evaluator, at: 100, [
+            Self.socket(1, waiting: .seconds(12), received: .seconds(13), from: "198.51.100.9"),
+            Self.socket(2, waiting: .seconds(12), received: .seconds(13), from: "198.51.100.9"),
+            Self.socket(3, received: .milliseconds(10)),
+            Self.socket(4, received: .milliseconds(10), from: "2001:db8:1::2", to: IPAddress("2001:db8:9::1")!),
         ])
-        #expect(reports[1].link(Self.wired).isStalled)
-        #expect(reports[1].link(Self.wifi).verdict == .flowing)
-        #expect(reports[1].link(Self.wifi).evidence.socketsJudged == 2)
-        #expect(reports[1].stalledLinks == [Self.wired])
+        #expect(report.link(Self.wifi).isStalled)
+        #expect(report.link(Self.wired).verdict == .flowing && report.link(Self.wired).evidence.socketsJudged == 2)
+        // A socket bound to the wired link counts there whatever its address.
+        var bound = Self.evaluator()
+        let byInterface = Self.poll(&bound, at: 100, [
+            Self.socket(1, waiting: .seconds(12), received: .seconds(13), from: "198.51.100.9", interface: Self.wired),
+            Self.socket(2, waiting: .seconds(12), received: .seconds(13), from: "198.51.100.9", interface: Self.wired),
+        ])
+        #expect(byInterface.link(Self.wired).isStalled && byInterface.link(Self.wifi).verdict == .noEvidence)
     }
 
-    @Test func localAndUnattributedSocketsAreIgnored() {
-        let reports = Self.run([
-            [],
-            [
-                Self.socket(1, out: 30, in: 0, retransmitted: 30, from: "127.0.0.1", to: IPAddress("127.0.0.1")!),
-                Self.socket(2, out: 30, in: 0, retransmitted: 30, to: IPAddress("198.51.100.9")!),  // to this host
-                Self.socket(3, out: 30, in: 0, retransmitted: 30, from: "10.1.1.1"),  // no link holds it
-                Self.socket(4, out: 30, in: 0, retransmitted: 30, from: "::ffff:127.0.0.1", to: IPAddress("::1")!),
-            ],
-        ])
-        #expect(reports[1].links.isEmpty)
-        #expect(reports[1].socketsIgnored == 4)
-    }
-
-    @Test func noTrafficIsNeverAStallAndBacksOff() {
-        var settings = StallSettings()
-        settings.maximumPollInterval = .seconds(160)
-        let idle = [Self.socket(1, out: 10, in: 10, retransmitted: 0)]
-        let reports = Self.run([idle, idle, idle, idle, idle, idle], settings: settings)
-        #expect(reports.allSatisfy { $0.link(Self.wired).verdict == .noEvidence })
-        #expect(reports.map(\.nextPoll) == [.seconds(20), .seconds(40), .seconds(80), .seconds(160), .seconds(160), .seconds(160)])
-        let none = Self.run([[], [], []])
-        #expect(none.allSatisfy { $0.links.isEmpty })
-        #expect(none.map(\.nextPoll) == [.seconds(40), .seconds(80), .seconds(160)])
-    }
-
-    @Test func trafficPollsEveryTwentySeconds() {
-        let reports = Self.run([
-            [],
-            [],
-            [Self.socket(1, out: 3, in: 3, retransmitted: 0)],
-            [Self.socket(1, out: 3, in: 3, retransmitted: 0)],
-        ])
-        #expect(reports.map(\.nextPoll) == [.seconds(40), .seconds(80), .seconds(20), .seconds(40)])
-    }
-
-    @Test func socketsGoneMeansNoEvidence() {
-        let reports = Self.run([
-            [Self.socket(1, out: 0, in: 0, retransmitted: 0)],
-            [Self.socket(1, out: 30, in: 0, retransmitted: 30)],
-            [],
-        ])
-        #expect(reports[1].link(Self.wired).isStalled)
-        #expect(reports[2].link(Self.wired).verdict == .noEvidence)
-    }
-
-    @Test func countersWrapAt32Bits() {
-        let reports = Self.run([
-            [Self.socket(1, out: UInt32.max - 4, in: UInt32.max, retransmitted: UInt32.max - 4)],
-            [Self.socket(1, out: 15, in: UInt32.max, retransmitted: 15)],
-        ])
-        let link = reports[1].link(Self.wired)
-        #expect(link.evidence.segmentsSentSinceReceive == 20)
-        #expect(link.isStalled)
+    @Test func cadence_noTrafficNoTimer_movingTrafficTwentySeconds_idleSocketsBackOff() {
+        var evaluator = Self.evaluator()
+        #expect(Self.poll(&evaluator, at: 0, []).nextPoll == nil)
+        var healthy = Self.socket(1)
+        #expect(Self.poll(&evaluator, at: 1, [healthy]).nextPoll == .seconds(20))
+        // The same counters again: nothing moved.
+        #expect(Self.poll(&evaluator, at: 21, [healthy]).nextPoll == .seconds(40))
+        #expect(Self.poll(&evaluator, at: 61, [healthy]).nextPoll == .seconds(80))
+        #expect(Self.poll(&evaluator, at: 141, [healthy]).nextPoll == .seconds(160))
+        #expect(Self.poll(&evaluator, at: 301, [healthy]).nextPoll == .seconds(160))
+        healthy.counters?.segmentsIn += 1
+        #expect(Self.poll(&evaluator, at: 461, [healthy]).nextPoll == .seconds(20))
+        // A socket closed since the last poll is traffic too, once.
+        #expect(evaluator.closed(Self.socket(1, state: .closed), at: .seconds(470)) == .traffic)
+        #expect(Self.poll(&evaluator, at: 481, []).nextPoll == .seconds(20))
+        #expect(Self.poll(&evaluator, at: 501, []).nextPoll == nil)
     }
 
     @Test func dnsTimeoutsCountAtTheThreshold() {
-        var evaluator = StallEvaluator()
-        var report = evaluator.poll(at: .zero, samples: [], addresses: Self.addresses, dnsTimeouts: [Self.wifi: 4])
-        #expect(report.link(Self.wifi).verdict == .noEvidence, "baseline")
-        report = evaluator.poll(at: .seconds(20), samples: [], addresses: Self.addresses, dnsTimeouts: [Self.wifi: 4])
-        #expect(report.link(Self.wifi).verdict == .flowing)
-        report = evaluator.poll(at: .seconds(40), samples: [], addresses: Self.addresses, dnsTimeouts: [Self.wifi: 5])
-        #expect(report.link(Self.wifi).verdict == .stalled)
-        #expect(report.link(Self.wifi).causes == .dnsTimeouts)
-        #expect(report.link(Self.wifi).evidence.dnsTimeouts == 5)
+        var evaluator = Self.evaluator()
+        #expect(Self.poll(&evaluator, at: 0, [], dns: [Self.wired: 4]).link(Self.wired).verdict == .flowing)
+        let report = Self.poll(&evaluator, at: 1, [], dns: [Self.wired: 5])
+        #expect(report.link(Self.wired).isStalled && report.link(Self.wired).causes == .dnsTimeouts)
         var off = StallSettings()
         off.dnsTimeouts = 0
-        evaluator = StallEvaluator(settings: off)
-        report = evaluator.poll(at: .zero, samples: [], addresses: Self.addresses, dnsTimeouts: [Self.wifi: 50])
-        #expect(!report.link(Self.wifi).isStalled)
+        var never = Self.evaluator(off)
+        #expect(!Self.poll(&never, at: 0, [], dns: [Self.wired: 50]).link(Self.wired).isStalled)
     }
 
     @Test func socketsWithoutCountersAreNotJudged() {
-        let request = TCPSocketSample(cookie: 9, state: .synReceived, source: IPAddress("192.0.2.2")!, destination: Self.peer, counters: nil)
-        let reports = Self.run([[request], [request]])
-        #expect(reports[1].links.isEmpty)
+        var evaluator = Self.evaluator()
+        var sample = Self.socket(1, waiting: .seconds(12))
+        sample.counters = nil
+        let report = Self.poll(&evaluator, at: 10, [sample])
+        #expect(report.links.isEmpty && report.socketsIgnored == 1)
     }
 
-    @Test func resetStartsAfreshWithABaseline() {
-        var evaluator = StallEvaluator()
-        _ = evaluator.poll(at: .zero, samples: [Self.socket(1, out: 0, in: 0, retransmitted: 0)], addresses: Self.addresses)
+    @Test func implausibleTimesAreUnknown_neverAReceipt() {
+        // A SYN_SENT socket's ACK time was never set: the kernel reports jiffies since boot.
+        let moment = SocketMoment(Self.socket(1, waiting: .seconds(3), received: nil, state: .synSent), at: .seconds(100))
+        #expect(moment.receipt == nil && moment.waitingSince != nil)
+        // A closed socket that received without an ACK time was reset: a receive, now.
+        var reset = Self.socket(2, received: nil, state: .closed)
+        reset.counters?.segmentsIn = 1
+        #expect(SocketMoment(reset, at: .seconds(100)).receipt == .seconds(100))
+    }
+
+    @Test func resetForgetsEverything() {
+        var evaluator = Self.evaluator()
+        _ = Self.poll(&evaluator, at: 100, [Self.socket(1, waiting: .seconds(12), received: .seconds(13))])
         evaluator.reset()
-        let report = evaluator.poll(at: .seconds(20), samples: [Self.socket(1, out: 30, in: 0, retransmitted: 30)], addresses: Self.addresses)
-        #expect(report.link(Self.wired).verdict == .noEvidence)
+        let report = Self.poll(&evaluator, at: 101, [])
+        #expect(report.links.isEmpty && report.nextPoll == nil)
     }
 }

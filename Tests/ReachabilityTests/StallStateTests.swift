@@ -41,8 +41,8 @@ struct StallStateTests {
     static func verdict(_ index: Int32, _ verdict: StallVerdict, sockets: Int = 4) -> LinkStall {
         var evidence = StallEvidence()
         evidence.socketsJudged = sockets
-        evidence.segmentsSentSinceReceive = verdict == .stalled ? 40 : 0
-        evidence.retransmittedSinceReceive = verdict == .stalled ? 38 : 0
+        evidence.socketsFailing = verdict == .stalled ? 3 : 0
+        evidence.waiting = .seconds(verdict == .stalled ? 38 : 0)
         evidence.sinceReceive = .seconds(verdict == .stalled ? 38 : 0)
         return LinkStall(interfaceIndex: index, verdict: verdict, causes: verdict == .stalled ? .tcpRetransmissions : [], evidence: evidence)
     }
@@ -61,7 +61,7 @@ struct StallStateTests {
         #expect(change.changedInterfaces.map(\.name) == ["eth0"])
         #expect(change.changedInterfaces.first?.flags.contains(.stalled) == true)
         #expect(state.routingEpoch == epoch, "a verdict moves no route")
-        #expect(state.snapshot.stallEvidence?.retransmittedPercent == 95)
+        #expect(state.snapshot.stallEvidence?.socketsFailing == 3)
 
         // The next poll with new figures but the same verdict: no change at all.
         var later = Self.verdict(2, .stalled, sockets: 9)
@@ -177,24 +177,21 @@ struct StallStateTests {
         var host = HostStatus(flags: [.reachable, .isWired, .stalled], state: .online, primaryInterface: "up0", stalled: true)
         var evidence = StallEvidence()
         evidence.socketsJudged = 14
-        evidence.segmentsSentSinceReceive = 100
-        evidence.retransmittedSinceReceive = 96
+        evidence.socketsFailing = 9
+        evidence.owners = 1
+        evidence.waiting = .milliseconds(12_400)
         evidence.sinceReceive = .milliseconds(38_400)
         let interfaces = [InterfaceStatus(index: 2, name: "up0", kind: .wired, flags: [.reachable, .isWired, .stalled], addresses: [])]
         #expect(renderSummary(host, interfaces: interfaces, stall: evidence)
-            == "online via up0 (wired), but traffic is stalled: 14 sockets, 96% retransmitted, nothing received for 38 s")
+            == "online via up0 (wired), but traffic is stalled: 9 sockets waiting for 12 s, nothing received")
         #expect(renderSummary(host, interfaces: interfaces) == "online via up0 (wired), but traffic is stalled")
-        #expect(renderStallEvidence(stalled: true, evidence).hasPrefix("Traffic: stalled; 14 sockets judged, 100 segments sent"))
-        #expect(evidence.json["retransmittedPercent"] == .int(96))
-        // Flagged on the last poll's share (all 40 retransmitted) while the share since the last
-        // receive is under the threshold: the line shows the share that crossed it.
-        evidence.retransmittedSinceReceive = 60
-        evidence.sentThisPoll = 40
-        evidence.retransmittedThisPoll = 40
-        #expect(renderSummary(host, interfaces: interfaces, stall: evidence)
-            == "online via up0 (wired), but traffic is stalled: 14 sockets, 100% retransmitted, nothing received for 38 s")
-        #expect(renderStallEvidence(stalled: true, evidence).contains(", 60% of them retransmitted, 100% of the 40 sent in the last poll, "))
-        #expect(evidence.json["lastPollRetransmittedPercent"] == .int(100) && evidence.json["lastPollSegmentsSent"] == .uint(40))
+        #expect(renderStallEvidence(stalled: true, evidence)
+            == "Traffic: stalled; 14 sockets judged, 9 waiting in retransmission (1 owner) for 12 s, last receive 38 s ago, 0 DNS timeouts in a row")
+        #expect(evidence.json["socketsFailing"] == .int(9) && evidence.json["secondsSinceReceive"] == .int(38))
+        // Sockets that never received anything: said so, not "0 s".
+        evidence.sinceReceive = nil
+        #expect(renderStallEvidence(stalled: true, evidence).contains(", nothing ever received, "))
+        #expect(evidence.json["secondsSinceReceive"] == .null)
         host.stalled = false
         host.flags.remove(.stalled)
         #expect(renderSummary(host, interfaces: interfaces, stall: evidence) == "online via up0 (wired)")

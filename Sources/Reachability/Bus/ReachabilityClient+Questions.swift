@@ -14,26 +14,22 @@ extension ReachabilityClient {
     private static func readStallEntry(_ key: String, _ message: BusMessage, into evidence: inout StallEvidence?) throws(BusError) -> Bool {
         typealias Key = ReachdContract.StallEntry
         switch key {
-        case Key.sockets, Key.dnsTimeouts:
+        case Key.sockets, Key.socketsFailing, Key.owners, Key.dnsTimeouts:
             guard let value = try variant(message, "u", { m throws(BusError) in try m.readUInt32() }) else { return true }
             var figures = evidence ?? StallEvidence()
-            if key == Key.sockets { figures.socketsJudged = Int(value) } else { figures.dnsTimeouts = Int(value) }
-            evidence = figures
-        case Key.segmentsSent, Key.segmentsRetransmitted, Key.segmentsSentLastPoll, Key.segmentsRetransmittedLastPoll,
-            Key.secondsSinceReceive:
-            guard let value = try variant(message, "t", { m throws(BusError) in try m.readUInt64() }) else { return true }
-            var figures = evidence ?? StallEvidence()
             switch key {
-            case Key.segmentsSent: figures.segmentsSentSinceReceive = value
-            case Key.segmentsRetransmitted: figures.retransmittedSinceReceive = value
-            case Key.segmentsSentLastPoll: figures.sentThisPoll = value
-            case Key.segmentsRetransmittedLastPoll: figures.retransmittedThisPoll = value
-            default: figures.sinceReceive = .seconds(value)
+            case Key.sockets: figures.socketsJudged = Int(value)
+            case Key.socketsFailing: figures.socketsFailing = Int(value)
+            case Key.owners: figures.owners = Int(value)
+            default: figures.dnsTimeouts = Int(value)
             }
             evidence = figures
-        case Key.retransmittedPercent:
-            // For people reading busctl: the client has the segments it stems from.
-            try message.skip("v")
+        case Key.secondsWaiting, Key.secondsSinceReceive:
+            guard let value = try variant(message, "t", { m throws(BusError) in try m.readUInt64() }) else { return true }
+            var figures = evidence ?? StallEvidence()
+            let seconds = Duration.seconds(Int64(clamping: value))
+            if key == Key.secondsWaiting { figures.waiting = seconds } else { figures.sinceReceive = seconds }
+            evidence = figures
         default:
             return false
         }

@@ -34,18 +34,15 @@ public enum ReachdContract {
     /// GetStatus's entries with the figures behind `Stalled`, for the host's path at the last
     /// poll; absent when that path had nothing to judge (or detection is off).
     public enum StallEntry {
-        /// u: TCP sockets judged.
+        /// u: TCP sockets judged (connections the host started beyond the link's subnets).
         public static let sockets = "StallSockets"
-        /// t: segments sent since the path last received one.
-        public static let segmentsSent = "StallSegmentsSent"
-        /// t: how many of those were retransmissions.
-        public static let segmentsRetransmitted = "StallSegmentsRetransmitted"
-        /// u: the retransmitted share of those, in percent.
-        public static let retransmittedPercent = "StallRetransmittedPercent"
-        /// t: segments sent since the previous poll, and how many of them were retransmissions.
-        public static let segmentsSentLastPoll = "StallSegmentsSentLastPoll"
-        public static let segmentsRetransmittedLastPoll = "StallSegmentsRetransmittedLastPoll"
-        /// t: seconds since a poll last saw a segment arrive.
+        /// u: sockets in retransmission back-off with nothing received since they began waiting.
+        public static let socketsFailing = "StallSocketsFailing"
+        /// u: the owners of those (the host's own users count as one).
+        public static let owners = "StallOwners"
+        /// t: seconds the oldest of them has waited with nothing received.
+        public static let secondsWaiting = "StallSecondsWaiting"
+        /// t: seconds since a judged socket last received a segment; absent when none ever did.
         public static let secondsSinceReceive = "StallSecondsSinceReceive"
         /// u: reachd's own DNS lookups that timed out in a row.
         public static let dnsTimeouts = "StallDNSTimeouts"

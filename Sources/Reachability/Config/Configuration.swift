@@ -131,10 +131,11 @@ extension Configuration {
     public static let priorityRange: ClosedRange<Int> = 0 ... 100_000
     /// Below 100 ms nothing could come up; 24 hours is reachctl's own bound on any duration.
     public static let waitOnlineTimeoutRange: ClosedRange<Duration> = .milliseconds(100) ... DurationText.maximum
-    /// Fewer than 2 segments would call a single lost segment a stall; 100,000 is far past any poll.
-    public static let stallMinSegmentsRange: ClosedRange<Int> = 2 ... 100_000
-    /// A share of retransmitted segments: 0 would call any traffic without an answer a stall.
-    public static let stallRetransmitPercentRange: ClosedRange<Int> = 1 ... 100
+    /// Below 2 s one retransmission timeout of a healthy path would be a stall; past 10 minutes a
+    /// stall is old news.
+    public static let stallAfterRange: ClosedRange<Duration> = .seconds(2) ... .seconds(600)
+    /// 1 lets one socket (one dead peer) flag a link; more than 1,000 is never reached.
+    public static let stallMinSocketsRange: ClosedRange<Int> = 1 ... 1000
     /// 0 turns DNS evidence off.
     public static let stallDNSTimeoutsRange: ClosedRange<Int> = 0 ... 1000
     /// Below 1 s a poll would judge a single retransmission timeout; above 1 h a stall is old news.

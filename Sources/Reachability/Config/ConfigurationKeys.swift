@@ -10,7 +10,7 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
     case compatibility = "Compatibility"
     /// The opt-in Prometheus textfile.
     case metrics = "Metrics"
-    /// Passive stall detection: the switch and Android's thresholds.
+    /// Passive stall detection: the switch, the rule's thresholds and the poll interval.
     case stall = "Stall"
     /// Repeats: each one is a rule.
     case interface = "Interface"
@@ -27,7 +27,7 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
         case .waitOnline: [.waitTimeout, .waitTarget, .waitKind]
         case .compatibility: [.networkManager]
         case .metrics: [.textfileDirectory, .textfileInterval]
-        case .stall: [.stallDetect, .stallMinSegments, .stallRetransmitPercent, .stallDNSTimeouts, .stallInterval]
+        case .stall: [.stallDetect, .stallAfter, .stallMinSockets, .stallDNSTimeouts, .stallInterval]
         case .interface: [.name, .kind, .ignore, .metered, .constrained, .probe, .rulePriority]
         }
     }
@@ -39,6 +39,9 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
     func setting(named key: String) -> ConfigurationSetting? {
         if self == .priorities {
             return InterfaceKind(rawValue: key.lowercased()).map { .priority($0) }
+        }
+        if self == .stall, let obsolete = [ConfigurationSetting.stallMinSegments, .stallRetransmitPercent].first(where: { $0.name == key }) {
+            return obsolete  // read only to say it is ignored
         }
         return settings.first { $0.name == key }
     }
@@ -54,7 +57,10 @@ enum ConfigurationSetting: Hashable, Sendable {
     case waitTimeout, waitTarget, waitKind
     case networkManager
     case textfileDirectory, textfileInterval
-    case stallDetect, stallMinSegments, stallRetransmitPercent, stallDNSTimeouts, stallInterval
+    case stallDetect, stallAfter, stallMinSockets, stallDNSTimeouts, stallInterval
+    /// The thresholds of the delta rule stall detection used before it judged each socket's own
+    /// state: still accepted, so an older reachd.conf keeps loading, and ignored with a warning.
+    case stallMinSegments, stallRetransmitPercent
 
     /// `[Priorities]` in the order of the defaults, most preferred first.
     static let priorityOrder: [InterfaceKind] = [.vpn, .wired, .wifi, .cellular, .bridge, .virtual, .other, .loopback]
@@ -90,6 +96,8 @@ enum ConfigurationSetting: Hashable, Sendable {
         case .textfileDirectory: "TextfileDirectory"
         case .textfileInterval: "TextfileInterval"
         case .stallDetect: "Detect"
+        case .stallAfter: "After"
+        case .stallMinSockets: "MinSockets"
         case .stallMinSegments: "MinSegments"
         case .stallRetransmitPercent: "RetransmitPercent"
         case .stallDNSTimeouts: "DNSTimeouts"
@@ -100,10 +108,11 @@ enum ConfigurationSetting: Hashable, Sendable {
     /// What a value looks like, for the message about an empty one.
     var expected: String {
         switch self {
-        case .defaultTimeout, .negativeCacheTime, .probeInterval, .probeTimeout, .waitTimeout, .textfileInterval, .stallInterval:
+        case .defaultTimeout, .negativeCacheTime, .probeInterval, .probeTimeout, .waitTimeout, .textfileInterval, .stallInterval,
+            .stallAfter:
             "a duration such as 5s or 500ms"
         case .maxConcurrentLookups, .lookupsPerUserPerSecond, .lookupBurstPerUser, .maxWatchesPerClient, .maxWatches, .priority,
-            .rulePriority, .stallMinSegments, .stallDNSTimeouts:
+            .rulePriority, .stallMinSegments, .stallDNSTimeouts, .stallMinSockets:
             "a whole number"
         case .stallRetransmitPercent: "a percentage from 1 to 100"
         case .probeURL: "an http:// URL, such as http://nmcheck.gnome.org/check_network_status.txt"

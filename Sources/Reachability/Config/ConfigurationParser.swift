@@ -212,6 +212,11 @@ struct ConfigurationParser {
             pendingRule?.failed = true
             return
         }
+        if setting == .stallMinSegments || setting == .stallRetransmitPercent {
+            configuration.warnings.append(ConfigurationError(
+                file: file, line: line, section: section.name, key: key,
+                message: "no longer used and ignored: stall detection judges each socket's own state; see After= and MinSockets= in reachd.conf(5)"))
+        }
         do throws(ValueProblem) {
             try apply(setting, value)
         } catch {
@@ -285,11 +290,12 @@ struct ConfigurationParser {
             configuration.metrics.textfileInterval = try ValueProblem.duration(value, in: MetricsSettings.textfileIntervalRange)
         case .stallDetect:
             configuration.stallDetection = try ValueProblem.boolean(value)
-        case .stallMinSegments:
-            configuration.stall.minimumSegmentsSent = try ValueProblem.integer(value, in: Configuration.stallMinSegmentsRange)
-        case .stallRetransmitPercent:
-            configuration.stall.retransmittedPercent = try ValueProblem.integer(
-                value.hasSuffix("%") ? String(value.dropLast()) : value, in: Configuration.stallRetransmitPercentRange)
+        case .stallAfter:
+            configuration.stall.window = try ValueProblem.duration(value, in: Configuration.stallAfterRange)
+        case .stallMinSockets:
+            configuration.stall.minimumSockets = try ValueProblem.integer(value, in: Configuration.stallMinSocketsRange)
+        case .stallMinSegments, .stallRetransmitPercent:
+            break  // obsolete: `assign` warns
         case .stallDNSTimeouts:
             configuration.stall.dnsTimeouts = try ValueProblem.integer(value, in: Configuration.stallDNSTimeoutsRange)
         case .stallInterval:

@@ -57,8 +57,9 @@ extension Configuration {
         case .textfileDirectory: metrics.textfileDirectory
         case .textfileInterval: DurationText.format(metrics.textfileInterval)
         case .stallDetect: Self.text(stallDetection)
-        case .stallMinSegments: "\(stall.minimumSegmentsSent)"
-        case .stallRetransmitPercent: "\(stall.retransmittedPercent)"
+        case .stallAfter: DurationText.format(stall.window)
+        case .stallMinSockets: "\(stall.minimumSockets)"
+        case .stallMinSegments, .stallRetransmitPercent: nil
         case .stallDNSTimeouts: "\(stall.dnsTimeouts)"
         case .stallInterval: DurationText.format(stall.pollInterval)
         case .name, .kind, .ignore, .metered, .constrained, .probe, .rulePriority: nil  // written per rule

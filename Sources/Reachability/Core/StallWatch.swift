@@ -1,15 +1,23 @@
-/// Passive stall detection on the core's loop: every `nextPoll` while the host is online, one
-/// sock_diag dump of its TCP sockets, read as the kernel answers (never waited for), judged by
-/// the pure `StallEvaluator`; the verdicts go back to the core as an input like any other, so a
-/// flip reaches subscribers through the one diff. While offline nothing is polled and no verdict
-/// is kept; with no traffic the evaluator backs off (20 s doubling to 160 s by default), so an
-/// idle host wakes for this at most 180 times an hour, and much less once backed off.
+/// Passive stall detection on the core's loop: sock_diag dumps of the host's TCP sockets, read as
+/// the kernel answers (never waited for), and the last counters of each socket as it closes,
+/// judged by the pure `StallEvaluator`; the verdicts go back to the core as an input like any
+/// other, so a flip reaches subscribers through the one diff.
+///
+/// Cadence follows suspicion: every `suspectInterval` (2 s) while a stall is suspected or
+/// flagged; every `pollInterval` (20 s) while traffic moves, backing off to 160 s while sockets
+/// sit idle; and no timer at all while the host has no TCP traffic to judge. Then a closing
+/// socket or the neighbour table's activity (a host that starts talking resolves its gateway)
+/// brings the next poll a second later. While offline nothing is polled and no verdict is kept.
 /// Loop-thread only.
 final class StallWatch {
     private var dumper: TCPSocketDumper
+    private var closures: TCPClosures?
+    private var neighbours: NeighbourActivity?
     private var evaluator: StallEvaluator
-    private var watch: (any LoopSource)?
+    private var sources: [any LoopSource] = []
     private var timer: (any LoopSource)?
+    /// When the timer is armed for, nil while disarmed.
+    private var planned: ContinuousClock.Instant?
     private let warn: (String) -> Void
     /// What a poll is judged against, read from the core when the dump completes.
     private let context: () -> (addresses: [Address], dnsTimeouts: [Int32: Int])
@@ -38,7 +46,23 @@ final class StallWatch {
         self.warn = warn
         self.context = context
         self.verdicts = verdicts
-        watch = try loop.addWatch(fd: dumper.fileDescriptor, events: .readable) { [unowned self] _ in self.readable() }
+        sources.append(try loop.addWatch(fd: dumper.fileDescriptor, events: .readable) { [unowned self] _ in self.dumpReadable() })
+        // The triggers are worth having, not worth failing for: without them polls still come
+        // while there is traffic, and a new application's traffic is judged at the next event.
+        do {
+            let closures = try TCPClosures(namespacePath: namespacePath)
+            sources.append(try loop.addWatch(fd: closures.fileDescriptor, events: .readable) { [unowned self] _ in self.closed() })
+            self.closures = consume closures
+        } catch {
+            warn("stall detection: cannot follow closing TCP sockets (\(error)); polls alone judge the traffic")
+        }
+        do {
+            let neighbours = try NeighbourActivity(namespacePath: namespacePath)
+            sources.append(try loop.addWatch(fd: neighbours.fileDescriptor, events: .readable) { [unowned self] _ in self.neighbourActivity() })
+            self.neighbours = consume neighbours
+        } catch {
+            warn("stall detection: cannot follow the neighbour table (\(error)); new traffic is judged at the next closing socket")
+        }
         timer = try loop.addTimer(urgent: false) { [unowned self] in self.due() }
     }
 
@@ -47,41 +71,56 @@ final class StallWatch {
         set {
             guard newValue != evaluator.settings else { return }
             evaluator = StallEvaluator(settings: newValue)
-            if active { timer?.schedule(at: .now) }
+            if active { plan(at: .now) }
         }
     }
 
-    /// After every input: polling starts (with a baseline poll `baselineDelay` later) when the
+    /// After every input: polling starts (with a first poll `baselineDelay` later) when the
     /// host comes online and stops when it goes offline or local.
     func follow(online: Bool) {
         guard online != active else { return }
         active = online
         evaluator.reset()
         lastReport = nil
+        neighbours?.listen(false)
+        planned = nil
         // Also when going offline: the timer's next shot forgets the verdicts, outside the
         // settle that is running now (an input handed in from inside it would nest).
-        if online { timer?.schedule(at: .now + Self.baselineDelay) }
+        if online { plan(at: .now + Self.baselineDelay) }
         else if holdsVerdicts { timer?.schedule(at: .now) } else { timer?.disable() }
     }
 
     /// A dump costs the loop about a millisecond however few sockets there are (the kernel walks
     /// its whole TCP hash table), and coming online is a burst: addresses, routes, often the link
-    /// going again. The baseline waits for the burst to pass, so it delays none of it, and a link
-    /// flapping faster than this is never polled; the first verdict needs two polls anyway.
+    /// going again. The first poll waits for the burst to pass, so it delays none of it, and a
+    /// link flapping faster than this is never polled.
     static let baselineDelay: Duration = .seconds(1)
+
+    /// How soon after a trigger (a socket closing, the neighbour table moving) a poll comes: the
+    /// traffic that began has had a moment to show, and a burst of closes is one poll.
+    static let triggerDelay: Duration = .seconds(1)
 
     /// Stops for good (detection was turned off): verdicts forgotten, at once. (A watch that is
     /// merely released ends its loop sources with it.)
     func cancel() {
-        watch?.cancel()
+        for source in sources { source.cancel() }
+        sources = []
         timer?.cancel()
-        watch = nil
         timer = nil
         active = false
         if holdsVerdicts { verdicts([]) }
     }
 
+    /// Arms the timer for `instant` unless it is armed for sooner.
+    private func plan(at instant: ContinuousClock.Instant) {
+        if let planned, planned <= instant { return }
+        planned = instant
+        timer?.schedule(at: instant)
+        neighbours?.listen(false)
+    }
+
     private func due() {
+        planned = nil
         guard active else {
             if holdsVerdicts {
                 holdsVerdicts = false
@@ -97,7 +136,7 @@ final class StallWatch {
         }
     }
 
-    private func readable() {
+    private func dumpReadable() {
         let samples: [TCPSocketSample]
         do {
             guard let complete = try dumper.readable() else { return }
@@ -115,16 +154,42 @@ final class StallWatch {
         let (addresses, dnsTimeouts) = context()
         let report = evaluator.poll(at: now - origin, samples: samples, addresses: addresses, dnsTimeouts: dnsTimeouts)
         lastReport = report
-        timer?.schedule(at: now + report.nextPoll)
+        if let next = report.nextPoll {
+            plan(at: now + next)
+        } else if planned == nil {
+            // Nothing to judge: no timer until traffic shows.
+            timer?.disable()
+            neighbours?.listen(true)
+        }
         holdsVerdicts = holdsVerdicts || !report.links.isEmpty
         verdicts(report.links)
         polled?(report)
+    }
+
+    /// Sockets closed: their last counters are evidence, and a sign of traffic.
+    private func closed() {
+        guard let samples = closures?.readable(), active, !samples.isEmpty else { return }
+        let now = ContinuousClock.now
+        var soon = false
+        for sample in samples {
+            switch evaluator.closed(sample, at: now - origin) {
+            case .ignored: break
+            case .failing: soon = true
+            case .traffic: soon = soon || planned == nil
+            }
+        }
+        if soon { plan(at: now + Self.triggerDelay) }
+    }
+
+    private func neighbourActivity() {
+        guard neighbours?.drain() == true, active, planned == nil else { return }
+        plan(at: .now + Self.triggerDelay)
     }
 
     /// A lost poll: said once, tried again after the usual interval; the verdicts stand.
     private func failed(_ error: SocketDiagError) {
         if !failing { warn("stall detection: cannot dump the TCP sockets: \(error); trying again every \(evaluator.settings.pollInterval)") }
         failing = true
-        if active { timer?.schedule(at: .now + evaluator.settings.pollInterval) }
+        if active { plan(at: .now + evaluator.settings.pollInterval) }
     }
 }

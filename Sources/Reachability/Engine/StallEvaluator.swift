@@ -1,46 +1,75 @@
-/// Passive stall detection, pure: the host's TCP sockets (a sock_diag dump) and the resolver's
-/// DNS timeouts in, a verdict per link out. No I/O and no clock: the caller gives the poll's time.
+/// Passive stall detection, pure: the host's TCP sockets (a sock_diag dump, and the last counters
+/// of sockets as they close) and the resolver's DNS timeouts in, a verdict per link out. No I/O
+/// and no clock: the caller gives each input's time.
 ///
-/// Android NetworkStack's rule (TcpSocketTracker), per link: at each poll, take every socket's
-/// counters since the previous poll (by cookie; a socket new since then counts from zero); if
-/// nothing was received, add what was sent and retransmitted to the link's totals since its last
-/// receive, else clear them. The link is stalled when, at this poll, nothing was received, at
-/// least `minimumSegmentsSent` segments were sent since the last receive, and at least
-/// `retransmittedPercent` of the segments sent in this poll were retransmissions (Android's test),
-/// or of those sent since the last receive; or when its DNS servers timed out `dnsTimeouts` times
-/// in a row. Any segment received clears the suspicion at the next poll; a link with nothing to
-/// judge is never stalled.
+/// The rule judges what is true at the instant of a poll, not counters between two polls. Per
+/// link and per owner (the host's own users are one owner, each other uid one):
+/// - a socket *fails* while it waits for an acknowledgement through at least one retransmission
+///   timeout in a row (`tcpi_retransmits`, with data or a FIN unacknowledged, or a SYN never
+///   answered); a socket that closed so (its last counters arrive with the kernel's destroy
+///   event) still counts for `window`;
+/// - any segment received by a socket of that owner on the link (`tcpi_last_ack_recv`,
+///   `tcpi_last_data_recv`, or a closing socket's) ends the owner's suspicion;
+/// - the owner's traffic is stalled when at least `minimumSockets` sockets failed since its last
+///   receive and the oldest has waited `window` (8 s) with nothing received.
+/// The link is stalled for everyone when the host's own traffic is, or that of at least two users,
+/// and the host's own traffic received nothing within `window`. Or when DNS timed out
+/// `dnsTimeouts` times in a row on the link's servers.
 ///
-/// Where this differs from Android: a stalled link stays stalled until a segment arrives (or its
-/// sockets are gone). In exponential back-off a dead connection sends nothing for many seconds;
-/// Android's share of the last poll is then 0% and its suspicion flaps off and on. The share since
-/// the last receive also counts, so a slow trickle of retransmissions that never reaches 80% in
-/// one poll still adds up. And the verdict is per link, sockets attributed by their source address
-/// or bound interface, where Android judges one network by its socket mark (which needs
-/// CAP_NET_ADMIN to read).
+/// Why it cannot be steered by one unprivileged user: its sockets are one owner, which alone
+/// neither flags a link nor clears what another owner's sockets show; sockets toward the link's
+/// own subnet (the gateway) and connections a peer opened to a local service are not judged. A
+/// closing socket carries no owner: its failure only hastens the next poll, and what it received
+/// counts as the host's (a short connection that got its answer is the commonest sign of a
+/// working path, and the closing moment is the only time it is seen).
+///
+/// Where this differs from Android's rule (TcpSocketTracker: per poll, 10 segments sent since the
+/// last receive, 80% of them retransmitted): counters between polls mix the moments before and
+/// after a path died, exponential back-off sends too few segments to reach a count for minutes,
+/// and sockets born and closed between two polls are never seen. The kernel's own state of each
+/// socket says at once how long it has been waiting.
 public struct StallEvaluator: Sendable {
     public var settings: StallSettings
 
-    /// Each socket's counters at the previous poll, by cookie.
-    private var previous: [UInt64: TCPCounters] = [:]
-    private var tracks: [Int32: Track] = [:]
-    private var polled = false
+    /// What the last poll learnt of each judged socket, by cookie: who its evidence speaks for,
+    /// when its last counters are handed over as it closes.
+    private var known: [UInt64: KnownSocket] = [:]
+    private var memory: [Int32: LinkMemory] = [:]
+    /// Listeners and subnets of the last poll, to judge closing sockets between polls.
+    private var attribution = StallAttribution(addresses: [])
+    /// Judged sockets closed since the last poll: there is traffic, even if none is left.
+    private var closedSincePoll = 0
     private var interval: Duration
 
-    private struct Track: Sendable {
-        var sent: UInt64 = 0
-        var retransmitted: UInt64 = 0
-        var lastReceive: Duration?
-        var firstJudged: Duration
-        /// Stalled by the TCP rule at the previous poll: only a receive clears it.
-        var stalled = false
+    private struct KnownSocket: Sendable {
+        var link: Int32
+        var owner: TrafficOwner
+        var segmentsIn: UInt32
+        var segmentsOut: UInt32
+        /// The first poll that saw it: a connection still unanswered has waited at least since.
+        var firstSeen: Duration
     }
 
-    private struct Poll {
-        var sockets = 0
-        var sent: UInt64 = 0
-        var received: UInt64 = 0
-        var retransmitted: UInt64 = 0
+    /// A socket that failed: while it waits (`end` is the poll's time) or as it closed.
+    private struct Failure: Sendable {
+        var owner: TrafficOwner
+        var since: Duration
+        var end: Duration
+    }
+
+    private struct LinkMemory: Sendable {
+        /// When each owner's judged sockets last received a segment.
+        var receipts: [TrafficOwner: Duration] = [:]
+        /// Sockets that closed failing, kept for `window`.
+        var closed: [Failure] = []
+        var stalled = false
+
+        func receipt(_ owner: TrafficOwner) -> Duration? { receipts[owner] }
+
+        mutating func received(_ owner: TrafficOwner, at time: Duration) {
+            if let known = receipts[owner], known >= time { return }
+            receipts[owner] = time
+        }
     }
 
     public init(settings: StallSettings = StallSettings()) {
@@ -48,138 +77,169 @@ public struct StallEvaluator: Sendable {
         interval = settings.pollInterval
     }
 
+    /// What a closing socket asks of the poll cadence.
+    public enum Closure: Sendable {
+        /// Not the host's path (loopback, the link's subnet, a local service's peer).
+        case ignored
+        /// The host's traffic exists: worth a poll soon if none is planned.
+        case traffic
+        /// It closed failing: worth a poll soon to see whether others fail too.
+        case failing
+    }
+
+    /// Takes a socket's last counters as it closes (sock_diag's destroy event).
+    public mutating func closed(_ sample: TCPSocketSample, at now: Duration) -> Closure {
+        let previous = known.removeValue(forKey: sample.cookie)
+        guard let link = previous?.link ?? attribution.link(of: sample) else { return .ignored }
+        closedSincePoll += 1
+        let moment = SocketMoment(sample, at: now)
+        // A closing socket carries no owner: its receipts count as the host's (see the type's doc).
+        if let receipt = moment.receipt { memory[link, default: LinkMemory()].received(previous?.owner ?? .host, at: receipt) }
+        guard var since = moment.waitingSince else { return .traffic }
+        if let previous, sample.counters?.segmentsIn == 0 { since = min(since, previous.firstSeen) }
+        // Unattributed failures are not evidence: anyone may close a socket that failed.
+        if let owner = previous?.owner {
+            memory[link, default: LinkMemory()].closed.append(Failure(owner: owner, since: since, end: now))
+        }
+        return .failing
+    }
+
     /// Judges one poll.
     /// - Parameters:
-    ///   - now: the poll's time on a monotonic clock (any origin, the same for every poll).
+    ///   - now: the poll's time on a monotonic clock (the same clock for every input).
     ///   - samples: every TCP socket of the host the dump returned.
     ///   - addresses: the host's addresses; a socket belongs to the link holding its source address
-    ///     (its bound interface first, when it has one). Sockets toward the host itself are ignored.
+    ///     (its bound interface first, when it has one).
     ///   - dnsTimeouts: consecutive DNS timeouts per link (interface index), as the resolver counts them.
     public mutating func poll(
         at now: Duration, samples: [TCPSocketSample], addresses: [Address], dnsTimeouts: [Int32: Int] = [:]
     ) -> StallReport {
-        var owner: [IPAddress: Int32] = [:]
-        owner.reserveCapacity(addresses.count)
-        for address in addresses { owner[address.address] = address.interfaceIndex }
+        var attribution = StallAttribution(addresses: addresses)
+        for sample in samples where sample.state == .listen { attribution.listen(sample) }
+        self.attribution = attribution
 
-        let baseline = !polled
-        polled = true
-        var current: [UInt64: TCPCounters] = [:]
-        current.reserveCapacity(samples.count)
-        // Per link, in order of first appearance: a host has a handful of links, so a short array
-        // searched from the link of the previous socket beats a dictionary (two hashes a socket).
-        var polls: [(link: Int32, poll: Poll)] = []
-        var slot = 0
+        var current: [UInt64: KnownSocket] = [:]
+        current.reserveCapacity(known.count)
+        var judged: [Int32: Int] = [:]
+        var failures: [Int32: [Failure]] = [:]
         var ignored = 0
-        var moved = false
-        for sample in samples {
-            guard let counters = sample.counters else { continue }
-            current[sample.cookie] = counters
-            let destination = sample.destination.unmappedV4 ?? sample.destination
-            if Self.isLoopback(destination) || owner[destination] != nil {
+        var moved = closedSincePoll > 0
+        for sample in samples where sample.state != .listen {
+            guard let counters = sample.counters, let link = attribution.link(of: sample) else {
                 ignored += 1
                 continue
             }
-            let source = sample.source.unmappedV4 ?? sample.source
-            guard let link = sample.boundInterface != 0 ? sample.boundInterface : owner[source] else {
-                ignored += 1
-                continue
-            }
-            if slot >= polls.count || polls[slot].link != link {
-                if let found = polls.firstIndex(where: { $0.link == link }) {
-                    slot = found
-                } else {
-                    polls.append((link, Poll()))
-                    slot = polls.count - 1
-                }
-            }
-            polls[slot].poll.sockets += 1
-            if !baseline {
-                let before = previous[sample.cookie] ?? TCPCounters(segmentsOut: 0, segmentsIn: 0, totalRetransmits: 0)
-                // The counters wrap at 2^32; a difference modulo 2^32 is right across one wrap.
-                let sent = UInt64(counters.segmentsOut &- before.segmentsOut)
-                let received = UInt64(counters.segmentsIn &- before.segmentsIn)
-                // A retransmission is also a segment sent: never more of them than were sent.
-                let retransmitted = min(UInt64(counters.totalRetransmits &- before.totalRetransmits), sent)
-                polls[slot].poll.sent += sent
-                polls[slot].poll.received += received
-                polls[slot].poll.retransmitted += retransmitted
-                if sent != 0 || received != 0 { moved = true }
+            let owner = TrafficOwner(uid: sample.owner ?? 0, systemUserMaximum: settings.systemUserMaximum)
+            let before = known[sample.cookie]
+            if before?.segmentsIn != counters.segmentsIn || before?.segmentsOut != counters.segmentsOut { moved = true }
+            let firstSeen = before?.firstSeen ?? now
+            current[sample.cookie] = KnownSocket(
+                link: link, owner: owner, segmentsIn: counters.segmentsIn, segmentsOut: counters.segmentsOut,
+                firstSeen: firstSeen)
+            judged[link, default: 0] += 1
+            let moment = SocketMoment(sample, at: now)
+            if let receipt = moment.receipt { memory[link, default: LinkMemory()].received(owner, at: receipt) }
+            if var since = moment.waitingSince {
+                if counters.segmentsIn == 0 { since = min(since, firstSeen) }
+                failures[link, default: []].append(Failure(owner: owner, since: since, end: now))
             }
         }
-        previous = current
+        known = current
+        closedSincePoll = 0
 
         var links: [LinkStall] = []
-        var judged = Set(polls.map(\.link))
-        for (link, count) in dnsTimeouts where count > 0 { judged.insert(link) }
-        var nextTracks: [Int32: Track] = [:]
-        for link in judged.sorted() {
-            let poll = polls.first { $0.link == link }?.poll ?? Poll()
-            var track = tracks[link] ?? Track(firstJudged: now)
-            if poll.received > 0 {
-                track.sent = 0
-                track.retransmitted = 0
-                track.lastReceive = now
-            } else {
-                track.sent += poll.sent
-                track.retransmitted += poll.retransmitted
+        var suspected = false
+        let involved = Set(judged.keys).union(memory.keys).union(dnsTimeouts.filter { $0.value > 0 }.keys)
+        for link in involved.sorted() {
+            var remembered = memory[link] ?? LinkMemory()
+            remembered.closed.removeAll { now - $0.end > settings.window }
+            var judgement = judge(remembered, failing: remembered.closed + (failures[link] ?? []), at: now)
+            remembered.stalled = judgement.stalled
+            suspected = suspected || judgement.suspected
+            judgement.evidence.socketsJudged = judged[link] ?? 0
+            judgement.evidence.dnsTimeouts = dnsTimeouts[link] ?? 0
+            // A link with nothing judged, no failure remembered and no DNS evidence is forgotten:
+            // its receipts predate anything that may fail later.
+            if judged[link] == nil, remembered.closed.isEmpty, judgement.evidence.dnsTimeouts == 0 {
+                memory[link] = nil
+                continue
             }
-
-            var evidence = StallEvidence()
-            evidence.socketsJudged = poll.sockets
-            evidence.segmentsSentSinceReceive = track.sent
-            evidence.retransmittedSinceReceive = track.retransmitted
-            evidence.sinceReceive = now - (track.lastReceive ?? track.firstJudged)
-            evidence.dnsTimeouts = dnsTimeouts[link] ?? 0
-
-            evidence.sentThisPoll = poll.sent
-            evidence.retransmittedThisPoll = poll.retransmitted
-
-            var causes: StallCauses = []
-            let percent = UInt64(min(max(settings.retransmittedPercent, 0), 100))
-            let lastPoll = poll.sent > 0 && poll.retransmitted * 100 >= percent * poll.sent
-            let sinceReceive = track.retransmitted * 100 >= percent * track.sent
-            if !baseline, poll.received == 0, track.sent >= UInt64(max(settings.minimumSegmentsSent, 1)),
-                lastPoll || sinceReceive || track.stalled
-            {
-                causes.insert(.tcpRetransmissions)
-            }
-            track.stalled = causes.contains(.tcpRetransmissions)
-            nextTracks[link] = track
-            if settings.dnsTimeouts > 0, evidence.dnsTimeouts >= settings.dnsTimeouts {
-                causes.insert(.dnsTimeouts)
-            }
-            let verdict: StallVerdict
-            if !causes.isEmpty {
-                verdict = .stalled
-            } else if !baseline, poll.received > 0 || track.sent > 0 || evidence.dnsTimeouts > 0 {
-                verdict = .flowing
-            } else {
-                verdict = .noEvidence
-            }
-            links.append(LinkStall(interfaceIndex: link, verdict: verdict, causes: causes, evidence: evidence))
+            memory[link] = remembered
+            var causes: StallCauses = judgement.stalled ? .tcpRetransmissions : []
+            if settings.dnsTimeouts > 0, judgement.evidence.dnsTimeouts >= settings.dnsTimeouts { causes.insert(.dnsTimeouts) }
+            let verdict: StallVerdict =
+                if !causes.isEmpty { .stalled } else if judged[link] != nil || judgement.evidence.dnsTimeouts > 0 { .flowing } else { .noEvidence }
+            links.append(LinkStall(interfaceIndex: link, verdict: verdict, causes: causes, evidence: judgement.evidence))
         }
-        tracks = nextTracks
 
-        let busy = moved || links.contains(where: \.isStalled) || (baseline && !polls.isEmpty)
-        let ceiling = max(settings.maximumPollInterval, settings.pollInterval)
-        interval = busy ? settings.pollInterval : (interval >= ceiling / 2 ? ceiling : interval * 2)
-        return StallReport(links: links, nextPoll: interval, socketsIgnored: ignored)
+        let nextPoll: Duration?
+        if suspected || links.contains(where: \.isStalled) {
+            interval = settings.pollInterval
+            nextPoll = min(settings.suspectInterval, settings.pollInterval)
+        } else if current.isEmpty && !moved {
+            // No TCP traffic at all: no timer; a closing socket or the caller's trigger starts again.
+            interval = settings.pollInterval
+            nextPoll = nil
+        } else {
+            let ceiling = max(settings.maximumPollInterval, settings.pollInterval)
+            interval = moved ? settings.pollInterval : min(interval * 2, ceiling)
+            nextPoll = interval
+        }
+        return StallReport(links: links, nextPoll: nextPoll, socketsIgnored: ignored)
     }
 
-    /// Forgets every socket and link: the next poll is a baseline again (after the namespace or
-    /// the host's paths were replaced wholesale).
+    private struct Judgement {
+        var stalled = false
+        /// Something fails that has not (yet) made a stall: worth polling soon.
+        var suspected = false
+        var evidence = StallEvidence()
+    }
+
+    /// The rule of the type's doc, for one link.
+    private func judge(_ memory: LinkMemory, failing: [Failure], at now: Duration) -> Judgement {
+        var judgement = Judgement()
+        var byOwner: [TrafficOwner: [Failure]] = [:]
+        for failure in failing {
+            // A failure that ended before its owner's last receipt is over.
+            if let receipt = memory.receipt(failure.owner), failure.end <= receipt { continue }
+            byOwner[failure.owner, default: []].append(failure)
+        }
+        var hostStalled = false
+        var usersStalled = 0
+        var longest = Duration.zero
+        for (owner, failures) in byOwner {
+            let oldest = failures.map(\.since).min() ?? now
+            let since = max(oldest, memory.receipt(owner) ?? oldest)
+            let waited = now - since
+            longest = max(longest, waited)
+            judgement.evidence.socketsFailing += failures.count
+            if failures.count >= max(settings.minimumSockets, 1), waited >= settings.window {
+                if owner == .host { hostStalled = true } else { usersStalled += 1 }
+            }
+            // Suspected while the owner received nothing for a while: polls come often until it
+            // is confirmed or cleared. A socket to a dead peer beside traffic that keeps
+            // receiving is not worth them.
+            if waited >= Self.suspicion { judgement.suspected = true }
+        }
+        let hostReceivedLately = memory.receipt(.host).map { now - $0 < settings.window } ?? false
+        judgement.stalled = (hostStalled || usersStalled >= 2) && !hostReceivedLately
+        judgement.evidence.owners = byOwner.count
+        judgement.evidence.waiting = longest
+        judgement.evidence.sinceReceive = memory.receipts.values.max().map { now - $0 }
+        return judgement
+    }
+
+    /// How long an owner's sockets must fail with nothing received before polls come every
+    /// `suspectInterval`: past one retransmission timeout at its 200 ms minimum, twice over.
+    static let suspicion: Duration = .seconds(1)
+
+    /// Forgets every socket and link: after the namespace or the host's paths were replaced
+    /// wholesale, or while the host is offline.
     public mutating func reset() {
-        previous = [:]
-        tracks = [:]
-        polled = false
+        known = [:]
+        memory = [:]
+        attribution = StallAttribution(addresses: [])
+        closedSincePoll = 0
         interval = settings.pollInterval
-    }
-
-    static func isLoopback(_ address: IPAddress) -> Bool {
-        switch address {
-        case .v4(let value): value >> 24 == 127
-        case .v6(let hi, let lo): hi == 0 && lo == 1
-        }
     }
 }

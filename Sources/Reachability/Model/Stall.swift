@@ -1,19 +1,28 @@
-/// The thresholds of passive stall detection: Android NetworkStack's data-stall rule (its
-/// `DataStallUtils` defaults) over the TCP sockets that already exist, plus DNS timeouts.
+/// The thresholds and cadence of passive stall detection over the host's own TCP sockets
+/// (`StallEvaluator` says the rule), plus DNS timeouts.
 public struct StallSettings: Hashable, Sendable {
-    /// A link is suspected when at least this many segments were sent since it last received one
-    /// (Android: `data_stall_min_packets_threshold`, 10).
-    public var minimumSegmentsSent: Int = 10
-    /// ... and at least this share, in percent, of the segments sent in the last poll (or since
-    /// the last receive) were retransmissions (Android: `data_stall_tcp_packets_fail_percentage`, 80).
-    public var retransmittedPercent: Int = 80
+    /// How long a link's outgoing traffic may wait with nothing received before the link is
+    /// stalled. A healthy path answers within a few round trips; 8 s is past the back-off of five
+    /// retransmission timeouts in a row at the kernel's 200 ms minimum (6.2 s), which random loss
+    /// of 40% reaches about once in ten losses, and past a 2 s round trip's own timeouts.
+    public var window: Duration = .seconds(8)
+    /// Failing sockets needed (at once, or closed within `window`): one socket alone cannot tell
+    /// a dead path from a dead peer or a lossy one.
+    public var minimumSockets: Int = 2
     /// Consecutive DNS timeouts on a link's servers that count as a stall on their own
     /// (Android: `data_stall_consecutive_dns_timeout_threshold`, 5). 0 turns DNS evidence off.
     public var dnsTimeouts: Int = 5
-    /// The poll interval while there is TCP traffic to judge (Android polls every 20 s).
+    /// The poll interval while there is TCP traffic to judge and nothing is suspected (Android
+    /// polls every 20 s).
     public var pollInterval: Duration = .seconds(20)
-    /// The longest interval the back-off reaches while there is no traffic.
+    /// The longest interval the back-off reaches while sockets exist but none moves.
     public var maximumPollInterval: Duration = .seconds(160)
+    /// The poll interval while a stall is suspected or flagged: it is confirmed or cleared within
+    /// this much of the evidence.
+    public var suspectInterval: Duration = .seconds(2)
+    /// Owners up to this uid are the host's own (root and system users, Debian's SYS_UID_MAX):
+    /// their evidence alone can flag a link for everyone. Every other uid is one user.
+    public var systemUserMaximum: UInt32 = 999
 
     public init() {}
 }
@@ -22,7 +31,7 @@ public struct StallSettings: Hashable, Sendable {
 public enum StallVerdict: Hashable, Sendable, CustomStringConvertible {
     /// Nothing to judge: no TCP socket of this link and no DNS timeouts. Never a stall.
     case noEvidence
-    /// Traffic was judged and something arrived, or too little was sent to say.
+    /// Traffic was judged and something arrived, or what waits has not waited long enough to say.
     case flowing
     /// Segments leave and nothing comes back (or DNS times out): the path is suspected dead.
     case stalled
@@ -41,7 +50,7 @@ public struct StallCauses: OptionSet, Hashable, Sendable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
-    /// Segments sent and retransmitted, none received (the TCP rule).
+    /// Sockets in retransmission back-off, nothing received (the TCP rule).
     public static let tcpRetransmissions = StallCauses(rawValue: 1 << 0)
     /// Consecutive DNS timeouts on the link's servers.
     public static let dnsTimeouts = StallCauses(rawValue: 1 << 1)
@@ -49,33 +58,22 @@ public struct StallCauses: OptionSet, Hashable, Sendable {
 
 /// The figures behind a link's verdict, as a user is shown them.
 public struct StallEvidence: Hashable, Sendable {
-    /// TCP sockets of this link with counters in this poll.
+    /// TCP sockets of this link the last poll judged: connections the host started to
+    /// destinations beyond the link's own subnets.
     public var socketsJudged: Int = 0
-    /// Segments these sockets sent since the link last received one (at a poll).
-    public var segmentsSentSinceReceive: UInt64 = 0
-    /// How many of those were retransmissions.
-    public var retransmittedSinceReceive: UInt64 = 0
-    /// Time since a poll last saw a segment arrive on this link, or since this link's traffic
-    /// was first judged when no poll has seen one yet.
-    public var sinceReceive: Duration = .zero
-    /// Segments sent, and retransmitted, since the previous poll.
-    public var sentThisPoll: UInt64 = 0
-    public var retransmittedThisPoll: UInt64 = 0
+    /// Sockets waiting in retransmission back-off (or closed so within the window) with nothing
+    /// received since they began waiting.
+    public var socketsFailing: Int = 0
+    /// The owners (the host's own users count as one, each other uid as one) those belong to.
+    public var owners: Int = 0
+    /// How long the oldest of them has waited with nothing received on the link for its owner.
+    public var waiting: Duration = .zero
+    /// Time since a judged socket of this link last received a segment; nil when none ever did.
+    public var sinceReceive: Duration?
     /// Consecutive DNS timeouts on the link's servers, as reported by the resolver.
     public var dnsTimeouts: Int = 0
 
     public init() {}
-
-    /// The retransmitted share of the segments sent since the last receive, in percent (0 when
-    /// nothing was sent).
-    public var retransmittedPercent: Int { Self.percent(retransmittedSinceReceive, of: segmentsSentSinceReceive) }
-
-    /// The retransmitted share of the segments sent since the previous poll, in percent. The
-    /// rule judges both shares (Android's is this one): either may be the one that crossed
-    /// `RetransmitPercent=`, so both are shown.
-    public var retransmittedPercentThisPoll: Int { Self.percent(retransmittedThisPoll, of: sentThisPoll) }
-
-    private static func percent(_ part: UInt64, of whole: UInt64) -> Int { whole == 0 ? 0 : Int(part * 100 / whole) }
 }
 
 /// One link's state after a poll.
@@ -100,13 +98,15 @@ public struct LinkStall: Hashable, Sendable {
 public struct StallReport: Hashable, Sendable {
     /// Links with TCP sockets or DNS timeouts, by interface index; a link absent here has no evidence.
     public var links: [LinkStall]
-    /// When the next poll is worth making: `pollInterval` while there is traffic, longer (doubling
-    /// up to `maximumPollInterval`) while there is none.
-    public var nextPoll: Duration
-    /// Sockets in the sample that belong to no link of this host (or only to its own addresses).
+    /// When the next poll is worth making: `suspectInterval` while a stall is suspected or
+    /// flagged, `pollInterval` while traffic moves (doubling up to `maximumPollInterval` while it
+    /// does not); nil when there is no TCP traffic to judge at all, until something shows some.
+    public var nextPoll: Duration?
+    /// Sockets in the sample that were not judged: toward this host, its own subnets or
+    /// link-local addresses, opened by a peer to a local service, or on no link of this host.
     public var socketsIgnored: Int
 
-    public init(links: [LinkStall], nextPoll: Duration, socketsIgnored: Int = 0) {
+    public init(links: [LinkStall], nextPoll: Duration?, socketsIgnored: Int = 0) {
         self.links = links
         self.nextPoll = nextPoll
         self.socketsIgnored = socketsIgnored

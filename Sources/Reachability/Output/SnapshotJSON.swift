@@ -81,20 +81,16 @@ extension ReachabilityChange {
 }
 
 extension StallEvidence {
-    /// `{"sockets":14,"segmentsSent":212,"segmentsRetransmitted":204,"retransmittedPercent":96,
-    /// "lastPollSegmentsSent":40,"lastPollSegmentsRetransmitted":40,"lastPollRetransmittedPercent":100,
-    /// "secondsSinceReceive":38,"dnsTimeouts":0}`: the figures behind `stalled`
-    /// (`reachctl status --verbose --json`, as `stallEvidence`).
+    /// `{"sockets":14,"socketsFailing":9,"owners":1,"secondsWaiting":12,"secondsSinceReceive":12,
+    /// "dnsTimeouts":0}`: the figures behind `stalled` (`reachctl status --verbose --json`, as
+    /// `stallEvidence`); `secondsSinceReceive` is null when no judged socket ever received.
     public var json: JSONValue {
         .object([
             ("sockets", .int(Int64(socketsJudged))),
-            ("segmentsSent", .uint(segmentsSentSinceReceive)),
-            ("segmentsRetransmitted", .uint(retransmittedSinceReceive)),
-            ("retransmittedPercent", .int(Int64(retransmittedPercent))),
-            ("lastPollSegmentsSent", .uint(sentThisPoll)),
-            ("lastPollSegmentsRetransmitted", .uint(retransmittedThisPoll)),
-            ("lastPollRetransmittedPercent", .int(Int64(retransmittedPercentThisPoll))),
-            ("secondsSinceReceive", .int(sinceReceive.components.seconds)),
+            ("socketsFailing", .int(Int64(socketsFailing))),
+            ("owners", .int(Int64(owners))),
+            ("secondsWaiting", .int(waiting.components.seconds)),
+            ("secondsSinceReceive", sinceReceive.map { .int($0.components.seconds) } ?? .null),
             ("dnsTimeouts", .int(Int64(dnsTimeouts))),
         ])
     }

@@ -5,8 +5,8 @@
 /// `online via wlan0 (wifi)`, `online via wg0 (vpn) over wlan0 (wifi)`,
 /// `local, default route via eth0 (wired) not ready`, `offline`, `offline: wlan0 (wifi, radio off)`
 /// when switched-off radios are why (`Reason` radioOff), and when the host's own traffic
-/// stopped flowing `online via up0 (wired), but traffic is stalled: 14 sockets, 96%
-/// retransmitted, nothing received for 38 s` (the figures when `stall` gives them).
+/// stopped flowing `online via up0 (wired), but traffic is stalled: 9 sockets waiting for 12 s,
+/// nothing received` (the figures when `stall` gives them).
 ///
 /// `interfaces` supplies the primary link's kind; when the primary is not among them the kind is
 /// read from the host flags (`isWiFi` -> wifi, ...), and left out when they name none.
@@ -42,18 +42,15 @@ func renderInternet(_ status: ConnectivityStatus) -> String {
     }
 }
 
-/// `, but traffic is stalled: 14 sockets, 96% retransmitted, nothing received for 38 s`, or
+/// `, but traffic is stalled: 9 sockets waiting for 12 s, nothing received`, or
 /// `..., 5 DNS timeouts in a row` when DNS is the evidence; the figures left out when unknown.
-/// The share is the higher of the two the rule judges (since the last receive, the last poll),
-/// so the line never shows a share under the threshold that flagged it.
 func renderStall(_ evidence: StallEvidence?) -> String {
     var line = ", but traffic is stalled"
     guard let evidence else { return line }
     var figures: [String] = []
-    if evidence.socketsJudged > 0 {
-        figures.append("\(evidence.socketsJudged) socket\(evidence.socketsJudged == 1 ? "" : "s")")
-        figures.append("\(max(evidence.retransmittedPercent, evidence.retransmittedPercentThisPoll))% retransmitted")
-        figures.append("nothing received for \(evidence.sinceReceive.components.seconds) s")
+    if evidence.socketsFailing > 0 {
+        let count = evidence.socketsFailing
+        figures.append("\(count) socket\(count == 1 ? "" : "s") waiting for \(evidence.waiting.components.seconds) s, nothing received")
     }
     if evidence.dnsTimeouts > 0 { figures.append("\(evidence.dnsTimeouts) DNS timeouts in a row") }
     if !figures.isEmpty { line += ": " + figures.joined(separator: ", ") }
@@ -61,15 +58,16 @@ func renderStall(_ evidence: StallEvidence?) -> String {
 }
 
 /// The figures behind the stall verdict for `reachctl status --verbose`:
-/// `Traffic: stalled; 14 sockets judged, 212 segments sent since the last receive, 96% of them
-/// retransmitted, 100% of the 40 sent in the last poll, nothing received for 38 s, 0 DNS timeouts in a row`.
+/// `Traffic: stalled; 14 sockets judged, 9 waiting in retransmission (1 owner) for 12 s,
+/// last receive 12 s ago, 0 DNS timeouts in a row` ("nothing ever received" when no judged
+/// socket received a segment).
 public func renderStallEvidence(stalled: Bool, _ evidence: StallEvidence?) -> String {
     guard let evidence else { return "Traffic: " + (stalled ? "stalled" : "no evidence (no TCP traffic judged)") }
+    let owners = evidence.owners == 1 ? "1 owner" : "\(evidence.owners) owners"
+    let receipt = evidence.sinceReceive.map { "last receive \($0.components.seconds) s ago" } ?? "nothing ever received"
     return "Traffic: \(stalled ? "stalled" : "flowing"); \(evidence.socketsJudged) sockets judged, "
-        + "\(evidence.segmentsSentSinceReceive) segments sent since the last receive, "
-        + "\(evidence.retransmittedPercent)% of them retransmitted, "
-        + "\(evidence.retransmittedPercentThisPoll)% of the \(evidence.sentThisPoll) sent in the last poll, "
-        + "nothing received for \(evidence.sinceReceive.components.seconds) s, \(evidence.dnsTimeouts) DNS timeouts in a row"
+        + "\(evidence.socketsFailing) waiting in retransmission (\(owners)) for \(evidence.waiting.components.seconds) s, "
+        + "\(receipt), \(evidence.dnsTimeouts) DNS timeouts in a row"
 }
 
 /// A probe's verdict for people (`reachctl check --validate`): `internet: full (HTTP 204)`,

@@ -1,0 +1,114 @@
+/// Who a judged socket's evidence speaks for. The host's own users (root and system users) are
+/// one owner: an unprivileged user cannot open a socket as any of them. Every other uid is one.
+enum TrafficOwner: Hashable, Sendable {
+    case host
+    case user(UInt32)
+
+    init(uid: UInt32, systemUserMaximum: UInt32) {
+        // nobody (65534) is above any SYS_UID_MAX: anyone may run as nobody.
+        self = uid <= systemUserMaximum ? .host : .user(uid)
+    }
+}
+
+/// Which sockets stall detection judges, and what one socket says at one instant. Pure.
+///
+/// Judged: connections the host started to destinations beyond the link's own subnets. Not
+/// judged: sockets toward loopback or the host's own addresses, toward link-local addresses or a
+/// peer on the link's subnet (the gateway itself answers while the path beyond it is dead), and
+/// connections a peer opened to a local service (their local port is a listener's): a remote
+/// peer that stops acknowledging says nothing of the host's path.
+struct StallAttribution {
+    /// The link holding each local address.
+    private var owner: [IPAddress: Int32] = [:]
+    /// Each link's subnets (prefixes shorter than a host route).
+    private var subnets: [Int32: [IPPrefix]] = [:]
+    /// Local ports with a listener on any address, and listeners bound to one address.
+    private var wildcardListeners: Set<UInt16> = []
+    private var boundListeners: Set<Listener> = []
+
+    private struct Listener: Hashable {
+        var address: IPAddress
+        var port: UInt16
+    }
+
+    init(addresses: [Address]) {
+        owner.reserveCapacity(addresses.count)
+        for address in addresses {
+            owner[address.address] = address.interfaceIndex
+            let full = address.address.family == .ipv4 ? 32 : 128
+            if address.prefix.length < full { subnets[address.interfaceIndex, default: []].append(address.prefix) }
+        }
+    }
+
+    /// Learns a listening socket (state LISTEN) of this poll.
+    mutating func listen(_ sample: TCPSocketSample) {
+        if sample.source.isUnspecified {
+            wildcardListeners.insert(sample.sourcePort)
+        } else {
+            boundListeners.insert(Listener(address: sample.source, port: sample.sourcePort))
+        }
+    }
+
+    var hasListeners: Bool { !wildcardListeners.isEmpty || !boundListeners.isEmpty }
+
+    /// The link whose path `sample` judges; nil when it judges none.
+    func link(of sample: TCPSocketSample) -> Int32? {
+        let destination = sample.destination
+        if destination.isUnspecified || destination.isLoopback || destination.isLinkLocal || owner[destination] != nil {
+            return nil
+        }
+        if wildcardListeners.contains(sample.sourcePort)
+            || boundListeners.contains(Listener(address: sample.source, port: sample.sourcePort))
+        {
+            return nil
+        }
+        guard let link = sample.boundInterface != 0 ? sample.boundInterface : owner[sample.source] else { return nil }
+        if let prefixes = subnets[link], prefixes.contains(where: { $0.contains(destination) }) { return nil }
+        return link
+    }
+}
+
+/// What one socket's counters say at the instant they were read: when it last received a
+/// segment, and whether (since when) it waits in retransmission back-off.
+struct SocketMoment {
+    /// When the socket last received a segment; nil when it never did (or cannot say).
+    var receipt: Duration?
+    /// When it began waiting, when it waits for an acknowledgement through at least one
+    /// retransmission timeout (or its SYN was retransmitted); nil when it does not.
+    var waitingSince: Duration?
+
+    /// The kernel's times since an event are jiffies differences: a field never set (an ACK on a
+    /// socket that never had one) reads as the time since boot or garbage. Past a day it is read
+    /// as unknown.
+    static let plausible: UInt32 = 86_400_000
+
+    init(_ sample: TCPSocketSample, at now: Duration) {
+        guard let counters = sample.counters else { return }
+        let sinceReceipt = min(counters.millisecondsSinceAckReceived, counters.millisecondsSinceDataReceived)
+        if sample.state == .synSent || counters.segmentsIn == 0 {
+            receipt = nil
+        } else if sinceReceipt < Self.plausible {
+            receipt = now - .milliseconds(sinceReceipt)
+        } else if sample.state == .closed {
+            // A closed socket that received without an ACK time: a reset, just now.
+            receipt = now
+        }
+
+        // A closed socket's queue is purged before its last counters are taken: timeouts in a
+        // row at its end say it closed waiting (an application that gave up on a dead path).
+        let outstanding = sample.state == .synSent || sample.state == .closed || counters.unacknowledged > 0
+        guard outstanding, counters.consecutiveTimeouts > 0 else { return }
+        // A lower bound on how long the oldest unacknowledged segment has waited: timeouts in a
+        // row that each double the timeout (which the kernel reports backed off) add up to
+        // rto * (1 - 2^-k). A SYN's first timeouts may be linear instead (tcp_syn_linear_timeouts,
+        // Linux 6.5, 4 by default, the initial 1 s each, the timeout reported unchanged): up to 4
+        // of them add up to k s at least. (The times since the last ACK or data sent bound nothing: an idle socket's
+        // last ACK may be long before its first unanswered segment, and a retransmission counts
+        // as data sent.)
+        let k = Int(min(counters.consecutiveTimeouts, 30))
+        let rto = Duration.microseconds(Int64(counters.retransmissionTimeoutMicroseconds))
+        var waited = rto - rto / (1 << k)
+        if counters.segmentsIn == 0 { waited = max(waited, min(rto, .seconds(1)) * min(k, 4)) }
+        waitingSince = now - waited
+    }
+}
