@@ -6,12 +6,20 @@ public struct Address: Hashable, Sendable {
     /// `RT_SCOPE_*`: 0 universe, 200 site, 253 link, 254 host.
     public var scope: UInt8
     public var flags: AddressFlags
+    /// When the valid lifetime ends (IFA_CACHEINFO's `ifa_valid`, SLAAC or DHCP); nil for
+    /// forever. The kernel deletes the address a little after (its lifetime check runs on a
+    /// rounded timer); the Engine counts it gone at the deadline (NetworkState+Lifetimes).
+    public var validUntil: ContinuousClock.Instant?
 
-    public init(interfaceIndex: Int32, prefix: IPPrefix, scope: UInt8 = 0, flags: AddressFlags = []) {
+    public init(
+        interfaceIndex: Int32, prefix: IPPrefix, scope: UInt8 = 0, flags: AddressFlags = [],
+        validUntil: ContinuousClock.Instant? = nil
+    ) {
         self.interfaceIndex = interfaceIndex
         self.prefix = prefix
         self.scope = scope
         self.flags = flags
+        self.validUntil = validUntil
     }
 
     public var address: IPAddress { prefix.address }

@@ -110,7 +110,9 @@ extension KernelMirror {
                 failDump(error)
                 return nil
             }
-            let batch = buffer.withUnsafeBytes { NetlinkDecoder.decode(UnsafeRawBufferPointer(rebasing: $0[..<min(count, $0.count)])) }
+            let batch = buffer.withUnsafeBytes {
+                NetlinkDecoder.decode(UnsafeRawBufferPointer(rebasing: $0[..<min(count, $0.count)]), received: .now)
+            }
             incidents += batch.errors.map(Incident.malformed)
             for decoded in batch.messages where decoded.header.sequence == current.sequence {
                 if decoded.header.isDumpInterrupted { dump!.interrupted = true }

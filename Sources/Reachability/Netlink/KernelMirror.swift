@@ -169,7 +169,9 @@ final class KernelMirror {
                     incidents.append(.foreignSender)
                 case let .datagram(count, truncated):
                     if truncated { incidents.append(.truncatedDatagram) }
-                    let batch = buffer.withUnsafeBytes { NetlinkDecoder.decode(UnsafeRawBufferPointer(rebasing: $0[..<min(count, $0.count)])) }
+                    let batch = buffer.withUnsafeBytes {
+                        NetlinkDecoder.decode(UnsafeRawBufferPointer(rebasing: $0[..<min(count, $0.count)]), received: .now)
+                    }
                     incidents += batch.errors.map(Incident.malformed)
                     if truncated || !batch.errors.isEmpty {
                         discardQueue()
