@@ -1,0 +1,106 @@
+import Testing
+@testable import Reachability
+
+// The pure Engine with lifetimes (issue 30): routes and addresses that lapse at the time the
+// adapter brings in, IPv4 link-local and optimistic addresses, and every live leg of a multipath
+// route. No root, no sockets: the time is an input.
+
+private enum Lifetime {
+    static let carrier: LinkFlags = [.up, .running, .lowerUp]
+
+    static func ethernet(_ index: Int32, _ name: String, carrier: Bool = true) -> Link {
+        Link(
+            index: index, name: name, flags: carrier ? Self.carrier : [.up], hardwareType: Link.hardwareEther,
+            operState: carrier ? .up : .lowerLayerDown)
+    }
+
+    static func ip(_ text: String) -> IPAddress {
+        guard let address = IPAddress(text) else { preconditionFailure("test literal \(text) is not an address") }
+        return address
+    }
+
+    static func address(
+        _ index: Int32, _ text: String, _ length: UInt8 = 64, scope: UInt8 = 0, flags: AddressFlags = [],
+        validUntil: ContinuousClock.Instant? = nil
+    ) -> Address {
+        Address(interfaceIndex: index, prefix: IPPrefix(ip(text), length: length), scope: scope, flags: flags, validUntil: validUntil)
+    }
+
+    static func defaultRoute(_ hops: [(String?, Int32)], family: AddressFamily = .ipv6, expiry: ContinuousClock.Instant? = nil) -> Route {
+        Route(
+            destination: IPPrefix(family.any, length: 0), metric: family == .ipv6 ? 1024 : 0,
+            nextHops: hops.map { NextHop(gateway: $0.0.map(ip), interfaceIndex: $0.1) }, expiry: expiry)
+    }
+
+    /// An IPv6-only host: eth0 (2) with a global address, and a router's default route that
+    /// expires at `expiry` (an RA's router lifetime).
+    static func ipv6Only(expiry: ContinuousClock.Instant?) throws -> NetworkState {
+        var state = NetworkState()
+        let change = state.apply([
+            .link(ethernet(2, "eth0"), device: DeviceFacts()),
+            .address(address(2, "2001:db8:1::2")),
+            .route(defaultRoute([("fe80::1", 2)], expiry: expiry), replace: false),
+        ])
+        try #require(change?.host.state == .online)
+        return state
+    }
+}
+
+/// The change a batch must have produced (the `#require` macro cannot wrap a mutating call).
+private func changed(_ change: ReachabilityChange?, sourceLocation: SourceLocation = #_sourceLocation) throws -> ReachabilityChange {
+    try #require(change, sourceLocation: sourceLocation)
+}
+
+@Suite struct LifetimeEngineTests {
+    @Test func aRoutersDefaultRoute_isUsedUntilItsExpiry_thenNot_atTheOneDeadlineTheTimerIsArmedFor() throws {
+        let start = ContinuousClock.now
+        var state = try Lifetime.ipv6Only(expiry: start + .seconds(8))
+        #expect(state.nextExpiry == start + .seconds(8))
+        #expect(state.nextLapse == start + .seconds(8))
+        #expect(state.apply([.clock(start + .seconds(7))]) == nil, "before the deadline nothing moves")
+        let epoch = state.routingEpoch
+        let change = try changed(state.apply([.clock(start + .seconds(8))]))
+        #expect(change.hostChanged && change.host.state == .local && change.host.pathFacts.reason == .noRoute)
+        #expect(change.host.pathFacts.gateways.isEmpty)
+        #expect(state.routingEpoch != epoch, "a lapse moves the routing")
+        #expect(state.nextExpiry == nil, "nothing left to time: the timer is disarmed")
+        // The kernel's garbage collection deletes it later: nothing more to say.
+        #expect(state.apply([.routeRemoved(Lifetime.defaultRoute([("fe80::1", 2)]))]) == nil)
+    }
+
+    @Test func aRouteRenewed_movesItsDeadline_andARouteThatArrivesLapsed_goesWithTheNextClock() throws {
+        let start = ContinuousClock.now
+        var state = try Lifetime.ipv6Only(expiry: start + .seconds(8))
+        // A dump taken at the deadline shows the lifetime an RA renewed: the route stays.
+        let renewed = Lifetime.defaultRoute([("fe80::1", 2)], expiry: start + .seconds(14))
+        #expect(state.apply([.route(renewed, replace: false), .clock(start + .seconds(8))]) == nil)
+        #expect(state.nextExpiry == start + .seconds(14))
+        // A dump after the router went silent: the kernel still lists it, two seconds past; it lapses in the same batch.
+        let past = Lifetime.defaultRoute([("fe80::1", 2)], expiry: start + .seconds(14))
+        let change = try changed(state.apply([.route(past, replace: false), .clock(start + .seconds(16))]))
+        #expect(change.host.state == .local)
+        // Made permanent (`ip route change ... ` without expiry): no deadline held.
+        _ = state.apply([.route(Lifetime.defaultRoute([("fe80::1", 2)]), replace: false)])
+        #expect(state.host.state == .online && state.nextExpiry == nil)
+    }
+
+    @Test func anAddressPastItsValidLifetime_isGone_andTheEarliestOfRouteAndAddressIsTheDeadline() throws {
+        let start = ContinuousClock.now
+        var state = try Lifetime.ipv6Only(expiry: start + .seconds(1800))
+        let slaac = Lifetime.address(2, "2001:db8:1::2", validUntil: start + .seconds(20))
+        _ = state.apply([.address(slaac)])
+        #expect(state.nextExpiry == start + .seconds(20))
+        let change = try changed(state.apply([.clock(start + .seconds(20))]))
+        #expect(change.host.state != .online && change.host.pathFacts.reason == .noAddress)
+        #expect(change.changedInterfaces.first?.addresses.isEmpty == true)
+        #expect(state.nextExpiry == start + .seconds(1800))
+        #expect(state.apply([.addressRemoved(slaac)]) == nil, "the kernel's deletion, later, is no news")
+        // Renewed (the kernel says so for addresses), then made forever: no deadline.
+        _ = state.apply([.address(Lifetime.address(2, "2001:db8:1::2", validUntil: start + .seconds(40)))])
+        #expect(state.host.state == .online && state.nextLapse == start + .seconds(40))
+        _ = state.apply([.address(Lifetime.address(2, "2001:db8:1::2"))])
+        #expect(state.nextLapse == start + .seconds(1800))
+        _ = state.apply([.linkRemoved(index: 2)])
+        #expect(state.nextExpiry == nil, "a link's routes and addresses leave the deadlines with it")
+    }
+}
