@@ -103,4 +103,39 @@ private func changed(_ change: ReachabilityChange?, sourceLocation: SourceLocati
         _ = state.apply([.linkRemoved(index: 2)])
         #expect(state.nextExpiry == nil, "a link's routes and addresses leave the deadlines with it")
     }
+
+    @Test func ipv4LinkLocalOnly_isLocal_noAddress_withoutIPv4Support() throws {
+        var state = NetworkState()
+        // avahi-autoipd: 169.254.x.x/16 scope link, `default dev eth0 scope link`.
+        let change = try changed(state.apply([
+            .link(Lifetime.ethernet(2, "eth0"), device: DeviceFacts()),
+            .address(Lifetime.address(2, "169.254.12.34", 16, scope: Address.scopeLink)),
+            .route(Lifetime.defaultRoute([(nil, 2)], family: .ipv4), replace: false),
+        ]))
+        #expect(change.host.state == .local)
+        #expect(change.host.pathFacts.reason == .noAddress)
+        #expect(!change.host.pathFacts.supportsIPv4)
+        // The same address with universe scope (added by hand) is no more routable (RFC 3927).
+        var unscoped = NetworkState()
+        let other = try changed(unscoped.apply([
+            .link(Lifetime.ethernet(2, "eth0"), device: DeviceFacts()),
+            .address(Lifetime.address(2, "169.254.12.34", 16)),
+            .route(Lifetime.defaultRoute([(nil, 2)], family: .ipv4), replace: false),
+        ]))
+        #expect(other.host.state == .local && other.host.pathFacts.reason == .noAddress)
+    }
+
+    @Test func anOptimisticAddress_isUsable_whileATentativeOneIsNot() throws {
+        let tentative = AddressFlags(rawValue: 0x40)
+        #expect(!Lifetime.address(2, "2001:db8:1::2", flags: tentative).isUsable)
+        #expect(Lifetime.address(2, "2001:db8:1::2", flags: [tentative, .optimistic]).isUsableBeyondLink)
+        #expect(!Lifetime.address(2, "2001:db8:1::2", flags: [tentative, .optimistic, .dadFailed]).isUsable)
+        var state = NetworkState()
+        let change = try changed(state.apply([
+            .link(Lifetime.ethernet(2, "eth0"), device: DeviceFacts()),
+            .address(Lifetime.address(2, "2001:db8:1::2", flags: [tentative, .optimistic])),
+            .route(Lifetime.defaultRoute([("fe80::1", 2)]), replace: false),
+        ]))
+        #expect(change.host.state == .online && change.host.pathFacts.supportsIPv6)
+    }
 }

@@ -35,14 +35,17 @@ public struct Address: Hashable, Sendable {
     public static let scopeLink: UInt8 = 253
 
     /// Usable as a source address now: not still in duplicate address detection, not failed it.
+    /// An optimistic address (RFC 4429, `optimistic_dad` with `use_optimistic`) is one the kernel
+    /// already sends from while its detection runs.
     public var isUsable: Bool {
-        flags.isDisjoint(with: [.tentative, .dadFailed])
+        !flags.contains(.dadFailed) && (!flags.contains(.tentative) || flags.contains(.optimistic))
     }
 
-    /// Usable as the source of a packet beyond the link: not host-scoped, and for IPv6 not link-local.
+    /// Usable as the source of a packet beyond the link: not host- or link-scoped, and not
+    /// link-local, IPv6's fe80::/10 nor IPv4's 169.254/16 (RFC 3927: never forwarded, whatever
+    /// scope an autoconfiguration daemon gave it).
     public var isUsableBeyondLink: Bool {
-        guard isUsable, scope != Self.scopeHost else { return false }
-        if case .v6 = address { return scope != Self.scopeLink && !address.isLinkLocal }
-        return true
+        guard isUsable, scope != Self.scopeHost, scope != Self.scopeLink else { return false }
+        return !address.isLinkLocal
     }
 }
