@@ -138,4 +138,25 @@ private func changed(_ change: ReachabilityChange?, sourceLocation: SourceLocati
         ]))
         #expect(change.host.state == .online && change.host.pathFacts.supportsIPv6)
     }
+
+    @Test func aMultipathDefault_namesEveryLiveLeg_theKernelsPickFirst() throws {
+        var state = NetworkState()
+        let multipath = Lifetime.defaultRoute([("192.0.2.1", 2), ("198.51.100.1", 3)], family: .ipv4)
+        _ = state.apply([
+            .link(Lifetime.ethernet(2, "eth0"), device: DeviceFacts()), .link(Lifetime.ethernet(3, "eth1"), device: DeviceFacts()),
+            .address(Lifetime.address(2, "192.0.2.2", 24)), .address(Lifetime.address(3, "198.51.100.2", 24)),
+            .route(multipath, replace: false),
+        ])
+        let both = [Lifetime.ip("192.0.2.1"), Lifetime.ip("198.51.100.1")]
+        #expect(state.host.pathFacts.gateways == both, "the main table's route, without the kernel's answers")
+        // The kernel's answer names the leg its hash picked (here the second), as a host route.
+        let answer = Route(destination: IPPrefix(Lifetime.ip("193.0.14.129"), length: 32), nextHops: [NextHop(gateway: both[1], interfaceIndex: 3)])
+        _ = state.apply([.internetPath(family: .ipv4, route: answer), .internetPath(family: .ipv6, route: nil)])
+        #expect(state.host.pathFacts.gateways == [both[1], both[0]])
+        #expect(state.host.primaryInterface == "eth1")
+        // The picked leg loses carrier; the kernel keeps answering with it: the other carries on.
+        let change = try changed(state.apply([.link(Lifetime.ethernet(3, "eth1", carrier: false), device: nil)]))
+        #expect(change.host.state == .online && change.host.primaryInterface == "eth0")
+        #expect(change.host.pathFacts.gateways == [both[0]])
+    }
 }

@@ -21,7 +21,7 @@ public struct NetworkState: Sendable {
 
     private(set) var links: [Int32: LinkEntry] = [:]
     private(set) var routes: [Route.Key: Route] = [:]
-    private var routesByInterface: [Int32: Set<Route.Key>] = [:]
+    private(set) var routesByInterface: [Int32: Set<Route.Key>] = [:]
     /// Default routes (prefix length 0) of the main and default tables. A policy table's default
     /// (a second uplink for one source address) serves only the traffic its rule selects.
     private(set) var defaultRoutes: Set<Route.Key> = []
