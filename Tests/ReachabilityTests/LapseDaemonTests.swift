@@ -97,6 +97,31 @@ struct LapseDaemonTests {
         #expect(Self.changed(monitor) == online + 1, "one Changed for the lapse: \(monitor.changes)")
     }
 
+    @Test func anAddressPastItsValidLifetime_isGoneAtItsDeadline_withOneChanged() async throws {
+        let scenario = try Scenario()
+        try scenario.far.ip("addr add fe80::1/64 dev up0p nodad")
+        let harness = try DaemonHarness(scenario.ns)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        try scenario.ns.ip("route del default via 192.0.2.1")
+        try scenario.ns.ip("-6 route add default via fe80::1 dev up0")
+        let monitor = try harness.monitor()
+        defer { monitor.stop() }
+        // As DHCPv6 or SLAAC leave it when renewals stop: a valid lifetime that runs out.
+        try scenario.ns.ip("-6 addr add 2001:db8:1::2/64 dev up0 nodad valid_lft 4 preferred_lft 4")
+        let added = ContinuousClock.now
+        try await Self.settle(on: "online v4=false v6=true gw=fe80::1 reason=", scenario, harness)
+        let online = Self.changed(monitor)
+        try await monitor.wait(for: "the lapse", timeout: .seconds(8)) { ChangedSignalTests.count("Changed", $0) > online }
+        let lapsed = ContinuousClock.now - added
+        #expect(lapsed > .seconds(3.9) && lapsed < .seconds(5), "the address lapsed after \(lapsed)")
+        #expect(try Self.facts(scenario, harness) == "local v4=false v6=false gw= reason=noAddress")
+        // The kernel's own deletion, which follows, is no news.
+        try await eventually("the kernel deletes it") { !((try? scenario.ns.ip("-6 addr show dev up0")) ?? "").contains("2001:db8:1::2") }
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(Self.changed(monitor) == online + 1, "one Changed for the lapse: \(monitor.changes)")
+    }
+
     @Test func ipv4LinkLocalOnly_isLocal_noAddress() async throws {
         let scenario = try Scenario()
         let harness = try DaemonHarness(scenario.ns)
