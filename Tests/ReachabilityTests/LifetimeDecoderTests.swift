@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import Reachability
 
@@ -103,6 +104,18 @@ private enum Bytes {
         // Longer than today's struct (a future kernel's): the fields known are read.
         let longer = Bytes.raDefaultRoute(cacheInfo: Bytes.routeCacheInfo(expires: 800) + Bytes.u32(7))
         #expect(NetlinkDecoder.decode(longer).errors.isEmpty)
+    }
+
+    /// The fuzzer's hand-written seeds (Fuzz/Corpus/netlink/seed-route-*, seed-address-*) are
+    /// what they say: the fuzzer starts inside the lifetimes.
+    @Test func theFuzzSeeds_decodeToTheirLifetimes() throws {
+        let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Fuzz/Corpus/netlink")
+        func seed(_ name: String) throws -> [UInt8] { Array(try Data(contentsOf: corpus.appendingPathComponent(name))) }
+        let received = ContinuousClock.now
+        #expect(try Self.route(seed("seed-route-ra-lapsed"), at: received).expiry == received - .seconds(2))
+        #expect(try Self.route(seed("seed-route-ra-expiring"), at: received).expiry == received + .seconds(8))
+        let address = try Self.address(seed("seed-address-optimistic-expiring"), at: received)
+        #expect(address.validUntil == received + .seconds(20) && address.flags.contains(.optimistic) && address.isUsable)
     }
 
     @Test func garbage_inAndAroundTheCacheInfo_neverTraps() {
