@@ -12,8 +12,10 @@ import Testing
 struct LapseDaemonTests {
     typealias Scenario = DaemonBusTests.Scenario
 
-    /// `ROUTER INTERFACE LIFETIME`: a router advertisement with that router lifetime (seconds)
-    /// and no option, from ROUTER (a link-local address of INTERFACE) to all nodes.
+    /// `ROUTER INTERFACE LIFETIME [DNS]`: a router advertisement with that router lifetime
+    /// (seconds), from ROUTER (a link-local address of INTERFACE) to all nodes; with DNS, an
+    /// RDNSS option (RFC 8106, type 25) naming that server for an hour, which the kernel passes
+    /// on to rtnetlink listeners.
     static let routerAdvertisement = """
         import socket, struct, sys
         router, interface, lifetime = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -21,11 +23,14 @@ struct LapseDaemonTests {
         sender = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
         sender.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, 255)
         sender.bind((router, 0, 0, index))
-        sender.sendto(struct.pack("!BBHBBHII", 134, 0, 0, 64, 0, lifetime, 0, 0), ("ff02::1", 0, 0, index))
+        message = struct.pack("!BBHBBHII", 134, 0, 0, 64, 0, lifetime, 0, 0)
+        if len(sys.argv) > 4:
+            message += struct.pack("!BBHI", 25, 3, 0, 3600) + socket.inet_pton(socket.AF_INET6, sys.argv[4])
+        sender.sendto(message, ("ff02::1", 0, 0, index))
         """
 
-    static func advertise(_ scenario: Scenario, lifetime: Int) throws {
-        try scenario.far.exec("/usr/bin/python3", ["-c", routerAdvertisement, "fe80::1", "up0p", "\(lifetime)"])
+    static func advertise(_ scenario: Scenario, lifetime: Int, nameserver: String? = nil) throws {
+        try scenario.far.exec("/usr/bin/python3", ["-c", routerAdvertisement, "fe80::1", "up0p", "\(lifetime)"] + (nameserver.map { [$0] } ?? []))
     }
 
     /// Whether the kernel in `ns` routes toward the internet over IPv6 (`ip -6 route get`).
@@ -95,6 +100,17 @@ struct LapseDaemonTests {
         #expect(try Self.facts(scenario, harness) == "local v4=false v6=false gw= reason=noRoute")
         try await Task.sleep(for: .milliseconds(500))
         #expect(Self.changed(monitor) == online + 1, "one Changed for the lapse: \(monitor.changes)")
+
+        // The router is back before the kernel collected its route: the kernel revives the route
+        // without a netlink message; the advertisement's RDNSS option (which the kernel does pass
+        // on) is reachd's cue to look again.
+        let kept = try scenario.ns.ip("-6 route show default").contains("fe80::1")
+        try Self.advertise(scenario, lifetime: 30, nameserver: "2001:db8:1::53")
+        let back = ContinuousClock.now
+        try await Self.settle(on: "online v4=false v6=true gw=fe80::1 reason=", scenario, harness)
+        #expect(ContinuousClock.now - back < .seconds(1), "the kernel's route was kept: \(kept)")
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(Self.changed(monitor) == online + 2, "one Changed for the return: \(monitor.changes)")
     }
 
     @Test func anAddressPastItsValidLifetime_isGoneAtItsDeadline_withOneChanged() async throws {

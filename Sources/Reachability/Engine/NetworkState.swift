@@ -82,9 +82,14 @@ public struct NetworkState: Sendable {
     }
 
     /// Replaces everything with a fresh dump (initial sync or resync after an overrun),
-    /// reporting only what really differs from before.
-    public mutating func replace(with dump: NetworkDump) -> ReachabilityChange? {
-        apply(reconcilingEvents(with: dump))
+    /// reporting only what really differs from before. `held`: facts read before the dump was
+    /// asked for, applied first (the dump settles what they say of links, addresses and routes;
+    /// what only they carry, a router's options, stays); `following`: facts taken after it.
+    public mutating func replace(
+        with dump: NetworkDump, after held: [NetworkEvent] = [], then following: [NetworkEvent] = []
+    ) -> ReachabilityChange? {
+        for event in held { ingest(event) }
+        return apply(reconcilingEvents(with: dump) + following)
     }
 
     /// The events that turn the current state into `dump`: removals for what the dump lacks,

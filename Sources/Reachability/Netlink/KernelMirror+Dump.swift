@@ -59,6 +59,8 @@ extension KernelMirror {
         let deadline: ContinuousClock.Instant
         /// Asked by `lifetimesDue`, not after a loss: no incident, no resync counted.
         var confirmingLifetimes = false
+        /// What the monitor socket said just before (`mayReviveLapsedRoute`), applied first.
+        var held: [NetworkEvent] = []
         var stage = 0
         var attempts = 0
         var sequence: UInt32 = 0
@@ -71,11 +73,11 @@ extension KernelMirror {
 
     /// Starts replacing the state with a fresh dump; what the monitor queues from now on is
     /// applied after it.
-    func beginDump(confirmingLifetimes: Bool = false) {
+    func beginDump(confirmingLifetimes: Bool = false, holding held: [NetworkEvent] = []) {
         lastResync = .now
         needsResync = false
         lastDumpFailure = nil
-        dump = Dump(deadline: .now + Self.dumpTimeout, confirmingLifetimes: confirmingLifetimes)
+        dump = Dump(deadline: .now + Self.dumpTimeout, confirmingLifetimes: confirmingLifetimes, held: held)
         requestStage()
     }
 
@@ -174,7 +176,7 @@ extension KernelMirror {
             return nil
         }
         var result = dump!.result
-        let confirming = dump!.confirmingLifetimes
+        let (confirming, held) = (dump!.confirmingLifetimes, dump!.held)
         dump = nil
         for case let .internetPath(family, route) in internetPathEvents() { result.internetPaths.append((family, route)) }
         if !confirming {
@@ -183,6 +185,8 @@ extension KernelMirror {
         }
         // The time last: a route the kernel keeps past its expiry (until its garbage collection)
         // is in the dump, and lapses in the same batch, with no change in between.
-        return state.apply(state.reconcilingEvents(with: result) + nameserverEvents() + [.clock(.now)])
+        let now = ContinuousClock.now
+        keptLapsed = Set(result.routes.lazy.filter { $0.expiry.map { $0 <= now } ?? false }.map(\.key))
+        return state.replace(with: result, after: held, then: nameserverEvents() + [.clock(now)])
     }
 }
