@@ -104,6 +104,25 @@ private func changed(_ change: ReachabilityChange?, sourceLocation: SourceLocati
         #expect(state.nextExpiry == nil, "a link's routes and addresses leave the deadlines with it")
     }
 
+    @Test func aDumpAfterHeldFacts_keepsWhatOnlyTheyCarry_andSettlesTheRest_asOneChange() throws {
+        let start = ContinuousClock.now
+        var state = try Lifetime.ipv6Only(expiry: start + .seconds(8))
+        _ = state.apply([.clock(start + .seconds(9))])
+        #expect(state.host.state == .local)
+        // The router is back: its PREF64 option was read, then the dump shows the route renewed.
+        let prefix = AnnouncedNat64Prefix(
+            interfaceIndex: 2, router: Lifetime.ip("fe80::1"), prefix: IPPrefix(Lifetime.ip("64:ff9b::"), length: 96), lifetime: .seconds(600))
+        let dump = NetworkDump(
+            links: [(Lifetime.ethernet(2, "eth0"), nil)], addresses: [Lifetime.address(2, "2001:db8:1::2")],
+            routes: [Lifetime.defaultRoute([("fe80::1", 2)], expiry: start + .seconds(39))])
+        let held: [NetworkEvent] = [.nat64Prefix(prefix, received: start + .seconds(9)), .address(Lifetime.address(2, "2001:db8:9::2"))]
+        let change = try changed(state.replace(with: dump, after: held, then: [.clock(start + .seconds(9))]))
+        #expect(change.host.state == .online && change.host.nat64Prefix?.prefix == prefix.prefix)
+        #expect(change.changedInterfaces.isEmpty, "the held address the dump lacks never showed")
+        #expect(state.snapshot.interfaces.first?.addresses.count == 1)
+        #expect(state.nextLapse == start + .seconds(39))
+    }
+
     @Test func ipv4LinkLocalOnly_isLocal_noAddress_withoutIPv4Support() throws {
         var state = NetworkState()
         // avahi-autoipd: 169.254.x.x/16 scope link, `default dev eth0 scope link`.
