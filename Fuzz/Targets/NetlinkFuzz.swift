@@ -15,8 +15,10 @@
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzNetlink(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let datagram = UnsafeRawBufferPointer(start: data, count: size)
-    let monitorBatch = NetlinkDecoder.decode(datagram)
-    let again = NetlinkDecoder.decode(datagram)
+    // One receive time for both: lifetimes become deadlines from it (`Route.expiry`).
+    let received = ContinuousClock.now
+    let monitorBatch = NetlinkDecoder.decode(datagram, received: received)
+    let again = NetlinkDecoder.decode(datagram, received: received)
     require(
         monitorBatch.messages == again.messages && monitorBatch.errors == again.errors,
         "decoding the same bytes twice gave different results")

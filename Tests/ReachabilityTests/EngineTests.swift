@@ -975,21 +975,21 @@ extension EngineTests {
         var state = try onlineWired()
         let epoch = state.routingEpoch
         let start = ContinuousClock.now
-        #expect(state.nextAnnouncementExpiry == nil)
+        #expect(state.nextExpiry == nil)
         let change = try changed(state.apply([Self.pref64(at: start)]))
         #expect(change.hostChanged)
         #expect(change.host.nat64Prefix == Nat64Prefix(prefix: Self.wellKnown, router: Fact.ip("fe80::1"), interfaceName: "eth0"))
         #expect(state.routingEpoch == epoch, "an announcement moves no route")
-        #expect(state.nextAnnouncementExpiry == start + .seconds(1800))
+        #expect(state.nextExpiry == start + .seconds(1800))
         // Routers repeat theirs: no change, the lifetime runs from the latest.
         #expect(state.apply([Self.pref64(at: start + .seconds(600))]) == nil)
-        #expect(state.nextAnnouncementExpiry == start + .seconds(2400))
+        #expect(state.nextExpiry == start + .seconds(2400))
         // The timer firing early (or for another reason) drops nothing.
         #expect(state.apply([.clock(start + .seconds(2399))]) == nil)
         #expect(state.host.nat64Prefix != nil)
         let expired = try changed(state.apply([.clock(start + .seconds(2400))]))
         #expect(expired.hostChanged && expired.host.nat64Prefix == nil)
-        #expect(state.nextAnnouncementExpiry == nil, "nothing held: the timer is disarmed")
+        #expect(state.nextExpiry == nil, "nothing held: the timer is disarmed")
     }
 
     @Test func nat64Prefix_isWithdrawnByLifetimeZero_replaced_andEndsWithTheRoutersRouteOrTheLink() throws {
@@ -1001,7 +1001,7 @@ extension EngineTests {
         #expect(state.apply([Self.pref64(other, lifetime: .zero, at: start)]) == nil)
         #expect(try changed(state.apply([Self.pref64(other, at: start)])).host.nat64Prefix?.prefix == other)
         #expect(try changed(state.apply([Self.pref64(other, lifetime: .zero, at: start)])).host.nat64Prefix == nil)
-        #expect(state.nextAnnouncementExpiry == nil)
+        #expect(state.nextExpiry == nil)
 
         let viaRouter = Fact.defaultV6(via: "fe80::1", dev: 2)
         let viaOther = Fact.defaultV6(via: "fe80::2", dev: 2, metric: 2048)
@@ -1014,7 +1014,7 @@ extension EngineTests {
         #expect(try changed(state.apply([.link(Fact.ethernet(2, "eth0", carrier: false), device: nil)])).host.nat64Prefix == nil)
         _ = state.apply([.link(Fact.ethernet(2, "eth0"), device: nil)])
         #expect(state.host.nat64Prefix == nil, "not back with the carrier")
-        #expect(state.nextAnnouncementExpiry == nil)
+        #expect(state.nextExpiry == nil)
         // A stale message for a link without carrier, or one never seen, is dropped.
         _ = state.apply([.link(Fact.ethernet(4, "eth2", carrier: false), device: DeviceFacts()), Self.pref64(on: 4, at: start), Self.pref64(on: 99, at: start)])
         #expect(state.nat64Prefixes.isEmpty)
@@ -1032,9 +1032,9 @@ extension EngineTests {
             Self.pref64(second, lifetime: .seconds(120), by: "fe80::2", at: start),
         ])
         #expect(state.host.nat64Prefix?.prefix == second, "the IPv6 path leaves through fe80::2")
-        #expect(state.nextAnnouncementExpiry == start + .seconds(60), "the earliest of both")
+        #expect(state.nextExpiry == start + .seconds(60), "the earliest of both")
         #expect(state.apply([.clock(start + .seconds(60))]) == nil, "fe80::1's prefix was not the host's")
-        #expect(state.nextAnnouncementExpiry == start + .seconds(120))
+        #expect(state.nextExpiry == start + .seconds(120))
         #expect(try changed(state.apply([.clock(start + .seconds(121))])).host.nat64Prefix == nil)
     }
 }

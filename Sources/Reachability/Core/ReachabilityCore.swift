@@ -29,7 +29,8 @@ public final class ReachabilityCore {
     private var resyncTimer: (any LoopSource)?
     /// /dev/rfkill, while it is followed.
     private var radioWatch: (any LoopSource)?
-    /// Armed at the first announcement's expiry (a NAT64 prefix's lifetime), never periodic.
+    /// Armed at the first lifetime's end (a route's, an address's, a NAT64 prefix's), never
+    /// periodic; disarmed while a dump runs (its end arms it again).
     private var expiryTimer: (any LoopSource)?
     /// The dump socket of a resync; its replies are read as they come, never waited for.
     private var dumpWatch: (any LoopSource)?
@@ -84,7 +85,7 @@ public final class ReachabilityCore {
             radioWatch = try loop.addWatch(fd: radios, events: .readable) { [unowned self] _ in self.radiosReadable() }
         }
         expiryTimer = try loop.addTimer(urgent: false) { [unowned self] in
-            self.settle(self.mirror.withLock { $0.state.apply([.clock(.now)]) })
+            self.settle(self.mirror.withLock { $0.lifetimesDue(at: .now) })
         }
         configureStallDetection(configuration.stall)
         do {
@@ -213,13 +214,18 @@ public final class ReachabilityCore {
         }
     }
 
+    /// The kernel gives a route's time left in hundredths of a second, rounded down from its own
+    /// ticks, and stops using it only after its deadline: looked at this much later, the kernel's
+    /// answer is past doubt (a negative `rta_expires`), yet well within a second.
+    static let lifetimeMargin: Duration = .milliseconds(50)
+
     /// `routingMoved`: the routing may have moved though the epoch did not (a resume).
     private func settle(_ change: ReachabilityChange?, routingMoved: Bool = false) {
         let (incidents, resync, dumping, epoch, online, expiry) = mirror.withLock {
             ($0.takeIncidents(), $0.resyncDeadline, $0.isDumping, $0.state.routingEpoch, $0.state.host.state == .online,
-             $0.state.nextAnnouncementExpiry)
+             $0.state.nextExpiry)
         }
-        expiryTimer?.schedule(orDisableAt: expiry)
+        expiryTimer?.schedule(orDisableAt: dumping ? nil : expiry.map { $0 + Self.lifetimeMargin })
         stallWatch?.follow(online: online)
         for incident in incidents { warn("netlink: \(incident)") }
         resyncTimer?.schedule(orDisableAt: resync)

@@ -6,7 +6,7 @@ struct HeldNat64Prefix: Hashable, Sendable {
 
 /// NAT64 prefixes announced by routers (PREF64, RFC 8781), held per link and router. The Engine
 /// reads no clock: an announcement comes stamped with when it was received, and the adapter's
-/// one timer, armed at `nextAnnouncementExpiry`, brings the time in (`NetworkEvent.clock`).
+/// one timer, armed at `nextExpiry` (NetworkState+Lifetimes), brings the time in (`NetworkEvent.clock`).
 extension NetworkState {
     mutating func hold(_ announced: AnnouncedNat64Prefix, received: ContinuousClock.Instant) {
         let index = announced.interfaceIndex
@@ -30,9 +30,8 @@ extension NetworkState {
         }
     }
 
-    /// When the first held announcement expires: the one instant the adapter's timer must fire
-    /// at (with `NetworkEvent.clock`); nil when nothing is held.
-    public var nextAnnouncementExpiry: ContinuousClock.Instant? {
+    /// When the first held announcement expires (part of `nextExpiry`); nil when nothing is held.
+    var nextAnnouncementExpiry: ContinuousClock.Instant? {
         nat64Prefixes.values.lazy.flatMap { $0.values.map(\.expiry) }.min()
     }
 

@@ -15,7 +15,11 @@ extension NetworkState {
                 if let reason = path.reason { reasons.append(reason) }
                 continue
             }
-            if let gateway = path.gateway, !facts.gateways.contains(gateway) { facts.gateways.append(gateway) }
+            // Every live leg of a multipath route, the one `path` takes first.
+            let legs = route.nextHops.filter { hop in hop.interfaceIndex.flatMap { links[$0]?.link.isReady } ?? false }
+            for gateway in [path.gateway].compactMap({ $0 }) + legs.compactMap(\.gateway) where !facts.gateways.contains(gateway) {
+                facts.gateways.append(gateway)
+            }
             // The egress link's own global address: a source borrowed from another link (which
             // `reachable` accepts) rarely gets a reply back through this one.
             let global = path.interfaceIndex.flatMap { links[$0] }?.addresses.values.contains {

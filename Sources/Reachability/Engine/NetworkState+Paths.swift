@@ -38,7 +38,30 @@ extension NetworkState {
     /// adapter provides them (every table, every `ip rule`: split defaults, wg-quick, Tailscale);
     /// without them (pure tests), the main table's default route.
     public func internetRoute(family: AddressFamily) -> Route? {
-        followsKernelPaths ? internetPaths[family] : kernelDefaultRoute(family: family)
+        guard followsKernelPaths else { return kernelDefaultRoute(family: family) }
+        return internetPaths[family].map(withEveryLeg)
+    }
+
+    /// The kernel's answer with every leg of the multipath route it came from, its own pick
+    /// first. The answer names the one next hop the kernel's hash picked for that destination,
+    /// and keeps picking it after its link lost carrier (unless `ignore_routes_with_linkdown`),
+    /// while other flows take the other legs: the host's path is every leg, good while one is.
+    /// The route is found among those through the picked hop's link (a handful), never all.
+    private func withEveryLeg(_ answer: Route) -> Route {
+        guard answer.nextHops.count == 1, let picked = answer.nextHops.first, let index = picked.interfaceIndex else { return answer }
+        var source: Route?
+        for key in routesByInterface[index] ?? [] {
+            guard let route = routes[key], route.nextHops.count > 1, route.table == answer.table, route.type == answer.type,
+                route.destination.contains(answer.destination.address), route.nextHops.contains(picked)
+            else { continue }
+            // The kernel's choice: the most specific prefix, then the lowest metric.
+            if let best = source, (route.destination.length, best.metric) <= (best.destination.length, route.metric) { continue }
+            source = route
+        }
+        guard let source else { return answer }
+        var widened = answer
+        widened.nextHops = [picked] + source.nextHops.filter { $0 != picked }
+        return widened
     }
 
     private func ranks(_ a: Route, before b: Route) -> Bool {

@@ -15,13 +15,13 @@ public struct NetworkState: Sendable {
     /// Moves with every fact that can change a route lookup's answer (links, addresses, routes,
     /// rules), visible or not: an answer for a single target (a watch) may change even when
     /// nothing the host shows did.
-    public private(set) var routingEpoch: UInt64 = 0
+    public internal(set) var routingEpoch: UInt64 = 0
     public private(set) var host = HostStatus()
     public private(set) var classifier: Classifier
 
     private(set) var links: [Int32: LinkEntry] = [:]
     private(set) var routes: [Route.Key: Route] = [:]
-    private var routesByInterface: [Int32: Set<Route.Key>] = [:]
+    private(set) var routesByInterface: [Int32: Set<Route.Key>] = [:]
     /// Default routes (prefix length 0) of the main and default tables. A policy table's default
     /// (a second uplink for one source address) serves only the traffic its rule selects.
     private(set) var defaultRoutes: Set<Route.Key> = []
@@ -63,6 +63,10 @@ public struct NetworkState: Sendable {
     private var routesBySlot: [RouteSlot: Set<Route.Key>] = [:]
     /// Name -> index, for scoped addresses (`fe80::1%eth0`) without a pass over every link.
     private(set) var linkIndexByName: [String: Int32] = [:]
+    /// The routes and addresses that lapse on time (`Route.expiry`, `Address.validUntil`): the
+    /// few a lifetime applies to, so finding the next deadline never walks every route.
+    var expiringRoutes: Set<Route.Key> = []
+    var expiringAddresses: Set<Address.Key> = []
 
     public init(classifier: Classifier = Classifier()) {
         self.classifier = classifier
@@ -78,9 +82,14 @@ public struct NetworkState: Sendable {
     }
 
     /// Replaces everything with a fresh dump (initial sync or resync after an overrun),
-    /// reporting only what really differs from before.
-    public mutating func replace(with dump: NetworkDump) -> ReachabilityChange? {
-        apply(reconcilingEvents(with: dump))
+    /// reporting only what really differs from before. `held`: facts read before the dump was
+    /// asked for, applied first (the dump settles what they say of links, addresses and routes;
+    /// what only they carry, a router's options, stays); `following`: facts taken after it.
+    public mutating func replace(
+        with dump: NetworkDump, after held: [NetworkEvent] = [], then following: [NetworkEvent] = []
+    ) -> ReachabilityChange? {
+        for event in held { ingest(event) }
+        return apply(reconcilingEvents(with: dump) + following)
     }
 
     /// The events that turn the current state into `dump`: removals for what the dump lacks,
@@ -130,6 +139,7 @@ public struct NetworkState: Sendable {
             guard links[address.interfaceIndex] != nil else { return }
             links[address.interfaceIndex]?.addresses[address.key] = address
             addressOwners[address.address, default: []].insert(address.interfaceIndex)
+            if address.validUntil == nil { expiringAddresses.remove(address.key) } else { expiringAddresses.insert(address.key) }
             dirty.insert(address.interfaceIndex)
         case let .addressRemoved(address):
             removeAddress(address)
@@ -156,6 +166,7 @@ public struct NetworkState: Sendable {
             hold(announced, received: received)
         case let .clock(now):
             expireNat64Prefixes(at: now)
+            lapse(at: now)
         case let .uplinkConnectivity(index, verdict):
             guard verdict != .unknown, links[index]?.link.isReady == true else {
                 uplinkVerdicts.removeValue(forKey: index)
@@ -223,7 +234,10 @@ public struct NetworkState: Sendable {
     private mutating func removeLink(_ index: Int32) {
         guard let old = links.removeValue(forKey: index) else { return }
         if linkIndexByName[old.link.name] == index { linkIndexByName.removeValue(forKey: old.link.name) }
-        for key in old.addresses.keys { removeOwner(index, of: key.prefix.address) }
+        for key in old.addresses.keys {
+            removeOwner(index, of: key.prefix.address)
+            expiringAddresses.remove(key)
+        }
         if let master = old.link.master {
             ports[master]?.remove(index)
             dirty.insert(master)
@@ -238,9 +252,10 @@ public struct NetworkState: Sendable {
         dirty.insert(index)
     }
 
-    private mutating func removeAddress(_ address: Address) {
+    mutating func removeAddress(_ address: Address) {
         let index = address.interfaceIndex
         guard links[index]?.addresses.removeValue(forKey: address.key) != nil else { return }
+        expiringAddresses.remove(address.key)
         removeOwner(index, of: address.address)
         dirty.insert(index)
         guard case .v4 = address.address else { return }
@@ -262,6 +277,7 @@ public struct NetworkState: Sendable {
         guard route.table != Route.localTable else { return }
         let key = route.key
         routes[key] = route
+        if route.expiry == nil { expiringRoutes.remove(key) } else { expiringRoutes.insert(key) }
         routesBySlot[RouteSlot(route), default: []].insert(key)
         for hop in route.nextHops {
             if let index = hop.interfaceIndex { routesByInterface[index, default: []].insert(key) }
@@ -271,8 +287,9 @@ public struct NetworkState: Sendable {
         }
     }
 
-    private mutating func removeRoute(_ key: Route.Key) {
+    mutating func removeRoute(_ key: Route.Key) {
         guard let route = routes.removeValue(forKey: key) else { return }
+        expiringRoutes.remove(key)
         if route.destination.isDefault { forgetAnnouncements(by: route) }
         let slot = RouteSlot(route)
         routesBySlot[slot]?.remove(key)

@@ -30,8 +30,9 @@ public enum NetworkEvent: Hashable, Sendable {
     /// RTM_NEWNDUSEROPT with a router advertisement's PREF64 option (RFC 8781), stamped by the
     /// adapter with when it was received: held until `received + lifetime`. Moves no route.
     case nat64Prefix(AnnouncedNat64Prefix, received: ContinuousClock.Instant)
-    /// Not from the kernel: the loop's timer for `NetworkState.nextAnnouncementExpiry`, with the
-    /// time now. Announcements whose lifetime ended by then are dropped. Moves no route.
+    /// Not from the kernel: the loop's timer for `NetworkState.nextExpiry` (or the end of a dump),
+    /// with the time now. Announcements, routes and addresses whose lifetime ended by then are
+    /// dropped; a route or address that lapsed moves the routing epoch.
     case clock(ContinuousClock.Instant)
     /// Not from the kernel: the probe's verdict on one uplink other than the primary, reached
     /// through that link alone (`Uplink`); `unknown` forgets it. Moves no route.

@@ -17,6 +17,8 @@ public struct AddressFlags: OptionSet, Hashable, Sendable {
     public let rawValue: UInt32
     public init(rawValue: UInt32) { self.rawValue = rawValue }
 
+    /// IFA_F_OPTIMISTIC: tentative, yet already a source (RFC 4429).
+    public static let optimistic = AddressFlags(rawValue: 0x04)
     public static let dadFailed = AddressFlags(rawValue: 0x08)
     public static let deprecated = AddressFlags(rawValue: 0x20)
     public static let tentative = AddressFlags(rawValue: 0x40)

@@ -13,10 +13,17 @@ public struct Route: Hashable, Sendable {
     public var preferredSource: IPAddress?
     /// One entry for a plain route, several for multipath (RTA_MULTIPATH).
     public var nextHops: [NextHop]
+    /// When the kernel stops using the route (RTA_CACHEINFO's `rta_expires`: a router's lifetime,
+    /// an RA prefix's); nil when it never expires. The kernel keeps an expired route until its
+    /// garbage collection, up to 30 s later, and only then says so, so the Engine reads this
+    /// deadline itself (NetworkState+Lifetimes). Not part of the route's identity: a new RA
+    /// moves it, silently.
+    public var expiry: ContinuousClock.Instant?
 
     public init(
         table: UInt32 = Route.mainTable, destination: IPPrefix, type: RouteType = .unicast,
-        metric: UInt32 = 0, tos: UInt8 = 0, preferredSource: IPAddress? = nil, nextHops: [NextHop]
+        metric: UInt32 = 0, tos: UInt8 = 0, preferredSource: IPAddress? = nil, nextHops: [NextHop],
+        expiry: ContinuousClock.Instant? = nil
     ) {
         self.table = table
         self.destination = destination
@@ -25,6 +32,7 @@ public struct Route: Hashable, Sendable {
         self.tos = tos
         self.preferredSource = preferredSource
         self.nextHops = nextHops
+        self.expiry = expiry
     }
 
     public static let mainTable: UInt32 = 254

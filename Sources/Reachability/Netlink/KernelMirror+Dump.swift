@@ -39,6 +39,16 @@ extension KernelMirror {
         lastResync = nil
     }
 
+    /// For the loop's timer at `NetworkState.nextExpiry`: a route's or an address's lifetime
+    /// ran out. The deadline held may be stale (a router advertisement renews a route's lifetime
+    /// without a word on netlink), so the kernel is asked again with a dump, whose end brings
+    /// the time in; a NAT64 prefix's lifetime is ours to end, at once.
+    func lifetimesDue(at now: ContinuousClock.Instant) -> ReachabilityChange? {
+        guard let lapse = state.nextLapse, lapse <= now else { return state.apply([.clock(now)]) }
+        if !isDumping { beginDump(confirmingLifetimes: true) }
+        return nil
+    }
+
     /// The kernel answers dumps at once; the deadline only bounds a kernel that never does.
     static let dumpTimeout: Duration = .seconds(2)
 
@@ -47,6 +57,10 @@ extension KernelMirror {
     struct Dump {
         static let types = [RT.getLink, RT.getAddress, RT.getRoute]
         let deadline: ContinuousClock.Instant
+        /// Asked by `lifetimesDue`, not after a loss: no incident, no resync counted.
+        var confirmingLifetimes = false
+        /// What the monitor socket said just before (`mayReviveLapsedRoute`), applied first.
+        var held: [NetworkEvent] = []
         var stage = 0
         var attempts = 0
         var sequence: UInt32 = 0
@@ -59,11 +73,11 @@ extension KernelMirror {
 
     /// Starts replacing the state with a fresh dump; what the monitor queues from now on is
     /// applied after it.
-    func beginDump() {
+    func beginDump(confirmingLifetimes: Bool = false, holding held: [NetworkEvent] = []) {
         lastResync = .now
         needsResync = false
         lastDumpFailure = nil
-        dump = Dump(deadline: .now + Self.dumpTimeout)
+        dump = Dump(deadline: .now + Self.dumpTimeout, confirmingLifetimes: confirmingLifetimes, held: held)
         requestStage()
     }
 
@@ -110,7 +124,9 @@ extension KernelMirror {
                 failDump(error)
                 return nil
             }
-            let batch = buffer.withUnsafeBytes { NetlinkDecoder.decode(UnsafeRawBufferPointer(rebasing: $0[..<min(count, $0.count)])) }
+            let batch = buffer.withUnsafeBytes {
+                NetlinkDecoder.decode(UnsafeRawBufferPointer(rebasing: $0[..<min(count, $0.count)]), received: .now)
+            }
             incidents += batch.errors.map(Incident.malformed)
             for decoded in batch.messages where decoded.header.sequence == current.sequence {
                 if decoded.header.isDumpInterrupted { dump!.interrupted = true }
@@ -160,10 +176,17 @@ extension KernelMirror {
             return nil
         }
         var result = dump!.result
+        let (confirming, held) = (dump!.confirmingLifetimes, dump!.held)
         dump = nil
         for case let .internetPath(family, route) in internetPathEvents() { result.internetPaths.append((family, route)) }
-        resyncCount += 1
-        incidents.append(.resynced)
-        return state.apply(state.reconcilingEvents(with: result) + nameserverEvents())
+        if !confirming {
+            resyncCount += 1
+            incidents.append(.resynced)
+        }
+        // The time last: a route the kernel keeps past its expiry (until its garbage collection)
+        // is in the dump, and lapses in the same batch, with no change in between.
+        let now = ContinuousClock.now
+        keptLapsed = Set(result.routes.lazy.filter { $0.expiry.map { $0 <= now } ?? false }.map(\.key))
+        return state.replace(with: result, after: held, then: nameserverEvents() + [.clock(now)])
     }
 }

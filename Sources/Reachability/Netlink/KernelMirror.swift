@@ -89,6 +89,10 @@ final class KernelMirror {
     private(set) var nameservers: [IPAddress] = []
     /// The rfkill state of Wi-Fi and cellular links.
     let radios: RadioFollower
+    /// Routes the last dump listed past their expiry: the kernel keeps them until its garbage
+    /// collection, and revives one without a word when its router advertises again
+    /// (KernelMirror+Lifetimes).
+    var keptLapsed: Set<Route.Key> = []
 
     /// The destinations whose path stands for "the internet": two addresses no one routes
     /// specially (k.root-servers.net's, operated by RIPE NCC), never sent a packet: the kernel is
@@ -160,6 +164,7 @@ final class KernelMirror {
     func readAvailable() -> ReachabilityChange? {
         guard !isDumping else { return nil }
         var events: [NetworkEvent] = []
+        var heardRouter = false
         read: for _ in 0..<Self.datagramsPerTurn {
             do {
                 switch try monitor.receive(into: &buffer) {
@@ -169,14 +174,19 @@ final class KernelMirror {
                     incidents.append(.foreignSender)
                 case let .datagram(count, truncated):
                     if truncated { incidents.append(.truncatedDatagram) }
-                    let batch = buffer.withUnsafeBytes { NetlinkDecoder.decode(UnsafeRawBufferPointer(rebasing: $0[..<min(count, $0.count)])) }
+                    let batch = buffer.withUnsafeBytes {
+                        NetlinkDecoder.decode(UnsafeRawBufferPointer(rebasing: $0[..<min(count, $0.count)]), received: .now)
+                    }
                     incidents += batch.errors.map(Incident.malformed)
                     if truncated || !batch.errors.isEmpty {
                         discardQueue()
                         events.removeAll()
                         break read
                     }
-                    for decoded in batch.messages { append(decoded, to: &events) }
+                    for decoded in batch.messages {
+                        append(decoded, to: &events)
+                        if decoded.message.mayComeFromRouterAdvertisement { heardRouter = true }
+                    }
                 }
             } catch {
                 // ENOBUFS: the kernel dropped messages. The socket stays usable; the state is stale.
@@ -191,6 +201,10 @@ final class KernelMirror {
         }
         if !isDumping, let deadline = resyncDeadline, deadline <= .now {
             beginDump()
+            return nil
+        }
+        if heardRouter, mayReviveLapsedRoute {
+            beginDump(confirmingLifetimes: true, holding: events)
             return nil
         }
         guard !events.isEmpty else { return nil }
@@ -266,7 +280,9 @@ final class KernelMirror {
         case let .address(address): events.append(.address(address))
         case let .addressRemoved(address): events.append(.addressRemoved(address))
         case let .route(route): events.append(.route(route, replace: decoded.header.isReplace))
-        case let .routeRemoved(route): events.append(.routeRemoved(route))
+        case let .routeRemoved(route):
+            keptLapsed.remove(route.key)
+            events.append(.routeRemoved(route))
         case .ruleChanged: events.append(.rulesChanged)
         case let .announcedPortal(portal): events.append(.announcedPortal(portal))
         case let .nat64Prefix(announced): events.append(.nat64Prefix(announced, received: .now))

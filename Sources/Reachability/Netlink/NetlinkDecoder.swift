@@ -11,11 +11,16 @@ public enum NetlinkDecoder {
 
     /// `acceptClonedRoutes`: route lookups (RTM_GETROUTE with RTA_DST) answer with a route the
     /// kernel marks RTM_F_CLONED; in dumps and notifications such routes are cache entries to skip.
-    public static func decode(_ datagram: UnsafeRawBufferPointer, acceptClonedRoutes: Bool = false) -> Batch {
+    /// `received`: when the datagram was read; the kernel gives lifetimes as what remains of
+    /// them, which become deadlines from then (`Route.expiry`, `Address.validUntil`).
+    public static func decode(
+        _ datagram: UnsafeRawBufferPointer, received: ContinuousClock.Instant = .now, acceptClonedRoutes: Bool = false
+    ) -> Batch {
         var batch = Batch()
         let broken = NetlinkHeader.forEachMessage(in: ByteReader(datagram), failing: NetlinkDecodingError.self) { header, payload in
             do throws(NetlinkDecodingError) {
-                let message = try decodeMessage(type: header.type, payload: payload, acceptClonedRoutes: acceptClonedRoutes)
+                let message = try decodeMessage(
+                    type: header.type, payload: payload, received: received, acceptClonedRoutes: acceptClonedRoutes)
                 batch.messages.append(DecodedMessage(header: header, message: message))
             } catch {
                 batch.errors.append(error)
@@ -25,11 +30,13 @@ public enum NetlinkDecoder {
         return batch
     }
 
-    public static func decode(_ datagram: [UInt8]) -> Batch {
-        datagram.withUnsafeBytes { decode($0) }
+    public static func decode(_ datagram: [UInt8], received: ContinuousClock.Instant = .now) -> Batch {
+        datagram.withUnsafeBytes { decode($0, received: received) }
     }
 
-    static func decodeMessage(type: UInt16, payload: ByteReader, acceptClonedRoutes: Bool = false) throws(NetlinkDecodingError) -> RoutingMessage {
+    static func decodeMessage(
+        type: UInt16, payload: ByteReader, received: ContinuousClock.Instant = .now, acceptClonedRoutes: Bool = false
+    ) throws(NetlinkDecodingError) -> RoutingMessage {
         switch type {
         case RT.done: return .done
         case RT.error: return .error(try NetlinkHeader.errorCode(payload, failing: NetlinkDecodingError.self))
@@ -37,10 +44,10 @@ public enum NetlinkDecoder {
             guard let link = try decodeLink(type: type, payload: payload) else { return .ignored(type: type) }
             return type == RT.newLink ? .link(link) : .linkRemoved(link)
         case RT.newAddress, RT.delAddress:
-            guard let address = try decodeAddress(type: type, payload: payload) else { return .ignored(type: type) }
+            guard let address = try decodeAddress(type: type, payload: payload, received: received) else { return .ignored(type: type) }
             return type == RT.newAddress ? .address(address) : .addressRemoved(address)
         case RT.newRoute, RT.delRoute:
-            guard let route = try decodeRoute(type: type, payload: payload, acceptCloned: acceptClonedRoutes) else { return .ignored(type: type) }
+            guard let route = try decodeRoute(type: type, payload: payload, received: received, acceptCloned: acceptClonedRoutes) else { return .ignored(type: type) }
             return type == RT.newRoute ? .route(route) : .routeRemoved(route)
         case RT.newRule, RT.delRule:
             // struct fib_rule_hdr: family, dst_len, src_len, tos, table, res1, res2, action (u8), flags u32.
@@ -107,7 +114,14 @@ public enum NetlinkDecoder {
     /// `struct ifaddrmsg`: family u8, prefixlen u8, flags u8, scope u8, index u32.
     static let addressHeaderSize = 8
 
-    static func decodeAddress(type: UInt16, payload: ByteReader) throws(NetlinkDecodingError) -> Address? {
+    /// `struct ifa_cacheinfo`: ifa_prefered u32, ifa_valid u32 (seconds left, all ones for
+    /// forever), cstamp u32, tstamp u32.
+    static let addressCacheInfoSize = 16
+    static let foreverLifetime = UInt32.max
+
+    static func decodeAddress(
+        type: UInt16, payload: ByteReader, received: ContinuousClock.Instant = .now
+    ) throws(NetlinkDecodingError) -> Address? {
         guard payload.count >= addressHeaderSize,
             let rawFamily = payload.integer(at: 0, as: UInt8.self),
             let prefixLength = payload.integer(at: 1, as: UInt8.self),
@@ -120,11 +134,18 @@ public enum NetlinkDecoder {
         var address: IPAddress?
         var local: IPAddress?
         var flags = UInt32(shortFlags)
+        var validUntil: ContinuousClock.Instant?
         try forEachAttribute(in: payload, from: addressHeaderSize, messageType: type) { (attribute, value) throws(NetlinkDecodingError) in
             switch attribute {
             case RT.addressAddress: address = try ipAddress(value, family: family, messageType: type, attribute: attribute)
             case RT.addressLocal: local = try ipAddress(value, family: family, messageType: type, attribute: attribute)
             case RT.addressFlags: flags = try u32(value, messageType: type, attribute: attribute)
+            case RT.addressCacheInfo:
+                guard value.count >= addressCacheInfoSize, let valid = value.integer(at: 4, as: UInt32.self) else {
+                    throw .invalidAttributeValue(messageType: type, attribute: attribute, length: value.count)
+                }
+                // Whole seconds, what is left rounded up by the kernel: the deadline is never early.
+                validUntil = valid == foreverLifetime ? nil : received + .seconds(valid)
             default: break
             }
         }
@@ -135,7 +156,9 @@ public enum NetlinkDecoder {
         guard Int(prefixLength) <= ours.bitWidth else {
             throw .invalidAttributeValue(messageType: type, attribute: RT.addressAddress, length: Int(prefixLength))
         }
-        return Address(interfaceIndex: index, prefix: IPPrefix(ours, length: prefixLength), scope: scope, flags: AddressFlags(rawValue: flags))
+        return Address(
+            interfaceIndex: index, prefix: IPPrefix(ours, length: prefixLength), scope: scope,
+            flags: AddressFlags(rawValue: flags), validUntil: validUntil)
     }
 
     // MARK: routes
@@ -145,7 +168,16 @@ public enum NetlinkDecoder {
     /// `struct rtnexthop`: len u16, flags u8, hops u8, ifindex i32.
     static let nextHopHeaderSize = 8
 
-    static func decodeRoute(type: UInt16, payload: ByteReader, acceptCloned: Bool = false) throws(NetlinkDecodingError) -> Route? {
+    /// `struct rta_cacheinfo`: clntref u32, lastuse u32, expires s32, error u32, used u32, id u32,
+    /// ts u32, tsage u32. `rta_expires` is what is left in clock ticks (USER_HZ, 100 per second:
+    /// the kernel's jiffies_to_clock_t), negative once it passed, 0 when the route never expires.
+    static let routeCacheInfoSize = 32
+    static let routeCacheInfoExpiresOffset = 8
+    static let clockTicksPerSecond: Int64 = 100
+
+    static func decodeRoute(
+        type: UInt16, payload: ByteReader, received: ContinuousClock.Instant = .now, acceptCloned: Bool = false
+    ) throws(NetlinkDecodingError) -> Route? {
         guard payload.count >= routeHeaderSize,
             let rawFamily = payload.integer(at: 0, as: UInt8.self),
             let destinationLength = payload.integer(at: 1, as: UInt8.self),
@@ -165,8 +197,14 @@ public enum NetlinkDecoder {
         var metric: UInt32 = 0
         var preferredSource: IPAddress?
         var multipath: [NextHop]?
+        var expiry: ContinuousClock.Instant?
         try forEachAttribute(in: payload, from: routeHeaderSize, messageType: type) { (attribute, value) throws(NetlinkDecodingError) in
             switch attribute {
+            case RT.routeCacheInfo:
+                guard value.count >= routeCacheInfoSize,
+                    let ticks = value.integer(at: routeCacheInfoExpiresOffset, as: Int32.self)
+                else { throw .invalidAttributeValue(messageType: type, attribute: attribute, length: value.count) }
+                expiry = ticks == 0 ? nil : received + .milliseconds(Int64(ticks) * 1000 / clockTicksPerSecond)
             case RT.routeDestination: destination = try ipAddress(value, family: family, messageType: type, attribute: attribute)
             case RT.routeGateway: gateway = try ipAddress(value, family: family, messageType: type, attribute: attribute)
             case RT.routeVia: gateway = try via(value, messageType: type, attribute: attribute)
@@ -187,7 +225,7 @@ public enum NetlinkDecoder {
         return Route(
             table: table, destination: IPPrefix(destination ?? zero, length: destinationLength),
             type: RouteType(rawValue: rawType) ?? .unspecified, metric: metric, tos: tos,
-            preferredSource: preferredSource, nextHops: hops)
+            preferredSource: preferredSource, nextHops: hops, expiry: expiry)
     }
 
     static func nextHops(_ value: ByteReader, family: AddressFamily, messageType: UInt16, attribute: UInt16) throws(NetlinkDecodingError) -> [NextHop] {

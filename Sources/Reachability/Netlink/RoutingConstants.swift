@@ -38,6 +38,7 @@ enum RT {
     static let addressAddress: UInt16 = 1  // IFA_ADDRESS (the peer on point-to-point links)
     static let addressLocal: UInt16 = 2  // IFA_LOCAL
     static let addressFlags: UInt16 = 8  // IFA_FLAGS (u32, supersedes ifa_flags)
+    static let addressCacheInfo: UInt16 = 6  // IFA_CACHEINFO (struct ifa_cacheinfo: lifetimes)
 
     // RTA_* (rtmsg attributes)
     static let routeDestination: UInt16 = 1  // RTA_DST
@@ -48,6 +49,7 @@ enum RT {
     static let routeMultipath: UInt16 = 9  // RTA_MULTIPATH
     static let routeUID: UInt16 = 25  // RTA_UID: whose traffic a lookup asks for (uidrange rules)
     static let routeTable: UInt16 = 15  // RTA_TABLE
+    static let routeCacheInfo: UInt16 = 12  // RTA_CACHEINFO (struct rta_cacheinfo: expiry)
     static let routeVia: UInt16 = 18  // RTA_VIA
 
     // struct nduseroptmsg and what follows it (<linux/rtnetlink.h>, <netinet/icmp6.h>)
