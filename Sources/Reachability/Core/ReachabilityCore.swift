@@ -29,7 +29,8 @@ public final class ReachabilityCore {
     private var resyncTimer: (any LoopSource)?
     /// /dev/rfkill, while it is followed.
     private var radioWatch: (any LoopSource)?
-    /// Armed at the first announcement's expiry (a NAT64 prefix's lifetime), never periodic.
+    /// Armed at the first announcement deadline (a NAT64 prefix's lifetime, the end of a hold
+    /// window, a drop report due), never periodic.
     private var expiryTimer: (any LoopSource)?
     /// The dump socket of a resync; its replies are read as they come, never waited for.
     private var dumpWatch: (any LoopSource)?
@@ -213,15 +214,23 @@ public final class ReachabilityCore {
         }
     }
 
+    /// One journal line for a burst of dropped announcements (the Engine rate-limits them).
+    static func line(for drops: AnnouncementDrops) -> String {
+        "router advertisements on \(drops.interfaceName): \(drops.count) announcement(s) dropped: more than "
+            + "\(LinkAnnouncements.routerCapacity) routers announce NAT64 prefixes, or a router that is no default router "
+            + "announces another portal (more are counted in reachd_announcements_dropped_total, told here at most once a minute)"
+    }
+
     /// `routingMoved`: the routing may have moved though the epoch did not (a resume).
     private func settle(_ change: ReachabilityChange?, routingMoved: Bool = false) {
         let (incidents, resync, dumping, epoch, online, expiry) = mirror.withLock {
             ($0.takeIncidents(), $0.resyncDeadline, $0.isDumping, $0.state.routingEpoch, $0.state.host.state == .online,
-             $0.state.nextAnnouncementExpiry)
+             $0.state.nextAnnouncementDeadline)
         }
         expiryTimer?.schedule(orDisableAt: expiry)
         stallWatch?.follow(online: online)
         for incident in incidents { warn("netlink: \(incident)") }
+        for drops in mirror.withLock({ $0.state.takeAnnouncementDrops() }) { warn(Self.line(for: drops)) }
         resyncTimer?.schedule(orDisableAt: resync)
         if dumping != netlinkPaused {
             netlinkPaused = dumping

@@ -268,7 +268,7 @@ final class KernelMirror {
         case let .route(route): events.append(.route(route, replace: decoded.header.isReplace))
         case let .routeRemoved(route): events.append(.routeRemoved(route))
         case .ruleChanged: events.append(.rulesChanged)
-        case let .announcedPortal(portal): events.append(.announcedPortal(portal))
+        case let .announcedPortal(portal): events.append(.announcedPortal(portal, received: .now))
         case let .nat64Prefix(announced): events.append(.nat64Prefix(announced, received: .now))
         case let .refusedPortal(index):
             // Once per link: a router repeating it every few seconds must not flood the journal.
