@@ -12,7 +12,7 @@ import Testing
 // MARK: - Facts
 
 /// Builders for the facts the kernel would send, with the values `ip` shows on a real host.
-private enum Fact {
+enum Fact {
     static let broadcast = LinkFlags(rawValue: 0x2)
     static let multicast = LinkFlags(rawValue: 0x1000)
     static let permanent = AddressFlags(rawValue: 0x80)
