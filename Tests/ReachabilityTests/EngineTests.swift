@@ -12,7 +12,7 @@ import Testing
 // MARK: - Facts
 
 /// Builders for the facts the kernel would send, with the values `ip` shows on a real host.
-private enum Fact {
+enum Fact {
     static let broadcast = LinkFlags(rawValue: 0x2)
     static let multicast = LinkFlags(rawValue: 0x1000)
     static let permanent = AddressFlags(rawValue: 0x80)
@@ -814,20 +814,24 @@ extension EngineTests {
 
 extension EngineTests {
     private static let router = Fact.ip("fe80::1")
-    private static func announced(_ uri: String, on index: Int32 = 2, by router: IPAddress = router) -> NetworkEvent {
-        .announcedPortal(AnnouncedPortal(interfaceIndex: index, router: router, uri: uri))
+    private static func announced(
+        _ uri: String, on index: Int32 = 2, by router: IPAddress = router, at received: ContinuousClock.Instant = .now
+    ) -> NetworkEvent {
+        .announcedPortal(AnnouncedPortal(interfaceIndex: index, router: router, uri: uri), received: received)
     }
 
     @Test func announcedPortal_onThePrimary_isTheHostsAnswer_untilTheLinkLosesCarrier() throws {
         var state = try onlineWired()
         let epoch = state.routingEpoch
-        let change = try changed(state.apply([Self.announced("https://portal.example/api")]))
+        let start = ContinuousClock.now
+        let change = try changed(state.apply([Self.announced("https://portal.example/api", at: start)]))
         #expect(change.hostChanged && change.host.announcedPortal == "https://portal.example/api")
         #expect(state.routingEpoch == epoch, "an announcement moves no route")
         // The same announcement again (every RA repeats it) changes nothing.
-        #expect(state.apply([Self.announced("https://portal.example/api")]) == nil)
-        // A new one replaces it.
-        #expect(try changed(state.apply([Self.announced("https://other.example/")])).host.announcedPortal == "https://other.example/")
+        #expect(state.apply([Self.announced("https://portal.example/api", at: start + .milliseconds(100))]) == nil)
+        // A new one replaces it (past the hold window: see the coalescing tests).
+        let next = start + LinkAnnouncements.hold
+        #expect(try changed(state.apply([Self.announced("https://other.example/", at: next)])).host.announcedPortal == "https://other.example/")
         // Carrier lost: gone, and it does not come back with the carrier (another network, perhaps).
         #expect(try changed(state.apply([.link(Fact.ethernet(2, "eth0", carrier: false), device: nil)])).host.announcedPortal == "")
         #expect(state.apply([.link(Fact.ethernet(2, "eth0"), device: nil)])?.host.announcedPortal ?? "" == "")
@@ -838,7 +842,8 @@ extension EngineTests {
         var state = try onlineWired()
         let viaRouter = Fact.defaultV6(via: "fe80::1", dev: 2)
         let viaOther = Fact.defaultV6(via: "fe80::2", dev: 2, metric: 2048)
-        _ = state.apply([.route(viaRouter, replace: false), .route(viaOther, replace: false), Self.announced("http://a.example/")])
+        let start = ContinuousClock.now
+        _ = state.apply([.route(viaRouter, replace: false), .route(viaOther, replace: false), Self.announced("http://a.example/", at: start)])
         #expect(state.host.announcedPortal == "http://a.example/")
         // Another router's route going away says nothing about this one's announcement.
         _ = state.apply([.routeRemoved(viaOther)])
@@ -846,7 +851,7 @@ extension EngineTests {
         // The announcing router's lifetime ran out: the kernel removed its default route.
         #expect(try changed(state.apply([.routeRemoved(viaRouter)])).host.announcedPortal == "")
 
-        _ = state.apply([Self.announced("http://b.example/")])
+        _ = state.apply([Self.announced("http://b.example/", at: start + LinkAnnouncements.hold)])
         #expect(state.host.announcedPortal == "http://b.example/")
         _ = state.apply([.linkRemoved(index: 2)])
         #expect(state.host.announcedPortal == "")
@@ -876,13 +881,13 @@ extension EngineTests {
         #expect(state.host.announcedPortal == "")
         // A stale message for a link without carrier, or one never seen, is dropped.
         _ = state.apply([Self.announced("http://eth2.example/", on: 4), Self.announced("http://gone.example/", on: 99)])
-        #expect(state.announcedPortals.keys.sorted() == [3])
+        #expect(state.announcements.keys.sorted() == [3])
         // The resync after an overrun cannot dump announcements: they survive it.
         let dump = NetworkDump(
             links: [(Fact.ethernet(2, "eth0"), nil), (Fact.ethernet(3, "eth1"), nil), (Fact.ethernet(4, "eth2", carrier: false), nil)],
             addresses: [Fact.v4(2, "192.0.2.10")], routes: [Fact.defaultV4(via: "192.0.2.1", dev: 2)])
         _ = state.replace(with: dump)
-        #expect(state.announcedPortals[3]?.uri == "http://eth1.example/")
+        #expect(state.announcements[3]?.portal?.uri == "http://eth1.example/")
     }
 }
 
@@ -996,6 +1001,8 @@ extension EngineTests {
         var state = try onlineWired()
         let start = ContinuousClock.now
         let other = IPPrefix(Fact.ip("2001:db8:64::"), length: 64)
+        // Each step past the hold window of the one before (see the coalescing tests).
+        let step = { (n: Int) in start + LinkAnnouncements.hold * n }
         _ = state.apply([Self.pref64(at: start)])
         // Lifetime 0 for another prefix than the one held withdraws nothing.
         #expect(state.apply([Self.pref64(other, lifetime: .zero, at: start)]) == nil)
@@ -1005,19 +1012,19 @@ extension EngineTests {
 
         let viaRouter = Fact.defaultV6(via: "fe80::1", dev: 2)
         let viaOther = Fact.defaultV6(via: "fe80::2", dev: 2, metric: 2048)
-        _ = state.apply([.route(viaRouter, replace: false), .route(viaOther, replace: false), Self.pref64(at: start)])
+        _ = state.apply([.route(viaRouter, replace: false), .route(viaOther, replace: false), Self.pref64(at: step(3))])
         _ = state.apply([.routeRemoved(viaOther)])
         #expect(state.host.nat64Prefix?.prefix == Self.wellKnown, "another router's route says nothing of this one")
         #expect(try changed(state.apply([.routeRemoved(viaRouter)])).host.nat64Prefix == nil)
 
-        _ = state.apply([Self.pref64(at: start)])
+        _ = state.apply([Self.pref64(at: step(4))])
         #expect(try changed(state.apply([.link(Fact.ethernet(2, "eth0", carrier: false), device: nil)])).host.nat64Prefix == nil)
         _ = state.apply([.link(Fact.ethernet(2, "eth0"), device: nil)])
         #expect(state.host.nat64Prefix == nil, "not back with the carrier")
         #expect(state.nextExpiry == nil)
         // A stale message for a link without carrier, or one never seen, is dropped.
         _ = state.apply([.link(Fact.ethernet(4, "eth2", carrier: false), device: DeviceFacts()), Self.pref64(on: 4, at: start), Self.pref64(on: 99, at: start)])
-        #expect(state.nat64Prefixes.isEmpty)
+        #expect(state.announcements.isEmpty)
     }
 
     @Test func nat64Prefix_ofTheRouterThePathUses_winsOnItsLink_andEachExpiresOnItsOwn() throws {

@@ -45,6 +45,17 @@ struct Nat64PrefixTests {
         }
     }
 
+    /// Waits until reachd's property says `prefix`.
+    static func waitForProperty(_ prefix: String, _ client: BusConnection, _ harness: DaemonHarness) async throws {
+        let deadline = ContinuousClock.now + waitLimit
+        while try announced(client) != prefix {
+            guard ContinuousClock.now < deadline else {
+                throw TimedOut(what: "Nat64Prefix '\(prefix)', reachd says '\(try announced(client))'; \(harness.diagnostics)")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
     static func latest(_ monitor: ReachctlProcess) -> [String: Any]? {
         monitor.output.last.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
     }

@@ -29,8 +29,9 @@ public final class ReachabilityCore {
     private var resyncTimer: (any LoopSource)?
     /// /dev/rfkill, while it is followed.
     private var radioWatch: (any LoopSource)?
-    /// Armed at the first lifetime's end (a route's, an address's, a NAT64 prefix's), never
-    /// periodic; disarmed while a dump runs (its end arms it again).
+    /// Armed at the first deadline (a route's, an address's or a NAT64 prefix's lifetime, the
+    /// end of an announcement hold window, a drop report due), never periodic; disarmed while a
+    /// dump runs (its end arms it again).
     private var expiryTimer: (any LoopSource)?
     /// The dump socket of a resync; its replies are read as they come, never waited for.
     private var dumpWatch: (any LoopSource)?
@@ -219,6 +220,13 @@ public final class ReachabilityCore {
     /// answer is past doubt (a negative `rta_expires`), yet well within a second.
     static let lifetimeMargin: Duration = .milliseconds(50)
 
+    /// One journal line for a burst of dropped announcements (the Engine rate-limits them).
+    static func line(for drops: AnnouncementDrops) -> String {
+        "router advertisements on \(drops.interfaceName): \(drops.count) announcement(s) dropped: more than "
+            + "\(LinkAnnouncements.routerCapacity) routers announce NAT64 prefixes, or a router that is no default router "
+            + "announces another portal (more are counted in reachd_announcements_dropped_total, told here at most once a minute)"
+    }
+
     /// `routingMoved`: the routing may have moved though the epoch did not (a resume).
     private func settle(_ change: ReachabilityChange?, routingMoved: Bool = false) {
         let (incidents, resync, dumping, epoch, online, expiry) = mirror.withLock {
@@ -228,6 +236,7 @@ public final class ReachabilityCore {
         expiryTimer?.schedule(orDisableAt: dumping ? nil : expiry.map { $0 + Self.lifetimeMargin })
         stallWatch?.follow(online: online)
         for incident in incidents { warn("netlink: \(incident)") }
+        for drops in mirror.withLock({ $0.state.takeAnnouncementDrops() }) { warn(Self.line(for: drops)) }
         resyncTimer?.schedule(orDisableAt: resync)
         if dumping != netlinkPaused {
             netlinkPaused = dumping

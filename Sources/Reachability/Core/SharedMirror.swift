@@ -25,9 +25,13 @@ public final class SharedMirror: @unchecked Sendable {
     /// The monitor socket's receive buffer as the kernel granted it, in bytes.
     public var netlinkReceiveBufferBytes: Int { withLock { $0.receiveBufferBytes } }
 
-    /// Overruns and resyncs so far.
+    /// Overruns and resyncs so far, announcements held and dropped.
     public var counters: MirrorCounters {
-        withLock { MirrorCounters(overruns: UInt64($0.overrunCount), resyncs: UInt64($0.resyncCount)) }
+        withLock {
+            MirrorCounters(
+                overruns: UInt64($0.overrunCount), resyncs: UInt64($0.resyncCount),
+                announcementsHeld: UInt64($0.state.announcementsHeld), announcementsDropped: $0.state.announcementsDropped)
+        }
     }
 
     /// Checks one address: the kernel's route for it (RTM_GETROUTE) and the link states.

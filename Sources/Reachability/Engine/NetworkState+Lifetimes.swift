@@ -36,6 +36,6 @@ extension NetworkState {
     /// The one instant the adapter's timer must fire at (with `NetworkEvent.clock`): the first
     /// lapse of a route, an address or an announced NAT64 prefix; nil when nothing has a lifetime.
     public var nextExpiry: ContinuousClock.Instant? {
-        [nextLapse, nextAnnouncementExpiry].compactMap { $0 }.min()
+        [nextLapse, nextAnnouncementDeadline].compactMap { $0 }.min()
     }
 }

@@ -134,7 +134,7 @@ extension NetworkState {
         // The probe's verdict counts only for a path packets can take.
         if chosen.path.isReachable { flags.formUnion(connectivity.flags) }
         let announcing = [chosen.path.interfaceIndex, underlying.isEmpty ? nil : linkIndexByName[underlying]]
-        let announced = announcing.lazy.compactMap { $0.flatMap { self.announcedPortals[$0]?.uri } }.first
+        let announced = announcing.lazy.compactMap { $0.flatMap { self.announcedPortal(on: $0) } }.first
         let available = availableInterfaces(primary: chosen.path.isReachable ? chosen.path.interfaceIndex : nil)
         return HostStatus(
             flags: flags, state: chosen.path.isReachable ? .online : (readyLinks.isEmpty ? .offline : .local),

@@ -29,11 +29,17 @@ public struct NetworkState: Sendable {
     private(set) var internetPaths: [AddressFamily: Route] = [:]
     /// The probe's last verdict (`NetworkEvent.connectivity`); unknown without a probe.
     private(set) var connectivity = ConnectivityStatus.unknown
-    /// Captive-portal URIs announced in router advertisements, per link (`AnnouncedPortal` says
-    /// how long one holds).
-    private(set) var announcedPortals: [Int32: AnnouncedPortal] = [:]
-    /// NAT64 prefixes announced (PREF64), per link and router, until they expire (NetworkState+Nat64).
-    var nat64Prefixes: [Int32: [IPAddress: HeldNat64Prefix]] = [:]
+    /// Captive-portal URIs and NAT64 prefixes announced in router advertisements, per link:
+    /// bounded, and shown through a hold window (NetworkState+Announcements).
+    var announcements: [Int32: LinkAnnouncements] = [:]
+    /// The kernel's default routes counted by router (NetworkState+Announcements).
+    var defaultRouters: [LinkRouter: Int] = [:]
+    /// Announcements dropped for want of room since the start (the metrics' counter).
+    public internal(set) var announcementsDropped: UInt64 = 0
+    /// Drop reports not yet taken by the adapter (`takeAnnouncementDrops`).
+    var pendingAnnouncementDrops: [AnnouncementDrops] = []
+    /// Links whose announcements this batch heard, with the latest time (`showHeardAnnouncements`).
+    var heardAnnouncements: [Int32: ContinuousClock.Instant] = [:]
     /// The probe's verdicts on uplinks other than the primary (`NetworkEvent.uplinkConnectivity`).
     private(set) var uplinkVerdicts: [Int32: ConnectivityVerdict] = [:]
     /// The last stall poll's verdicts on ready links (`NetworkEvent.stalls`); a link absent has
@@ -157,15 +163,12 @@ public struct NetworkState: Sendable {
             nameservers = list
         case let .connectivity(status):
             connectivity = status
-        case let .announcedPortal(portal):
-            // The kernel accepted the advertisement on a ready link; a stale one for a link gone
-            // down since (or unknown) has nothing to attach to.
-            guard links[portal.interfaceIndex]?.link.isReady == true else { return }
-            announcedPortals[portal.interfaceIndex] = portal
+        case let .announcedPortal(portal, received):
+            hear(portal, received: received)
         case let .nat64Prefix(announced, received):
-            hold(announced, received: received)
+            hear(announced, received: received)
         case let .clock(now):
-            expireNat64Prefixes(at: now)
+            clockAnnouncements(at: now)
             lapse(at: now)
         case let .uplinkConnectivity(index, verdict):
             guard verdict != .unknown, links[index]?.link.isReady == true else {
@@ -224,8 +227,7 @@ public struct NetworkState: Sendable {
         }
         // A link that went down may come back on another network: its announcement is gone.
         if !link.isReady {
-            announcedPortals.removeValue(forKey: link.index)
-            nat64Prefixes.removeValue(forKey: link.index)
+            announcements.removeValue(forKey: link.index)
             uplinkVerdicts.removeValue(forKey: link.index)
             linkStalls.removeValue(forKey: link.index)
         }
@@ -244,8 +246,7 @@ public struct NetworkState: Sendable {
         }
         for port in ports.removeValue(forKey: index) ?? [] { dirty.insert(port) }
         removeRoutes(through: index)
-        announcedPortals.removeValue(forKey: index)
-        nat64Prefixes.removeValue(forKey: index)
+        announcements.removeValue(forKey: index)
         uplinkVerdicts.removeValue(forKey: index)
         linkStalls.removeValue(forKey: index)
         radioBlocks.removeValue(forKey: index)
@@ -276,7 +277,7 @@ public struct NetworkState: Sendable {
     private mutating func insertRoute(_ route: Route) {
         guard route.table != Route.localTable else { return }
         let key = route.key
-        routes[key] = route
+        if routes.updateValue(route, forKey: key) == nil { countDefaultRouters(of: route, added: true) }
         if route.expiry == nil { expiringRoutes.remove(key) } else { expiringRoutes.insert(key) }
         routesBySlot[RouteSlot(route), default: []].insert(key)
         for hop in route.nextHops {
@@ -290,7 +291,10 @@ public struct NetworkState: Sendable {
     mutating func removeRoute(_ key: Route.Key) {
         guard let route = routes.removeValue(forKey: key) else { return }
         expiringRoutes.remove(key)
-        if route.destination.isDefault { forgetAnnouncements(by: route) }
+        if route.destination.isDefault {
+            countDefaultRouters(of: route, added: false)
+            forgetAnnouncements(by: route)
+        }
         let slot = RouteSlot(route)
         routesBySlot[slot]?.remove(key)
         if routesBySlot[slot]?.isEmpty == true { routesBySlot.removeValue(forKey: slot) }
@@ -298,17 +302,6 @@ public struct NetworkState: Sendable {
             if let index = hop.interfaceIndex { routesByInterface[index]?.remove(key) }
         }
         defaultRoutes.remove(key)
-    }
-
-    /// The kernel removed a default route: when it ran through a router that announced a portal
-    /// or a NAT64 prefix, that router's lifetime ended (or it withdrew), and its announcements with it.
-    private mutating func forgetAnnouncements(by route: Route) {
-        for hop in route.nextHops {
-            guard let index = hop.interfaceIndex else { continue }
-            if let gateway = hop.gateway { nat64Prefixes[index]?.removeValue(forKey: gateway) }
-            guard let portal = announcedPortals[index], portal.router == hop.gateway else { continue }
-            announcedPortals.removeValue(forKey: index)
-        }
     }
 
     private mutating func removeRoutes(inSlotOf route: Route) {
@@ -322,6 +315,7 @@ public struct NetworkState: Sendable {
     // MARK: derivation
 
     private mutating func publish() -> ReachabilityChange? {
+        showHeardAnnouncements()
         var changed: [InterfaceStatus] = []
         var removed: [InterfaceStatus] = []
         for index in dirty {

@@ -88,6 +88,9 @@ public enum MetricsExposition {
         out.counter("reachd_changed_events_total", "Changed signals sent: changes of the host's answer.", counters.changedEvents)
         out.counter("reachd_netlink_overruns_total", "Times the netlink receive buffer overran (ENOBUFS); each is followed by a resync.", sample.mirror.overruns)
         out.counter("reachd_netlink_resyncs_total", "Full dumps of links, addresses and routes, the first one at start included.", sample.mirror.resyncs)
+        out.family("reachd_announcements_held", .gauge, "Captive-portal URIs and NAT64 prefixes from router advertisements held now, over every link (at most 1 portal and 4 prefixes per link).")
+        out.sample("reachd_announcements_held", [], Double(sample.mirror.announcementsHeld))
+        out.counter("reachd_announcements_dropped_total", "Router advertisement announcements dropped because their link held as many as it may (more routers announcing than a link keeps).", sample.mirror.announcementsDropped)
 
         out.family("reachd_host_checks_total", .counter, "Host checks (CheckHost, watches of host names, the connectivity probe's lookups) finished, by outcome and reason.")
         out.sample("reachd_host_checks_total", [("outcome", "reachable"), ("reason", "")], Double(counters.checksReachable))

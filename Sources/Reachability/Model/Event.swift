@@ -25,14 +25,16 @@ public enum NetworkEvent: Hashable, Sendable {
     /// `validated` or `interventionRequired` flag) but moves no route, so no routing epoch.
     case connectivity(ConnectivityStatus)
     /// RTM_NEWNDUSEROPT with a router advertisement's captive-portal option (RFC 8910): what the
-    /// network says about a portal on that link. Moves no route, so no routing epoch.
-    case announcedPortal(AnnouncedPortal)
+    /// network says about a portal on that link, stamped by the adapter with when it was received
+    /// (announcements are published through a hold window). Moves no route, so no routing epoch.
+    case announcedPortal(AnnouncedPortal, received: ContinuousClock.Instant)
     /// RTM_NEWNDUSEROPT with a router advertisement's PREF64 option (RFC 8781), stamped by the
     /// adapter with when it was received: held until `received + lifetime`. Moves no route.
     case nat64Prefix(AnnouncedNat64Prefix, received: ContinuousClock.Instant)
     /// Not from the kernel: the loop's timer for `NetworkState.nextExpiry` (or the end of a dump),
     /// with the time now. Announcements, routes and addresses whose lifetime ended by then are
-    /// dropped; a route or address that lapsed moves the routing epoch.
+    /// dropped, and announcements a hold window kept back are published; a route or address that
+    /// lapsed moves the routing epoch.
     case clock(ContinuousClock.Instant)
     /// Not from the kernel: the probe's verdict on one uplink other than the primary, reached
     /// through that link alone (`Uplink`); `unknown` forgets it. Moves no route.

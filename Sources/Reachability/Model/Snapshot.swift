@@ -118,13 +118,20 @@ public struct ReachabilityChange: Hashable, Sendable {
 }
 
 /// How the kernel mirror has fared: receive-buffer overruns (ENOBUFS) and resyncs (fresh dumps,
-/// the first sync included), for `reachctl status --verbose` and the metrics of operators.
+/// the first sync included), for `reachctl status --verbose` and the metrics of operators; and
+/// what routers' announcements cost it (held now, dropped for want of room so far).
 public struct MirrorCounters: Hashable, Sendable {
     public var overruns: UInt64
     public var resyncs: UInt64
+    /// Portals and NAT64 prefixes held now, over every link (`LinkAnnouncements` bounds them).
+    public var announcementsHeld: UInt64
+    /// Announcements dropped because their link held as many as it may.
+    public var announcementsDropped: UInt64
 
-    public init(overruns: UInt64 = 0, resyncs: UInt64 = 0) {
+    public init(overruns: UInt64 = 0, resyncs: UInt64 = 0, announcementsHeld: UInt64 = 0, announcementsDropped: UInt64 = 0) {
         self.overruns = overruns
         self.resyncs = resyncs
+        self.announcementsHeld = announcementsHeld
+        self.announcementsDropped = announcementsDropped
     }
 }

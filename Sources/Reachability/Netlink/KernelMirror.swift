@@ -284,7 +284,7 @@ final class KernelMirror {
             keptLapsed.remove(route.key)
             events.append(.routeRemoved(route))
         case .ruleChanged: events.append(.rulesChanged)
-        case let .announcedPortal(portal): events.append(.announcedPortal(portal))
+        case let .announcedPortal(portal): events.append(.announcedPortal(portal, received: .now))
         case let .nat64Prefix(announced): events.append(.nat64Prefix(announced, received: .now))
         case let .refusedPortal(index):
             // Once per link: a router repeating it every few seconds must not flood the journal.
