@@ -75,6 +75,10 @@ final class HostChecks {
     /// Lookups in a row that sent queries and got no answer before their deadline (stall
     /// evidence); any answer, even NXDOMAIN, resets it.
     var consecutiveDNSTimeouts: Int { resolver?.consecutiveTimeouts ?? 0 }
+    /// Told when the count of reachd's own lookups that timed out in a row changes: stall
+    /// evidence that needs a poll even while no TCP socket gives one a reason.
+    var dnsTimedOut: (() -> Void)?
+    private var reportedTimeouts = 0
 
     private func startResolver(_ options: HostResolver.Options?) {
         self.options = options
@@ -119,6 +123,11 @@ final class HostChecks {
             startResolver(pending)
         }
         if let resolver { sources.sync(resolver) }
+        let timeouts = consecutiveDNSTimeouts
+        if timeouts != reportedTimeouts {
+            reportedTimeouts = timeouts
+            dnsTimedOut?()
+        }
     }
 
     /// A network change (links, addresses, routes or rules moved): cached DNS answers stay valid

@@ -209,6 +209,7 @@ public final class ReachabilityCore {
                 })
             watch.polled = stallPolled
             stallWatch = watch
+            hostChecks.dnsTimedOut = { [unowned self] in self.stallWatch?.evidenceArrived() }
             watch.follow(online: state.host.state == .online)
         } catch {
             warn("stall detection off: cannot open a sock_diag socket: \(error)")

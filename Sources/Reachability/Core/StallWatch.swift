@@ -181,6 +181,12 @@ final class StallWatch {
         if soon { plan(at: now + Self.triggerDelay) }
     }
 
+    /// Evidence from elsewhere (reachd's own DNS lookups timed out): judged at a poll soon.
+    func evidenceArrived() {
+        guard active else { return }
+        plan(at: .now + Self.triggerDelay)
+    }
+
     private func neighbourActivity() {
         guard neighbours?.drain() == true, active, planned == nil else { return }
         plan(at: .now + Self.triggerDelay)
