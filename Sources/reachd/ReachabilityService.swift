@@ -110,7 +110,7 @@ final class ReachabilityService: BusObject {
             let target = try message.readString()
             return try callers.identities.answering(message) { [core] uid throws(BusError) in
                 let result = core.mirror.check(address: target, uid: uid)
-                if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address '\(target)'") }
+                if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address \(target.inertExcerpt())") }
                 return .now { reply throws(BusError) in
                     try reply.append(result.flags.rawValue)
                     try reply.append(result.interface)
@@ -178,7 +178,7 @@ final class ReachabilityService: BusObject {
                     throw BusError(name: "org.freedesktop.DBus.Error.AccessDenied", message: "only root may ask as another user (uid \(named)); you are uid \(uid)")
                 }
                 let result = core.mirror.check(address: host, uid: named ?? uid)
-                if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address '\(host)'") }
+                if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address \(host.inertExcerpt())") }
                 return .now { reply throws(BusError) in try Self.appendHostReply(reply, result) }
             }
         }

@@ -138,7 +138,7 @@ extension Path {
     public struct KindNameError: Error, Hashable, Sendable, CustomStringConvertible {
         public var name: String
         public var description: String {
-            "unknown interface kind '\(name)' (known: \(InterfaceKind.allCases.map(\.rawValue).joined(separator: ", ")))"
+            "unknown interface kind \(name.inertExcerpt()) (known: \(InterfaceKind.allCases.map(\.rawValue).joined(separator: ", ")))"
         }
     }
 
