@@ -25,13 +25,16 @@ extension String {
     /// longer, `…(N bytes)` after the quote with its whole length in UTF-8 bytes. A hostile
     /// 100 KB argument comes back as some 80 characters, never whole. Counted in scalars, not
     /// characters, so a single "character" of a million combining marks is cut too.
-    public func inertExcerpt(limit: Int = 64) -> String {
+    /// `wholeBytes`: the value's length when this string is only its beginning (a D-Bus argument
+    /// refused before all of it was made a string).
+    public func inertExcerpt(limit: Int = 64, wholeBytes: Int? = nil) -> String {
         var out = "'"
         let scalars = unicodeScalars
         let end = scalars.index(scalars.startIndex, offsetBy: limit, limitedBy: scalars.endIndex) ?? scalars.endIndex
         Self.appendEscaping(scalars[..<end], to: &out, keepingNewlines: false)
         out += "'"
-        if end != scalars.endIndex { out += "…(\(utf8.count) bytes)" }
+        let bytes = wholeBytes ?? utf8.count
+        if end != scalars.endIndex || bytes > utf8.count { out += "…(\(bytes) bytes)" }
         return out
     }
 
