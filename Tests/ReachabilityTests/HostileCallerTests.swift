@@ -138,7 +138,7 @@ struct HostileCallerTests {
             + "slowest \(worst), before it \(baseline) at most")
         #expect(during.count >= 3, "root's calls kept being answered: \(during.count)")
         // Generous for a loaded 2-core machine; BENCHMARKS.md has the figures measured.
-        #expect(worst < .milliseconds(500), "root waited \(worst) while nobody's call was read")
+        #expect(worst < .seconds(1), "root waited \(worst) while nobody's call was read")
         #expect(harness.daemon?.isRunning == true)
         #expect(try DaemonBusTests.status(try harness.connect()) == DaemonBusTests.online)
     }
