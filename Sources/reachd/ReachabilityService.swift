@@ -107,10 +107,10 @@ final class ReachabilityService: BusObject {
             let interfaces = core.mirror.snapshot.interfaces
             return .now { reply throws(BusError) in try Self.appendInterfaces(reply, interfaces) }
         case "CheckAddress":
-            let target = try message.readString()
+            let target = try message.readString("address", maximumBytes: ReachdContract.Bound.address, refusal: ReachdContract.ErrorName.invalidTarget)
             return try callers.identities.answering(message) { [core] uid throws(BusError) in
                 let result = core.mirror.check(address: target, uid: uid)
-                if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address '\(target)'") }
+                if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address \(target.inertExcerpt())") }
                 return .now { reply throws(BusError) in
                     try reply.append(result.flags.rawValue)
                     try reply.append(result.interface)
@@ -149,11 +149,11 @@ final class ReachabilityService: BusObject {
             let text = metricsText()
             return .now { reply throws(BusError) in try reply.append(text) }
         case "Watch":
-            return try watches.add(target: try message.readString(), caller: message)
+            return try watches.add(target: try message.readString("target", maximumBytes: ReachdContract.Bound.target, refusal: ReachdContract.ErrorName.invalidTarget), caller: message)
         case "WatchPath":
             return try watches.addPath(caller: message)
         case "Unwatch":
-            let path = try message.readObjectPath()
+            let path = try message.readObjectPath("watch", maximumBytes: ReachdContract.Bound.watchPath)
             try watches.remove(path: path, caller: message.sender ?? "")
             return .now { _ in }
         default:
@@ -163,7 +163,7 @@ final class ReachabilityService: BusObject {
 
     /// CheckHost replies later: a slow DNS answer must never delay other callers.
     private func checkHost(_ message: BusMessage, asUser: Bool = false) throws(BusError) -> BusReply {
-        let host = try message.readString()
+        let host = try message.readString(asUser ? "target" : "host", maximumBytes: ReachdContract.Bound.target, refusal: ReachdContract.ErrorName.invalidTarget)
         let milliseconds = try message.readUInt32()
         let named = asUser ? try message.readUInt32() : nil
         guard milliseconds <= Self.maximumTimeoutMilliseconds else {
@@ -178,7 +178,7 @@ final class ReachabilityService: BusObject {
                     throw BusError(name: "org.freedesktop.DBus.Error.AccessDenied", message: "only root may ask as another user (uid \(named)); you are uid \(uid)")
                 }
                 let result = core.mirror.check(address: host, uid: named ?? uid)
-                if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address '\(host)'") }
+                if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address \(host.inertExcerpt())") }
                 return .now { reply throws(BusError) in try Self.appendHostReply(reply, result) }
             }
         }

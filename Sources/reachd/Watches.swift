@@ -54,7 +54,7 @@ final class WatchRegistry {
             // The whole check, not only the syntax: a scope naming no interface (fe80::1%nonexist)
             // is refused here exactly as CheckAddress refuses it.
             let answer = core.mirror.check(address: target)
-            if answer.reason == .invalidTarget { throw ReachabilityService.invalidTarget(answer.message ?? "invalid address '\(target)'") }
+            if answer.reason == .invalidTarget { throw ReachabilityService.invalidTarget(answer.message ?? "invalid address \(target.inertExcerpt())") }
         } else if case let .failure(error) = HostName.validate(target) {
             throw ReachabilityService.invalidTarget(error.description)
         }

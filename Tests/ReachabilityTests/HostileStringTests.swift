@@ -18,6 +18,33 @@ import Testing
         #expect(raw.escapingControlCharacters() == shown)
     }
 
+    /// issue 35: format characters (Cf) are invisible or reorder what a reader sees.
+    @Test(arguments: [
+        ("evil\u{202E}txt.exe", "evil\\u{202e}txt.exe"),
+        ("\u{2066}a\u{2069}", "\\u{2066}a\\u{2069}"),
+        ("pay\u{200B}pal", "pay\\u{200b}pal"),
+        ("soft\u{AD}hyphen", "soft\\u{ad}hyphen"),
+        ("\u{FEFF}bom", "\\u{feff}bom"),
+        ("\u{202A}\u{202B}\u{202C}\u{202D}", "\\u{202a}\\u{202b}\\u{202c}\\u{202d}"),
+        ("Ωμέγα עברית", "Ωμέγα עברית"),
+    ])
+    func formatCharactersAreWrittenOut(_ raw: String, _ shown: String) {
+        #expect(raw.escapingControlCharacters() == shown)
+    }
+
+    @Test func anExcerptQuotesAtMost64ScalarsAndSaysTheLength() {
+        #expect("wifi".inertExcerpt() == "'wifi'")
+        let long = String(repeating: "a", count: 100_000)
+        #expect(long.inertExcerpt() == "'\(String(repeating: "a", count: 64))'…(100000 bytes)")
+        // Exactly 64: whole, no length.
+        #expect(String(repeating: "b", count: 64).inertExcerpt() == "'\(String(repeating: "b", count: 64))'")
+        // Escaped inside the quotes; the cut counts scalars, so a million combining marks are cut.
+        #expect("a\u{202E}\u{1b}b".inertExcerpt() == "'a\\u{202e}\\x1bb'")
+        let marks = "e" + String(repeating: "\u{301}", count: 1_000_000)
+        #expect(marks.inertExcerpt().unicodeScalars.count < 100)
+        #expect(marks.inertExcerpt().hasSuffix("…(2000001 bytes)"))
+    }
+
     @Test func linesAndTabsMayStay() {
         #expect("a\tb\nc\u{1b}".escapingControlCharacters(keepingNewlines: true) == "a\tb\nc\\x1b")
     }

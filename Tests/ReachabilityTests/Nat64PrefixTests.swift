@@ -108,4 +108,38 @@ struct Nat64PrefixTests {
         let after = try reachctl(["status", "--json", "--daemon", "--bus-address", harness.address]).json()
         for key in Self.nat64Keys { #expect(after[key] as? String == "", "\(after)") }
     }
+
+    /// issue 35: a hostile host on the link announces a NAT64 prefix in a range no host may use,
+    /// or the link's own prefix, and a portal URI outside RFC 3986: the kernel passes them on,
+    /// reachd publishes none of them and says once per router what it refused, escaped.
+    @Test func badPrefixesAndPortalURIsFromARouterAreNeverPublished_andSaidOnce() async throws {
+        let (scenario, harness) = try await AnnouncedPortalTests.routerScenario()
+        defer { harness.shutdown() }
+        try scenario.ns.ip("addr add 2001:db8:5::2/64 dev up0 nodad")
+        let client = try harness.connect()
+
+        for prefix in ["ff02::", "::ffff:0:0", "2001:db8:5::"] { try Self.advertise(scenario, prefix: prefix, scaled: 225) }
+        try Self.advertise(scenario, prefix: "fe80::", scaled: 225, code: 1)
+        for uri in ["https://@/", "https://portal.example/<script>", "https://portal.example/\u{202E}"] {
+            try AnnouncedPortalTests.advertise(scenario, uri: uri)
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try Self.announced(client) == "")
+        #expect(try AnnouncedPortalTests.announced(client) == "")
+        let prefixes = harness.daemonErrorLines.filter { $0.contains("ignoring the NAT64 prefix") }
+        #expect(prefixes.count == 1, "said once for the router: \(prefixes)")
+        #expect(prefixes.first?.contains("'ff02::/96' announced by fe80::1") == true, "\(prefixes)")
+        let portals = harness.daemonErrorLines.filter { $0.contains("ignoring the captive-portal URI") }
+        #expect(portals.count == 1, "said once for the router: \(portals)")
+        #expect(portals.first?.contains("'https://@/' announced by fe80::1") == true && portals.first?.contains("a user name") == true, "\(portals)")
+
+        // The same router's good values are taken: the refusals held nothing back.
+        try Self.advertise(scenario, scaled: 225)
+        try AnnouncedPortalTests.advertise(scenario, uri: "https://portal.example/api")
+        let deadline = ContinuousClock.now + waitLimit
+        while try Self.announced(client) != "64:ff9b::/96" || AnnouncedPortalTests.announced(client) != "https://portal.example/api" {
+            guard ContinuousClock.now < deadline else { throw TimedOut(what: "the good values: \(harness.diagnostics)") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
 }

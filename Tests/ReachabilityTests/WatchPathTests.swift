@@ -102,6 +102,36 @@ struct WatchPathTests {
         #expect(wrongType?.message.contains("RequiredKind") == true, "\(String(describing: wrongType))")
         let unknownKey = refusal("Kind", "s") { message throws(BusError) in try message.append("wifi") }
         #expect(unknownKey?.message.contains("'Kind'") == true, "\(String(describing: unknownKey))")
+        // issue 35: contradictory options are refused naming both; a kind prohibited twice is fine.
+        let contradictory = DaemonHarness.callError(bus, "WatchPath") { message throws(BusError) in
+            try message.open("a", "{sv}")
+            try message.appendEntry("RequiredKind", "s") { entry throws(BusError) in try entry.append("wifi") }
+            try message.appendEntry("ProhibitedKinds", "as") { entry throws(BusError) in try entry.append(["vpn", "wifi"]) }
+            try message.close()
+        }
+        #expect(contradictory?.name == "org.freedesktop.DBus.Error.InvalidArgs")
+        #expect(contradictory?.message.contains("kind 'wifi' is both required (RequiredKind") == true, "\(String(describing: contradictory))")
+        #expect(contradictory?.message.contains("ProhibitedKinds") == true)
+        #expect(refusal("ProhibitedKinds", "as") { message throws(BusError) in try message.append(["vpn", "vpn"]) } == nil)
+        let twice = DaemonHarness.callError(bus, "WatchPath") { message throws(BusError) in
+            try message.open("a", "{sv}")
+            for _ in 0..<2 { try message.appendEntry("RequiredKind", "s") { entry throws(BusError) in try entry.append("wifi") } }
+            try message.close()
+        }
+        #expect(twice?.message == "option RequiredKind is given twice", "\(String(describing: twice))")
+        // Bounds (ReachdContract.Bound), named with the limit; a hostile kind name is quoted as
+        // a short escaped excerpt.
+        let many = refusal("ProhibitedKinds", "as") { message throws(BusError) in try message.append(Array(repeating: "vpn", count: 33)) }
+        #expect(many?.message == "ProhibitedKinds has more than 32 entries, the most reachd takes", "\(String(describing: many))")
+        #expect(refusal("ProhibitedKinds", "as") { message throws(BusError) in try message.append(Array(repeating: "vpn", count: 32)) } == nil)
+        let hostile = "\u{202E}" + String(repeating: "x", count: 100_000)
+        let long = refusal("RequiredKind", "s") { message throws(BusError) in try message.append(hostile) }
+        #expect(long?.message == "RequiredKind is 100003 bytes, at most 32: '\\u{202e}\(String(repeating: "x", count: 63))'…(100003 bytes)",
+            "\(String(describing: long))")
+        let bidi = refusal("RequiredKind", "s") { message throws(BusError) in try message.append("wi\u{202E}fi") }
+        #expect(bidi?.message.contains("'wi\\u{202e}fi'") == true, "\(String(describing: bidi))")
+        let longKey = refusal(String(repeating: "k", count: 65), "s") { message throws(BusError) in try message.append("wifi") }
+        #expect(longKey?.message.hasPrefix("an option key is 65 bytes, at most 64") == true, "\(String(describing: longKey))")
         // An empty option set is the host's own path.
         #expect(DaemonHarness.callError(bus, "WatchPath") { message throws(BusError) in
             try message.open("a", "{sv}")

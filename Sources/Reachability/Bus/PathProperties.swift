@@ -108,33 +108,39 @@ public struct PathProperty: Sendable {
     }
 
     /// WatchPath's options, `a{sv}`: `RequiredKind` s and `ProhibitedKinds` as, kind names as
-    /// `InterfaceKind` spells them. An unknown key, a value of another type or an unknown kind is
-    /// refused with InvalidArgs naming it.
+    /// `InterfaceKind` spells them. An unknown key, a key given twice, a value of another type,
+    /// an unknown kind, or a kind both required and prohibited is refused with InvalidArgs naming
+    /// it; so is anything past `ReachdContract.Bound`, at the first key or kind past it, before
+    /// the rest of the message is read.
     public static func readOptions(_ message: BusMessage) throws(BusError) -> Path.Restriction {
-        func invalid(_ text: String) -> BusError { BusError(name: "org.freedesktop.DBus.Error.InvalidArgs", message: text) }
+        typealias Option = ReachdContract.PathOption
+        typealias Bound = ReachdContract.Bound
+        func invalid(_ text: String) -> BusError { BusMessage.invalidArguments(text) }
         var required: String?
-        var prohibited: [String] = []
+        var prohibited: [String]?
         guard try message.enter("a", "{sv}") else { throw invalid("WatchPath expects options a{sv}") }
+        // Each known key at most once and an unknown one refused: at most two entries are read.
         while try message.enter("e", "sv") {
-            let key = try message.readString()
+            let key = try message.readString("an option key", maximumBytes: Bound.optionKey)
             switch key {
-            case ReachdContract.PathOption.requiredKind:
-                guard let value = try ReachabilityClient.variant(message, "s", { m throws(BusError) in try m.readString() }) else {
-                    throw invalid("option \(key) must be a string (s), a kind name")
-                }
-                required = value
-            case ReachdContract.PathOption.prohibitedKinds:
-                guard let value = try ReachabilityClient.variant(message, "as", { m throws(BusError) in try m.readStringArray() }) else {
+            case Option.requiredKind:
+                guard required == nil else { throw invalid("option \(key) is given twice") }
+                guard try message.enterVariant(holding: "s") else { throw invalid("option \(key) must be a string (s), a kind name") }
+                required = try message.readString(key, maximumBytes: Bound.kindName)
+            case Option.prohibitedKinds:
+                guard prohibited == nil else { throw invalid("option \(key) is given twice") }
+                guard try message.enterVariant(holding: "as") else {
                     throw invalid("option \(key) must be an array of strings (as), kind names")
                 }
-                prohibited += value
+                prohibited = try message.readStrings(key, maximumCount: Bound.kinds, maximumBytes: Bound.kindName)
             default:
-                throw invalid("unknown option '\(key)' (known: \(ReachdContract.PathOption.requiredKind), \(ReachdContract.PathOption.prohibitedKinds))")
+                throw invalid("unknown option \(key.inertExcerpt()) (known: \(Option.requiredKind), \(Option.prohibitedKinds))")
             }
+            try message.exit()
             try message.exit()
         }
         try message.exit()
-        switch Path.Restriction.parse(required: required, prohibited: prohibited) {
+        switch Path.Restriction.parse(required: required, prohibited: prohibited ?? []) {
         case let .success(restriction): return restriction
         case let .failure(error): throw invalid(error.description)
         }

@@ -27,6 +27,29 @@ public enum ReachdContract {
         public static let timeout = "org.reachd.Reachability1.Error.Timeout"
     }
 
+    /// The most a caller's argument may hold, checked while it is read: a string's bytes are
+    /// counted before it becomes a Swift string, an array is read one element at a time and
+    /// refused at the first one past its bound, so no call keeps reachd's loop longer than a few
+    /// milliseconds whatever the bus lets through (32 MiB per message). Each is well above any
+    /// real use; a refusal is InvalidArgs naming the argument and its bound. The contract
+    /// (packaging/org.reachd.Reachability1.xml) states them.
+    public enum Bound {
+        /// CheckAddress's `address`: a full IPv6 address with brackets and a scope of IFNAMSIZ.
+        public static let address = AddressTarget.maximumLength
+        /// CheckHost's `host`, CheckHostAsUser's and Watch's `target` (a name or an address): the
+        /// longest host name and its trailing dot.
+        public static let target = HostName.maximumLength + 1
+        /// Unwatch's `watch`: reachd's own watch paths are about 40 bytes.
+        public static let watchPath = 255
+        /// WatchPath's `options`: each key's bytes. Each known key may appear once, and an unknown
+        /// one is refused, so at most two entries are ever read.
+        public static let optionKey = 64
+        /// ProhibitedKinds' entries (there are 8 kinds; repeats are
+        /// allowed and count), and the bytes of each kind name, RequiredKind's too.
+        public static let kinds = 32
+        public static let kindName = 32
+    }
+
     /// The longest CheckHost timeout (`timeout_ms`) reachd accepts: a check is not a way to hang a
     /// client. The client clamps longer ones.
     public static let maximumCheckTimeout: Duration = .seconds(300)

@@ -22,6 +22,12 @@ extension NetworkState {
         let index = announced.interfaceIndex
         // As for a portal: a stale announcement for a link gone down since has nothing to attach to.
         guard links[index]?.link.isReady == true else { return }
+        // Validated here, where every announcement enters and the link's own prefixes are known
+        // (its addresses and on-link routes arrive before the option, in the same batch).
+        if let reason = AnnouncedNat64Prefix.refusal(of: announced.prefix, onLink: onLinkPrefixes(of: index)) {
+            return refuse(RefusedAnnouncement(
+                option: .nat64Prefix, interfaceIndex: index, router: announced.router, value: announced.prefix.description, reason: reason))
+        }
         let routers = defaultRouters
         let dropped = announcements[index, default: LinkAnnouncements()].hear(announced, at: received) {
             routers[LinkRouter(interfaceIndex: index, address: $0)] != nil

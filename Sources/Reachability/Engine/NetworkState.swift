@@ -40,6 +40,11 @@ public struct NetworkState: Sendable {
     var pendingAnnouncementDrops: [AnnouncementDrops] = []
     /// Links whose announcements this batch heard, with the latest time (`showHeardAnnouncements`).
     var heardAnnouncements: [Int32: ContinuousClock.Instant] = [:]
+    /// Announcements refused since the adapter last took them (`takeRefusedAnnouncements`), for
+    /// its journal: the Engine does no I/O. At most `refusalsKept`, so a state nobody drains
+    /// (a test's) holds no more.
+    private(set) var refusedAnnouncements: [RefusedAnnouncement] = []
+    static let refusalsKept = 16
     /// The probe's verdicts on uplinks other than the primary (`NetworkEvent.uplinkConnectivity`).
     private(set) var uplinkVerdicts: [Int32: ConnectivityVerdict] = [:]
     /// The last stall poll's verdicts on ready links (`NetworkEvent.stalls`); a link absent has
@@ -76,6 +81,29 @@ public struct NetworkState: Sendable {
 
     public init(classifier: Classifier = Classifier()) {
         self.classifier = classifier
+    }
+
+    /// The announcements refused since the last call (see `refusedAnnouncements`).
+    public mutating func takeRefusedAnnouncements() -> [RefusedAnnouncement] {
+        defer { refusedAnnouncements.removeAll() }
+        return refusedAnnouncements
+    }
+
+    mutating func refuse(_ refusal: RefusedAnnouncement) {
+        if refusedAnnouncements.count < Self.refusalsKept { refusedAnnouncements.append(refusal) }
+    }
+
+    /// The prefixes of link `index` itself: its addresses' and its on-link (gateway-less) routes',
+    /// of any table but the default route.
+    func onLinkPrefixes(of index: Int32) -> [IPPrefix] {
+        var prefixes: [IPPrefix] = links[index]?.addresses.values.map { $0.prefix } ?? []
+        for key in routesByInterface[index] ?? [] {
+            guard let route = routes[key], !route.destination.isDefault,
+                route.nextHops.contains(where: { $0.interfaceIndex == index && $0.gateway == nil })
+            else { continue }
+            prefixes.append(route.destination)
+        }
+        return prefixes
     }
 
     // MARK: input

@@ -28,15 +28,15 @@ public struct AddressTarget: Hashable, Sendable {
             switch self {
             case .empty: "empty target"
             case let .tooLong(length): "target is \(length) characters long; an address has at most \(AddressTarget.maximumLength)"
-            case let .invalidScope(text): "invalid scope in '\(text)': write an interface name or index after '%', as in fe80::1%eth0"
+            case let .invalidScope(text): "invalid scope in \(text.inertExcerpt()): write an interface name or index after '%', as in fe80::1%eth0"
             case let .notAnAddress(text) where HostName.isNumericForm(text.hasSuffix(".") ? String(text.dropLast()) : text):
-                "'\(text)' is a short, octal or single-number IPv4 form (as inet_aton reads it; 0x parts are "
+                "\(text.inertExcerpt()) is a short, octal or single-number IPv4 form (as inet_aton reads it; 0x parts are "
                     + "hexadecimal), which reachd does not guess at: write the four decimal parts, as in 127.0.0.1"
             case let .notAnAddress(text) where !text.contains(":") && text.contains(where: \.isLetter):
                 // Letters, but a numeric last label (host.123): the host name error says why it is neither.
                 HostName.numericTopLabel(text).map { HostNameError(name: text, problem: .numericTopLevelLabel($0)).description }
-                    ?? "'\(text)' is not an IPv4 or IPv6 address"
-            case let .notAnAddress(text): "'\(text)' is not an IPv4 or IPv6 address"
+                    ?? "\(text.inertExcerpt()) is not an IPv4 or IPv6 address"
+            case let .notAnAddress(text): "\(text.inertExcerpt()) is not an IPv4 or IPv6 address"
             }
         }
     }

@@ -126,24 +126,24 @@ public struct HostNameError: Error, Hashable, Sendable, CustomStringConvertible 
         case .empty:
             return "invalid host name: empty"
         case .invalidCharacter(let character, let position):
-            return "invalid character \(Self.quoted(character)) at position \(position) in \(Self.printable(name))"
+            return "invalid character \(Self.quoted(character)) at position \(position) in \(name.inertExcerpt())"
         case .tooLong(let length):
-            return "invalid host name '\(name.prefix(40))...': \(length) characters, at most \(HostName.maximumLength)"
+            return "invalid host name \(name.inertExcerpt()): \(length) characters, at most \(HostName.maximumLength)"
         case .emptyLabel:
-            return "invalid host name '\(name)': empty label"
+            return "invalid host name \(name.inertExcerpt()): empty label"
         case .labelTooLong(let label):
-            return "invalid host name '\(name)': label '\(label)' is \(label.utf8.count) characters, at most "
+            return "invalid host name \(name.inertExcerpt()): label \(label.inertExcerpt()) is \(label.utf8.count) characters, at most "
                 + "\(HostName.maximumLabelLength)"
         case .hyphenAtStart(let label):
-            return "invalid host name '\(name)': label '\(label)' begins with '-'"
+            return "invalid host name \(name.inertExcerpt()): label \(label.inertExcerpt()) begins with '-'"
         case .numericAddressForm:
-            return "'\(name)' is a hexadecimal, octal, short or single-number IPv4 form (as inet_aton reads it), "
+            return "\(name.inertExcerpt()) is a hexadecimal, octal, short or single-number IPv4 form (as inet_aton reads it), "
                 + "not a host name, and reachd does not guess at it: write the four decimal parts, as in 127.0.0.1"
         case .numericTopLevelLabel(let label):
-            return "'\(name)' is neither an address nor a host name: its last label '\(label)' is all digits, and no "
+            return "\(name.inertExcerpt()) is neither an address nor a host name: its last label \(label.inertExcerpt()) is all digits, and no "
                 + "top-level domain is; write an address as 192.0.2.1 or 2001:db8::1"
         case .hyphenAtEnd(let label):
-            return "invalid host name '\(name)': label '\(label)' ends with '-'"
+            return "invalid host name \(name.inertExcerpt()): label \(label.inertExcerpt()) ends with '-'"
         }
     }
 
@@ -154,14 +154,6 @@ public struct HostNameError: Error, Hashable, Sendable, CustomStringConvertible 
             return "'\(character)'"
         }
         return scalars.map { "U+" + hex($0.value) }.joined(separator: " ")
-    }
-
-    /// The name with control characters replaced by '?', so a message stays on one line, and cut
-    /// after 60 characters: a hostile 100 KB name must not come back as a 100 KB error.
-    private static func printable(_ text: String) -> String {
-        let shown = String(text.unicodeScalars.prefix(60).map { $0.value < 0x20 || $0.value == 0x7F ? "?" : Character($0) })
-        let count = text.unicodeScalars.count
-        return count > 60 ? "'\(shown)...' (\(count) characters)" : "'\(shown)'"
     }
 
     private static func hex(_ value: UInt32) -> String {

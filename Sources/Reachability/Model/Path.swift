@@ -112,10 +112,12 @@ extension Path {
 
         /// A restriction from kind names (`wired`, `wifi`, ... as `InterfaceKind` spells them), as
         /// WatchPath's options and reachctl's `--kind`/`--not-kind` give them; the error names the
-        /// unknown one and the known ones.
-        public static func parse(required: String?, prohibited: [String]) -> Result<Restriction, KindNameError> {
-            func kind(_ name: String) -> Result<InterfaceKind, KindNameError> {
-                InterfaceKind(rawValue: name).map { .success($0) } ?? .failure(KindNameError(name: name))
+        /// unknown one and the known ones. A kind both required and prohibited is refused naming
+        /// both: no interface could ever count, so the path could never be satisfied, and the caller
+        /// surely meant something else. A kind prohibited twice is the same restriction.
+        public static func parse(required: String?, prohibited: [String]) -> Result<Restriction, RestrictionError> {
+            func kind(_ name: String) -> Result<InterfaceKind, RestrictionError> {
+                InterfaceKind(rawValue: name).map { .success($0) } ?? .failure(.unknownKind(name))
             }
             var restriction = Restriction()
             if let required {
@@ -130,15 +132,27 @@ extension Path {
                 case let .failure(error): return .failure(error)
                 }
             }
+            if let required = restriction.requiredInterfaceType, restriction.prohibitedInterfaceTypes.contains(required) {
+                return .failure(.requiredKindProhibited(required))
+            }
             return .success(restriction)
         }
     }
 
-    /// A kind name that `InterfaceKind` does not know.
-    public struct KindNameError: Error, Hashable, Sendable, CustomStringConvertible {
-        public var name: String
+    /// Why kind names make no restriction: a name `InterfaceKind` does not know, or the one
+    /// required kind also prohibited.
+    public enum RestrictionError: Error, Hashable, Sendable, CustomStringConvertible {
+        case unknownKind(String)
+        case requiredKindProhibited(InterfaceKind)
+
         public var description: String {
-            "unknown interface kind '\(name)' (known: \(InterfaceKind.allCases.map(\.rawValue).joined(separator: ", ")))"
+            switch self {
+            case let .unknownKind(name):
+                "unknown interface kind \(name.inertExcerpt()) (known: \(InterfaceKind.allCases.map(\.rawValue).joined(separator: ", ")))"
+            case let .requiredKindProhibited(kind):
+                "kind '\(kind.rawValue)' is both required (RequiredKind, --kind) and prohibited (ProhibitedKinds, --not-kind): "
+                    + "no interface could count, so the path could never be satisfied"
+            }
         }
     }
 

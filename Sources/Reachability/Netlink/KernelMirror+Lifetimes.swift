@@ -15,7 +15,7 @@ extension RoutingMessage {
     /// What a router advertisement makes the kernel send (an ND option, an IPv6 address renewed).
     var mayComeFromRouterAdvertisement: Bool {
         switch self {
-        case .announcedPortal, .nat64Prefix, .refusedPortal: true
+        case .announcedPortal, .nat64Prefix, .refusedAnnouncement: true
         case let .ignored(type): type == RT.newNDUserOption
         case let .address(address): address.address.family == .ipv6
         default: false

@@ -50,7 +50,7 @@ final class KernelMirror {
         case foreignSender
         case resynced
         case resyncFailed(SystemError)
-        case refusedPortal(interfaceIndex: Int32)
+        case refusedAnnouncement(RefusedAnnouncement)
 
         /// The journal's line for it.
         var description: String {
@@ -61,8 +61,7 @@ final class KernelMirror {
             case .foreignSender: "ignoring a netlink message not sent by the kernel"
             case .resynced: "resynced from a fresh dump"
             case let .resyncFailed(error): "resync failed: \(error); will retry"
-            case let .refusedPortal(index):
-                "ignoring the captive-portal URI a router announced on link \(index): only https URIs are taken (RFC 8908); said once per link"
+            case let .refusedAnnouncement(refusal): refusal.description
             }
         }
     }
@@ -78,8 +77,16 @@ final class KernelMirror {
     var needsResync = false
     var lastResync: ContinuousClock.Instant?
     var incidents: [Incident] = []
-    /// Links whose refused portal announcement was already said (`Incident.refusedPortal`).
-    private var refusedPortalLinks: Set<Int32> = []
+    /// The routers whose refused announcement (of each option, per link) was already said
+    /// (`Incident.refusedAnnouncement`): at most `refusingRoutersSaid`, as any host on a link
+    /// can send advertisements from as many source addresses as it likes.
+    private var refusingRouters: Set<RefusingRouter> = []
+    private struct RefusingRouter: Hashable {
+        var option: RefusedAnnouncement.Option
+        var interfaceIndex: Int32
+        var router: IPAddress?
+    }
+    static let refusingRoutersSaid = 64
     var resyncCount = 0
     /// The resync dump in flight (see KernelMirror+Dump.swift).
     var dump: Dump?
@@ -209,7 +216,10 @@ final class KernelMirror {
         }
         guard !events.isEmpty else { return nil }
         events += internetPathEvents() + nameserverEvents()
-        return state.apply(events)
+        let change = state.apply(events)
+        // The Engine refuses what it can judge only with the link's prefixes (NAT64).
+        for refusal in state.takeRefusedAnnouncements() { note(refusal) }
+        return change
     }
 
     /// Reads the monitor socket empty and throws away what it held (see the type's comment), and
@@ -286,11 +296,18 @@ final class KernelMirror {
         case .ruleChanged: events.append(.rulesChanged)
         case let .announcedPortal(portal): events.append(.announcedPortal(portal, received: .now))
         case let .nat64Prefix(announced): events.append(.nat64Prefix(announced, received: .now))
-        case let .refusedPortal(index):
-            // Once per link: a router repeating it every few seconds must not flood the journal.
-            if refusedPortalLinks.insert(index).inserted { incidents.append(.refusedPortal(interfaceIndex: index)) }
+        case let .refusedAnnouncement(refusal):
+            note(refusal)
         case .done, .error, .ignored: break
         }
+    }
+
+    /// Says a refused announcement once per router: a router repeating it every few seconds must
+    /// not flood the journal.
+    func note(_ refusal: RefusedAnnouncement) {
+        guard refusingRouters.count < Self.refusingRoutersSaid else { return }
+        let router = RefusingRouter(option: refusal.option, interfaceIndex: refusal.interfaceIndex, router: refusal.router)
+        if refusingRouters.insert(router).inserted { incidents.append(.refusedAnnouncement(refusal)) }
     }
 
     /// The kind `link` is classified as, with the sysfs facts just read (nil: those known).

@@ -265,8 +265,8 @@ public enum NetlinkDecoder {
     /// The captive-portal URI of a router advertisement's option 37 (`.announcedPortal`), or its
     /// NAT64 prefix of option 38 (`.nat64Prefix`); nil for other options and messages, and for a
     /// PREF64 option of another length than 2 or with an invalid PLC (RFC 8781: ignored);
-    /// `.refusedPortal` for a URI no client should be given (the bytes came from the network, not
-    /// the kernel: a bad option is dropped, not treated as a broken netlink stream). The kernel
+    /// `.refusedAnnouncement` for a URI no client should be given (the bytes came from the network,
+    /// not the kernel: a bad option is dropped, not treated as a broken netlink stream). The kernel
     /// sends one option per message; a message with both is the portal's.
     static func decodeNDUserOption(payload: ByteReader) throws(NetlinkDecodingError) -> RoutingMessage? {
         let type = RT.newNDUserOption
@@ -289,7 +289,7 @@ public enum NetlinkDecoder {
         guard family == AddressFamily.ipv6.rawValue, icmpType == RT.icmpRouterAdvertisement else { return nil }
         var offset = 0
         var uri: String?
-        var refused = false
+        var refusal: RefusedAnnouncement?
         var pref64: [UInt8]?
         while offset < options.count {
             guard let optionType = options.integer(at: offset, as: UInt8.self),
@@ -301,14 +301,20 @@ public enum NetlinkDecoder {
                     declared: Int(options.integer(at: offset + 1, as: UInt8.self) ?? 0) * 8, available: options.count - offset)
             }
             if optionType == RT.ndOptionCaptivePortal {
-                uri = AnnouncedPortal.uri(fromOptionValue: Array(option.dropFirst(2)))
-                refused = uri == nil
+                let value = Array(option.dropFirst(2))
+                switch AnnouncedPortal.uri(fromOptionValue: value) {
+                case let .success(taken): uri = taken
+                case let .failure(refused):
+                    uri = nil
+                    let text = String(decoding: value.prefix { $0 != 0 }, as: UTF8.self)
+                    refusal = RefusedAnnouncement(option: .captivePortal, interfaceIndex: index, router: router, value: text, reason: refused.reason)
+                }
             } else if optionType == RT.ndOptionPREF64 {
                 pref64 = Array(option.dropFirst(2))
             }
             offset += option.count
         }
-        guard uri != nil || pref64 != nil else { return refused ? .refusedPortal(interfaceIndex: index) : nil }
+        guard uri != nil || pref64 != nil else { return refusal.map(RoutingMessage.refusedAnnouncement) }
         guard let router else { throw .missingAttribute(messageType: type, attribute: RT.ndUserOptionSourceAddress) }
         if let uri { return .announcedPortal(AnnouncedPortal(interfaceIndex: index, router: router, uri: uri)) }
         return pref64.flatMap { AnnouncedNat64Prefix.decode(optionValue: $0, interfaceIndex: index, router: router) }.map(RoutingMessage.nat64Prefix)

@@ -100,9 +100,9 @@ public enum RoutingMessage: Hashable, Sendable {
     case announcedPortal(AnnouncedPortal)
     /// RTM_NEWNDUSEROPT carrying option 38 (PREF64, RFC 8781): a NAT64 prefix and its lifetime.
     case nat64Prefix(AnnouncedNat64Prefix)
-    /// Option 37 with a URI no client may be given (not https, not printable): ignored, and
-    /// said once per link (`KernelMirror`).
-    case refusedPortal(interfaceIndex: Int32)
+    /// Option 37 with a URI no client may be given (not a strict https URI): dropped, and said
+    /// once per router (`KernelMirror`).
+    case refusedAnnouncement(RefusedAnnouncement)
     /// NLMSG_DONE: the end of a dump.
     case done
     /// NLMSG_ERROR: an errno (negative, as the kernel sends it) or 0 for an acknowledgement.
