@@ -74,8 +74,18 @@ public final class HostResolver {
     /// Finished requests whose completion has not run yet, in the order they finished.
     private var finished: [Request] = []
 
-    public init(options: Options = Options()) throws {
+    /// Where the nameservers, the search list and /etc/hosts come from.
+    let files: ResolverFiles
+
+    /// `files`: shared with whoever else reads resolv.conf (the core's nameserver fact), so that
+    /// a fault is said once; by default the resolver reads `options.resolvConfPath` on its own.
+    public convenience init(options: Options = Options()) throws {
+        try self.init(options: options, files: ResolverFiles(resolvConfPath: options.resolvConfPath ?? Self.systemResolvConfPath))
+    }
+
+    init(options: Options, files: ResolverFiles) throws {
         precondition(options.maxConcurrent > 0, "maxConcurrent must be at least 1")
+        self.files = files
         let status = AresLookup.libraryStatus
         guard status == ARES_SUCCESS else {
             throw ResolverError(message: "ares_library_init: " + AresLookup.describe(status))
@@ -108,6 +118,9 @@ public final class HostResolver {
             // (then the answer depends on whether a nameserver refuses); an address needs no
             // lookup. Delivered by the loop like every other answer.
             finish(request, .resolved([address], ttl: 0))
+        } else if case let local = files.hostsAddresses(name), !local.isEmpty {
+            // /etc/hosts first, as glibc's default nsswitch.conf and c-ares' "fb" have it.
+            finish(request, .resolved(local, ttl: 0))
         } else if hasSlot(for: owner), waiting[owner]?.count ?? 0 == 0 {
             // A free slot: start it, however short the deadline (the caller chose it, and a
             // local server answers in a millisecond).
@@ -214,22 +227,32 @@ public final class HostResolver {
     }
 
     /// The resolv.conf this resolver reads.
-    public var resolvConfPath: String { options.resolvConfPath ?? Self.systemResolvConfPath }
+    public var resolvConfPath: String { files.resolvConfPath }
 
     /// The system's resolv.conf, what c-ares reads by default.
     public static let systemResolvConfPath = "/etc/resolv.conf"
 
-    /// The nameservers of the current resolv.conf, in order (what a lookup started now would
-    /// ask), for the "can any nameserver be reached at all" pre-check. Reads the file each call:
-    /// `HostChecks` keeps the verdict until the file or the network changes.
+    /// The nameservers a lookup started now would ask, in order, for the "can any nameserver be
+    /// reached at all" pre-check: resolv.conf's (read once per version of the file), 127.0.0.1
+    /// when it names none (as glibc and c-ares do), none when it was never read well.
     public func nameservers() -> [IPAddress] {
-        AresLookup.nameservers(resolvConfPath: options.resolvConfPath)
+        (try? lookupSettings().get())?.servers ?? []
     }
 
     /// What /etc/hosts says about `name`, without any query: for answering when no nameserver
     /// is reachable.
     public func hostsFileAddresses(_ name: String) -> [IPAddress] {
-        AresLookup.hostsFileAddresses(name)
+        files.hostsAddresses(name)
+    }
+
+    /// The servers and settings for a lookup now, or why there are none.
+    private func lookupSettings() -> Result<(servers: [IPAddress], configuration: ResolverConfiguration), ResolverError> {
+        guard let configuration = files.resolverConfiguration() else {
+            let fault = files.resolvConfFault ?? "\(files.resolvConfPath) could not be read"
+            return .failure(ResolverError(message: "no nameserver known: \(fault)"))
+        }
+        let servers = configuration.nameservers.isEmpty ? [IPAddress.v4(0x7F00_0001)] : configuration.nameservers
+        return .success((servers, configuration))
     }
 
     // MARK: - Bookkeeping
@@ -237,11 +260,16 @@ public final class HostResolver {
     /// Starts `request` on a channel of its own. An answer c-ares has at once (/etc/hosts, an IP
     /// literal, a bad name) is kept for the next `process`/`processTimeouts`.
     private func start(_ request: Request, now: ContinuousClock.Instant) {
+        let settings: (servers: [IPAddress], configuration: ResolverConfiguration)
+        switch lookupSettings() {
+        case let .success(found): settings = found
+        case let .failure(error): return finish(request, .failed(error.message))
+        }
         let tryTimeout = max(Self.minimumTryTimeout, now.duration(to: request.deadline) / 4)
         // Weak: a lookup torn down with the resolver closes its sockets after the resolver is gone.
         let lookup = AresLookup(
-            name: request.name, timeout: tryTimeout, tries: Self.tries, resolvConfPath: options.resolvConfPath,
-            willClose: { [weak self] fd in self?.socketWillClose?(fd) })
+            name: request.name, servers: settings.servers, configuration: settings.configuration, timeout: tryTimeout,
+            tries: Self.tries, willClose: { [weak self] fd in self?.socketWillClose?(fd) })
         request.phase = .running(lookup)
         running[request.id] = request
         if request.owner != .system {
