@@ -108,7 +108,7 @@ final class AresLookup {
         options.sock_state_cb_data = context
         let lookups = strdup("b")
         // c-ares copies the domains (ares_strdup) while initialising.
-        var domains = configuration.searchDomains.map { strdup($0) }
+        var domains = configuration.searchList.map { strdup($0) }
         defer {
             free(lookups)
             for domain in domains { free(domain) }

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// What reachd takes from a resolv.conf, parsed by reachd itself so that c-ares is never handed
 /// a path to read (it would fopen(3) a FIFO and block the loop, or read /dev/zero forever
 /// looking for the end of a line): the nameservers, the search list, `ndots` and `rotate`.
@@ -23,8 +27,22 @@ public struct ResolverConfiguration: Equatable, Sendable {
     public var searchDomains: [String] = []
     public var ndots: Int32 = 1
     public var rotate = false
+    /// The file has a `search` or `domain` line; without one, glibc and c-ares search the
+    /// domain of the host's name (`searchList`).
+    public var namesSearchList = false
 
     public init() {}
+
+    /// The domains a short name is tried in: the file's, or the host name's domain (what
+    /// follows its first dot), as glibc and c-ares take it when the file names none.
+    public var searchList: [String] {
+        if namesSearchList { return searchDomains }
+        var name = [CChar](repeating: 0, count: 256)
+        guard gethostname(&name, name.count - 1) == 0 else { return [] }
+        let host = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let dot = host.firstIndex(of: "."), host.index(after: dot) < host.endIndex else { return [] }
+        return [String(host[host.index(after: dot)...])]
+    }
 
     /// Parses resolv.conf(5) as glibc does: a keyword at the start of a line, `#` and `;`
     /// comments, the last `search` or `domain` line wins.
@@ -43,6 +61,7 @@ public struct ResolverConfiguration: Equatable, Sendable {
                     droppedNameservers += 1
                 }
             case "search", "domain":
+                namesSearchList = true
                 searchDomains = Array(arguments.filter { $0 != "." }.prefix(Self.maximumSearchDomains))
             case "options":
                 for option in arguments {
