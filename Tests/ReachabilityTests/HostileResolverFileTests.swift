@@ -171,3 +171,29 @@ struct HostileResolverFileTests {
         #expect(costOfCapped < .milliseconds(5), "\(costOfCapped)")
     }
 }
+
+/// /etc/hosts as reachd reads it (c-ares no longer opens it on the loop at every lookup).
+struct HostsFileTests {
+    @Test func hostsFileIsParsedAsGlibcReadsIt() {
+        let hosts = HostsFile(parsing: Array("127.0.0.1 localhost\n# 192.0.2.9 hidden.test\n2001:db8::1 Both.Test # v6\n192.0.2.1\tboth.test alias.test\nnot-an-address x.test\n".utf8))
+        #expect(hosts.addresses(of: "both.test.") == [IPAddress("192.0.2.1")!, IPAddress("2001:db8::1")!])
+        #expect(hosts.addresses(of: "ALIAS.test") == [IPAddress("192.0.2.1")!])
+        #expect(hosts.addresses(of: "hidden.test").isEmpty && hosts.addresses(of: "x.test").isEmpty)
+    }
+
+    @Test func aHostsFileThatNeverEndsIsRefusedOnce() throws {
+        let directory = try makeScratchDirectory("hosts")
+        defer { removeTree(directory) }
+        let hosts = directory + "/hosts"
+        guard mkfifo(hosts, 0o644) == 0 else { throw CommandFailed(command: "mkfifo", status: errno, output: "") }
+        var said: [String] = []
+        let files = ResolverFiles(resolvConfPath: directory + "/resolv.conf", hostsPath: hosts) { said.append($0) }
+        let start = ContinuousClock.now
+        for _ in 0..<100 { #expect(files.hostsAddresses("up.test").isEmpty) }
+        #expect(ContinuousClock.now - start < .milliseconds(500))
+        #expect(said.count == 1 && said[0].contains("is a FIFO"), "\(said)")
+        _ = unlink(hosts)
+        try "192.0.2.7 up.test\n".write(toFile: hosts, atomically: true, encoding: .utf8)
+        #expect(files.hostsAddresses("up.test") == [IPAddress("192.0.2.7")!])
+    }
+}
