@@ -36,7 +36,7 @@ struct Reachctl: AsyncParsableCommand {
         defaultSubcommand: StatusCommand.self
     )
 
-    /// ArgumentParser's own main, except that usage errors exit with 2 (DESIGN.md "reachctl":
+    /// ArgumentParser's own main, except that usage errors exit with 2 (reachctl(1), "EXIT STATUS":
     /// 1 means "not reachable", so it cannot also mean "you typed it wrong").
     static func main() async {
         do {
@@ -56,7 +56,8 @@ struct Reachctl: AsyncParsableCommand {
     }
 }
 
-/// The exit codes every subcommand shares (DESIGN.md "reachctl"). They are API: scripts test them.
+/// The exit codes every subcommand shares (reachctl(1), "EXIT STATUS"; the README's "reachctl").
+/// They are API: scripts test them.
 enum ExitStatus: Int32 {
     /// Online (status), or the command did what was asked.
     case success = 0

@@ -6,7 +6,8 @@ import Synchronization
 import Testing
 @testable import Reachability
 
-/// The D-Bus and sd-notify contract of reachd (DESIGN.md "D-Bus API", "sd-notify"), proven with
+/// The D-Bus and sd-notify contract of reachd (packaging/org.reachd.Reachability1.xml; reachd(8),
+/// "D-BUS INTERFACE" and "ENVIRONMENT"; the README's "reachd on D-Bus"), proven with
 /// clients that are not ours (busctl, dbus-send) against the real daemon on a private bus, each
 /// test with its own namespace, bus and daemon.
 @Suite(rootOnly)

@@ -25,7 +25,7 @@ struct ReachctlTests {
         #expect(json["availableInterfaces"] as? [String] == ["up1"])
         #expect((json["generation"] as? Int ?? 0) >= 1)
         let keys = Array(result.stdout.split(separator: "\"").enumerated().filter { $0.offset % 2 == 1 }.map(\.element).prefix(1))
-        #expect(keys == ["flags"], "DESIGN.md key order starts with flags")
+        #expect(keys == ["flags"], "the snapshot's keys start with flags, as SnapshotJSON builds them")
         let interfaces = try #require(json["interfaces"] as? [[String: Any]])
         #expect(interfaces.map { $0["name"] as? String } == ["lo", "up1p", "up1", "dk1"])
         let up1 = try #require(interfaces.first { $0["name"] as? String == "up1" })

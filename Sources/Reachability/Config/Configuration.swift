@@ -1,5 +1,5 @@
-/// The settings of reachd, as `/etc/reachd/reachd.conf` and its drop-ins give them (DESIGN.md
-/// "Configuration").
+/// The settings of reachd, as `/etc/reachd/reachd.conf` and its drop-ins give them
+/// (reachd.conf(5), `packaging/man/reachd.conf.5`).
 ///
 /// A plain value: `Configuration.default` is what reachd uses without any file, `parse` applies one
 /// file's text on top of a value, `load` reads the files from disk in systemd's order, and `mergedText`
@@ -53,7 +53,7 @@ public struct Configuration: Sendable, Equatable {
     public static let `default` = Configuration()
 
     public init() {
-        // DESIGN.md "Checks": a host check answers within 5 s by default.
+        // reachd.conf(5), [Checks] DefaultTimeout=: a host check answers within 5 s by default.
         defaultTimeout = .seconds(5)
         // Enough for a burst of checks at a network change; each lookup costs a socket or two.
         maxConcurrentLookups = 64
@@ -107,7 +107,7 @@ public struct Configuration: Sendable, Equatable {
 
 extension Configuration {
     /// Below 10 ms no DNS server can answer even on the LAN; above 5 min a caller is better served by
-    /// "not reachable" and a watch than by a check that hangs (DESIGN.md: never block).
+    /// "not reachable" and a watch than by a check that hangs (docs/ARCHITECTURE.md: nothing blocks).
     public static let defaultTimeoutRange: ClosedRange<Duration> = .milliseconds(10) ... .seconds(300)
     /// At least one lookup must run. 4096 is a sanity bound: each lookup holds a socket or two, so a value
     /// near it also needs a raised `LimitNOFILE=`.

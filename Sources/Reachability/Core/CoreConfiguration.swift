@@ -17,7 +17,7 @@ public struct CoreConfiguration: Sendable {
     /// An rtnetlink socket handed over by systemd (reachd.socket), used as the monitor socket
     /// instead of opening one; the core owns it from then on. Its buffer is left as set.
     public var monitorSocket: Int32? = nil
-    /// The resolv.conf host checks read (again for every lookup); nil for the system's.
+    /// The resolv.conf host checks read (once per version of the file); nil for the system's.
     public var resolvConfPath: String? = nil
     /// systemd-resolved's list of its upstream servers, read when resolv.conf names only stubs on
     /// loopback (`NameserverWatch`); nil never reads one. Tests point it elsewhere.
@@ -48,8 +48,10 @@ public struct CoreConfiguration: Sendable {
             maxConcurrent: maximumConcurrentLookups, resolvConfPath: resolvConfPath, negativeCacheTime: negativeCacheTime)
     }
 
-    var nameserverWatch: NameserverWatch {
-        NameserverWatch(path: resolverOptions.resolvConfPath ?? HostResolver.systemResolvConfPath, upstreamPath: resolvedUpstreamPath)
+    /// The files DNS is configured by, read by the nameserver fact and the lookups alike.
+    func resolverFiles(warn: @escaping (String) -> Void) -> ResolverFiles {
+        ResolverFiles(
+            resolvConfPath: resolvConfPath ?? HostResolver.systemResolvConfPath, upstreamPath: resolvedUpstreamPath, warn: warn)
     }
 
     var mirrorOptions: KernelMirror.Options {

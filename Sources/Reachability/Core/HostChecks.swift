@@ -53,12 +53,17 @@ final class HostChecks {
     /// New lookups per user; nil: no bound (the in-process monitor serves one user).
     var rate: LookupRate?
 
+    /// Shared with the nameserver fact, so that a fault of resolv.conf is said once.
+    private let files: ResolverFiles?
+
     /// `options` nil: every host check answers dnsFailure. `warn` hears of sockets the loop refused.
+    /// `files`: resolv.conf and /etc/hosts as the core reads them; nil reads them apart.
     init(
-        options: HostResolver.Options?, rate: LookupRate.Settings? = nil, loop: any EventLoopProtocol,
-        warn: @escaping (String) -> Void, evaluate: @escaping Evaluate
+        options: HostResolver.Options?, files: ResolverFiles? = nil, rate: LookupRate.Settings? = nil,
+        loop: any EventLoopProtocol, warn: @escaping (String) -> Void, evaluate: @escaping Evaluate
     ) {
         self.evaluate = evaluate
+        self.files = files
         self.rate = rate.map(LookupRate.init)
         cache = HostCache(negativeLifetime: options?.negativeCacheTime ?? HostCache.negativeTTL)
         sources = nil
@@ -88,7 +93,12 @@ final class HostChecks {
             return
         }
         do {
-            resolver = try HostResolver(options: options)
+            let path = options.resolvConfPath ?? HostResolver.systemResolvConfPath
+            if let files, files.resolvConfPath == path {
+                resolver = try HostResolver(options: options, files: files)
+            } else {
+                resolver = try HostResolver(options: options)
+            }
             resolverError = nil
             resolver?.socketWillClose = { [unowned self] fd in self.sources.socketWillClose(fd) }
         } catch {
@@ -244,25 +254,5 @@ extension CheckResult {
         combined.target = target
         combined.addresses = addresses
         return combined
-    }
-}
-
-/// What tells a file's versions apart cheaply (one stat): device, inode, size and change time.
-/// nil when the file cannot be stat'ed (then nothing is cached).
-struct FileIdentity: Equatable {
-    var device: UInt64
-    var inode: UInt64
-    var size: Int64
-    var changedSeconds: Int
-    var changedNanoseconds: Int
-
-    init?(path: String) {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        device = UInt64(info.st_dev)
-        inode = UInt64(info.st_ino)
-        size = Int64(info.st_size)
-        changedSeconds = info.st_ctim.tv_sec
-        changedNanoseconds = info.st_ctim.tv_nsec
     }
 }

@@ -2,8 +2,9 @@
 import Glibc
 #endif
 
-/// The nameservers `supportsDNS` is about, and their changes as they happen: resolv.conf read
-/// through c-ares (what a lookup started now would ask), followed with inotify on the
+/// The nameservers `supportsDNS` is about, and their changes as they happen: resolv.conf as
+/// `ResolverFiles` reads it for the lookups (without trust, once per version, at most
+/// `ResolverConfiguration.maximumNameservers`), followed with inotify on the
 /// directories that hold it. resolv.conf is written aside and renamed over (resolvconf,
 /// NetworkManager), or is a symlink into /run/systemd/resolve whose target is renamed over, so
 /// the file itself is never watched: its directory, and its target's, are. Loop-thread only.
@@ -12,32 +13,35 @@ import Glibc
 /// and resolved's upstream list (`upstreamPath`) names servers, those are the ones that must
 /// be routable; without it the stub stays, and the Engine counts it while the host is online.
 final class NameserverWatch {
+    /// The files, shared with the lookups so that a fault in one is said once.
+    let files: ResolverFiles
     /// The resolv.conf lookups read.
-    let path: String
+    var path: String { files.resolvConfPath }
     /// systemd-resolved's list of its upstream servers; nil never looks.
-    let upstreamPath: String?
+    var upstreamPath: String? { files.upstreamPath }
     private var inotify: Descriptor?
     private var source: (any LoopSource)?
     /// The directories watched; a symlink's new target may add one.
     private var directories: Set<String> = []
     private var buffer = [UInt8](repeating: 0, count: 4096)
 
-    init(path: String, upstreamPath: String?) {
-        self.path = path
-        self.upstreamPath = upstreamPath
+    init(files: ResolverFiles) {
+        self.files = files
     }
 
-    /// The servers now, after the stub rule.
+    /// Reads the files on its own (tests).
+    convenience init(path: String, upstreamPath: String?) {
+        self.init(files: ResolverFiles(resolvConfPath: path, upstreamPath: upstreamPath))
+    }
+
+    /// The servers now, after the stub rule. A file that names no server (where lookups ask
+    /// 127.0.0.1, as glibc's do) has none: nobody configured one, and a path to nowhere
+    /// supports no DNS. Nor has a file never read well (a FIFO since reachd started).
     func nameservers() -> [IPAddress] {
-        // c-ares, like glibc, asks 127.0.0.1 when the file names no server; nobody configured
-        // one then, and a path to nowhere supports no DNS.
-        guard Self.namesServer(path) else { return [] }
-        let servers = AresLookup.nameservers(resolvConfPath: path)
-        guard !servers.isEmpty, servers.allSatisfy(\.isLoopback), let upstreamPath, access(upstreamPath, F_OK) == 0 else {
+        let servers = files.resolverConfiguration()?.nameservers ?? []
+        guard !servers.isEmpty, servers.allSatisfy(\.isLoopback), let upstream = files.upstreamConfiguration()?.nameservers else {
             return servers
         }
-        // c-ares answers 127.0.0.1 for a file without servers: that is no upstream list.
-        let upstream = AresLookup.nameservers(resolvConfPath: upstreamPath)
         return upstream.contains(where: { !$0.isLoopback }) ? upstream : servers
     }
 
@@ -101,20 +105,6 @@ final class NameserverWatch {
                     offset += header + Int(event.len)
                 }
             }
-        }
-    }
-
-    /// Whether the file has a `nameserver` line (its first 64 KiB: more is no resolv.conf).
-    static func namesServer(_ path: String) -> Bool {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        let descriptor = Descriptor(fd)
-        var bytes = [UInt8](repeating: 0, count: 64 << 10)
-        let count = bytes.withUnsafeMutableBytes { read(descriptor.rawValue, $0.baseAddress, $0.count) }
-        guard count > 0 else { return false }
-        return bytes[..<count].split(separator: UInt8(ascii: "\n")).contains { line in
-            let text = line.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
-            return text.starts(with: "nameserver".utf8) && text.dropFirst(10).first.map { $0 == 32 || $0 == 9 } == true
         }
     }
 

@@ -61,7 +61,8 @@ public final class ReachabilityCore {
         let kernel = try KernelMirror(options: configuration.mirrorOptions)
         try kernel.synchronize()
         _ = kernel.takeIncidents()
-        nameservers = configuration.nameserverWatch
+        let files = configuration.resolverFiles(warn: warn)
+        nameservers = NameserverWatch(files: files)
         _ = kernel.setNameservers(nameservers.nameservers())
         let mirror = SharedMirror(kernel)
         self.mirror = mirror
@@ -69,7 +70,9 @@ public final class ReachabilityCore {
         namespacePath = configuration.namespacePath
         self.loop = loop
         lastRoutingEpoch = kernel.state.routingEpoch
-        hostChecks = HostChecks(options: configuration.resolverOptions, rate: configuration.lookupRate, loop: loop, warn: warn) { addresses, target in
+        hostChecks = HostChecks(
+            options: configuration.resolverOptions, files: files, rate: configuration.lookupRate, loop: loop, warn: warn
+        ) { addresses, target in
             mirror.evaluate(addresses: addresses, target: target)
         }
         netlinkWatch = try loop.addWatch(fd: kernel.monitorDescriptor, events: .readable) { [unowned self] _ in

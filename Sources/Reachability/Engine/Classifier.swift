@@ -52,7 +52,8 @@ extension Classifier {
         let decide: @Sendable (Link, DeviceFacts) -> InterfaceKind?
     }
 
-    /// The detection order (DESIGN.md "Interfaces"); the first step with an answer wins.
+    /// The detection order after the configuration's rules (the README's "What the answers mean",
+    /// Kinds); the first step with an answer wins.
     static let kindSteps: [KindStep] = [
         KindStep(name: "infoKind") { link, device in kindFromInfoKind(link, device) },
         KindStep(name: "hardwareType") { link, device in kindFromHardwareType(link, device) },

@@ -1,4 +1,4 @@
-/// What reachd counts for its metrics (DESIGN.md "Metrics"): plain numbers bumped where the
+/// What reachd counts for its metrics (the README's "Metrics (Prometheus)"): plain numbers bumped where the
 /// events happen. Fixed-size storage indexed by enum position, so a bump never allocates; the
 /// label sets are the enums' cases, known in advance, and so is every series.
 public struct MetricsCounters: Sendable, Hashable {

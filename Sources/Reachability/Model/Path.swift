@@ -223,5 +223,6 @@ extension Path {
     }
 }
 
-/// DESIGN.md's name for the path a `PathMonitor` yields.
+/// Another name for the path a `PathMonitor` yields, after Network.framework's `NWPath` (the
+/// README's "NWPathMonitor: `PathMonitor`").
 public typealias NetworkPath = Path

@@ -1,4 +1,4 @@
-/// Durations as people type them on the command line (DESIGN.md "reachctl"):
+/// Durations as people type them on the command line (reachctl(1), reachd.conf(5) "SYNTAX"):
 /// `500ms`, `2s`, `1m`, `1.5s`, or a bare number of seconds (`30`, `0.25`).
 ///
 /// Grammar: DIGITS [ "." DIGITS ] [ "ms" | "s" | "m" ], nothing else (no sign, no spaces, no

@@ -1,5 +1,6 @@
 /// A JSON value, just enough for reachd's output: objects keep their keys in the order they were
-/// built, so the text matches the documented key order (DESIGN.md "reachctl").
+/// built, so the text keeps the key order the output builds (`SnapshotJSON`), which scripts may
+/// rely on.
 ///
 /// Numbers are integers only (reachd publishes no fractions); `int` and `uint` together cover
 /// every Int32 index and UInt64 generation without loss.

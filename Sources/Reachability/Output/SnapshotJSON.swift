@@ -1,5 +1,5 @@
-// The JSON shapes of DESIGN.md "reachctl": the D-Bus names in lowerCamelCase, keys in the
-// documented order, flags as arrays of names in their documented order.
+// The JSON shapes of reachctl (reachctl(1), --json; the README's "reachctl"): the D-Bus names in
+// lowerCamelCase, keys in a fixed order (flags first), flags as arrays of names in the order of `ReachabilityFlags.named`.
 
 extension ReachabilityFlags {
     /// The set flags' names, in documented order: `["reachable", "isDirect", "isWiFi"]`.

@@ -7,8 +7,8 @@ import Glibc
 ///
 /// A channel per lookup is what makes a hard deadline possible with c-ares 1.18: `ares_cancel`
 /// and `ares_destroy` act on a whole channel, so only a channel of its own can be torn down
-/// without touching other lookups. Creating it also re-reads resolv.conf (1.18 has no reinit),
-/// so an edited resolv.conf applies to the next lookup.
+/// without touching other lookups. It is created with the nameservers of the moment (1.18 has no reinit),
+/// so new nameservers apply to the next lookup.
 ///
 /// c-ares calls back into `State` from inside `ares_getaddrinfo`, `ares_process_fd` and
 /// `ares_destroy`; the callbacks only record what happened there, and call out only to
@@ -67,19 +67,34 @@ final class AresLookup {
             : "every DNS server refused: " + each.joined(separator: ", ")
     }
 
-    /// Creates a channel from resolv.conf (`resolvConfPath`, or the system's) and starts the
-    /// lookup of A and AAAA records for `name`, /etc/hosts first, then DNS.
+    /// Creates a channel asking `servers` with `configuration`'s search list, ndots and rotation,
+    /// and starts the lookup of A and AAAA records for `name` in DNS (/etc/hosts is reachd's:
+    /// `ResolverFiles`).
+    ///
+    /// c-ares is never given a file to read. In 1.18.1 `ares_init_options` reads resolv.conf (and
+    /// nsswitch.conf when `lookups` is unset) unless every setting it would take from there came
+    /// with the options (`ARES_CONFIG_CHECK` in ares_init.c: lookups, sortlist, servers, domains,
+    /// ndots, timeout, tries): all of them are given here, the servers as an empty list, then set
+    /// with `ares_set_servers_csv`. The lookups are "b" (DNS only): with "f", c-ares fopen(3)s
+    /// /etc/hosts at every lookup, on the loop.
     /// - Parameters:
     ///   - timeout: c-ares' first-try timeout per server; it doubles on each later round.
     ///   - tries: rounds over the server list.
     ///   - willClose: told of each of its sockets just before it is closed.
-    init(name: String, timeout: Duration, tries: Int32, resolvConfPath: String?, willClose: ((Int32) -> Void)? = nil) {
+    init(
+        name: String, servers: [IPAddress], configuration: ResolverConfiguration, timeout: Duration, tries: Int32,
+        willClose: ((Int32) -> Void)? = nil
+    ) {
         state = State(willClose: willClose)
         let context = Unmanaged.passUnretained(state).toOpaque()
         var options = ares_options()
-        var mask = ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_SOCK_STATE_CB | ARES_OPT_LOOKUPS
+        let mask = ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_SOCK_STATE_CB | ARES_OPT_LOOKUPS | ARES_OPT_SERVERS
+            | ARES_OPT_DOMAINS | ARES_OPT_NDOTS | ARES_OPT_SORTLIST | (configuration.rotate ? ARES_OPT_ROTATE : ARES_OPT_NOROTATE)
         options.timeout = Int32(clamping: timeout.wholeMilliseconds)
         options.tries = tries
+        options.ndots = configuration.ndots
+        options.nservers = 0
+        options.nsort = 0
         options.sock_state_cb = { context, fd, readable, writable in
             let state = Unmanaged<State>.fromOpaque(context!).takeUnretainedValue()
             // (fd, 0, 0) is how c-ares says it closed the socket.
@@ -91,27 +106,33 @@ final class AresLookup {
             }
         }
         options.sock_state_cb_data = context
-        // "f" is the hosts file, "b" DNS: /etc/hosts first, as glibc's default nsswitch.conf.
-        // Set here rather than left to c-ares, which would follow /etc/nsswitch.conf.
-        let lookups = strdup("fb")
-        let path = resolvConfPath.map { strdup($0) } ?? nil
+        let lookups = strdup("b")
+        // c-ares copies the domains (ares_strdup) while initialising.
+        var domains = configuration.searchList.map { strdup($0) }
         defer {
             free(lookups)
-            free(path)
+            for domain in domains { free(domain) }
         }
         options.lookups = lookups
-        if let path {
-            options.resolvconf_path = path
-            mask |= ARES_OPT_RESOLVCONF
+        options.ndomains = Int32(domains.count)
+        let status = domains.withUnsafeMutableBufferPointer { buffer in
+            options.domains = buffer.baseAddress
+            return ares_init_options(&channel, &options, mask)
         }
-        let status = ares_init_options(&channel, &options, mask)
         guard status == ARES_SUCCESS else {
             channel = nil
             state.outcome = .failed("ares_init_options: " + Self.describe(status))
             return
         }
+        let list = servers.map(\.description).joined(separator: ",")
+        let serversStatus = ares_set_servers_csv(channel, list)
+        guard serversStatus == ARES_SUCCESS else {
+            destroy()
+            state.outcome = .failed("ares_set_servers_csv(\(list)): " + Self.describe(serversStatus))
+            return
+        }
         ares_set_socket_functions(channel, SocketCalls.table, context)
-        servers = Set(Self.servers(of: channel))
+        self.servers = Set(servers)
         var hints = ares_addrinfo_hints()
         hints.ai_family = AF_UNSPEC
         // NOSORT: no RFC 6724 sorting, which would connect(2) a probe socket per address; the
@@ -155,67 +176,6 @@ final class AresLookup {
         guard let channel else { return }
         self.channel = nil
         ares_destroy(channel)
-    }
-
-    /// The nameservers c-ares reads from resolv.conf (`resolvConfPath`, or the system's), in order.
-    static func nameservers(resolvConfPath: String?) -> [IPAddress] {
-        var options = ares_options()
-        var mask: Int32 = 0
-        let path = resolvConfPath.map { strdup($0) } ?? nil
-        defer { free(path) }
-        if let path {
-            options.resolvconf_path = path
-            mask |= ARES_OPT_RESOLVCONF
-        }
-        var channel: ares_channel?
-        guard ares_init_options(&channel, &options, mask) == ARES_SUCCESS else { return [] }
-        defer { ares_destroy(channel) }
-        return servers(of: channel)
-    }
-
-    /// A channel's nameservers, in order.
-    private static func servers(of channel: ares_channel?) -> [IPAddress] {
-        var list: UnsafeMutablePointer<ares_addr_node>?
-        guard ares_get_servers(channel, &list) == ARES_SUCCESS else { return [] }
-        defer { ares_free_data(list) }
-        var servers: [IPAddress] = []
-        var node = list
-        while let current = node {
-            var address = current.pointee.addr
-            switch current.pointee.family {
-            case AF_INET:
-                servers.append(.v4(UInt32(bigEndian: address.addr4.s_addr)))
-            case AF_INET6:
-                if let v6 = withUnsafeBytes(of: &address.addr6, { IPAddress(bytes: $0) }) { servers.append(v6) }
-            default:
-                break
-            }
-            node = current.pointee.next
-        }
-        return servers
-    }
-
-    /// The addresses /etc/hosts gives `name` (IPv4 first), read synchronously from the file: no
-    /// query leaves the host. Empty when the file does not name it.
-    static func hostsFileAddresses(_ name: String) -> [IPAddress] {
-        var channel: ares_channel?
-        var options = ares_options()
-        guard ares_init_options(&channel, &options, 0) == ARES_SUCCESS else { return [] }
-        defer { ares_destroy(channel) }
-        var addresses: [IPAddress] = []
-        for family in [AF_INET, AF_INET6] {
-            var entry: UnsafeMutablePointer<hostent>?
-            guard ares_gethostbyname_file(channel, name, family, &entry) == ARES_SUCCESS, let entry else { continue }
-            defer { ares_free_hostent(entry) }
-            let length = Int(entry.pointee.h_length)
-            var index = 0
-            while let list = entry.pointee.h_addr_list, let raw = list[index] {
-                let bytes = UnsafeRawBufferPointer(start: raw, count: length)
-                if let address = IPAddress(bytes: bytes), !addresses.contains(address) { addresses.append(address) }
-                index += 1
-            }
-        }
-        return addresses
     }
 
     /// Maps a finished lookup to an outcome: every c-ares status has its place.

@@ -74,8 +74,18 @@ public final class HostResolver {
     /// Finished requests whose completion has not run yet, in the order they finished.
     private var finished: [Request] = []
 
-    public init(options: Options = Options()) throws {
+    /// Where the nameservers, the search list and /etc/hosts come from.
+    let files: ResolverFiles
+
+    /// `files`: shared with whoever else reads resolv.conf (the core's nameserver fact), so that
+    /// a fault is said once; by default the resolver reads `options.resolvConfPath` on its own.
+    public convenience init(options: Options = Options()) throws {
+        try self.init(options: options, files: ResolverFiles(resolvConfPath: options.resolvConfPath ?? Self.systemResolvConfPath))
+    }
+
+    init(options: Options, files: ResolverFiles) throws {
         precondition(options.maxConcurrent > 0, "maxConcurrent must be at least 1")
+        self.files = files
         let status = AresLookup.libraryStatus
         guard status == ARES_SUCCESS else {
             throw ResolverError(message: "ares_library_init: " + AresLookup.describe(status))
@@ -108,6 +118,9 @@ public final class HostResolver {
             // (then the answer depends on whether a nameserver refuses); an address needs no
             // lookup. Delivered by the loop like every other answer.
             finish(request, .resolved([address], ttl: 0))
+        } else if case let local = files.hostsAddresses(name), !local.isEmpty {
+            // /etc/hosts first, as glibc's default nsswitch.conf and c-ares' "fb" have it.
+            finish(request, .resolved(local, ttl: 0))
         } else if hasSlot(for: owner), waiting[owner]?.count ?? 0 == 0 {
             // A free slot: start it, however short the deadline (the caller chose it, and a
             // local server answers in a millisecond).
@@ -213,35 +226,21 @@ public final class HostResolver {
         deliver()
     }
 
-    /// The resolv.conf this resolver reads.
-    public var resolvConfPath: String { options.resolvConfPath ?? Self.systemResolvConfPath }
-
-    /// The system's resolv.conf, what c-ares reads by default.
-    public static let systemResolvConfPath = "/etc/resolv.conf"
-
-    /// The nameservers of the current resolv.conf, in order (what a lookup started now would
-    /// ask), for the "can any nameserver be reached at all" pre-check. Reads the file each call:
-    /// `HostChecks` keeps the verdict until the file or the network changes.
-    public func nameservers() -> [IPAddress] {
-        AresLookup.nameservers(resolvConfPath: options.resolvConfPath)
-    }
-
-    /// What /etc/hosts says about `name`, without any query: for answering when no nameserver
-    /// is reachable.
-    public func hostsFileAddresses(_ name: String) -> [IPAddress] {
-        AresLookup.hostsFileAddresses(name)
-    }
-
     // MARK: - Bookkeeping
 
     /// Starts `request` on a channel of its own. An answer c-ares has at once (/etc/hosts, an IP
     /// literal, a bad name) is kept for the next `process`/`processTimeouts`.
     private func start(_ request: Request, now: ContinuousClock.Instant) {
+        let settings: (servers: [IPAddress], configuration: ResolverConfiguration)
+        switch lookupSettings() {
+        case let .success(found): settings = found
+        case let .failure(error): return finish(request, .failed(error.message))
+        }
         let tryTimeout = max(Self.minimumTryTimeout, now.duration(to: request.deadline) / 4)
         // Weak: a lookup torn down with the resolver closes its sockets after the resolver is gone.
         let lookup = AresLookup(
-            name: request.name, timeout: tryTimeout, tries: Self.tries, resolvConfPath: options.resolvConfPath,
-            willClose: { [weak self] fd in self?.socketWillClose?(fd) })
+            name: request.name, servers: settings.servers, configuration: settings.configuration, timeout: tryTimeout,
+            tries: Self.tries, willClose: { [weak self] fd in self?.socketWillClose?(fd) })
         request.phase = .running(lookup)
         running[request.id] = request
         if request.owner != .system {
