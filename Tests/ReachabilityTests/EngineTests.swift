@@ -980,21 +980,21 @@ extension EngineTests {
         var state = try onlineWired()
         let epoch = state.routingEpoch
         let start = ContinuousClock.now
-        #expect(state.nextExpiry == nil)
+        #expect(state.nextAnnouncementDeadline == nil)
         let change = try changed(state.apply([Self.pref64(at: start)]))
         #expect(change.hostChanged)
         #expect(change.host.nat64Prefix == Nat64Prefix(prefix: Self.wellKnown, router: Fact.ip("fe80::1"), interfaceName: "eth0"))
         #expect(state.routingEpoch == epoch, "an announcement moves no route")
-        #expect(state.nextExpiry == start + .seconds(1800))
+        #expect(state.nextAnnouncementDeadline == start + .seconds(1800))
         // Routers repeat theirs: no change, the lifetime runs from the latest.
         #expect(state.apply([Self.pref64(at: start + .seconds(600))]) == nil)
-        #expect(state.nextExpiry == start + .seconds(2400))
+        #expect(state.nextAnnouncementDeadline == start + .seconds(2400))
         // The timer firing early (or for another reason) drops nothing.
         #expect(state.apply([.clock(start + .seconds(2399))]) == nil)
         #expect(state.host.nat64Prefix != nil)
         let expired = try changed(state.apply([.clock(start + .seconds(2400))]))
         #expect(expired.hostChanged && expired.host.nat64Prefix == nil)
-        #expect(state.nextExpiry == nil, "nothing held: the timer is disarmed")
+        #expect(state.nextAnnouncementDeadline == nil, "nothing held: the timer is disarmed")
     }
 
     @Test func nat64Prefix_isWithdrawnByLifetimeZero_replaced_andEndsWithTheRoutersRouteOrTheLink() throws {
@@ -1005,10 +1005,10 @@ extension EngineTests {
         let step = { (n: Int) in start + LinkAnnouncements.hold * n }
         _ = state.apply([Self.pref64(at: start)])
         // Lifetime 0 for another prefix than the one held withdraws nothing.
-        #expect(state.apply([Self.pref64(other, lifetime: .zero, at: start)]) == nil)
-        #expect(try changed(state.apply([Self.pref64(other, at: start)])).host.nat64Prefix?.prefix == other)
-        #expect(try changed(state.apply([Self.pref64(other, lifetime: .zero, at: start)])).host.nat64Prefix == nil)
-        #expect(state.nextExpiry == nil)
+        #expect(state.apply([Self.pref64(other, lifetime: .zero, at: step(1))]) == nil)
+        #expect(try changed(state.apply([Self.pref64(other, at: step(1))])).host.nat64Prefix?.prefix == other)
+        #expect(try changed(state.apply([Self.pref64(other, lifetime: .zero, at: step(2))])).host.nat64Prefix == nil)
+        #expect(state.nextAnnouncementDeadline == nil)
 
         let viaRouter = Fact.defaultV6(via: "fe80::1", dev: 2)
         let viaOther = Fact.defaultV6(via: "fe80::2", dev: 2, metric: 2048)
@@ -1021,7 +1021,7 @@ extension EngineTests {
         #expect(try changed(state.apply([.link(Fact.ethernet(2, "eth0", carrier: false), device: nil)])).host.nat64Prefix == nil)
         _ = state.apply([.link(Fact.ethernet(2, "eth0"), device: nil)])
         #expect(state.host.nat64Prefix == nil, "not back with the carrier")
-        #expect(state.nextExpiry == nil)
+        #expect(state.nextAnnouncementDeadline == nil)
         // A stale message for a link without carrier, or one never seen, is dropped.
         _ = state.apply([.link(Fact.ethernet(4, "eth2", carrier: false), device: DeviceFacts()), Self.pref64(on: 4, at: start), Self.pref64(on: 99, at: start)])
         #expect(state.announcements.isEmpty)
@@ -1039,9 +1039,9 @@ extension EngineTests {
             Self.pref64(second, lifetime: .seconds(120), by: "fe80::2", at: start),
         ])
         #expect(state.host.nat64Prefix?.prefix == second, "the IPv6 path leaves through fe80::2")
-        #expect(state.nextExpiry == start + .seconds(60), "the earliest of both")
+        #expect(state.nextAnnouncementDeadline == start + .seconds(60), "the earliest of both")
         #expect(state.apply([.clock(start + .seconds(60))]) == nil, "fe80::1's prefix was not the host's")
-        #expect(state.nextExpiry == start + .seconds(120))
+        #expect(state.nextAnnouncementDeadline == start + .seconds(120))
         #expect(try changed(state.apply([.clock(start + .seconds(121))])).host.nat64Prefix == nil)
     }
 }
