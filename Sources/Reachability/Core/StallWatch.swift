@@ -31,6 +31,8 @@ final class StallWatch {
     private var holdsVerdicts = false
     /// The last poll failed: the next failure is not worth another warning.
     private var failing = false
+    /// The connections of the last poll's rechecks, closed at the next poll.
+    private var rechecks: [RecheckConnection] = []
     private(set) var lastReport: StallReport?
     /// Told of every completed poll while online (reachd runs its probe on a suspicion).
     var polled: ((StallReport) -> Void)?
@@ -82,6 +84,7 @@ final class StallWatch {
         active = online
         evaluator.reset()
         lastReport = nil
+        rechecks = []
         neighbours?.listen(false)
         planned = nil
         // Also when going offline: the timer's next shot forgets the verdicts, outside the
@@ -108,6 +111,7 @@ final class StallWatch {
         timer?.cancel()
         timer = nil
         active = false
+        rechecks = []
         if holdsVerdicts { verdicts([]) }
     }
 
@@ -154,6 +158,7 @@ final class StallWatch {
         let (addresses, dnsTimeouts) = context()
         let report = evaluator.poll(at: now - origin, samples: samples, addresses: addresses, dnsTimeouts: dnsTimeouts)
         lastReport = report
+        rechecks = report.rechecks.compactMap(RecheckConnection.init)
         if let next = report.nextPoll {
             plan(at: now + next)
         } else if planned == nil {

@@ -40,6 +40,8 @@ public struct StallEvaluator: Sendable {
     /// Judged sockets closed since the last poll: there is traffic, even if none is left.
     private var closedSincePoll = 0
     private var interval: Duration
+    /// Polls so far: which failing connection a recheck takes turns with.
+    private var polls = 0
 
     private struct KnownSocket: Sendable {
         var link: Int32
@@ -122,6 +124,7 @@ public struct StallEvaluator: Sendable {
         current.reserveCapacity(known.count)
         var judged: [Int32: Int] = [:]
         var failures: [Int32: [Failure]] = [:]
+        var candidates: [Int32: [StallRecheck]] = [:]
         var ignored = 0
         var moved = closedSincePoll > 0
         for sample in samples where sample.state != .listen {
@@ -142,10 +145,16 @@ public struct StallEvaluator: Sendable {
             if var since = moment.waitingSince {
                 if counters.segmentsIn == 0 { since = min(since, firstSeen) }
                 failures[link, default: []].append(Failure(owner: owner, since: since, end: now))
+                // Only the host's own connections are opened again: never a destination a user chose.
+                if owner == .host, sample.destinationPort != 0 {
+                    candidates[link, default: []].append(StallRecheck(
+                        interfaceIndex: link, source: sample.source, destination: sample.destination, port: sample.destinationPort))
+                }
             }
         }
         known = current
         closedSincePoll = 0
+        polls &+= 1
 
         var links: [LinkStall] = []
         var suspected = false
@@ -185,7 +194,12 @@ public struct StallEvaluator: Sendable {
             interval = moved ? settings.pollInterval : min(interval * 2, ceiling)
             nextPoll = interval
         }
-        return StallReport(links: links, nextPoll: nextPoll, socketsIgnored: ignored)
+        var rechecks: [StallRecheck] = []
+        for link in links where link.causes.contains(.tcpRetransmissions) {
+            guard let choices = candidates[link.interfaceIndex], !choices.isEmpty else { continue }
+            rechecks.append(choices[polls % choices.count])
+        }
+        return StallReport(links: links, nextPoll: nextPoll, socketsIgnored: ignored, rechecks: rechecks)
     }
 
     private struct Judgement {

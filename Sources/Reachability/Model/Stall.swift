@@ -94,6 +94,22 @@ public struct LinkStall: Hashable, Sendable {
     public var isStalled: Bool { verdict == .stalled }
 }
 
+/// A connection to open again while a link is stalled: from `source` (so the kernel routes it
+/// as the failing one) to `destination`:`port`.
+public struct StallRecheck: Hashable, Sendable {
+    public var interfaceIndex: Int32
+    public var source: IPAddress
+    public var destination: IPAddress
+    public var port: UInt16
+
+    public init(interfaceIndex: Int32, source: IPAddress, destination: IPAddress, port: UInt16) {
+        self.interfaceIndex = interfaceIndex
+        self.source = source
+        self.destination = destination
+        self.port = port
+    }
+}
+
 /// The outcome of one poll: a verdict for every link with evidence, and when to poll again.
 public struct StallReport: Hashable, Sendable {
     /// Links with TCP sockets or DNS timeouts, by interface index; a link absent here has no evidence.
@@ -105,11 +121,16 @@ public struct StallReport: Hashable, Sendable {
     /// Sockets in the sample that were not judged: toward this host, its own subnets or
     /// link-local addresses, opened by a peer to a local service, or on no link of this host.
     public var socketsIgnored: Int
+    /// For each link stalled by the TCP rule, one connection the host's own sockets were trying:
+    /// reachd opens it again until the next poll, so a path that returns is seen at once rather
+    /// than at the next retransmission of connections deep in exponential back-off.
+    public var rechecks: [StallRecheck]
 
-    public init(links: [LinkStall], nextPoll: Duration?, socketsIgnored: Int = 0) {
+    public init(links: [LinkStall], nextPoll: Duration?, socketsIgnored: Int = 0, rechecks: [StallRecheck] = []) {
         self.links = links
         self.nextPoll = nextPoll
         self.socketsIgnored = socketsIgnored
+        self.rechecks = rechecks
     }
 
     /// The link's verdict; `.noEvidence` for a link the report does not list.
