@@ -17,7 +17,8 @@ struct StallPollMeasurement: Sendable {
 }
 
 /// Issue 22: the cost of one passive stall poll. Two namespaces of the bench's own joined by a veth
-/// (client 192.0.2.2, server 192.0.2.1); the client opens N TCP connections to a listener on the
+/// (client 192.0.2.2, server 192.0.2.1 and, beyond the client's subnet as stall detection judges
+/// only such peers, 203.0.113.1 routed through it); the client opens N TCP connections to a listener on the
 /// server, each sends one segment, and the client namespace is then dumped and judged N times over:
 /// `TCPSocketDumper.dump` (the IPv4 and IPv6 requests, every datagram read and decoded) followed
 /// by `StallEvaluator.poll` with the client's address, so every socket is attributed and judged.
@@ -35,6 +36,8 @@ enum StallBench {
         try server.ip("addr add 192.0.2.1/24 dev s0")
         try client.ip("link set c0 up")
         try server.ip("link set s0 up")
+        try server.ip("addr add 203.0.113.1/32 dev s0")
+        try client.ip("route add 203.0.113.0/24 via 192.0.2.1 dev c0")
         // Room for every connection in the accept queue without accepting (somaxconn is per namespace).
         let largest = sizes.max() ?? 0
         try server.writeSysctls(["/proc/sys/net/core/somaxconn": "\(max(largest + 1024, 4096))"])
@@ -45,10 +48,10 @@ enum StallBench {
             guard fd >= 0 else { return .failure(.system("socket")) }
             var one: Int32 = 1
             setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-            let bound = IPAddress("192.0.2.1")!.withSocketAddress(port: port) { bind(fd, $0, $1) }
+            let bound = IPAddress("203.0.113.1")!.withSocketAddress(port: port) { bind(fd, $0, $1) }
             guard bound == 0, listen(fd, Int32(max(largest + 1024, 4096))) == 0 else {
                 close(fd)
-                return .failure(.system("bind/listen 192.0.2.1:\(port)"))
+                return .failure(.system("bind/listen 203.0.113.1:\(port)"))
             }
             return .success(fd)
         }
@@ -69,7 +72,7 @@ enum StallBench {
                         return .failure(.system("socket (connection \(connections.count + made.count + 1))"))
                     }
                     made.append(fd)
-                    let connected = IPAddress("192.0.2.1")!.withSocketAddress(port: port) { connect(fd, $0, $1) }
+                    let connected = IPAddress("203.0.113.1")!.withSocketAddress(port: port) { connect(fd, $0, $1) }
                     guard connected == 0 else {
                         for fd in made { close(fd) }
                         return .failure(.system("connect (connection \(connections.count + made.count))"))
