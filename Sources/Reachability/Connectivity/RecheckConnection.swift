@@ -1,3 +1,4 @@
+import CNetlink
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,7 +16,7 @@ final class RecheckConnection {
     /// nil when the socket cannot even be made (the source address is gone, say): nothing to check.
     init?(_ recheck: StallRecheck) {
         let family = recheck.destination.family == .ipv4 ? AF_INET : AF_INET6
-        let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = Glibc.socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
         descriptor = Descriptor(fd)
         // From the failing connection's own address, so the kernel routes it the same way.
