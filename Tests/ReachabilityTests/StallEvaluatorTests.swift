@@ -303,6 +303,26 @@ import Testing
         #expect(report.links.isEmpty && report.socketsIgnored == 1)
     }
 
+    /// Between two timeouts the time since the last retransmission adds to the back-off: as seen
+    /// on Linux 6.18 (rto 6.528 s after 5 timeouts from 204 ms, the 5th retransmission 4.8 s
+    /// ago, the last ACK 12.1 s ago), the socket has waited about 11 s, not 6.3.
+    @Test func theTimeSinceTheLastRetransmissionAddsToTheBackOff() throws {
+        var sample = Self.socket(1, received: .milliseconds(12_092))
+        sample.counters?.consecutiveTimeouts = 5
+        sample.counters?.retransmissionTimeoutMicroseconds = 6_528_000
+        sample.counters?.unacknowledged = 1
+        sample.counters?.millisecondsSinceDataSent = 4_828
+        let since = try #require(SocketMoment(sample, at: .seconds(100)).waitingSince)
+        #expect(since == .seconds(100) - .milliseconds(6_324) - .milliseconds(4_828))
+        // Never more than since the last ACK.
+        sample.counters?.millisecondsSinceAckReceived = 9_000
+        #expect(SocketMoment(sample, at: .seconds(100)).waitingSince == .seconds(91))
+        // A time since data sent longer than the timeout running was no retransmission of data.
+        sample.counters?.millisecondsSinceAckReceived = 60_000
+        sample.counters?.millisecondsSinceDataSent = 50_000
+        #expect(SocketMoment(sample, at: .seconds(100)).waitingSince == .seconds(100) - .milliseconds(6_324))
+    }
+
     @Test func implausibleTimesAreUnknown_neverAReceipt() {
         // A SYN_SENT socket's ACK time was never set: the kernel reports jiffies since boot.
         let moment = SocketMoment(Self.socket(1, waiting: .seconds(3), received: nil, state: .synSent), at: .seconds(100))

@@ -100,15 +100,25 @@ struct SocketMoment {
         guard outstanding, counters.consecutiveTimeouts > 0 else { return }
         // A lower bound on how long the oldest unacknowledged segment has waited: timeouts in a
         // row that each double the timeout (which the kernel reports backed off) add up to
-        // rto * (1 - 2^-k). A SYN's first timeouts may be linear instead (tcp_syn_linear_timeouts,
+        // rto * (1 - 2^-k) by the k-th retransmission, and a retransmission of data counts as
+        // data sent, so the time since data was last sent is how long ago the k-th one went
+        // (when it is less than the timeout now running; a FIN or a SYN carries no data and
+        // leaves it alone). A SYN's first timeouts may be linear instead (tcp_syn_linear_timeouts,
         // Linux 6.5, 4 by default, the initial 1 s each, the timeout reported unchanged): up to 4
-        // of them add up to k s at least. (The times since the last ACK or data sent bound nothing: an idle socket's
-        // last ACK may be long before its first unanswered segment, and a retransmission counts
-        // as data sent.)
+        // of them add up to k s at least. Never more than since the last ACK: an idle socket's
+        // last ACK may be long before its first unanswered segment, so that alone bounds nothing.
         let k = Int(min(counters.consecutiveTimeouts, 30))
         let rto = Duration.microseconds(Int64(counters.retransmissionTimeoutMicroseconds))
         var waited = rto - rto / (1 << k)
-        if counters.segmentsIn == 0 { waited = max(waited, min(rto, .seconds(1)) * min(k, 4)) }
+        if counters.segmentsIn == 0 {
+            waited = max(waited, min(rto, .seconds(1)) * min(k, 4))
+        } else {
+            let sinceSent = Duration.milliseconds(counters.millisecondsSinceDataSent)
+            if sinceSent < rto { waited += sinceSent }
+            if counters.millisecondsSinceAckReceived < Self.plausible {
+                waited = min(waited, .milliseconds(counters.millisecondsSinceAckReceived))
+            }
+        }
         waitingSince = now - waited
     }
 }
