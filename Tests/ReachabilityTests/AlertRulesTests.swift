@@ -85,7 +85,7 @@ import Testing
         let root = URL(fileURLWithPath: MetricsEndpointTests.packaging).deletingLastPathComponent().path
         let names = Set(try Self.alertNames()).union(["ReachdReachability"])
         for file in ["README.md", "packaging/README.md", "packaging/man/reachd.8", "packaging/man/reachd.conf.5",
-                     "packaging/reachd.conf", "packaging/reachd-alerts.yml"] {
+                     "packaging/reachd.conf", "packaging/reachd-alerts.yml", "packaging/reachd-dashboard.json"] {
             let text = try String(contentsOfFile: root + "/" + file, encoding: .utf8)
             let regex = try NSRegularExpression(pattern: #"\bReachd[A-Z][A-Za-z]+\b"#)
             for match in regex.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
