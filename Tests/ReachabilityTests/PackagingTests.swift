@@ -835,6 +835,13 @@ struct PackagingDebianTests {
         #expect(page.status == 0 && page.stderr.isEmpty, "\(page)")
         let bash = try String(contentsOfFile: tree + "/usr/share/bash-completion/completions/reachctl", encoding: .utf8)
         #expect(!bash.hasPrefix("#!") && bash.contains("reachctl"))
+        // The monitoring files as they are in the repository; the one step is executable.
+        for file in ["reachd-alerts.yml", "reachd-alerts.test.yml", "reachd-dashboard.json", "enable-textfile"] {
+            #expect(FileManager.default.contentsEqual(atPath: tree + "/usr/share/reachd/" + file, andPath: packaging + "/" + file), "\(file)")
+        }
+        #expect(FileManager.default.isExecutableFile(atPath: tree + "/usr/share/reachd/enable-textfile"))
+        let scriptLine = listing.stdout.split(separator: "\n").first { $0.hasSuffix(" ./usr/share/reachd/enable-textfile") }
+        #expect(scriptLine?.hasPrefix("-rwxr-xr-x ") == true, "\(scriptLine ?? "no enable-textfile")")
     }
 
     @Test func installsUpgradesAndRemovesCleanly() async throws {
@@ -1044,9 +1051,14 @@ private func checkMetricsTextfile(_ inside: ([String]) async throws -> Ran) asyn
     #expect(try await inside(["systemctl", "start", "reachd"]).status == 0)
     let off = try await inside(["/usr/share/reachd/enable-textfile", "off"])
     #expect(off.status == 0, "\(off)")
+    #expect(off.stdout.contains("reachd no longer writes its textfile"), "\(off)")
     // Its restart is a stop (which removes the file) and a start, both done when it returns.
     #expect(try await inside(["test", "-e", file]).status != 0, "no textfile after off")
     #expect(try await inside(["systemctl", "is-active", "reachd"]).stdout.hasPrefix("active"))
+
+    // The installed alert rules pass their installed unit tests, as an administrator runs them.
+    let rules = try await inside(["promtool", "test", "rules", "/usr/share/reachd/reachd-alerts.test.yml"])
+    #expect(rules.status == 0 && rules.stdout.contains("SUCCESS"), "\(rules)")
 }
 
 /// reachd-wait-online.service in the booted container (which has only lo: no uplink): shipped
