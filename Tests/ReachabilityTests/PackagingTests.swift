@@ -763,6 +763,8 @@ private let expectedPackageContents: Set<String> = [
     "usr/lib/sysusers.d/", "usr/lib/sysusers.d/reachd.conf",
     "usr/share/", "usr/share/dbus-1/", "usr/share/dbus-1/system.d/", "usr/share/dbus-1/system.d/org.reachd.Reachability1.conf",
     "usr/share/dbus-1/system.d/reachd-networkmanager.conf", "usr/share/reachd/", "usr/share/reachd/reachd-networkmanager.conf",
+    "usr/share/reachd/reachd-alerts.yml", "usr/share/reachd/reachd-alerts.test.yml", "usr/share/reachd/reachd-dashboard.json",
+    "usr/share/reachd/enable-textfile",
     "usr/share/dbus-1/system-services/", "usr/share/dbus-1/system-services/org.reachd.Reachability1.service",
     "usr/share/dbus-1/interfaces/", "usr/share/dbus-1/interfaces/org.reachd.Reachability1.xml",
     "usr/share/man/", "usr/share/man/man1/", "usr/share/man/man1/reachctl.1.gz", "usr/share/man/man5/",
@@ -833,6 +835,13 @@ struct PackagingDebianTests {
         #expect(page.status == 0 && page.stderr.isEmpty, "\(page)")
         let bash = try String(contentsOfFile: tree + "/usr/share/bash-completion/completions/reachctl", encoding: .utf8)
         #expect(!bash.hasPrefix("#!") && bash.contains("reachctl"))
+        // The monitoring files as they are in the repository; the one step is executable.
+        for file in ["reachd-alerts.yml", "reachd-alerts.test.yml", "reachd-dashboard.json", "enable-textfile"] {
+            #expect(FileManager.default.contentsEqual(atPath: tree + "/usr/share/reachd/" + file, andPath: packaging + "/" + file), "\(file)")
+        }
+        #expect(FileManager.default.isExecutableFile(atPath: tree + "/usr/share/reachd/enable-textfile"))
+        let scriptLine = listing.stdout.split(separator: "\n").first { $0.hasSuffix(" ./usr/share/reachd/enable-textfile") }
+        #expect(scriptLine?.hasPrefix("-rwxr-xr-x ") == true, "\(scriptLine ?? "no enable-textfile")")
     }
 
     @Test func installsUpgradesAndRemovesCleanly() async throws {
@@ -1014,20 +1023,15 @@ private func checkMetricsSocket(_ inside: ([String]) async throws -> Ran) async 
     try await checkMetricsTextfile(inside)
 }
 
-/// The node_exporter textfile from inside the sandbox, set up as reachd(8) "METRICS" says: a
-/// drop-in with ReadWritePaths=, the directory writable by the reachd group, [Metrics]
-/// TextfileDirectory=. reachd writes reachd.prom world-readable and removes it when stopped.
+/// The node_exporter textfile from inside the sandbox, set up in the one step reachd(8)
+/// "METRICS" gives: /usr/share/reachd/enable-textfile (the key, the drop-in with
+/// ReadWritePaths=, the directory writable by the reachd group, and the restart). reachd writes
+/// reachd.prom world-readable and removes it when stopped; `off` undoes it.
 private func checkMetricsTextfile(_ inside: ([String]) async throws -> Ran) async throws {
     let directory = "/var/lib/prometheus/node-exporter"
-    let setup = try await inside(["sh", "-c", """
-        set -e
-        mkdir -p /etc/systemd/system/reachd.service.d /etc/reachd/reachd.conf.d \(directory)
-        printf '[Service]\\nReadWritePaths=\(directory)\\n' >/etc/systemd/system/reachd.service.d/metrics.conf
-        chgrp reachd \(directory) && chmod 0775 \(directory)
-        printf '[Metrics]\\nTextfileDirectory=\(directory)\\n' >/etc/reachd/reachd.conf.d/60-metrics.conf
-        systemctl daemon-reload
-        systemctl restart reachd
-        """])
+    // Running, so the step's restart is what makes reachd write the file.
+    #expect(try await inside(["systemctl", "start", "reachd"]).status == 0)
+    let setup = try await inside(["/usr/share/reachd/enable-textfile"])
     #expect(setup.status == 0, "\(setup)")
     let file = directory + "/reachd.prom"
     let deadline = ContinuousClock.now + .seconds(15)
@@ -1044,6 +1048,17 @@ private func checkMetricsTextfile(_ inside: ([String]) async throws -> Ran) asyn
     #expect(!journal.contains("metrics: cannot"), "\(journal)")
     #expect(try await inside(["systemctl", "stop", "reachd"]).status == 0)
     #expect(try await inside(["test", "-e", file]).status != 0, "removed at a clean stop")
+    #expect(try await inside(["systemctl", "start", "reachd"]).status == 0)
+    let off = try await inside(["/usr/share/reachd/enable-textfile", "off"])
+    #expect(off.status == 0, "\(off)")
+    #expect(off.stdout.contains("reachd no longer writes its textfile"), "\(off)")
+    // Its restart is a stop (which removes the file) and a start, both done when it returns.
+    #expect(try await inside(["test", "-e", file]).status != 0, "no textfile after off")
+    #expect(try await inside(["systemctl", "is-active", "reachd"]).stdout.hasPrefix("active"))
+
+    // The installed alert rules pass their installed unit tests, as an administrator runs them.
+    let rules = try await inside(["promtool", "test", "rules", "/usr/share/reachd/reachd-alerts.test.yml"])
+    #expect(rules.status == 0 && rules.stdout.contains("SUCCESS"), "\(rules)")
 }
 
 /// reachd-wait-online.service in the booted container (which has only lo: no uplink): shipped
