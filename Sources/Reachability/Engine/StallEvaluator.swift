@@ -59,6 +59,21 @@ public struct StallEvaluator: Sendable {
         var end: Duration
     }
 
+    /// One poll's count of a link's judged sockets and its owners' latest receives.
+    private struct LinkTally {
+        var link: Int32
+        var judged = 0
+        var receipts: [(owner: TrafficOwner, time: Duration)] = []
+
+        mutating func received(_ owner: TrafficOwner, at time: Duration) {
+            if let index = receipts.firstIndex(where: { $0.owner == owner }) {
+                if receipts[index].time < time { receipts[index].time = time }
+            } else {
+                receipts.append((owner, time))
+            }
+        }
+    }
+
     private struct LinkMemory: Sendable {
         /// When each owner's judged sockets last received a segment.
         var receipts: [TrafficOwner: Duration] = [:]
@@ -122,7 +137,11 @@ public struct StallEvaluator: Sendable {
 
         var current: [UInt64: KnownSocket] = [:]
         current.reserveCapacity(known.count)
-        var judged: [Int32: Int] = [:]
+        // Per link, in order of first appearance: a host has a handful of links and owners, so
+        // short arrays searched from the previous socket's slot beat dictionaries (a poll of
+        // 10,000 sockets does this 10,000 times).
+        var tallies: [LinkTally] = []
+        var slot = 0
         var failures: [Int32: [Failure]] = [:]
         var candidates: [Int32: [StallRecheck]] = [:]
         var ignored = 0
@@ -139,9 +158,13 @@ public struct StallEvaluator: Sendable {
             current[sample.cookie] = KnownSocket(
                 link: link, owner: owner, segmentsIn: counters.segmentsIn, segmentsOut: counters.segmentsOut,
                 firstSeen: firstSeen)
-            judged[link, default: 0] += 1
+            if slot >= tallies.count || tallies[slot].link != link {
+                slot = tallies.firstIndex { $0.link == link } ?? tallies.count
+                if slot == tallies.count { tallies.append(LinkTally(link: link)) }
+            }
+            tallies[slot].judged += 1
             let moment = SocketMoment(sample, at: now)
-            if let receipt = moment.receipt { memory[link, default: LinkMemory()].received(owner, at: receipt) }
+            if let receipt = moment.receipt { tallies[slot].received(owner, at: receipt) }
             if var since = moment.waitingSince {
                 if counters.segmentsIn == 0 { since = min(since, firstSeen) }
                 failures[link, default: []].append(Failure(owner: owner, since: since, end: now))
@@ -155,6 +178,11 @@ public struct StallEvaluator: Sendable {
         known = current
         closedSincePoll = 0
         polls &+= 1
+        var judged: [Int32: Int] = [:]
+        for tally in tallies {
+            judged[tally.link] = tally.judged
+            for (owner, receipt) in tally.receipts { memory[tally.link, default: LinkMemory()].received(owner, at: receipt) }
+        }
 
         var links: [LinkStall] = []
         var suspected = false
