@@ -19,7 +19,9 @@ struct InterfacesCommand: AsyncParsableCommand {
               reachctl interfaces --json | jq -r '.interfaces[] | select(.kind == "wifi") | .name'
 
             Exit status: 0 success, 2 error.
-            """
+            """,
+        // The singular, and the words of `ip link` and `networkctl list` for the same listing.
+        aliases: ["interface", "link", "list"]
     )
 
     @OptionGroup var options: CommonOptions

@@ -34,12 +34,12 @@ struct StatusCommand: AsyncParsableCommand {
             """
     )
 
-    @Flag(help: "Also show how the kernel mirror has fared (netlink receive-buffer overruns and resyncs since start) and the figures behind the stall verdict.")
-    var verbose = false
-
     @OptionGroup var kinds: KindOptions
 
     @OptionGroup var options: CommonOptions
+
+    /// A global option (`reachctl --verbose` reads as `reachctl status --verbose`).
+    var verbose: Bool { options.verbose }
 
     func validate() throws {
         if verbose, kinds.restriction != nil { throw ValidationError("--verbose shows the host's figures, not a path restricted by --kind/--not-kind: drop one.") }

@@ -1,0 +1,80 @@
+import Foundation
+import Testing
+@testable import Reachability
+
+/// reachctl's command line as a user of `ip`, `networkctl` or `systemctl` types it: the real
+/// binary, answering in-process (`--sysfs-root /` never asks reachd), so no root is needed.
+@Suite("reachctl command line")
+struct ReachctlCommandLineTests {
+    /// In-process without asking any bus: the answer comes from this process's own kernel view.
+    static let local = ["--sysfs-root", "/"]
+
+    @Test func globalOptionsGoBeforeOrAfterTheCommand() throws {
+        for arguments in [["--json", "interfaces"] + Self.local, ["interfaces", "--json"] + Self.local, ["--json"] + Self.local + ["interfaces"]] {
+            let result = try reachctl(arguments)
+            #expect(result.status == 0, "\(arguments): \(result.stderr)")
+            #expect(try result.json()["interfaces"] is [Any], "\(arguments) prints JSON")
+        }
+        // --verbose before the default command reaches status.
+        let verbose = try reachctl(["--verbose", "--json"] + Self.local)
+        #expect([0, 1].contains(verbose.status), "\(verbose.stderr)")
+        #expect(try verbose.json()["overruns"] != nil, "--verbose before the command adds the counters")
+        // An option with a value before the command: its value is never taken for the command.
+        let netns = try reachctl(["--netns", "no-such-ns-\(getpid())", "status"])
+        #expect(netns.status == 2)
+        #expect(netns.stderr.contains("no network namespace named 'no-such-ns-\(getpid())'"), "\(netns.stderr)")
+        let missing = "unix:path=/nonexistent-\(getpid())/bus"
+        let bus = try reachctl(["--bus-address", missing, "--json", "interfaces"])
+        #expect(bus.status == 0, "\(bus.stderr)")
+        #expect(bus.stderr.contains("cannot connect to the bus at \(missing)"), "the address before the command is the one asked")
+        // The usage line of the top-level help offers them.
+        let help = try reachctl(["--help"])
+        for option in ["--json", "--verbose", "--netns", "--daemon", "--bus-address", "--version"] {
+            #expect(help.stdout.contains(option), "reachctl --help lacks \(option)")
+        }
+    }
+
+    @Test func versionIsReachds() throws {
+        for arguments in [["--version"], ["status", "--version"]] {
+            let result = try reachctl(arguments)
+            #expect(result.status == 0)
+            #expect(result.stdout == "reachctl \(BuildInfo.version)\n", "\(arguments)")
+        }
+    }
+
+    @Test func commandsByPrefixAndAlias() throws {
+        for (arguments, key) in [(["st", "--json"], "state"), (["int", "--json"], "interfaces"), (["interface", "--json"], "interfaces"),
+                                 (["--json", "link"], "interfaces"), (["i", "--json"], "interfaces")] {
+            let result = try reachctl(arguments + Self.local)
+            #expect([0, 1].contains(result.status), "\(arguments): \(result.stderr)")
+            #expect(try result.json()[key] != nil, "\(arguments) runs the command that has \(key)")
+        }
+        let ambiguous = try reachctl(["m"])
+        #expect(ambiguous.status == 2)
+        #expect(ambiguous.stderr.contains("'m' is ambiguous: it begins 'monitor', 'metrics'"), "\(ambiguous.stderr)")
+        let help = try reachctl(["help", "int"])
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("USAGE: reachctl interfaces"), "\(help.stdout)")
+    }
+
+    @Test func unknownCommandsAreRefusedWithTheNearest() throws {
+        let typo = try reachctl(["stauts"])
+        #expect(typo.status == 2)
+        #expect(typo.stdout == "")
+        #expect(typo.stderr.hasPrefix("reachctl: unknown command 'stauts'; did you mean 'status'?"), "\(typo.stderr)")
+        let afterOptions = try reachctl(["--json", "--netns=x", "intefaces"])
+        #expect(afterOptions.status == 2)
+        #expect(afterOptions.stderr.contains("did you mean 'interfaces'?"), "\(afterOptions.stderr)")
+        let help = try reachctl(["help", "stauts"])
+        #expect(help.status == 2)
+        #expect(help.stdout == "", "no top-level help for a command that does not exist")
+        #expect(help.stderr.hasPrefix("reachctl: help: unknown command 'stauts'; did you mean 'status'?"), "\(help.stderr)")
+        let target = try reachctl(["example.org"])
+        #expect(target.status == 2)
+        #expect(target.stderr.contains("reachctl check example.org"), "\(target.stderr)")
+        let far = try reachctl(["frobnicate"])
+        #expect(far.status == 2)
+        #expect(!far.stderr.contains("did you mean"), "no suggestion for a word far from every command: \(far.stderr)")
+        #expect(far.stderr.contains("commands: status, interfaces, check, monitor, wait, metrics, help"))
+    }
+}
