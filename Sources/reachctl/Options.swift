@@ -68,7 +68,11 @@ struct CommonOptions: ParsableArguments {
         if let resolvConf, requireDaemon {
             throw ValidationError("--resolv-conf '\(resolvConf)' applies only in-process; with --daemon reachd reads its own: drop one of them.")
         }
-        if let busAddress, busAddress.isEmpty { throw ValidationError("--bus-address needs an address, like unix:path=/run/dbus/system_bus_socket.") }
+        if let busAddress, busAddress.isEmpty { throw ValidationError("--bus-address needs an address, like \(BusAddressSyntax.example).") }
+        if !answersInProcess, case let .address(address) = bus, let problem = BusAddressSyntax.problem(in: address) {
+            let origin = busAddress != nil ? "--bus-address" : "$\(Self.busAddressVariable)"
+            throw ValidationError("\(origin) '\(address)' is not a D-Bus address: \(problem); give TRANSPORT:KEY=VALUE, like \(BusAddressSyntax.example).")
+        }
         if let netns { _ = try Self.namespacePath(for: netns) }
         if let sysfsRoot, !Self.isDirectory(sysfsRoot) {
             throw ValidationError("--sysfs-root '\(sysfsRoot)' is not a directory.")

@@ -77,4 +77,19 @@ struct ReachctlCommandLineTests {
         #expect(!far.stderr.contains("did you mean"), "no suggestion for a word far from every command: \(far.stderr)")
         #expect(far.stderr.contains("commands: status, interfaces, check, monitor, wait, metrics, help"))
     }
+
+    @Test func anAddressThatIsNoBusAddressIsAnError() throws {
+        for (address, why) in [("garbage", "has no TRANSPORT:"), ("foo:bar=1", "unknown transport 'foo'"), ("unix:paht=/x", "unknown key 'paht'"), ("unix:", "needs abstract= or path=")] {
+            let result = try reachctl(["status", "--json", "--bus-address", address])
+            #expect(result.status == 2, "\(address)")
+            #expect(result.stdout == "", "no answer in-process for \(address)")
+            #expect(result.stderr.contains("--bus-address '\(address)' is not a D-Bus address: "), "\(result.stderr)")
+            #expect(result.stderr.contains(why), "\(result.stderr)")
+        }
+        let (environment, _) = try reachctl(["interfaces"], environment: ["REACHCTL_BUS_ADDRESS": "junk"])
+        #expect(environment.status == 2)
+        #expect(environment.stderr.contains("$REACHCTL_BUS_ADDRESS 'junk' is not a D-Bus address"), "\(environment.stderr)")
+        // A well-formed address where no bus listens is a bus without reachd: the answer comes
+        // in-process, with the notice (globalOptionsGoBeforeOrAfterTheCommand).
+    }
 }
