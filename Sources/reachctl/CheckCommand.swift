@@ -54,7 +54,7 @@ struct CheckCommand: AsyncParsableCommand {
     @Option(
         parsing: .unconditional,
         help: ArgumentHelp(
-            "How long a host name may take to resolve: 500ms, 2s, 1m, or seconds (default: DefaultTimeout= of reachd.conf, 5s unless configured).",
+            "How long a host name may take to resolve, as a systemd time span: 500ms, 2s, 1min 30s, or seconds (default: DefaultTimeout= of reachd.conf, 5s unless configured).",
             valueName: "duration"),
         transform: parseDurationArgument)
     var timeout: Duration?

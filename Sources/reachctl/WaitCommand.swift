@@ -63,7 +63,7 @@ struct WaitCommand: AsyncParsableCommand {
     // instead of being taken for an unknown option.
     @Option(
         parsing: .unconditional,
-        help: ArgumentHelp("How long to wait at most: 500ms, 30s, 2m, or seconds (default: 30s).", valueName: "duration"),
+        help: ArgumentHelp("How long to wait at most, as a systemd time span: 500ms, 30s, 2min, 1h 30min, or seconds (default: 30s).", valueName: "duration"),
         transform: parseDurationArgument)
     var timeout: Duration?
 

@@ -92,4 +92,23 @@ struct ReachctlCommandLineTests {
         // A well-formed address where no bus listens is a bus without reachd: the answer comes
         // in-process, with the notice (globalOptionsGoBeforeOrAfterTheCommand).
     }
+
+    @Test func durationsAreSystemdTimeSpans() throws {
+        // An address is answered at once, whatever the deadline: the span only has to be read.
+        for span in ["2min", "1min 30s", "1.5s", "500ms", "3"] {
+            let result = try reachctl(["check", "127.0.0.1", "--timeout", span] + Self.local)
+            #expect(result.status == 0, "--timeout \(span): \(result.stderr)")
+        }
+        // 1h is read (as 60m) and then refused by check's own limit, naming both.
+        let long = try reachctl(["check", "127.0.0.1", "--timeout", "1h"] + Self.local)
+        #expect(long.status == 2)
+        #expect(long.stderr.contains("--timeout 60m is above the maximum of 5m"), "\(long.stderr)")
+        let bad = try reachctl(["wait", "--timeout", "1h 30x"] + Self.local)
+        #expect(bad.status == 2)
+        #expect(bad.stderr.contains("invalid duration '1h 30x'"), "\(bad.stderr)")
+        // wait reads the same spans: a short one ends at once, either way.
+        let wait = try reachctl(["wait", "--timeout", "0.1s 100ms", "--json"] + Self.local)
+        #expect([0, 1].contains(wait.status), "\(wait.stderr)")
+        #expect(try wait.json()["satisfied"] is Bool)
+    }
 }
