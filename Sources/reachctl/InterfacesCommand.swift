@@ -24,6 +24,8 @@ struct InterfacesCommand: AsyncParsableCommand {
         aliases: ["interface", "link", "list"]
     )
 
+    @OptionGroup var output: OutputOptions
+
     @OptionGroup var options: CommonOptions
 
     func run() async throws {
@@ -31,7 +33,7 @@ struct InterfacesCommand: AsyncParsableCommand {
             let source = try options.openSource()
             defer { source.stop() }
             let snapshot = try await source.snapshot()
-            if options.json {
+            if output.json {
                 let value = JSONValue.object([
                     ("generation", .uint(snapshot.generation)),
                     ("interfaces", .array(snapshot.interfaces.map(\.json))),

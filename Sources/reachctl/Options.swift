@@ -4,14 +4,18 @@ import Reachability
 import Glibc
 #endif
 
+/// `--json`, global as `CommonOptions` are, but a group of its own: `metrics` holds it without
+/// showing it (its format is Prometheus' own), so that its help does not offer what it refuses.
+struct OutputOptions: ParsableArguments {
+    @Flag(help: "Print JSON (lowerCamelCase D-Bus names) instead of text (every command but metrics).")
+    var json = false
+}
+
 /// The options every subcommand takes: global, so they go before or after the command as a
 /// user of `ip` or `systemctl` is used to (`reachctl --json interfaces`, `reachctl interfaces
 /// --json`). Reachctl and each subcommand hold them as an `@OptionGroup`; ArgumentParser parses
 /// the root's group wherever the options stand and hands the same value to the subcommand.
 struct CommonOptions: ParsableArguments {
-    @Flag(help: "Print JSON (lowerCamelCase D-Bus names) instead of text.")
-    var json = false
-
     @Flag(help: "Say more where a command has more to say: status adds the netlink receive-buffer overruns and resyncs since start and the figures behind the stall verdict; the other commands have nothing to add.")
     var verbose = false
 

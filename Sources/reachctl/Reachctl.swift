@@ -14,7 +14,7 @@ struct Reachctl: AsyncParsableCommand {
             route the kernel would use right now leaves through a link that is up, has carrier and \
             has a usable address. It never waits for DNS.
 
-            Without a subcommand it runs `status`. Every subcommand takes --json for scripts. \
+            Without a subcommand it runs `status`. Every subcommand but metrics takes --json for scripts. \
             The options below are global: they go before or after the command \
             (reachctl --json interfaces, reachctl interfaces --json). A command may be shortened \
             to any unique prefix (reachctl st, reachctl int), as ip reads its objects.
@@ -43,7 +43,9 @@ struct Reachctl: AsyncParsableCommand {
         defaultSubcommand: StatusCommand.self
     )
 
-    // Parsed wherever the options stand; each subcommand's own group receives this value.
+    // Parsed wherever the options stand; each subcommand's own groups receive these values.
+    @OptionGroup var output: OutputOptions
+
     @OptionGroup var options: CommonOptions
 
     /// How the command word is read: the subcommands' names and aliases, and the options that may

@@ -86,6 +86,8 @@ struct WaitCommand: AsyncParsableCommand {
     @Flag(help: "Return on a path whose traffic is stalled too (by default a stalled host is not online enough).")
     var allowStalled = false
 
+    @OptionGroup var output: OutputOptions
+
     @OptionGroup var options: CommonOptions
 
     /// The kinds a user waits for (`InterfaceKind` without the ones that never carry an uplink).
@@ -126,7 +128,7 @@ struct WaitCommand: AsyncParsableCommand {
             throw ExitStatus.error.exitCode
         }
         let satisfied = condition.holds(final)
-        if options.json {
+        if output.json {
             Terminal.writeLine(Self.json(final, satisfied: satisfied).serialized())
         } else if satisfied {
             Terminal.writeLine(final.answer.map { MonitorCommand.render(TargetAnswer(result: $0.result, generation: nil)) }

@@ -111,4 +111,23 @@ struct ReachctlCommandLineTests {
         #expect([0, 1].contains(wait.status), "\(wait.stderr)")
         #expect(try wait.json()["satisfied"] is Bool)
     }
+
+    @Test func metricsHelpOffersNoJSONAndJSONIsRefused() throws {
+        let help = try reachctl(["metrics", "--help"])
+        #expect(help.status == 0)
+        #expect(!help.stdout.contains("\n  --json"), "metrics --help offers no --json option: \(help.stdout)")
+        #expect(!help.stdout.contains("[--json]"))
+        #expect(help.stdout.contains("--json is refused"), "its discussion says why")
+        for arguments in [["metrics", "--json"], ["--json", "metrics"], ["--json", "me"]] {
+            let result = try reachctl(arguments + Self.local)
+            #expect(result.status == 2, "\(arguments)")
+            #expect(result.stdout == "")
+            #expect(result.stderr.contains("--json: metrics are printed only in Prometheus' text format"), "\(result.stderr)")
+        }
+        // The other commands offer it among their options.
+        for command in ["status", "interfaces", "check", "monitor", "wait"] {
+            let other = try reachctl([command, "--help"])
+            #expect(other.stdout.contains("\n  --json"), "\(command) --help offers --json")
+        }
+    }
 }
