@@ -130,4 +130,23 @@ struct ReachctlCommandLineTests {
             #expect(other.stdout.contains("\n  --json"), "\(command) --help offers --json")
         }
     }
+
+    /// The command word is found past every global option, and past the value of those that
+    /// take one: each option reachctl declares at the top (from its own help dump) is known to
+    /// CommandWord, so a new global option cannot make its value pass for the command.
+    @Test func everyGlobalOptionIsSkippedToFindTheCommand() throws {
+        let dump = try reachctl(["--experimental-dump-help"])
+        let root = try #require(try dump.json()["command"] as? [String: Any])
+        let arguments = try #require(root["arguments"] as? [[String: Any]])
+        #expect(arguments.count >= 9, "\(arguments)")
+        for argument in arguments {
+            let names = try #require(argument["names"] as? [[String: String]])
+            let name = try #require(names.last { $0["kind"] == "long" }?["name"] ?? names.first?["name"])
+            let option = (names.contains { $0["kind"] == "long" } ? "--" : "-") + name
+            let words = argument["kind"] as? String == "option" ? [option, "x", "stauts"] : [option, "stauts"]
+            let result = try reachctl(words)
+            #expect(result.status == 2, "\(words)")
+            #expect(result.stderr.hasPrefix("reachctl: unknown command 'stauts'"), "\(words): \(result.stderr)")
+        }
+    }
 }
