@@ -67,7 +67,8 @@ struct CommandWord {
         let context = verb.map { "\($0): " } ?? ""
         if candidates.count == 1 { return candidates[0] }
         if candidates.count > 1 {
-            throw Refusal(description: "\(context)'\(word)' is ambiguous: it begins \(candidates.map { "'\($0)'" }.joined(separator: ", ")); type more of it")
+            let names = candidates.map { "'\($0)'" }
+            throw Refusal(description: "\(context)'\(word)' is ambiguous: it could be \(names.dropLast().joined(separator: ", ")) or \(names.last!); type more of it")
         }
         var message = "\(context)unknown command '\(word)'"
         if let nearest = nearest(to: word, in: words) {

@@ -32,6 +32,7 @@ struct WaitCommand: AsyncParsableCommand {
             Examples:
               reachctl wait                            until online, at most 30 s
               reachctl wait --timeout 2m --kind wired  until a wired uplink works
+              reachctl wait --timeout '1h 30min'       systemd's time spans work too
               reachctl wait --target 192.0.2.1 --timeout 10s && mount /srv/backup
               reachctl wait --timeout 5s || echo "offline: using the cache"
               reachctl wait --internet --timeout 1m    until reachd's probe says the internet answers

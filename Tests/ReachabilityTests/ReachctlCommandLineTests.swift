@@ -51,7 +51,7 @@ struct ReachctlCommandLineTests {
         }
         let ambiguous = try reachctl(["m"])
         #expect(ambiguous.status == 2)
-        #expect(ambiguous.stderr.contains("'m' is ambiguous: it begins 'monitor', 'metrics'"), "\(ambiguous.stderr)")
+        #expect(ambiguous.stderr.contains("'m' is ambiguous: it could be 'monitor' or 'metrics'; type more of it"), "\(ambiguous.stderr)")
         let help = try reachctl(["help", "int"])
         #expect(help.status == 0)
         #expect(help.stdout.contains("USAGE: reachctl interfaces"), "\(help.stdout)")
