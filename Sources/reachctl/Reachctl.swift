@@ -49,7 +49,8 @@ struct Reachctl: AsyncParsableCommand {
     @OptionGroup var options: CommonOptions
 
     /// How the command word is read: the subcommands' names and aliases, and the options that may
-    /// stand before it (CommonOptions' and ArgumentParser's own), those with a value apart.
+    /// stand before it (OutputOptions', CommonOptions' and ArgumentParser's own), those with a
+    /// value apart; ReachctlCommandLineTests holds this list to the help dump's.
     static let commandWord = CommandWord(
         commands: configuration.subcommands.map { CommandWord.Command(name: $0._commandName, aliases: $0.configuration.aliases) }
             + [CommandWord.Command(name: "help", aliases: [])],
