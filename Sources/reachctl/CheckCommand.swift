@@ -54,7 +54,7 @@ struct CheckCommand: AsyncParsableCommand {
     @Option(
         parsing: .unconditional,
         help: ArgumentHelp(
-            "How long a host name may take to resolve: 500ms, 2s, 1m, or seconds (default: DefaultTimeout= of reachd.conf, 5s unless configured).",
+            "How long a host name may take to resolve, as a systemd time span: 500ms, 2s, 1min 30s, or seconds (default: DefaultTimeout= of reachd.conf, 5s unless configured).",
             valueName: "duration"),
         transform: parseDurationArgument)
     var timeout: Duration?
@@ -63,6 +63,8 @@ struct CheckCommand: AsyncParsableCommand {
         name: .customLong("user"),
         help: ArgumentHelp("Answer as this user's traffic is routed (a name or a uid; only root may name another user).", valueName: "user"))
     var user: String?
+
+    @OptionGroup var output: OutputOptions
 
     @OptionGroup var options: CommonOptions
 
@@ -106,11 +108,11 @@ struct CheckCommand: AsyncParsableCommand {
             defer { source.stop() }
             return try await source.check(target, timeout: timeout, asUser: user.flatMap(Self.uid(of:)))
         }
-        if result.reason == .invalidTarget, !options.json {
+        if result.reason == .invalidTarget, !output.json {
             Terminal.write("reachctl: invalid target: \(result.message ?? result.target)\n", to: 2)
             throw ExitStatus.error.exitCode
         }
-        Terminal.writeLine(options.json ? result.json.serialized() : renderCheck(result))
+        Terminal.writeLine(output.json ? result.json.serialized() : renderCheck(result))
         if result.reason == .invalidTarget { throw ExitStatus.error.exitCode }
         if !result.isReachable { throw ExitStatus.notReachable.exitCode }
     }
@@ -130,7 +132,7 @@ struct CheckCommand: AsyncParsableCommand {
             defer { source.stop() }
             return try await source.validate()
         }
-        Terminal.writeLine(options.json ? status.json.serialized() : renderValidation(status))
+        Terminal.writeLine(output.json ? status.json.serialized() : renderValidation(status))
         switch status.verdict {
         case .full: return
         case .portal, .limited, .none: throw ExitStatus.notReachable.exitCode

@@ -19,8 +19,12 @@ struct InterfacesCommand: AsyncParsableCommand {
               reachctl interfaces --json | jq -r '.interfaces[] | select(.kind == "wifi") | .name'
 
             Exit status: 0 success, 2 error.
-            """
+            """,
+        // The singular, and the words of `ip link` and `networkctl list` for the same listing.
+        aliases: ["interface", "link", "list"]
     )
+
+    @OptionGroup var output: OutputOptions
 
     @OptionGroup var options: CommonOptions
 
@@ -29,7 +33,7 @@ struct InterfacesCommand: AsyncParsableCommand {
             let source = try options.openSource()
             defer { source.stop() }
             let snapshot = try await source.snapshot()
-            if options.json {
+            if output.json {
                 let value = JSONValue.object([
                     ("generation", .uint(snapshot.generation)),
                     ("interfaces", .array(snapshot.interfaces.map(\.json))),

@@ -24,10 +24,16 @@ struct MetricsCommand: AsyncParsableCommand {
             """
     )
 
+    // Held, not shown: a global --json given before the command (reachctl --json metrics)
+    // reaches this group too, and is refused rather than ignored.
+    @OptionGroup(visibility: .private) var output: OutputOptions
+
     @OptionGroup var options: CommonOptions
 
     func validate() throws {
-        if options.json { throw ValidationError("--json: metrics are printed only in Prometheus' text format.") }
+        if output.json {
+            throw ValidationError("--json: metrics are printed only in Prometheus' text format.")
+        }
     }
 
     func run() async throws {

@@ -70,6 +70,8 @@ struct MonitorCommand: AsyncParsableCommand {
 
     @OptionGroup var kinds: KindOptions
 
+    @OptionGroup var output: OutputOptions
+
     @OptionGroup var options: CommonOptions
 
     /// reachd follows each target with a watch, and one client may hold 64 (MaxWatchesPerClient=
@@ -90,7 +92,7 @@ struct MonitorCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let json = options.json
+            let json = output.json
             if let restriction = kinds.restriction {
                 let (monitor, whyReachdOnly) = try options.openPathMonitor(restriction)
                 defer { monitor.monitor?.stop() }

@@ -4,10 +4,20 @@ import Reachability
 import Glibc
 #endif
 
-/// The options every subcommand takes.
-struct CommonOptions: ParsableArguments {
-    @Flag(help: "Print JSON (lowerCamelCase D-Bus names) instead of text.")
+/// `--json`, global as `CommonOptions` are, but a group of its own: `metrics` holds it without
+/// showing it (its format is Prometheus' own), so that its help does not offer what it refuses.
+struct OutputOptions: ParsableArguments {
+    @Flag(help: "Print JSON (lowerCamelCase D-Bus names) instead of text (every command but metrics).")
     var json = false
+}
+
+/// The options every subcommand takes: global, so they go before or after the command as a
+/// user of `ip` or `systemctl` is used to (`reachctl --json interfaces`, `reachctl interfaces
+/// --json`). Reachctl and each subcommand hold them as an `@OptionGroup`; ArgumentParser parses
+/// the root's group wherever the options stand and hands the same value to the subcommand.
+struct CommonOptions: ParsableArguments {
+    @Flag(help: "Say more where a command has more to say: status adds the netlink receive-buffer overruns and resyncs since start and the figures behind the stall verdict; the other commands have nothing to add.")
+    var verbose = false
 
     @Option(
         name: .customLong("netns"),
@@ -62,7 +72,11 @@ struct CommonOptions: ParsableArguments {
         if let resolvConf, requireDaemon {
             throw ValidationError("--resolv-conf '\(resolvConf)' applies only in-process; with --daemon reachd reads its own: drop one of them.")
         }
-        if let busAddress, busAddress.isEmpty { throw ValidationError("--bus-address needs an address, like unix:path=/run/dbus/system_bus_socket.") }
+        if let busAddress, busAddress.isEmpty { throw ValidationError("--bus-address needs an address, like \(BusAddressSyntax.example).") }
+        if !answersInProcess, case let .address(address) = bus, let problem = BusAddressSyntax.problem(in: address) {
+            let origin = busAddress != nil ? "--bus-address" : "$\(Self.busAddressVariable)"
+            throw ValidationError("\(origin) '\(address)' is not a D-Bus address: \(problem); give TRANSPORT:KEY=VALUE, like \(BusAddressSyntax.example).")
+        }
         if let netns { _ = try Self.namespacePath(for: netns) }
         if let sysfsRoot, !Self.isDirectory(sysfsRoot) {
             throw ValidationError("--sysfs-root '\(sysfsRoot)' is not a directory.")

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Reachability
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,7 +14,10 @@ struct Reachctl: AsyncParsableCommand {
             route the kernel would use right now leaves through a link that is up, has carrier and \
             has a usable address. It never waits for DNS.
 
-            Without a subcommand it runs `status`. Every subcommand takes --json for scripts.
+            Without a subcommand it runs `status`. Every subcommand but metrics takes --json for scripts. \
+            The options below are global: they go before or after the command \
+            (reachctl --json interfaces, reachctl interfaces --json). A command may be shortened \
+            to any unique prefix (reachctl st, reachctl int), as ip reads its objects.
 
             Answers come from reachd over D-Bus (the system bus, or --bus-address) when it is \
             running; otherwise reachctl runs the same library in-process and says so in one line \
@@ -22,6 +26,7 @@ struct Reachctl: AsyncParsableCommand {
             Examples:
               reachctl                     state, flags and usable interfaces
               reachctl interfaces          every interface: kind, flags, addresses
+              reachctl --json int          the same as JSON (a unique prefix names the command)
               reachctl check example.org   can a packet get there now, and how
               reachctl monitor --json      the snapshot, then a JSON line per change
               reachctl monitor 192.0.2.1   a line whenever that address's answer changes
@@ -32,15 +37,38 @@ struct Reachctl: AsyncParsableCommand {
 
             Exit status: 0 online or success, 1 not online, 2 usage or runtime error.
             """,
+        // As reachd's, from the one BuildInfo (`reachd --version`, reachd_build_info).
+        version: "reachctl \(BuildInfo.version)",
         subcommands: [StatusCommand.self, InterfacesCommand.self, CheckCommand.self, MonitorCommand.self, WaitCommand.self, MetricsCommand.self],
         defaultSubcommand: StatusCommand.self
     )
 
+    // Parsed wherever the options stand; each subcommand's own groups receive these values.
+    @OptionGroup var output: OutputOptions
+
+    @OptionGroup var options: CommonOptions
+
+    /// How the command word is read: the subcommands' names and aliases, and the options that may
+    /// stand before it (OutputOptions', CommonOptions' and ArgumentParser's own), those with a
+    /// value apart; ReachctlCommandLineTests holds this list to the help dump's.
+    static let commandWord = CommandWord(
+        commands: configuration.subcommands.map { CommandWord.Command(name: $0._commandName, aliases: $0.configuration.aliases) }
+            + [CommandWord.Command(name: "help", aliases: [])],
+        valueOptions: ["--netns", "--bus-address", "--config-dir", "--resolv-conf", "--sysfs-root", "--generate-completion-script"],
+        flags: ["--json", "--verbose", "--daemon", "-h", "--help", "--version", "--experimental-dump-help"])
+
     /// ArgumentParser's own main, except that usage errors exit with 2 (reachctl(1), "EXIT STATUS":
     /// 1 means "not reachable", so it cannot also mean "you typed it wrong").
     static func main() async {
+        let arguments: [String]
         do {
-            var command = try await asyncParseAsRoot()
+            arguments = try commandWord.resolve(Array(CommandLine.arguments.dropFirst()))
+        } catch {
+            Terminal.write("reachctl: \(error)\nSee 'reachctl --help'.\n", to: STDERR_FILENO)
+            Glibc.exit(ExitStatus.error.rawValue)
+        }
+        do {
+            var command = try await asyncParseAsRoot(arguments)
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {

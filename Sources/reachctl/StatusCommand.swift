@@ -34,12 +34,14 @@ struct StatusCommand: AsyncParsableCommand {
             """
     )
 
-    @Flag(help: "Also show how the kernel mirror has fared (netlink receive-buffer overruns and resyncs since start) and the figures behind the stall verdict.")
-    var verbose = false
-
     @OptionGroup var kinds: KindOptions
 
+    @OptionGroup var output: OutputOptions
+
     @OptionGroup var options: CommonOptions
+
+    /// A global option (`reachctl --verbose` reads as `reachctl status --verbose`).
+    var verbose: Bool { options.verbose }
 
     func validate() throws {
         if verbose, kinds.restriction != nil { throw ValidationError("--verbose shows the host's figures, not a path restricted by --kind/--not-kind: drop one.") }
@@ -51,7 +53,7 @@ struct StatusCommand: AsyncParsableCommand {
                 let monitor = try options.openPathMonitor(restriction).monitor
                 defer { monitor.monitor?.stop() }
                 let path = monitor.currentPath
-                Terminal.writeLine(options.json ? path.json(restriction).serialized() : renderPath(path, restriction))
+                Terminal.writeLine(output.json ? path.json(restriction).serialized() : renderPath(path, restriction))
                 return path.status == .satisfied
             }
             if !satisfied { throw ExitStatus.notReachable.exitCode }
@@ -62,7 +64,7 @@ struct StatusCommand: AsyncParsableCommand {
             defer { source.stop() }
             let snapshot = try await source.snapshot()
             let counters = verbose ? try await source.counters() : nil
-            if options.json {
+            if output.json {
                 var json = snapshot.json
                 if let counters, case let .object(members) = json {
                     json = .object(members + [("overruns", .uint(counters.overruns)), ("resyncs", .uint(counters.resyncs))])

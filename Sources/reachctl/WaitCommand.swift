@@ -32,6 +32,7 @@ struct WaitCommand: AsyncParsableCommand {
             Examples:
               reachctl wait                            until online, at most 30 s
               reachctl wait --timeout 2m --kind wired  until a wired uplink works
+              reachctl wait --timeout '1h 30min'       systemd's time spans work too
               reachctl wait --target 192.0.2.1 --timeout 10s && mount /srv/backup
               reachctl wait --timeout 5s || echo "offline: using the cache"
               reachctl wait --internet --timeout 1m    until reachd's probe says the internet answers
@@ -63,7 +64,7 @@ struct WaitCommand: AsyncParsableCommand {
     // instead of being taken for an unknown option.
     @Option(
         parsing: .unconditional,
-        help: ArgumentHelp("How long to wait at most: 500ms, 30s, 2m, or seconds (default: 30s).", valueName: "duration"),
+        help: ArgumentHelp("How long to wait at most, as a systemd time span: 500ms, 30s, 2min, 1h 30min, or seconds (default: 30s).", valueName: "duration"),
         transform: parseDurationArgument)
     var timeout: Duration?
 
@@ -85,6 +86,8 @@ struct WaitCommand: AsyncParsableCommand {
 
     @Flag(help: "Return on a path whose traffic is stalled too (by default a stalled host is not online enough).")
     var allowStalled = false
+
+    @OptionGroup var output: OutputOptions
 
     @OptionGroup var options: CommonOptions
 
@@ -126,7 +129,7 @@ struct WaitCommand: AsyncParsableCommand {
             throw ExitStatus.error.exitCode
         }
         let satisfied = condition.holds(final)
-        if options.json {
+        if output.json {
             Terminal.writeLine(Self.json(final, satisfied: satisfied).serialized())
         } else if satisfied {
             Terminal.writeLine(final.answer.map { MonitorCommand.render(TargetAnswer(result: $0.result, generation: nil)) }

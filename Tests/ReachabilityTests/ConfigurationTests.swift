@@ -206,20 +206,27 @@ struct ConfigurationValueTests {
             DefaultTimeout=5m
             MaxConcurrentLookups=4096
             NegativeCacheTime=1h
-            NegativeCacheTime=60m
             [Limits]
             MaxWatchesPerClient=100000
             MaxWatches=1000000
             [Priorities]
             Other=100000
             """)
-        // "1h" is no duration (units are ms, s, m); the next line sets the same value.
-        #expect(highErrors.count == 1)
+        // "1h" is a systemd time span, as DurationText reads them.
+        #expect(highErrors == [])
         #expect(high.defaultTimeout == .seconds(300))
         #expect(high.maxConcurrentLookups == 4096)
         #expect(high.negativeCacheTime == .seconds(3600))
         #expect(high.maxWatches == 1_000_000)
         #expect(high.priorities[.other] == 100_000)
+    }
+
+    @Test func durationsAreSystemdTimeSpans() {
+        let (configuration, errors) = parsed("[Checks]\nDefaultTimeout=1min 30s\nNegativeCacheTime=1h\n[WaitOnline]\nTimeout=2min\n")
+        #expect(errors == [])
+        #expect(configuration.defaultTimeout == .seconds(90))
+        #expect(configuration.negativeCacheTime == .seconds(3600))
+        #expect(configuration.waitOnlineTimeout == .seconds(120))
     }
 
     @Test func laterScalarAssignmentWins() {

@@ -22,6 +22,23 @@ struct DurationTextTests {
             ("1440m", .seconds(86_400)),
             ("86400", .seconds(86_400)),
             ("86400000ms", .seconds(86_400)),
+            // systemd's time spans, as its unit files take them.
+            ("1h", .seconds(3600)),
+            ("2min", .seconds(120)),
+            ("1h 30min", .seconds(5400)),
+            ("1h30min", .seconds(5400)),
+            ("1min 30", .seconds(90)),
+            ("2 s", .seconds(2)),
+            (" 2s ", .seconds(2)),
+            ("2sec", .seconds(2)),
+            ("1.5h", .seconds(5400)),
+            ("250us", .microseconds(250)),
+            ("250µs", .microseconds(250)),
+            ("5msec", .milliseconds(5)),
+            ("3 seconds", .seconds(3)),
+            ("2 hours\t10 minutes", .seconds(7800)),
+            ("1d", .seconds(86_400)),
+            ("23h 59min 60s", .seconds(86_400)),
         ])
     func accepted(text: String, expected: Duration) throws {
         #expect(try DurationText.parse(text) == expected)
@@ -29,14 +46,14 @@ struct DurationTextTests {
 
     @Test(
         "malformed text is rejected",
-        arguments: ["2x", "s", "ms", "1.", ".5", "1.5.2s", "1e3", " 2s", "2s ", "2 s", "+2s", "2S", "2sec", "1h", "١s", "0x10"])
+        arguments: ["2x", "s", "ms", "1.", ".5", "1.5.2s", "1e3", "+2s", "2S", "1 hour30x", "١s", "0x10", "1h -5min", "5 apples", "1h,30min"])
     func malformed(text: String) {
         #expect(throws: DurationParseError(text: text, problem: .malformed)) { try DurationText.parse(text) }
     }
 
-    @Test("empty text is rejected as empty")
-    func empty() {
-        #expect(throws: DurationParseError(text: "", problem: .empty)) { try DurationText.parse("") }
+    @Test("empty text is rejected as empty", arguments: ["", " ", "\t"])
+    func empty(text: String) {
+        #expect(throws: DurationParseError(text: text, problem: .empty)) { try DurationText.parse(text) }
     }
 
     @Test("negative values are rejected as negative", arguments: ["-1s", "-0", "-500ms"])
@@ -46,7 +63,7 @@ struct DurationTextTests {
 
     @Test(
         "values above 24 hours or overflowing are rejected as too large",
-        arguments: ["86400.000000001s", "1441m", "86401", "18446744073709551616s", String(repeating: "9", count: 400) + "ms"])
+        arguments: ["86400.000000001s", "1441m", "86401", "18446744073709551616s", String(repeating: "9", count: 400) + "ms", "24h 1s", "1w", "2d", "1y", "infinity"])
     func tooLarge(text: String) {
         #expect(throws: DurationParseError(text: text, problem: .tooLarge)) { try DurationText.parse(text) }
     }

@@ -113,7 +113,9 @@ struct ReachctlLimitTests {
         (["check", "example.org", "--timeout", "400s"], "above the maximum of 5m"),
         (["check", "example.org", "--timeout", "0"], "must be above zero"),
         (["wait", "--timeout", "1441m"], "longer than the maximum of 24 hours"),
-        (["check", "example.org", "--timeout", "5m1s"], "invalid duration '5m1s'"),
+        // A systemd time span adds its parts up: 5m1s is read, and is above check's limit.
+        (["check", "example.org", "--timeout", "5m1s"], "--timeout 301s is above the maximum of 5m"),
+        (["check", "example.org", "--timeout", "5m1x"], "invalid duration '5m1x'"),
     ])
     func badTimeoutsAreRefusedNamingTheValue(_ arguments: [String], _ expected: String) throws {
         let result = try reachctl(arguments)
