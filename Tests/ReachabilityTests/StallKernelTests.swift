@@ -245,7 +245,10 @@ struct StallKernelTests {
         defer { clients.kill() }
         var watch = try Watch(topology)
         let link = topology.clientLink
-        _ = try await watch.until("traffic flowing", timeout: .seconds(20)) { $0.link(link).verdict == .flowing }
+        // Every client connected (a poll judges the first socket as soon as it exists).
+        _ = try await watch.until("4 sockets flowing", timeout: .seconds(20)) {
+            $0.link(link).verdict == .flowing && $0.link(link).evidence.socketsJudged == 4
+        }
 
         // Healthy traffic never flags.
         try await watch.during(.seconds(3), "healthy traffic") { !$0.link(link).isStalled && $0.link(link).evidence.socketsJudged == 4 }
