@@ -79,7 +79,6 @@ public struct StallEvaluator: Sendable {
         var receipts: [TrafficOwner: Duration] = [:]
         /// Sockets that closed failing, kept for `window`.
         var closed: [Failure] = []
-        var stalled = false
 
         func receipt(_ owner: TrafficOwner) -> Duration? { receipts[owner] }
 
@@ -191,7 +190,6 @@ public struct StallEvaluator: Sendable {
             var remembered = memory[link] ?? LinkMemory()
             remembered.closed.removeAll { now - $0.end > settings.window }
             var judgement = judge(remembered, failing: remembered.closed + (failures[link] ?? []), at: now)
-            remembered.stalled = judgement.stalled
             suspected = suspected || judgement.suspected
             judgement.evidence.socketsJudged = judged[link] ?? 0
             judgement.evidence.dnsTimeouts = dnsTimeouts[link] ?? 0

@@ -49,8 +49,6 @@ struct StallAttribution {
         }
     }
 
-    var hasListeners: Bool { !wildcardListeners.isEmpty || !boundListeners.isEmpty }
-
     /// The link whose path `sample` judges; nil when it judges none.
     func link(of sample: TCPSocketSample) -> Int32? {
         let destination = sample.destination

@@ -14,8 +14,6 @@ import Glibc
 public struct TCPClosures: ~Copyable {
     private let socket: NetlinkSocket
     private var buffer: [UInt8]
-    /// Datagrams lost to an overrun (ENOBUFS): evidence missed, nothing else.
-    public private(set) var overruns = 0
 
     /// SKNLGRP_INET_TCP_DESTROY and SKNLGRP_INET6_TCP_DESTROY (linux/sock_diag.h).
     static let groups: [Int32] = [1, 3]
@@ -43,8 +41,8 @@ public struct TCPClosures: ~Copyable {
             do {
                 reception = try socket.receive(into: &buffer)
             } catch {
-                // ENOBUFS: some closures were dropped. The next reads go on with what follows.
-                overruns += 1
+                // ENOBUFS: some closures were dropped, evidence missed and nothing else. The next
+                // reads go on with what follows.
                 continue
             }
             switch reception {
