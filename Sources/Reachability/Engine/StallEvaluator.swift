@@ -59,33 +59,38 @@ public struct StallEvaluator: Sendable {
         var end: Duration
     }
 
-    /// One poll's count of a link's judged sockets and its owners' latest receives.
-    private struct LinkTally {
-        var link: Int32
-        var judged = 0
-        var receipts: [(owner: TrafficOwner, time: Duration)] = []
+    /// Each owner's latest receive on one link. A host has a handful of owners: a short array
+    /// beats a dictionary (a poll of 10,000 sockets updates it 10,000 times).
+    private struct Receipts: Sendable {
+        private(set) var latest: [(owner: TrafficOwner, time: Duration)] = []
+
+        func receipt(_ owner: TrafficOwner) -> Duration? { latest.first { $0.owner == owner }?.time }
+
+        var newest: Duration? { latest.map(\.time).max() }
 
         mutating func received(_ owner: TrafficOwner, at time: Duration) {
-            if let index = receipts.firstIndex(where: { $0.owner == owner }) {
-                if receipts[index].time < time { receipts[index].time = time }
+            if let index = latest.firstIndex(where: { $0.owner == owner }) {
+                if latest[index].time < time { latest[index].time = time }
             } else {
-                receipts.append((owner, time))
+                latest.append((owner, time))
             }
         }
     }
 
+    /// One poll's count of a link's judged sockets and its owners' latest receives.
+    private struct LinkTally {
+        var link: Int32
+        var judged = 0
+        var receipts = Receipts()
+    }
+
     private struct LinkMemory: Sendable {
         /// When each owner's judged sockets last received a segment.
-        var receipts: [TrafficOwner: Duration] = [:]
+        var receipts = Receipts()
         /// Sockets that closed failing, kept for `window`.
         var closed: [Failure] = []
 
-        func receipt(_ owner: TrafficOwner) -> Duration? { receipts[owner] }
-
-        mutating func received(_ owner: TrafficOwner, at time: Duration) {
-            if let known = receipts[owner], known >= time { return }
-            receipts[owner] = time
-        }
+        func receipt(_ owner: TrafficOwner) -> Duration? { receipts.receipt(owner) }
     }
 
     public init(settings: StallSettings = StallSettings()) {
@@ -110,7 +115,7 @@ public struct StallEvaluator: Sendable {
         closedSincePoll += 1
         let moment = SocketMoment(sample, at: now)
         // A closing socket carries no owner: its receipts count as the host's (see the type's doc).
-        if let receipt = moment.receipt { memory[link, default: LinkMemory()].received(previous?.owner ?? .host, at: receipt) }
+        if let receipt = moment.receipt { memory[link, default: LinkMemory()].receipts.received(previous?.owner ?? .host, at: receipt) }
         guard var since = moment.waitingSince else { return .traffic }
         if let previous, sample.counters?.segmentsIn == 0 { since = min(since, previous.firstSeen) }
         // Unattributed failures are not evidence: anyone may close a socket that failed.
@@ -163,7 +168,7 @@ public struct StallEvaluator: Sendable {
             }
             tallies[slot].judged += 1
             let moment = SocketMoment(sample, at: now)
-            if let receipt = moment.receipt { tallies[slot].received(owner, at: receipt) }
+            if let receipt = moment.receipt { tallies[slot].receipts.received(owner, at: receipt) }
             if var since = moment.waitingSince {
                 if counters.segmentsIn == 0 { since = min(since, firstSeen) }
                 failures[link, default: []].append(Failure(owner: owner, since: since, end: now))
@@ -180,7 +185,7 @@ public struct StallEvaluator: Sendable {
         var judged: [Int32: Int] = [:]
         for tally in tallies {
             judged[tally.link] = tally.judged
-            for (owner, receipt) in tally.receipts { memory[tally.link, default: LinkMemory()].received(owner, at: receipt) }
+            for (owner, receipt) in tally.receipts.latest { memory[tally.link, default: LinkMemory()].receipts.received(owner, at: receipt) }
         }
 
         var links: [LinkStall] = []
@@ -265,7 +270,7 @@ public struct StallEvaluator: Sendable {
         judgement.stalled = (hostStalled || usersStalled >= 2) && !hostReceivedLately
         judgement.evidence.owners = byOwner.count
         judgement.evidence.waiting = longest
-        judgement.evidence.sinceReceive = memory.receipts.values.max().map { now - $0 }
+        judgement.evidence.sinceReceive = memory.receipts.newest.map { now - $0 }
         return judgement
     }
 
