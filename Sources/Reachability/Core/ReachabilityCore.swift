@@ -17,13 +17,20 @@ public struct CoreUpdate: Sendable {
 /// sequence that follows every input, whether the kernel's events, a resync, a probe's verdict
 /// or a reload. That sequence: incidents to the log, the resync timer re-armed, the host checks
 /// told of a routing change, stall detection told whether the host is online, then every
-/// follower, in the order they joined. Loop-thread only;
+/// follower, in the order they joined. Updates reach followers in the order they happened,
+/// never one inside another (`undelivered`). Loop-thread only;
 /// `mirror` may be read from any thread.
 public final class ReachabilityCore {
     public let mirror: SharedMirror
     private let hostChecks: HostChecks
     private let warn: (String) -> Void
     private var followers: [(CoreUpdate) -> Void] = []
+    /// Updates not yet told to every follower, oldest first. An input that arrives while
+    /// followers are being told (a probe follower recording a verdict from inside an update) is
+    /// applied at once, and its update waits here for the one being told to reach every follower:
+    /// as sd-event's defer sources, so followers hear updates in the order they happened.
+    private var undelivered: [CoreUpdate] = []
+    private var delivering = false
     private var lastRoutingEpoch: UInt64
     private var netlinkWatch: (any LoopSource)?
     private var resyncTimer: (any LoopSource)?
@@ -251,7 +258,16 @@ public final class ReachabilityCore {
             lastRoutingEpoch = epoch
             hostChecks.networkChanged()
         }
-        let update = CoreUpdate(change: change, routingMoved: moved, routingEpoch: epoch)
-        for follower in followers { follower(update) }
+        undelivered.append(CoreUpdate(change: change, routingMoved: moved, routingEpoch: epoch))
+        guard !delivering else { return }
+        delivering = true
+        defer { delivering = false }
+        var next = 0
+        while next < undelivered.count {
+            let update = undelivered[next]
+            next += 1
+            for follower in followers { follower(update) }
+        }
+        undelivered.removeAll(keepingCapacity: true)
     }
 }
