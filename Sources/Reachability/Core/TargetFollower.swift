@@ -107,8 +107,9 @@ public final class TargetFollower {
     private var revisitHead = 0
     /// Names in line are overdue beyond the last batch `answerOverdue` answered.
     private var overdueLeft = false
-    /// Targets answered per turn of the loop when many are due at once.
-    static let batch = 64
+    /// Targets answered per turn of the loop when many are due at once (reachd's watches route
+    /// their users' views again as many per turn).
+    public static let batch = 64
 
     /// `driver` outlives the follower (it usually owns it).
     public init(settings: Settings, driver: any TargetFollowerDriver) {
