@@ -90,7 +90,9 @@ final class HostCheckCalls {
         count(pending.uid, +1)
         let box = UncheckedSendable((self, pending))
         // The core answers on the loop's thread; the box only crosses the type check.
-        let id = core.checkHost(pending.host, timeout: timeout, owner: LookupOwner(uid: pending.uid)) { outcome in
+        let id = core.checkHost(
+            pending.host, timeout: timeout, owner: LookupOwner(uid: pending.uid), routing: .asUser(pending.routedAs)
+        ) { outcome in
             box.value.0.answered(box.value.1, outcome)
         }
         // Answered at once (cache, /etc/hosts, no route to any nameserver): nothing to own.
@@ -147,10 +149,7 @@ final class HostCheckCalls {
         guard !pending.abandoned else { return }
         let message = pending.call.message
         switch outcome {
-        case var .success(result):
-            if !result.addresses.isEmpty {
-                result = core.mirror.evaluate(addresses: result.addresses, target: pending.host, uid: pending.routedAs)
-            }
+        case let .success(result):
             let elapsed = ContinuousClock.now - pending.received
             do {
                 try bus.reply(to: message) { reply throws(BusError) in

@@ -31,7 +31,11 @@ final class WatchTargets {
     init(core: ReachabilityCore, bus: BusConnection, loop: EventLoop) {
         self.bus = bus
         mirror = core.mirror
-        targets = CoreTargets(core: core, loop: loop, settings: .init(lookups: 64, hostTimeout: .seconds(5)), owner: .shared) { [unowned self] in
+        // The one lookup of a target is routed once for each user's view (`routed`), not also
+        // as reachd's own traffic first.
+        targets = CoreTargets(
+            core: core, loop: loop, settings: .init(lookups: 64, hostTimeout: .seconds(5)), owner: .shared, routing: .none
+        ) { [unowned self] in
             publish($0, $1, previous: $2)
         }
         refreshTimer = try? loop.addTimer(urgent: false) { [unowned self] in refreshSome() }

@@ -79,8 +79,8 @@ public final class ReachabilityCore {
         lastRoutingEpoch = kernel.state.routingEpoch
         hostChecks = HostChecks(
             options: configuration.resolverOptions, files: files, rate: configuration.lookupRate, loop: loop, warn: warn
-        ) { addresses, target in
-            mirror.evaluate(addresses: addresses, target: target)
+        ) { addresses, target, uid in
+            mirror.evaluate(addresses: addresses, target: target, uid: uid)
         }
         netlinkWatch = try loop.addWatch(fd: kernel.monitorDescriptor, events: .readable) { [unowned self] _ in
             if self.nameserversByIdentity, self.nameservers.changedSinceLastLook() { self.nameserversChanged() }
@@ -168,23 +168,25 @@ public final class ReachabilityCore {
         guard let answered = checkAnswered else { return hostChecks.start(request) }
         let started = ContinuousClock.now
         let box = UncheckedSendable(answered)
-        hostChecks.start(HostCheckRequest(id: request.id, name: request.name, owner: request.owner, deadline: request.deadline) { outcome in
+        hostChecks.start(HostCheckRequest(
+            id: request.id, name: request.name, owner: request.owner, routing: request.routing, deadline: request.deadline
+        ) { outcome in
             if case let .success(result) = outcome { box.value(result, .now - started) }
             request.completion(outcome)
         })
     }
 
     /// Starts a host check for `owner` under an id of the core's own (for a front end whose
-    /// checks all start on the loop); returns it for `cancelHostCheck`. `completion` may run
-    /// before this returns.
+    /// checks all start on the loop), its addresses routed as `routing` says; returns it for
+    /// `cancelHostCheck`. `completion` may run before this returns.
     @discardableResult
     public func checkHost(
-        _ name: String, timeout: Duration, owner: LookupOwner = .system,
+        _ name: String, timeout: Duration, owner: LookupOwner = .system, routing: HostRouting = .asThisProcess,
         completion: @escaping @Sendable (Result<CheckResult, CheckCancelled>) -> Void
     ) -> UInt64 {
         lastCheckID += 1
         let id = lastCheckID
-        checkHost(HostCheckRequest(id: id, name: name, owner: owner, deadline: .now + timeout, completion: completion))
+        checkHost(HostCheckRequest(id: id, name: name, owner: owner, routing: routing, deadline: .now + timeout, completion: completion))
         return id
     }
 
