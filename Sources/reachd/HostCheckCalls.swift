@@ -7,15 +7,11 @@ import Reachability
 /// reserve only root has. DNS is everyone's (one cached lookup); the addresses it gives are routed
 /// as the caller's traffic is (RTA_UID), or as the user CheckHostAsUser names.
 final class HostCheckCalls {
-    /// CheckHost calls in flight from all callers together: each holds a message and, while its
-    /// lookup waits or runs, little else, so the bound is on memory rather than DNS.
-    static let maximumInFlight = 4096
-    /// Calls in flight one Unix user other than root may hold: a quarter, so that three users
-    /// at their share still leave root its reserve.
-    static let maximumInFlightPerUser = 1024
-    /// Calls in flight only root may take: users other than root together stay below
-    /// `maximumInFlight - reserve`.
-    static let reserve = 1024
+    /// CheckHost calls in flight: 4096 from all callers together (each holds a message and,
+    /// while its lookup waits or runs, little else, so the bound is on memory rather than DNS),
+    /// the last quarter kept for root, and a quarter for one user other than root, so that three
+    /// users at their share still leave root its reserve.
+    static let inFlight = Quota(total: 4096, perOwner: 1024)
 
     private let core: ReachabilityCore
     private let bus: BusConnection
@@ -117,18 +113,14 @@ final class HostCheckCalls {
 
     /// Which limit refuses a new call of `uid`, and why, or nil.
     private func limit(_ uid: UInt32) -> (CheckRefusal, String)? {
-        guard total < Self.maximumInFlight else {
-            return (.inFlightCap, "reachd already has \(total) host checks in flight, the most it holds")
-        }
-        guard uid != 0 else { return nil }
         let ofUser = perUser[uid] ?? 0
-        guard ofUser < Self.maximumInFlightPerUser else {
-            return (.shareFull, "Unix user \(uid) already has \(ofUser) host checks in flight, the most one user may have")
-        }
-        guard unprivileged < Self.maximumInFlight - Self.reserve else {
+        switch Self.inFlight.refusal(system: uid == 0, held: total, ofOwner: ofUser, byOthers: unprivileged) {
+        case nil: return nil
+        case .total: return (.inFlightCap, "reachd already has \(total) host checks in flight, the most it holds")
+        case .owner: return (.shareFull, "Unix user \(uid) already has \(ofUser) host checks in flight, the most one user may have")
+        case .reserve:
             return (.shareFull, "users other than root already have \(unprivileged) host checks in flight; the rest is kept for the system")
         }
-        return nil
     }
 
     /// Answers `LimitExceeded` and counts the refusal by its limit.
