@@ -84,7 +84,7 @@ struct Reachctl: AsyncParsableCommand {
     }
 }
 
-/// The exit codes every subcommand shares (reachctl(1), "EXIT STATUS"; the README's "reachctl").
+/// The exit codes every subcommand shares (reachctl(1), "EXIT STATUS"; the README and docs/admins.md).
 /// They are API: scripts test them.
 enum ExitStatus: Int32 {
     /// Online (status), or the command did what was asked.
