@@ -79,8 +79,15 @@ extension ReachctlDaemonTests {
         let text = try ReachctlProcess(["monitor", "198.51.100.7"] + Self.source(mode, ns, fixture))
         defer { _ = text.terminate() }
         let textLines = try await text.waitForLines(1)
-        #expect(textLines[0].hasSuffix("198.51.100.7: not reachable: noRoute"), "\(textLines)")
-        #expect(textLines[0].hasPrefix("gen "))
+        #expect(textLines[0].hasSuffix("] 198.51.100.7: not reachable: noRoute"), "\(textLines)")
+        // Stamped with the local time, as `ip -ts monitor` stamps its lines.
+        #expect(textLines[0].firstMatch(of: #/^\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d\] /#) != nil, "\(textLines)")
+        // --verbose adds the generation and the flags, none when empty, as status writes them.
+        let verbose = try ReachctlProcess(["monitor", "--verbose", "198.51.100.7"] + Self.source(mode, ns, fixture))
+        defer { _ = verbose.terminate() }
+        let verboseLines = try await verbose.waitForLines(1)
+        #expect(verboseLines[0].contains("] gen "), "\(verboseLines)")
+        #expect(verboseLines[0].hasSuffix("198.51.100.7: not reachable [none]: noRoute"), "\(verboseLines)")
     }
 
     @Test(arguments: Mode.allCases)
