@@ -51,7 +51,9 @@ extension ReachctlDaemonTests {
         #expect(answers.allSatisfy { ($0["flags"] as? [String])?.contains("reachable") == true })
         #expect(answers.allSatisfy { $0["interface"] as? String == "up0" && $0["reason"] as? String == "" })
         #expect(answers.allSatisfy { $0["generation"] is Int })
-        #expect(Array(answers[0].keys).count == 5)
+        // The answer's four keys, its generation, and when it was written (UTC, milliseconds).
+        #expect(Array(answers[0].keys).count == 6)
+        #expect((answers[0]["timestamp"] as? String)?.wholeMatch(of: #/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/#) != nil, "\(answers[0])")
 
         // Carrier lost: both change.
         try far.ip("link set up0p down")
