@@ -9,6 +9,21 @@ import Glibc
 struct OutputOptions: ParsableArguments {
     @Flag(help: "Print JSON (lowerCamelCase D-Bus names) instead of text (every command but metrics).")
     var json = false
+
+    @Flag(
+        name: .customLong("no-color"),
+        help: "Never colour the states in text. Colour is also off when NO_COLOR is set (to anything but empty), when TERM is unset or dumb, and when standard output is not a terminal.")
+    var noColour = false
+
+    /// How text is written: colour by the terminal's conventions, detail by `--verbose`.
+    func textStyle(verbose: Bool) -> TextStyle {
+        var environment: [String: String] = [:]
+        for name in ["NO_COLOR", "TERM"] {
+            if let value = getenv(name) { environment[name] = String(cString: value) }
+        }
+        let colour = TextStyle.wantsColour(refused: noColour, environment: environment, isTerminal: isatty(STDOUT_FILENO) == 1)
+        return TextStyle(colour: colour, verbose: verbose)
+    }
 }
 
 /// The options every subcommand takes: global, so they go before or after the command as a
@@ -16,7 +31,7 @@ struct OutputOptions: ParsableArguments {
 /// --json`). Reachctl and each subcommand hold them as an `@OptionGroup`; ArgumentParser parses
 /// the root's group wherever the options stand and hands the same value to the subcommand.
 struct CommonOptions: ParsableArguments {
-    @Flag(help: "Say more where a command has more to say: status adds the netlink receive-buffer overruns and resyncs since start and the figures behind the stall verdict; the other commands have nothing to add.")
+    @Flag(help: "Say more where a command has more to say: Apple's flag names (reachable|isWired) beside the words, and the generation; status adds the netlink receive-buffer overruns and resyncs since start and the figures behind the stall verdict, interfaces a FLAGS column.")
     var verbose = false
 
     @Option(

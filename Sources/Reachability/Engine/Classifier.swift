@@ -52,7 +52,7 @@ extension Classifier {
         let decide: @Sendable (Link, DeviceFacts) -> InterfaceKind?
     }
 
-    /// The detection order after the configuration's rules (the README's "What the answers mean",
+    /// The detection order after the configuration's rules (docs/semantics.md,
     /// Kinds); the first step with an answer wins.
     static let kindSteps: [KindStep] = [
         KindStep(name: "infoKind") { link, device in kindFromInfoKind(link, device) },

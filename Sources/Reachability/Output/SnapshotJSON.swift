@@ -1,4 +1,4 @@
-// The JSON shapes of reachctl (reachctl(1), --json; the README's "reachctl"): the D-Bus names in
+// The JSON shapes of reachctl (reachctl(1), --json; docs/admins.md): the D-Bus names in
 // lowerCamelCase, keys in a fixed order (flags first), flags as arrays of names in the order of `ReachabilityFlags.named`.
 
 extension ReachabilityFlags {
