@@ -84,9 +84,16 @@ struct IsCommand: AsyncParsableCommand {
         } catch let code as ExitCode where code.rawValue == ExitStatus.error.rawValue {
             throw ExitCode(Self.errorStatus)
         }
-        let verdicts = conditions.compactMap(HostCondition.init(word:)).map { (condition: $0, failure: $0.failure(in: snapshot)) }
+        let status = Self.report(conditions.compactMap(HostCondition.init(word:)), in: snapshot, json: output.json, quiet: quiet)
+        if status != ExitStatus.success.rawValue { throw ExitCode(status) }
+    }
+
+    /// Says what `conditions` make of `snapshot` (nothing when all hold, one line on standard
+    /// error naming each that does not, or the JSON object) and returns the exit status.
+    static func report(_ conditions: [HostCondition], in snapshot: ReachabilitySnapshot, json: Bool, quiet: Bool) -> Int32 {
+        let verdicts = conditions.map { (condition: $0, failure: $0.failure(in: snapshot)) }
         let failed = verdicts.filter { $0.failure != nil }
-        if output.json {
+        if json {
             let members: [JSONValue] = verdicts.map { verdict in
                 .object([
                     ("condition", .string(verdict.condition.word)), ("holds", .bool(verdict.failure == nil)),
@@ -98,6 +105,59 @@ struct IsCommand: AsyncParsableCommand {
             let text = failed.map { "\($0.condition.word): no, \($0.failure!)" }.joined(separator: "; ")
             Terminal.write("reachctl: \(text)\n", to: STDERR_FILENO)
         }
-        if !failed.isEmpty { throw ExitStatus.notReachable.exitCode }
+        return failed.isEmpty ? ExitStatus.success.rawValue : ExitStatus.notReachable.rawValue
+    }
+}
+
+// MARK: the quick path
+
+extension IsCommand {
+    /// The exit status of `reachctl is` for the command lines units hold (`is WORD... [--quiet]
+    /// [--json] [--daemon] [--bus-address ADDRESS]`) when reachd answers, found without
+    /// ArgumentParser and without the async runtime's work: called from every timer, the check
+    /// must cost about what `ip -br addr` costs, and parsing the whole command tree (its
+    /// reflection and generic metadata) cost more than the rest of the process (reachctl(1),
+    /// "is"). nil for anything else: other options, `--help`, a word that is no condition, no
+    /// reachd (or one that does not answer in time); the full parser then answers it, errors
+    /// and the in-process answer included, so there is one meaning of every command line.
+    static func quickStatus(_ arguments: [String]) -> Int32? {
+        guard arguments.first == configuration.commandName else { return nil }
+        var conditions: [HostCondition] = []
+        var json = false, quiet = false
+        var busAddress: String?
+        var rest = arguments.dropFirst()[...]
+        while let argument = rest.popFirst() {
+            switch argument {
+            case "--json": json = true
+            case "--quiet": quiet = true
+            case "--daemon": continue  // reachd answering is this path's condition already
+            case "--bus-address":
+                guard let value = rest.popFirst() else { return nil }
+                busAddress = value
+            default:
+                if argument.hasPrefix("--bus-address=") {
+                    busAddress = String(argument.dropFirst("--bus-address=".count))
+                } else if let condition = HostCondition(word: argument) {
+                    conditions.append(condition)
+                } else {
+                    return nil
+                }
+            }
+        }
+        guard !conditions.isEmpty, !(json && quiet) else { return nil }
+        let bus = CommonOptions.bus(option: busAddress)
+        if case let .address(address) = bus, address.isEmpty || BusAddressSyntax.problem(in: address) != nil { return nil }
+        // One GetStatus is the probe and the answer; the interfaces only where a condition
+        // needs their kinds or a failure names them.
+        guard let client = try? ReachabilityClient(bus: bus, timeout: CommonOptions.probeTimeout),
+            let status = try? client.status()
+        else { return nil }
+        var snapshot = ReachabilitySnapshot(generation: status.generation, host: status.host, interfaces: [])
+        let needsKinds = conditions.contains { if case .via = $0 { true } else { false } }
+        if needsKinds || conditions.contains(where: { $0.failure(in: snapshot) != nil }) {
+            guard let interfaces = try? client.interfaces() else { return nil }
+            snapshot.interfaces = interfaces
+        }
+        return report(conditions, in: snapshot, json: json, quiet: quiet)
     }
 }

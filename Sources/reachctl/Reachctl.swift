@@ -62,6 +62,7 @@ struct Reachctl: AsyncParsableCommand {
     /// ArgumentParser's own main, except that usage errors exit with 2 (reachctl(1), "EXIT STATUS":
     /// 1 means "not reachable", so it cannot also mean "you typed it wrong").
     static func main() async {
+        if let status = IsCommand.quickStatus(Array(CommandLine.arguments.dropFirst())) { Glibc.exit(status) }
         let arguments: [String]
         let command: String?
         do {
