@@ -36,7 +36,7 @@ final class ReachabilityService: BusObject {
     static let vtable = BusVTable(ReachdContract.serviceMembers)
 
     /// The properties that make up the host's answer: they change together, with `Changed`.
-    static let hostProperties = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface", "Connectivity", "Portal", "AnnouncedPortal", "Nat64Prefix", "ValidatedInterfaces", "Stalled", "SupportsIPv4", "SupportsIPv6", "SupportsDNS", "Gateways", "Reason", "Constrained"]
+    static let hostProperties = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface", "Connectivity", "Portal", "AnnouncedPortal", "Nat64Prefix", "ValidatedInterfaces", "Stalled", "SupportsIPv4", "SupportsIPv6", "SupportsDNS", "Gateways", "Reason", "Constrained", "ExpensiveReason"]
 
     static let maximumTimeoutMilliseconds = UInt32(ReachdContract.maximumCheckTimeout.wholeMilliseconds)
 
@@ -69,6 +69,7 @@ final class ReachabilityService: BusObject {
         case "Gateways": try reply.append(host.pathFacts.gateways.map(\.description))
         case "Reason": try reply.append(host.pathFacts.reason?.rawValue ?? "")
         case "Constrained": try reply.append(host.flags.contains(.isConstrained))
+        case "ExpensiveReason": try reply.append(host.expensiveReason?.rawValue ?? "")
         case "Generation": try reply.append(state.generation)
         default: throw BusError.unknownProperty(name)
         }

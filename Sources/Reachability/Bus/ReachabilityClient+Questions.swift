@@ -108,6 +108,10 @@ extension ReachabilityClient {
                 if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
                     host.pathFacts.reason = Reason(rawValue: value)
                 }
+            case "ExpensiveReason":
+                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
+                    host.expensiveReason = ExpensiveReason(rawValue: value)
+                }
             case let key where Self.stringProperties[key] != nil:
                 if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
                     host[keyPath: Self.stringProperties[key]!] = value

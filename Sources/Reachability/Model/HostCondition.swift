@@ -70,7 +70,8 @@ public enum HostCondition: Hashable, Sendable {
             }
         case .unmetered:
             if !online { return Self.notOnline(host) }
-            return host.flags.contains(.isExpensive) ? "the host's path via \(Self.path(snapshot)) is metered" : nil
+            guard host.flags.contains(.isExpensive) else { return nil }
+            return "the host's path via \(Self.path(snapshot)) is metered" + (host.expensiveReason.map { " (\($0.text))" } ?? "")
         case .noPortal:
             guard host.connectivity.verdict == .portal else { return nil }
             let location = host.connectivity.portal.isEmpty ? "" : " (redirected to \(host.connectivity.portal))"

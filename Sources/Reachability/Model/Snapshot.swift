@@ -51,13 +51,18 @@ public struct HostStatus: Hashable, Sendable {
     public var stalled: Bool
     /// NWPath's facts of the internet path: families, gateways, why the host is not online.
     public var pathFacts: PathFacts
+    /// Why the host's path is expensive (`isExpensive` in `flags`): its egress link's reason, or
+    /// under a tunnel its carrier's; nil when it is not.
+    public var expensiveReason: ExpensiveReason?
 
     public init(
         flags: ReachabilityFlags = [], state: HostState = .offline,
         primaryInterface: String = "", availableInterfaces: [String] = [], underlyingInterface: String = "",
         connectivity: ConnectivityStatus = .unknown, announcedPortal: String = "", validatedInterfaces: [String] = [],
-        stalled: Bool = false, pathFacts: PathFacts? = nil, nat64Prefix: Nat64Prefix? = nil
+        stalled: Bool = false, pathFacts: PathFacts? = nil, nat64Prefix: Nat64Prefix? = nil,
+        expensiveReason: ExpensiveReason? = nil
     ) {
+        self.expensiveReason = expensiveReason
         self.nat64Prefix = nat64Prefix
         self.stalled = stalled
         self.flags = flags

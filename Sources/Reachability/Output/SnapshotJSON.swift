@@ -29,7 +29,8 @@ extension HostStatus {
     /// `nat64Prefix`, `nat64Router`, `nat64Interface` (the NAT64 prefix a router announced, RFC
     /// 8781, which router and on which link; each empty when none is),
     /// `validatedInterfaces` (the available interfaces the probe found the internet through),
-    /// `stalled` (the host's own traffic through its path stopped flowing), and the path facts:
+    /// `stalled` (the host's own traffic through its path stopped flowing), `expensiveReason`
+    /// (why `isExpensive` is in the flags, or empty: `ExpensiveReason`), and the path facts:
     /// `supportsIPv4`, `supportsIPv6`, `supportsDNS`, `gateways`, `reason` ("" when online).
     var jsonMembers: [(String, JSONValue)] {
         [
@@ -46,6 +47,7 @@ extension HostStatus {
             ("nat64Interface", .string(nat64Prefix?.interfaceName ?? "")),
             ("validatedInterfaces", .array(validatedInterfaces.map(JSONValue.string))),
             ("stalled", .bool(stalled)),
+            ("expensiveReason", .string(expensiveReason?.rawValue ?? "")),
             ("supportsIPv4", .bool(pathFacts.supportsIPv4)),
             ("supportsIPv6", .bool(pathFacts.supportsIPv6)),
             ("supportsDNS", .bool(pathFacts.supportsDNS)),
