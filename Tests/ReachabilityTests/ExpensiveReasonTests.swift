@@ -100,6 +100,7 @@ struct ExpensiveReasonTests {
         let plain = try Self.uplink()
         #expect(!renderStatus(plain.snapshot).contains("Metered:"))
         #expect(plain.snapshot.json.serialized().contains("\"expensiveReason\":\"\""))
+        #expect(state.snapshot.interfaces.first { $0.name == "eth0" }?.expensiveReason == .hotspot, "per interface too")
         let snapshot = ReachabilitySnapshot(generation: 1, host: state.host, interfaces: state.snapshot.interfaces)
         #expect(HostCondition.unmetered.failure(in: snapshot) == "the host's path via eth0 (wired) is metered (iPhone hotspot address layout)")
     }
@@ -124,6 +125,9 @@ struct ExpensiveReasonDaemonTests {
             let text = try reachctl(["status"] + source)
             #expect(text.stdout.contains("\nMetered: yes (iPhone hotspot address layout)\n"), "\(source): \(text.stdout)")
             #expect(try reachctl(["status", "--json"] + source).json()["expensiveReason"] as? String == "hotspot")
+            let interfaces = try #require(try reachctl(["interfaces", "--json"] + source).json()["interfaces"] as? [[String: Any]])
+            let reasons = Dictionary(uniqueKeysWithValues: interfaces.map { ($0["name"] as? String ?? "", $0["expensiveReason"] as? String) })
+            #expect(reasons == ["lo": "", "hs0": "hotspot", "hs0p": ""], "\(source): per interface too")
             let unmetered = try reachctl(["is", "unmetered"] + source)
             #expect(unmetered.status == 1)
             #expect(unmetered.stderr.contains("is metered (iPhone hotspot address layout)"), "\(unmetered.stderr)")

@@ -394,7 +394,7 @@ public struct NetworkState: Sendable {
         let addresses = entry.addresses.keys.map(\.prefix).sorted(by: Self.addressOrder)
         return InterfaceStatus(
             index: entry.link.index, name: entry.link.name, kind: classification.kind,
-            flags: flags, addresses: addresses)
+            flags: flags, addresses: addresses, expensiveReason: expensiveReason(entry, classification))
     }
 
     static func addressOrder(_ a: IPPrefix, _ b: IPPrefix) -> Bool {

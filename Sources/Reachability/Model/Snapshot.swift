@@ -8,8 +8,14 @@ public struct InterfaceStatus: Hashable, Sendable {
     public var flags: ReachabilityFlags
     /// Assigned addresses with prefix length, IPv4 first, in address order.
     public var addresses: [IPPrefix]
+    /// Why paths through this interface are expensive (`isExpensive` in `flags`); nil when not.
+    public var expensiveReason: ExpensiveReason?
 
-    public init(index: Int32, name: String, kind: InterfaceKind, flags: ReachabilityFlags, addresses: [IPPrefix]) {
+    public init(
+        index: Int32, name: String, kind: InterfaceKind, flags: ReachabilityFlags, addresses: [IPPrefix],
+        expensiveReason: ExpensiveReason? = nil
+    ) {
+        self.expensiveReason = expensiveReason
         self.index = index
         self.name = name
         self.kind = kind

@@ -7,8 +7,9 @@ extension ReachabilityFlags {
 }
 
 extension InterfaceStatus {
-    /// `{"index":3,"name":"wlan0","kind":"wifi","flags":["reachable","isWiFi"],"addresses":["192.0.2.5/24"],"stalled":false}`
-    /// (`stalled`: the link's own TCP traffic stopped flowing; the `stalled` flag too).
+    /// `{"index":3,"name":"wlan0","kind":"wifi","flags":["reachable","isWiFi"],"addresses":["192.0.2.5/24"],"stalled":false,"expensiveReason":""}`
+    /// (`stalled`: the link's own TCP traffic stopped flowing; the `stalled` flag too;
+    /// `expensiveReason`: why `isExpensive` is among its flags, or empty).
     public var json: JSONValue {
         .object([
             ("index", .int(Int64(index))),
@@ -17,6 +18,7 @@ extension InterfaceStatus {
             ("flags", flags.json),
             ("addresses", .array(addresses.map { .string($0.description) })),
             ("stalled", .bool(flags.contains(.stalled))),
+            ("expensiveReason", .string(expensiveReason?.rawValue ?? "")),
         ])
     }
 }
