@@ -51,6 +51,32 @@ struct ExpensiveReasonTests {
         #expect(try Self.uplink(address: "172.20.11.3", length: 28, gateway: "172.20.11.1").host.expensiveReason == nil)
     }
 
+    @Test func aTetherDriverReadThroughAnInjectedSysfsTree() throws {
+        // As sysfs lays it out: class/net/NAME/device/driver links to the driver's directory.
+        let files = FileManager.default
+        let root = files.temporaryDirectory.appendingPathComponent("reachd-tether-\(getpid())-\(UInt32.random(in: 0 ... .max))").path
+        defer { try? files.removeItem(atPath: root) }
+        for (name, driver) in [("eth1", "ipheth"), ("usb0", "rndis_host"), ("eth2", "cdc_ether")] {
+            try files.createDirectory(atPath: root + "/class/net/\(name)/device", withIntermediateDirectories: true)
+            try files.createDirectory(atPath: root + "/bus/usb/drivers/\(driver)", withIntermediateDirectories: true)
+            try "INTERFACE=\(name)\n".write(toFile: root + "/class/net/\(name)/uevent", atomically: true, encoding: .utf8)
+            try files.createSymbolicLink(atPath: root + "/class/net/\(name)/device/driver", withDestinationPath: "../../../../bus/usb/drivers/\(driver)")
+        }
+        let reader = SysfsReader(root: root)
+        for (name, reason) in [("eth1", ExpensiveReason.tether), ("usb0", .tether), ("eth2", nil)] {
+            let facts = reader.deviceFacts(forInterface: name)
+            var state = NetworkState()
+            let applied = state.apply([
+                .link(Fact.ethernet(2, name), device: facts), .address(Fact.v4(2, "192.0.2.10")),
+                .route(Fact.defaultV4(via: "192.0.2.1", dev: 2), replace: false),
+            ])
+            let change = try #require(applied)
+            #expect(change.host.expensiveReason == reason, "\(name): \(facts)")
+            #expect(change.changedInterfaces.first?.expensiveReason == reason)
+            #expect(change.host.flags.contains(.isExpensive) == (reason != nil))
+        }
+    }
+
     @Test func configurationComesFirstAndMeteredNoSilencesTheGuesses() throws {
         let both = try Self.uplink(Classifier(rules: [InterfaceRule(pattern: "eth*", metered: true)]), driver: "ipheth")
         #expect(both.host.expensiveReason == .configuration)
