@@ -31,7 +31,7 @@ public struct Classifier: Sendable {
         }
         // A kind from a rule wins over every fact: the administrator knows what the cable is.
         let resolved = kind ?? Self.detectKind(link, device: device).kind
-        return Classification(
+        var classification = Classification(
             kind: resolved,
             isIgnored: ignore ?? false,
             // Only configuration makes a link metered; cellular's isExpensive is the flags layer's business.
@@ -40,7 +40,14 @@ public struct Classifier: Sendable {
             priority: priority ?? priorities[resolved] ?? resolved.defaultPriority,
             isConstrained: constrained ?? false
         )
+        classification.isUnmeteredByConfiguration = metered == false
+        return classification
     }
+
+    /// Drivers only phones drive for USB tethering: Apple's (iPhone, iPad) and RNDIS, which
+    /// Android's USB tethering speaks. cdc_ncm and cdc_ether are absent: most USB Ethernet
+    /// adapters and docks use them too, so the driver alone says nothing.
+    public static let tetherDrivers: Set<String> = ["ipheth", "rndis_host"]
 }
 
 // MARK: - Kind detection

@@ -99,6 +99,7 @@ public func renderStatus(_ snapshot: ReachabilitySnapshot, style: TextStyle = .p
     if style.verbose { lines.append("Flags: " + renderFlags(host.flags)) }
     lines.append("Available: " + (host.availableInterfaces.isEmpty ? "none" : renderAvailable(host.availableInterfaces, snapshot.interfaces)))
     if !host.validatedInterfaces.isEmpty { lines.append("Internet via: " + host.validatedInterfaces.joined(separator: ", ")) }
+    if host.flags.contains(.isExpensive) { lines.append("Metered: yes" + (host.expensiveReason.map { " (\($0.text))" } ?? "")) }
     if !host.announcedPortal.isEmpty { lines.append("Announced portal: " + host.announcedPortal) }
     if let nat64 = host.nat64Prefix { lines.append("NAT64: \(nat64.prefix) (announced by \(nat64.router) on \(nat64.interfaceName))") }
     let facts = host.pathFacts
