@@ -29,9 +29,6 @@ struct InterfacesCommand: AsyncParsableCommand {
         aliases: ["interface", "link", "list"]
     )
 
-    @Flag(name: .customLong("no-legend"), help: "Leave out the header line of the table (as systemctl's --no-legend).")
-    var noLegend = false
-
     @OptionGroup var output: OutputOptions
 
     @OptionGroup var options: CommonOptions
@@ -48,7 +45,7 @@ struct InterfacesCommand: AsyncParsableCommand {
                 ])
                 Terminal.writeLine(value.serialized())
             } else {
-                Terminal.writeLine(renderInterfaces(snapshot, style: output.textStyle(verbose: options.verbose), legend: !noLegend))
+                Terminal.writeLine(renderInterfaces(snapshot, style: output.textStyle(verbose: options.verbose), legend: !output.noLegend))
             }
         }
     }

@@ -106,7 +106,7 @@ struct MonitorCommand: AsyncParsableCommand {
                 defer { monitor.monitor?.stop() }
                 let end = whyReachdOnly.map { "reachd went away (\($0): not waiting for it to return)" } ?? "the path monitor ended"
                 try await Self.untilSignalled(monitor, whyItEnds: end) { path in
-                    Terminal.writeLine(json ? Self.stamped(path.json(restriction)).serialized() : Self.stamped(renderPath(path, restriction)))
+                    Terminal.writeLine(json ? Self.stamped(path.json(restriction)).serialized() : Self.stamped(renderPath(path, restriction, style: style)))
                 }
                 return
             }

@@ -15,6 +15,10 @@ struct OutputOptions: ParsableArguments {
         help: "Never colour the states in text. Colour is also off when NO_COLOR is set (to anything but empty), when TERM is unset or dumb, and when standard output is not a terminal.")
     var noColour = false
 
+    // Global as systemctl's is (`reachctl --no-legend interfaces`); only tables have a legend.
+    @Flag(name: .customLong("no-legend"), help: "Leave out the header line of tables (interfaces), as systemctl's --no-legend does.")
+    var noLegend = false
+
     /// How text is written: colour by the terminal's conventions, detail by `--verbose`.
     func textStyle(verbose: Bool) -> TextStyle {
         var environment: [String: String] = [:]

@@ -57,7 +57,7 @@ struct Reachctl: AsyncParsableCommand {
         commands: configuration.subcommands.map { CommandWord.Command(name: $0._commandName, aliases: $0.configuration.aliases) }
             + [CommandWord.Command(name: "help", aliases: [])],
         valueOptions: ["--netns", "--bus-address", "--config-dir", "--resolv-conf", "--sysfs-root", "--generate-completion-script"],
-        flags: ["--json", "--no-color", "--verbose", "--daemon", "-h", "--help", "--version", "--experimental-dump-help"])
+        flags: ["--json", "--no-color", "--no-legend", "--verbose", "--daemon", "-h", "--help", "--version", "--experimental-dump-help"])
 
     /// ArgumentParser's own main, except that usage errors exit with 2 (reachctl(1), "EXIT STATUS":
     /// 1 means "not reachable", so it cannot also mean "you typed it wrong").

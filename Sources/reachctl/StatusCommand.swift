@@ -47,17 +47,13 @@ struct StatusCommand: AsyncParsableCommand {
     /// A global option (`reachctl --verbose` reads as `reachctl status --verbose`).
     var verbose: Bool { options.verbose }
 
-    func validate() throws {
-        if verbose, kinds.restriction != nil { throw ValidationError("--verbose shows the host's figures, not a path restricted by --kind/--not-kind: drop one.") }
-    }
-
     func run() async throws {
         if let restriction = kinds.restriction {
             let satisfied = try await reportingErrors {
                 let monitor = try options.openPathMonitor(restriction).monitor
                 defer { monitor.monitor?.stop() }
                 let path = monitor.currentPath
-                Terminal.writeLine(output.json ? path.json(restriction).serialized() : renderPath(path, restriction))
+                Terminal.writeLine(output.json ? path.json(restriction).serialized() : renderPath(path, restriction, style: output.textStyle(verbose: verbose)))
                 return path.status == .satisfied
             }
             if !satisfied { throw ExitStatus.notReachable.exitCode }

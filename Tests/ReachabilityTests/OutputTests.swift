@@ -368,6 +368,23 @@ struct ChangeTextTests {
     }
 }
 
+@Suite("Path lines")
+struct PathTextTests {
+    @Test("a path line speaks words; --verbose adds Apple's flags, none when empty")
+    func pathLine() {
+        let wifi = Path.Restriction(requiredInterfaceType: .wifi, prohibitedInterfaceTypes: [])
+        let satisfied = Path(
+            status: .satisfied, flags: [.reachable, .isWiFi],
+            availableInterfaces: [Path.Interface(name: "wlan0", index: 3, kind: .wifi)], supportsIPv4: true)
+        #expect(renderPath(satisfied, wifi) == "kind wifi: satisfied via wlan0 (wifi), IPv4")
+        #expect(renderPath(satisfied, wifi, style: TextStyle(verbose: true)) == "kind wifi: satisfied via wlan0 (wifi) [reachable|isWiFi], IPv4")
+        let unsatisfied = Path(status: .unsatisfied, unsatisfiedReason: .linkDown)
+        #expect(renderPath(unsatisfied, wifi) == "kind wifi: unsatisfied (offline): linkDown")
+        #expect(renderPath(unsatisfied, wifi, style: TextStyle(verbose: true)) == "kind wifi: unsatisfied (offline) [none]: linkDown")
+        #expect(renderPath(unsatisfied, wifi, style: TextStyle(colour: true)).hasPrefix("kind wifi: \u{1B}[31munsatisfied\u{1B}[0m"))
+    }
+}
+
 @Suite("Timestamps")
 struct TimestampTests {
     @Test("ISO 8601 with milliseconds: UTC with Z for JSON, local time with its offset for text")

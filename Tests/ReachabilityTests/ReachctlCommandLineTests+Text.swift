@@ -52,6 +52,9 @@ extension ReachctlCommandLineTests {
         #expect(lines.first?.hasPrefix("INDEX  NAME  KIND") == true, "\(table.stdout)")
         #expect(bare.stdout.split(separator: "\n") == Array(lines.dropFirst()), "\(bare.stdout)")
         #expect(bare.stdout.contains(" lo "), "loopback is listed: \(bare.stdout)")
+        // Before the command too, as with systemctl.
+        let before = try reachctl(["--no-legend", "interfaces"] + Self.local)
+        #expect(before.status == 0 && before.stdout.split(separator: "\n") == Array(lines.dropFirst()), "\(before)")
     }
 
     @Test func defaultTextSpeaksWordsAndVerboseAddsAppleFlagsAndTheGeneration() throws {
