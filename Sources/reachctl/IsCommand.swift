@@ -18,13 +18,15 @@ struct IsCommand: AsyncParsableCommand {
 
             Conditions:
               online        the default route leaves through a ready link
-              internet      the connectivity probe's verdict is full (reachd with [Connectivity] \
-            URL=); without a verdict: online and not stalled
-              unmetered     online, and the path is neither cellular nor metered (nor a tunnel over such a link)
-              no-portal     the connectivity probe did not meet a captive portal (holds without the probe)
-              not-stalled   the host's TCP traffic through its path has not stopped flowing
-              via-KIND      online through a link of KIND: wired (or ethernet), wifi, cellular, vpn, \
-            bridge, virtual, other; under a VPN the carrier's kind counts too
+              internet      the connectivity probe's verdict is full (reachd with
+                            [Connectivity] URL=); without one: online, not stalled
+              unmetered     online, and the path is not expensive: not cellular,
+                            not Metered=yes, not a phone's tether or hotspot
+              no-portal     the probe met no captive portal (holds without it)
+              not-stalled   the host's TCP traffic has not stopped flowing
+              via-KIND      online through a link of KIND: wired (or ethernet),
+                            wifi, cellular, vpn, bridge, virtual, other; under a
+                            VPN the kind of the link beneath it counts too
 
             Examples:
               ExecCondition=/usr/bin/reachctl is unmetered internet

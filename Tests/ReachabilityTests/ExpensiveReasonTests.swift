@@ -77,6 +77,15 @@ struct ExpensiveReasonTests {
         }
     }
 
+    @Test func networkManagersMeteredCallsTheGuessesGuesses() throws {
+        let hotspot = try Self.uplink(address: "172.20.10.3", length: 28, gateway: "172.20.10.1")
+        #expect(NetworkManagerValues(host: hotspot.host, interfaces: hotspot.snapshot.interfaces).metered == NetworkManagerValues.meteredGuessYes)
+        let configured = try Self.uplink(Classifier(rules: [InterfaceRule(pattern: "eth0", metered: true)]))
+        #expect(NetworkManagerValues(host: configured.host, interfaces: configured.snapshot.interfaces).metered == NetworkManagerValues.meteredYes)
+        #expect(NetworkManagerValues(host: try Self.uplink(driver: "ipheth").host, interfaces: try Self.uplink(driver: "ipheth").snapshot.interfaces).metered == NetworkManagerValues.meteredGuessYes)
+        #expect(NetworkManagerValues(host: try Self.uplink().host, interfaces: try Self.uplink().snapshot.interfaces).metered == NetworkManagerValues.meteredGuessNo)
+    }
+
     @Test func configurationComesFirstAndMeteredNoSilencesTheGuesses() throws {
         let both = try Self.uplink(Classifier(rules: [InterfaceRule(pattern: "eth*", metered: true)]), driver: "ipheth")
         #expect(both.host.expensiveReason == .configuration)

@@ -44,6 +44,31 @@ struct ReachctlIsTests {
             holding: ["online", "via-vpn", "unmetered"],
             failing: ["via-wifi": "up0 (vpn)"]),
         Scenario(
+            // No rule: a veth is what the kernel says it is.
+            name: "virtual", config: "", build: wiredUplink,
+            holding: ["online", "via-virtual", "unmetered"],
+            failing: ["via-wired": "the host's path is via up0 (virtual)", "via-other": "up0 (virtual)"]),
+        Scenario(
+            name: "other", config: "[Interface]\nName=up0\nKind=other\n", build: wiredUplink,
+            holding: ["via-other"],
+            failing: ["via-virtual": "the host's path is via up0 (other)", "via-bridge": "up0 (other)"]),
+        Scenario(
+            // The default route through a bridge (a host whose uplink is bridged for its VMs).
+            name: "bridge", config: "",
+            build: { ns in
+                try ns.ip("link add br0 type bridge")
+                try ns.ip("addr add 192.0.2.2/24 dev br0")
+                try ns.ip("link add bp0 type veth peer name bp0p")
+                try ns.ip("link set bp0 master br0")
+                try ns.ip("link set bp0p up")
+                try ns.ip("link set bp0 up")
+                try ns.ip("link set br0 up")
+                try ns.waitForCarrier("br0")
+                try ns.ip("route add default via 192.0.2.1 dev br0")
+            },
+            holding: ["online", "via-bridge"],
+            failing: ["via-wired": "the host's path is via br0 (bridge)"]),
+        Scenario(
             // A ready link, no default route: local, not online.
             name: "no default route", config: "[Interface]\nName=up0\nKind=wifi\n",
             build: { ns in

@@ -34,7 +34,8 @@ public struct Classifier: Sendable {
         var classification = Classification(
             kind: resolved,
             isIgnored: ignore ?? false,
-            // Only configuration makes a link metered; cellular's isExpensive is the flags layer's business.
+            // Only configuration sets isMetered; the facts that make a link expensive without it
+            // (cellular, a tether, a hotspot) are the Engine's (`NetworkState.expensiveReason`).
             isMetered: metered ?? false,
             allowsProbe: probe ?? true,
             priority: priority ?? priorities[resolved] ?? resolved.defaultPriority,

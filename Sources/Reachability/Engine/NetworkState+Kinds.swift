@@ -46,16 +46,18 @@ extension NetworkState {
     }
 
     /// An iPhone hotspot hands out 172.20.10.2-14/28 and routes through 172.20.10.1, always
-    /// (Android's hotspots pick a random /24): an address of that /28 on the link and a default
-    /// route through that gateway on it. Default routes dirty their link, so this follows both.
+    /// (Android's hotspots keep no one subnet): an address of that /28 on the link and a main
+    /// table default route through that gateway on it. Default routes dirty their link, so this
+    /// follows both. Only the few default routes are looked at, and only for a link holding
+    /// such an address.
     func hasHotspotLayout(_ entry: LinkEntry) -> Bool {
         let hasAddress = entry.addresses.keys.contains { key in
             key.prefix.length == 28 && Self.hotspotPrefix.contains(key.prefix.address) && key.prefix.address != Self.hotspotGateway
         }
         guard hasAddress else { return false }
-        return routesByInterface[entry.link.index]?.contains { key in
-            key.destination.isDefault && key.nextHops.contains { $0.gateway == Self.hotspotGateway && $0.interfaceIndex == entry.link.index }
-        } ?? false
+        return defaultRoutes.contains { key in
+            key.nextHops.contains { $0.gateway == Self.hotspotGateway && $0.interfaceIndex == entry.link.index }
+        }
     }
 
     static let hotspotPrefix = IPPrefix("172.20.10.0/28")!

@@ -8,8 +8,8 @@ public enum HostCondition: Hashable, Sendable {
     /// The internet answers: the connectivity probe's verdict is full where the probe has one
     /// (`[Connectivity] URL=`, reachd only); without a verdict, online and not stalled.
     case internet
-    /// Online through a path that is not expensive (neither cellular nor configured metered,
-    /// nor a tunnel over such a link).
+    /// Online through a path that is not expensive (no `ExpensiveReason`: not cellular, not
+    /// configured metered, not a phone's tether or hotspot, nor a tunnel over such a link).
     case unmetered
     /// The connectivity probe did not meet a captive portal. Without the probe nothing is known
     /// of portals, and this holds.
