@@ -4,15 +4,15 @@ import Glibc
 
 /// A host check handed to the loop that runs host checks. `completion` runs exactly once, on
 /// that loop, with the answer or `CheckCancelled`.
-public struct HostCheckRequest: Sendable {
-    public let id: UInt64
-    public let name: String
+package struct HostCheckRequest: Sendable {
+    package let id: UInt64
+    package let name: String
     /// Whose check it is: its lookup counts against that owner's share and rate.
-    public let owner: LookupOwner
-    public let deadline: ContinuousClock.Instant
-    public let completion: @Sendable (Result<CheckResult, CheckCancelled>) -> Void
+    package let owner: LookupOwner
+    package let deadline: ContinuousClock.Instant
+    package let completion: @Sendable (Result<CheckResult, CheckCancelled>) -> Void
 
-    public init(
+    package init(
         id: UInt64, name: String, owner: LookupOwner = .system, deadline: ContinuousClock.Instant,
         completion: @escaping @Sendable (Result<CheckResult, CheckCancelled>) -> Void
     ) {
@@ -29,7 +29,7 @@ public struct CheckCancelled: Error, CustomStringConvertible {
     /// Why the check was refused (a limit); nil when it was cancelled.
     public var refusal: String?
 
-    public init(refusal: String? = nil) { self.refusal = refusal }
+    package init(refusal: String? = nil) { self.refusal = refusal }
 
     public var description: String { refusal ?? "the check was cancelled" }
 }

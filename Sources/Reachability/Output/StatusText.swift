@@ -10,7 +10,7 @@
 ///
 /// `interfaces` supplies the primary link's kind; when the primary is not among them the kind is
 /// read from the host flags (`isWiFi` -> wifi, ...), and left out when they name none.
-public func renderSummary(_ host: HostStatus, interfaces: [InterfaceStatus] = [], stall: StallEvidence? = nil) -> String {
+package func renderSummary(_ host: HostStatus, interfaces: [InterfaceStatus] = [], stall: StallEvidence? = nil) -> String {
     guard !host.primaryInterface.isEmpty else { return host.state.rawValue + renderRadiosOff(host, interfaces, separator: ": ") }
     var via = host.primaryInterface
     if let kind = primaryKind(host, interfaces: interfaces) { via += " (\(kind.rawValue))" }
@@ -61,7 +61,7 @@ func renderStall(_ evidence: StallEvidence?) -> String {
 /// `Traffic: stalled; 14 sockets judged, 9 waiting in retransmission (1 owner) for 12 s,
 /// last receive 12 s ago, 0 DNS timeouts in a row` ("nothing ever received" when no judged
 /// socket received a segment).
-public func renderStallEvidence(stalled: Bool, _ evidence: StallEvidence?) -> String {
+package func renderStallEvidence(stalled: Bool, _ evidence: StallEvidence?) -> String {
     guard let evidence else { return "Traffic: " + (stalled ? "stalled" : "no evidence (no TCP traffic judged)") }
     let owners = evidence.owners == 1 ? "1 owner" : "\(evidence.owners) owners"
     let receipt = evidence.sinceReceive.map { "last receive \($0.components.seconds) s ago" } ?? "nothing ever received"
@@ -72,7 +72,7 @@ public func renderStallEvidence(stalled: Bool, _ evidence: StallEvidence?) -> St
 
 /// A probe's verdict for people (`reachctl check --validate`): `internet: full (HTTP 204)`,
 /// `internet: portal at http://login.example/ (HTTP 302)`; what the probe saw in parentheses.
-public func renderValidation(_ status: ConnectivityStatus) -> String {
+package func renderValidation(_ status: ConnectivityStatus) -> String {
     var line = "internet: " + status.verdict.rawValue
     if !status.portal.isEmpty { line += " at \(status.portal)" }
     if !status.detail.isEmpty { line += " (\(status.detail))" }
@@ -91,7 +91,7 @@ public func renderValidation(_ status: ConnectivityStatus) -> String {
 /// (announced by ROUTER on LINK)` when a router announced one (RFC 8781), `Path: IPv4,
 /// IPv6 via GATEWAYS` (the families and next hops the internet path carries) and `Reason: R`
 /// (why the host is not online).
-public func renderStatus(_ snapshot: ReachabilitySnapshot) -> String {
+package func renderStatus(_ snapshot: ReachabilitySnapshot) -> String {
     let host = snapshot.host
     var lines = [
         "State: " + renderSummary(host, interfaces: snapshot.interfaces, stall: snapshot.stallEvidence),
@@ -125,12 +125,12 @@ func renderAvailable(_ names: [String], _ interfaces: [InterfaceStatus]) -> Stri
 /// separated by two spaces and aligned on the widest cell, INDEX right-aligned. An interface with
 /// several addresses lists the first on its row and each further one on a continuation line under
 /// the ADDRESSES column; `-` stands for no flags or no addresses. No line has trailing spaces.
-public func renderInterfaces(_ snapshot: ReachabilitySnapshot) -> String {
+package func renderInterfaces(_ snapshot: ReachabilitySnapshot) -> String {
     renderInterfaceTable(snapshot.interfaces)
 }
 
 /// The table of `renderInterfaces` for any list of interfaces, in the order given.
-public func renderInterfaceTable(_ interfaces: [InterfaceStatus]) -> String {
+package func renderInterfaceTable(_ interfaces: [InterfaceStatus]) -> String {
     let header = ["INDEX", "NAME", "KIND", "FLAGS", "ADDRESSES"]
     let rows = interfaces.map { interface in
         [
@@ -165,7 +165,7 @@ public func renderInterfaceTable(_ interfaces: [InterfaceStatus]) -> String {
 /// One line per change for `reachctl monitor`: the generation, the host summary and flags, then
 /// each changed interface with its flags and each removed one:
 /// `gen 8: online via eth0 (wired) [reachable|isWired]; eth1: connectionRequired|isWired; usb0: removed`.
-public func renderChange(_ change: ReachabilityChange) -> String {
+package func renderChange(_ change: ReachabilityChange) -> String {
     let summary = renderSummary(change.host, interfaces: change.changedInterfaces)
     let hostFlags = change.host.flags.names.joined(separator: "|")
     var parts = ["gen \(change.generation): \(summary) [\(hostFlags)]"]
@@ -197,7 +197,7 @@ private func pad(_ text: String, to width: Int, right: Bool) -> String {
 ///
 ///     203.0.113.5: reachable via eth0 (gateway 192.0.2.1, source 192.0.2.2) [reachable|isWired]
 ///     example.test: not reachable: dnsNotFound (no such name)
-public func renderCheck(_ result: CheckResult) -> String {
+package func renderCheck(_ result: CheckResult) -> String {
     let verdict = result.isReachable ? "reachable" : "not reachable"
     var line = "\(result.target): \(verdict)"
     if !result.interface.isEmpty { line += " via \(result.interface)" }

@@ -1,21 +1,21 @@
 /// The resolver's vocabulary (its options, outcomes and socket changes) and its one request type.
 extension HostResolver {
-    public struct Options: Sendable, Equatable {
+    package struct Options: Sendable, Equatable {
         /// Lookups running at once (one channel, one or two sockets each); more wait in line.
-        public var maxConcurrent = 64
+        package var maxConcurrent = 64
         /// The resolv.conf to read; nil for the system's. Read again for every lookup.
-        public var resolvConfPath: String? = nil
+        package var resolvConfPath: String? = nil
         /// How long callers that cache answers keep negative ones (`HostChecks` does).
-        public var negativeCacheTime: Duration = HostCache.negativeTTL
+        package var negativeCacheTime: Duration = HostCache.negativeTTL
 
-        public init(maxConcurrent: Int = 64, resolvConfPath: String? = nil, negativeCacheTime: Duration = HostCache.negativeTTL) {
+        package init(maxConcurrent: Int = 64, resolvConfPath: String? = nil, negativeCacheTime: Duration = HostCache.negativeTTL) {
             self.maxConcurrent = maxConcurrent
             self.resolvConfPath = resolvConfPath
             self.negativeCacheTime = negativeCacheTime
         }
     }
 
-    public enum Outcome: Equatable, Sendable {
+    package enum Outcome: Equatable, Sendable {
         /// A and AAAA answers together, IPv4 first; `ttl` is the smallest TTL in seconds (0 for
         /// /etc/hosts answers).
         case resolved([IPAddress], ttl: UInt32)
@@ -32,27 +32,27 @@ extension HostResolver {
     /// `renewed`: the number was closed at least once since the last report, so whatever the
     /// loop registered under it is gone (epoll forgets a closed file) and must be made anew,
     /// even if a socket with that number is open again now.
-    public struct SocketChange: Equatable, Sendable {
-        public var fd: Int32
-        public var readable: Bool
-        public var writable: Bool
-        public var renewed: Bool
-        public var isClosed: Bool { !readable && !writable }
+    package struct SocketChange: Equatable, Sendable {
+        package var fd: Int32
+        package var readable: Bool
+        package var writable: Bool
+        package var renewed: Bool
+        package var isClosed: Bool { !readable && !writable }
     }
 
     /// How the slots are shared: lookups of the system (reachd's own work, root) may take every
     /// slot; the others together may not take the `reserve`, and no owner of them more than
     /// `perOwner`. So a user who leaves lookups behind on a server that never answers (every one
     /// running until its deadline, up to minutes) can neither blind the system nor another user.
-    public struct Shares: Equatable, Sendable {
+    package struct Shares: Equatable, Sendable {
         /// Slots only the system takes: a quarter, so the probe's name and root's checks always
         /// start at once, while three quarters serve everyone else.
-        public let reserve: Int
+        package let reserve: Int
         /// Slots one owner other than the system may hold: half of what is left, as for watches
         /// (`MaxWatchesPerUser=auto`), so one user alone never takes all the others may use.
-        public let perOwner: Int
+        package let perOwner: Int
 
-        public init(maxConcurrent: Int) {
+        package init(maxConcurrent: Int) {
             reserve = maxConcurrent >= 2 ? max(1, maxConcurrent / 4) : 0
             perOwner = max(1, (maxConcurrent - reserve) / 2)
         }
@@ -63,7 +63,7 @@ extension HostResolver {
         }
     }
 
-    public typealias RequestID = UInt64
+    package typealias RequestID = UInt64
 
     /// One lookup from `resolve` until its completion has run or it was cancelled.
     final class Request {
@@ -116,7 +116,7 @@ extension HostResolver {
 }
 
 /// Whose lookup it is: what the resolver's fair shares count (see `HostResolver.Shares`).
-public enum LookupOwner: Hashable, Sendable, CustomStringConvertible {
+package enum LookupOwner: Hashable, Sendable, CustomStringConvertible {
     /// The system: reachd's own work (the connectivity probe's name) and callers running as root.
     /// It may take every slot, the reserve included.
     case system
@@ -126,9 +126,9 @@ public enum LookupOwner: Hashable, Sendable, CustomStringConvertible {
     case shared
 
     /// A bus caller's owner by its Unix user: root is the system.
-    public init(uid: UInt32) { self = uid == 0 ? .system : .user(uid) }
+    package init(uid: UInt32) { self = uid == 0 ? .system : .user(uid) }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .system: "the system"
         case let .user(uid): "Unix user \(uid)"
@@ -175,7 +175,7 @@ struct WaitingLine {
 }
 
 /// The resolver could not be set up at all (c-ares failed to initialise).
-public struct ResolverError: Error, Hashable, Sendable, CustomStringConvertible {
-    public var message: String
-    public var description: String { message }
+package struct ResolverError: Error, Hashable, Sendable, CustomStringConvertible {
+    package var message: String
+    package var description: String { message }
 }
