@@ -71,7 +71,9 @@ public final class BusConnection {
 
     deinit {
         driver = nil
-        sd_bus_flush_close_unref(bus)
+        // Flushing waits for the set-up first, without a bound (90 s against a peer that never
+        // answers): a connection never set up has nothing of ours to flush anyway.
+        if sd_bus_is_ready(bus) > 0 { sd_bus_flush_close_unref(bus) } else { sd_bus_close_unref(bus) }
     }
 
     /// Hands the connection's fd and timers to the loop. When the connection fails, `onLoss`
@@ -203,16 +205,19 @@ public final class BusConnection {
 
     // MARK: calling (clients)
 
-    /// A method call and its reply, waiting at most `timeout`.
+    /// A method call and its reply, waiting at most `timeout`, the connection's set-up included.
     public func call(
         destination: String, path: String, interface: String, member: String, timeout: Duration,
         _ build: (BusMessage) throws(BusError) -> Void = { _ in }
     ) throws(BusError) -> OwnedBusMessage {
+        let deadline = ContinuousClock.now + timeout
+        try waitUntilReady(timeout: timeout)
         let call = try methodCall(destination: destination, path: path, interface: interface, member: member, build)
         defer { sd_bus_message_unref(call) }
         var error = csystemd_error_null()
         var reply: OpaquePointer?
-        let result = sd_bus_call(bus, call, timeout.unsignedMicroseconds, &error, &reply)
+        let left = max(deadline - .now, .microseconds(1))
+        let result = sd_bus_call(bus, call, left.unsignedMicroseconds, &error, &reply)
         guard result >= 0, let reply else { throw BusError(consuming: &error, operation: "call \(member)", code: result) }
         return OwnedBusMessage(adopting: reply)
     }
@@ -268,6 +273,28 @@ public final class BusConnection {
         let result = sd_bus_process(bus, nil)
         guard result >= 0 else { throw BusError("process bus messages", code: result) }
         return result > 0
+    }
+
+    /// Waits at most `timeout` for the connection to be set up (authenticated, Hello answered).
+    /// sd-bus's synchronous calls (`sd_bus_call`, a synchronous match) first wait for that with no
+    /// bound but its authentication timeout, whatever their own: 90 s, seen with busctl
+    /// `--timeout=1` against a socket whose peer accepts and never answers. At once when set up.
+    public func waitUntilReady(timeout: Duration) throws(BusError) {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let ready = sd_bus_is_ready(bus)
+            guard ready <= 0 else { return }
+            guard ready == 0 else { throw BusError("set up the bus connection", code: ready) }
+            let processed = sd_bus_process(bus, nil)
+            guard processed >= 0 else { throw BusError("set up the bus connection", code: processed) }
+            if processed > 0 { continue }
+            let left = deadline - .now
+            guard left > .zero else {
+                throw BusError("set up the bus connection: no answer within \(timeout.millisecondsRoundedUp) ms", code: -ETIMEDOUT)
+            }
+            let waited = sd_bus_wait(bus, left.unsignedMicroseconds)
+            guard waited >= 0 || waited == -EINTR else { throw BusError("wait for the bus", code: waited) }
+        }
     }
 
     /// Waits up to `timeout` for bus activity.

@@ -139,6 +139,8 @@ public final class ReachabilityClient {
     /// the owner is asked, so that no change between the two goes unseen.
     func followName() throws(BusError) {
         guard nameSlot == nil else { return }
+        // The match is added synchronously: bounded by the client's timeout, not sd-bus's own.
+        try connection.waitUntilReady(timeout: timeout)
         let inbox = self.inbox
         nameSlot = try connection.addMatch(
             "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',interface='org.freedesktop.DBus',"

@@ -4,55 +4,55 @@
 /// A plain value: `Configuration.default` is what reachd uses without any file, `parse` applies one
 /// file's text on top of a value, `load` reads the files from disk in systemd's order, and `mergedText`
 /// writes the effective value back as a file that parses to the same value.
-public struct Configuration: Sendable, Equatable {
+package struct Configuration: Sendable, Equatable {
     /// `[Checks] DefaultTimeout`: the deadline of a host check when the caller gives none.
-    public var defaultTimeout: Duration
+    package var defaultTimeout: Duration
     /// `[Checks] MaxConcurrentLookups`: DNS lookups in flight at once; more wait their turn.
-    public var maxConcurrentLookups: Int
+    package var maxConcurrentLookups: Int
     /// `[Checks] NegativeCacheTime`: how long a "no such host" answer is remembered; zero remembers none.
-    public var negativeCacheTime: Duration
+    package var negativeCacheTime: Duration
     /// `[Checks] LookupsPerUserPerSecond`: new DNS lookups one Unix user other than root may start
     /// per second (a token bucket); 0: no bound.
-    public var lookupsPerUserPerSecond: Int
+    package var lookupsPerUserPerSecond: Int
     /// `[Checks] LookupBurstPerUser`: the bucket's size, lookups one such user may start at once.
-    public var lookupBurstPerUser: Int
+    package var lookupBurstPerUser: Int
     /// `[Limits] MaxWatchesPerClient`: D-Bus watch objects one client (unique bus name) may hold.
-    public var maxWatchesPerClient: Int
+    package var maxWatchesPerClient: Int
     /// `[Limits] MaxWatches`: D-Bus watch objects of all clients together.
-    public var maxWatches: Int
+    package var maxWatches: Int
     /// `[Limits] MaxWatchesPerUser` as written: nil for `auto`, the default (see `maxWatchesPerUser`).
-    public var maxWatchesPerUserSetting: Int?
+    package var maxWatchesPerUserSetting: Int?
     /// `[Priorities]`: the priority of every kind (lower is preferred). Always holds every kind.
-    public var priorities: [InterfaceKind: Int]
+    package var priorities: [InterfaceKind: Int]
     /// `[Connectivity]`: the opt-in probe of the internet through the host's path.
-    public var connectivity = ConnectivitySettings()
+    package var connectivity = ConnectivitySettings()
     /// `[Metrics]`: the opt-in node_exporter textfile.
-    public var metrics = MetricsSettings()
+    package var metrics = MetricsSettings()
     /// `[Interface]` sections, in order: for each property the first matching rule that sets it wins.
-    public var rules: [InterfaceRule]
+    package var rules: [InterfaceRule]
     /// `[WaitOnline] Timeout`: how long reachd-wait-online.service waits before it fails.
-    public var waitOnlineTimeout: Duration
+    package var waitOnlineTimeout: Duration
     /// `[WaitOnline] Target`: an address or host name that must be reachable; nil for none.
-    public var waitOnlineTarget: String?
+    package var waitOnlineTarget: String?
     /// `[WaitOnline] Kind`: a kind of link that must be usable (one of `waitOnlineKinds`); nil for none.
-    public var waitOnlineKind: InterfaceKind?
+    package var waitOnlineKind: InterfaceKind?
     /// `[Compatibility] NetworkManager`: serve the subset of org.freedesktop.NetworkManager that
     /// GLib's and Qt's network monitors read. Off by default: nothing is claimed on the bus.
-    public var networkManagerCompatibility: Bool
+    package var networkManagerCompatibility: Bool
     /// `[Stall] Detect`: passive stall detection from the host's own TCP sockets. On by default:
     /// it sends nothing, and reads only counters the kernel keeps anyway.
-    public var stallDetection = true
+    package var stallDetection = true
     /// `[Stall]`'s thresholds and poll interval (Android's defaults).
-    public var stall = StallSettings()
+    package var stall = StallSettings()
     /// The files read, in the order they were applied; empty for the built-in defaults.
-    public var sources: [String]
+    package var sources: [String]
     /// What was odd but not wrong (a dangling symbolic link among the drop-ins), to be logged.
-    public var warnings: [ConfigurationError] = []
+    package var warnings: [ConfigurationError] = []
 
     /// The built-in defaults: the values `packaging/reachd.conf` documents (a test holds them equal).
-    public static let `default` = Configuration()
+    package static let `default` = Configuration()
 
-    public init() {
+    package init() {
         // reachd.conf(5), [Checks] DefaultTimeout=: a host check answers within 5 s by default.
         defaultTimeout = .seconds(5)
         // Enough for a burst of checks at a network change; each lookup costs a socket or two.
@@ -86,13 +86,13 @@ public struct Configuration: Sendable, Equatable {
     /// `auto` (the default) is half of MaxWatches, so one user cannot starve the others, but at
     /// least `minimumAutoWatchesPerUser`, so one service may still watch thousands of targets, and
     /// at most MaxWatches, which bounds them all anyway.
-    public var maxWatchesPerUser: Int {
+    package var maxWatchesPerUser: Int {
         maxWatchesPerUserSetting ?? min(maxWatches, max(Self.minimumAutoWatchesPerUser, maxWatches / 2))
     }
 
     /// Copies what the core takes: rules, priorities, the lookup limit and rate, the negative cache
     /// time and stall detection. reachd uses the rest itself (timeouts of its calls, watch limits).
-    public func apply(to monitor: inout CoreConfiguration) {
+    package func apply(to monitor: inout CoreConfiguration) {
         monitor.rules = rules
         monitor.priorities = priorities
         monitor.maximumConcurrentLookups = maxConcurrentLookups
@@ -108,57 +108,57 @@ public struct Configuration: Sendable, Equatable {
 extension Configuration {
     /// Below 10 ms no DNS server can answer even on the LAN; above 5 min a caller is better served by
     /// "not reachable" and a watch than by a check that hangs (docs/ARCHITECTURE.md: nothing blocks).
-    public static let defaultTimeoutRange: ClosedRange<Duration> = .milliseconds(10) ... .seconds(300)
+    package static let defaultTimeoutRange: ClosedRange<Duration> = .milliseconds(10) ... .seconds(300)
     /// At least one lookup must run. 4096 is a sanity bound: each lookup holds a socket or two, so a value
     /// near it also needs a raised `LimitNOFILE=`.
-    public static let maxConcurrentLookupsRange: ClosedRange<Int> = 1 ... 4096
+    package static let maxConcurrentLookupsRange: ClosedRange<Int> = 1 ... 4096
     /// Zero turns negative caching off; an hour is the common resolver cap on negative TTLs (RFC 2308
     /// suggests up to three hours, but reachd must notice a newly registered name sooner).
-    public static let negativeCacheTimeRange: ClosedRange<Duration> = .zero ... .seconds(3600)
+    package static let negativeCacheTimeRange: ClosedRange<Duration> = .zero ... .seconds(3600)
     /// Zero turns the bound off; 100,000 a second is past what any resolver serves one host.
-    public static let lookupsPerUserPerSecondRange: ClosedRange<Int> = 0 ... 100_000
+    package static let lookupsPerUserPerSecondRange: ClosedRange<Int> = 0 ... 100_000
     /// At least one lookup must start; the upper bound matches the rate's.
-    public static let lookupBurstPerUserRange: ClosedRange<Int> = 1 ... 100_000
+    package static let lookupBurstPerUserRange: ClosedRange<Int> = 1 ... 100_000
     /// A client needs at least one watch to use watches at all; 100,000 bounds the memory one client costs.
-    public static let maxWatchesPerClientRange: ClosedRange<Int> = 1 ... 100_000
+    package static let maxWatchesPerClientRange: ClosedRange<Int> = 1 ... 100_000
     /// The total bound on watch objects, and so on the daemon's memory for them.
-    public static let maxWatchesRange: ClosedRange<Int> = 1 ... 1_000_000
-    public static let maxWatchesPerUserRange: ClosedRange<Int> = 1 ... 1_000_000
+    package static let maxWatchesRange: ClosedRange<Int> = 1 ... 1_000_000
+    package static let maxWatchesPerUserRange: ClosedRange<Int> = 1 ... 1_000_000
     /// The least `MaxWatchesPerUser=auto` gives (unless MaxWatches is smaller): one service (a
     /// monitoring agent, a fleet of containers) may watch that many targets.
-    public static let minimumAutoWatchesPerUser = 2048
+    package static let minimumAutoWatchesPerUser = 2048
     /// Route metrics in practice stay far below this; the cap keeps arithmetic on priorities safe.
-    public static let priorityRange: ClosedRange<Int> = 0 ... 100_000
+    package static let priorityRange: ClosedRange<Int> = 0 ... 100_000
     /// Below 100 ms nothing could come up; 24 hours is reachctl's own bound on any duration.
-    public static let waitOnlineTimeoutRange: ClosedRange<Duration> = .milliseconds(100) ... DurationText.maximum
+    package static let waitOnlineTimeoutRange: ClosedRange<Duration> = .milliseconds(100) ... DurationText.maximum
     /// Below 2 s one retransmission timeout of a healthy path would be a stall; past 10 minutes a
     /// stall is old news.
-    public static let stallAfterRange: ClosedRange<Duration> = .seconds(2) ... .seconds(600)
+    package static let stallAfterRange: ClosedRange<Duration> = .seconds(2) ... .seconds(600)
     /// 1 lets one socket (one dead peer) flag a link; more than 1,000 is never reached.
-    public static let stallMinSocketsRange: ClosedRange<Int> = 1 ... 1000
+    package static let stallMinSocketsRange: ClosedRange<Int> = 1 ... 1000
     /// 0 turns DNS evidence off.
-    public static let stallDNSTimeoutsRange: ClosedRange<Int> = 0 ... 1000
+    package static let stallDNSTimeoutsRange: ClosedRange<Int> = 0 ... 1000
     /// Below 1 s a poll would judge a single retransmission timeout; above 1 h a stall is old news.
-    public static let stallIntervalRange: ClosedRange<Duration> = .seconds(1) ... .seconds(3600)
+    package static let stallIntervalRange: ClosedRange<Duration> = .seconds(1) ... .seconds(3600)
     /// Without traffic to judge, the interval doubles up to this many times `Interval=` (160 s by
     /// default).
-    public static let stallBackOffFactor = 8
+    package static let stallBackOffFactor = 8
     /// The kinds `[WaitOnline] Kind=` takes: those `reachctl wait --kind` takes, the ones that carry an uplink.
-    public static let waitOnlineKinds: [InterfaceKind] = [.wired, .wifi, .cellular, .vpn]
+    package static let waitOnlineKinds: [InterfaceKind] = [.wired, .wifi, .cellular, .vpn]
 
     /// A configuration file larger than this is refused unread: real ones are a few KiB, and the bound
     /// keeps a mistaken path (a log, a disk image) from costing memory.
-    public static let maximumFileBytes = 1 << 20
+    package static let maximumFileBytes = 1 << 20
     /// Lines per file, for the same reason.
-    public static let maximumLines = 10_000
+    package static let maximumLines = 10_000
     /// `[Interface]` rules in all files together: each link is matched against every rule.
-    public static let maximumRules = 1_000
+    package static let maximumRules = 1_000
     /// Drop-in files in all directories together; bounds what a runaway directory costs.
-    public static let maximumDropIns = 1_000
+    package static let maximumDropIns = 1_000
     /// The file name looked for in each configuration directory.
-    public static let fileName = "reachd.conf"
+    package static let fileName = "reachd.conf"
     /// The directory of drop-ins next to it.
-    public static let dropInDirectoryName = "reachd.conf.d"
+    package static let dropInDirectoryName = "reachd.conf.d"
     /// Where reachd looks, in priority order.
-    public static let defaultDirectories = ["/etc/reachd"]
+    package static let defaultDirectories = ["/etc/reachd"]
 }

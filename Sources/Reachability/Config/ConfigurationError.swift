@@ -5,19 +5,19 @@
 /// /etc/reachd/reachd.conf:7: [Checks] DefaultTimeout: invalid duration 'soon': it is not a duration; use ...
 /// /etc/reachd/reachd.conf.d/10-wifi.conf: cannot open: Permission denied
 /// ```
-public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The file as it was named to the parser or loader.
-    public var file: String
+    package var file: String
     /// The line, counting from 1, where the offending (logical) line starts; nil for the whole file.
-    public var line: Int?
+    package var line: Int?
     /// The section the line is in, without brackets, when there is one.
-    public var section: String?
+    package var section: String?
     /// The key of the offending assignment, as written.
-    public var key: String?
+    package var key: String?
     /// What is wrong, naming the offending value.
-    public var message: String
+    package var message: String
 
-    public init(file: String, line: Int?, section: String? = nil, key: String? = nil, message: String) {
+    package init(file: String, line: Int?, section: String? = nil, key: String? = nil, message: String) {
         self.file = file
         self.line = line
         self.section = section
@@ -25,7 +25,7 @@ public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvert
         self.message = message
     }
 
-    public var description: String {
+    package var description: String {
         var text = file
         if let line { text += ":\(line)" }
         text += ": "
@@ -37,15 +37,15 @@ public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvert
 
 /// Every problem found in the configuration files, in the order the files and lines were read. reachd
 /// refuses a configuration with any of them (at start it exits, on reload it keeps the old one).
-public struct ConfigurationErrors: Error, Sendable, Hashable, CustomStringConvertible {
-    public var errors: [ConfigurationError]
+package struct ConfigurationErrors: Error, Sendable, Hashable, CustomStringConvertible {
+    package var errors: [ConfigurationError]
 
-    public init(_ errors: [ConfigurationError]) {
+    package init(_ errors: [ConfigurationError]) {
         self.errors = errors
     }
 
     /// One error per line.
-    public var description: String {
+    package var description: String {
         errors.map(\.description).joined(separator: "\n")
     }
 }

@@ -21,7 +21,7 @@ extension Configuration {
     ///
     /// Every problem in every file is collected; any one fails the load, so a reload can keep the old
     /// configuration. Files are read with a bound (`maximumFileBytes`) and must be UTF-8 text.
-    public static func load(directories: [String] = defaultDirectories) -> Result<Configuration, ConfigurationErrors> {
+    package static func load(directories: [String] = defaultDirectories) -> Result<Configuration, ConfigurationErrors> {
         var configuration = Configuration.default
         var errors: [ConfigurationError] = []
 

@@ -16,7 +16,7 @@ extension Configuration {
     /// Pure: no I/O, `file` only names the text in errors; `sources` is left alone (the loader records
     /// the files it reads). Values that parse are applied even when others fail; a caller that gets any
     /// error rejects the whole configuration.
-    public static func parse(_ text: String, file: String, into configuration: inout Configuration)
+    package static func parse(_ text: String, file: String, into configuration: inout Configuration)
         -> [ConfigurationError]
     {
         var parser = ConfigurationParser(file: file, configuration: configuration)

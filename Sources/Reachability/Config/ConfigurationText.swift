@@ -3,7 +3,7 @@ extension Configuration {
     /// merged from, then every setting with its value (defaults included) and every rule in order.
     /// `reachd --check-config` prints it. Parsing it gives back this configuration (except `sources`,
     /// which only the loader sets).
-    public var mergedText: String {
+    package var mergedText: String {
         var lines = ["# The configuration reachd uses, merged from these files in this order (later ones win):"]
         if sources.isEmpty {
             lines.append("#   (none: the built-in defaults)")

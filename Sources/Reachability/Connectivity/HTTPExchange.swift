@@ -7,28 +7,28 @@ import Glibc
 /// to a source address, which pins the request to the path being judged without any privilege),
 /// send `GET`, read the answer until it can be judged. Owns its socket: closed when the exchange
 /// ends, whatever happened. Never blocks; the deadline is the caller's timer.
-public final class HTTPExchange {
-    public enum Outcome: Sendable, Hashable {
+package final class HTTPExchange {
+    package enum Outcome: Sendable, Hashable {
         case answered(HTTPResponse)
         /// Nothing usable came back: what happened, as a sentence (`connect: Connection refused`).
         case failed(String)
     }
 
     private let socket: Descriptor
-    public var fd: Int32 { socket.rawValue }
+    package var fd: Int32 { socket.rawValue }
     private var request: [UInt8]
     private var sent = 0
     private var connected = false
     private var reader = HTTPResponseReader()
 
     /// The events the loop should wait for now.
-    public var events: IOEvents { connected && sent == request.count ? .readable : .writable }
+    package var events: IOEvents { connected && sent == request.count ? .readable : .writable }
 
     /// Opens the socket and starts connecting to `address` on `url.port`, from `source` when
     /// given, and only through the link `device` when given (an uplink judged by itself: a source
     /// address alone does not choose the route). Throws when the socket cannot even be made or
     /// the connection fails at once.
-    public init(url: ProbeURL, address: IPAddress, source: IPAddress?, device: String? = nil) throws(SystemError) {
+    package init(url: ProbeURL, address: IPAddress, source: IPAddress?, device: String? = nil) throws(SystemError) {
         let family = Int32(address.family.rawValue)
         let socket = try Descriptor(
             checking: Glibc.socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0), "socket")
@@ -57,7 +57,7 @@ public final class HTTPExchange {
     }
 
     /// Handles readiness; returns the outcome once there is one (then the exchange is over).
-    public func handle(readable: Bool, writable: Bool) -> Outcome? {
+    package func handle(readable: Bool, writable: Bool) -> Outcome? {
         if !connected {
             var error: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)

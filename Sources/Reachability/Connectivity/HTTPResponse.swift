@@ -1,18 +1,18 @@
 /// The head and body of an HTTP/1.x response, read incrementally from untrusted bytes (whatever
 /// a portal or a broken middlebox sends). Bounded: the head may be at most `maximumHead` bytes
 /// and only the first `maximumBody` bytes of the body are kept; that is all a verdict needs.
-public struct HTTPResponse: Sendable, Hashable {
-    public var status: Int
+package struct HTTPResponse: Sendable, Hashable {
+    package var status: Int
     /// Header names lowercased, values trimmed; a repeated header keeps its first value.
-    public var headers: [String: String]
-    public var body: [UInt8]
+    package var headers: [String: String]
+    package var body: [UInt8]
     /// Whether the whole body arrived (Content-Length reached, or the server closed).
-    public var isComplete: Bool
+    package var isComplete: Bool
 
-    public static let maximumHead = 16 * 1024
-    public static let maximumBody = 4 * 1024
+    package static let maximumHead = 16 * 1024
+    package static let maximumBody = 4 * 1024
 
-    public init(status: Int, headers: [String: String] = [:], body: [UInt8] = [], isComplete: Bool = true) {
+    package init(status: Int, headers: [String: String] = [:], body: [UInt8] = [], isComplete: Bool = true) {
         self.status = status
         self.headers = headers
         self.body = body
@@ -21,20 +21,20 @@ public struct HTTPResponse: Sendable, Hashable {
 }
 
 /// Why bytes are not an HTTP response.
-public struct HTTPResponseError: Error, Hashable, Sendable, CustomStringConvertible {
-    public var description: String
+package struct HTTPResponseError: Error, Hashable, Sendable, CustomStringConvertible {
+    package var description: String
 }
 
 /// Accumulates a response as it arrives. `feed` returns the response once it can be judged:
 /// the head is in and the body is complete, or `maximumBody` bytes of it are; `finish` at end of
 /// stream returns what came. A malformed or oversized head is an error, never a crash.
-public struct HTTPResponseReader: Sendable {
+package struct HTTPResponseReader: Sendable {
     private var buffer: [UInt8] = []
     private var head: (status: Int, headers: [String: String], bodyStart: Int)?
 
-    public init() {}
+    package init() {}
 
-    public mutating func feed(_ bytes: some Collection<UInt8>) throws(HTTPResponseError) -> HTTPResponse? {
+    package mutating func feed(_ bytes: some Collection<UInt8>) throws(HTTPResponseError) -> HTTPResponse? {
         buffer.append(contentsOf: bytes.prefix(HTTPResponse.maximumHead + HTTPResponse.maximumBody + 1 - buffer.count))
         if head == nil {
             // The head with its blank line is at most maximumHead bytes, however the bytes were
@@ -51,7 +51,7 @@ public struct HTTPResponseReader: Sendable {
     }
 
     /// The peer closed the connection: what arrived is all there is.
-    public mutating func finish() throws(HTTPResponseError) -> HTTPResponse {
+    package mutating func finish() throws(HTTPResponseError) -> HTTPResponse {
         guard head != nil else {
             throw HTTPResponseError(description: buffer.isEmpty ? "the server closed the connection without answering" : "the connection closed in the middle of the response head")
         }

@@ -4,14 +4,14 @@
 /// against the probe's URL, as a browser would. Anything else (`javascript:`, `file:`, control
 /// characters, spaces, a novel-length URI) is refused: whoever answers the plain-HTTP probe
 /// (a captive portal, or anyone on a hostile hotspot) chooses these bytes.
-public enum PortalLocation {
+package enum PortalLocation {
     /// Far past any real login URL (they carry a session token or two), and a bound on what a
     /// stranger's header costs every reader of `Portal`.
-    public static let maximumLength = 2048
+    package static let maximumLength = 2048
 
     /// `location` as an absolute http(s) URI, or nil when it is refused. Without `base`, a
     /// relative reference is refused too.
-    public static func resolve(_ location: String, against base: ProbeURL?) -> String? {
+    package static func resolve(_ location: String, against base: ProbeURL?) -> String? {
         guard !location.isEmpty, location.utf8.count <= maximumLength,
             location.utf8.allSatisfy({ 0x21...0x7E ~= $0 })
         else { return nil }

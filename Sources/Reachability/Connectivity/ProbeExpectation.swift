@@ -14,18 +14,18 @@
 /// - **none**: no answer at all: DNS failed or timed out, the connection was refused, reset or
 ///   never answered within `Timeout=` (NetworkManager calls these "limited"; we keep "none" for
 ///   "nothing answers", as its state names suggest, and "limited" for "something answers wrongly").
-public struct ProbeExpectation: Sendable, Hashable {
-    public var status: Int
+package struct ProbeExpectation: Sendable, Hashable {
+    package var status: Int
     /// A prefix the body must start with; empty for none.
-    public var body: String
+    package var body: String
 
-    public init(status: Int = 204, body: String = "") {
+    package init(status: Int = 204, body: String = "") {
         self.status = status
         self.body = body
     }
 
     /// `url`: the probe's URL, which a relative Location is resolved against (see `PortalLocation`).
-    public func judge(_ response: HTTPResponse, from url: ProbeURL? = nil) -> ConnectivityStatus {
+    package func judge(_ response: HTTPResponse, from url: ProbeURL? = nil) -> ConnectivityStatus {
         let detail = "HTTP \(response.status)" + (response.body.isEmpty ? "" : ", \(response.body.count)\(response.isComplete ? "" : "+") bytes")
         if response.headers["x-networkmanager-status"]?.lowercased() == "online" {
             return ConnectivityStatus(verdict: .full, detail: detail + ", X-NetworkManager-Status: online")
@@ -57,7 +57,7 @@ public struct ProbeExpectation: Sendable, Hashable {
     }
 
     /// Nothing answered: `what` says how (`DNS timeout`, `connect: Connection refused`).
-    public static func failed(_ what: String) -> ConnectivityStatus {
+    package static func failed(_ what: String) -> ConnectivityStatus {
         ConnectivityStatus(verdict: .none, detail: what)
     }
 }

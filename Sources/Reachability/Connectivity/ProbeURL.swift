@@ -4,14 +4,14 @@
 /// and Android's portal probes are plain HTTP for that reason (Android adds an HTTPS probe only
 /// to confirm "full"); a certificate error would say "something is wrong", never "log in at
 /// this page". An https:// URL is refused with that reason rather than half-supported.
-public struct ProbeURL: Sendable, Hashable, CustomStringConvertible {
+package struct ProbeURL: Sendable, Hashable, CustomStringConvertible {
     /// A host name, or an address literal (IPv6 without its brackets).
-    public var host: String
-    public var port: UInt16
+    package var host: String
+    package var port: UInt16
     /// The path and query, starting with `/`.
-    public var path: String
+    package var path: String
 
-    public var description: String {
+    package var description: String {
         let shownHost = host.contains(":") ? "[\(host)]" : host
         return "http://\(shownHost)" + (port == 80 ? "" : ":\(port)") + path
     }
@@ -22,14 +22,14 @@ public struct ProbeURL: Sendable, Hashable, CustomStringConvertible {
         return port == 80 ? shownHost : "\(shownHost):\(port)"
     }
 
-    public init(host: String, port: UInt16 = 80, path: String = "/") {
+    package init(host: String, port: UInt16 = 80, path: String = "/") {
         self.host = host
         self.port = port
         self.path = path
     }
 
     /// Parses `text`, or says what is wrong with it in a sentence that quotes it.
-    public static func parse(_ text: String) -> Result<ProbeURL, ProbeURLError> {
+    package static func parse(_ text: String) -> Result<ProbeURL, ProbeURLError> {
         let lower = text.lowercased()
         if lower.hasPrefix("https://") {
             return .failure(ProbeURLError(text: text, problem: "https is not supported: a captive portal is found by the interception TLS forbids, so probes use plain http (as NetworkManager's and Android's do)"))
@@ -82,8 +82,8 @@ public struct ProbeURL: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-public struct ProbeURLError: Error, Hashable, Sendable, CustomStringConvertible {
-    public var text: String
-    public var problem: String
-    public var description: String { "invalid probe URL '\(text)': \(problem)" }
+package struct ProbeURLError: Error, Hashable, Sendable, CustomStringConvertible {
+    package var text: String
+    package var problem: String
+    package var description: String { "invalid probe URL '\(text)': \(problem)" }
 }

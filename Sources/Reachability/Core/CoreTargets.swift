@@ -1,8 +1,8 @@
 /// A `TargetFollower` on a core's loop, used on the loop's thread only: the loop's timer, the
 /// core's checks, each answer to `answered`. reachd's watches follow targets through it on
 /// sd-event, `MonitorTargets` on an in-process monitor's thread.
-public final class CoreTargets: TargetFollowerDriver {
-    public typealias Answered = (_ target: String, _ result: CheckResult, _ previous: CheckResult) -> Void
+package final class CoreTargets: TargetFollowerDriver {
+    package typealias Answered = (_ target: String, _ result: CheckResult, _ previous: CheckResult) -> Void
 
     private let core: ReachabilityCore
     private let loop: any EventLoopProtocol
@@ -12,10 +12,10 @@ public final class CoreTargets: TargetFollowerDriver {
     /// How answers are routed (reachd's watches route them per user themselves: `.none`).
     private let routing: HostRouting
     /// Set once, right after init (the follower needs its driver).
-    public private(set) var follower: TargetFollower!
+    package private(set) var follower: TargetFollower!
     private var timer: (any LoopSource)?
 
-    public init(
+    package init(
         core: ReachabilityCore, loop: any EventLoopProtocol, settings: TargetFollower.Settings, owner: LookupOwner = .system,
         routing: HostRouting = .asThisProcess, answered: @escaping Answered
     ) {
@@ -27,11 +27,11 @@ public final class CoreTargets: TargetFollowerDriver {
         follower = TargetFollower(settings: settings, driver: self)
     }
 
-    public var now: ContinuousClock.Instant { .now }
+    package var now: ContinuousClock.Instant { .now }
 
-    public func check(address: String) -> CheckResult { core.mirror.check(address: address) }
+    package func check(address: String) -> CheckResult { core.mirror.check(address: address) }
 
-    public func startHostCheck(_ name: String, timeout: Duration, done: @escaping (CheckResult?) -> Void) -> UInt64 {
+    package func startHostCheck(_ name: String, timeout: Duration, done: @escaping (CheckResult?) -> Void) -> UInt64 {
         if case let .failure(error) = HostName.validate(name) {
             done(.invalid(name, error.description))
             return 0
@@ -41,14 +41,14 @@ public final class CoreTargets: TargetFollowerDriver {
         return core.checkHost(name, timeout: timeout, owner: owner, routing: routing) { outcome in done.value(try? outcome.get()) }
     }
 
-    public func cancelHostCheck(_ id: UInt64) { core.cancelHostCheck(id) }
+    package func cancelHostCheck(_ id: UInt64) { core.cancelHostCheck(id) }
 
-    public func scheduleTimer(at instant: ContinuousClock.Instant?) {
+    package func scheduleTimer(at instant: ContinuousClock.Instant?) {
         if timer == nil, instant != nil {
             timer = try? loop.addTimer(urgent: false) { [unowned self] in follower.timerFired() }
         }
         timer?.schedule(orDisableAt: instant)
     }
 
-    public func answered(_ target: String, _ result: CheckResult, previous: CheckResult) { onAnswer(target, result, previous) }
+    package func answered(_ target: String, _ result: CheckResult, previous: CheckResult) { onAnswer(target, result, previous) }
 }

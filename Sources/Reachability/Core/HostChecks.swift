@@ -4,7 +4,7 @@ import Glibc
 
 /// How a host check's addresses are routed: each address is looked up in the kernel once, as
 /// the traffic of whoever asked would be, so no caller routes an answer a second time.
-public enum HostRouting: Sendable, Equatable {
+package enum HostRouting: Sendable, Equatable {
     /// As this process's own traffic (in-process, the caller's).
     case asThisProcess
     /// As user `uid`'s traffic (RTA_UID: `ip rule ... uidrange`): reachd's callers.
@@ -16,17 +16,17 @@ public enum HostRouting: Sendable, Equatable {
 
 /// A host check handed to the loop that runs host checks. `completion` runs exactly once, on
 /// that loop, with the answer or `CheckCancelled`.
-public struct HostCheckRequest: Sendable {
-    public let id: UInt64
-    public let name: String
+package struct HostCheckRequest: Sendable {
+    package let id: UInt64
+    package let name: String
     /// Whose check it is: its lookup counts against that owner's share and rate.
-    public let owner: LookupOwner
+    package let owner: LookupOwner
     /// How the answer's addresses are routed.
-    public let routing: HostRouting
-    public let deadline: ContinuousClock.Instant
-    public let completion: @Sendable (Result<CheckResult, CheckCancelled>) -> Void
+    package let routing: HostRouting
+    package let deadline: ContinuousClock.Instant
+    package let completion: @Sendable (Result<CheckResult, CheckCancelled>) -> Void
 
-    public init(
+    package init(
         id: UInt64, name: String, owner: LookupOwner = .system, routing: HostRouting = .asThisProcess,
         deadline: ContinuousClock.Instant, completion: @escaping @Sendable (Result<CheckResult, CheckCancelled>) -> Void
     ) {
@@ -44,7 +44,7 @@ public struct CheckCancelled: Error, CustomStringConvertible {
     /// Why the check was refused (a limit); nil when it was cancelled.
     public var refusal: String?
 
-    public init(refusal: String? = nil) { self.refusal = refusal }
+    package init(refusal: String? = nil) { self.refusal = refusal }
 
     public var description: String { refusal ?? "the check was cancelled" }
 }

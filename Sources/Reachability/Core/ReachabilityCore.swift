@@ -3,13 +3,13 @@ import Glibc
 #endif
 
 /// One change as every part of a front end hears of it.
-public struct CoreUpdate: Sendable {
+package struct CoreUpdate: Sendable {
     /// What the host or an interface shows that changed; nil when nothing shown did.
-    public let change: ReachabilityChange?
+    package let change: ReachabilityChange?
     /// A link, address, route or rule moved, whether or not anything shown did: the path of a
     /// single target may have, so followers of targets check them again.
-    public let routingMoved: Bool
-    public let routingEpoch: UInt64
+    package let routingMoved: Bool
+    package let routingEpoch: UInt64
 }
 
 /// The one core of reachability, for whoever owns the loop (reachd's sd-event, the in-process
@@ -20,8 +20,8 @@ public struct CoreUpdate: Sendable {
 /// follower, in the order they joined. Updates reach followers in the order they happened,
 /// never one inside another (`undelivered`). Loop-thread only;
 /// `mirror` may be read from any thread.
-public final class ReachabilityCore {
-    public let mirror: SharedMirror
+package final class ReachabilityCore {
+    package let mirror: SharedMirror
     private let hostChecks: HostChecks
     private let warn: (String) -> Void
     private var followers: [(CoreUpdate) -> Void] = []
@@ -54,15 +54,15 @@ public final class ReachabilityCore {
     private let namespacePath: String?
     private unowned let loop: any EventLoopProtocol
     /// Told of every stall poll while online (reachd runs its probe on a suspicion).
-    public var stallPolled: ((StallReport) -> Void)? {
+    package var stallPolled: ((StallReport) -> Void)? {
         didSet { stallWatch?.polled = stallPolled }
     }
     /// Told of every host check that answered, with how long it took (metrics).
-    public var checkAnswered: ((CheckResult, Duration) -> Void)?
+    package var checkAnswered: ((CheckResult, Duration) -> Void)?
 
     /// Opens the netlink sockets, completes the first sync and starts watching on `loop`.
     /// `warn` gets the lines worth a warning in a journal (netlink incidents, loop failures).
-    public init(
+    package init(
         configuration: CoreConfiguration, loop: any EventLoopProtocol, warn: @escaping (String) -> Void = { _ in }
     ) throws(SystemError) {
         let kernel = try KernelMirror(options: configuration.mirrorOptions)
@@ -115,7 +115,7 @@ public final class ReachabilityCore {
     }
 
     /// Where the radios' state comes from ("following /dev/rfkill", or why sysfs).
-    public var radioSource: String { mirror.withLock { $0.radios.source.description } }
+    package var radioSource: String { mirror.withLock { $0.radios.source.description } }
 
     /// /dev/rfkill has records: applied as one input. When it ends (it should not), the radios
     /// are read from sysfs on link events from then on.
@@ -132,22 +132,22 @@ public final class ReachabilityCore {
     }
 
     /// `body` hears of every input after it was applied, from now on.
-    public func follow(_ body: @escaping (CoreUpdate) -> Void) { followers.append(body) }
+    package func follow(_ body: @escaping (CoreUpdate) -> Void) { followers.append(body) }
 
-    public var state: NetworkState { mirror.state }
+    package var state: NetworkState { mirror.state }
 
     /// The connectivity probe's verdict joins the host's answer.
-    public func record(connectivity: ConnectivityStatus) {
+    package func record(connectivity: ConnectivityStatus) {
         settle(mirror.withLock { $0.state.apply([.connectivity(connectivity)]) })
     }
 
     /// The probe's verdict on one uplink other than the primary (`ValidatedInterfaces`).
-    public func record(uplink index: Int32, connectivity: ConnectivityVerdict) {
+    package func record(uplink index: Int32, connectivity: ConnectivityVerdict) {
         settle(mirror.withLock { $0.state.apply([.uplinkConnectivity(index: index, connectivity)]) })
     }
 
     /// New interface rules, priorities and resolver settings (a reload).
-    public func reconfigure(_ configuration: CoreConfiguration) {
+    package func reconfigure(_ configuration: CoreConfiguration) {
         let classifier = Classifier(rules: configuration.rules, priorities: configuration.priorities)
         hostChecks.reconfigure(configuration.resolverOptions, rate: configuration.lookupRate)
         configureStallDetection(configuration.stall)
@@ -157,14 +157,14 @@ public final class ReachabilityCore {
     /// The host resumed from sleep: the kernel's state is dumped afresh (as after an overrun),
     /// cached DNS answers are dropped, and every follower hears of a routing move, so targets are
     /// asked again (through DNS) with their backoff started afresh.
-    public func resumed() {
+    package func resumed() {
         hostChecks.forgetAnswers()
         mirror.withLock { $0.requestResync() }
         settle(nil, routingMoved: true)
     }
 
     /// Starts a host check; `completion` runs once, on the loop.
-    public func checkHost(_ request: HostCheckRequest) {
+    package func checkHost(_ request: HostCheckRequest) {
         guard let answered = checkAnswered else { return hostChecks.start(request) }
         let started = ContinuousClock.now
         let box = UncheckedSendable(answered)
@@ -180,7 +180,7 @@ public final class ReachabilityCore {
     /// checks all start on the loop), its addresses routed as `routing` says; returns it for
     /// `cancelHostCheck`. `completion` may run before this returns.
     @discardableResult
-    public func checkHost(
+    package func checkHost(
         _ name: String, timeout: Duration, owner: LookupOwner = .system, routing: HostRouting = .asThisProcess,
         completion: @escaping @Sendable (Result<CheckResult, CheckCancelled>) -> Void
     ) -> UInt64 {
@@ -190,16 +190,16 @@ public final class ReachabilityCore {
         return id
     }
 
-    public func cancelHostCheck(_ id: UInt64) { hostChecks.cancel(id) }
+    package func cancelHostCheck(_ id: UInt64) { hostChecks.cancel(id) }
 
     /// Ends every host check (the front end is stopping).
-    public func cancelHostChecks() { hostChecks.cancelAll() }
+    package func cancelHostChecks() { hostChecks.cancelAll() }
 
     /// See `HostChecks.disable(because:)`.
-    public func disableHostChecks(because reason: String) { hostChecks.disable(because: reason) }
+    package func disableHostChecks(because reason: String) { hostChecks.disable(because: reason) }
 
     /// The last stall poll's report while online; nil before the first, offline, or when off.
-    public var stallReport: StallReport? { stallWatch?.lastReport }
+    package var stallReport: StallReport? { stallWatch?.lastReport }
 
     /// Starts, retunes or stops stall detection. Off, every verdict is forgotten.
     private func configureStallDetection(_ settings: StallSettings?) {

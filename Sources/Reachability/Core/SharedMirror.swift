@@ -4,7 +4,7 @@ import Synchronization
 /// reads the state and checks addresses (the in-process monitor's callers do; in reachd every
 /// call comes from the loop, and the lock is never contended). Unchecked: the mirror, a class
 /// the compiler cannot follow into the lock, is touched only inside `withLock`.
-public final class SharedMirror: @unchecked Sendable {
+package final class SharedMirror: @unchecked Sendable {
     private let kernel: KernelMirror
     private let lock = Mutex(())
 
@@ -14,11 +14,11 @@ public final class SharedMirror: @unchecked Sendable {
         lock.withLock { _ in body(kernel) }
     }
 
-    public var state: NetworkState { withLock { $0.state } }
-    public var snapshot: ReachabilitySnapshot { withLock { $0.state.snapshot } }
+    package var state: NetworkState { withLock { $0.state } }
+    package var snapshot: ReachabilitySnapshot { withLock { $0.state.snapshot } }
 
     /// Reads the state under the lock without copying it.
-    public func withState<T>(_ body: (borrowing NetworkState) -> T) -> T {
+    package func withState<T>(_ body: (borrowing NetworkState) -> T) -> T {
         withLock { body($0.state) }
     }
 
@@ -26,10 +26,10 @@ public final class SharedMirror: @unchecked Sendable {
     var addressLookups: Int { withLock { $0.addressLookups } }
 
     /// The monitor socket's receive buffer as the kernel granted it, in bytes.
-    public var netlinkReceiveBufferBytes: Int { withLock { $0.receiveBufferBytes } }
+    package var netlinkReceiveBufferBytes: Int { withLock { $0.receiveBufferBytes } }
 
     /// Overruns and resyncs so far, announcements held and dropped.
-    public var counters: MirrorCounters {
+    package var counters: MirrorCounters {
         withLock {
             MirrorCounters(
                 overruns: UInt64($0.overrunCount), resyncs: UInt64($0.resyncCount),
@@ -41,7 +41,7 @@ public final class SharedMirror: @unchecked Sendable {
     /// Never touches DNS and never waits. `0.0.0.0` and `::` ask for general connectivity.
     /// `uid`: answer as that user's traffic would be routed (RTA_UID: `ip rule ... uidrange`);
     /// nil answers as this process's own traffic, which in-process is the caller's.
-    public func check(address text: String, uid: UInt32? = nil) -> CheckResult {
+    package func check(address text: String, uid: UInt32? = nil) -> CheckResult {
         let target: AddressTarget
         switch AddressTarget.parse(text) {
         case let .failure(error): return .invalid(text, error.description)
@@ -65,7 +65,7 @@ public final class SharedMirror: @unchecked Sendable {
 
     /// Checks each address of a host and combines the verdicts: reachable when any address is.
     /// `uid` as for `check(address:uid:)`.
-    public func evaluate(addresses: [IPAddress], target: String, uid: UInt32? = nil) -> CheckResult {
+    package func evaluate(addresses: [IPAddress], target: String, uid: UInt32? = nil) -> CheckResult {
         let results = withLock { mirror in addresses.map { mirror.evaluate($0, outputInterface: nil, uid: uid, target: target) } }
         return .combining(results, target: target, addresses: addresses)
     }

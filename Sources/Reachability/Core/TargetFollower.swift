@@ -1,5 +1,5 @@
 /// What a `TargetFollower` drives, on the one loop (thread, queue) the follower lives on.
-public protocol TargetFollowerDriver: AnyObject {
+package protocol TargetFollowerDriver: AnyObject {
     /// The clock the timer runs on.
     var now: ContinuousClock.Instant { get }
     /// An address's answer now; never waits.
@@ -33,22 +33,22 @@ public protocol TargetFollowerDriver: AnyObject {
 ///
 /// Loop-agnostic and not thread-safe: every call, and every `done` of a check, on the driver's
 /// loop. `CoreTargets` drives it on a core's loop: sd-event in reachd, the monitor's thread in-process.
-public final class TargetFollower {
-    public struct Settings: Sendable {
+package final class TargetFollower {
+    package struct Settings: Sendable {
         /// Host checks in flight at once; more wait in line, oldest first.
-        public var maxInFlight: Int
+        package var maxInFlight: Int
         /// The deadline of a host check (`DefaultTimeout=`).
-        public var hostTimeout: Duration
-        public var firstRetry: Duration = .seconds(1)
-        public var lastRetry: Duration = .seconds(300)
-        public var jitter = 0.2
+        package var hostTimeout: Duration
+        package var firstRetry: Duration = .seconds(1)
+        package var lastRetry: Duration = .seconds(300)
+        package var jitter = 0.2
         /// Where the jitter comes from (a fixed value in tests).
-        public var random: @Sendable (ClosedRange<Double>) -> Double = { Double.random(in: $0) }
+        package var random: @Sendable (ClosedRange<Double>) -> Double = { Double.random(in: $0) }
 
         /// `maxInFlight` is half of the resolver's `lookups` at once, so followed targets on a dead
         /// DNS server neither fill the resolver's queue (where they would time out unasked) nor
         /// keep one-off host checks waiting behind them.
-        public init(lookups: Int, hostTimeout: Duration) {
+        package init(lookups: Int, hostTimeout: Duration) {
             maxInFlight = max(1, lookups / 2)
             self.hostTimeout = hostTimeout
         }
@@ -88,7 +88,7 @@ public final class TargetFollower {
     private static let starting = UInt64.max
 
     /// A change (a reload) applies from the next check and retry on.
-    public var settings: Settings
+    package var settings: Settings
     private unowned let driver: any TargetFollowerDriver
     private var targets: [String: Target] = [:]
     private var retries = DeadlineHeap<(target: Target, token: UInt64)>()
@@ -109,27 +109,27 @@ public final class TargetFollower {
     private var overdueLeft = false
     /// Targets answered per turn of the loop when many are due at once (reachd's watches route
     /// their users' views again as many per turn).
-    public static let batch = 64
+    package static let batch = 64
 
     /// `driver` outlives the follower (it usually owns it).
-    public init(settings: Settings, driver: any TargetFollowerDriver) {
+    package init(settings: Settings, driver: any TargetFollowerDriver) {
         self.settings = settings
         self.driver = driver
     }
 
     /// Distinct targets followed.
-    public var count: Int { targets.count }
+    package var count: Int { targets.count }
     /// Host checks in flight now.
-    public var checksInFlight: Int { inFlight }
+    package var checksInFlight: Int { inFlight }
 
     /// The answer of a followed target; nil before the first, and when nobody follows it.
-    public func answer(for target: String) -> CheckResult? { targets[target]?.result }
+    package func answer(for target: String) -> CheckResult? { targets[target]?.result }
 
     /// One more follower of `name`. The first has it checked: an address at once, returned
     /// (without `answered`), a host through `answered`. A later follower gets the answer already
     /// known, if any, returned.
     @discardableResult
-    public func follow(_ name: String) -> CheckResult? {
+    package func follow(_ name: String) -> CheckResult? {
         if let target = targets[name] {
             target.followers += 1
             return target.result
@@ -145,7 +145,7 @@ public final class TargetFollower {
     }
 
     /// One follower fewer; with the last go the target's check and retry.
-    public func unfollow(_ name: String) {
+    package func unfollow(_ name: String) {
         guard let target = targets[name] else { return }
         target.followers -= 1
         guard !target.isFollowed else { return }
@@ -158,7 +158,7 @@ public final class TargetFollower {
     /// The routing facts moved: addresses are answered again, hosts asked again (through the
     /// cache, so DNS is asked only when an answer expired) with their backoff started afresh.
     /// A walk not finished when the routing moves again is replaced: the new one has every target.
-    public func routingChanged() {
+    package func routingChanged() {
         revisits = Array(targets.values)
         revisitHead = 0
         revisitSome()
@@ -193,7 +193,7 @@ public final class TargetFollower {
 
     /// The timer armed through `scheduleTimer(at:)` fired: asks the hosts whose retry is due, and
     /// goes on with work left from the last turn.
-    public func timerFired() {
+    package func timerFired() {
         armedAt = nil
         let now = driver.now
         while let first = retries.first, first.instant <= now {

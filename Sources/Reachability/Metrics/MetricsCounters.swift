@@ -1,37 +1,37 @@
 /// What reachd counts for its metrics (docs/fleets.md): plain numbers bumped where the
 /// events happen. Fixed-size storage indexed by enum position, so a bump never allocates; the
 /// label sets are the enums' cases, known in advance, and so is every series.
-public struct MetricsCounters: Sendable, Hashable {
+package struct MetricsCounters: Sendable, Hashable {
     /// `Changed` signals sent (the host's answer changed).
-    public var changedEvents: UInt64 = 0
+    package var changedEvents: UInt64 = 0
     /// Host checks finished with the host reachable (`reachable`), by nothing else.
-    public var checksReachable: UInt64 = 0
+    package var checksReachable: UInt64 = 0
     /// Host checks finished unreachable, by `Reason` (in `Reason.metricsOrder`).
-    public var checksUnreachable = [UInt64](repeating: 0, count: Reason.metricsOrder.count)
+    package var checksUnreachable = [UInt64](repeating: 0, count: Reason.metricsOrder.count)
     /// The duration of every finished host check.
-    public var checkDuration = MetricsHistogram(bounds: MetricsHistogram.checkBounds)
+    package var checkDuration = MetricsHistogram(bounds: MetricsHistogram.checkBounds)
     /// Host checks whose DNS lookup ran into its deadline.
-    public var dnsDeadlineHits: UInt64 = 0
+    package var dnsDeadlineHits: UInt64 = 0
     /// Watch calls refused by a limit (MaxWatchesPerClient, MaxWatchesPerUser, MaxWatches).
-    public var watchesRefused: UInt64 = 0
+    package var watchesRefused: UInt64 = 0
     /// Verdicts of the connectivity probe, by `ConnectivityVerdict` (in `ConnectivityVerdict.allCases` order;
     /// `unknown` stays 0: a probe always ends in one of the others).
-    public var probeResults = [UInt64](repeating: 0, count: ConnectivityVerdict.allCases.count)
+    package var probeResults = [UInt64](repeating: 0, count: ConnectivityVerdict.allCases.count)
     /// Connections to `/metrics` refused at capacity (`MetricsEndpoint.maximumConnections`): the
     /// newcomer, closed unanswered because every slot was answering a request.
-    public var scrapesRefused: UInt64 = 0
+    package var scrapesRefused: UInt64 = 0
     /// CheckHost calls refused by a limit, by `CheckRefusal` (in `CheckRefusal.allCases` order).
-    public var checksRefused = [UInt64](repeating: 0, count: CheckRefusal.allCases.count)
+    package var checksRefused = [UInt64](repeating: 0, count: CheckRefusal.allCases.count)
     /// CheckHost calls cancelled, their DNS lookups with them, because their caller left the bus.
-    public var checksAbandoned: UInt64 = 0
+    package var checksAbandoned: UInt64 = 0
     /// Connections to `/metrics` reachd closed before the exchange ended, by `MetricsCutOff`
     /// (in `MetricsCutOff.allCases` order).
-    public var scrapesCutOff = [UInt64](repeating: 0, count: MetricsCutOff.allCases.count)
+    package var scrapesCutOff = [UInt64](repeating: 0, count: MetricsCutOff.allCases.count)
 
-    public init() {}
+    package init() {}
 
     /// One finished host check: its verdict and how long it took.
-    public mutating func recordCheck(_ result: CheckResult, seconds: Double) {
+    package mutating func recordCheck(_ result: CheckResult, seconds: Double) {
         if let reason = result.reason, !result.isReachable {
             checksUnreachable[reason.metricsIndex] += 1
             if reason == .dnsTimeout { dnsDeadlineHits += 1 }
@@ -41,39 +41,39 @@ public struct MetricsCounters: Sendable, Hashable {
         checkDuration.observe(seconds)
     }
 
-    public mutating func recordRefusal(_ refusal: CheckRefusal) {
+    package mutating func recordRefusal(_ refusal: CheckRefusal) {
         checksRefused[refusal.metricsIndex] += 1
     }
 
-    public mutating func recordCutOff(_ cut: MetricsCutOff) {
+    package mutating func recordCutOff(_ cut: MetricsCutOff) {
         scrapesCutOff[cut.metricsIndex] += 1
     }
 
-    public mutating func recordProbe(_ connectivity: ConnectivityVerdict) {
+    package mutating func recordProbe(_ connectivity: ConnectivityVerdict) {
         probeResults[connectivity.metricsIndex] += 1
     }
 }
 
 /// A Prometheus histogram's state: a count per upper bound (not cumulative; the exposition
 /// adds them up), the sum and the count.
-public struct MetricsHistogram: Sendable, Hashable {
+package struct MetricsHistogram: Sendable, Hashable {
     /// Upper bounds in seconds, ascending; `+Inf` is implied.
-    public let bounds: [Double]
+    package let bounds: [Double]
     /// Observations per bucket: `counts[i]` for `bounds[i - 1] < v <= bounds[i]`, the last one above every bound.
-    public private(set) var counts: [UInt64]
-    public private(set) var sum: Double = 0
-    public private(set) var count: UInt64 = 0
+    package private(set) var counts: [UInt64]
+    package private(set) var sum: Double = 0
+    package private(set) var count: UInt64 = 0
 
     /// From a route lookup answered from memory (well under 5 ms) to DNS at its default deadline
     /// of 5 s and the longest a caller may ask (300 s, in +Inf).
-    public static let checkBounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    package static let checkBounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
-    public init(bounds: [Double]) {
+    package init(bounds: [Double]) {
         self.bounds = bounds
         counts = [UInt64](repeating: 0, count: bounds.count + 1)
     }
 
-    public mutating func observe(_ value: Double) {
+    package mutating func observe(_ value: Double) {
         var index = bounds.count
         for (i, bound) in bounds.enumerated() where value <= bound {
             index = i
@@ -87,7 +87,7 @@ public struct MetricsHistogram: Sendable, Hashable {
 
 extension Reason {
     /// The order of the `reason` label's values; a switch, so indexing allocates nothing.
-    public static let metricsOrder: [Reason] = [.noRoute, .linkDown, .noAddress, .dnsTimeout, .dnsNotFound, .dnsFailure, .invalidTarget]
+    package static let metricsOrder: [Reason] = [.noRoute, .linkDown, .noAddress, .dnsTimeout, .dnsNotFound, .dnsFailure, .invalidTarget]
 
     var metricsIndex: Int {
         switch self {
@@ -121,7 +121,7 @@ extension ConnectivityVerdict {
 
 /// Which limit refused a host check (`reachd_host_checks_refused_total{reason}`); the D-Bus
 /// error is `LimitExceeded` for each, its message says which.
-public enum CheckRefusal: String, CaseIterable, Sendable {
+package enum CheckRefusal: String, CaseIterable, Sendable {
     /// The caller's Unix user holds its share of the checks in flight, or the users other than
     /// root together hold all but the reserve kept for the system.
     case shareFull = "share_full"
@@ -141,7 +141,7 @@ public enum CheckRefusal: String, CaseIterable, Sendable {
 
 /// Why reachd closed a `/metrics` connection before the exchange ended
 /// (`reachd_metrics_connections_cut_off_total{reason}`).
-public enum MetricsCutOff: String, CaseIterable, Sendable {
+package enum MetricsCutOff: String, CaseIterable, Sendable {
     /// It had not sent a whole request head when a newcomer arrived at capacity: the oldest
     /// such connection makes room.
     case evicted

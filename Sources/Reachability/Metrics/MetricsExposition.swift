@@ -1,15 +1,15 @@
 /// Everything the exposition shows at one moment: the state, the counters and who is speaking.
-public struct MetricsSample: Sendable {
-    public var snapshot: ReachabilitySnapshot
-    public var mirror: MirrorCounters
-    public var counters: MetricsCounters
+package struct MetricsSample: Sendable {
+    package var snapshot: ReachabilitySnapshot
+    package var mirror: MirrorCounters
+    package var counters: MetricsCounters
     /// Watch objects served now (reachd); 0 in-process, where there are none.
-    public var watches: Int
+    package var watches: Int
     /// When the process started, in seconds since the Unix epoch.
-    public var startTime: Double
-    public var version: String
+    package var startTime: Double
+    package var version: String
 
-    public init(
+    package init(
         snapshot: ReachabilitySnapshot, mirror: MirrorCounters, counters: MetricsCounters = MetricsCounters(),
         watches: Int = 0, startTime: Double, version: String = BuildInfo.version
     ) {
@@ -23,8 +23,8 @@ public struct MetricsSample: Sendable {
 }
 
 /// reachd's version, as `reachd --version` and `reachd_build_info` give it.
-public enum BuildInfo {
-    public static let version = "0.1.0"
+package enum BuildInfo {
+    package static let version = "0.1.0"
 }
 
 /// The Prometheus text exposition format (version 0.0.4) of a `MetricsSample`: what the
@@ -35,11 +35,11 @@ public enum BuildInfo {
 /// which there is one series at a time. Interfaces are counted by kind, never listed by name,
 /// so a container host creating and deleting thousands of veths changes values, not series:
 /// the series count is fixed (docs/fleets.md counts them).
-public enum MetricsExposition {
+package enum MetricsExposition {
     /// The Content-Type of the format (`/metrics` answers with it).
-    public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+    package static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
-    public static func render(_ sample: MetricsSample) -> String {
+    package static func render(_ sample: MetricsSample) -> String {
         var out = ExpositionText()
         let host = sample.snapshot.host
         out.family("reachd_host_state", .gauge, "The host's connectivity state (1 for the current one): online when the default route leaves through a ready link, local when only a link is ready, offline otherwise.")
@@ -127,7 +127,7 @@ public enum MetricsExposition {
     }
 
     /// Label values as the format wants them: backslash, double quote and line feed escaped.
-    public static func escapeLabelValue(_ value: String) -> String { escape(value, quotes: true) }
+    package static func escapeLabelValue(_ value: String) -> String { escape(value, quotes: true) }
 
     /// HELP text escapes only backslash and line feed.
     static func escape(_ value: String, quotes: Bool) -> String {

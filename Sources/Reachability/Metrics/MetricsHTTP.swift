@@ -1,14 +1,14 @@
 /// The HTTP side of `/metrics` (reachd-metrics.socket), pure: what a request head says and what
 /// to answer. reachd feeds it the bytes a scraper sent, bounded by `maximumHead`, and writes
 /// back the bytes it returns; one request per connection, then the connection is closed.
-public enum MetricsHTTP {
+package enum MetricsHTTP {
     /// Prometheus sends about 300 bytes (method, path, Accept, User-Agent, scrape timeout);
     /// 8 KiB is room for any proxy's additions and still a bound on what a stranger costs.
-    public static let maximumHead = 8 * 1024
-    public static let path = "/metrics"
+    package static let maximumHead = 8 * 1024
+    package static let path = "/metrics"
 
     /// What the bytes received so far amount to.
-    public enum Request: Equatable, Sendable {
+    package enum Request: Equatable, Sendable {
         /// The blank line that ends the head has not come yet.
         case incomplete
         case head(method: String, path: String)
@@ -16,7 +16,7 @@ public enum MetricsHTTP {
         case refused(status: Int, reason: String)
     }
 
-    public static func parse(_ bytes: [UInt8]) -> Request {
+    package static func parse(_ bytes: [UInt8]) -> Request {
         guard let end = HTTPResponseReader.endOfHead(bytes)?.bodyStart else {
             return bytes.count > maximumHead ? .refused(status: 431, reason: "request head over \(maximumHead) bytes") : .incomplete
         }
@@ -33,7 +33,7 @@ public enum MetricsHTTP {
     }
 
     /// The full answer to `request` (`exposition` is only asked for a scrape).
-    public static func response(to request: Request, exposition: () -> String) -> [UInt8] {
+    package static func response(to request: Request, exposition: () -> String) -> [UInt8] {
         switch request {
         case .incomplete:
             return answer(400, "Bad Request", "the request ended before its head did\n")

@@ -8,16 +8,16 @@ import Synchronization
 /// Callers only count followers per target; the thread follows a target while it has any and
 /// catches up in one pass however many calls came meanwhile, so a burst of references made and
 /// dropped costs no more than the targets it names.
-public final class MonitorTargets: Sendable {
+package final class MonitorTargets: Sendable {
     /// Gets every answer of a followed target (repeats included), on the monitor's thread,
     /// outside the lock: it may follow and unfollow, or drop a reference whose deinit does.
-    public typealias Answered = @Sendable (_ target: String, _ result: CheckResult) -> Void
+    package typealias Answered = @Sendable (_ target: String, _ result: CheckResult) -> Void
 
     private let monitor: ReachabilityMonitor
     private let side: ThreadSide
 
     /// `ended` runs once when the monitor has stopped or after `stop()`.
-    public init(
+    package init(
         monitor: ReachabilityMonitor, settings: TargetFollower.Settings,
         answered: @escaping Answered, ended: @escaping @Sendable () -> Void = {}
     ) {
@@ -35,7 +35,7 @@ public final class MonitorTargets: Sendable {
     deinit { stop() }
 
     /// Stops re-checking on routing changes and retrying; answers of checks in flight are dropped.
-    public func stop() {
+    package func stop() {
         let side = self.side
         if !monitor.onThread({ _, _ in side.end() }) { side.finish() }
     }
@@ -44,7 +44,7 @@ public final class MonitorTargets: Sendable {
     /// returns and before any later answer; the first follower's answers come to `answered`.
     /// `known` runs under the lock: it must not call this type, nor drop a reference whose
     /// deinit does.
-    public func follow(_ target: String, known: (CheckResult) -> Void) {
+    package func follow(_ target: String, known: (CheckResult) -> Void) {
         change(target) { wanted, answer in
             wanted += 1
             if let answer { known(answer) }
@@ -53,7 +53,7 @@ public final class MonitorTargets: Sendable {
     }
 
     /// One follower fewer. Never waits.
-    public func unfollow(_ target: String) {
+    package func unfollow(_ target: String) {
         change(target) { wanted, _ in
             wanted -= 1
             return wanted == 0
@@ -76,10 +76,10 @@ public final class MonitorTargets: Sendable {
     }
 
     /// The last answer of a followed target, once it has one.
-    public func answer(for target: String) -> CheckResult? { side.shared.withLock { $0.answers[target] } }
+    package func answer(for target: String) -> CheckResult? { side.shared.withLock { $0.answers[target] } }
 
     /// Distinct targets followed now.
-    public var count: Int { side.shared.withLock { $0.wanted.count } }
+    package var count: Int { side.shared.withLock { $0.wanted.count } }
 
     /// The follower and what it follows, on the monitor's thread only; and under a lock, what
     /// callers want followed and the answers known.

@@ -1,29 +1,53 @@
-/// Apple's NWPathMonitor for Linux, as an AsyncSequence: the current `Path` first, then each
-/// time the path, restricted to the interface kinds asked for, changes; never twice the same.
+/// Apple's NWPathMonitor for Linux: the current `Path` first, then each time the path, restricted
+/// to the interface kinds asked for, changes; never twice the same. Used as Apple's, with a
+/// handler and a queue (`PathMonitor+Handler.swift`), or as an AsyncSequence (Apple's too, since
+/// iOS 17):
 ///
 /// ```swift
-/// let monitor = try PathMonitor(prohibitedInterfaceTypes: [.cellular])
-/// for await path in monitor where path.status == .satisfied { ... }
+/// let monitor = PathMonitor(prohibitedInterfaceTypes: [.cellular])
+/// monitor.pathUpdateHandler = { path in print(path.status) }
+/// monitor.start(queue: DispatchQueue(label: "paths"))
+/// // or: for await path in monitor where path.status == .satisfied { ... }
 /// ```
-/// Through reachd when it answers on the bus (a `WatchPath` object per iteration), following its
-/// name: while reachd is away the path is derived in-process, and when it returns reachd answers
-/// again; either way the same derivation (`Path(snapshot:restriction:)`), so the same paths.
-/// Without reachd, or given a `ReachabilityMonitor`, in-process only: built on the monitor's
-/// `updates()`, no thread or queue of its own, each iteration a subscription of its own that ends
-/// with it. Several path monitors can share one monitor.
-public struct PathMonitor: AsyncSequence, Sendable {
+/// Making one never waits: it only keeps what it was given. Whether reachd answers is found out
+/// after `start(queue:)` (or as an iteration starts) on a thread of the monitor's own: through
+/// reachd when it answers on the bus (a `WatchPath` object), following its name, derived
+/// in-process while reachd is away or does not answer, and through reachd again when it returns;
+/// either way the same derivation (`Path(snapshot:restriction:)`), so the same paths. Without a
+/// bus, or given a `ReachabilityMonitor`, in-process only. Each iteration (and `start(queue:)`)
+/// is a subscription of its own that ends with it; several path monitors can share one monitor.
+public final class PathMonitor: AsyncSequence, Sendable {
     public typealias Element = Path
     public typealias Failure = Never
 
-    /// The in-process monitor the paths come from; nil when they come through reachd.
-    public let monitor: ReachabilityMonitor?
-    /// Where reachd is asked, and the in-process settings while it is away; nil: in-process only.
-    let reachd: PathThroughReachd?
+    /// Where an iteration's paths come from.
+    enum Source: Sendable {
+        /// A monitor the caller made and shares (and stops).
+        case monitor(ReachabilityMonitor)
+        /// reachd, and in-process while it is away when its settings are given.
+        case reachd(PathThroughReachd)
+        /// A monitor of the iteration's own, made as it starts and stopped as it ends.
+        case inProcess(CoreConfiguration)
+    }
+
+    let source: Source
     public let restriction: Path.Restriction
+    /// The handler, its queue and the paths delivered to it.
+    let delivery = PathDelivery()
+
     public var requiredInterfaceType: InterfaceKind? { restriction.requiredInterfaceType }
     public var prohibitedInterfaceTypes: Set<InterfaceKind> { restriction.prohibitedInterfaceTypes }
-    /// Whether the paths come through reachd (it answered when this monitor was made).
-    public var isThroughReachd: Bool { reachd != nil }
+    /// The in-process monitor given to `init(monitor:...)`; nil otherwise.
+    public var monitor: ReachabilityMonitor? {
+        if case let .monitor(monitor) = source { return monitor }
+        return nil
+    }
+    /// Whether reachd is asked first (a bus was given): then the paths are reachd's while it
+    /// answers, and in-process only while it does not.
+    public var isThroughReachd: Bool {
+        if case .reachd = source { return true }
+        return false
+    }
 
     /// A path monitor over `monitor`, in-process, that counts only interfaces of
     /// `requiredInterfaceType` (when given) and none of `prohibitedInterfaceTypes`.
@@ -31,47 +55,71 @@ public struct PathMonitor: AsyncSequence, Sendable {
         monitor: ReachabilityMonitor, requiredInterfaceType: InterfaceKind? = nil,
         prohibitedInterfaceTypes: Set<InterfaceKind> = []
     ) {
-        self.monitor = monitor
-        reachd = nil
+        source = .monitor(monitor)
         restriction = Path.Restriction(requiredInterfaceType: requiredInterfaceType, prohibitedInterfaceTypes: prohibitedInterfaceTypes)
     }
 
-    /// The same, through reachd when it answers on `bus` within `probeTimeout` (nil: never
-    /// asked), else with a monitor of its own (opens the netlink sockets and syncs before
-    /// returning). `configuration` is the in-process one, also while reachd is away.
+    /// NWPathMonitor's initializers (`PathMonitor()`, `PathMonitor(requiredInterfaceType: .wifi)`,
+    /// `PathMonitor(prohibitedInterfaceTypes: [.cellular])`): through the reachd on `bus` while it
+    /// answers, in-process with `configuration` while it does not; with a nil `bus`, in-process
+    /// only. Returns at once: nothing is asked, opened or read before `start(queue:)`, an
+    /// iteration or `currentPath`.
     public init(
         requiredInterfaceType: InterfaceKind? = nil, prohibitedInterfaceTypes: Set<InterfaceKind> = [],
-        configuration: CoreConfiguration = CoreConfiguration(), bus: BusConnection.Address? = .system,
-        probeTimeout: Duration = .milliseconds(500)
-    ) throws {
-        let restriction = Path.Restriction(requiredInterfaceType: requiredInterfaceType, prohibitedInterfaceTypes: prohibitedInterfaceTypes)
-        if let bus, (try? ReachdOrInProcess.connect(bus, probeTimeout: probeTimeout, callTimeout: probeTimeout)) != nil {
-            self.init(reachdOn: bus, restriction: restriction, configuration: configuration)
-        } else {
-            try self.init(
-                monitor: ReachabilityMonitor(configuration: configuration),
-                requiredInterfaceType: requiredInterfaceType, prohibitedInterfaceTypes: prohibitedInterfaceTypes)
-        }
+        configuration: CoreConfiguration = CoreConfiguration(), bus: BusConnection.Address? = .system
+    ) {
+        restriction = Path.Restriction(requiredInterfaceType: requiredInterfaceType, prohibitedInterfaceTypes: prohibitedInterfaceTypes)
+        source = bus.map { .reachd(PathThroughReachd(bus: $0, configuration: configuration)) } ?? .inProcess(configuration)
     }
 
-    /// Through the reachd on `bus`, without asking first whether it answers (the caller did):
-    /// when it does not, or while it is away, in-process with `configuration`. With nil, reachd
-    /// only: an iteration ends when reachd goes away or does not answer.
+    /// Through the reachd on `bus`: when it does not answer, or while it is away, in-process with
+    /// `configuration`. With nil, reachd only: an iteration ends when reachd goes away or does
+    /// not answer.
     public init(reachdOn bus: BusConnection.Address, restriction: Path.Restriction, configuration: CoreConfiguration? = CoreConfiguration()) {
-        monitor = nil
-        reachd = PathThroughReachd(bus: bus, configuration: configuration)
+        source = .reachd(PathThroughReachd(bus: bus, configuration: configuration))
         self.restriction = restriction
     }
 
-    /// The path now (NWPathMonitor.currentPath): reachd's when it answers, else in-process.
-    public var currentPath: Path {
-        if let monitor { return Path(snapshot: monitor.snapshot, restriction: restriction) }
-        return reachd?.currentPath(restriction) ?? Path(status: .unsatisfied)
+    /// Dropping the monitor cancels it, as Apple's: keep it while its handler should be called.
+    deinit { delivery.cancel() }
+
+    /// The path asked for now, for `currentPath` before `start(queue:)`: the given monitor's at
+    /// once; reachd's answer (a call, bounded by `PathThroughReachd.callTimeout`), else derived
+    /// in-process from a monitor made and stopped for it.
+    func pathNow() -> Path {
+        switch source {
+        case let .monitor(monitor): Path(snapshot: monitor.snapshot, restriction: restriction)
+        case let .reachd(reachd): reachd.currentPath(restriction)
+        case let .inProcess(configuration): PathThroughReachd.inProcessPath(restriction, configuration: configuration)
+        }
     }
 
-    public func makeAsyncIterator() -> Iterator {
-        if let monitor { return Iterator(updates: monitor.updates().makeAsyncIterator(), restriction: restriction) }
-        return Iterator(paths: reachd!.paths(restriction).makeAsyncIterator())
+    /// The paths as a value of their own, so that a task delivering them to the handler holds
+    /// neither the monitor (whose release cancels it) nor a connection before it runs.
+    var paths: Paths { Paths(source: source, restriction: restriction) }
+
+    public func makeAsyncIterator() -> Iterator { paths.makeAsyncIterator() }
+
+    struct Paths: AsyncSequence, Sendable {
+        let source: Source
+        let restriction: Path.Restriction
+
+        func makeAsyncIterator() -> Iterator {
+            switch source {
+            case let .monitor(monitor):
+                return Iterator(updates: monitor.updates().makeAsyncIterator(), restriction: restriction)
+            case let .reachd(reachd):
+                return Iterator(paths: reachd.paths(restriction).makeAsyncIterator())
+            case let .inProcess(configuration):
+                // No kernel to watch (netlink refused): the paths end at once, as the monitor's would.
+                guard let monitor = try? ReachabilityMonitor(configuration: configuration) else {
+                    return Iterator(paths: AsyncStream { $0.finish() }.makeAsyncIterator())
+                }
+                var iterator = Iterator(updates: monitor.updates().makeAsyncIterator(), restriction: restriction)
+                iterator.owned = monitor
+                return iterator
+            }
+        }
     }
 
     /// Follows the monitor's snapshot and changes (or reachd's answers), and yields the
@@ -79,6 +127,8 @@ public struct PathMonitor: AsyncSequence, Sendable {
     public struct Iterator: AsyncIteratorProtocol {
         var updates: AsyncStream<ReachabilityUpdate>.Iterator?
         var paths: AsyncStream<Path>.Iterator?
+        /// A monitor of this iteration's own (`.inProcess`): released, so stopped, with it.
+        var owned: ReachabilityMonitor?
         let restriction: Path.Restriction
         var host = HostStatus()
         var interfaces: [Int32: InterfaceStatus] = [:]

@@ -20,7 +20,14 @@ struct PathThroughReachd: Sendable {
         {
             return path
         }
-        guard let configuration, let monitor = try? ReachabilityMonitor(configuration: configuration) else { return Path(status: .unsatisfied) }
+        guard let configuration else { return Path(status: .unsatisfied) }
+        return Self.inProcessPath(restriction, configuration: configuration)
+    }
+
+    /// The path derived in-process now, from a monitor made and stopped for it; unsatisfied when
+    /// the kernel cannot be watched (netlink refused).
+    static func inProcessPath(_ restriction: Path.Restriction, configuration: CoreConfiguration) -> Path {
+        guard let monitor = try? ReachabilityMonitor(configuration: configuration) else { return Path(status: .unsatisfied) }
         defer { monitor.stop() }
         return Path(snapshot: monitor.snapshot, restriction: restriction)
     }
@@ -108,10 +115,11 @@ final class PathFollower: ReachabilityClientOwner {
         do {
             try watch()
         } catch {
+            // In-process first: following the name may wait as long again on a bus that does not answer.
+            away()
             try? client.followName()
             client.subscribed = true
             client.activate()
-            away()
         }
     }
 

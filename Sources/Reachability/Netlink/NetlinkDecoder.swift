@@ -1,19 +1,19 @@
 /// Decodes datagrams read from an rtnetlink socket. Pure and bounds-checked: any truncated,
 /// misaligned or lying length yields a `NetlinkDecodingError`, never a trap or an
 /// out-of-bounds read.
-public enum NetlinkDecoder {
+package enum NetlinkDecoder {
     /// The messages of one datagram and the errors met on the way. A message whose own content
     /// is bad is skipped and reported; bad framing ends the datagram (nothing after it can be trusted).
-    public struct Batch: Sendable {
-        public var messages: [DecodedMessage] = []
-        public var errors: [NetlinkDecodingError] = []
+    package struct Batch: Sendable {
+        package var messages: [DecodedMessage] = []
+        package var errors: [NetlinkDecodingError] = []
     }
 
     /// `acceptClonedRoutes`: route lookups (RTM_GETROUTE with RTA_DST) answer with a route the
     /// kernel marks RTM_F_CLONED; in dumps and notifications such routes are cache entries to skip.
     /// `received`: when the datagram was read; the kernel gives lifetimes as what remains of
     /// them, which become deadlines from then (`Route.expiry`, `Address.validUntil`).
-    public static func decode(
+    package static func decode(
         _ datagram: UnsafeRawBufferPointer, received: ContinuousClock.Instant = .now, acceptClonedRoutes: Bool = false
     ) -> Batch {
         var batch = Batch()
@@ -30,7 +30,7 @@ public enum NetlinkDecoder {
         return batch
     }
 
-    public static func decode(_ datagram: [UInt8], received: ContinuousClock.Instant = .now) -> Batch {
+    package static func decode(_ datagram: [UInt8], received: ContinuousClock.Instant = .now) -> Batch {
         datagram.withUnsafeBytes { decode($0, received: received) }
     }
 

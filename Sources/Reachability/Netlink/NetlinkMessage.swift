@@ -1,17 +1,17 @@
 /// `struct nlmsghdr`, decoded.
-public struct NetlinkHeader: Hashable, Sendable {
-    public var length: UInt32
-    public var type: UInt16
-    public var flags: UInt16
-    public var sequence: UInt32
-    public var portID: UInt32
+package struct NetlinkHeader: Hashable, Sendable {
+    package var length: UInt32
+    package var type: UInt16
+    package var flags: UInt16
+    package var sequence: UInt32
+    package var portID: UInt32
 
     static let size = 16
 
     /// NLM_F_DUMP_INTR: the dump was interrupted by a change and must be redone.
-    public var isDumpInterrupted: Bool { flags & RT.flagDumpInterrupted != 0 }
+    package var isDumpInterrupted: Bool { flags & RT.flagDumpInterrupted != 0 }
     /// NLM_F_REPLACE on RTM_NEWROUTE.
-    public var isReplace: Bool { flags & RT.flagReplace != 0 }
+    package var isReplace: Bool { flags & RT.flagReplace != 0 }
 }
 
 /// The ways a datagram's framing can be broken, as each decoder's error type spells them.
@@ -84,7 +84,7 @@ extension NetlinkHeader {
 extension NetlinkDecodingError: NetlinkFramingError {}
 
 /// One rtnetlink message, decoded into the Model's terms.
-public enum RoutingMessage: Hashable, Sendable {
+package enum RoutingMessage: Hashable, Sendable {
     case link(Link)
     case linkRemoved(Link)
     case address(Address)
@@ -111,13 +111,13 @@ public enum RoutingMessage: Hashable, Sendable {
     case ignored(type: UInt16)
 }
 
-public struct DecodedMessage: Hashable, Sendable {
-    public var header: NetlinkHeader
-    public var message: RoutingMessage
+package struct DecodedMessage: Hashable, Sendable {
+    package var header: NetlinkHeader
+    package var message: RoutingMessage
 }
 
 /// What was wrong with bytes that claimed to be netlink. Each names where and what.
-public enum NetlinkDecodingError: Error, Hashable, Sendable, CustomStringConvertible {
+package enum NetlinkDecodingError: Error, Hashable, Sendable, CustomStringConvertible {
     /// Fewer bytes than a `nlmsghdr` at `offset`.
     case truncatedHeader(offset: Int, available: Int)
     /// `nlmsg_len` smaller than the header or larger than what is left.
@@ -133,7 +133,7 @@ public enum NetlinkDecodingError: Error, Hashable, Sendable, CustomStringConvert
     /// A neighbour discovery option (in RTM_NEWNDUSEROPT) of length 0 or running past its message.
     case invalidOption(messageType: UInt16, option: UInt8, declared: Int, available: Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .truncatedHeader(offset, available):
             "truncated netlink header at offset \(offset): \(available) bytes left, 16 needed"

@@ -159,4 +159,4 @@ struct NetlinkSocket: ~Copyable {
 }
 
 /// Whether `fd` may be handed over as a monitor socket: an rtnetlink (NETLINK_ROUTE) socket.
-public func isRouteNetlinkSocket(_ fd: Int32) -> Bool { NetlinkSocket.isRoute(fd) }
+package func isRouteNetlinkSocket(_ fd: Int32) -> Bool { NetlinkSocket.isRoute(fd) }

@@ -52,7 +52,7 @@ enum SockDiag {
 }
 
 /// One message of a sock_diag dump.
-public enum SocketDiagMessage: Hashable, Sendable {
+package enum SocketDiagMessage: Hashable, Sendable {
     /// A socket (SOCK_DIAG_BY_FAMILY) of an IPv4 or IPv6 dump.
     case socket(TCPSocketSample)
     /// NLMSG_DONE: the end of the dump.
@@ -63,13 +63,13 @@ public enum SocketDiagMessage: Hashable, Sendable {
     case ignored(type: UInt16)
 }
 
-public struct SocketDiagDecoded: Hashable, Sendable {
-    public var header: NetlinkHeader
-    public var message: SocketDiagMessage
+package struct SocketDiagDecoded: Hashable, Sendable {
+    package var header: NetlinkHeader
+    package var message: SocketDiagMessage
 }
 
 /// What was wrong with bytes that claimed to be a sock_diag answer. Each names where and what.
-public enum SocketDiagDecodingError: NetlinkFramingError, Hashable, Sendable, CustomStringConvertible {
+package enum SocketDiagDecodingError: NetlinkFramingError, Hashable, Sendable, CustomStringConvertible {
     /// Fewer bytes than a `nlmsghdr` at `offset`.
     case truncatedHeader(offset: Int, available: Int)
     /// `nlmsg_len` smaller than the header or larger than what is left.
@@ -83,7 +83,7 @@ public enum SocketDiagDecodingError: NetlinkFramingError, Hashable, Sendable, Cu
     /// INET_DIAG_INFO shorter than the fields read from `struct tcp_info`.
     case truncatedTCPInfo(length: Int, needed: Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .truncatedHeader(offset, available):
             "sock_diag: truncated netlink header at offset \(offset): \(available) bytes left, 16 needed"
@@ -103,15 +103,15 @@ public enum SocketDiagDecodingError: NetlinkFramingError, Hashable, Sendable, Cu
 
 /// Decodes datagrams read from a NETLINK_SOCK_DIAG socket. Pure and bounds-checked: a truncated
 /// or lying length yields a `SocketDiagDecodingError`, never a trap or a read out of bounds.
-public enum SocketDiagDecoder {
+package enum SocketDiagDecoder {
     /// The messages of one datagram and the errors met on the way. A message whose own content
     /// is bad is skipped and reported; bad framing ends the datagram.
-    public struct Batch: Sendable {
-        public var messages: [SocketDiagDecoded] = []
-        public var errors: [SocketDiagDecodingError] = []
+    package struct Batch: Sendable {
+        package var messages: [SocketDiagDecoded] = []
+        package var errors: [SocketDiagDecodingError] = []
     }
 
-    public static func decode(_ datagram: UnsafeRawBufferPointer) -> Batch {
+    package static func decode(_ datagram: UnsafeRawBufferPointer) -> Batch {
         var batch = Batch()
         decode(datagram) { header, result in
             switch result {
@@ -122,7 +122,7 @@ public enum SocketDiagDecoder {
         return batch
     }
 
-    public static func decode(_ datagram: [UInt8]) -> Batch {
+    package static func decode(_ datagram: [UInt8]) -> Batch {
         datagram.withUnsafeBytes { decode($0) }
     }
 

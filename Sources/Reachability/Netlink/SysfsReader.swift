@@ -8,11 +8,11 @@ import Musl
 ///
 /// Never throws: sysfs entries come and go with the device (a link can vanish between the netlink
 /// message and this read), so a missing or unreadable entry is just an unknown fact.
-public struct SysfsReader: Sendable {
+package struct SysfsReader: Sendable {
     /// Where sysfs is mounted; tests point this at a fake tree.
-    public var root: String
+    package var root: String
 
-    public init(root: String = "/sys") {
+    package init(root: String = "/sys") {
         self.root = root
     }
 
@@ -25,7 +25,7 @@ public struct SysfsReader: Sendable {
     /// Facts for interface `name`. A name the kernel could not have given (empty, longer than 15 bytes,
     /// containing "/" or NUL, "." or "..") yields empty facts, so a hostile name cannot reach outside
     /// `ROOT/class/net`.
-    public func deviceFacts(forInterface name: String) -> DeviceFacts {
+    package func deviceFacts(forInterface name: String) -> DeviceFacts {
         guard Self.isPlausibleInterfaceName(name) else { return DeviceFacts() }
         let directory = root + "/class/net/" + name
         return DeviceFacts(

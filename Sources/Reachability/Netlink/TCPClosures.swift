@@ -11,7 +11,7 @@ import Glibc
 /// Any user may join these groups (sock_diag lets unprivileged sockets receive; checked on Linux
 /// 6.x), so reachd needs no capability for them. A destroy event names no owner: the kernel fills
 /// `idiag_uid` with 0 whoever owned the socket, so samples come with `owner` nil.
-public struct TCPClosures: ~Copyable {
+package struct TCPClosures: ~Copyable {
     private let socket: NetlinkSocket
     private var buffer: [UInt8]
 
@@ -21,7 +21,7 @@ public struct TCPClosures: ~Copyable {
     /// slices, never in one burst on the loop (the descriptor stays readable for the rest).
     static let datagramsPerRead = 32
 
-    public init(namespacePath: String? = nil) throws(SystemError) {
+    package init(namespacePath: String? = nil) throws(SystemError) {
         let socket = try NetlinkSocket(nonBlocking: true, namespacePath: namespacePath, sockDiag: true)
         try socket.join(groups: Self.groups)
         // One destroy message is about 400 bytes; a burst of closes between two reads fits.
@@ -31,10 +31,10 @@ public struct TCPClosures: ~Copyable {
     }
 
     /// The descriptor to watch for readability. Owned here: never close it.
-    public var fileDescriptor: Int32 { socket.fd }
+    package var fileDescriptor: Int32 { socket.fd }
 
     /// The sockets closed since the last call (up to `datagramsPerRead` datagrams of them).
-    public mutating func readable() -> [TCPSocketSample] {
+    package mutating func readable() -> [TCPSocketSample] {
         var closed: [TCPSocketSample] = []
         for _ in 0..<Self.datagramsPerRead {
             let reception: NetlinkSocket.Reception
@@ -66,7 +66,7 @@ public struct TCPClosures: ~Copyable {
 /// starts talking after a pause resolves or re-confirms its gateway (ARP, ND), and the kernel
 /// says so. Stall detection listens only while it has no TCP traffic to poll, so an idle host
 /// has no timer and still judges new traffic within seconds of its start.
-public struct NeighbourActivity: ~Copyable {
+package struct NeighbourActivity: ~Copyable {
     private let socket: NetlinkSocket
     private var buffer = [UInt8](repeating: 0, count: 16 << 10)
     private var listening = false
@@ -74,14 +74,14 @@ public struct NeighbourActivity: ~Copyable {
     /// RTNLGRP_NEIGH.
     static let group: Int32 = 3
 
-    public init(namespacePath: String? = nil) throws(SystemError) {
+    package init(namespacePath: String? = nil) throws(SystemError) {
         socket = try NetlinkSocket(nonBlocking: true, namespacePath: namespacePath)
     }
 
-    public var fileDescriptor: Int32 { socket.fd }
+    package var fileDescriptor: Int32 { socket.fd }
 
     /// Joins or leaves the group; what was queued before leaving is dropped.
-    public mutating func listen(_ on: Bool) {
+    package mutating func listen(_ on: Bool) {
         guard on != listening else { return }
         listening = on
         _ = socket.setOption(level: SOL_NETLINK, name: on ? NETLINK_ADD_MEMBERSHIP : NETLINK_DROP_MEMBERSHIP, value: Self.group)
@@ -89,7 +89,7 @@ public struct NeighbourActivity: ~Copyable {
     }
 
     /// Reads everything queued; whether any neighbour changed while listening.
-    public mutating func drain() -> Bool {
+    package mutating func drain() -> Bool {
         var seen = false
         // Bounded: an error that repeats (none should) cannot hold the loop.
         for _ in 0..<1024 {

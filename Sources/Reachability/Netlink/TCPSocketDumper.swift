@@ -5,7 +5,7 @@ import Glibc
 
 /// Why a poll of the host's TCP sockets failed. The poll is lost, nothing else: the next one
 /// starts afresh.
-public enum SocketDiagError: Error, Hashable, Sendable, CustomStringConvertible {
+package enum SocketDiagError: Error, Hashable, Sendable, CustomStringConvertible {
     case system(SystemError)
     /// The kernel's answer did not decode.
     case decoding(SocketDiagDecodingError)
@@ -17,7 +17,7 @@ public enum SocketDiagError: Error, Hashable, Sendable, CustomStringConvertible 
     /// `dump(timeout:)` gave up before NLMSG_DONE.
     case timedOut
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .system(let error): "\(error)"
         case .decoding(let error): "\(error)"
@@ -34,9 +34,9 @@ public enum SocketDiagError: Error, Hashable, Sendable, CustomStringConvertible 
 ///
 /// The two families are two dumps, one after the other, on one socket: the kernel runs one dump
 /// per socket at a time (a second request while one runs fails with EBUSY).
-public struct TCPSocketDumper: ~Copyable {
+package struct TCPSocketDumper: ~Copyable {
     /// How the sockets are asked for.
-    public enum Request: Sendable {
+    package enum Request: Sendable {
         /// `inet_diag_req_v2` (SOCK_DIAG_BY_FAMILY), AF_INET then AF_INET6: two dumps.
         case perFamily
         /// TCPDIAG_GETSOCK, inet_diag's original request: one dump of both families, one walk of
@@ -44,7 +44,7 @@ public struct TCPSocketDumper: ~Copyable {
         case bothFamilies
     }
 
-    public let request: Request
+    package let request: Request
     private let socket: NetlinkSocket
     private var buffer: [UInt8]
     private var sequence: UInt32 = 0
@@ -53,7 +53,7 @@ public struct TCPSocketDumper: ~Copyable {
     private var collected: [TCPSocketSample] = []
 
     /// Opens the sock_diag socket, in the network namespace at `namespacePath` when given.
-    public init(namespacePath: String? = nil, request: Request = .perFamily) throws(SystemError) {
+    package init(namespacePath: String? = nil, request: Request = .perFamily) throws(SystemError) {
         self.request = request
         socket = try NetlinkSocket(nonBlocking: true, namespacePath: namespacePath, sockDiag: true)
         // Dump datagrams are at most 32 KiB (the kernel's cap on one dump skb); twice that leaves
@@ -62,14 +62,14 @@ public struct TCPSocketDumper: ~Copyable {
     }
 
     /// The descriptor to watch for readability. Owned by the dumper: never close it.
-    public var fileDescriptor: Int32 { socket.fd }
+    package var fileDescriptor: Int32 { socket.fd }
 
     /// Whether a dump is under way (`start()` was called and the samples not yet returned).
-    public var isDumping: Bool { family != nil }
+    package var isDumping: Bool { family != nil }
 
     /// Starts a poll: sends the IPv4 dump request. A dump still under way is abandoned: what is
     /// queued of it is read and dropped first (the kernel finishes a dump only as it is read).
-    public mutating func start() throws(SocketDiagError) {
+    package mutating func start() throws(SocketDiagError) {
         if family != nil { drain() }
         collected.removeAll(keepingCapacity: true)
         try send(first: true)
@@ -78,7 +78,7 @@ public struct TCPSocketDumper: ~Copyable {
     /// Reads everything readable now. Returns the samples of both families when the IPv6 dump's
     /// NLMSG_DONE arrived, nil while more is to come (or no dump is under way). On an error the
     /// dump is abandoned; the next `start()` begins afresh.
-    public mutating func readable() throws(SocketDiagError) -> [TCPSocketSample]? {
+    package mutating func readable() throws(SocketDiagError) -> [TCPSocketSample]? {
         guard family != nil else {
             drain()
             return nil
@@ -106,7 +106,7 @@ public struct TCPSocketDumper: ~Copyable {
 
     /// Convenience for tests, benchmarks and one-shot tools (never for an event loop): starts a
     /// poll and waits in poll(2) until it completes or `timeout` passes.
-    public mutating func dump(timeout: Duration = .seconds(5)) throws(SocketDiagError) -> [TCPSocketSample] {
+    package mutating func dump(timeout: Duration = .seconds(5)) throws(SocketDiagError) -> [TCPSocketSample] {
         try start()
         let deadline = ContinuousClock.now + timeout
         while true {

@@ -11,13 +11,13 @@
 /// around the point. Values are exact to the nanosecond; finer fractions are truncated. Zero is
 /// accepted; the largest value is `DurationText.maximum` (24 hours), so a typo such as `3000m`
 /// cannot turn a timeout into days.
-public enum DurationText {
+package enum DurationText {
     /// The largest duration accepted: 24 hours.
-    public static let maximum: Duration = .seconds(24 * 60 * 60)
+    package static let maximum: Duration = .seconds(24 * 60 * 60)
 
     /// The accepted forms, as error messages and help texts name them: the commonest, not every
     /// unit name (the grammar above has them). The stall tests spell this text out, so it stays.
-    public static let acceptedForms = "a number with a unit ms, s or m (500ms, 2s, 1.5s, 1m) or a bare number of seconds"
+    package static let acceptedForms = "a number with a unit ms, s or m (500ms, 2s, 1.5s, 1m) or a bare number of seconds"
 
     /// The units and their length in nanoseconds, under every name systemd gives them.
     static let units: [String: UInt64] = {
@@ -37,7 +37,7 @@ public enum DurationText {
     }()
 
     /// Parses `text`; throws a `DurationParseError` naming the text and the accepted forms.
-    public static func parse(_ text: String) throws(DurationParseError) -> Duration {
+    package static func parse(_ text: String) throws(DurationParseError) -> Duration {
         let bytes = Array(text.utf8)
         let limit = UInt128(maximum.attoseconds / 1_000_000_000)
         func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
@@ -107,7 +107,7 @@ public enum DurationText {
     /// The shortest text `parse` reads back as the same value (to the nanosecond): whole minutes as
     /// `1m`, from one second up in seconds (`2s`, `1.5s`, `90s`), below a second in milliseconds
     /// (`500ms`, `0.25ms`). Negative durations get a leading `-` (which `parse` rejects).
-    public static func format(_ duration: Duration) -> String {
+    package static func format(_ duration: Duration) -> String {
         // The whole value in attoseconds, truncated to nanoseconds. Not `components`: it traps for
         // a duration whose seconds do not fit an Int64 (`.seconds(Int64.max) * 2` is a valid Duration).
         let total = duration.attoseconds / 1_000_000_000
@@ -136,8 +136,8 @@ public enum DurationText {
 
 /// A duration that `DurationText.parse` rejected. The description names the offending text,
 /// what is wrong with it and the forms that are accepted, ready to show to a user.
-public struct DurationParseError: Error, CustomStringConvertible, Equatable, Sendable {
-    public enum Problem: Sendable, Hashable {
+package struct DurationParseError: Error, CustomStringConvertible, Equatable, Sendable {
+    package enum Problem: Sendable, Hashable {
         /// Nothing was given.
         case empty
         /// A leading minus sign.
@@ -149,15 +149,15 @@ public struct DurationParseError: Error, CustomStringConvertible, Equatable, Sen
     }
 
     /// The text as given.
-    public var text: String
-    public var problem: Problem
+    package var text: String
+    package var problem: Problem
 
-    public init(text: String, problem: Problem) {
+    package init(text: String, problem: Problem) {
         self.text = text
         self.problem = problem
     }
 
-    public var description: String {
+    package var description: String {
         let why: String
         switch problem {
         case .empty: why = "it is empty"

@@ -4,7 +4,7 @@
 ///
 /// Numbers are integers only (reachd publishes no fractions); `int` and `uint` together cover
 /// every Int32 index and UInt64 generation without loss.
-public enum JSONValue: Sendable {
+package enum JSONValue: Sendable {
     case null
     case bool(Bool)
     case int(Int64)
@@ -20,7 +20,7 @@ public enum JSONValue: Sendable {
 extension JSONValue: Hashable {
     /// Structural equality. Objects compare member by member, in order; `int(5)` equals
     /// `uint(5)` because both serialize to `5`.
-    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+    package static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): return true
         case (.bool(let a), .bool(let b)): return a == b
@@ -34,7 +34,7 @@ extension JSONValue: Hashable {
         }
     }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         switch self {
         case .null:
             hasher.combine(0)
@@ -75,13 +75,13 @@ extension JSONValue: Hashable {
 extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
     ExpressibleByStringLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
 {
-    public init(nilLiteral: ()) { self = .null }
-    public init(booleanLiteral value: Bool) { self = .bool(value) }
-    public init(integerLiteral value: Int64) { self = .int(value) }
-    public init(stringLiteral value: String) { self = .string(value) }
-    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    package init(nilLiteral: ()) { self = .null }
+    package init(booleanLiteral value: Bool) { self = .bool(value) }
+    package init(integerLiteral value: Int64) { self = .int(value) }
+    package init(stringLiteral value: String) { self = .string(value) }
+    package init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
     /// Dictionary literals keep their written order, like every JSONValue object.
-    public init(dictionaryLiteral elements: (String, JSONValue)...) { self = .object(elements) }
+    package init(dictionaryLiteral elements: (String, JSONValue)...) { self = .object(elements) }
 }
 
 // MARK: - Serialization
@@ -91,7 +91,7 @@ extension JSONValue {
     ///
     /// Strings escape `"` and `\`, and write every control character (U+0000-U+001F, DEL and
     /// U+0080-U+009F) as `\u00XX`; all other characters, including non-ASCII, pass through as UTF-8.
-    public func serialized() -> String {
+    package func serialized() -> String {
         var out: [UInt8] = []
         out.reserveCapacity(256)
         write(to: &out)
@@ -167,5 +167,5 @@ extension JSONValue {
 }
 
 extension JSONValue: CustomStringConvertible {
-    public var description: String { serialized() }
+    package var description: String { serialized() }
 }

@@ -4,42 +4,42 @@
 /// behind the latter one device's `DeviceType` and `Metered`. Pure, so every rule is tested
 /// without a bus; the numbers are NetworkManager's (nm-dbus-interface.h: NMState,
 /// NMConnectivityState, NMMetered, NMDeviceType).
-public struct NetworkManagerValues: Hashable, Sendable {
+package struct NetworkManagerValues: Hashable, Sendable {
     /// NMState: 70 CONNECTED_GLOBAL only when online (GLib and Qt both call that "online"), 50
     /// CONNECTED_LOCAL when some link is ready but the internet path is not, 20 DISCONNECTED
     /// otherwise; 60 CONNECTED_SITE when the opt-in probe found a portal, an error answer or none.
-    public var state: UInt32
+    package var state: UInt32
     /// NMConnectivityState: 4 FULL when online, else 1 NONE. Without a probe NetworkManager does
     /// the same: full when a default route through a ready link exists. With reachd's probe on,
     /// its verdict: 2 PORTAL, 3 LIMITED, 1 NONE.
-    public var connectivity: UInt32
+    package var connectivity: UInt32
     /// NMMetered of the device `PrimaryConnection` leads to; 0 UNKNOWN when there is none.
-    public var metered: UInt32
+    package var metered: UInt32
     /// The device behind `PrimaryConnection`; nil for "/" (not online).
-    public var primaryDevice: Device?
+    package var primaryDevice: Device?
 
     /// One link as NetworkManager's Device object shows it.
-    public struct Device: Hashable, Sendable {
-        public var index: Int32
-        public var name: String
-        public var deviceType: UInt32
-        public var metered: UInt32
+    package struct Device: Hashable, Sendable {
+        package var index: Int32
+        package var name: String
+        package var deviceType: UInt32
+        package var metered: UInt32
     }
 
-    public static let stateDisconnected: UInt32 = 20
-    public static let stateConnectedLocal: UInt32 = 50
-    public static let stateConnectedGlobal: UInt32 = 70
-    public static let stateConnectedSite: UInt32 = 60
-    public static let connectivityNone: UInt32 = 1
-    public static let connectivityPortal: UInt32 = 2
-    public static let connectivityLimited: UInt32 = 3
-    public static let connectivityFull: UInt32 = 4
-    public static let meteredUnknown: UInt32 = 0
-    public static let meteredYes: UInt32 = 1
-    public static let meteredGuessYes: UInt32 = 3
-    public static let meteredGuessNo: UInt32 = 4
+    package static let stateDisconnected: UInt32 = 20
+    package static let stateConnectedLocal: UInt32 = 50
+    package static let stateConnectedGlobal: UInt32 = 70
+    package static let stateConnectedSite: UInt32 = 60
+    package static let connectivityNone: UInt32 = 1
+    package static let connectivityPortal: UInt32 = 2
+    package static let connectivityLimited: UInt32 = 3
+    package static let connectivityFull: UInt32 = 4
+    package static let meteredUnknown: UInt32 = 0
+    package static let meteredYes: UInt32 = 1
+    package static let meteredGuessYes: UInt32 = 3
+    package static let meteredGuessNo: UInt32 = 4
 
-    public init(host: HostStatus, interfaces: [InterfaceStatus]) {
+    package init(host: HostStatus, interfaces: [InterfaceStatus]) {
         switch host.state {
         case .online where [.portal, .limited, .none].contains(host.connectivity.verdict):
             // The probe ([Connectivity]) says the route does not reach the internet: NetworkManager's
@@ -81,7 +81,7 @@ public struct NetworkManagerValues: Hashable, Sendable {
 
     /// NMDeviceType: 1 ETHERNET, 2 WIFI, 8 MODEM (what Qt maps to Ethernet, WiFi, Cellular), 13
     /// BRIDGE, 16 TUN (a VPN's tunnel), 20 VETH, 32 LOOPBACK, 14 GENERIC for the rest.
-    public static func deviceType(_ kind: InterfaceKind) -> UInt32 {
+    package static func deviceType(_ kind: InterfaceKind) -> UInt32 {
         switch kind {
         case .wired: 1
         case .wifi: 2
@@ -98,7 +98,7 @@ public struct NetworkManagerValues: Hashable, Sendable {
     /// modems), and so are a phone's tether and an iPhone hotspot (reachd's guesses,
     /// `ExpensiveReason`); a link configured as metered is metered (1 YES), any other is not by
     /// guess (4 GUESS_NO: nobody said so). GLib and Qt read 1 and 3 as metered.
-    public static func metered(_ flags: ReachabilityFlags, kind: InterfaceKind?, reason: ExpensiveReason? = nil) -> UInt32 {
+    package static func metered(_ flags: ReachabilityFlags, kind: InterfaceKind?, reason: ExpensiveReason? = nil) -> UInt32 {
         guard flags.contains(.isExpensive) else { return meteredGuessNo }
         if reason == .tether || reason == .hotspot { return meteredGuessYes }
         return kind == .cellular || (kind == nil && flags.contains(.isWWAN)) ? meteredGuessYes : meteredYes

@@ -2,7 +2,7 @@
 /// whether reachd or the library in-process derived it.
 extension Path.Restriction {
     /// `kind wifi, not cellular|vpn`; `any kind` unrestricted.
-    public var text: String {
+    package var text: String {
         var parts: [String] = []
         if let required = requiredInterfaceType { parts.append("kind \(required.rawValue)") }
         if !prohibitedInterfaceTypes.isEmpty { parts.append("not " + prohibitedInOrder.map(\.rawValue).joined(separator: "|")) }
@@ -13,7 +13,7 @@ extension Path.Restriction {
 /// One line: `kind wifi: satisfied via pw0 (wifi), IPv4 via 198.51.100.1`, or
 /// `kind wifi: unsatisfied (local): linkDown`; `style.verbose` adds Apple's flags after the
 /// interfaces or the state (`[reachable|isWiFi]`, `[none]`), `style.colour` paints the status.
-public func renderPath(_ path: Path, _ restriction: Path.Restriction, style: TextStyle = .plain) -> String {
+package func renderPath(_ path: Path, _ restriction: Path.Restriction, style: TextStyle = .plain) -> String {
     let tone: TextStyle.Tone = path.status == .satisfied ? .good : .bad
     var line = "\(restriction.text): \(style.paint(path.status.rawValue, tone))"
     guard path.status == .satisfied else {
@@ -34,7 +34,7 @@ public func renderPath(_ path: Path, _ restriction: Path.Restriction, style: Tex
 extension Path {
     /// The path's JSON, the WatchPath object's properties in lowerCamelCase (the restriction as
     /// `requiredKind` and `prohibitedKinds`).
-    public func json(_ restriction: Restriction) -> JSONValue {
+    package func json(_ restriction: Restriction) -> JSONValue {
         .object([
             ("status", .string(status.rawValue)),
             ("state", .string(state.rawValue)),

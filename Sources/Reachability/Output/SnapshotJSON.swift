@@ -3,14 +3,14 @@
 
 extension ReachabilityFlags {
     /// The set flags' names, in documented order: `["reachable", "isDirect", "isWiFi"]`.
-    public var json: JSONValue { .array(names.map(JSONValue.string)) }
+    package var json: JSONValue { .array(names.map(JSONValue.string)) }
 }
 
 extension InterfaceStatus {
     /// `{"index":3,"name":"wlan0","kind":"wifi","flags":["reachable","isWiFi"],"addresses":["192.0.2.5/24"],"stalled":false,"expensiveReason":""}`
     /// (`stalled`: the link's own TCP traffic stopped flowing; the `stalled` flag too;
     /// `expensiveReason`: why `isExpensive` is among its flags, or empty).
-    public var json: JSONValue {
+    package var json: JSONValue {
         .object([
             ("index", .int(Int64(index))),
             ("name", .string(name)),
@@ -62,7 +62,7 @@ extension HostStatus {
 extension ReachabilitySnapshot {
     /// `{"flags":[...],"state":"online","primaryInterface":"wlan0","availableInterfaces":[...],
     /// "generation":7,"interfaces":[...]}`
-    public var json: JSONValue {
+    package var json: JSONValue {
         .object(
             host.jsonMembers + [
                 ("generation", .uint(generation)),
@@ -74,7 +74,7 @@ extension ReachabilitySnapshot {
 extension ReachabilityChange {
     /// The host members and `generation` as in a snapshot, then `changedInterfaces` (full interface
     /// objects) and `removedInterfaces` (names only).
-    public var json: JSONValue {
+    package var json: JSONValue {
         .object(
             host.jsonMembers + [
                 ("generation", .uint(generation)),
@@ -88,7 +88,7 @@ extension StallEvidence {
     /// `{"sockets":14,"socketsFailing":9,"owners":1,"secondsWaiting":12,"secondsSinceReceive":12,
     /// "dnsTimeouts":0}`: the figures behind `stalled` (`reachctl status --verbose --json`, as
     /// `stallEvidence`); `secondsSinceReceive` is null when no judged socket ever received.
-    public var json: JSONValue {
+    package var json: JSONValue {
         .object([
             ("sockets", .int(Int64(socketsJudged))),
             ("socketsFailing", .int(Int64(socketsFailing))),
@@ -103,7 +103,7 @@ extension StallEvidence {
 extension ConnectivityStatus {
     /// `{"connectivity":"portal","portal":"http://login.example/","detail":"HTTP 302"}`: the
     /// Validate reply in lowerCamelCase (`reachctl check --validate --json`).
-    public var json: JSONValue {
+    package var json: JSONValue {
         .object([("connectivity", .string(verdict.rawValue)), ("portal", .string(portal)), ("detail", .string(detail))])
     }
 }
@@ -112,7 +112,7 @@ extension CheckResult {
     /// `{"target":"example.org","flags":[...],"interface":"wlan0","addresses":[...],"reason":"",...}`:
     /// the CheckAddress/CheckHost reply in lowerCamelCase. `reason` is "" when reachable, as on
     /// D-Bus; `gateway`, `source` and `message` appear only when known.
-    public var json: JSONValue {
+    package var json: JSONValue {
         var members: [(String, JSONValue)] = [
             ("target", .string(target)),
             ("flags", flags.json),

@@ -10,7 +10,7 @@
 ///
 /// `interfaces` supplies the primary link's kind; when the primary is not among them the kind is
 /// read from the host flags (`isWiFi` -> wifi, ...), and left out when they name none.
-public func renderSummary(_ host: HostStatus, interfaces: [InterfaceStatus] = [], stall: StallEvidence? = nil) -> String {
+package func renderSummary(_ host: HostStatus, interfaces: [InterfaceStatus] = [], stall: StallEvidence? = nil) -> String {
     guard !host.primaryInterface.isEmpty else { return host.state.rawValue + renderRadiosOff(host, interfaces, separator: ": ") }
     var via = host.primaryInterface
     if let kind = primaryKind(host, interfaces: interfaces) { via += " (\(kind.rawValue))" }
@@ -61,7 +61,7 @@ func renderStall(_ evidence: StallEvidence?) -> String {
 /// `Traffic: stalled; 14 sockets judged, 9 waiting in retransmission (1 owner) for 12 s,
 /// last receive 12 s ago, 0 DNS timeouts in a row` ("nothing ever received" when no judged
 /// socket received a segment).
-public func renderStallEvidence(stalled: Bool, _ evidence: StallEvidence?) -> String {
+package func renderStallEvidence(stalled: Bool, _ evidence: StallEvidence?) -> String {
     guard let evidence else { return "Traffic: " + (stalled ? "stalled" : "no evidence (no TCP traffic judged)") }
     let owners = evidence.owners == 1 ? "1 owner" : "\(evidence.owners) owners"
     let receipt = evidence.sinceReceive.map { "last receive \($0.components.seconds) s ago" } ?? "nothing ever received"
@@ -72,7 +72,7 @@ public func renderStallEvidence(stalled: Bool, _ evidence: StallEvidence?) -> St
 
 /// A probe's verdict for people (`reachctl check --validate`): `internet: full (HTTP 204)`,
 /// `internet: portal at http://login.example/ (HTTP 302)`; what the probe saw in parentheses.
-public func renderValidation(_ status: ConnectivityStatus) -> String {
+package func renderValidation(_ status: ConnectivityStatus) -> String {
     var line = "internet: " + status.verdict.rawValue
     if !status.portal.isEmpty { line += " at \(status.portal)" }
     if !status.detail.isEmpty { line += " (\(status.detail))" }
@@ -93,7 +93,7 @@ public func renderValidation(_ status: ConnectivityStatus) -> String {
 /// reached (SupportsDNS: its own line, so that it never reads as DNS through the gateway) and
 /// `Reason: R` (why the host is not online). `style.verbose` adds `Flags:` (Apple's names, after
 /// State) and `Generation:` (last); `style.colour` paints the state.
-public func renderStatus(_ snapshot: ReachabilitySnapshot, style: TextStyle = .plain) -> String {
+package func renderStatus(_ snapshot: ReachabilitySnapshot, style: TextStyle = .plain) -> String {
     let host = snapshot.host
     var lines = ["State: " + renderSummary(host, interfaces: snapshot.interfaces, stall: snapshot.stallEvidence, style: style)]
     if style.verbose { lines.append("Flags: " + renderFlags(host.flags)) }
@@ -133,7 +133,7 @@ func renderAvailable(_ names: [String], _ interfaces: [InterfaceStatus]) -> Stri
 /// cell, INDEX right-aligned. An interface with several addresses lists the first on its row
 /// and each further one on a continuation line under the ADDRESSES column; `-` stands for no
 /// addresses. No line has trailing spaces.
-public func renderInterfaces(_ snapshot: ReachabilitySnapshot, style: TextStyle = .plain, legend: Bool = true) -> String {
+package func renderInterfaces(_ snapshot: ReachabilitySnapshot, style: TextStyle = .plain, legend: Bool = true) -> String {
     renderInterfaceTable(snapshot.interfaces, style: style, legend: legend)
 }
 
@@ -141,7 +141,7 @@ public func renderInterfaces(_ snapshot: ReachabilitySnapshot, style: TextStyle 
 /// the header line (`--no-legend` drops it, as systemctl's does); `style.verbose` adds a FLAGS
 /// column with Apple's names (`none` for none); `style.colour` paints the states, which never
 /// moves a column: widths are measured on the words.
-public func renderInterfaceTable(_ interfaces: [InterfaceStatus], style: TextStyle = .plain, legend: Bool = true) -> String {
+package func renderInterfaceTable(_ interfaces: [InterfaceStatus], style: TextStyle = .plain, legend: Bool = true) -> String {
     var header = ["INDEX", "NAME", "KIND", "STATE"]
     if style.verbose { header.append("FLAGS") }
     let fixed = header.count
@@ -186,7 +186,7 @@ public func renderInterfaceTable(_ interfaces: [InterfaceStatus], style: TextSty
 /// interface (`none` when empty, as status prints them):
 /// `gen 8: online via eth0 (wired) [reachable|isWired]; eth1 (wired): not ready [connectionRequired|isWired]; usb0 (cellular): removed`.
 /// `known`: the interfaces seen so far, so the primary's kind is named even when it did not change.
-public func renderChange(_ change: ReachabilityChange, known: [InterfaceStatus] = [], style: TextStyle = .plain) -> String {
+package func renderChange(_ change: ReachabilityChange, known: [InterfaceStatus] = [], style: TextStyle = .plain) -> String {
     let interfaces = change.changedInterfaces + known.filter { old in !change.changedInterfaces.contains { $0.index == old.index } }
     var host = renderSummary(change.host, interfaces: interfaces, style: style)
     if style.verbose { host += " [\(renderFlags(change.host.flags))]" }
@@ -224,7 +224,7 @@ private func pad(_ text: String, to width: Int, right: Bool) -> String {
 ///
 /// `style.verbose` adds Apple's flags after the details (`[reachable|isWired]`); `style.colour`
 /// paints the verdict.
-public func renderCheck(_ result: CheckResult, style: TextStyle = .plain) -> String {
+package func renderCheck(_ result: CheckResult, style: TextStyle = .plain) -> String {
     let verdict = result.isReachable ? style.paint("reachable", .good) : style.paint("not reachable", .bad)
     var line = "\(result.target): \(verdict)"
     if !result.interface.isEmpty { line += " via \(result.interface)" }

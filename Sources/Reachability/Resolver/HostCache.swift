@@ -10,11 +10,11 @@
 ///
 /// Keys are compared without ASCII case (DNS names are case-insensitive); a trailing dot makes a
 /// different key, because it changes the lookup (no search list).
-public struct HostCache: Sendable {
-    public static let minimumTTL: Duration = .seconds(1)
-    public static let maximumTTL: Duration = .seconds(3600)
+package struct HostCache: Sendable {
+    package static let minimumTTL: Duration = .seconds(1)
+    package static let maximumTTL: Duration = .seconds(3600)
     /// The default lifetime of a negative answer (`[Checks] NegativeCacheTime=`).
-    public static let negativeTTL: Duration = .seconds(5)
+    package static let negativeTTL: Duration = .seconds(5)
 
     private struct Entry: Sendable {
         var outcome: HostResolver.Outcome
@@ -22,22 +22,22 @@ public struct HostCache: Sendable {
     }
 
     /// At most this many names are kept; storing past it evicts the entry that expires first.
-    public let capacity: Int
+    package let capacity: Int
     /// How long NXDOMAIN / no-data answers are kept; zero keeps none.
-    public let negativeLifetime: Duration
+    package let negativeLifetime: Duration
     private var entries: [String: Entry] = [:]
 
-    public init(capacity: Int = 4096, negativeLifetime: Duration = HostCache.negativeTTL) {
+    package init(capacity: Int = 4096, negativeLifetime: Duration = HostCache.negativeTTL) {
         precondition(capacity > 0, "a cache holds at least one entry")
         self.capacity = capacity
         self.negativeLifetime = negativeLifetime
     }
 
-    public var count: Int { entries.count }
+    package var count: Int { entries.count }
 
     /// The cached outcome for `name` if it is still fresh at `now`. A positive answer comes with
     /// the TTL that remains (rounded up to whole seconds), as a downstream cache would expect.
-    public mutating func lookup(_ name: String, now: ContinuousClock.Instant) -> HostResolver.Outcome? {
+    package mutating func lookup(_ name: String, now: ContinuousClock.Instant) -> HostResolver.Outcome? {
         let key = Self.key(name)
         guard let entry = entries[key] else { return nil }
         guard now < entry.expiry else {
@@ -51,7 +51,7 @@ public struct HostCache: Sendable {
     }
 
     /// Remembers `outcome` for `name` from `now`, if it is the kind of outcome that is cached.
-    public mutating func store(_ name: String, _ outcome: HostResolver.Outcome, now: ContinuousClock.Instant) {
+    package mutating func store(_ name: String, _ outcome: HostResolver.Outcome, now: ContinuousClock.Instant) {
         let lifetime: Duration
         switch outcome {
         case .resolved(let addresses, let ttl):
@@ -69,7 +69,7 @@ public struct HostCache: Sendable {
     }
 
     /// Forgets everything (e.g. when resolv.conf or the network changed).
-    public mutating func removeAll() {
+    package mutating func removeAll() {
         entries.removeAll()
     }
 

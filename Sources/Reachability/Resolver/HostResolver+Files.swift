@@ -2,21 +2,21 @@
 /// nameservers and settings of each lookup, and /etc/hosts.
 extension HostResolver {
     /// The resolv.conf this resolver reads.
-    public var resolvConfPath: String { files.resolvConfPath }
+    package var resolvConfPath: String { files.resolvConfPath }
 
     /// The system's resolv.conf, what c-ares reads by default.
-    public static let systemResolvConfPath = "/etc/resolv.conf"
+    package static let systemResolvConfPath = "/etc/resolv.conf"
 
     /// The nameservers a lookup started now would ask, in order, for the "can any nameserver be
     /// reached at all" pre-check: resolv.conf's (read once per version of the file), 127.0.0.1
     /// when it names none (as glibc and c-ares do), none when it was never read well.
-    public func nameservers() -> [IPAddress] {
+    package func nameservers() -> [IPAddress] {
         (try? lookupSettings().get())?.servers ?? []
     }
 
     /// What /etc/hosts says about `name`, without any query: for answering when no nameserver
     /// is reachable.
-    public func hostsFileAddresses(_ name: String) -> [IPAddress] {
+    package func hostsFileAddresses(_ name: String) -> [IPAddress] {
         files.hostsAddresses(name)
     }
 

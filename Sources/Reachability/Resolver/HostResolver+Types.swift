@@ -1,21 +1,21 @@
 /// The resolver's vocabulary (its options, outcomes and socket changes) and its one request type.
 extension HostResolver {
-    public struct Options: Sendable, Equatable {
+    package struct Options: Sendable, Equatable {
         /// Lookups running at once (one channel, one or two sockets each); more wait in line.
-        public var maxConcurrent = 64
+        package var maxConcurrent = 64
         /// The resolv.conf to read; nil for the system's. Read again for every lookup.
-        public var resolvConfPath: String? = nil
+        package var resolvConfPath: String? = nil
         /// How long callers that cache answers keep negative ones (`HostChecks` does).
-        public var negativeCacheTime: Duration = HostCache.negativeTTL
+        package var negativeCacheTime: Duration = HostCache.negativeTTL
 
-        public init(maxConcurrent: Int = 64, resolvConfPath: String? = nil, negativeCacheTime: Duration = HostCache.negativeTTL) {
+        package init(maxConcurrent: Int = 64, resolvConfPath: String? = nil, negativeCacheTime: Duration = HostCache.negativeTTL) {
             self.maxConcurrent = maxConcurrent
             self.resolvConfPath = resolvConfPath
             self.negativeCacheTime = negativeCacheTime
         }
     }
 
-    public enum Outcome: Equatable, Sendable {
+    package enum Outcome: Equatable, Sendable {
         /// A and AAAA answers together, IPv4 first; `ttl` is the smallest TTL in seconds (0 for
         /// /etc/hosts answers).
         case resolved([IPAddress], ttl: UInt32)
@@ -32,15 +32,15 @@ extension HostResolver {
     /// `renewed`: the number was closed at least once since the last report, so whatever the
     /// loop registered under it is gone (epoll forgets a closed file) and must be made anew,
     /// even if a socket with that number is open again now.
-    public struct SocketChange: Equatable, Sendable {
-        public var fd: Int32
-        public var readable: Bool
-        public var writable: Bool
-        public var renewed: Bool
-        public var isClosed: Bool { !readable && !writable }
+    package struct SocketChange: Equatable, Sendable {
+        package var fd: Int32
+        package var readable: Bool
+        package var writable: Bool
+        package var renewed: Bool
+        package var isClosed: Bool { !readable && !writable }
     }
 
-    public typealias RequestID = UInt64
+    package typealias RequestID = UInt64
 
     /// One lookup from `resolve` until its completion has run or it was cancelled.
     final class Request {
@@ -93,7 +93,7 @@ extension HostResolver {
 }
 
 /// Whose lookup it is: what the resolver's fair shares count (see `HostResolver.Shares`).
-public enum LookupOwner: Hashable, Sendable, CustomStringConvertible {
+package enum LookupOwner: Hashable, Sendable, CustomStringConvertible {
     /// The system: reachd's own work (the connectivity probe's name) and callers running as root.
     /// It may take every slot, the reserve included.
     case system
@@ -103,9 +103,9 @@ public enum LookupOwner: Hashable, Sendable, CustomStringConvertible {
     case shared
 
     /// A bus caller's owner by its Unix user: root is the system.
-    public init(uid: UInt32) { self = uid == 0 ? .system : .user(uid) }
+    package init(uid: UInt32) { self = uid == 0 ? .system : .user(uid) }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .system: "the system"
         case let .user(uid): "Unix user \(uid)"
@@ -152,7 +152,7 @@ struct WaitingLine {
 }
 
 /// The resolver could not be set up at all (c-ares failed to initialise).
-public struct ResolverError: Error, Hashable, Sendable, CustomStringConvertible {
-    public var message: String
-    public var description: String { message }
+package struct ResolverError: Error, Hashable, Sendable, CustomStringConvertible {
+    package var message: String
+    package var description: String { message }
 }

@@ -22,12 +22,12 @@ import Glibc
 /// each expiry O(log n), however many lookups wait. A waiting lookup whose deadline is closer than
 /// `minimumStartLead` when its turn comes is not started at all: it is answered `.timedOut` at
 /// its deadline without a query being sent.
-public final class HostResolver {
+package final class HostResolver {
     /// Called with each c-ares socket just before it is closed, from inside `process`,
     /// `processTimeouts`, `cancel` or teardown: the moment for a loop that registered the number
     /// (sd-event, epoll) to drop its registration. Later, the number may name another socket, and
     /// dropping a registration by number would take that one out of the loop.
-    public var socketWillClose: ((Int32) -> Void)?
+    package var socketWillClose: ((Int32) -> Void)?
 
     /// Rounds over the server list: with the first-try timeout a quarter of the time left, a
     /// second nameserver is still asked well before the deadline.
@@ -42,7 +42,7 @@ public final class HostResolver {
     /// are due, for lookups that could hardly finish: 50 ms is half the shortest try c-ares
     /// is given, and several round trips to a server on a slow path. Such a lookup is answered
     /// `.timedOut` at its own deadline, with no query sent.
-    public static let minimumStartLead: Duration = .milliseconds(50)
+    package static let minimumStartLead: Duration = .milliseconds(50)
 
     private let options: Options
     /// How the slots are shared: lookups of the system (reachd's own work, root) may take every
@@ -50,11 +50,11 @@ public final class HostResolver {
     /// always start at once), and no owner of them more than its share. So a user who leaves
     /// lookups behind on a server that never answers (every one running until its deadline, up
     /// to minutes) can neither blind the system nor another user.
-    public let slots: Quota
+    package let slots: Quota
     /// Lookups in a row that queried DNS and timed out (a lookup that never ran, parked past
     /// its deadline in line, does not count); any other outcome resets it. Stall evidence, as
     /// Android's consecutive DNS timeouts are.
-    public private(set) var consecutiveTimeouts = 0
+    package private(set) var consecutiveTimeouts = 0
     private var nextID: RequestID = 1
     /// Every request whose completion is still due (waiting, running, or finished and not yet
     /// delivered), by id: what `cancel` can reach.
@@ -84,7 +84,7 @@ public final class HostResolver {
 
     /// `files`: shared with whoever else reads resolv.conf (the core's nameserver fact), so that
     /// a fault is said once; by default the resolver reads `options.resolvConfPath` on its own.
-    public convenience init(options: Options = Options()) throws {
+    package convenience init(options: Options = Options()) throws {
         try self.init(options: options, files: ResolverFiles(resolvConfPath: options.resolvConfPath ?? Self.systemResolvConfPath))
     }
 
@@ -110,7 +110,7 @@ public final class HostResolver {
     /// (a few milliseconds late at most, when the loop honours `nextDeadline`). A name ending in
     /// a dot skips resolv.conf's search list.
     @discardableResult
-    public func resolve(
+    package func resolve(
         _ name: String, owner: LookupOwner = .system, deadline: ContinuousClock.Instant,
         completion: @escaping (Outcome) -> Void
     ) -> RequestID {
@@ -139,7 +139,7 @@ public final class HostResolver {
 
     /// Forgets a request: its completion will not run, and its sockets are closed now.
     /// Unknown or already completed ids are ignored.
-    public func cancel(_ id: RequestID) {
+    package func cancel(_ id: RequestID) {
         guard let request = requests.removeValue(forKey: id) else { return }
         switch request.phase {
         case .waiting:
@@ -165,7 +165,7 @@ public final class HostResolver {
 
     /// The sockets whose watch changed since the last call (opened, closed, renewed, or
     /// wanting other events), each once; clears the list. Cost: the number of changes.
-    public func takeSocketChanges() -> [SocketChange] {
+    package func takeSocketChanges() -> [SocketChange] {
         guard !changedSockets.isEmpty else { return [] }
         defer { changedSockets.removeAll(keepingCapacity: true) }
         return changedSockets.map { fd, renewed in
@@ -177,7 +177,7 @@ public final class HostResolver {
 
     /// When the loop must call `processTimeouts` at the latest: the earliest request deadline or
     /// c-ares retransmission timer; now when completions are ready to run; nil when idle.
-    public var nextDeadline: ContinuousClock.Instant? {
+    package var nextDeadline: ContinuousClock.Instant? {
         if !finished.isEmpty { return .now }
         deadlines.prune { _, request in request.isPending }
         timers.prune { instant, request in request.timerDue == instant && request.lookup != nil }
@@ -189,7 +189,7 @@ public final class HostResolver {
 
     /// Lets c-ares handle readiness of `fd` (one of `descriptors`), then runs the completions of
     /// whatever finished. Unknown descriptors (closed meanwhile) are ignored.
-    public func process(fd: Int32, readable: Bool, writable: Bool) {
+    package func process(fd: Int32, readable: Bool, writable: Bool) {
         if let request = owners[fd], let lookup = request.lookup {
             perform(on: request) { lookup.process(fd: fd, readable: readable, writable: writable) }
             startWaiting(now: .now)
@@ -200,7 +200,7 @@ public final class HostResolver {
     /// Times out overdue requests (running, waiting or parked), runs the c-ares retransmission
     /// timers that are due, starts waiting requests in freed slots, then runs the completions of
     /// what finished. Cost: O(log n) per deadline or timer that fell due.
-    public func processTimeouts() {
+    package func processTimeouts() {
         let now = ContinuousClock.now
         while let top = deadlines.first, top.instant <= now {
             deadlines.removeFirst()

@@ -6,37 +6,37 @@ import Glibc
 /// a path to read (it would fopen(3) a FIFO and block the loop, or read /dev/zero forever
 /// looking for the end of a line): the nameservers, the search list, `ndots` and `rotate`.
 /// `timeout:` and `attempts:` are not taken: every lookup's tries are fitted to its own deadline.
-public struct ResolverConfiguration: Equatable, Sendable {
+package struct ResolverConfiguration: Equatable, Sendable {
     /// Nameservers kept, in order: glibc's MAXNS. A program resolving through glibc asks the
     /// first 3 and never the rest, so a fourth cannot make its DNS work and reachd, judging DNS
     /// as those programs meet it, has no use for one. Each kept server is routed on every network
     /// change (supportsDNS): 10,000 lines made every kernel event cost ~42 ms, 8 still cost
     /// several times what 3 do. resolved rewrites its upstream list when a link's servers go.
-    public static let maximumNameservers = 3
+    package static let maximumNameservers = 3
     /// glibc's MAXDNSRCH: each domain is one more round of queries for a short name.
-    public static let maximumSearchDomains = 6
+    package static let maximumSearchDomains = 6
     /// glibc's cap on `ndots`.
     static let maximumNdots = 15
     /// A resolv.conf is a few hundred bytes; 64 KiB is far past any real one (resolved's own
     /// runs to a few KiB with long search lists), and read on the loop, it costs well under a
     /// millisecond. What is larger is no resolv.conf.
-    public static let fileLimit = 64 << 10
+    package static let fileLimit = 64 << 10
 
-    public var nameservers: [IPAddress] = []
+    package var nameservers: [IPAddress] = []
     /// `nameserver` lines past `maximumNameservers` (and unparsable ones), for the journal.
-    public var droppedNameservers = 0
-    public var searchDomains: [String] = []
-    public var ndots: Int32 = 1
-    public var rotate = false
+    package var droppedNameservers = 0
+    package var searchDomains: [String] = []
+    package var ndots: Int32 = 1
+    package var rotate = false
     /// The file has a `search` or `domain` line; without one, glibc and c-ares search the
     /// domain of the host's name (`searchList`).
-    public var namesSearchList = false
+    package var namesSearchList = false
 
-    public init() {}
+    package init() {}
 
     /// The domains a short name is tried in: the file's, or the host name's domain (what
     /// follows its first dot), as glibc and c-ares take it when the file names none.
-    public var searchList: [String] {
+    package var searchList: [String] {
         if namesSearchList { return searchDomains }
         var name = [CChar](repeating: 0, count: 256)
         guard gethostname(&name, name.count - 1) == 0 else { return [] }
@@ -47,7 +47,7 @@ public struct ResolverConfiguration: Equatable, Sendable {
 
     /// Parses resolv.conf(5) as glibc does: a keyword at the start of a line, `#` and `;`
     /// comments, the last `search` or `domain` line wins.
-    public init<Bytes: Collection>(parsing bytes: Bytes) where Bytes.Element == UInt8 {
+    package init<Bytes: Collection>(parsing bytes: Bytes) where Bytes.Element == UInt8 {
         for line in bytes.split(separator: UInt8(ascii: "\n")) {
             let words = line.split(whereSeparator: { $0 == 32 || $0 == 9 || $0 == 13 })
                 .prefix { $0.first != UInt8(ascii: "#") && $0.first != UInt8(ascii: ";") }

@@ -55,6 +55,16 @@ final class TestNamespace: @unchecked Sendable {
         sysfsRoot: String = "/nonexistent-sysfs", rules: [InterfaceRule] = [], receiveBufferBytes: Int32 = 8 << 20,
         resolvConf: String? = nil
     ) throws -> ReachabilityMonitor {
+        try ReachabilityMonitor(
+            configuration: configuration(sysfsRoot: sysfsRoot, rules: rules, receiveBufferBytes: receiveBufferBytes, resolvConf: resolvConf))
+    }
+
+    /// The settings of `monitor(...)`: for a library front end that makes its own monitor on this
+    /// namespace (`PathMonitor`'s in-process paths).
+    func configuration(
+        sysfsRoot: String = "/nonexistent-sysfs", rules: [InterfaceRule] = [], receiveBufferBytes: Int32 = 8 << 20,
+        resolvConf: String? = nil
+    ) -> CoreConfiguration {
         var configuration = CoreConfiguration()
         // No nameserver unless a test names one (the host's own would make supportsDNS its),
         // and then no inotify instance: a suite's dozens of monitors at once would use up root's.
@@ -64,7 +74,7 @@ final class TestNamespace: @unchecked Sendable {
         configuration.sysfsRoot = sysfsRoot
         configuration.rules = rules
         configuration.receiveBufferBytes = receiveBufferBytes
-        return try ReachabilityMonitor(configuration: configuration)
+        return configuration
     }
 }
 

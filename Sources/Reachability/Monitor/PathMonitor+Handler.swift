@@ -1,0 +1,89 @@
+import Dispatch
+import Synchronization
+
+/// NWPathMonitor's four members: a handler called on a queue with the current path, then with
+/// each change, from `start(queue:)` until `cancel()`. Code written for Network.framework ports
+/// by renaming `NWPathMonitor` to `PathMonitor` (and `NWPath` to `Path`).
+extension PathMonitor {
+    /// Called on the queue given to `start(queue:)` with the current path, then with each new
+    /// one. Read at each call: set it before `start(queue:)` to see the first path.
+    public var pathUpdateHandler: (@Sendable (Path) -> Void)? {
+        get { delivery.state.withLock { $0.handler } }
+        set { delivery.state.withLock { $0.handler = newValue } }
+    }
+
+    /// The queue given to `start(queue:)`; nil before.
+    public var queue: DispatchQueue? { delivery.state.withLock { $0.queue } }
+
+    /// Starts following the path; `pathUpdateHandler` is then called on `queue`. Never waits:
+    /// whether reachd answers is found out on a thread of the monitor's own, and in-process
+    /// monitors are made there. Once only: a second call, or one after `cancel()`, does nothing.
+    public func start(queue: DispatchQueue) {
+        let paths = self.paths
+        delivery.start(queue: queue) { [delivery] in
+            Task.detached {
+                for await path in paths { delivery.deliver(path) }
+            }
+        }
+    }
+
+    /// Stops following the path: the handler is called no more, not even for a path already on
+    /// its way to the queue. For good: the monitor cannot be started again. Idempotent.
+    public func cancel() { delivery.cancel() }
+
+    /// The path now. Once started, the last path delivered (never waits; unsatisfied until the
+    /// first arrives). Before `start(queue:)`, asked at once: a shared monitor's answer, else
+    /// reachd's (one call, bounded) or one derived in-process, which can take a moment.
+    public var currentPath: Path {
+        switch delivery.state.withLock({ $0.task == nil ? nil : $0.latest ?? Path(status: .unsatisfied) }) {
+        case let started?: started
+        case nil: pathNow()
+        }
+    }
+}
+
+/// What a started `PathMonitor` shares with the task that follows its paths: the handler, the
+/// queue, the last path. The task holds this, not the monitor, so releasing the monitor cancels it.
+final class PathDelivery: Sendable {
+    struct State {
+        var handler: (@Sendable (Path) -> Void)?
+        var queue: DispatchQueue?
+        /// The task following the paths, from `start(queue:)`.
+        var task: Task<Void, Never>?
+        var latest: Path?
+        var cancelled = false
+    }
+    let state = Mutex(State())
+
+    /// Runs `follow` (which starts the task) unless started or cancelled already.
+    func start(queue: DispatchQueue, follow: () -> Task<Void, Never>) {
+        state.withLock { state in
+            guard state.task == nil, !state.cancelled else { return }
+            state.queue = queue
+            state.task = follow()
+        }
+    }
+
+    /// A new path from the task: the latest, and the handler's on the queue.
+    func deliver(_ path: Path) {
+        let queue = state.withLock { state -> DispatchQueue? in
+            guard !state.cancelled else { return nil }
+            state.latest = path
+            return state.queue
+        }
+        queue?.async { [self] in
+            // Cancelled since it was queued: Apple's cancel() stops the calls, this one too.
+            guard let handler = state.withLock({ $0.cancelled ? nil : $0.handler }) else { return }
+            handler(path)
+        }
+    }
+
+    func cancel() {
+        let task = state.withLock { state -> Task<Void, Never>? in
+            state.cancelled = true
+            return state.task
+        }
+        // Ends the iteration, which lets go of its reachd connection or in-process monitor.
+        task?.cancel()
+    }
+}
