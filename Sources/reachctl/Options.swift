@@ -26,6 +26,7 @@ struct OutputOptions: ParsableArguments {
             if let value = getenv(name) { environment[name] = String(cString: value) }
         }
         let colour = TextStyle.wantsColour(refused: noColour, environment: environment, isTerminal: isatty(STDOUT_FILENO) == 1)
+        if colour { Terminal.passesColours = true }
         return TextStyle(colour: colour, verbose: verbose)
     }
 }

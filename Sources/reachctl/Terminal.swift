@@ -13,11 +13,13 @@ enum Terminal {
     /// Writes all of `text` to `fd`, retrying after EINTR and short writes. Other errors drop the
     /// rest: a closed pipe ends the process with SIGPIPE anyway. Control characters are written
     /// out (`\x1b`), lines and tabs kept: names and URIs from outside never drive the terminal
-    /// (JSON is unchanged: it has none). The colours `TextStyle` paints with pass: set and reset
-    /// of a foreground colour, nothing that moves the cursor or rewrites the screen, so a name
-    /// holding one can at worst colour itself. `raw`: machine text that must stay exact (metrics).
+    /// (JSON is unchanged: it has none). Only while colour is on (a terminal, no NO_COLOR), the
+    /// colours `TextStyle` paints with pass: set and reset of a foreground colour, nothing that
+    /// moves the cursor or rewrites the screen, so a name holding one can at worst colour itself
+    /// there; everywhere else (a pipe, a file, a log) every escape is written out.
+    /// `raw`: machine text that must stay exact (metrics).
     static func write(_ text: String, to fd: Int32, raw: Bool = false) {
-        let shown = raw ? text : escapingAllButColours(text)
+        let shown = raw ? text : passesColours ? escapingAllButColours(text) : text.escapingControlCharacters(keepingNewlines: true)
         var bytes = Array(shown.utf8)[...]
         while !bytes.isEmpty {
             let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
@@ -28,6 +30,9 @@ enum Terminal {
             bytes = bytes.dropFirst(written)
         }
     }
+
+    /// Colour is on for this process's output (set once, before anything is written).
+    nonisolated(unsafe) static var passesColours = false
 
     /// The SGR sequences `TextStyle.paint` writes.
     static let colours = ["\u{1B}[31m", "\u{1B}[32m", "\u{1B}[33m", "\u{1B}[0m"]
