@@ -95,6 +95,9 @@ extension NetworkState {
         } else if !hasSourceAddress(family: family, egress: entry, preferred: route.preferredSource) {
             result.flags.insert(.connectionRequired)
             result.reason = .noAddress
+        } else if gatewaysUnreachable(route) {
+            // The link is fine; the next hop is not: ARP/ND got no answer from any gateway.
+            result.reason = .gatewayUnreachable
         } else {
             result.flags.insert(.reachable)
             if isStalled(index) { result.flags.insert(.stalled) }

@@ -294,6 +294,12 @@ final class KernelMirror {
             keptLapsed.remove(route.key)
             events.append(.routeRemoved(route))
         case .ruleChanged: events.append(.rulesChanged)
+        // Every neighbour of every link comes; only a gateway's entry becomes a fact, so a
+        // busy LAN's ARP traffic costs a dictionary lookup, not a batch and its route lookups.
+        case let .neighbour(neighbour):
+            if state.isGateway(neighbour.address, on: neighbour.interfaceIndex) { events.append(.neighbour(neighbour)) }
+        case let .neighbourRemoved(neighbour):
+            if state.isGateway(neighbour.address, on: neighbour.interfaceIndex) { events.append(.neighbourRemoved(neighbour)) }
         case let .announcedPortal(portal): events.append(.announcedPortal(portal, received: .now))
         case let .nat64Prefix(announced): events.append(.nat64Prefix(announced, received: .now))
         case let .refusedAnnouncement(refusal):
