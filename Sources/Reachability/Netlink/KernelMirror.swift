@@ -270,6 +270,14 @@ final class KernelMirror {
         return state.evaluate(lookup: lookup(address, outputInterface: outputInterface, uid: uid), for: address, target: target)
     }
 
+    /// Explains the answer for `address` (nil: the host's, through the internet destinations)
+    /// as `uid`'s traffic is routed (nil: the system's, uid 0, as the host's answer is).
+    func explain(_ address: IPAddress?, outputInterface: Int32? = nil, uid: UInt32?, target: String) -> Explanation {
+        let destinations = address.map { [$0] } ?? Self.internetDestinations.map(\.address)
+        let lookups = destinations.map { ($0, lookup($0, outputInterface: outputInterface, uid: uid ?? 0)) }
+        return state.explain(target: target, lookups: lookups, uid: uid)
+    }
+
     private func lookup(_ address: IPAddress, outputInterface: Int32?, uid: UInt32?) -> RouteLookup {
         do {
             return try routes.lookup(address, outputInterface: outputInterface, uid: uid)
