@@ -174,7 +174,7 @@ extension NetworkState {
         let table = route.table == Route.mainTable ? "main" : route.table == 0 ? "" : "\(route.table)"
         if route.type.isBlocking {
             let how: String =
-                if case let .failed(errno) = chosen.lookup { "a rule or route of type \(Self.typeName(route.type)) refuses it (errno \(errno))" }
+                if case .failed = chosen.lookup { "a rule or route of type \(Self.typeName(route.type)) refuses it" }
                 else { "route \(route.destination) \(Self.typeName(route.type)) in table \(table)" }
             return .init(
                 name: .route, status: .broken, evidence: ["\(chosen.destination.family == .ipv4 ? "IPv4" : "IPv6") for \(whose): \(how)"],
