@@ -28,7 +28,7 @@ extension NetworkState {
                 layers: Explanation.LayerName.allCases.map { $0 == .route ? own : Explanation.Layer(name: $0, status: .ok, evidence: []) })
         }
         let layers = [
-            radioLayer(egress),
+            radioLayer(egress, carries: chosen?.evaluation.isReachable ?? false),
             linkLayer(egress),
             addressLayer(egress, chosen, now: now),
             gatewayLayer(egress, chosen),
@@ -48,7 +48,9 @@ extension NetworkState {
         var lookup: RouteLookup
     }
 
-    private func radioLayer(_ egress: LinkEntry?) -> Explanation.Layer {
+    /// `carries`: the path can carry traffic, so a block rfkill reports has not (yet) stopped
+    /// it: said, not judged broken (cfg80211 takes a blocked phy's links down at once).
+    private func radioLayer(_ egress: LinkEntry?, carries: Bool) -> Explanation.Layer {
         let radios = egress.map { [$0.link.index] } ?? Array(radioBlocks.keys)
         let off = radios.compactMap { index -> (String, RadioBlock)? in
             guard let entry = links[index], let block = radioBlocks[index], [.wifi, .cellular].contains(effectiveClassification(entry).kind)
@@ -59,10 +61,12 @@ extension NetworkState {
         guard !off.isEmpty, egress != nil || readyLinks.isEmpty else {
             return .init(name: .radio, status: .ok, evidence: [egress.map { "\($0.link.name): no radio switched off" } ?? "no radio switched off"])
         }
+        let facts = off.map { "\($0.0): radio switched off (rfkill \($0.1.contains(.hard) ? "hard" : "soft") block)" }
+        if carries { return .init(name: .radio, status: .ok, evidence: facts.map { $0 + ", yet the link carries traffic" }) }
         let hard = off.contains { $0.1.contains(.hard) }
         return .init(
             name: .radio, status: .broken,
-            evidence: off.map { "\($0.0): radio switched off (rfkill \($0.1.contains(.hard) ? "hard" : "soft") block)" },
+            evidence: facts,
             fix: hard
                 ? "switch the radio on with its hardware switch or key (a hard block: software cannot)"
                 : "switch the radio on: rfkill unblock all, or leave airplane mode")
