@@ -179,6 +179,41 @@ struct WhyDaemonTests {
         #expect(answers.allSatisfy { ($0.layer("link")["fix"] as? String)?.contains("dormant") == true }, "\(answers.map(\.json))")
     }
 
+    @Test func aDeadNameserver_isTheDNSLayer_forAHostName_andForTheHostOnceLookupsKeepTimingOut() async throws {
+        let scenario = try Scenario()
+        try scenario.ns.waitForCarrier("up0")
+        // The gateway's address swallows DNS queries: routable, never answering.
+        let hole = try DNSBlackHole(in: scenario.far, address: "192.0.2.1")
+        let directory = try makeScratchDirectory("reachd-why-dns")
+        let resolvConf = directory + "/resolv.conf"
+        try "nameserver 192.0.2.1\n".write(toFile: resolvConf, atomically: true, encoding: .utf8)
+        let config = "[Checks]\nDefaultTimeout=300ms\n[Stall]\nDetect=yes\nDNSTimeouts=2\n"
+        try config.write(toFile: directory + "/reachd.conf", atomically: true, encoding: .utf8)
+        let harness = try DaemonHarness(scenario.ns, config: config, resolvConf: resolvConf)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        let inProcess = ["--resolv-conf", resolvConf, "--config-dir", directory]
+        let host = try await Self.broken(at: "", scenario, harness, inProcess: inProcess)
+        #expect(host.allSatisfy { ($0.layer("dns")["evidence"] as? [String]) == ["192.0.2.1: routable via up0"] }, "\(host.map(\.json))")
+
+        // A name's lookup times out: its DNS layer, after every layer below it was fine.
+        let name = try await Self.broken(at: "dns", scenario, harness, ["unanswered.test"], inProcess: inProcess)
+        #expect(name.allSatisfy { $0.json["target"] as? String == "unanswered.test" }, "\(name.map(\.json))")
+
+        // reachd's own lookups timed out twice in a row (the stall detector's DNS rule): the
+        // host's DNS layer is broken too, ahead of the traffic layer that stalls with it.
+        let daemonOnly = ["why", "--json", "--bus-address", harness.address, "--daemon"]
+        var last = ""
+        try await eventually("the host's dns layer broken: \(last)", timeout: .seconds(30)) {
+            _ = try reachctl(daemonOnly + ["unanswered.test"])
+            let result = try reachctl(daemonOnly)
+            last = result.stdout
+            return result.status == 1 && (try? result.json())?["brokenLayer"] as? String == "dns"
+        }
+        #expect(last.contains("lookup(s) in a row timed out"), "\(last)")
+        withExtendedLifetime(hole) {}
+    }
+
     @Test func anInvalidTarget_isAUsageError_namingIt() async throws {
         let (scenario, harness) = try await Self.online()
         defer { harness.shutdown() }
