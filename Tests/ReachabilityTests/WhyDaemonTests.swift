@@ -214,6 +214,24 @@ struct WhyDaemonTests {
         withExtendedLifetime(hole) {}
     }
 
+    @Test func aCaptivePortal_isThePortalLayer_throughReachd_andUnknownInProcess() async throws {
+        // reachd's probe meets a hotel login (302 to a login page) through the gateway.
+        let setup = try await ConnectivityProbeTests.Setup(config: "[Connectivity]\nURL=http://192.0.2.1:8302/generate_204\nTimeout=1s\n")
+        try await setup.waitFor("portal")
+        let result = try reachctl(["why", "--json", "--bus-address", setup.harness.address, "--daemon"])
+        let json = try result.json()
+        #expect(result.status == 1 && json["brokenLayer"] as? String == "portal", "\(result)")
+        let portal = (json["layers"] as? [[String: Any]])?.first { $0["layer"] as? String == "portal" }
+        #expect((portal?["evidence"] as? [String])?.first?.contains("http://login.hotel.example/?continue=probe") == true, "\(json)")
+        #expect((portal?["fix"] as? String)?.contains("log in") == true, "\(json)")
+        // In-process there is no probe: the layer is unknown and nothing below it is broken.
+        let local = try reachctl(["why", "--json", "--netns", setup.scenario.ns.name])
+        let localJSON = try local.json()
+        let localPortal = (localJSON["layers"] as? [[String: Any]])?.first { $0["layer"] as? String == "portal" }
+        #expect(local.status == 0 && localJSON["brokenLayer"] as? String == "" && localPortal?["status"] as? String == "unknown", "\(local)")
+        setup.harness.shutdown()
+    }
+
     @Test func anInvalidTarget_isAUsageError_namingIt() async throws {
         let (scenario, harness) = try await Self.online()
         defer { harness.shutdown() }
