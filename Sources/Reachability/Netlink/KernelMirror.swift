@@ -120,7 +120,8 @@ final class KernelMirror {
             monitor = try NetlinkSocket(nonBlocking: true, namespacePath: options.namespacePath)
             monitor.setReceiveBuffer(bytes: options.receiveBufferBytes)
         }
-        // The socket unit binds the link, address and route groups; the rule and ND option groups join here.
+        // The socket unit binds the link, address and route groups; the rule, neighbour and ND option
+        // groups join here.
         try monitor.join(groups: NetlinkSocket.reachabilityGroups)
         requests = try NetlinkSocket(nonBlocking: true, namespacePath: options.namespacePath)
         routes = try RouteQuery(namespacePath: options.namespacePath)
