@@ -25,12 +25,16 @@ import Testing
     @Test func aFailedGateway_takesTheHostOffline_withAReasonOfItsOwn() throws {
         var state = Self.online()
         #expect(state.host.state == .online)
+        #expect(Path(snapshot: state.snapshot, restriction: Path.Restriction(requiredInterfaceType: .wired)).status == .satisfied)
         let epoch = state.routingEpoch
         let changeFound = state.apply([Self.neighbour(.failed)])
         let change = try #require(changeFound)
         #expect(change.host.state == .local)
         #expect(!change.host.flags.contains(.reachable))
         #expect(change.host.pathFacts.reason == .gatewayUnreachable)
+        #expect(change.host.availableInterfaces.isEmpty, "a link whose gateway is dead carries nothing")
+        // A monitor restricted to wired links sees no usable uplink either.
+        #expect(Path(snapshot: state.snapshot, restriction: Path.Restriction(requiredInterfaceType: .wired)).status == .unsatisfied)
         #expect(state.routingEpoch != epoch, "an address check's answer moved")
         #expect(state.evaluate(lookup: .route(Fact.defaultV4(via: "192.0.2.1", dev: 2)), for: Fact.ip("198.51.100.7"), target: "x").reason == .gatewayUnreachable)
         // The kernel tries again on the next packet: INCOMPLETE after FAILED is still failing.
@@ -39,7 +43,7 @@ import Testing
         // An answer at last.
         let backFound = state.apply([Self.neighbour(.reachable)])
         let back = try #require(backFound)
-        #expect(back.host.state == .online && back.host.pathFacts.reason == nil)
+        #expect(back.host.state == .online && back.host.pathFacts.reason == nil && back.host.availableInterfaces == ["eth0"])
     }
 
     @Test(arguments: [NeighbourState.stale, .delay, .probe, .incomplete, .reachable, .permanent, .noARP, .none])

@@ -188,11 +188,13 @@ extension NetworkState {
     /// Each next hop of a unicast default route of the main or default table through a ready link
     /// that is not ignored, with the link's effective classification: where both the available
     /// interfaces and the uplinks start. One pass over the default routes, not over every link.
+    /// A hop whose gateway the kernel's ARP/ND gave up on carries nothing, and is left out.
     func forEachReadyDefaultHop(_ body: (Route, LinkEntry, Classification) -> Void) {
         for key in defaultRoutes {
             guard let route = routes[key], route.type == .unicast else { continue }
             for hop in route.nextHops {
                 guard let index = hop.interfaceIndex, let entry = links[index], entry.link.isReady else { continue }
+                if let gateway = hop.gateway, isGatewayUnreachable(gateway, on: index) { continue }
                 let classification = effectiveClassification(entry)
                 guard !classification.isIgnored else { continue }
                 body(route, entry, classification)
