@@ -174,6 +174,9 @@ struct WhyDaemonTests {
         // Wi-Fi link's association would bring.
         try scenario.ns.ip("link set up0 mode dormant")
         try scenario.carrier(false)
+        // linkwatch applies carrier changes asynchronously: a flap faster than it would be one
+        // event, and the operstate not worked out again. Wait for the loss before the return.
+        try await eventually("up0 without carrier") { !((try? scenario.ns.ip("link show up0"))?.contains("LOWER_UP") ?? true) }
         try scenario.carrier(true)
         let answers = try await Self.broken(at: "link", scenario, harness)
         #expect(answers.allSatisfy { ($0.layer("link")["fix"] as? String)?.contains("dormant") == true }, "\(answers.map(\.json))")
