@@ -112,7 +112,7 @@ struct CheckCommand: AsyncParsableCommand {
             Terminal.write("reachctl: invalid target: \(result.message ?? result.target)\n", to: 2)
             throw ExitStatus.error.exitCode
         }
-        Terminal.writeLine(output.json ? result.json.serialized() : renderCheck(result))
+        Terminal.writeLine(output.json ? result.json.serialized() : renderCheck(result, style: output.textStyle(verbose: options.verbose)))
         if result.reason == .invalidTarget { throw ExitStatus.error.exitCode }
         if !result.isReachable { throw ExitStatus.notReachable.exitCode }
     }

@@ -29,12 +29,18 @@ struct CommandWord {
     /// spelled out. A line whose first word is not preceded by known options only is returned as
     /// it is, for ArgumentParser to judge (`reachctl --kind wifi`, the default command's option).
     func resolve(_ arguments: [String]) throws(Refusal) -> [String] {
+        try resolveCommand(arguments).arguments
+    }
+
+    /// `resolve(_:)`'s arguments, and the command they name (nil when ArgumentParser is left to
+    /// judge the line): main needs it before parsing, as `is` exits differently on usage errors.
+    func resolveCommand(_ arguments: [String]) throws(Refusal) -> (arguments: [String], command: String?) {
         var arguments = arguments
         var index = arguments.startIndex
         while index < arguments.endIndex {
             let argument = arguments[index]
             // `--` ends the options; `---completion` is the completion scripts' own protocol.
-            if argument == "--" || argument.hasPrefix("---") { return arguments }
+            if argument == "--" || argument.hasPrefix("---") { return (arguments, nil) }
             if argument.hasPrefix("-"), argument.count > 1 {
                 let name = String(argument.prefix { $0 != "=" })
                 if valueOptions.contains(name) {
@@ -42,7 +48,7 @@ struct CommandWord {
                 } else if flags.contains(name) {
                     index += 1
                 } else {
-                    return arguments
+                    return (arguments, nil)
                 }
                 continue
             }
@@ -52,9 +58,9 @@ struct CommandWord {
             if command == "help", next < arguments.endIndex, !arguments[next].hasPrefix("-") {
                 arguments[next] = try self.command(for: arguments[next], after: "help")
             }
-            return arguments
+            return (arguments, command)
         }
-        return arguments
+        return (arguments, nil)
     }
 
     /// The command `word` names: its name or an alias, else the one command that a prefix of
@@ -62,7 +68,9 @@ struct CommandWord {
     func command(for word: String, after verb: String?) throws(Refusal) -> String {
         let words = commands.flatMap { command in ([command.name] + command.aliases).map { (word: $0, command: command.name) } }
         if let exact = words.first(where: { $0.word == word }) { return exact.command }
-        let named = words.filter { !word.isEmpty && $0.word.hasPrefix(word) }.map(\.command)
+        // A two-letter command (`is`) is typed whole: its only prefix is one letter, and `i`
+        // meant `interfaces` before `is` came.
+        let named = words.filter { !word.isEmpty && $0.word.count > 2 && $0.word.hasPrefix(word) }.map(\.command)
         let candidates = commands.map(\.name).filter(named.contains)
         let context = verb.map { "\($0): " } ?? ""
         if candidates.count == 1 { return candidates[0] }

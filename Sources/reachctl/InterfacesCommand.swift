@@ -8,8 +8,13 @@ struct InterfacesCommand: AsyncParsableCommand {
         discussion: """
             One row per interface that is not ignored by configuration, by index. KIND is what \
             reachd classified the link as (loopback, wired, wifi, cellular, vpn, bridge, virtual, \
-            other); FLAGS says whether the link could carry traffic now (reachable) or is up but \
-            not ready (connectionRequired), plus its kind flags.
+            other); STATE says whether the link could carry traffic now: ready (up, carrier and a \
+            usable address), not ready (up, but no carrier or no usable address yet), radio off \
+            (its Wi-Fi or cellular radio is switched off), down; then stalled, metered or \
+            constrained when they apply. On a terminal the states are coloured (--no-color, \
+            NO_COLOR or TERM=dumb turn it off). --verbose adds a FLAGS column with \
+            SCNetworkReachability's names (reachable, connectionRequired, kind flags); \
+            --no-legend leaves out the header line, for scripts that read the columns.
 
             With --json it prints {"generation": N, "interfaces": [...]}, each interface with the \
             keys index, name, kind, flags and addresses.
@@ -40,7 +45,7 @@ struct InterfacesCommand: AsyncParsableCommand {
                 ])
                 Terminal.writeLine(value.serialized())
             } else {
-                Terminal.writeLine(renderInterfaces(snapshot))
+                Terminal.writeLine(renderInterfaces(snapshot, style: output.textStyle(verbose: options.verbose), legend: !output.noLegend))
             }
         }
     }

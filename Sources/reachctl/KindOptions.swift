@@ -40,8 +40,9 @@ struct KindOptions: ParsableArguments {
         reachd's WatchPath): satisfied when a ready interface of an allowed kind carries a default \
         route (and no kill switch blocks everything), else unsatisfied with a reason (noRoute; \
         linkDown when an allowed link is down; policyBlocked). Through reachd and in-process the \
-        answer is the same derivation. A text line reads:
-          kind wifi: satisfied via wlan0 (wifi) [reachable|isWiFi], IPv4 via 192.0.2.1
+        answer is the same derivation. A text line reads (--verbose adds the flags, \
+        [reachable|isWiFi], after the interfaces or the state):
+          kind wifi: satisfied via wlan0 (wifi), IPv4 via 192.0.2.1
           not wired: unsatisfied (offline): noRoute
         and --json prints status, state, flags, primaryInterface, availableInterfaces, interfaces \
         (index, name, kind), isExpensive, supportsIPv4, supportsIPv6, gateways, reason, \

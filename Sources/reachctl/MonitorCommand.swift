@@ -16,24 +16,31 @@ struct MonitorCommand: AsyncParsableCommand {
             or for an interface that carries none of this host's paths (a container's veth or \
             bridge appearing). With --interfaces, changes of any interface's flags, kind or \
             addresses are printed too, each with the interfaces that changed. Each line is \
-            written at once, so the output can be piped. The generation increments with every \
-            change, host or interface; a gap means a change was not printed (or was missed).
+            written at once, so the output can be piped.
 
-            A text line reads (the interfaces that changed along follow the host):
-              gen 8: online via eth0 (wired) [reachable|isWired]; wlan0: removed
+            Every line starts with when it was written, in local time with milliseconds (as \
+            ip -ts monitor), and has one shape: the host's state first, then each interface \
+            that changed with its kind and state (the first line: the host as it is, and with \
+            --interfaces every interface):
+              [2026-11-27T17:40:01.123+01:00] online via eth0 (wired); wlan0 (wifi): removed
+            --verbose adds the generation (it increments with every change, host or interface; \
+            a gap means a change was not printed) and SCNetworkReachability's flags, none \
+            when empty:
+              [...] gen 8: online via eth0 (wired) [reachable|isWired]; wlan0 (wifi): removed
 
             With --json: the first line is the full snapshot (as `status --json`), then one \
             object per change with the host keys, generation, changedInterfaces (full objects) \
-            and removedInterfaces (names).
+            and removedInterfaces (names); every object ends with "timestamp", in UTC with \
+            milliseconds (2026-11-27T16:40:01.123Z).
 
             With targets (addresses or host names): the first answer for each target, then one \
             line whenever a target's answer changes (reachable or not, flags, interface, reason); \
             a change that leaves every answer as it was prints nothing. reachd follows each target \
             with a watch; in-process, the targets are checked again after every change. A text \
-            line reads:
-              gen 9: 192.0.2.1: not reachable via eth0 [connectionRequired]: linkDown
+            line reads (--verbose adds gen N: and the flags):
+              [2026-11-27T17:40:02.456+01:00] 192.0.2.1: not reachable via eth0: linkDown
             and a JSON line:
-              {"target":"192.0.2.1","flags":["connectionRequired"],"interface":"eth0","reason":"linkDown","generation":9}
+              {"target":"192.0.2.1","flags":["connectionRequired"],"interface":"eth0","reason":"linkDown","generation":9,"timestamp":"2026-11-27T16:40:02.456Z"}
             ("generation" is the network state the answer rests on, left out when unknown).
 
             Examples:
@@ -93,12 +100,13 @@ struct MonitorCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let json = output.json
+            let style = output.textStyle(verbose: options.verbose)
             if let restriction = kinds.restriction {
                 let (monitor, whyReachdOnly) = try options.openPathMonitor(restriction)
                 defer { monitor.monitor?.stop() }
                 let end = whyReachdOnly.map { "reachd went away (\($0): not waiting for it to return)" } ?? "the path monitor ended"
                 try await Self.untilSignalled(monitor, whyItEnds: end) { path in
-                    Terminal.writeLine(json ? path.json(restriction).serialized() : renderPath(path, restriction))
+                    Terminal.writeLine(json ? Self.stamped(path.json(restriction)).serialized() : Self.stamped(renderPath(path, restriction, style: style)))
                 }
                 return
             }
@@ -107,9 +115,12 @@ struct MonitorCommand: AsyncParsableCommand {
             if targets.isEmpty {
                 let updates = try await source.updates()
                 let interfaces = self.interfaces
+                let known = KnownInterfaces()
                 try await Self.untilSignalled(updates) { update in
+                    // Every update, shown or not, keeps the kinds known for the lines to come.
+                    let before = known.record(update)
                     guard let shown = Self.shown(update, interfaces: interfaces) else { return }
-                    Terminal.writeLine(Self.render(shown, json: json))
+                    Terminal.writeLine(Self.render(shown, json: json, style: style, interfaces: interfaces, known: before))
                 }
             } else {
                 let answers = try await source.answers(for: targets)
@@ -119,7 +130,7 @@ struct MonitorCommand: AsyncParsableCommand {
                         throw ReachctlError("invalid target: \(answer.result.message ?? answer.result.target)")
                     }
                     guard shown.isNew(answer) else { return }
-                    Terminal.writeLine(json ? Self.json(answer).serialized() : Self.render(answer))
+                    Terminal.writeLine(json ? Self.stamped(Self.json(answer)).serialized() : Self.stamped(Self.render(answer, style: style)))
                 }
             }
         }
@@ -166,20 +177,42 @@ struct MonitorCommand: AsyncParsableCommand {
         return nil
     }
 
-    static func render(_ update: ReachabilityUpdate, json: Bool) -> String {
+    /// One line of the monitor's one shape: the first (a snapshot) as a change of everything,
+    /// the host and, with `interfaces`, every interface; `known`: the interfaces before it.
+    static func render(
+        _ update: ReachabilityUpdate, json: Bool, style: TextStyle = .plain, interfaces: Bool = false, known: [InterfaceStatus] = []
+    ) -> String {
         switch update {
-        case .snapshot(let snapshot): json ? snapshot.json.serialized() : renderStatus(snapshot)
-        case .change(let change): json ? change.json.serialized() : renderChange(change)
+        case .snapshot(let snapshot):
+            if json { return stamped(snapshot.json).serialized() }
+            let whole = ReachabilityChange(
+                generation: snapshot.generation, host: snapshot.host, hostChanged: true,
+                changedInterfaces: interfaces ? snapshot.interfaces : [], removedInterfaces: [])
+            return stamped(renderChange(whole, known: snapshot.interfaces, style: style))
+        case .change(let change):
+            return json ? stamped(change.json).serialized() : stamped(renderChange(change, known: known, style: style))
         }
     }
 
-    /// `gen 9: 192.0.2.1: not reachable via eth0 [connectionRequired]: linkDown`
-    static func render(_ answer: TargetAnswer) -> String {
+    /// `line` after the local time it is written: `[2026-11-27T17:40:01.123+01:00] line`.
+    static func stamped(_ line: String, at time: Timestamp = .now()) -> String {
+        "[\(time.local)] " + line
+    }
+
+    /// `value` (an object) with "timestamp" last, in UTC: `"2026-11-27T16:40:01.123Z"`.
+    static func stamped(_ value: JSONValue, at time: Timestamp = .now()) -> JSONValue {
+        guard case let .object(members) = value else { return value }
+        return .object(members + [("timestamp", .string(time.utc))])
+    }
+
+    /// `192.0.2.1: not reachable via eth0: linkDown`; verbose:
+    /// `gen 9: 192.0.2.1: not reachable via eth0 [connectionRequired]: linkDown`.
+    static func render(_ answer: TargetAnswer, style: TextStyle = .plain) -> String {
         let result = answer.result
-        var line = answer.generation.map { "gen \($0): " } ?? ""
-        line += "\(result.target): \(result.isReachable ? "reachable" : "not reachable")"
+        var line = style.verbose ? answer.generation.map { "gen \($0): " } ?? "" : ""
+        line += "\(result.target): " + (result.isReachable ? style.paint("reachable", .good) : style.paint("not reachable", .bad))
         if !result.interface.isEmpty { line += " via \(result.interface)" }
-        if !result.flags.isEmpty { line += " [\(result.flags)]" }
+        if style.verbose { line += " [\(renderFlags(result.flags))]" }
         if let reason = result.reason { line += ": \(reason.rawValue)" }
         return line
     }
@@ -195,6 +228,27 @@ struct MonitorCommand: AsyncParsableCommand {
         ]
         if let generation = answer.generation { members.append(("generation", .uint(generation))) }
         return .object(members)
+    }
+}
+
+/// The interfaces seen so far, kept whole from the snapshot and each change, so that every line
+/// names the kind of the interfaces it mentions, the primary's too when it did not change.
+final class KnownInterfaces: Sendable {
+    private let byIndex = Mutex<[Int32: InterfaceStatus]>([:])
+
+    /// Takes in `update`; returns the interfaces known before it, by index.
+    func record(_ update: ReachabilityUpdate) -> [InterfaceStatus] {
+        byIndex.withLock { byIndex in
+            let before = byIndex.values.sorted { $0.index < $1.index }
+            switch update {
+            case let .snapshot(snapshot):
+                byIndex = Dictionary(snapshot.interfaces.map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
+            case let .change(change):
+                for interface in change.removedInterfaces { byIndex[interface.index] = nil }
+                for interface in change.changedInterfaces { byIndex[interface.index] = interface }
+            }
+            return before
+        }
     }
 }
 

@@ -9,6 +9,25 @@ import Glibc
 struct OutputOptions: ParsableArguments {
     @Flag(help: "Print JSON (lowerCamelCase D-Bus names) instead of text (every command but metrics).")
     var json = false
+
+    @Flag(
+        name: .customLong("no-color"),
+        help: "Never colour the states in text. Colour is also off when NO_COLOR is set (to anything but empty), when TERM is unset or dumb, and when standard output is not a terminal.")
+    var noColour = false
+
+    // Global as systemctl's is (`reachctl --no-legend interfaces`); only tables have a legend.
+    @Flag(name: .customLong("no-legend"), help: "Leave out the header line of tables (interfaces), as systemctl's --no-legend does.")
+    var noLegend = false
+
+    /// How text is written: colour by the terminal's conventions, detail by `--verbose`.
+    func textStyle(verbose: Bool) -> TextStyle {
+        var environment: [String: String] = [:]
+        for name in ["NO_COLOR", "TERM"] {
+            if let value = getenv(name) { environment[name] = String(cString: value) }
+        }
+        let colour = TextStyle.wantsColour(refused: noColour, environment: environment, isTerminal: isatty(STDOUT_FILENO) == 1)
+        return TextStyle(colour: colour, verbose: verbose)
+    }
 }
 
 /// The options every subcommand takes: global, so they go before or after the command as a
@@ -16,7 +35,7 @@ struct OutputOptions: ParsableArguments {
 /// --json`). Reachctl and each subcommand hold them as an `@OptionGroup`; ArgumentParser parses
 /// the root's group wherever the options stand and hands the same value to the subcommand.
 struct CommonOptions: ParsableArguments {
-    @Flag(help: "Say more where a command has more to say: status adds the netlink receive-buffer overruns and resyncs since start and the figures behind the stall verdict; the other commands have nothing to add.")
+    @Flag(help: "Say more where a command has more to say: Apple's flag names (reachable|isWired) beside the words, and the generation; status adds the netlink receive-buffer overruns and resyncs since start and the figures behind the stall verdict, interfaces a FLAGS column.")
     var verbose = false
 
     @Option(
@@ -125,9 +144,13 @@ struct CommonOptions: ParsableArguments {
 
     /// The bus where reachd is asked: `--bus-address`, else $REACHCTL_BUS_ADDRESS, else the
     /// system bus (whose own $DBUS_SYSTEM_BUS_ADDRESS sd-bus honours).
-    var bus: BusConnection.Address {
+    var bus: BusConnection.Address { Self.bus(option: busAddress) }
+
+    /// The bus `--bus-address` (nil: not given) names, as `bus` reads it: `is` reads its quick
+    /// command lines without ArgumentParser (`IsCommand.quickStatus`) and asks the same bus.
+    static func bus(option busAddress: String?) -> BusConnection.Address {
         if let busAddress { return .address(busAddress) }
-        if let value = getenv(Self.busAddressVariable), value.pointee != 0 { return .address(String(cString: value)) }
+        if let value = getenv(busAddressVariable), value.pointee != 0 { return .address(String(cString: value)) }
         return .system
     }
 

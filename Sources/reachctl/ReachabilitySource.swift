@@ -5,7 +5,7 @@ import Glibc
 
 /// Where reachctl gets its answers: reachd over D-Bus (`DaemonSource`), or the library
 /// in-process (`InProcessSource`) when no reachd answers or `--netns` asks for a namespace
-/// (the README's "reachctl"). Commands see only this protocol, so the choice lives in
+/// (docs/admins.md, "Asking with reachctl"). Commands see only this protocol, so the choice lives in
 /// `CommonOptions.openSource()`, and the output is the same either way.
 protocol ReachabilitySource: Sendable {
     /// The current picture.

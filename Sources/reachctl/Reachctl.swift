@@ -32,16 +32,17 @@ struct Reachctl: AsyncParsableCommand {
               reachctl monitor --json      the snapshot, then a JSON line per change
               reachctl monitor 192.0.2.1   a line whenever that address's answer changes
               reachctl wait --timeout 1m   block until online (exit 1 after a minute)
+              reachctl is unmetered internet   for ExecCondition=: exit 0 when both hold
               reachctl status --netns ns1  the same question inside namespace ns1
               reachctl status >/dev/null && echo online
               reachctl metrics             the Prometheus metrics, once
 
             Exit status: 0 online or success, 1 not online (why: a layer is broken), 2 usage or \
-            runtime error.
+            runtime error (is: 255, which makes ExecCondition= fail the unit instead of skipping it).
             """,
         // As reachd's, from the one BuildInfo (`reachd --version`, reachd_build_info).
         version: "reachctl \(BuildInfo.version)",
-        subcommands: [StatusCommand.self, InterfacesCommand.self, CheckCommand.self, WhyCommand.self, MonitorCommand.self, WaitCommand.self, MetricsCommand.self],
+        subcommands: [StatusCommand.self, InterfacesCommand.self, CheckCommand.self, WhyCommand.self, MonitorCommand.self, WaitCommand.self, IsCommand.self, MetricsCommand.self],
         defaultSubcommand: StatusCommand.self
     )
 
@@ -57,14 +58,16 @@ struct Reachctl: AsyncParsableCommand {
         commands: configuration.subcommands.map { CommandWord.Command(name: $0._commandName, aliases: $0.configuration.aliases) }
             + [CommandWord.Command(name: "help", aliases: [])],
         valueOptions: ["--netns", "--bus-address", "--config-dir", "--resolv-conf", "--sysfs-root", "--generate-completion-script"],
-        flags: ["--json", "--verbose", "--daemon", "-h", "--help", "--version", "--experimental-dump-help"])
+        flags: ["--json", "--no-color", "--no-legend", "--verbose", "--daemon", "-h", "--help", "--version", "--experimental-dump-help"])
 
     /// ArgumentParser's own main, except that usage errors exit with 2 (reachctl(1), "EXIT STATUS":
     /// 1 means "not reachable", so it cannot also mean "you typed it wrong").
     static func main() async {
+        if let status = IsCommand.quickStatus(Array(CommandLine.arguments.dropFirst())) { Glibc.exit(status) }
         let arguments: [String]
+        let command: String?
         do {
-            arguments = try commandWord.resolve(Array(CommandLine.arguments.dropFirst()))
+            (arguments, command) = try commandWord.resolveCommand(Array(CommandLine.arguments.dropFirst()))
         } catch {
             Terminal.write("reachctl: \(error)\nSee 'reachctl --help'.\n", to: STDERR_FILENO)
             Glibc.exit(ExitStatus.error.rawValue)
@@ -79,14 +82,15 @@ struct Reachctl: AsyncParsableCommand {
         } catch {
             if exitCode(for: error) == .validationFailure {
                 Terminal.write(fullMessage(for: error) + "\n", to: STDERR_FILENO)
-                Glibc.exit(ExitStatus.error.rawValue)
+                // `is` fails the unit whose ExecCondition= holds a typo (IsCommand.errorStatus).
+                Glibc.exit(command == IsCommand._commandName ? IsCommand.errorStatus : ExitStatus.error.rawValue)
             }
             exit(withError: error)
         }
     }
 }
 
-/// The exit codes every subcommand shares (reachctl(1), "EXIT STATUS"; the README's "reachctl").
+/// The exit codes every subcommand shares (reachctl(1), "EXIT STATUS"; the README and docs/admins.md).
 /// They are API: scripts test them.
 enum ExitStatus: Int32 {
     /// Online (status), or the command did what was asked.

@@ -6,10 +6,14 @@ struct StatusCommand: AsyncParsableCommand {
         commandName: "status",
         abstract: "Show whether this host is online, through which interface, and which others could carry traffic.",
         discussion: """
-            Prints the connectivity state, the flags of the general check (0.0.0.0 and ::), the \
-            usable interfaces in priority order and the generation. States: online (the kernel's \
-            default route leaves through a ready link), local (not online, but a link is ready with \
-            an address), offline (neither).
+            Prints the connectivity state, the usable interfaces in priority order, the families \
+            and gateways of the internet path, whether a nameserver is reachable, and why the host \
+            is not online. States: online (the kernel's default route leaves through a ready \
+            link), local (not online, but a link is ready with an address), offline (neither). \
+            On a terminal the state is coloured: green online, yellow online but stalled or \
+            short of the internet, or local, red offline (--no-color, NO_COLOR or TERM=dumb turn \
+            it off). --verbose adds the flags of the general check (0.0.0.0 and ::) in \
+            SCNetworkReachability's names and the generation.
 
             With --json it prints one object with the keys flags, state, primaryInterface, \
             availableInterfaces, underlyingInterface, the path facts supportsIPv4, supportsIPv6, \
@@ -43,17 +47,13 @@ struct StatusCommand: AsyncParsableCommand {
     /// A global option (`reachctl --verbose` reads as `reachctl status --verbose`).
     var verbose: Bool { options.verbose }
 
-    func validate() throws {
-        if verbose, kinds.restriction != nil { throw ValidationError("--verbose shows the host's figures, not a path restricted by --kind/--not-kind: drop one.") }
-    }
-
     func run() async throws {
         if let restriction = kinds.restriction {
             let satisfied = try await reportingErrors {
                 let monitor = try options.openPathMonitor(restriction).monitor
                 defer { monitor.monitor?.stop() }
                 let path = monitor.currentPath
-                Terminal.writeLine(output.json ? path.json(restriction).serialized() : renderPath(path, restriction))
+                Terminal.writeLine(output.json ? path.json(restriction).serialized() : renderPath(path, restriction, style: output.textStyle(verbose: verbose)))
                 return path.status == .satisfied
             }
             if !satisfied { throw ExitStatus.notReachable.exitCode }
@@ -74,7 +74,7 @@ struct StatusCommand: AsyncParsableCommand {
                 }
                 Terminal.writeLine(json.serialized())
             } else {
-                var text = renderStatus(snapshot)
+                var text = renderStatus(snapshot, style: output.textStyle(verbose: verbose))
                 if let counters { text += "\nNetlink: \(counters.overruns) overrun(s), \(counters.resyncs) resync(s)" }
                 if verbose { text += "\n" + renderStallEvidence(stalled: snapshot.host.stalled, snapshot.stallEvidence) }
                 Terminal.writeLine(text)

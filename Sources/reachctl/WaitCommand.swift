@@ -21,7 +21,20 @@ struct WaitCommand: AsyncParsableCommand {
                             is resolved again after every change, within 5 s
               --kind K      a link of kind K (wired, wifi, cellular, vpn) is usable:
                             ready, with a default route (listed as "Available")
-            --target and --kind together must both hold. A host (or a target) whose path \
+            systemd-networkd-wait-online's selectors, with its meanings:
+              -i, --interface IF[:STATE]
+                            wait for these links only (repeatable; all of them,
+                            or one with --any), each at least in STATE: up
+                            (networkd's no-carrier), ready (the default;
+                            networkd's degraded: carrier and a usable address),
+                            routable (a routable address, not link-local)
+              -4, -6        an IPv4 (IPv6) address on each link waited for;
+                            without --interface, an IPv4 (IPv6) internet path
+              --any         one of the --interface links is enough (without
+                            --interface, online already means one link)
+              --dns         a configured nameserver is reachable too
+            A link reachd does not list (absent, or ignored by configuration) never \
+            counts. Conditions given together must all hold. A host (or a target) whose path \
             is stalled (its own TCP traffic stopped flowing: see reachctl status --verbose) \
             does not count as online (or reachable) unless --allow-stalled is given.
 
@@ -36,6 +49,8 @@ struct WaitCommand: AsyncParsableCommand {
               reachctl wait --target 192.0.2.1 --timeout 10s && mount /srv/backup
               reachctl wait --timeout 5s || echo "offline: using the cache"
               reachctl wait --internet --timeout 1m    until reachd's probe says the internet answers
+              reachctl wait -i eth0 -i wlan0 --any -4  until eth0 or wlan0 is ready with IPv4
+              reachctl wait --interface eth0:routable --dns
 
             In a systemd unit, to start a service only once its server can be reached \
             (a timeout fails the start; write ExecStartPre=-/usr/bin/reachctl ... to start \
@@ -87,6 +102,24 @@ struct WaitCommand: AsyncParsableCommand {
     @Flag(help: "Return on a path whose traffic is stalled too (by default a stalled host is not online enough).")
     var allowStalled = false
 
+    @Option(
+        name: [.customShort("i"), .customLong("interface")],
+        help: ArgumentHelp("Wait for this link, at least in STATE (up, ready, routable; default ready), ignoring the others; repeatable.", valueName: "if[:state]"),
+        transform: parseInterfaceRequirement)
+    var interfaceRequirements: [InterfaceRequirement] = []
+
+    @Flag(name: [.customShort("4"), .customLong("ipv4")], help: "Require an IPv4 address on each link waited for (without --interface: an IPv4 internet path).")
+    var ipv4 = false
+
+    @Flag(name: [.customShort("6"), .customLong("ipv6")], help: "Require an IPv6 address on each link waited for (without --interface: an IPv6 internet path).")
+    var ipv6 = false
+
+    @Flag(help: "With --interface, one of the links is enough instead of all of them.")
+    var any = false
+
+    @Flag(help: "Require a reachable nameserver too (SupportsDNS).")
+    var dns = false
+
     @OptionGroup var output: OutputOptions
 
     @OptionGroup var options: CommonOptions
@@ -104,7 +137,9 @@ struct WaitCommand: AsyncParsableCommand {
         let target = self.target ?? settings?.waitOnlineTarget
         let kind = self.kind?.interfaceKind ?? settings?.waitOnlineKind
         let deadline = ContinuousClock.now + timeout
-        let condition = Condition(target: target, kind: kind, internet: internet, allowStalled: allowStalled)
+        let condition = Condition(
+            target: target, kind: kind, internet: internet, allowStalled: allowStalled,
+            selectors: Selectors(interfaces: interfaceRequirements, any: any, ipv4: ipv4, ipv6: ipv6, dns: dns))
         let final = try await reportingErrors {
             // The probe may not eat the whole budget: without an answer, in-process it is.
             let source = try options.openSource(probeTimeout: min(CommonOptions.probeTimeout, timeout))
@@ -150,6 +185,61 @@ struct WaitCommand: AsyncParsableCommand {
         var answer: TargetAnswer?
     }
 
+    /// systemd-networkd-wait-online's selectors (`--interface`, `--any`, `-4`, `-6`, `--dns`).
+    struct Selectors: Sendable {
+        var interfaces: [InterfaceRequirement] = []
+        var any = false
+        var ipv4 = false
+        var ipv6 = false
+        var dns = false
+
+        /// Whether any is given.
+        var isActive: Bool { !interfaces.isEmpty || ipv4 || ipv6 || dns }
+
+        /// Whether they hold in `snapshot`; the host's part (online) is the caller's.
+        func hold(in snapshot: ReachabilitySnapshot) -> Bool {
+            if dns, !snapshot.host.pathFacts.supportsDNS { return false }
+            guard !interfaces.isEmpty else {
+                // No link named: the families are the internet path's.
+                return (!ipv4 || snapshot.host.pathFacts.supportsIPv4) && (!ipv6 || snapshot.host.pathFacts.supportsIPv6)
+            }
+            let met = interfaces.map { $0.isMet(in: snapshot, ipv4: ipv4, ipv6: ipv6) }
+            return any ? met.contains(true) : !met.contains(false)
+        }
+
+        var families: String {
+            [ipv4 ? "IPv4" : nil, ipv6 ? "IPv6" : nil].compactMap { $0 }.joined(separator: " and ")
+        }
+
+        /// `eth0 ready with IPv4`, `one of eth0 ready, wlan0 ready`, `an IPv6 path`, `a reachable nameserver`.
+        var goal: [String] {
+            var parts: [String] = []
+            let with = families.isEmpty ? "" : " with \(families)"
+            if !interfaces.isEmpty {
+                let links = interfaces.map(\.goal).joined(separator: ", ")
+                parts.append((any && interfaces.count > 1 ? "one of \(links)" : links) + with)
+            } else if !families.isEmpty {
+                parts.append("an \(families) internet path")
+            }
+            if dns { parts.append("a reachable nameserver") }
+            return parts
+        }
+
+        /// What is missing in `snapshot`.
+        func missing(in snapshot: ReachabilitySnapshot?) -> [String] {
+            var parts: [String] = []
+            let unmet = interfaces.filter { link in !(snapshot.map { link.isMet(in: $0, ipv4: ipv4, ipv6: ipv6) } ?? false) }
+            if !unmet.isEmpty, !any || unmet.count == interfaces.count {
+                parts += unmet.map { $0.seen(in: snapshot, ipv4: ipv4, ipv6: ipv6) }
+            } else if interfaces.isEmpty, !families.isEmpty, let facts = snapshot?.host.pathFacts,
+                (ipv4 && !facts.supportsIPv4) || (ipv6 && !facts.supportsIPv6) {
+                parts.append("no \(families) internet path")
+            }
+            if dns, snapshot?.host.pathFacts.supportsDNS != true { parts.append("no nameserver reachable") }
+            return parts
+        }
+    }
+
     /// The condition, and the state seen so far (shared with the timeout side of the race).
     final class Condition: Sendable {
         let target: String?
@@ -158,13 +248,16 @@ struct WaitCommand: AsyncParsableCommand {
         let internet: Bool
         /// A stalled path satisfies the wait (`--allow-stalled`).
         let allowStalled: Bool
+        /// networkd-wait-online's selectors.
+        let selectors: Selectors
         private let seen = Mutex(State())
 
-        init(target: String?, kind: InterfaceKind?, internet: Bool = false, allowStalled: Bool = false) {
+        init(target: String?, kind: InterfaceKind?, internet: Bool = false, allowStalled: Bool = false, selectors: Selectors = Selectors()) {
             self.target = target
             self.kind = kind
             self.internet = internet
             self.allowStalled = allowStalled
+            self.selectors = selectors
         }
 
         var state: State { seen.withLock { $0 } }
@@ -210,7 +303,11 @@ struct WaitCommand: AsyncParsableCommand {
                 guard let snapshot = state.snapshot, snapshot.host.state == .online, snapshot.host.connectivity.verdict == .full
                 else { return false }
             }
-            if target == nil, kind == nil {
+            if selectors.isActive {
+                guard let snapshot = state.snapshot, selectors.hold(in: snapshot) else { return false }
+            }
+            // The host online, unless a target, a kind or links (which ignore all others) are asked.
+            if target == nil, kind == nil, selectors.interfaces.isEmpty {
                 guard let host = state.snapshot?.host else { return false }
                 return host.state == .online && (allowStalled || !host.stalled)
             }
@@ -231,6 +328,8 @@ struct WaitCommand: AsyncParsableCommand {
             if let target { parts.append("\(target) to be reachable") }
             if let kind { parts.append("a usable \(kind.rawValue) link") }
             if internet { parts.append("the internet to answer (connectivity full)") }
+            parts += selectors.goal
+            if target == nil, kind == nil, selectors.interfaces.isEmpty, !parts.isEmpty { parts.insert("the host online", at: 0) }
             return parts.isEmpty ? "the host to be online" : parts.joined(separator: " and ")
         }
 
@@ -253,6 +352,7 @@ struct WaitCommand: AsyncParsableCommand {
                 if connectivity.verdict == .unknown { parts.append("connectivity unknown (is [Connectivity] URL= set in reachd.conf?)") }
             }
             if !allowStalled, state.snapshot?.host.stalled == true { parts.append("traffic is stalled (--allow-stalled accepts that)") }
+            parts += selectors.missing(in: state.snapshot)
             if target == nil, kind == nil, parts.isEmpty { return host }
             return (parts + [host]).joined(separator: "; ")
         }

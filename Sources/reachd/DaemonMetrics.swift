@@ -3,7 +3,7 @@ import Reachability
 import Glibc
 #endif
 
-/// What reachd counts (the README's "Metrics (Prometheus)", reachd(8) "METRICS") and every output that prints it: the textfile,
+/// What reachd counts (docs/fleets.md, reachd(8) "METRICS") and every output that prints it: the textfile,
 /// /metrics on reachd-metrics.socket's sockets, and GetMetrics. Counters are bumped where the
 /// events happen; the outputs render from the mirror, the counters and the watch count.
 final class DaemonMetrics {

@@ -7,15 +7,11 @@ import Reachability
 /// reserve only root has. DNS is everyone's (one cached lookup); the addresses it gives are routed
 /// as the caller's traffic is (RTA_UID), or as the user CheckHostAsUser names.
 final class HostCheckCalls {
-    /// CheckHost calls in flight from all callers together: each holds a message and, while its
-    /// lookup waits or runs, little else, so the bound is on memory rather than DNS.
-    static let maximumInFlight = 4096
-    /// Calls in flight one Unix user other than root may hold: a quarter, so that three users
-    /// at their share still leave root its reserve.
-    static let maximumInFlightPerUser = 1024
-    /// Calls in flight only root may take: users other than root together stay below
-    /// `maximumInFlight - reserve`.
-    static let reserve = 1024
+    /// CheckHost calls in flight: 4096 from all callers together (each holds a message and,
+    /// while its lookup waits or runs, little else, so the bound is on memory rather than DNS),
+    /// the last quarter kept for root, and a quarter for one user other than root, so that three
+    /// users at their share still leave root its reserve.
+    static let inFlight = Quota(total: 4096, perOwner: 1024)
 
     private let core: ReachabilityCore
     private let bus: BusConnection
@@ -90,7 +86,9 @@ final class HostCheckCalls {
         count(pending.uid, +1)
         let box = UncheckedSendable((self, pending))
         // The core answers on the loop's thread; the box only crosses the type check.
-        let id = core.checkHost(pending.host, timeout: timeout, owner: LookupOwner(uid: pending.uid)) { outcome in
+        let id = core.checkHost(
+            pending.host, timeout: timeout, owner: LookupOwner(uid: pending.uid), routing: .asUser(pending.routedAs)
+        ) { outcome in
             box.value.0.answered(box.value.1, outcome)
         }
         // Answered at once (cache, /etc/hosts, no route to any nameserver): nothing to own.
@@ -115,18 +113,14 @@ final class HostCheckCalls {
 
     /// Which limit refuses a new call of `uid`, and why, or nil.
     private func limit(_ uid: UInt32) -> (CheckRefusal, String)? {
-        guard total < Self.maximumInFlight else {
-            return (.inFlightCap, "reachd already has \(total) host checks in flight, the most it holds")
-        }
-        guard uid != 0 else { return nil }
         let ofUser = perUser[uid] ?? 0
-        guard ofUser < Self.maximumInFlightPerUser else {
-            return (.shareFull, "Unix user \(uid) already has \(ofUser) host checks in flight, the most one user may have")
-        }
-        guard unprivileged < Self.maximumInFlight - Self.reserve else {
+        switch Self.inFlight.refusal(system: uid == 0, held: total, ofOwner: ofUser, byOthers: unprivileged) {
+        case nil: return nil
+        case .total: return (.inFlightCap, "reachd already has \(total) host checks in flight, the most it holds")
+        case .owner: return (.shareFull, "Unix user \(uid) already has \(ofUser) host checks in flight, the most one user may have")
+        case .reserve:
             return (.shareFull, "users other than root already have \(unprivileged) host checks in flight; the rest is kept for the system")
         }
-        return nil
     }
 
     /// Answers `LimitExceeded` and counts the refusal by its limit.
@@ -147,10 +141,7 @@ final class HostCheckCalls {
         guard !pending.abandoned else { return }
         let message = pending.call.message
         switch outcome {
-        case var .success(result):
-            if !result.addresses.isEmpty {
-                result = core.mirror.evaluate(addresses: result.addresses, target: pending.host, uid: pending.routedAs)
-            }
+        case let .success(result):
             let elapsed = ContinuousClock.now - pending.received
             do {
                 try bus.reply(to: message) { reply throws(BusError) in

@@ -36,7 +36,7 @@ final class ReachabilityService: BusObject {
     static let vtable = BusVTable(ReachdContract.serviceMembers)
 
     /// The properties that make up the host's answer: they change together, with `Changed`.
-    static let hostProperties = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface", "Connectivity", "Portal", "AnnouncedPortal", "Nat64Prefix", "ValidatedInterfaces", "Stalled", "SupportsIPv4", "SupportsIPv6", "SupportsDNS", "Gateways", "Reason", "Constrained"]
+    static let hostProperties = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface", "Connectivity", "Portal", "AnnouncedPortal", "Nat64Prefix", "ValidatedInterfaces", "Stalled", "SupportsIPv4", "SupportsIPv6", "SupportsDNS", "Gateways", "Reason", "Constrained", "ExpensiveReason"]
 
     static let maximumTimeoutMilliseconds = UInt32(ReachdContract.maximumCheckTimeout.wholeMilliseconds)
 
@@ -69,6 +69,7 @@ final class ReachabilityService: BusObject {
         case "Gateways": try reply.append(host.pathFacts.gateways.map(\.description))
         case "Reason": try reply.append(host.pathFacts.reason?.rawValue ?? "")
         case "Constrained": try reply.append(host.flags.contains(.isConstrained))
+        case "ExpensiveReason": try reply.append(host.expensiveReason?.rawValue ?? "")
         case "Generation": try reply.append(state.generation)
         default: throw BusError.unknownProperty(name)
         }
@@ -89,6 +90,7 @@ final class ReachabilityService: BusObject {
         case "GetStatus":
             let state = core.state
             let counters = core.mirror.counters
+            let interfaces = core.mirror.snapshot.interfaces
             return .now { reply throws(BusError) in
                 try reply.open("a", "{sv}")
                 for (name, signature) in Self.statusEntries {
@@ -96,6 +98,17 @@ final class ReachabilityService: BusObject {
                 }
                 try reply.appendEntry("Overruns", "t") { message throws(BusError) in try message.append(counters.overruns) }
                 try reply.appendEntry("Resyncs", "t") { message throws(BusError) in try message.append(counters.resyncs) }
+                let reasons = interfaces.compactMap { status in status.expensiveReason.map { (status.name, $0.rawValue) } }
+                try reply.appendEntry(ReachdContract.interfaceExpensiveReasons, "a{ss}") { message throws(BusError) in
+                    try message.open("a", "{ss}")
+                    for (name, reason) in reasons {
+                        try message.open("e", "ss")
+                        try message.append(name)
+                        try message.append(reason)
+                        try message.close()
+                    }
+                    try message.close()
+                }
                 if let evidence = state.hostStallEvidence { try Self.appendStallEvidence(reply, evidence) }
                 if let nat64 = state.host.nat64Prefix {
                     try reply.appendEntry(ReachdContract.Nat64Entry.router, "s") { message throws(BusError) in try message.append(nat64.router.description) }

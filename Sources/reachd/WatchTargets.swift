@@ -11,10 +11,17 @@ final class WatchTargets {
     /// The watches of each target, by object path.
     private var paths: [String: Set<String>] = [:]
     /// The watches of each target for each user, and what they show: the target's one answer
-    /// (one DNS lookup for everyone) with its addresses routed as that user's traffic is.
-    private var views: [View: (paths: Set<String>, shown: CheckResult)] = [:]
+    /// (one DNS lookup for everyone) with its addresses routed as that user's traffic is. By
+    /// target, so an answer reaches its own views without a walk over everyone's.
+    private var views: [String: [UInt32: (paths: Set<String>, shown: CheckResult)]] = [:]
     // Set once, in init (its answers come here).
     private var targets: CoreTargets!
+    /// Views a routing change has yet to route again, from `refreshHead`: `batch` a turn of the
+    /// loop, the rest on `refreshTimer`, since each may be a route lookup and a signal and
+    /// 2,000 at once held the loop.
+    private var refreshes: [View] = []
+    private var refreshHead = 0
+    private var refreshTimer: (any LoopSource)?
 
     private struct View: Hashable {
         var target: String
@@ -24,9 +31,14 @@ final class WatchTargets {
     init(core: ReachabilityCore, bus: BusConnection, loop: EventLoop) {
         self.bus = bus
         mirror = core.mirror
-        targets = CoreTargets(core: core, loop: loop, settings: .init(lookups: 64, hostTimeout: .seconds(5)), owner: .shared) { [unowned self] in
+        // The one lookup of a target is routed once for each user's view (`routed`), not also
+        // as reachd's own traffic first.
+        targets = CoreTargets(
+            core: core, loop: loop, settings: .init(lookups: 64, hostTimeout: .seconds(5)), owner: .shared, routing: .none
+        ) { [unowned self] in
             publish($0, $1, previous: $2)
         }
+        refreshTimer = try? loop.addTimer(urgent: false) { [unowned self] in refreshSome() }
     }
 
     /// At start and on every reload: a check's deadline (`DefaultTimeout=`) and the lookups in
@@ -40,7 +52,7 @@ final class WatchTargets {
 
     /// The answer of a watched target for user `uid` (pending before the first).
     func answer(for target: String, uid: UInt32) -> CheckResult {
-        views[View(target: target, uid: uid)]?.shown ?? routed(target, uid: uid)
+        views[target]?[uid]?.shown ?? routed(target, uid: uid)
     }
 
     /// The target's shared answer as user `uid`'s traffic is routed (`ip rule ... uidrange`):
@@ -57,37 +69,54 @@ final class WatchTargets {
     func attach(_ watch: Watch) {
         paths[watch.target, default: []].insert(watch.path)
         targets.follower.follow(watch.target)
-        let view = View(target: watch.target, uid: watch.uid)
-        if views[view] == nil { views[view] = ([], routed(watch.target, uid: watch.uid)) }
-        views[view]?.paths.insert(watch.path)
+        if views[watch.target]?[watch.uid] == nil {
+            views[watch.target, default: [:]][watch.uid] = ([], routed(watch.target, uid: watch.uid))
+        }
+        views[watch.target]?[watch.uid]?.paths.insert(watch.path)
     }
 
     /// Removes `watch`; with the last watch of a target goes its lookup and its retry.
     func detach(_ watch: Watch) {
         guard paths[watch.target]?.remove(watch.path) != nil else { return }
-        let view = View(target: watch.target, uid: watch.uid)
-        views[view]?.paths.remove(watch.path)
-        if views[view]?.paths.isEmpty == true { views.removeValue(forKey: view) }
+        views[watch.target]?[watch.uid]?.paths.remove(watch.path)
+        if views[watch.target]?[watch.uid]?.paths.isEmpty == true { views[watch.target]?.removeValue(forKey: watch.uid) }
+        if views[watch.target]?.isEmpty == true { views.removeValue(forKey: watch.target) }
         if paths[watch.target]?.isEmpty == true { paths.removeValue(forKey: watch.target) }
         targets.follower.unfollow(watch.target)
     }
 
     /// A routing change: every distinct target answered again, once for all its watches, and
-    /// every user's view of it, since a rule may move one user's traffic alone.
+    /// every user's view of it, since a rule may move one user's traffic alone (a walk not
+    /// finished when the routing moves again is replaced by the new one).
     func networkChanged() {
         targets.follower.routingChanged()
-        for view in views.keys { refresh(view) }
+        refreshes = views.flatMap { target, byUser in byUser.keys.map { View(target: target, uid: $0) } }
+        refreshHead = 0
+        refreshSome()
+    }
+
+    private func refreshSome() {
+        let end = min(refreshes.count, refreshHead + TargetFollower.batch)
+        for view in refreshes[refreshHead..<end] { refresh(view) }
+        refreshHead = end
+        if refreshHead < refreshes.count {
+            refreshTimer?.schedule(at: .now)
+        } else {
+            refreshes = []
+            refreshHead = 0
+        }
     }
 
     /// A target's new shared answer: every user's view of it, on the watches it changes.
     private func publish(_ target: String, _ result: CheckResult, previous old: CheckResult) {
-        for view in views.keys where view.target == target { refresh(view) }
+        guard let byUser = views[target] else { return }
+        for uid in byUser.keys { refresh(View(target: target, uid: uid)) }
     }
 
     private func refresh(_ view: View) {
-        guard let old = views[view] else { return }
+        guard let old = views[view.target]?[view.uid] else { return }
         let result = routed(view.target, uid: view.uid)
-        views[view]?.shown = result
+        views[view.target]?[view.uid]?.shown = result
         var names: [String] = []
         if old.shown.flags != result.flags { names.append("Flags") }
         if old.shown.interface != result.interface { names.append("Interface") }

@@ -1,14 +1,15 @@
 import Reachability
 
 /// The watches of all clients, with their limits. A client's watches die with it (`Callers`).
-/// Limits hold per connection, per Unix user (learnt from the bus without blocking) and in all,
-/// and users other than root together never take the reserve kept for the system.
+/// Limits hold per connection, and as a `Quota` per Unix user (learnt from the bus without
+/// blocking) and in all: users other than root together never take the reserve kept for root.
 final class WatchRegistry {
     private let core: ReachabilityCore
     private let bus: BusConnection
     private let callers: Callers
     private unowned let metrics: DaemonMetrics
-    private var limits: (perClient: Int, perUser: Int, total: Int)
+    private var perClient = 0
+    private var quota = Quota(total: 0)
     private var watches: [String: any HeldWatch] = [:]
     /// The watches of each client that holds any, by unique bus name.
     private var clients: [String: Set<String>] = [:]
@@ -28,13 +29,13 @@ final class WatchRegistry {
         self.metrics = metrics
         targets = WatchTargets(core: core, bus: bus, loop: loop)
         paths = PathWatches(bus: bus, mirror: core.mirror)
-        limits = (0, 0, 0)
         configure(configuration)
     }
 
     /// At start and on every reload: the limits and the targets' lookup settings.
     func configure(_ configuration: Configuration) {
-        limits = (configuration.maxWatchesPerClient, configuration.maxWatchesPerUser, configuration.maxWatches)
+        perClient = configuration.maxWatchesPerClient
+        quota = Quota(total: configuration.maxWatches, perOwner: configuration.maxWatchesPerUser)
         targets.configure(timeout: configuration.defaultTimeout, maxConcurrentLookups: configuration.maxConcurrentLookups)
     }
 
@@ -105,22 +106,21 @@ final class WatchRegistry {
         owner: String, uid: UInt32, _ make: (String, String, UInt32) throws(BusError) -> any HeldWatch
     ) throws(BusError) -> String {
         let owned = clients[owner]?.count ?? 0
-        guard owned < limits.perClient else {
-            throw limitExceeded("\(owner) already has \(owned) watches, the most one client may hold (MaxWatchesPerClient=\(limits.perClient))")
+        guard owned < perClient else {
+            throw limitExceeded("\(owner) already has \(owned) watches, the most one client may hold (MaxWatchesPerClient=\(perClient))")
         }
-        // The total first: with a small MaxWatches, MaxWatchesPerUser=auto equals it, and the
-        // message then names the limit that really binds.
-        guard watches.count < limits.total else {
-            throw limitExceeded("reachd already serves \(watches.count) watches, the most it holds (MaxWatches=\(limits.total))")
-        }
+        // The total is tried first: with a small MaxWatches, MaxWatchesPerUser=auto equals it,
+        // and the message then names the limit that really binds.
         let ofUser = perUser[uid] ?? 0
-        guard ofUser < limits.perUser else {
-            throw limitExceeded("the clients of Unix user \(uid) already hold \(ofUser) watches, the most one user may hold (MaxWatchesPerUser=\(limits.perUser))")
-        }
-        let reserve = Self.reserve(of: limits.total)
-        guard uid == 0 || unprivileged < limits.total - reserve else {
+        switch quota.refusal(system: uid == 0, held: watches.count, ofOwner: ofUser, byOthers: unprivileged) {
+        case nil: break
+        case .total:
+            throw limitExceeded("reachd already serves \(watches.count) watches, the most it holds (MaxWatches=\(quota.total))")
+        case .owner:
+            throw limitExceeded("the clients of Unix user \(uid) already hold \(ofUser) watches, the most one user may hold (MaxWatchesPerUser=\(quota.perOwner))")
+        case .reserve:
             throw limitExceeded(
-                "users other than root already hold \(unprivileged) watches; the last \(reserve) of MaxWatches=\(limits.total) are kept for root")
+                "users other than root already hold \(unprivileged) watches; the last \(quota.reserve) of MaxWatches=\(quota.total) are kept for root")
         }
         nextID += 1
         let watch = try make("\(ReachdContract.watchPathNamespace)/\(nextID)", owner, uid)
@@ -154,11 +154,6 @@ final class WatchRegistry {
         for path in paths { if let watch = watches[path] { drop(watch) } }
         Log.debug("client \(client) left: dropped \(paths.count) watch(es)")
     }
-
-    /// The watches only root may take: a sixteenth of MaxWatches (256 of the default 4096), at
-    /// least one when there are two, so that users other than root together, however many
-    /// hold their share, never lock a system service out of Watch.
-    static func reserve(of total: Int) -> Int { total >= 2 ? max(1, total / 16) : 0 }
 
     private func drop(_ watch: any HeldWatch) {
         watches.removeValue(forKey: watch.path)

@@ -7,7 +7,7 @@ import Testing
 @testable import Reachability
 
 /// The D-Bus and sd-notify contract of reachd (packaging/org.reachd.Reachability1.xml; reachd(8),
-/// "D-BUS INTERFACE" and "ENVIRONMENT"; the README's "reachd on D-Bus"), proven with
+/// "D-BUS INTERFACE" and "ENVIRONMENT"; docs/dbus.md), proven with
 /// clients that are not ours (busctl, dbus-send) against the real daemon on a private bus, each
 /// test with its own namespace, bus and daemon.
 @Suite(rootOnly)

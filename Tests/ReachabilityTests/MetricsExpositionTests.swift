@@ -83,7 +83,7 @@ import Testing
         #expect(series(many) == few)
         #expect(many.contains(#"reachd_interfaces{kind="virtual"} 1000"#))
         #expect(many.contains(#"reachd_interfaces_ready{kind="virtual"} 500"#))
-        // The figure README.md "Metrics" gives.
+        // The figure docs/fleets.md gives.
         #expect(few.count == 95, "\(few.count) series")
     }
 

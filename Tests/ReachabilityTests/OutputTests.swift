@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import Reachability
 
@@ -31,7 +32,7 @@ struct SnapshotJSONTests {
     @Test("an interface has index, name, kind, flags and addresses in that order")
     func interface() {
         let json = Fixture.wlan0.json
-        #expect(json.keys == ["index", "name", "kind", "flags", "addresses", "stalled"])
+        #expect(json.keys == ["index", "name", "kind", "flags", "addresses", "stalled", "expensiveReason"])
         #expect(json["index"] == .int(3))
         #expect(json["name"] == "wlan0")
         #expect(json["kind"] == "wifi")
@@ -39,14 +40,14 @@ struct SnapshotJSONTests {
         #expect(json["addresses"]?.stringArrayValue == ["192.0.2.5/24", "2001:db8::5/64", "fe80::1/64"])
         #expect(
             Fixture.wwan0.json.serialized()
-                == #"{"index":12,"name":"wwan0","kind":"cellular","flags":["reachable","isWWAN","isExpensive"],"addresses":["198.51.100.7/30"],"stalled":false}"#
+                == #"{"index":12,"name":"wwan0","kind":"cellular","flags":["reachable","isWWAN","isExpensive"],"addresses":["198.51.100.7/30"],"stalled":false,"expensiveReason":""}"#
         )
     }
 
     @Test("an interface without flags or addresses has empty arrays, not null")
     func emptyInterface() {
         let bare = InterfaceStatus(index: 9, name: "dummy0", kind: .other, flags: [], addresses: [])
-        #expect(bare.json.serialized() == #"{"index":9,"name":"dummy0","kind":"other","flags":[],"addresses":[],"stalled":false}"#)
+        #expect(bare.json.serialized() == #"{"index":9,"name":"dummy0","kind":"other","flags":[],"addresses":[],"stalled":false,"expensiveReason":""}"#)
     }
 
     @Test("flags list names in documented order, unnamed bits as hex")
@@ -58,7 +59,7 @@ struct SnapshotJSONTests {
     @Test("a snapshot has the documented keys in the documented order")
     func snapshot() {
         let json = Fixture.snapshot.json
-        #expect(json.keys == ["flags", "state", "primaryInterface", "availableInterfaces", "underlyingInterface", "connectivity", "portal", "announcedPortal", "nat64Prefix", "nat64Router", "nat64Interface", "validatedInterfaces", "stalled", "supportsIPv4", "supportsIPv6", "supportsDNS", "gateways", "reason", "generation", "interfaces"])
+        #expect(json.keys == ["flags", "state", "primaryInterface", "availableInterfaces", "underlyingInterface", "connectivity", "portal", "announcedPortal", "nat64Prefix", "nat64Router", "nat64Interface", "validatedInterfaces", "stalled", "expensiveReason", "supportsIPv4", "supportsIPv6", "supportsDNS", "gateways", "reason", "generation", "interfaces"])
         #expect(json["flags"]?.stringArrayValue == ["reachable", "isWiFi"])
         #expect(json["state"] == "online")
         #expect(json["primaryInterface"] == "wlan0")
@@ -67,7 +68,7 @@ struct SnapshotJSONTests {
         #expect(json["interfaces"]?.arrayValue?.count == 4)
         #expect(json["interfaces"]?[0] == Fixture.loopback.json)
         #expect(json["interfaces"]?[3]?["name"] == "wwan0")
-        #expect(json.serialized().hasPrefix(#"{"flags":["reachable","isWiFi"],"state":"online","primaryInterface":"wlan0","availableInterfaces":["wlan0","wwan0"],"underlyingInterface":"","connectivity":"unknown","portal":"","announcedPortal":"","nat64Prefix":"","nat64Router":"","nat64Interface":"","validatedInterfaces":[],"stalled":false,"supportsIPv4":false,"supportsIPv6":false,"supportsDNS":false,"gateways":[],"reason":"","generation":7,"interfaces":[{"index":1,"name":"lo""#))
+        #expect(json.serialized().hasPrefix(#"{"flags":["reachable","isWiFi"],"state":"online","primaryInterface":"wlan0","availableInterfaces":["wlan0","wwan0"],"underlyingInterface":"","connectivity":"unknown","portal":"","announcedPortal":"","nat64Prefix":"","nat64Router":"","nat64Interface":"","validatedInterfaces":[],"stalled":false,"expensiveReason":"","supportsIPv4":false,"supportsIPv6":false,"supportsDNS":false,"gateways":[],"reason":"","generation":7,"interfaces":[{"index":1,"name":"lo""#))
     }
 
     @Test("an offline snapshot keeps every key: empty primary, empty lists")
@@ -75,7 +76,7 @@ struct SnapshotJSONTests {
         let snapshot = ReachabilitySnapshot(generation: 0, host: HostStatus(), interfaces: [])
         #expect(
             snapshot.json.serialized()
-                == #"{"flags":[],"state":"offline","primaryInterface":"","availableInterfaces":[],"underlyingInterface":"","connectivity":"unknown","portal":"","announcedPortal":"","nat64Prefix":"","nat64Router":"","nat64Interface":"","validatedInterfaces":[],"stalled":false,"supportsIPv4":false,"supportsIPv6":false,"supportsDNS":false,"gateways":[],"reason":"noRoute","generation":0,"interfaces":[]}"#
+                == #"{"flags":[],"state":"offline","primaryInterface":"","availableInterfaces":[],"underlyingInterface":"","connectivity":"unknown","portal":"","announcedPortal":"","nat64Prefix":"","nat64Router":"","nat64Interface":"","validatedInterfaces":[],"stalled":false,"expensiveReason":"","supportsIPv4":false,"supportsIPv6":false,"supportsDNS":false,"gateways":[],"reason":"noRoute","generation":0,"interfaces":[]}"#
         )
     }
 
@@ -96,7 +97,7 @@ struct SnapshotJSONTests {
         let json = change.json
         #expect(
             json.keys == [
-                "flags", "state", "primaryInterface", "availableInterfaces", "underlyingInterface", "connectivity", "portal", "announcedPortal", "nat64Prefix", "nat64Router", "nat64Interface", "validatedInterfaces", "stalled", "supportsIPv4", "supportsIPv6", "supportsDNS", "gateways", "reason", "generation", "changedInterfaces",
+                "flags", "state", "primaryInterface", "availableInterfaces", "underlyingInterface", "connectivity", "portal", "announcedPortal", "nat64Prefix", "nat64Router", "nat64Interface", "validatedInterfaces", "stalled", "expensiveReason", "supportsIPv4", "supportsIPv6", "supportsDNS", "gateways", "reason", "generation", "changedInterfaces",
                 "removedInterfaces",
             ])
         #expect(json["flags"]?.stringArrayValue == ["reachable", "isWired"])
@@ -117,15 +118,56 @@ struct SnapshotJSONTests {
 
 @Suite("Status text")
 struct StatusTextTests {
-    @Test("status shows state with primary and kind, flags, available interfaces and generation")
+    @Test("status shows state with primary and kind, available interfaces and DNS in words; flags and generation only verbose")
     func status() {
         #expect(
             renderStatus(Fixture.snapshot) == """
                 State: online via wlan0 (wifi)
+                Available: wlan0, wwan0
+                DNS: no nameserver reachable
+                """)
+        #expect(
+            renderStatus(Fixture.snapshot, style: TextStyle(verbose: true)) == """
+                State: online via wlan0 (wifi)
                 Flags: reachable|isWiFi
                 Available: wlan0, wwan0
+                DNS: no nameserver reachable
                 Generation: 7
                 """)
+    }
+
+    @Test("DNS has a line of its own, never read as DNS through the gateway")
+    func dnsApartFromThePath() throws {
+        var snapshot = Fixture.snapshot
+        snapshot.host.pathFacts = PathFacts(supportsIPv4: true, gateways: [try #require(IPAddress("10.61.0.1"))], supportsDNS: true)
+        let text = renderStatus(snapshot)
+        #expect(text.contains("\nPath: IPv4 via 10.61.0.1\nDNS: a nameserver is reachable"), "\(text)")
+    }
+
+    @Test("colour paints the state words only, green online, yellow degraded, red offline")
+    func colour() {
+        let colour = TextStyle(colour: true)
+        #expect(renderStatus(Fixture.snapshot, style: colour).hasPrefix("State: \u{1B}[32monline\u{1B}[0m via wlan0 (wifi)\n"))
+        var stalled = Fixture.snapshot
+        stalled.host.stalled = true
+        #expect(renderSummary(stalled.host, interfaces: [], style: colour).hasPrefix("\u{1B}[33monline\u{1B}[0m via wlan0"))
+        let offline = ReachabilitySnapshot(generation: 0, host: HostStatus(), interfaces: [])
+        #expect(renderStatus(offline, style: colour).hasPrefix("State: \u{1B}[31moffline\u{1B}[0m\n"))
+        // Without colour, not a single escape.
+        #expect(!renderStatus(Fixture.snapshot).contains("\u{1B}"))
+    }
+
+    @Test("colour follows --no-color, NO_COLOR (non-empty), TERM and the terminal")
+    func colourChoice() {
+        let terminal = ["TERM": "xterm-256color"]
+        #expect(TextStyle.wantsColour(refused: false, environment: terminal, isTerminal: true))
+        #expect(!TextStyle.wantsColour(refused: true, environment: terminal, isTerminal: true))
+        #expect(!TextStyle.wantsColour(refused: false, environment: terminal, isTerminal: false))
+        #expect(!TextStyle.wantsColour(refused: false, environment: terminal.merging(["NO_COLOR": "1"]) { $1 }, isTerminal: true))
+        #expect(TextStyle.wantsColour(refused: false, environment: terminal.merging(["NO_COLOR": ""]) { $1 }, isTerminal: true),
+                "no-color.org: an empty NO_COLOR does not count")
+        #expect(!TextStyle.wantsColour(refused: false, environment: ["TERM": "dumb"], isTerminal: true))
+        #expect(!TextStyle.wantsColour(refused: false, environment: [:], isTerminal: true))
     }
 
     @Test("the interfaces the probe found the internet through, and a portal a router announced, get lines of their own")
@@ -136,11 +178,10 @@ struct StatusTextTests {
         #expect(
             renderStatus(snapshot) == """
                 State: online via wlan0 (wifi)
-                Flags: reachable|isWiFi
                 Available: wlan0, wwan0
                 Internet via: wwan0
                 Announced portal: https://portal.example/api
-                Generation: 7
+                DNS: no nameserver reachable
                 """)
     }
 
@@ -159,10 +200,11 @@ struct StatusTextTests {
     func offline() {
         let snapshot = ReachabilitySnapshot(generation: 0, host: HostStatus(), interfaces: [Fixture.loopback])
         #expect(
-            renderStatus(snapshot) == """
+            renderStatus(snapshot, style: TextStyle(verbose: true)) == """
                 State: offline
                 Flags: none
                 Available: none
+                DNS: no nameserver reachable
                 Reason: noRoute
                 Generation: 0
                 """)
@@ -172,7 +214,7 @@ struct StatusTextTests {
     func deadPrimary() {
         let host = HostStatus(flags: [.connectionRequired, .isWired], state: .local, primaryInterface: "eth0", availableInterfaces: ["wlan0"])
         let snapshot = ReachabilitySnapshot(generation: 3, host: host, interfaces: [Fixture.eth0, Fixture.wlan0])
-        #expect(renderStatus(snapshot).hasPrefix("State: local, default route via eth0 (wired) not ready\nFlags: connectionRequired|isWired\nAvailable: wlan0\n"))
+        #expect(renderStatus(snapshot).hasPrefix("State: local, default route via eth0 (wired) not ready\nAvailable: wlan0\n"))
     }
 
     @Test("the primary's kind comes from host flags when the interface is not listed")
@@ -203,16 +245,50 @@ struct InterfaceTableTests {
     @Test("columns are aligned on the widest cell, INDEX right-aligned, extra addresses on continuation lines")
     func table() {
         let expected = """
-            INDEX  NAME   KIND      FLAGS                         ADDRESSES
-                1  lo     loopback  reachable                     127.0.0.1/8
-                                                                  ::1/128
-                2  eth0   wired     connectionRequired|isWired    -
-                3  wlan0  wifi      reachable|isWiFi              192.0.2.5/24
-                                                                  2001:db8::5/64
-                                                                  fe80::1/64
-               12  wwan0  cellular  reachable|isWWAN|isExpensive  198.51.100.7/30
+            INDEX  NAME   KIND      STATE           ADDRESSES
+                1  lo     loopback  ready           127.0.0.1/8
+                                                    ::1/128
+                2  eth0   wired     not ready       -
+                3  wlan0  wifi      ready           192.0.2.5/24
+                                                    2001:db8::5/64
+                                                    fe80::1/64
+               12  wwan0  cellular  ready, metered  198.51.100.7/30
             """
         #expect(renderInterfaces(Fixture.snapshot) == expected)
+    }
+
+    @Test("--verbose adds Apple's flags in a column of their own; --no-legend drops the header")
+    func verboseAndLegend() {
+        let lines = renderInterfaceTable([Fixture.eth0, Fixture.wwan0], style: TextStyle(verbose: true)).split(separator: "\n").map(String.init)
+        #expect(lines == [
+            "INDEX  NAME   KIND      STATE           FLAGS                         ADDRESSES",
+            "    2  eth0   wired     not ready       connectionRequired|isWired    -",
+            "   12  wwan0  cellular  ready, metered  reachable|isWWAN|isExpensive  198.51.100.7/30",
+        ])
+        let bare = renderInterfaceTable([Fixture.eth0, Fixture.wwan0], legend: false)
+        #expect(bare == """
+                2  eth0   wired     not ready       -
+               12  wwan0  cellular  ready, metered  198.51.100.7/30
+            """)
+        #expect(renderInterfaceTable([], legend: false) == "")
+    }
+
+    @Test("colour never moves a column: widths are measured on the words")
+    func colouredColumns() {
+        let plain = renderInterfaces(Fixture.snapshot)
+        let coloured = renderInterfaces(Fixture.snapshot, style: TextStyle(colour: true))
+        let stripped = coloured.replacing("\u{1B}[32m", with: "").replacing("\u{1B}[33m", with: "").replacing("\u{1B}[0m", with: "")
+        #expect(stripped == plain)
+        #expect(coloured.contains("\u{1B}[33mnot ready\u{1B}[0m"))
+    }
+
+    @Test("the state words: ready, not ready, radio off, down, and what a person acts on")
+    func stateWords() {
+        #expect(renderInterfaceState([.reachable, .isWired], .plain) == "ready")
+        #expect(renderInterfaceState([.connectionRequired, .isWired], .plain) == "not ready")
+        #expect(renderInterfaceState([.radioOff, .isWiFi], .plain) == "radio off")
+        #expect(renderInterfaceState([.isWired], .plain) == "down")
+        #expect(renderInterfaceState([.reachable, .stalled, .isConstrained], .plain) == "ready, stalled, constrained")
     }
 
     @Test("every row starts its ADDRESSES column at the same offset, and no line ends in a space")
@@ -236,21 +312,21 @@ struct InterfaceTableTests {
         let long = InterfaceStatus(index: 100, name: "enx00e04c680001", kind: .wired, flags: [], addresses: [])
         let lines = renderInterfaceTable([Fixture.eth0, long]).split(separator: "\n").map(String.init)
         #expect(lines == [
-            "INDEX  NAME             KIND   FLAGS                       ADDRESSES",
-            "    2  eth0             wired  connectionRequired|isWired  -",
-            "  100  enx00e04c680001  wired  -                           -",
+            "INDEX  NAME             KIND   STATE      ADDRESSES",
+            "    2  eth0             wired  not ready  -",
+            "  100  enx00e04c680001  wired  down       -",
         ])
     }
 
     @Test("an empty list renders just the header")
     func empty() {
-        #expect(renderInterfaceTable([]) == "INDEX  NAME  KIND  FLAGS  ADDRESSES")
+        #expect(renderInterfaceTable([]) == "INDEX  NAME  KIND  STATE  ADDRESSES")
     }
 }
 
 @Suite("Change lines")
 struct ChangeTextTests {
-    @Test("a change line has generation, host summary and flags, then each changed and removed interface")
+    @Test("a change line has the host summary, then each changed and removed interface with its kind; verbose adds generation and flags")
     func change() {
         let change = ReachabilityChange(
             generation: 8,
@@ -261,17 +337,20 @@ struct ChangeTextTests {
                 InterfaceStatus(index: 5, name: "eth1", kind: .wired, flags: [.connectionRequired, .isWired], addresses: []),
             ],
             removedInterfaces: [Fixture.wwan0])
+        #expect(renderChange(change) == "online via eth0 (wired); eth0 (wired): ready; eth1 (wired): not ready; wwan0 (cellular): removed")
         #expect(
-            renderChange(change)
-                == "gen 8: online via eth0 (wired) [reachable|isWired]; eth0: reachable|isWired; eth1: connectionRequired|isWired; wwan0: removed"
+            renderChange(change, style: TextStyle(verbose: true))
+                == "gen 8: online via eth0 (wired) [reachable|isWired]; eth0 (wired): ready [reachable|isWired]; "
+                + "eth1 (wired): not ready [connectionRequired|isWired]; wwan0 (cellular): removed"
         )
     }
 
-    @Test("a change that leaves the host offline says so with empty flags")
+    @Test("a change that leaves the host offline says so, with empty flags written as status writes them")
     func offline() {
         let change = ReachabilityChange(
             generation: 9, host: HostStatus(), hostChanged: true, changedInterfaces: [], removedInterfaces: [Fixture.wlan0])
-        #expect(renderChange(change) == "gen 9: offline []; wlan0: removed")
+        #expect(renderChange(change) == "offline; wlan0 (wifi): removed")
+        #expect(renderChange(change, style: TextStyle(verbose: true)) == "gen 9: offline [none]; wlan0 (wifi): removed")
     }
 
     @Test("the primary's kind is taken from host flags when the primary did not change")
@@ -279,6 +358,55 @@ struct ChangeTextTests {
         let change = ReachabilityChange(
             generation: 10, host: Fixture.host, hostChanged: false,
             changedInterfaces: [Fixture.eth0], removedInterfaces: [])
-        #expect(renderChange(change) == "gen 10: online via wlan0 (wifi) [reachable|isWiFi]; eth0: connectionRequired|isWired")
+        #expect(renderChange(change) == "online via wlan0 (wifi); eth0 (wired): not ready")
+        // From the interfaces known so far when the flags name no kind.
+        var bare = Fixture.host
+        bare.flags = [.reachable]
+        let known = ReachabilityChange(generation: 11, host: bare, hostChanged: true, changedInterfaces: [], removedInterfaces: [])
+        #expect(renderChange(known) == "online via wlan0")
+        #expect(renderChange(known, known: [Fixture.wlan0]) == "online via wlan0 (wifi)")
+    }
+}
+
+@Suite("Path lines")
+struct PathTextTests {
+    @Test("a path line speaks words; --verbose adds Apple's flags, none when empty")
+    func pathLine() {
+        let wifi = Path.Restriction(requiredInterfaceType: .wifi, prohibitedInterfaceTypes: [])
+        let satisfied = Path(
+            status: .satisfied, flags: [.reachable, .isWiFi],
+            availableInterfaces: [Path.Interface(name: "wlan0", index: 3, kind: .wifi)], supportsIPv4: true)
+        #expect(renderPath(satisfied, wifi) == "kind wifi: satisfied via wlan0 (wifi), IPv4")
+        #expect(renderPath(satisfied, wifi, style: TextStyle(verbose: true)) == "kind wifi: satisfied via wlan0 (wifi) [reachable|isWiFi], IPv4")
+        let unsatisfied = Path(status: .unsatisfied, unsatisfiedReason: .linkDown)
+        #expect(renderPath(unsatisfied, wifi) == "kind wifi: unsatisfied (offline): linkDown")
+        #expect(renderPath(unsatisfied, wifi, style: TextStyle(verbose: true)) == "kind wifi: unsatisfied (offline) [none]: linkDown")
+        #expect(renderPath(unsatisfied, wifi, style: TextStyle(colour: true)).hasPrefix("kind wifi: \u{1B}[31munsatisfied\u{1B}[0m"))
+    }
+}
+
+@Suite("Timestamps")
+struct TimestampTests {
+    @Test("ISO 8601 with milliseconds: UTC with Z for JSON, local time with its offset for text")
+    func formats() {
+        // 2026-11-27T16:40:01.007Z
+        let time = Timestamp(seconds: 1_795_797_601, milliseconds: 7)
+        #expect(time.utc == "2026-11-27T16:40:01.007Z")
+        // The local form: the wall clock of its zone, then that zone's offset.
+        var seconds = time_t(time.seconds)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        #expect(time.format(parts, offset: 0) == "2026-11-27T16:40:01.007+00:00")
+        #expect(time.format(parts, offset: -(5 * 3600 + 30 * 60)) == "2026-11-27T16:40:01.007-05:30")
+        #expect(Timestamp(seconds: 0, milliseconds: 999).format(parts, offset: 3600).hasSuffix(".999+01:00"))
+        #expect(time.local.wholeMatch(of: #/2026-11-2[6-8]T\d\d:\d\d:01\.007[+-]\d\d:\d\d/#) != nil, "\(time.local)")
+    }
+
+    @Test("now is now")
+    func now() {
+        let before = Int(Date().timeIntervalSince1970)
+        let now = Timestamp.now()
+        #expect(abs(now.seconds - before) <= 1)
+        #expect((0..<1000).contains(now.milliseconds))
     }
 }

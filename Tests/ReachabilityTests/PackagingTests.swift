@@ -280,7 +280,7 @@ struct PackagingDocumentationTests {
             let source = try String(contentsOfFile: repository + "/Sources/reachd/" + file, encoding: .utf8)
             errors.formUnion(Self.names(after: "org.reachd.Reachability1.Error.", in: source))
         }
-        let contract = try String(contentsOfFile: repository + "/Sources/Reachability/Bus/ReachdContract.swift", encoding: .utf8)
+        let contract = try String(contentsOfFile: repository + "/Sources/Reachability/Client/ReachdContract.swift", encoding: .utf8)
         errors.formUnion(Self.names(after: "org.reachd.Reachability1.Error.", in: contract))
         #expect(!errors.isEmpty)
         #expect(errors == Self.names(after: "org.reachd.Reachability1.Error.", in: page), "errors the daemon sends vs. reachd(8)")

@@ -45,7 +45,8 @@ struct RadioDaemonTests {
         #expect(reason.stdout == "s \"radioOff\"\n", "\(reason)")
         let text = try reachctl(["status", "--bus-address", harness.address]).stdout
         #expect(text.contains("State: offline: rw0 (wifi, radio off)") && text.contains("Reason: radioOff"), "\(text)")
-        #expect(try reachctl(["interfaces", "--bus-address", harness.address]).stdout.contains("radioOff|isWiFi"))
+        let table = try reachctl(["interfaces", "--verbose", "--bus-address", harness.address]).stdout
+        #expect(table.contains("radio off") && table.contains("radioOff|isWiFi"), "\(table)")
         try await Task.sleep(for: .milliseconds(500))
         #expect(ChangedSignalTests.count("Changed", monitor.signals) == 1, "the block and the link down are one change: \(monitor.changes)")
 

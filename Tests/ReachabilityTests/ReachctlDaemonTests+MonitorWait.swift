@@ -51,7 +51,9 @@ extension ReachctlDaemonTests {
         #expect(answers.allSatisfy { ($0["flags"] as? [String])?.contains("reachable") == true })
         #expect(answers.allSatisfy { $0["interface"] as? String == "up0" && $0["reason"] as? String == "" })
         #expect(answers.allSatisfy { $0["generation"] is Int })
-        #expect(Array(answers[0].keys).count == 5)
+        // The answer's four keys, its generation, and when it was written (UTC, milliseconds).
+        #expect(Array(answers[0].keys).count == 6)
+        #expect((answers[0]["timestamp"] as? String)?.wholeMatch(of: #/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/#) != nil, "\(answers[0])")
 
         // Carrier lost: both change.
         try far.ip("link set up0p down")
@@ -79,8 +81,15 @@ extension ReachctlDaemonTests {
         let text = try ReachctlProcess(["monitor", "198.51.100.7"] + Self.source(mode, ns, fixture))
         defer { _ = text.terminate() }
         let textLines = try await text.waitForLines(1)
-        #expect(textLines[0].hasSuffix("198.51.100.7: not reachable: noRoute"), "\(textLines)")
-        #expect(textLines[0].hasPrefix("gen "))
+        #expect(textLines[0].hasSuffix("] 198.51.100.7: not reachable: noRoute"), "\(textLines)")
+        // Stamped with the local time, as `ip -ts monitor` stamps its lines.
+        #expect(textLines[0].firstMatch(of: #/^\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d\] /#) != nil, "\(textLines)")
+        // --verbose adds the generation and the flags, none when empty, as status writes them.
+        let verbose = try ReachctlProcess(["monitor", "--verbose", "198.51.100.7"] + Self.source(mode, ns, fixture))
+        defer { _ = verbose.terminate() }
+        let verboseLines = try await verbose.waitForLines(1)
+        #expect(verboseLines[0].contains("] gen "), "\(verboseLines)")
+        #expect(verboseLines[0].hasSuffix("198.51.100.7: not reachable [none]: noRoute"), "\(verboseLines)")
     }
 
     @Test(arguments: Mode.allCases)

@@ -74,7 +74,9 @@ struct ReachctlDaemonTests {
                 "\(command)\n daemon: \(daemon.stdout)\n in-process: \(local.stdout)")
         }
         let text = try reachctl(["status"] + viaDaemon)
-        #expect(text.stdout.hasPrefix("State: online via up0 (virtual)\nFlags: reachable\nAvailable: up0\n"))
+        #expect(text.stdout.hasPrefix("State: online via up0 (virtual)\nAvailable: up0\n"), "\(text.stdout)")
+        let verbose = try reachctl(["status", "--verbose"] + viaDaemon)
+        #expect(verbose.stdout.hasPrefix("State: online via up0 (virtual)\nFlags: reachable\nAvailable: up0\n"), "\(verbose.stdout)")
 
         // Every field, gateway, source and message included: the D-Bus replies carry them too.
         let targets = [

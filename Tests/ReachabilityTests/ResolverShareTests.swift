@@ -7,13 +7,6 @@ import Testing
 /// started holds its slot (and its socket) until cancelled: the descriptors count the slots.
 @Suite(rootOnly)
 struct ResolverShareTests {
-    @Test func sharesHoldPerOwnerAndTheReserveStaysForTheSystem() {
-        #expect(HostResolver.Shares(maxConcurrent: 64) == HostResolver.Shares(reserve: 16, perOwner: 24))
-        #expect(HostResolver.Shares(maxConcurrent: 8) == HostResolver.Shares(reserve: 2, perOwner: 3))
-        #expect(HostResolver.Shares(maxConcurrent: 2) == HostResolver.Shares(reserve: 1, perOwner: 1))
-        #expect(HostResolver.Shares(maxConcurrent: 1) == HostResolver.Shares(reserve: 0, perOwner: 1))
-    }
-
     @Test func usersTakeTheirShareTheSystemItsReserveAndCancellingFreesASlotAtOnce() async throws {
         let dns = try DNSServers()
         try dns.blackHole(on: "127.0.0.2")

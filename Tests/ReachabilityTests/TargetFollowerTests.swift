@@ -127,6 +127,47 @@ import Testing
         #expect(driver.started == ["a.test", "b.test"], "b.test is still asked in turn")
     }
 
+    /// 2,000 names in line behind a dead server are all overdue when the first lookup times out:
+    /// answered a batch per turn of the loop, the rest on the timer armed for now, so no one turn
+    /// sends 2,000 signals.
+    @Test func manyOverdueNamesAreAnsweredABatchPerTurn() {
+        let driver = Driver()
+        let follower = TargetFollower(settings: Self.settings(lookups: 4), driver: driver)
+        for index in 0..<2_000 { follower.follow("w\(index).test") }
+        #expect(driver.started == ["w0.test", "w1.test"])
+        driver.now += .seconds(6)
+        driver.answer("w0.test", .dnsTimeout)
+        var perTurn = [driver.answers.count]
+        while let timer = driver.timer, timer <= driver.now {
+            let before = driver.answers.count
+            _ = driver.fire(follower)
+            perTurn.append(driver.answers.count - before)
+        }
+        #expect(perTurn.max()! <= TargetFollower.batch + 1, "\(perTurn)")
+        // w0 answered by its own lookup; w1 is in flight; every other name in line answered.
+        #expect(Set(driver.answers.map(\.target)).count == 1_999)
+        #expect(driver.answers.dropFirst().allSatisfy { $0.reason == .dnsTimeout })
+        #expect(driver.timer.map { $0 > driver.now } ?? true, "nothing left for now: the timer is for the retry")
+    }
+
+    /// A routing change with thousands of targets looks at a batch per turn.
+    @Test func aRoutingChangeWithManyTargetsLooksAtABatchPerTurn() {
+        let driver = Driver()
+        let follower = TargetFollower(settings: Self.settings(), driver: driver)
+        for index in 0..<2_000 { follower.follow("10.\(index / 250).\(index % 250).1") }
+        driver.addressFlags = []
+        follower.routingChanged()
+        #expect(driver.answers.count == TargetFollower.batch)
+        #expect(driver.timer == driver.now)
+        var turns = 1
+        while driver.timer == driver.now {
+            _ = driver.fire(follower)
+            turns += 1
+        }
+        #expect(Set(driver.answers.map(\.target)).count == follower.count)
+        #expect(turns == (follower.count + TargetFollower.batch - 1) / TargetFollower.batch)
+    }
+
     @Test func aRoutingChangeAsksEveryTargetAgainAndOnceMoreAfterACheckInFlight() {
         let driver = Driver()
         let follower = TargetFollower(settings: Self.settings(), driver: driver)

@@ -9,16 +9,19 @@ public final class CoreTargets: TargetFollowerDriver {
     private let onAnswer: Answered
     /// Whose lookups these are (reachd's watched targets are `.shared`).
     private let owner: LookupOwner
+    /// How answers are routed (reachd's watches route them per user themselves: `.none`).
+    private let routing: HostRouting
     /// Set once, right after init (the follower needs its driver).
     public private(set) var follower: TargetFollower!
     private var timer: (any LoopSource)?
 
     public init(
         core: ReachabilityCore, loop: any EventLoopProtocol, settings: TargetFollower.Settings, owner: LookupOwner = .system,
-        answered: @escaping Answered
+        routing: HostRouting = .asThisProcess, answered: @escaping Answered
     ) {
         self.core = core
         self.owner = owner
+        self.routing = routing
         self.loop = loop
         onAnswer = answered
         follower = TargetFollower(settings: settings, driver: self)
@@ -35,7 +38,7 @@ public final class CoreTargets: TargetFollowerDriver {
         }
         // The core answers on this loop's thread: `done` never crosses.
         let done = UncheckedSendable(done)
-        return core.checkHost(name, timeout: timeout, owner: owner) { outcome in done.value(try? outcome.get()) }
+        return core.checkHost(name, timeout: timeout, owner: owner, routing: routing) { outcome in done.value(try? outcome.get()) }
     }
 
     public func cancelHostCheck(_ id: UInt64) { core.cancelHostCheck(id) }

@@ -2,6 +2,18 @@
 import Glibc
 #endif
 
+/// How a host check's addresses are routed: each address is looked up in the kernel once, as
+/// the traffic of whoever asked would be, so no caller routes an answer a second time.
+public enum HostRouting: Sendable, Equatable {
+    /// As this process's own traffic (in-process, the caller's).
+    case asThisProcess
+    /// As user `uid`'s traffic (RTA_UID: `ip rule ... uidrange`): reachd's callers.
+    case asUser(UInt32)
+    /// Not at all: the addresses only, for a caller that routes them per user itself (reachd's
+    /// watches share one lookup between users and route it once for each).
+    case none
+}
+
 /// A host check handed to the loop that runs host checks. `completion` runs exactly once, on
 /// that loop, with the answer or `CheckCancelled`.
 public struct HostCheckRequest: Sendable {
@@ -9,16 +21,19 @@ public struct HostCheckRequest: Sendable {
     public let name: String
     /// Whose check it is: its lookup counts against that owner's share and rate.
     public let owner: LookupOwner
+    /// How the answer's addresses are routed.
+    public let routing: HostRouting
     public let deadline: ContinuousClock.Instant
     public let completion: @Sendable (Result<CheckResult, CheckCancelled>) -> Void
 
     public init(
-        id: UInt64, name: String, owner: LookupOwner = .system, deadline: ContinuousClock.Instant,
-        completion: @escaping @Sendable (Result<CheckResult, CheckCancelled>) -> Void
+        id: UInt64, name: String, owner: LookupOwner = .system, routing: HostRouting = .asThisProcess,
+        deadline: ContinuousClock.Instant, completion: @escaping @Sendable (Result<CheckResult, CheckCancelled>) -> Void
     ) {
         self.id = id
         self.name = name
         self.owner = owner
+        self.routing = routing
         self.deadline = deadline
         self.completion = completion
     }
@@ -38,8 +53,9 @@ public struct CheckCancelled: Error, CustomStringConvertible {
 /// (whose sockets and deadline it registers on the loop itself), and the evaluation of every
 /// answer's addresses. Loop-thread only.
 final class HostChecks {
-    /// Evaluates addresses with the kernel's routes and the Engine's link states.
-    typealias Evaluate = (_ addresses: [IPAddress], _ target: String) -> CheckResult
+    /// Evaluates addresses with the kernel's routes (as `uid`'s traffic; nil: this process's)
+    /// and the Engine's link states.
+    typealias Evaluate = (_ addresses: [IPAddress], _ target: String, _ uid: UInt32?) -> CheckResult
 
     private var resolver: HostResolver?
     private var resolverError: String?
@@ -164,7 +180,8 @@ final class HostChecks {
         let file = FileIdentity(path: resolver.resolvConfPath)
         if let known = nameserverVerdict, known.file == file, file != nil { return (known.servers, known.verdicts) }
         let servers = resolver.nameservers()
-        let verdicts = servers.map { evaluate([$0], name) }
+        // The queries are reachd's own traffic, whoever asked.
+        let verdicts = servers.map { evaluate([$0], name, nil) }
         nameserverVerdict = (file, servers, verdicts)
         return (servers, verdicts)
     }
@@ -172,10 +189,10 @@ final class HostChecks {
     func start(_ request: HostCheckRequest) {
         let now = ContinuousClock.now
         if let local = Self.localhostAddresses(request.name) {
-            return request.completion(.success(evaluate(local, request.name)))
+            return request.completion(.success(route(local, request)))
         }
         if let cached = cache.lookup(request.name, now: now) {
-            return request.completion(.success(answer(cached, for: request.name)))
+            return request.completion(.success(answer(cached, for: request)))
         }
         guard let resolver else {
             return request.completion(
@@ -187,7 +204,7 @@ final class HostChecks {
             if !verdicts.contains(where: \.isReachable), let first = verdicts.first {
                 // /etc/hosts still answers without the network (c-ares would read it first too).
                 let local = resolver.hostsFileAddresses(request.name)
-                if !local.isEmpty { return request.completion(.success(evaluate(local, request.name))) }
+                if !local.isEmpty { return request.completion(.success(route(local, request))) }
                 var result = CheckResult(target: request.name, flags: first.flags, interface: first.interface, reason: first.reason ?? .noRoute)
                 result.message = "no DNS server is reachable (\(servers.map(\.description).joined(separator: ", ")))"
                 return request.completion(.success(result))
@@ -201,7 +218,7 @@ final class HostChecks {
         let lookup = resolver.resolve(name, owner: request.owner, deadline: request.deadline) { [weak self] outcome in
             guard let self, let entry = self.running.removeValue(forKey: id) else { return }
             self.cache.store(name, outcome, now: .now)
-            entry.request.completion(.success(self.answer(outcome, for: name)))
+            entry.request.completion(.success(self.answer(outcome, for: entry.request)))
         }
         running[id] = (request, lookup)
         sync()
@@ -219,10 +236,20 @@ final class HostChecks {
         for id in Array(running.keys) { cancel(id) }
     }
 
-    private func answer(_ outcome: HostResolver.Outcome, for name: String) -> CheckResult {
+    /// `addresses` routed as `request` asks, once each.
+    private func route(_ addresses: [IPAddress], _ request: HostCheckRequest) -> CheckResult {
+        switch request.routing {
+        case .asThisProcess: evaluate(addresses, request.name, nil)
+        case let .asUser(uid): evaluate(addresses, request.name, uid)
+        case .none: CheckResult(target: request.name, addresses: addresses)
+        }
+    }
+
+    private func answer(_ outcome: HostResolver.Outcome, for request: HostCheckRequest) -> CheckResult {
+        let name = request.name
         switch outcome {
         case let .resolved(addresses, _):
-            return evaluate(addresses, name)
+            return route(addresses, request)
         case .notFound:
             return CheckResult(target: name, reason: .dnsNotFound, message: "no such name (NXDOMAIN or no A/AAAA records)")
         case .timedOut:

@@ -17,13 +17,20 @@ public struct CoreUpdate: Sendable {
 /// sequence that follows every input, whether the kernel's events, a resync, a probe's verdict
 /// or a reload. That sequence: incidents to the log, the resync timer re-armed, the host checks
 /// told of a routing change, stall detection told whether the host is online, then every
-/// follower, in the order they joined. Loop-thread only;
+/// follower, in the order they joined. Updates reach followers in the order they happened,
+/// never one inside another (`undelivered`). Loop-thread only;
 /// `mirror` may be read from any thread.
 public final class ReachabilityCore {
     public let mirror: SharedMirror
     private let hostChecks: HostChecks
     private let warn: (String) -> Void
     private var followers: [(CoreUpdate) -> Void] = []
+    /// Updates not yet told to every follower, oldest first. An input that arrives while
+    /// followers are being told (a probe follower recording a verdict from inside an update) is
+    /// applied at once, and its update waits here for the one being told to reach every follower:
+    /// as sd-event's defer sources, so followers hear updates in the order they happened.
+    private var undelivered: [CoreUpdate] = []
+    private var delivering = false
     private var lastRoutingEpoch: UInt64
     private var netlinkWatch: (any LoopSource)?
     private var resyncTimer: (any LoopSource)?
@@ -72,8 +79,8 @@ public final class ReachabilityCore {
         lastRoutingEpoch = kernel.state.routingEpoch
         hostChecks = HostChecks(
             options: configuration.resolverOptions, files: files, rate: configuration.lookupRate, loop: loop, warn: warn
-        ) { addresses, target in
-            mirror.evaluate(addresses: addresses, target: target)
+        ) { addresses, target, uid in
+            mirror.evaluate(addresses: addresses, target: target, uid: uid)
         }
         netlinkWatch = try loop.addWatch(fd: kernel.monitorDescriptor, events: .readable) { [unowned self] _ in
             if self.nameserversByIdentity, self.nameservers.changedSinceLastLook() { self.nameserversChanged() }
@@ -161,23 +168,25 @@ public final class ReachabilityCore {
         guard let answered = checkAnswered else { return hostChecks.start(request) }
         let started = ContinuousClock.now
         let box = UncheckedSendable(answered)
-        hostChecks.start(HostCheckRequest(id: request.id, name: request.name, owner: request.owner, deadline: request.deadline) { outcome in
+        hostChecks.start(HostCheckRequest(
+            id: request.id, name: request.name, owner: request.owner, routing: request.routing, deadline: request.deadline
+        ) { outcome in
             if case let .success(result) = outcome { box.value(result, .now - started) }
             request.completion(outcome)
         })
     }
 
     /// Starts a host check for `owner` under an id of the core's own (for a front end whose
-    /// checks all start on the loop); returns it for `cancelHostCheck`. `completion` may run
-    /// before this returns.
+    /// checks all start on the loop), its addresses routed as `routing` says; returns it for
+    /// `cancelHostCheck`. `completion` may run before this returns.
     @discardableResult
     public func checkHost(
-        _ name: String, timeout: Duration, owner: LookupOwner = .system,
+        _ name: String, timeout: Duration, owner: LookupOwner = .system, routing: HostRouting = .asThisProcess,
         completion: @escaping @Sendable (Result<CheckResult, CheckCancelled>) -> Void
     ) -> UInt64 {
         lastCheckID += 1
         let id = lastCheckID
-        checkHost(HostCheckRequest(id: id, name: name, owner: owner, deadline: .now + timeout, completion: completion))
+        checkHost(HostCheckRequest(id: id, name: name, owner: owner, routing: routing, deadline: .now + timeout, completion: completion))
         return id
     }
 
@@ -251,7 +260,16 @@ public final class ReachabilityCore {
             lastRoutingEpoch = epoch
             hostChecks.networkChanged()
         }
-        let update = CoreUpdate(change: change, routingMoved: moved, routingEpoch: epoch)
-        for follower in followers { follower(update) }
+        undelivered.append(CoreUpdate(change: change, routingMoved: moved, routingEpoch: epoch))
+        guard !delivering else { return }
+        delivering = true
+        defer { delivering = false }
+        var next = 0
+        while next < undelivered.count {
+            let update = undelivered[next]
+            next += 1
+            for follower in followers { follower(update) }
+        }
+        undelivered.removeAll(keepingCapacity: true)
     }
 }

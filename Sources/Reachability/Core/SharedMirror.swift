@@ -22,6 +22,9 @@ public final class SharedMirror: @unchecked Sendable {
         withLock { body($0.state) }
     }
 
+    /// Route lookups made for address checks so far (see `KernelMirror.addressLookups`).
+    var addressLookups: Int { withLock { $0.addressLookups } }
+
     /// The monitor socket's receive buffer as the kernel granted it, in bytes.
     public var netlinkReceiveBufferBytes: Int { withLock { $0.receiveBufferBytes } }
 

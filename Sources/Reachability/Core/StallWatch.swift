@@ -88,7 +88,8 @@ final class StallWatch {
         neighbours?.listen(false)
         planned = nil
         // Also when going offline: the timer's next shot forgets the verdicts, outside the
-        // settle that is running now (an input handed in from inside it would nest).
+        // settle that is running now (the core would queue an input handed in from inside it,
+        // but the stall watch is told before that settle has even made its update).
         if online { plan(at: .now + Self.baselineDelay) }
         else if holdsVerdicts { timer?.schedule(at: .now) } else { timer?.disable() }
     }

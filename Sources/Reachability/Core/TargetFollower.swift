@@ -21,6 +21,9 @@ public protocol TargetFollowerDriver: AnyObject {
 /// per distinct target, however many follow it; every target asked again when the routing facts
 /// move. Thousands of names whose DNS is dead cost a bounded number of lookups at a time
 /// (`Settings.maxInFlight`) and a heap operation per retry, never a walk over every target.
+/// Work for many targets at once (a routing change, names overdue when DNS times out) is done
+/// `batch` targets per turn of the loop, the rest on the timer armed for now: each answer may
+/// become a D-Bus signal, and 2,000 of them in one turn held reachd's loop for 200 ms.
 ///
 /// A host whose lookup timed out or failed is asked again after `firstRetry`, then twice as long
 /// each time up to `lastRetry`, each delay shifted by up to `jitter` of itself either way so that
@@ -99,6 +102,14 @@ public final class TargetFollower {
     private var inFlight = 0
     /// `startReady` is running: a check answered at once must not start the line again inside it.
     private var draining = false
+    /// Targets a routing change has yet to look at again, from `revisitHead`.
+    private var revisits: [Target] = []
+    private var revisitHead = 0
+    /// Names in line are overdue beyond the last batch `answerOverdue` answered.
+    private var overdueLeft = false
+    /// Targets answered per turn of the loop when many are due at once (reachd's watches route
+    /// their users' views again as many per turn).
+    public static let batch = 64
 
     /// `driver` outlives the follower (it usually owns it).
     public init(settings: Settings, driver: any TargetFollowerDriver) {
@@ -146,8 +157,22 @@ public final class TargetFollower {
 
     /// The routing facts moved: addresses are answered again, hosts asked again (through the
     /// cache, so DNS is asked only when an answer expired) with their backoff started afresh.
+    /// A walk not finished when the routing moves again is replaced: the new one has every target.
     public func routingChanged() {
-        for target in targets.values {
+        revisits = Array(targets.values)
+        revisitHead = 0
+        revisitSome()
+        scheduleTimer()
+    }
+
+    /// Looks again at the next `batch` targets of the routing change's walk.
+    private func revisitSome() {
+        var looked = 0
+        while looked < Self.batch, revisitHead < revisits.count {
+            let target = revisits[revisitHead]
+            revisitHead += 1
+            guard target.isFollowed else { continue }
+            looked += 1
             if target.isAddress {
                 update(target, driver.check(address: target.name))
                 continue
@@ -157,10 +182,17 @@ public final class TargetFollower {
             if target.pendingCheck != nil { target.askAgain = true }
             ask(target)
         }
-        scheduleTimer()
+        if revisitHead == revisits.count {
+            revisits = []
+            revisitHead = 0
+        }
     }
 
-    /// The timer armed through `scheduleTimer(at:)` fired: asks the hosts whose retry is due.
+    /// Work is left for the next turn of the loop.
+    private var workLeft: Bool { revisitHead < revisits.count || overdueLeft }
+
+    /// The timer armed through `scheduleTimer(at:)` fired: asks the hosts whose retry is due, and
+    /// goes on with work left from the last turn.
     public func timerFired() {
         armedAt = nil
         let now = driver.now
@@ -170,6 +202,8 @@ public final class TargetFollower {
             first.key.target.retryToken = nil
             ask(first.key.target)
         }
+        revisitSome()
+        if overdueLeft { answerOverdue() }
         scheduleTimer()
     }
 
@@ -232,10 +266,17 @@ public final class TargetFollower {
     private func answerOverdue() {
         let due = driver.now - settings.hostTimeout
         overdueHead = max(overdueHead, readyHead)
+        var answered = 0
+        overdueLeft = false
         while overdueHead < ready.count, ready[overdueHead].queuedAt <= due {
+            guard answered < Self.batch else {
+                overdueLeft = true
+                return
+            }
             let target = ready[overdueHead]
             overdueHead += 1
             guard target.queued, target.isFollowed, target.result?.reason != .dnsTimeout else { continue }
+            answered += 1
             var result = CheckResult(target: target.name, reason: .dnsTimeout)
             result.message = "no DNS answer before the deadline: the lookups ahead of this name timed out"
             update(target, result)
@@ -265,11 +306,11 @@ public final class TargetFollower {
         }
     }
 
-    /// Arms the driver's timer for the earliest live retry, when that moved.
+    /// Arms the driver's timer for the earliest live retry, or now while work is left, when that moved.
     private func scheduleTimer() {
         retries.prune(isCurrent: Self.isLive)
         if retries.count > 2 * targets.count + 64 { retries.compact(isCurrent: Self.isLive) }
-        let next = retries.first?.instant
+        let next = workLeft ? driver.now : retries.first?.instant
         guard next != armedAt else { return }
         armedAt = next
         driver.scheduleTimer(at: next)

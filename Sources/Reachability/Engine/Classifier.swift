@@ -31,16 +31,24 @@ public struct Classifier: Sendable {
         }
         // A kind from a rule wins over every fact: the administrator knows what the cable is.
         let resolved = kind ?? Self.detectKind(link, device: device).kind
-        return Classification(
+        var classification = Classification(
             kind: resolved,
             isIgnored: ignore ?? false,
-            // Only configuration makes a link metered; cellular's isExpensive is the flags layer's business.
+            // Only configuration sets isMetered; the facts that make a link expensive without it
+            // (cellular, a tether, a hotspot) are the Engine's (`NetworkState.expensiveReason`).
             isMetered: metered ?? false,
             allowsProbe: probe ?? true,
             priority: priority ?? priorities[resolved] ?? resolved.defaultPriority,
             isConstrained: constrained ?? false
         )
+        classification.isUnmeteredByConfiguration = metered == false
+        return classification
     }
+
+    /// Drivers only phones drive for USB tethering: Apple's (iPhone, iPad) and RNDIS, which
+    /// Android's USB tethering speaks. cdc_ncm and cdc_ether are absent: most USB Ethernet
+    /// adapters and docks use them too, so the driver alone says nothing.
+    public static let tetherDrivers: Set<String> = ["ipheth", "rndis_host"]
 }
 
 // MARK: - Kind detection
@@ -52,7 +60,7 @@ extension Classifier {
         let decide: @Sendable (Link, DeviceFacts) -> InterfaceKind?
     }
 
-    /// The detection order after the configuration's rules (the README's "What the answers mean",
+    /// The detection order after the configuration's rules (docs/semantics.md,
     /// Kinds); the first step with an answer wins.
     static let kindSteps: [KindStep] = [
         KindStep(name: "infoKind") { link, device in kindFromInfoKind(link, device) },

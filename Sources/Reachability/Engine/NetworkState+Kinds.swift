@@ -17,6 +17,7 @@ extension NetworkState {
         }
         best.isIgnored = entry.classification.isIgnored
         best.isMetered = best.isMetered || entry.classification.isMetered
+        best.isUnmeteredByConfiguration = entry.classification.isUnmeteredByConfiguration
         best.isConstrained = best.isConstrained || entry.classification.isConstrained
         best.allowsProbe = best.allowsProbe && entry.classification.allowsProbe
         return best
@@ -26,9 +27,39 @@ extension NetworkState {
     func kindFlags(_ entry: LinkEntry) -> ReachabilityFlags {
         let classification = effectiveClassification(entry)
         var flags = classification.kind.flags
-        if classification.isMetered { flags.insert(.isExpensive) }
+        if expensiveReason(entry, classification) != nil { flags.insert(.isExpensive) }
         if classification.isConstrained { flags.insert(.isConstrained) }
         if entry.link.hardwareType == Link.hardwarePPP { flags.insert(.transientConnection) }
         return flags
     }
+
+    /// Why paths through this link are expensive, the most authoritative fact first; nil when
+    /// nothing says they are. `Metered=no` silences the guesses below the kind.
+    func expensiveReason(_ entry: LinkEntry, _ classification: Classification? = nil) -> ExpensiveReason? {
+        let classification = classification ?? effectiveClassification(entry)
+        if classification.isMetered { return .configuration }
+        if classification.kind == .cellular { return .cellular }
+        if classification.isUnmeteredByConfiguration { return nil }
+        if let driver = entry.device.driver, Classifier.tetherDrivers.contains(driver) { return .tether }
+        if hasHotspotLayout(entry) { return .hotspot }
+        return nil
+    }
+
+    /// An iPhone hotspot hands out 172.20.10.2-14/28 and routes through 172.20.10.1, always
+    /// (Android's hotspots keep no one subnet): an address of that /28 on the link and a main
+    /// table default route through that gateway on it. Default routes dirty their link, so this
+    /// follows both. Only the few default routes are looked at, and only for a link holding
+    /// such an address.
+    func hasHotspotLayout(_ entry: LinkEntry) -> Bool {
+        let hasAddress = entry.addresses.keys.contains { key in
+            key.prefix.length == 28 && Self.hotspotPrefix.contains(key.prefix.address) && key.prefix.address != Self.hotspotGateway
+        }
+        guard hasAddress else { return false }
+        return defaultRoutes.contains { key in
+            key.nextHops.contains { $0.gateway == Self.hotspotGateway && $0.interfaceIndex == entry.link.index }
+        }
+    }
+
+    static let hotspotPrefix = IPPrefix("172.20.10.0/28")!
+    static let hotspotGateway = IPAddress("172.20.10.1")!
 }

@@ -127,8 +127,10 @@ extension NetworkState {
         var flags = chosen.path.flags
         if !chosen.path.isReachable { flags.remove(.stalled) }
         var underlying = ""
+        var reason = chosen.path.interfaceIndex.flatMap { links[$0] }.flatMap { expensiveReason($0) }
         if flags.contains(.isVPN), let carrier = tunnelCarrier(of: chosen.path, family: chosen.family) {
             underlying = carrier.interfaceName
+            reason = reason ?? carrier.interfaceIndex.flatMap { links[$0] }.flatMap { expensiveReason($0) }
             // A tunnel over a metered, constrained or cellular link costs what its carrier costs.
             // A tunnel over a link whose traffic stalled stalls too (the tunnel's own TCP
             // sockets may not have shown it yet).
@@ -146,7 +148,8 @@ extension NetworkState {
             validatedInterfaces: validatedInterfaces(
                 available: available, primary: chosen.path.isReachable ? chosen.path.interfaceName : "", connectivity: connectivity),
             stalled: chosen.path.isReachable && flags.contains(.stalled),
-            nat64Prefix: nat64Prefix(on: announcing, gateway: chosen.path.gateway))
+            nat64Prefix: nat64Prefix(on: announcing, gateway: chosen.path.gateway),
+            expensiveReason: flags.contains(.isExpensive) ? reason : nil)
     }
 
 

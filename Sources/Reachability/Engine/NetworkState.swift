@@ -328,6 +328,8 @@ public struct NetworkState: Sendable {
         if route.destination.isDefault, route.table == Route.mainTable || route.table == Route.defaultTable {
             defaultRoutes.insert(key)
         }
+        // A default route's gateway is part of a link's own facts (the hotspot layout).
+        if route.destination.isDefault { for hop in route.nextHops { if let index = hop.interfaceIndex { dirty.insert(index) } } }
     }
 
     mutating func removeRoute(_ key: Route.Key) {
@@ -341,7 +343,10 @@ public struct NetworkState: Sendable {
         routesBySlot[slot]?.remove(key)
         if routesBySlot[slot]?.isEmpty == true { routesBySlot.removeValue(forKey: slot) }
         for hop in key.nextHops {
-            if let index = hop.interfaceIndex { routesByInterface[index]?.remove(key) }
+            if let index = hop.interfaceIndex {
+                routesByInterface[index]?.remove(key)
+                if route.destination.isDefault { dirty.insert(index) }
+            }
         }
         defaultRoutes.remove(key)
     }
@@ -403,7 +408,7 @@ public struct NetworkState: Sendable {
         let addresses = entry.addresses.keys.map(\.prefix).sorted(by: Self.addressOrder)
         return InterfaceStatus(
             index: entry.link.index, name: entry.link.name, kind: classification.kind,
-            flags: flags, addresses: addresses)
+            flags: flags, addresses: addresses, expensiveReason: expensiveReason(entry, classification))
     }
 
     static func addressOrder(_ a: IPPrefix, _ b: IPPrefix) -> Bool {

@@ -1,4 +1,4 @@
-/// What reachd counts for its metrics (the README's "Metrics (Prometheus)"): plain numbers bumped where the
+/// What reachd counts for its metrics (docs/fleets.md): plain numbers bumped where the
 /// events happen. Fixed-size storage indexed by enum position, so a bump never allocates; the
 /// label sets are the enums' cases, known in advance, and so is every series.
 public struct MetricsCounters: Sendable, Hashable {
@@ -99,7 +99,7 @@ extension Reason {
         case .dnsFailure: 5
         case .invalidTarget: 6
         // A check refused by a kill switch counts as the noRoute it refines (it was one before
-        // checks told them apart), so the series stay as README's "Metrics" counts them.
+        // checks told them apart), so the series stay as docs/fleets.md counts them.
         case .policyBlocked: 0
         // Likewise host-only: a radio switched off is a link down, for the series.
         case .radioOff: 1

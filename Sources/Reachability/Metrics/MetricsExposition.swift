@@ -34,7 +34,7 @@ public enum BuildInfo {
 /// sets (states, kinds, flags, reasons, verdicts) except `reachd_host_info`'s interface name, of
 /// which there is one series at a time. Interfaces are counted by kind, never listed by name,
 /// so a container host creating and deleting thousands of veths changes values, not series:
-/// the series count is fixed (README.md "Metrics" counts them).
+/// the series count is fixed (docs/fleets.md counts them).
 public enum MetricsExposition {
     /// The Content-Type of the format (`/metrics` answers with it).
     public static let contentType = "text/plain; version=0.0.4; charset=utf-8"

@@ -22,6 +22,9 @@ public struct Classification: Hashable, Sendable {
     public var isIgnored: Bool
     /// Configured as metered: sets `isExpensive` on paths through it.
     public var isMetered: Bool
+    /// Configured `Metered=no`: the guesses (a tether, a hotspot layout) do not make it
+    /// expensive. A cellular link stays expensive: its kind says so.
+    public var isUnmeteredByConfiguration: Bool = false
     /// Configured as constrained (Low Data Mode): sets `isConstrained` on paths through it.
     public var isConstrained: Bool
     /// The connectivity probe may send through it (config `Probe=`, default yes).

@@ -224,5 +224,5 @@ extension Path {
 }
 
 /// Another name for the path a `PathMonitor` yields, after Network.framework's `NWPath` (the
-/// README's "NWPathMonitor: `PathMonitor`").
+/// docs/swift.md, "NWPathMonitor: `PathMonitor`").
 public typealias NetworkPath = Path

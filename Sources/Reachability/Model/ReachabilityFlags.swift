@@ -32,7 +32,7 @@ public struct ReachabilityFlags: OptionSet, Sendable, Hashable {
     /// leave, are retransmitted and nothing comes back (or DNS keeps timing out). Passive stall
     /// detection's verdict (`StallEvaluator`); `reachable` still holds: a packet can leave.
     /// The first of the Linux extensions taken from bit 15 down: bits 6 to 15 are free in
-    /// SCNetworkReachabilityFlags (the README's "reachd on D-Bus" table names it bit 15).
+    /// SCNetworkReachabilityFlags (docs/dbus.md names it bit 15).
     public static let stalled = ReachabilityFlags(rawValue: 1 << 15)
     /// The target is an address of this host.
     public static let isLocalAddress = ReachabilityFlags(rawValue: 1 << 16)

@@ -8,8 +8,14 @@ public struct InterfaceStatus: Hashable, Sendable {
     public var flags: ReachabilityFlags
     /// Assigned addresses with prefix length, IPv4 first, in address order.
     public var addresses: [IPPrefix]
+    /// Why paths through this interface are expensive (`isExpensive` in `flags`); nil when not.
+    public var expensiveReason: ExpensiveReason?
 
-    public init(index: Int32, name: String, kind: InterfaceKind, flags: ReachabilityFlags, addresses: [IPPrefix]) {
+    public init(
+        index: Int32, name: String, kind: InterfaceKind, flags: ReachabilityFlags, addresses: [IPPrefix],
+        expensiveReason: ExpensiveReason? = nil
+    ) {
+        self.expensiveReason = expensiveReason
         self.index = index
         self.name = name
         self.kind = kind
@@ -51,13 +57,18 @@ public struct HostStatus: Hashable, Sendable {
     public var stalled: Bool
     /// NWPath's facts of the internet path: families, gateways, why the host is not online.
     public var pathFacts: PathFacts
+    /// Why the host's path is expensive (`isExpensive` in `flags`): its egress link's reason, or
+    /// under a tunnel its carrier's; nil when it is not.
+    public var expensiveReason: ExpensiveReason?
 
     public init(
         flags: ReachabilityFlags = [], state: HostState = .offline,
         primaryInterface: String = "", availableInterfaces: [String] = [], underlyingInterface: String = "",
         connectivity: ConnectivityStatus = .unknown, announcedPortal: String = "", validatedInterfaces: [String] = [],
-        stalled: Bool = false, pathFacts: PathFacts? = nil, nat64Prefix: Nat64Prefix? = nil
+        stalled: Bool = false, pathFacts: PathFacts? = nil, nat64Prefix: Nat64Prefix? = nil,
+        expensiveReason: ExpensiveReason? = nil
     ) {
+        self.expensiveReason = expensiveReason
         self.nat64Prefix = nat64Prefix
         self.stalled = stalled
         self.flags = flags

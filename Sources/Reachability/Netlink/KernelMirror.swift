@@ -259,6 +259,10 @@ final class KernelMirror {
         return [.nameservers(answers)]
     }
 
+    /// Route lookups made for address checks since start: what a test counts to see that an
+    /// answer is routed once per caller, not once per layer it passes.
+    private(set) var addressLookups = 0
+
     /// Checks one address: the kernel's route for it (RTM_GETROUTE) and the link states. `uid`:
     /// as that user's traffic is routed; nil as this process's own.
     func evaluate(_ address: IPAddress, outputInterface: Int32?, uid: UInt32? = nil, target: String) -> CheckResult {
@@ -280,6 +284,7 @@ final class KernelMirror {
     }
 
     private func lookup(_ address: IPAddress, outputInterface: Int32?, uid: UInt32?) -> RouteLookup {
+        addressLookups += 1
         do {
             return try routes.lookup(address, outputInterface: outputInterface, uid: uid)
         } catch {

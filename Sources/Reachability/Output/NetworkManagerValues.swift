@@ -72,11 +72,11 @@ public struct NetworkManagerValues: Hashable, Sendable {
         let primary = interfaces.first { $0.name == host.primaryInterface }
         let name = primary?.kind == .vpn && !host.underlyingInterface.isEmpty ? host.underlyingInterface : host.primaryInterface
         primaryDevice = interfaces.first { $0.name == name }.map {
-            Device(index: $0.index, name: $0.name, deviceType: Self.deviceType($0.kind), metered: Self.metered($0.flags, kind: $0.kind))
+            Device(index: $0.index, name: $0.name, deviceType: Self.deviceType($0.kind), metered: Self.metered($0.flags, kind: $0.kind, reason: $0.expensiveReason))
         }
         // An ignored link (hidden from listings) can still be the kernel's choice: its metered-ness
         // is in the host's flags.
-        metered = primaryDevice?.metered ?? Self.metered(host.flags, kind: nil)
+        metered = primaryDevice?.metered ?? Self.metered(host.flags, kind: nil, reason: host.expensiveReason)
     }
 
     /// NMDeviceType: 1 ETHERNET, 2 WIFI, 8 MODEM (what Qt maps to Ethernet, WiFi, Cellular), 13
@@ -95,10 +95,12 @@ public struct NetworkManagerValues: Hashable, Sendable {
     }
 
     /// NMMetered: a cellular link is metered by guess (3 GUESS_YES, as NetworkManager guesses for
-    /// modems), a link configured as metered is metered (1 YES), any other is not by guess
-    /// (4 GUESS_NO: nobody said so). GLib and Qt read 1 and 3 as metered.
-    public static func metered(_ flags: ReachabilityFlags, kind: InterfaceKind?) -> UInt32 {
+    /// modems), and so are a phone's tether and an iPhone hotspot (reachd's guesses,
+    /// `ExpensiveReason`); a link configured as metered is metered (1 YES), any other is not by
+    /// guess (4 GUESS_NO: nobody said so). GLib and Qt read 1 and 3 as metered.
+    public static func metered(_ flags: ReachabilityFlags, kind: InterfaceKind?, reason: ExpensiveReason? = nil) -> UInt32 {
         guard flags.contains(.isExpensive) else { return meteredGuessNo }
+        if reason == .tether || reason == .hotspot { return meteredGuessYes }
         return kind == .cellular || (kind == nil && flags.contains(.isWWAN)) ? meteredGuessYes : meteredYes
     }
 }

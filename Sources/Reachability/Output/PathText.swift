@@ -10,18 +10,20 @@ extension Path.Restriction {
     }
 }
 
-/// One line: `kind wifi: satisfied via pw0 (wifi) [reachable|isWiFi], IPv4 via 198.51.100.1`,
-/// or `kind wifi: unsatisfied (local): linkDown`.
-public func renderPath(_ path: Path, _ restriction: Path.Restriction) -> String {
-    var line = "\(restriction.text): \(path.status.rawValue)"
+/// One line: `kind wifi: satisfied via pw0 (wifi), IPv4 via 198.51.100.1`, or
+/// `kind wifi: unsatisfied (local): linkDown`; `style.verbose` adds Apple's flags after the
+/// interfaces or the state (`[reachable|isWiFi]`, `[none]`), `style.colour` paints the status.
+public func renderPath(_ path: Path, _ restriction: Path.Restriction, style: TextStyle = .plain) -> String {
+    let tone: TextStyle.Tone = path.status == .satisfied ? .good : .bad
+    var line = "\(restriction.text): \(style.paint(path.status.rawValue, tone))"
     guard path.status == .satisfied else {
         line += " (\(path.state.rawValue))"
-        if !path.flags.isEmpty { line += " [\(path.flags)]" }
+        if style.verbose { line += " [\(renderFlags(path.flags))]" }
         if let reason = path.unsatisfiedReason { line += ": \(reason.rawValue)" }
         return line
     }
     line += " via " + path.availableInterfaces.map { "\($0.name) (\($0.kind.rawValue))" }.joined(separator: ", ")
-    if !path.flags.isEmpty { line += " [\(path.flags)]" }
+    if style.verbose { line += " [\(renderFlags(path.flags))]" }
     let families = [path.supportsIPv4 ? "IPv4" : nil, path.supportsIPv6 ? "IPv6" : nil].compactMap { $0 }
     line += ", " + (families.isEmpty ? "no global address" : families.joined(separator: " "))
     if !path.gateways.isEmpty { line += " via " + path.gateways.map(\.description).joined(separator: " ") }

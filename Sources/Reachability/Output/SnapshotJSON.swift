@@ -1,4 +1,4 @@
-// The JSON shapes of reachctl (reachctl(1), --json; the README's "reachctl"): the D-Bus names in
+// The JSON shapes of reachctl (reachctl(1), --json; docs/admins.md): the D-Bus names in
 // lowerCamelCase, keys in a fixed order (flags first), flags as arrays of names in the order of `ReachabilityFlags.named`.
 
 extension ReachabilityFlags {
@@ -7,8 +7,9 @@ extension ReachabilityFlags {
 }
 
 extension InterfaceStatus {
-    /// `{"index":3,"name":"wlan0","kind":"wifi","flags":["reachable","isWiFi"],"addresses":["192.0.2.5/24"],"stalled":false}`
-    /// (`stalled`: the link's own TCP traffic stopped flowing; the `stalled` flag too).
+    /// `{"index":3,"name":"wlan0","kind":"wifi","flags":["reachable","isWiFi"],"addresses":["192.0.2.5/24"],"stalled":false,"expensiveReason":""}`
+    /// (`stalled`: the link's own TCP traffic stopped flowing; the `stalled` flag too;
+    /// `expensiveReason`: why `isExpensive` is among its flags, or empty).
     public var json: JSONValue {
         .object([
             ("index", .int(Int64(index))),
@@ -17,6 +18,7 @@ extension InterfaceStatus {
             ("flags", flags.json),
             ("addresses", .array(addresses.map { .string($0.description) })),
             ("stalled", .bool(flags.contains(.stalled))),
+            ("expensiveReason", .string(expensiveReason?.rawValue ?? "")),
         ])
     }
 }
@@ -29,7 +31,8 @@ extension HostStatus {
     /// `nat64Prefix`, `nat64Router`, `nat64Interface` (the NAT64 prefix a router announced, RFC
     /// 8781, which router and on which link; each empty when none is),
     /// `validatedInterfaces` (the available interfaces the probe found the internet through),
-    /// `stalled` (the host's own traffic through its path stopped flowing), and the path facts:
+    /// `stalled` (the host's own traffic through its path stopped flowing), `expensiveReason`
+    /// (why `isExpensive` is in the flags, or empty: `ExpensiveReason`), and the path facts:
     /// `supportsIPv4`, `supportsIPv6`, `supportsDNS`, `gateways`, `reason` ("" when online).
     var jsonMembers: [(String, JSONValue)] {
         [
@@ -46,6 +49,7 @@ extension HostStatus {
             ("nat64Interface", .string(nat64Prefix?.interfaceName ?? "")),
             ("validatedInterfaces", .array(validatedInterfaces.map(JSONValue.string))),
             ("stalled", .bool(stalled)),
+            ("expensiveReason", .string(expensiveReason?.rawValue ?? "")),
             ("supportsIPv4", .bool(pathFacts.supportsIPv4)),
             ("supportsIPv6", .bool(pathFacts.supportsIPv6)),
             ("supportsDNS", .bool(pathFacts.supportsDNS)),

@@ -82,38 +82,45 @@ public func renderValidation(_ status: ConnectivityStatus) -> String {
     return line
 }
 
-/// The header `reachctl status` prints:
+/// The header `reachctl status` prints, in an admin's words:
 /// ```
 /// State: online via wlan0 (wifi)
-/// Flags: reachable|isWiFi
 /// Available: wlan0, wwan0
-/// Generation: 7
+/// Path: IPv4, IPv6 via 192.0.2.1, fe80::1
+/// DNS: a nameserver is reachable
 /// ```
 /// with `Internet via: eth0, wlan0` after Available when the probe found the internet through
 /// some of them, `Announced portal: URI` when a router advertised one (RFC 8910), `NAT64: PREFIX
-/// (announced by ROUTER on LINK)` when a router announced one (RFC 8781), `Path: IPv4,
-/// IPv6 via GATEWAYS` (the families and next hops the internet path carries) and `Reason: R`
-/// (why the host is not online).
-public func renderStatus(_ snapshot: ReachabilitySnapshot) -> String {
+/// (announced by ROUTER on LINK)` when a router announced one (RFC 8781), `Path:` the families
+/// and next hops the internet path carries, `DNS:` whether a configured nameserver can be
+/// reached (SupportsDNS: its own line, so that it never reads as DNS through the gateway) and
+/// `Reason: R` (why the host is not online). `style.verbose` adds `Flags:` (Apple's names, after
+/// State) and `Generation:` (last); `style.colour` paints the state.
+public func renderStatus(_ snapshot: ReachabilitySnapshot, style: TextStyle = .plain) -> String {
     let host = snapshot.host
-    var lines = [
-        "State: " + renderSummary(host, interfaces: snapshot.interfaces, stall: snapshot.stallEvidence),
-        "Flags: " + (host.flags.isEmpty ? "none" : host.flags.description),
-        "Available: " + (host.availableInterfaces.isEmpty ? "none" : renderAvailable(host.availableInterfaces, snapshot.interfaces)),
-    ]
+    var lines = ["State: " + renderSummary(host, interfaces: snapshot.interfaces, stall: snapshot.stallEvidence, style: style)]
+    if style.verbose { lines.append("Flags: " + renderFlags(host.flags)) }
+    lines.append("Available: " + (host.availableInterfaces.isEmpty ? "none" : renderAvailable(host.availableInterfaces, snapshot.interfaces)))
     if !host.validatedInterfaces.isEmpty { lines.append("Internet via: " + host.validatedInterfaces.joined(separator: ", ")) }
+    if host.flags.contains(.isExpensive) { lines.append("Metered: yes" + (host.expensiveReason.map { " (\($0.text))" } ?? "")) }
     if !host.announcedPortal.isEmpty { lines.append("Announced portal: " + host.announcedPortal) }
     if let nat64 = host.nat64Prefix { lines.append("NAT64: \(nat64.prefix) (announced by \(nat64.router) on \(nat64.interfaceName))") }
     let facts = host.pathFacts
     let families = [facts.supportsIPv4 ? "IPv4" : nil, facts.supportsIPv6 ? "IPv6" : nil].compactMap { $0 }
-    if !families.isEmpty || !facts.gateways.isEmpty || facts.supportsDNS {
+    if !families.isEmpty || !facts.gateways.isEmpty {
         let via = facts.gateways.isEmpty ? "" : " via " + facts.gateways.map(\.description).joined(separator: ", ")
-        let carried = (families.isEmpty ? ["no global address"] : families) + (facts.supportsDNS ? ["DNS"] : [])
-        lines.append("Path: " + carried.joined(separator: ", ") + via)
+        lines.append("Path: " + (families.isEmpty ? "no global address" : families.joined(separator: ", ")) + via)
     }
+    lines.append("DNS: " + (facts.supportsDNS ? style.paint("a nameserver is reachable", .good) : style.paint("no nameserver reachable", .bad)))
     if let reason = facts.reason { lines.append("Reason: " + reason.rawValue) }
-    lines.append("Generation: \(snapshot.generation)")
+    if style.verbose { lines.append("Generation: \(snapshot.generation)") }
     return lines.joined(separator: "\n")
+}
+
+/// Flags as Apple names them, `none` when there are none: the one spelling of empty flags in
+/// status, interfaces and monitor.
+public func renderFlags(_ flags: ReachabilityFlags) -> String {
+    flags.isEmpty ? "none" : flags.description
 }
 
 /// `wlan0 (stalled), wwan0`: the available interfaces, each whose own traffic stopped flowing
@@ -124,59 +131,76 @@ func renderAvailable(_ names: [String], _ interfaces: [InterfaceStatus]) -> Stri
     }.joined(separator: ", ")
 }
 
-/// The interface table `reachctl interfaces` prints: columns INDEX NAME KIND FLAGS ADDRESSES,
-/// separated by two spaces and aligned on the widest cell, INDEX right-aligned. An interface with
-/// several addresses lists the first on its row and each further one on a continuation line under
-/// the ADDRESSES column; `-` stands for no flags or no addresses. No line has trailing spaces.
-public func renderInterfaces(_ snapshot: ReachabilitySnapshot) -> String {
-    renderInterfaceTable(snapshot.interfaces)
+/// The interface table `reachctl interfaces` prints: columns INDEX NAME KIND STATE ADDRESSES
+/// (STATE in words: `interfaceStateWords`), separated by two spaces and aligned on the widest
+/// cell, INDEX right-aligned. An interface with several addresses lists the first on its row
+/// and each further one on a continuation line under the ADDRESSES column; `-` stands for no
+/// addresses. No line has trailing spaces.
+public func renderInterfaces(_ snapshot: ReachabilitySnapshot, style: TextStyle = .plain, legend: Bool = true) -> String {
+    renderInterfaceTable(snapshot.interfaces, style: style, legend: legend)
 }
 
-/// The table of `renderInterfaces` for any list of interfaces, in the order given.
-public func renderInterfaceTable(_ interfaces: [InterfaceStatus]) -> String {
-    let header = ["INDEX", "NAME", "KIND", "FLAGS", "ADDRESSES"]
+/// The table of `renderInterfaces` for any list of interfaces, in the order given. `legend`:
+/// the header line (`--no-legend` drops it, as systemctl's does); `style.verbose` adds a FLAGS
+/// column with Apple's names (`none` for none); `style.colour` paints the states, which never
+/// moves a column: widths are measured on the words.
+public func renderInterfaceTable(_ interfaces: [InterfaceStatus], style: TextStyle = .plain, legend: Bool = true) -> String {
+    var header = ["INDEX", "NAME", "KIND", "STATE"]
+    if style.verbose { header.append("FLAGS") }
+    let fixed = header.count
+    header.append("ADDRESSES")
     let rows = interfaces.map { interface in
-        [
-            String(interface.index),
-            interface.name,
-            interface.kind.rawValue,
-            interface.flags.isEmpty ? "-" : interface.flags.description,
-        ]
+        [String(interface.index), interface.name, interface.kind.rawValue, renderInterfaceState(interface.flags, .plain)]
+            + (style.verbose ? [renderFlags(interface.flags)] : [])
     }
-    // Widths of the four fixed columns; ADDRESSES is last and never padded.
-    var widths = header.prefix(4).map(\.count)
+    // Widths of the fixed columns; ADDRESSES is last and never padded.
+    var widths = header.prefix(fixed).map(\.count)
     for row in rows {
         for (column, cell) in row.enumerated() { widths[column] = max(widths[column], cell.count) }
     }
     let separator = "  "
-    func line(_ cells: [String], addresses: String) -> String {
+    let stateColumn = 3
+    func line(_ cells: [String], addresses: String, flags: ReachabilityFlags?) -> String {
         var text = pad(cells[0], to: widths[0], right: true)
-        for column in 1..<4 { text += separator + pad(cells[column], to: widths[column], right: false) }
+        for column in 1..<fixed {
+            var cell = pad(cells[column], to: widths[column], right: false)
+            if column == stateColumn, let flags, style.colour {
+                cell = renderInterfaceState(flags, style) + String(repeating: " ", count: widths[column] - cells[column].count)
+            }
+            text += separator + cell
+        }
         return text + separator + addresses
     }
-    let indent = String(repeating: " ", count: widths.reduce(0, +) + 4 * separator.count)
+    let indent = String(repeating: " ", count: widths.reduce(0, +) + fixed * separator.count)
 
-    var lines = [line(Array(header.prefix(4)), addresses: header[4])]
+    var lines = legend ? [line(Array(header.prefix(fixed)), addresses: header[fixed], flags: nil)] : []
     for (row, interface) in zip(rows, interfaces) {
         let addresses = interface.addresses.map(\.description)
-        lines.append(line(row, addresses: addresses.first ?? "-"))
+        lines.append(line(row, addresses: addresses.first ?? "-", flags: interface.flags))
         for address in addresses.dropFirst() { lines.append(indent + address) }
     }
     return lines.joined(separator: "\n")
 }
 
-/// One line per change for `reachctl monitor`: the generation, the host summary and flags, then
-/// each changed interface with its flags and each removed one:
-/// `gen 8: online via eth0 (wired) [reachable|isWired]; eth1: connectionRequired|isWired; usb0: removed`.
-public func renderChange(_ change: ReachabilityChange) -> String {
-    let summary = renderSummary(change.host, interfaces: change.changedInterfaces)
-    let hostFlags = change.host.flags.names.joined(separator: "|")
-    var parts = ["gen \(change.generation): \(summary) [\(hostFlags)]"]
+/// One line per change for `reachctl monitor`, every line of one shape: the host summary, then
+/// each interface that changed with its kind and state, and each removed one:
+/// `online via eth0 (wired); eth1 (wired): not ready; usb0 (cellular): removed`.
+/// `style.verbose` puts the generation first and Apple's flags after the host and each
+/// interface (`none` when empty, as status prints them):
+/// `gen 8: online via eth0 (wired) [reachable|isWired]; eth1 (wired): not ready [connectionRequired|isWired]; usb0 (cellular): removed`.
+/// `known`: the interfaces seen so far, so the primary's kind is named even when it did not change.
+public func renderChange(_ change: ReachabilityChange, known: [InterfaceStatus] = [], style: TextStyle = .plain) -> String {
+    let interfaces = change.changedInterfaces + known.filter { old in !change.changedInterfaces.contains { $0.index == old.index } }
+    var host = renderSummary(change.host, interfaces: interfaces, style: style)
+    if style.verbose { host += " [\(renderFlags(change.host.flags))]" }
+    var parts = [(style.verbose ? "gen \(change.generation): " : "") + host]
     for interface in change.changedInterfaces {
-        parts.append("\(interface.name): \(interface.flags)")
+        var part = "\(interface.name) (\(interface.kind.rawValue)): \(renderInterfaceState(interface.flags, style))"
+        if style.verbose { part += " [\(renderFlags(interface.flags))]" }
+        parts.append(part)
     }
     for interface in change.removedInterfaces {
-        parts.append("\(interface.name): removed")
+        parts.append("\(interface.name) (\(interface.kind.rawValue)): removed")
     }
     return parts.joined(separator: "; ")
 }
@@ -198,17 +222,20 @@ private func pad(_ text: String, to width: Int, right: Bool) -> String {
 
 /// A check's verdict for people: the verdict line, then what it rests on.
 ///
-///     203.0.113.5: reachable via eth0 (gateway 192.0.2.1, source 192.0.2.2) [reachable|isWired]
+///     203.0.113.5: reachable via eth0 (gateway 192.0.2.1, source 192.0.2.2)
 ///     example.test: not reachable: dnsNotFound (no such name)
-public func renderCheck(_ result: CheckResult) -> String {
-    let verdict = result.isReachable ? "reachable" : "not reachable"
+///
+/// `style.verbose` adds Apple's flags after the details (`[reachable|isWired]`); `style.colour`
+/// paints the verdict.
+public func renderCheck(_ result: CheckResult, style: TextStyle = .plain) -> String {
+    let verdict = result.isReachable ? style.paint("reachable", .good) : style.paint("not reachable", .bad)
     var line = "\(result.target): \(verdict)"
     if !result.interface.isEmpty { line += " via \(result.interface)" }
     var details: [String] = []
     if let gateway = result.gateway { details.append("gateway \(gateway)") }
     if let source = result.source { details.append("source \(source)") }
     if !details.isEmpty { line += " (" + details.joined(separator: ", ") + ")" }
-    if !result.flags.isEmpty { line += " [\(result.flags)]" }
+    if style.verbose { line += " [\(renderFlags(result.flags))]" }
     if let reason = result.reason {
         line += ": \(reason.rawValue)"
         if let message = result.message { line += " (\(message))" }

@@ -40,29 +40,6 @@ extension HostResolver {
         public var isClosed: Bool { !readable && !writable }
     }
 
-    /// How the slots are shared: lookups of the system (reachd's own work, root) may take every
-    /// slot; the others together may not take the `reserve`, and no owner of them more than
-    /// `perOwner`. So a user who leaves lookups behind on a server that never answers (every one
-    /// running until its deadline, up to minutes) can neither blind the system nor another user.
-    public struct Shares: Equatable, Sendable {
-        /// Slots only the system takes: a quarter, so the probe's name and root's checks always
-        /// start at once, while three quarters serve everyone else.
-        public let reserve: Int
-        /// Slots one owner other than the system may hold: half of what is left, as for watches
-        /// (`MaxWatchesPerUser=auto`), so one user alone never takes all the others may use.
-        public let perOwner: Int
-
-        public init(maxConcurrent: Int) {
-            reserve = maxConcurrent >= 2 ? max(1, maxConcurrent / 4) : 0
-            perOwner = max(1, (maxConcurrent - reserve) / 2)
-        }
-
-        init(reserve: Int, perOwner: Int) {
-            self.reserve = reserve
-            self.perOwner = perOwner
-        }
-    }
-
     public typealias RequestID = UInt64
 
     /// One lookup from `resolve` until its completion has run or it was cancelled.

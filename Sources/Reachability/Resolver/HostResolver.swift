@@ -15,7 +15,7 @@ import Glibc
 /// comes from the loop's thread. Sockets are opened on that thread, in its network namespace.
 ///
 /// Each lookup runs on a c-ares channel of its own (see `AresLookup`), at most
-/// `Options.maxConcurrent` at a time, shared fairly between owners (see `Shares`): the others
+/// `Options.maxConcurrent` at a time, shared fairly between owners (see `slots`): the others
 /// wait, each owner's in order of arrival, and a freed slot goes to the oldest lookup whose owner
 /// is still under its share. Cancelling a lookup destroys its channel: its slot is free at once.
 /// Deadlines and c-ares' retransmission timers sit in min-heaps, so `nextDeadline` is O(1) and
@@ -45,7 +45,12 @@ public final class HostResolver {
     public static let minimumStartLead: Duration = .milliseconds(50)
 
     private let options: Options
-    public let shares: Shares
+    /// How the slots are shared: lookups of the system (reachd's own work, root) may take every
+    /// slot; the others together may not take the reserve (so the probe's name and root's checks
+    /// always start at once), and no owner of them more than its share. So a user who leaves
+    /// lookups behind on a server that never answers (every one running until its deadline, up
+    /// to minutes) can neither blind the system nor another user.
+    public let slots: Quota
     /// Lookups in a row that queried DNS and timed out (a lookup that never ran, parked past
     /// its deadline in line, does not count); any other outcome resets it. Stall evidence, as
     /// Android's consecutive DNS timeouts are.
@@ -91,7 +96,7 @@ public final class HostResolver {
             throw ResolverError(message: "ares_library_init: " + AresLookup.describe(status))
         }
         self.options = options
-        shares = Shares(maxConcurrent: options.maxConcurrent)
+        slots = Quota(total: options.maxConcurrent)
     }
 
     deinit {
@@ -100,7 +105,7 @@ public final class HostResolver {
     }
 
     /// Starts a lookup of `name`'s A and AAAA records for `owner` (or queues it when `owner` has
-    /// no free slot, see `Shares`). `completion` runs exactly once, from a later `process` or `processTimeouts`,
+    /// no free slot, see `slots`). `completion` runs exactly once, from a later `process` or `processTimeouts`,
     /// unless the request is cancelled: when DNS answers, or at `deadline` with `.timedOut`
     /// (a few milliseconds late at most, when the loop honours `nextDeadline`). A name ending in
     /// a dot skips resolv.conf's search list.
@@ -322,10 +327,9 @@ public final class HostResolver {
     /// Whether a lookup of `owner` may start now: a slot is free, and unless it is the system's,
     /// one outside the reserve and within the owner's share.
     private func hasSlot(for owner: LookupOwner) -> Bool {
-        guard running.count < options.maxConcurrent else { return false }
-        if owner == .system { return true }
-        return runningUnreserved < options.maxConcurrent - shares.reserve
-            && runningByOwner[owner] ?? 0 < shares.perOwner
+        slots.refusal(
+            system: owner == .system, held: running.count, ofOwner: runningByOwner[owner] ?? 0, byOthers: runningUnreserved
+        ) == nil
     }
 
     /// A running request gives its slot back (it finished, timed out or was cancelled).

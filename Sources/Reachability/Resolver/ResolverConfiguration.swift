@@ -7,11 +7,12 @@ import Glibc
 /// looking for the end of a line): the nameservers, the search list, `ndots` and `rotate`.
 /// `timeout:` and `attempts:` are not taken: every lookup's tries are fitted to its own deadline.
 public struct ResolverConfiguration: Equatable, Sendable {
-    /// Nameservers kept, in order. glibc asks the first 3 (MAXNS) and ignores the rest; 8 leaves
-    /// room for systemd-resolved's upstream list, which names each link's IPv4 and IPv6 servers.
-    /// More cost without use: each nameserver is routed on every network change (supportsDNS),
-    /// so 10,000 lines made every kernel event cost ~42 ms.
-    public static let maximumNameservers = 8
+    /// Nameservers kept, in order: glibc's MAXNS. A program resolving through glibc asks the
+    /// first 3 and never the rest, so a fourth cannot make its DNS work and reachd, judging DNS
+    /// as those programs meet it, has no use for one. Each kept server is routed on every network
+    /// change (supportsDNS): 10,000 lines made every kernel event cost ~42 ms, 8 still cost
+    /// several times what 3 do. resolved rewrites its upstream list when a link's servers go.
+    public static let maximumNameservers = 3
     /// glibc's MAXDNSRCH: each domain is one more round of queries for a short name.
     public static let maximumSearchDomains = 6
     /// glibc's cap on `ndots`.

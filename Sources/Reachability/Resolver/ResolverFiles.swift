@@ -29,7 +29,7 @@ final class ResolverFiles {
         FollowedFile(path: path, limit: ResolverConfiguration.fileLimit, parse: ResolverConfiguration.init(parsing:)) { read in
             guard read.droppedNameservers > 0 else { return nil }
             return "\(path): \(read.droppedNameservers) nameserver line(s) ignored, past the first "
-                + "\(ResolverConfiguration.maximumNameservers) (glibc asks only 3) or not an address"
+                + "\(ResolverConfiguration.maximumNameservers) (glibc asks no more) or not an address"
         }
     }
 

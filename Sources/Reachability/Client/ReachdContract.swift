@@ -71,6 +71,10 @@ public enum ReachdContract {
         public static let dnsTimeouts = "StallDNSTimeouts"
     }
 
+    /// GetStatus's entry with each expensive interface's reason (a{ss}: name -> `ExpensiveReason`):
+    /// ListInterfaces' struct is fixed, so the per-interface reasons travel beside it.
+    public static let interfaceExpensiveReasons = "InterfaceExpensiveReasons"
+
     /// GetStatus's entries on where `Nat64Prefix` came from (s each): the announcing router and
     /// the link it was announced on; absent when no prefix is.
     public enum Nat64Entry {
@@ -97,6 +101,7 @@ public enum ReachdContract {
         .property("Gateways", signature: "as", emitsChange: true),
         .property("Reason", signature: "s", emitsChange: true),
         .property("Constrained", signature: "b", emitsChange: true),
+        .property("ExpensiveReason", signature: "s", emitsChange: true),
         .property("Generation", signature: "t", emitsChange: true),
         .method("GetStatus", signature: "", result: "a{sv}", names: "status\0"),
         .method("ListInterfaces", signature: "", result: "a(issuas)", names: "interfaces\0"),

@@ -57,8 +57,10 @@ extension ReachabilityClient {
 
     /// `GetStatus` with the mirror's counters (nil from a reachd that does not send them).
     /// `stall`: the figures behind `Stalled` (nil when reachd sends none).
+    /// `expensiveReasons`: each expensive interface's reason, by name (empty from an older reachd).
     public func fullStatus() throws(BusError) -> (
-        host: HostStatus, generation: UInt64, counters: MirrorCounters?, stall: StallEvidence?
+        host: HostStatus, generation: UInt64, counters: MirrorCounters?, stall: StallEvidence?,
+        expensiveReasons: [String: ExpensiveReason]
     ) {
         let reply = try call("GetStatus")
         let message = reply.message
@@ -67,6 +69,7 @@ extension ReachabilityClient {
         var counters: MirrorCounters?
         var stall: StallEvidence?
         var nat64: [String: String] = [:]
+        var expensiveReasons: [String: ExpensiveReason] = [:]
         guard try message.enter("a", "{sv}") else { throw Self.badReply("GetStatus", "expected a{sv}") }
         while try message.enter("e", "sv") {
             let key = try message.readString()
@@ -111,6 +114,10 @@ extension ReachabilityClient {
                 if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
                     host.pathFacts.reason = Reason(rawValue: value)
                 }
+            case "ExpensiveReason":
+                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
+                    host.expensiveReason = ExpensiveReason(rawValue: value)
+                }
             case let key where Self.stringProperties[key] != nil:
                 if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
                     host[keyPath: Self.stringProperties[key]!] = value
@@ -123,6 +130,19 @@ extension ReachabilityClient {
                 if let value = try Self.variant(message, "b", { m throws(BusError) in try m.readBool() }) {
                     host.stalled = value
                 }
+            case ReachdContract.interfaceExpensiveReasons:
+                guard try message.enterVariant(holding: "a{ss}") else {
+                    try message.skip("v")
+                    break
+                }
+                guard try message.enter("a", "{ss}") else { throw Self.badReply("GetStatus", "expected a{ss}") }
+                while try message.enter("e", "ss") {
+                    let name = try message.readString()
+                    if let reason = ExpensiveReason(rawValue: try message.readString()) { expensiveReasons[name] = reason }
+                    try message.exit()
+                }
+                try message.exit()
+                try message.exit()
             case "Nat64Prefix", ReachdContract.Nat64Entry.router, ReachdContract.Nat64Entry.interface:
                 nat64[key] = try Self.variant(message, "s", { m throws(BusError) in try m.readString() })
             default:
@@ -134,7 +154,7 @@ extension ReachabilityClient {
         if let prefix = nat64["Nat64Prefix"].flatMap(IPPrefix.init), let router = nat64[ReachdContract.Nat64Entry.router].flatMap(IPAddress.init) {
             host.nat64Prefix = Nat64Prefix(prefix: prefix, router: router, interfaceName: nat64[ReachdContract.Nat64Entry.interface] ?? "")
         }
-        return (host, generation, counters, stall)
+        return (host, generation, counters, stall, expensiveReasons)
     }
 
     /// `ListInterfaces`: every visible interface, by index. Kinds and flags come from their
@@ -166,13 +186,25 @@ extension ReachabilityClient {
             let interfaces = try self.interfaces()
             let after = try self.fullStatus()
             if after.generation == status.generation {
-                return ReachabilitySnapshot(generation: status.generation, host: status.host, interfaces: interfaces, stallEvidence: after.stall)
+                return ReachabilitySnapshot(
+                    generation: status.generation, host: status.host, interfaces: Self.with(after.expensiveReasons, interfaces),
+                    stallEvidence: after.stall)
             }
             status = after
         }
         // Changing faster than we can read: the latest of each is still a true answer.
         return ReachabilitySnapshot(
-            generation: status.generation, host: status.host, interfaces: try interfaces(), stallEvidence: status.stall)
+            generation: status.generation, host: status.host, interfaces: Self.with(status.expensiveReasons, try interfaces()),
+            stallEvidence: status.stall)
+    }
+
+    /// `interfaces` with GetStatus's reasons for the expensive ones.
+    static func with(_ reasons: [String: ExpensiveReason], _ interfaces: [InterfaceStatus]) -> [InterfaceStatus] {
+        interfaces.map { status in
+            var status = status
+            status.expensiveReason = reasons[status.name]
+            return status
+        }
     }
 
     /// `CheckAddress`: at once, from the kernel's routing truth. An invalid address is an answer

@@ -1,0 +1,24 @@
+/// Why a link (and a path through it) is expensive: the first fact that says so, from the most
+/// authoritative down. A user who sees `isExpensive` can tell a configured link from a guess,
+/// and a wrong guess from a missing rule.
+public enum ExpensiveReason: String, Sendable, Hashable, CaseIterable {
+    /// `Metered=yes` in reachd.conf.
+    case configuration
+    /// A cellular link: a modem's data path.
+    case cellular
+    /// A phone's USB tethering: the link's driver is one only phones drive (`Classifier.tetherDrivers`).
+    case tether
+    /// An iPhone's Wi-Fi hotspot, by the address layout every iPhone hands out: an IPv4 address
+    /// in 172.20.10.0/28 with the default route through 172.20.10.1.
+    case hotspot
+
+    /// The words of the status line: `Metered: yes (cellular kind)`.
+    public var text: String {
+        switch self {
+        case .configuration: "configuration"
+        case .cellular: "cellular kind"
+        case .tether: "USB tether"
+        case .hotspot: "iPhone hotspot address layout"
+        }
+    }
+}

@@ -1,0 +1,165 @@
+import ArgumentParser
+import Reachability
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `reachctl is CONDITION...`: whether the host's network meets every condition named, as an
+/// exit status made for systemd's `ExecCondition=` and for scripts (reachctl(1), "is").
+struct IsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "is",
+        abstract: "Test conditions on the host's network (online, internet, unmetered, ...) for ExecCondition= and scripts.",
+        discussion: """
+            Exits 0 when every condition named holds, 1 when one does not (with a line on standard \
+            error naming it and why, which ExecCondition= puts in the journal), and 255 on a usage \
+            error or when no answer can be had: systemd skips a unit quietly on 1 to 254 and fails \
+            it on 255, so a typo fails the unit where an admin sees it instead of skipping it forever.
+
+            Conditions:
+              online        the default route leaves through a ready link
+              internet      the connectivity probe's verdict is full (reachd with
+                            [Connectivity] URL=); without one: online, not stalled
+              unmetered     online, and the path is not expensive: not cellular,
+                            not Metered=yes, not a phone's tether or hotspot
+              no-portal     the probe met no captive portal (holds without it)
+              not-stalled   the host's TCP traffic has not stopped flowing
+              via-KIND      online through a link of KIND: wired (or ethernet),
+                            wifi, cellular, vpn, bridge, virtual, other; under a
+                            VPN the kind of the link beneath it counts too
+
+            Examples:
+              ExecCondition=/usr/bin/reachctl is unmetered internet
+              reachctl is via-vpn || exit 0
+              reachctl is --json online unmetered | jq .holds
+            """
+    )
+
+    /// The exit status of a usage error or of no answer: 255 makes `ExecCondition=` fail the
+    /// unit rather than skip it (systemd.service(5)), so a mistake does not pass for "not now".
+    static let errorStatus: Int32 = 255
+
+    @Argument(help: ArgumentHelp("Conditions that must all hold.", valueName: "condition"))
+    var conditions: [String] = []
+
+    @Flag(name: .customLong("quiet"), help: "Say nothing when a condition does not hold: the exit status only.")
+    var quiet = false
+
+    @OptionGroup var output: OutputOptions
+
+    @OptionGroup var options: CommonOptions
+
+    func validate() throws {
+        guard !conditions.isEmpty else {
+            throw ValidationError("Name at least one condition: \(Self.words.joined(separator: ", ")).")
+        }
+        for word in conditions where HostCondition(word: word) == nil {
+            throw ValidationError(Self.refusal(of: word))
+        }
+        if quiet, output.json { throw ValidationError("--quiet and --json: --json says everything on standard output; drop one.") }
+    }
+
+    /// The words `is` takes, in documented order.
+    static let words = HostCondition.all.map(\.word)
+
+    /// `unknown condition 'unmeterd'; did you mean 'unmetered'? (conditions: ...)`.
+    static func refusal(of word: String) -> String {
+        let known = words + HostCondition.aliases.keys.sorted()
+        var message = "unknown condition '\(word)'"
+        let scored = known.map { (word: $0, distance: CommandWord.editDistance(Array(word), Array($0))) }
+        if let best = scored.min(by: { $0.distance < $1.distance }), best.distance <= (word.count <= 4 ? 1 : 2) {
+            message += "; did you mean '\(best.word)'?"
+        } else if let kind = InterfaceKind(rawValue: word) ?? (word == "ethernet" ? .wired : nil) {
+            message += "; did you mean 'via-\(kind.rawValue)'?"
+        }
+        return message + " (conditions: \(words.joined(separator: ", ")))"
+    }
+
+    func run() async throws {
+        let snapshot: ReachabilitySnapshot
+        do {
+            snapshot = try await reportingErrors {
+                let source = try options.openSource()
+                defer { source.stop() }
+                return try await source.snapshot()
+            }
+        } catch let code as ExitCode where code.rawValue == ExitStatus.error.rawValue {
+            throw ExitCode(Self.errorStatus)
+        }
+        let status = Self.report(conditions.compactMap(HostCondition.init(word:)), in: snapshot, json: output.json, quiet: quiet)
+        if status != ExitStatus.success.rawValue { throw ExitCode(status) }
+    }
+
+    /// Says what `conditions` make of `snapshot` (nothing when all hold, one line on standard
+    /// error naming each that does not, or the JSON object) and returns the exit status.
+    static func report(_ conditions: [HostCondition], in snapshot: ReachabilitySnapshot, json: Bool, quiet: Bool) -> Int32 {
+        let verdicts = conditions.map { (condition: $0, failure: $0.failure(in: snapshot)) }
+        let failed = verdicts.filter { $0.failure != nil }
+        if json {
+            let members: [JSONValue] = verdicts.map { verdict in
+                .object([
+                    ("condition", .string(verdict.condition.word)), ("holds", .bool(verdict.failure == nil)),
+                    ("why", .string(verdict.failure ?? "")),
+                ])
+            }
+            Terminal.writeLine(JSONValue.object([("holds", .bool(failed.isEmpty)), ("conditions", .array(members))]).serialized())
+        } else if !quiet, !failed.isEmpty {
+            let text = failed.map { "\($0.condition.word): no, \($0.failure!)" }.joined(separator: "; ")
+            Terminal.write("reachctl: \(text)\n", to: STDERR_FILENO)
+        }
+        return failed.isEmpty ? ExitStatus.success.rawValue : ExitStatus.notReachable.rawValue
+    }
+}
+
+// MARK: the quick path
+
+extension IsCommand {
+    /// The exit status of `reachctl is` for the command lines units hold (`is WORD... [--quiet]
+    /// [--json] [--daemon] [--bus-address ADDRESS]`) when reachd answers, found without
+    /// ArgumentParser and without the async runtime's work: called from every timer, the check
+    /// must cost about what `ip -br addr` costs, and parsing the whole command tree (its
+    /// reflection and generic metadata) cost more than the rest of the process (reachctl(1),
+    /// "is"). nil for anything else: other options, `--help`, a word that is no condition, no
+    /// reachd (or one that does not answer in time); the full parser then answers it, errors
+    /// and the in-process answer included, so there is one meaning of every command line.
+    static func quickStatus(_ arguments: [String]) -> Int32? {
+        guard arguments.first == configuration.commandName else { return nil }
+        var conditions: [HostCondition] = []
+        var json = false, quiet = false
+        var busAddress: String?
+        var rest = arguments.dropFirst()[...]
+        while let argument = rest.popFirst() {
+            switch argument {
+            case "--json": json = true
+            case "--quiet": quiet = true
+            case "--daemon": continue  // reachd answering is this path's condition already
+            case "--bus-address":
+                guard let value = rest.popFirst() else { return nil }
+                busAddress = value
+            default:
+                if argument.hasPrefix("--bus-address=") {
+                    busAddress = String(argument.dropFirst("--bus-address=".count))
+                } else if let condition = HostCondition(word: argument) {
+                    conditions.append(condition)
+                } else {
+                    return nil
+                }
+            }
+        }
+        guard !conditions.isEmpty, !(json && quiet) else { return nil }
+        let bus = CommonOptions.bus(option: busAddress)
+        if case let .address(address) = bus, address.isEmpty || BusAddressSyntax.problem(in: address) != nil { return nil }
+        // One GetStatus is the probe and the answer; the interfaces only where a condition
+        // needs their kinds or a failure names them.
+        guard let client = try? ReachabilityClient(bus: bus, timeout: CommonOptions.probeTimeout),
+            let status = try? client.status()
+        else { return nil }
+        var snapshot = ReachabilitySnapshot(generation: status.generation, host: status.host, interfaces: [])
+        let needsKinds = conditions.contains { if case .via = $0 { true } else { false } }
+        if needsKinds || conditions.contains(where: { $0.failure(in: snapshot) != nil }) {
+            guard let interfaces = try? client.interfaces() else { return nil }
+            snapshot.interfaces = interfaces
+        }
+        return report(conditions, in: snapshot, json: json, quiet: quiet)
+    }
+}
