@@ -27,7 +27,7 @@ PATH = "/org/reachd/Reachability1"
 INTERFACE = "org.reachd.Reachability1"
 WATCH = "org.reachd.Reachability1.Watch"
 PROPERTIES = "org.freedesktop.DBus.Properties"
-METHODS = ["GetStatus", "ListInterfaces", "CheckAddress", "CheckHost", "Watch", "Unwatch", "Validate", "GetMetrics"]
+METHODS = ["GetStatus", "ListInterfaces", "CheckAddress", "CheckHost", "Explain", "Watch", "Unwatch", "Validate", "GetMetrics"]
 SERVICE_PROPERTIES = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface", "Connectivity",
                       "Portal", "AnnouncedPortal", "ValidatedInterfaces", "Stalled", "Generation"]
 WATCH_PROPERTIES = ["Target", "Flags", "Interface", "Reason"]
@@ -128,7 +128,7 @@ class Fuzzer:
         path = PATH if rng.random() < 0.7 else rng.choice(self.watches + ["/", "/org/reachd", PATH + "/x"])
         if r < 0.35:  # a real method, with the right or a wrong signature
             member = rng.choice(METHODS)
-            right = {"CheckAddress": "(s)", "CheckHost": "(su)", "Watch": "(s)", "Unwatch": "(o)"}.get(member, "()")
+            right = {"CheckAddress": "(s)", "CheckHost": "(su)", "Explain": "(s)", "Watch": "(s)", "Unwatch": "(o)"}.get(member, "()")
             signature = right if rng.random() < 0.5 else "(" + "".join(self.signature() for _ in range(rng.randint(0, 3))) + ")"
             body = GLib.Variant.new_tuple(*[self.value(part, fds) for part in split(signature[1:-1])])
             return path, INTERFACE, member, body, fds

@@ -50,7 +50,15 @@ final class DaemonSource: ReachabilitySource {
         try await thread.perform { try $0.client.check(target, timeout: timeout, asUser: uid) }
     }
 
-    /// reachd's connectivity probe, asked now (`reachctl check --validate`).
+    func explain(_ target: String) async throws -> Explanation {
+        do {
+            return try await thread.perform { try $0.client.explain(target) }
+        } catch let error as BusError where error.name == ReachdContract.ErrorName.invalidTarget {
+            throw ReachctlError("invalid target: \(error.message)")
+        }
+    }
+
+        /// reachd's connectivity probe, asked now (`reachctl check --validate`).
     func validate() async throws -> ConnectivityStatus {
         try await thread.perform { try $0.client.validate() }
     }

@@ -20,7 +20,10 @@ protocol ReachabilitySource: Sendable {
     /// DefaultTimeout= of reachd.conf, reachd's own when reachd answers); with `uid`, as that
     /// Unix user's traffic is routed (`reachctl check --user`).
     func check(_ target: String, timeout: Duration?, asUser uid: UInt32?) async throws -> CheckResult
-    /// The answer for each of `targets` as soon as it is known, then again whenever the network
+    /// The layers behind the answer for the host (`target` empty) or an address, as this
+    /// user's traffic is routed (`reachctl why`). An invalid address throws, naming it.
+    func explain(_ target: String) async throws -> Explanation
+        /// The answer for each of `targets` as soon as it is known, then again whenever the network
     /// changes, until `stop()`. An answer may repeat; callers drop repeats. An invalid target
     /// answers once with reason `invalidTarget`.
     func answers(for targets: [String]) async throws -> AsyncStream<TargetAnswer>
@@ -55,6 +58,9 @@ struct InProcessSource: ReachabilitySource {
         try await monitor.check(target, timeout: timeout ?? defaultTimeout, asUser: uid)
     }
     func stop() { monitor.stop() }
+    func explain(_ target: String) throws -> Explanation {
+        try monitor.explain(target, uid: getuid()).mapError { ReachctlError("invalid target: \($0)") }.get()
+    }
 
     /// Follows the targets through the library's follower, as reachd's watches do: addresses
     /// at once, host names each with one lookup in flight, all asked again when the routing

@@ -28,6 +28,7 @@ struct Reachctl: AsyncParsableCommand {
               reachctl interfaces          every interface: kind, flags, addresses
               reachctl --json int          the same as JSON (a unique prefix names the command)
               reachctl check example.org   can a packet get there now, and how
+              reachctl why                 each layer from radio to probe, the first broken
               reachctl monitor --json      the snapshot, then a JSON line per change
               reachctl monitor 192.0.2.1   a line whenever that address's answer changes
               reachctl wait --timeout 1m   block until online (exit 1 after a minute)
@@ -36,12 +37,12 @@ struct Reachctl: AsyncParsableCommand {
               reachctl status >/dev/null && echo online
               reachctl metrics             the Prometheus metrics, once
 
-            Exit status: 0 online or success, 1 not online, 2 usage or runtime error (is: 255, \
-            which makes ExecCondition= fail the unit instead of skipping it).
+            Exit status: 0 online or success, 1 not online (why: a layer is broken), 2 usage or \
+            runtime error (is: 255, which makes ExecCondition= fail the unit instead of skipping it).
             """,
         // As reachd's, from the one BuildInfo (`reachd --version`, reachd_build_info).
         version: "reachctl \(BuildInfo.version)",
-        subcommands: [StatusCommand.self, InterfacesCommand.self, CheckCommand.self, MonitorCommand.self, WaitCommand.self, IsCommand.self, MetricsCommand.self],
+        subcommands: [StatusCommand.self, InterfacesCommand.self, CheckCommand.self, WhyCommand.self, MonitorCommand.self, WaitCommand.self, IsCommand.self, MetricsCommand.self],
         defaultSubcommand: StatusCommand.self
     )
 

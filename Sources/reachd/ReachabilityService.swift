@@ -131,6 +131,18 @@ final class ReachabilityService: BusObject {
                     try Self.appendDetails(reply, result)
                 }
             }
+        case "Explain":
+            // An address or "" (the host), answered from the mirror at once as the caller's traffic
+            // is routed; a host name is the caller's to resolve first (CheckHost), as reachctl does.
+            let target = try message.readString("target", maximumBytes: ReachdContract.Bound.address, refusal: ReachdContract.ErrorName.invalidTarget)
+            return try callers.identities.answering(message) { [core] uid throws(BusError) in
+                let explanation: Explanation
+                switch core.mirror.explain(target, uid: uid) {
+                case let .success(found): explanation = found
+                case let .failure(refusal): throw Self.invalidTarget(refusal.description)
+                }
+                return .now { reply throws(BusError) in try Self.appendExplanation(reply, explanation) }
+            }
         case "CheckHost":
             return try checkHost(message)
         case "CheckHostAsUser":
@@ -197,6 +209,22 @@ final class ReachabilityService: BusObject {
         }
         if case let .failure(error) = HostName.validate(host) { throw Self.invalidTarget(error.description) }
         return try checks.start(host, timeout: timeout, asUser: named, call: message)
+    }
+
+    /// Explain's reply: the first broken layer ("" when none), then every layer in order as
+    /// (layer, status, evidence, fix).
+    static func appendExplanation(_ reply: BusMessage, _ explanation: Explanation) throws(BusError) {
+        try reply.append(explanation.brokenLayer?.rawValue ?? "")
+        try reply.open("a", "(ssass)")
+        for layer in explanation.layers {
+            try reply.open("r", "ssass")
+            try reply.append(layer.name.rawValue)
+            try reply.append(layer.status.rawValue)
+            try reply.append(layer.evidence)
+            try reply.append(layer.fix)
+            try reply.close()
+        }
+        try reply.close()
     }
 
     /// `a(issuas)`: index, name, kind, flags, addresses; ListInterfaces and InterfacesChanged.

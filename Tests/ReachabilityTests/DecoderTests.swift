@@ -273,6 +273,14 @@ private enum Wire {
         message(type: RT.newLink, ifinfomsg(family: family, index: index) + attribute(RT.linkName, cString(name)) + extra)
     }
 
+    /// RTM_NEWNEIGH (or `type`): `struct ndmsg` (family, pads, ifindex, state u16, flags, type),
+    /// then NDA_DST and a made-up NDA_LLADDR.
+    static func neighbour(type: UInt16 = RT.newNeighbour, family: UInt8, index: UInt32, state: UInt16, flags: UInt8 = 0, destination: [UInt8]) -> [UInt8] {
+        message(type: type,
+            [family, 0, 0, 0] + u32(index) + u16(state) + [flags, 1]
+            + attribute(RT.neighbourDestination, destination) + attribute(2, [0x02, 0, 0, 0, 0, 1]))
+    }
+
     static func ipv4Address(_ a: UInt8, _ b: UInt8, _ c: UInt8, _ d: UInt8) -> [UInt8] { [a, b, c, d] }
     static let fe80_1: [UInt8] = [0xFE, 0x80] + [UInt8](repeating: 0, count: 13) + [0x01]
     static let db8_10: [UInt8] = [0x20, 0x01, 0x0D, 0xB8] + [UInt8](repeating: 0, count: 11) + [0x10]
@@ -759,6 +767,8 @@ private func wellFormednessProblems(_ batch: NetlinkDecoder.Batch, count: Int) -
                 problems.append("NAT64 prefix \(announced.prefix)")
             }
             if announced.lifetime < .zero || announced.lifetime > .seconds(8191 * 8) { problems.append("NAT64 lifetime \(announced.lifetime)") }
+        case .neighbour(let neighbour), .neighbourRemoved(let neighbour):
+            if neighbour.address.bitWidth != 32 && neighbour.address.bitWidth != 128 { problems.append("neighbour \(neighbour.address)") }
         case .done, .error, .ignored, .ruleChanged, .refusedAnnouncement:
             break
         }
@@ -801,6 +811,8 @@ extension DecoderTests {
         Wire.message(type: RT.error, Wire.u32(0) + [UInt8](repeating: 0, count: 16)),
         Fixture.captivePortalOption,
         Wire.ndUserOption(options: Wire.captivePortalOption(Array(AnnouncedPortal.unrestricted.utf8))),
+        Wire.neighbour(family: 2, index: 3, state: 0x20, destination: Wire.ipv4Address(192, 0, 2, 1)),
+        Wire.neighbour(type: RT.delNeighbour, family: 10, index: 3, state: 0x04, destination: Wire.fe80_1),
     ]
 
     @Test func twentyThousandRandomBuffers_neverTrap_andYieldOnlyWellFormedMessages() {
@@ -817,7 +829,7 @@ extension DecoderTests {
             case 1:
                 // A plausible header (true length, a routing type), then noise: reaches the payload decoders.
                 let length = 16 + random.below(497)
-                let types: [UInt16] = [RT.newLink, RT.delLink, RT.newAddress, RT.delAddress, RT.newRoute, RT.delRoute, RT.error, RT.done, RT.newNDUserOption]
+                let types: [UInt16] = [RT.newLink, RT.delLink, RT.newAddress, RT.delAddress, RT.newRoute, RT.delRoute, RT.error, RT.done, RT.newNDUserOption, RT.newNeighbour, RT.delNeighbour]
                 bytes = Wire.u32(UInt32(length)) + Wire.u16(types[random.below(types.count)]) + (0..<length - 6).map { _ in random.byte() }
             default:
                 // Valid messages joined, then mutated: byte flips, lying 16-bit lengths, truncation.
@@ -858,6 +870,7 @@ extension DecoderTests {
                 case .ruleChanged: kind = "rule"
                 case .announcedPortal, .refusedAnnouncement: kind = "portal"
                 case .nat64Prefix: kind = "nat64"
+                case .neighbour, .neighbourRemoved: kind = "neighbour"
                 case .ignored: kind = "ignored"
                 }
                 decodedKinds[kind, default: 0] += 1
@@ -878,7 +891,7 @@ extension DecoderTests {
         }
         #expect(failures == 0)
         // The generator must reach every decoder and every error path, or the run proves little.
-        for kind in ["link", "address", "route", "control", "ignored", "portal"] {
+        for kind in ["link", "address", "route", "control", "ignored", "portal", "neighbour"] {
             #expect(decodedKinds[kind, default: 0] > 50, "decoded \(kind): \(decodedKinds)")
         }
         for kind in ["truncatedHeader", "invalidMessageLength", "truncatedPayload", "invalidAttributeLength",
@@ -1028,5 +1041,53 @@ extension DecoderTests {
         #expect(try decodeError(Wire.ndUserOption(options: option, source: nil)) == .missingAttribute(messageType: 68, attribute: 1))
         #expect(try decodeError(Wire.ndUserOption(options: option, optionsLength: 40)) == .truncatedPayload(messageType: 68, needed: 56, available: 52))
         expectEveryCutAndFlipWellFormed(Wire.ndUserOption(options: option))
+    }
+}
+
+// MARK: - Neighbours (the gateways' ARP/ND state)
+
+extension DecoderTests {
+    @Test func neighbourMessages_giveTheLinkTheAddressAndTheNUDState() throws {
+        let failed = try decodeOne(Wire.neighbour(family: 2, index: 3, state: 0x20, destination: Wire.ipv4Address(192, 0, 2, 1)))
+        #expect(failed.message == .neighbour(Neighbour(interfaceIndex: 3, address: IPAddress("192.0.2.1")!, state: .failed)))
+        let gone = try decodeOne(Wire.neighbour(type: RT.delNeighbour, family: 10, index: 4, state: 0x04, destination: Wire.fe80_1))
+        #expect(gone.message == .neighbourRemoved(Neighbour(interfaceIndex: 4, address: IPAddress("fe80::1")!, state: .stale)))
+        for (nud, state) in [(0x01, NeighbourState.incomplete), (0x02, .reachable), (0x08, .delay), (0x10, .probe), (0x40, .noARP), (0x80, .permanent), (0x00, .none), (0x03, .none)] {
+            let decoded = try decodeOne(Wire.neighbour(family: 2, index: 3, state: UInt16(nud), destination: Wire.ipv4Address(10, 0, 0, 1)))
+            #expect(decoded.message == .neighbour(Neighbour(interfaceIndex: 3, address: IPAddress("10.0.0.1")!, state: state)), "NUD \(nud)")
+        }
+    }
+
+    @Test func neighbourMessages_ofBridgesAndProxies_orWithoutADestination_areIgnored() throws {
+        // AF_BRIDGE (7): a forwarding database entry, no IP neighbour.
+        #expect(try decodeOne(Wire.neighbour(family: 7, index: 3, state: 0x80, destination: Wire.ipv4Address(1, 2, 3, 4))).message == .ignored(type: RT.newNeighbour))
+        // NTF_PROXY: an address this host answers for, not a next hop.
+        #expect(try decodeOne(Wire.neighbour(family: 2, index: 3, state: 0x80, flags: 0x08, destination: Wire.ipv4Address(1, 2, 3, 4))).message == .ignored(type: RT.newNeighbour))
+        let bare = Wire.message(type: RT.newNeighbour, [2, 0, 0, 0] + Wire.u32(3) + Wire.u16(0x20) + [0, 1])
+        #expect(try decodeOne(bare).message == .ignored(type: RT.newNeighbour))
+    }
+
+    @Test func neighbourGarbage_isAnErrorNamingTheFault_neverATrap() {
+        // A header cut short (6 bytes, padded to 8 as the kernel aligns).
+        let short = NetlinkDecoder.decode(Wire.message(type: RT.newNeighbour, [2, 0, 0, 0, 3, 0]))
+        #expect(short.messages.isEmpty)
+        #expect(short.errors == [.truncatedPayload(messageType: RT.newNeighbour, needed: 12, available: 8)])
+        // NDA_DST of 5 bytes for IPv4.
+        let odd = NetlinkDecoder.decode(Wire.message(type: RT.newNeighbour,
+            [2, 0, 0, 0] + Wire.u32(3) + Wire.u16(0x20) + [0, 1] + Wire.attribute(RT.neighbourDestination, [1, 2, 3, 4, 5])))
+        #expect(odd.errors == [.invalidAttributeValue(messageType: RT.newNeighbour, attribute: RT.neighbourDestination, length: 5)])
+        // An attribute that claims more than the message holds.
+        let lying = NetlinkDecoder.decode(Wire.message(type: RT.newNeighbour,
+            [10, 0, 0, 0] + Wire.u32(3) + Wire.u16(0x20) + [0, 1] + Wire.u16(200) + Wire.u16(RT.neighbourDestination) + Wire.fe80_1))
+        #expect(lying.errors.count == 1)
+        if case .invalidAttributeLength(RT.newNeighbour, RT.neighbourDestination, 200, _)? = lying.errors.first {} else {
+            Issue.record("\(lying.errors)")
+        }
+        // Every prefix of a valid message: an error or a message, never a trap.
+        let whole = Wire.neighbour(family: 10, index: 3, state: 0x20, destination: Wire.fe80_1)
+        for length in 0..<whole.count {
+            let batch = NetlinkDecoder.decode(Array(whole.prefix(length)))
+            #expect(batch.messages.isEmpty || length >= 16, "length \(length)")
+        }
     }
 }

@@ -117,6 +117,13 @@ struct StallDaemonTests {
         #expect(try reachctl(["wait", "--timeout", "1s", "--allow-stalled", "--bus-address", harness.address]).status == 0)
         let journal = harness.daemonErrorLines.filter { $0.contains("but traffic is stalled") }
         #expect(journal.count == 1, "one journal line per flip: \(journal)")
+        // reachctl why names the traffic layer: every layer below it is fine. (In-process a fresh
+        // monitor has judged nothing yet: its traffic layer is unknown, so only reachd here.)
+        let why = try reachctl(["why", "--json", "--bus-address", harness.address, "--daemon"])
+        let explained = try why.json()
+        #expect(why.status == 1 && explained["brokenLayer"] as? String == "traffic", "\(why)")
+        let traffic = (explained["layers"] as? [[String: Any]])?.first { $0["layer"] as? String == "traffic" }
+        #expect((traffic?["evidence"] as? [String])?.first?.hasPrefix("c0: stalled: ") == true, "\(explained)")
 
         try topology.forwarding(true)
         let cleared = try await Self.until("Stalled cleared", harness, timeout: .seconds(40)) { !$0.stalled }

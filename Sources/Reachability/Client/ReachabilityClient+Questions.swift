@@ -1,4 +1,7 @@
 import CSystemd
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The questions a client asks reachd: status, interfaces, checks and validation, each one call.
 extension ReachabilityClient {
@@ -292,6 +295,32 @@ extension ReachabilityClient {
         let connectivity = try message.readString()
         return ConnectivityStatus(
             verdict: ConnectivityVerdict(rawValue: connectivity) ?? .unknown, portal: try message.readString(), detail: try message.readString())
+    }
+
+    /// `Explain`: the layers behind reachd's answer for `target` (an address, or "" for the host),
+    /// as this caller's traffic is routed. An invalid target throws reachd's InvalidTarget. Layers
+    /// or statuses this client does not know (a newer reachd's) are skipped.
+    public func explain(_ target: String) throws(BusError) -> Explanation {
+        let reply = try call("Explain") { message throws(BusError) in try message.append(target) }
+        let message = reply.message
+        return try withExtendedLifetime(reply) { () throws(BusError) -> Explanation in
+            _ = try message.readString()  // the first broken layer: the layers below say it again
+            var layers: [Explanation.Layer] = []
+            guard try message.enter("a", "(ssass)") else { throw Self.badReply("Explain", "expected a(ssass)") }
+            while try message.enter("r", "ssass") {
+                let name = try message.readString()
+                let status = try message.readString()
+                let evidence = try message.readStringArray()
+                let fix = try message.readString()
+                try message.exit()
+                guard let layer = Explanation.LayerName(rawValue: name), let known = Explanation.Status(rawValue: status) else { continue }
+                layers.append(Explanation.Layer(name: layer, status: known, evidence: evidence, fix: fix))
+            }
+            try message.exit()
+            // reachd answers as the caller's uid: this process's. `0.0.0.0` and `::` are the host.
+            let host = target.isEmpty || (try? AddressTarget.parse(target).get())?.address.isUnspecified == true
+            return Explanation(target: host ? "" : target, uid: getuid(), layers: layers)
+        }
     }
 
     /// What an address check evaluates, as the in-process check reports it: the address itself.

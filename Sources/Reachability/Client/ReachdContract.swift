@@ -113,6 +113,7 @@ public enum ReachdContract {
             "CheckHostAsUser", signature: "suu", result: "usassa{sv}",
             names: "target\0timeout_ms\0uid\0flags\0interface\0addresses\0reason\0details\0"),
         .method("Validate", signature: "", result: "sss", names: "connectivity\0portal\0detail\0"),
+        .method("Explain", signature: "s", result: "sa(ssass)", names: "target\0broken_layer\0layers\0"),
         .method("GetMetrics", signature: "", result: "s", names: "exposition\0"),
         .method("Watch", signature: "s", result: "o", names: "target\0watch\0"),
         .method("WatchPath", signature: "a{sv}", result: "o", names: "options\0watch\0"),

@@ -63,6 +63,33 @@ package final class SharedMirror: @unchecked Sendable {
         }
     }
 
+    /// Explains the answer (`Explanation`) for the host (`target` empty, or `0.0.0.0` / `::`)
+    /// or an address, as `uid`'s traffic is routed (nil: the system's view). A host name is
+    /// explained through its addresses: check it first, then `Explanation.resolving`.
+    /// Never touches DNS and never waits; an invalid address is `.failure` naming it.
+    public func explain(_ target: String, uid: UInt32? = nil) -> Result<Explanation, ExplanationRefusal> {
+        if target.isEmpty { return .success(withLock { $0.explain(nil, uid: uid, target: "") }) }
+        let parsed: AddressTarget
+        switch AddressTarget.parse(target) {
+        case let .failure(error): return .failure(ExplanationRefusal(description: error.description))
+        case let .success(value): parsed = value
+        }
+        return withLock { mirror in
+            if parsed.address.isUnspecified { return .success(mirror.explain(nil, uid: uid, target: "")) }
+            var outputInterface: Int32?
+            switch parsed.scope {
+            case .none: break
+            case let .index(index): outputInterface = index
+            case let .name(name):
+                guard let index = mirror.state.linkIndex(named: name) else {
+                    return .failure(ExplanationRefusal(description: "no interface named '\(name)' for the scope of '\(target)'"))
+                }
+                outputInterface = index
+            }
+            return .success(mirror.explain(parsed.address, outputInterface: outputInterface, uid: uid, target: target))
+        }
+    }
+
     /// Checks each address of a host and combines the verdicts: reachable when any address is.
     /// `uid` as for `check(address:uid:)`.
     package func evaluate(addresses: [IPAddress], target: String, uid: UInt32? = nil) -> CheckResult {

@@ -117,6 +117,8 @@ extension NetworkState {
             let router = LinkRouter(interfaceIndex: index, address: gateway)
             let count = (defaultRouters[router] ?? 0) + (added ? 1 : -1)
             defaultRouters[router] = count > 0 ? count : nil
+            // No longer a gateway: its neighbour entry is no fact of the state's any more.
+            if count <= 0 { gatewayNeighbours.removeValue(forKey: router) }
         }
     }
 

@@ -32,12 +32,13 @@ extension NetworkState {
         }
         facts.supportsDNS = supportsDNS(online: online)
         if !online {
-            // A dead link or a missing address says more than a family with no route at all,
-            // and a blocking rule (a kill switch) more than either: it is why nothing leaves.
+            // A dead link, a missing address or a gateway that stopped answering ARP/ND says
+            // more than a family with no route at all, and a blocking rule (a kill switch)
+            // more than any: it is why nothing leaves.
             // A radio switched off says most when no other uplink is left: switching it on is
             // what brings the host back (a kill switch over a live uplink stays policyBlocked).
             facts.reason = radioIsWhyOffline(uplinks: uplinks)
-                ? .radioOff : [.policyBlocked, .linkDown, .noAddress].first(where: reasons.contains) ?? .noRoute
+                ? .radioOff : [.policyBlocked, .linkDown, .noAddress, .gatewayUnreachable].first(where: reasons.contains) ?? .noRoute
         }
         return facts
     }

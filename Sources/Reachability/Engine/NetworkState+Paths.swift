@@ -95,6 +95,9 @@ extension NetworkState {
         } else if !hasSourceAddress(family: family, egress: entry, preferred: route.preferredSource) {
             result.flags.insert(.connectionRequired)
             result.reason = .noAddress
+        } else if gatewaysUnreachable(route) {
+            // The link is fine; the next hop is not: ARP/ND got no answer from any gateway.
+            result.reason = .gatewayUnreachable
         } else {
             result.flags.insert(.reachable)
             if isStalled(index) { result.flags.insert(.stalled) }
@@ -188,11 +191,13 @@ extension NetworkState {
     /// Each next hop of a unicast default route of the main or default table through a ready link
     /// that is not ignored, with the link's effective classification: where both the available
     /// interfaces and the uplinks start. One pass over the default routes, not over every link.
+    /// A hop whose gateway the kernel's ARP/ND gave up on carries nothing, and is left out.
     func forEachReadyDefaultHop(_ body: (Route, LinkEntry, Classification) -> Void) {
         for key in defaultRoutes {
             guard let route = routes[key], route.type == .unicast else { continue }
             for hop in route.nextHops {
                 guard let index = hop.interfaceIndex, let entry = links[index], entry.link.isReady else { continue }
+                if let gateway = hop.gateway, isGatewayUnreachable(gateway, on: index) { continue }
                 let classification = effectiveClassification(entry)
                 guard !classification.isIgnored else { continue }
                 body(route, entry, classification)

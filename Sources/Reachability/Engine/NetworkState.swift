@@ -34,6 +34,8 @@ public struct NetworkState: Sendable {
     var announcements: [Int32: LinkAnnouncements] = [:]
     /// The kernel's default routes counted by router (NetworkState+Announcements).
     var defaultRouters: [LinkRouter: Int] = [:]
+    /// The kernel's neighbour state of those routers, when it has one (NetworkState+Neighbours).
+    var gatewayNeighbours: [LinkRouter: GatewayNeighbour] = [:]
     /// Announcements dropped for want of room since the start (the metrics' counter).
     public internal(set) var announcementsDropped: UInt64 = 0
     /// Drop reports not yet taken by the adapter (`takeAnnouncementDrops`).
@@ -145,6 +147,11 @@ public struct NetworkState: Sendable {
         events += dump.routes.map { .route($0, replace: false) }
         events += dump.internetPaths.map { .internetPath(family: $0.family, route: $0.route) }
         events += dump.radios.map { .radio(index: $0.index, $0.block) }
+        let dumpNeighbours = Set(dump.neighbours.map { LinkRouter(interfaceIndex: $0.interfaceIndex, address: $0.address) })
+        for (router, known) in gatewayNeighbours where !dumpNeighbours.contains(router) {
+            events.append(.neighbourRemoved(Neighbour(interfaceIndex: router.interfaceIndex, address: router.address, state: known.state)))
+        }
+        events += dump.neighbours.map { .neighbour($0) }
         return events
     }
 
@@ -161,7 +168,8 @@ public struct NetworkState: Sendable {
 
     private mutating func ingest(_ event: NetworkEvent) {
         switch event {
-        case .internetPath, .connectivity, .announcedPortal, .nat64Prefix, .clock, .uplinkConnectivity, .stalls, .nameservers, .radio: break
+        case .internetPath, .connectivity, .announcedPortal, .nat64Prefix, .clock, .uplinkConnectivity, .stalls, .nameservers, .radio,
+            .neighbour, .neighbourRemoved: break
         default: routingEpoch &+= 1
         }
         switch event {
@@ -208,6 +216,11 @@ public struct NetworkState: Sendable {
             let kept = readyLinkStalls(verdicts)
             dirty.formUnion(Self.stallFlips(from: linkStalls, to: kept))
             linkStalls = kept
+        case let .neighbour(neighbour):
+            // Only a gateway's flip between answering and not moves a lookup's answer.
+            if hear(neighbour) { routingEpoch &+= 1 }
+        case let .neighbourRemoved(neighbour):
+            if forget(neighbour) { routingEpoch &+= 1 }
         case let .radio(index, block):
             guard links[index] != nil, radioBlocks[index] ?? [] != block else { return }
             radioBlocks[index] = block.isEmpty ? nil : block
@@ -278,6 +291,7 @@ public struct NetworkState: Sendable {
         uplinkVerdicts.removeValue(forKey: index)
         linkStalls.removeValue(forKey: index)
         radioBlocks.removeValue(forKey: index)
+        for router in gatewayNeighbours.keys where router.interfaceIndex == index { gatewayNeighbours.removeValue(forKey: router) }
         dirty.insert(index)
     }
 

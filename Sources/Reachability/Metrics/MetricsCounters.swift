@@ -103,6 +103,8 @@ extension Reason {
         case .policyBlocked: 0
         // Likewise host-only: a radio switched off is a link down, for the series.
         case .radioOff: 1
+        // A dead gateway is a route that cannot carry traffic: noRoute, for the series.
+        case .gatewayUnreachable: 0
         }
     }
 }

@@ -51,6 +51,13 @@ public enum NetworkEvent: Hashable, Sendable {
     /// link's own events); empty when it is on. Counts only for Wi-Fi and cellular links
     /// (`radioOff`), moves no route.
     case radio(index: Int32, RadioBlock)
+    /// RTM_NEWNEIGH: the kernel's ARP/ND state of a neighbour. Kept only for the gateways of
+    /// default routes (`NetworkState.isGateway`); a gateway FAILED on every live hop of the host's
+    /// path makes it `gatewayUnreachable`. Moves the routing epoch only when a gateway starts or
+    /// stops failing.
+    case neighbour(Neighbour)
+    /// RTM_DELNEIGH: the entry is gone (garbage collection); its state is unknown again.
+    case neighbourRemoved(Neighbour)
 }
 
 /// One configured nameserver and the kernel's answer for it (RTM_GETROUTE): nil when it has
@@ -74,11 +81,15 @@ public struct NetworkDump: Sendable {
     public var internetPaths: [(family: AddressFamily, route: Route?)]
     /// The radio state of the dump's Wi-Fi and cellular links (see `NetworkEvent.radio`).
     public var radios: [(index: Int32, block: RadioBlock)]
+    /// The kernel's neighbour table (the state keeps the gateways' entries only).
+    public var neighbours: [Neighbour]
 
     public init(
         links: [(Link, DeviceFacts?)] = [], addresses: [Address] = [], routes: [Route] = [],
-        internetPaths: [(family: AddressFamily, route: Route?)] = [], radios: [(index: Int32, block: RadioBlock)] = []
+        internetPaths: [(family: AddressFamily, route: Route?)] = [], radios: [(index: Int32, block: RadioBlock)] = [],
+        neighbours: [Neighbour] = []
     ) {
+        self.neighbours = neighbours
         self.links = links
         self.addresses = addresses
         self.routes = routes

@@ -37,6 +37,10 @@ public enum Reason: String, Sendable, Hashable, CaseIterable {
     /// The only links that could carry traffic are Wi-Fi or cellular links whose radio is
     /// switched off (rfkill). The host's path facts only.
     case radioOff
+    /// The link is up with an address and a route, but the kernel's own neighbour resolution
+    /// (ARP, IPv6 ND) gave up on every gateway of that route: the neighbour entry is FAILED
+    /// (or INCOMPLETE again after failing). Seen without sending anything of ours.
+    case gatewayUnreachable
 }
 
 /// The host's overall connectivity, as the `State` property names it.

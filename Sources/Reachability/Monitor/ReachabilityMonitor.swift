@@ -83,6 +83,13 @@ public final class ReachabilityMonitor: Sendable {
     /// `0.0.0.0` and `::` answer "is there general connectivity".
     public func check(address text: String) -> CheckResult { mirror.check(address: text) }
 
+    /// Explains the answer for the host (`target` empty) or an address: every layer from the
+    /// radio to the probe, and the first that fails (`Explanation`). `uid`: whose traffic the
+    /// route is looked up for; nil: the system's. Never waits.
+    public func explain(_ target: String, uid: UInt32? = nil) -> Result<Explanation, ExplanationRefusal> {
+        mirror.explain(target, uid: uid)
+    }
+
     /// Checks an address at once, or a host name within `timeout`. `uid`: as Unix user `uid`'s
     /// traffic would be routed (RTA_UID: `ip rule ... uidrange`); without, as this process's own,
     /// which are already its user's. DNS is the same for every user.

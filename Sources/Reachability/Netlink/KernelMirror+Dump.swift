@@ -52,10 +52,11 @@ extension KernelMirror {
     /// The kernel answers dumps at once; the deadline only bounds a kernel that never does.
     static let dumpTimeout: Duration = .seconds(2)
 
-    /// A dump in flight: links, then addresses, then routes, each asked when the one before
+    /// A dump in flight: links, then addresses, then routes, then neighbours (the gateways'
+    /// ARP/ND state: after the routes that make them gateways), each asked when the one before
     /// ended, and asked again when the kernel says a change interrupted it.
     struct Dump {
-        static let types = [RT.getLink, RT.getAddress, RT.getRoute]
+        static let types = [RT.getLink, RT.getAddress, RT.getRoute, RT.getNeighbour]
         let deadline: ContinuousClock.Instant
         /// Asked by `lifetimesDue`, not after a loss: no incident, no resync counted.
         var confirmingLifetimes = false
@@ -166,6 +167,7 @@ extension KernelMirror {
                 }
             case let .address(address): dump!.result.addresses.append(address)
             case let .route(route): dump!.result.routes.append(route)
+            case let .neighbour(neighbour): dump!.result.neighbours.append(neighbour)
             default: break
             }
         }

@@ -120,7 +120,8 @@ final class KernelMirror {
             monitor = try NetlinkSocket(nonBlocking: true, namespacePath: options.namespacePath)
             monitor.setReceiveBuffer(bytes: options.receiveBufferBytes)
         }
-        // The socket unit binds the link, address and route groups; the rule and ND option groups join here.
+        // The socket unit binds the link, address and route groups; the rule, neighbour and ND option
+        // groups join here.
         try monitor.join(groups: NetlinkSocket.reachabilityGroups)
         requests = try NetlinkSocket(nonBlocking: true, namespacePath: options.namespacePath)
         routes = try RouteQuery(namespacePath: options.namespacePath)
@@ -274,6 +275,14 @@ final class KernelMirror {
         return state.evaluate(lookup: lookup(address, outputInterface: outputInterface, uid: uid), for: address, target: target)
     }
 
+    /// Explains the answer for `address` (nil: the host's, through the internet destinations)
+    /// as `uid`'s traffic is routed (nil: the system's, uid 0, as the host's answer is).
+    func explain(_ address: IPAddress?, outputInterface: Int32? = nil, uid: UInt32?, target: String) -> Explanation {
+        let destinations = address.map { [$0] } ?? Self.internetDestinations.map(\.address)
+        let lookups = destinations.map { ($0, lookup($0, outputInterface: outputInterface, uid: uid ?? 0)) }
+        return state.explain(target: target, lookups: lookups, uid: uid)
+    }
+
     private func lookup(_ address: IPAddress, outputInterface: Int32?, uid: UInt32?) -> RouteLookup {
         addressLookups += 1
         do {
@@ -299,6 +308,12 @@ final class KernelMirror {
             keptLapsed.remove(route.key)
             events.append(.routeRemoved(route))
         case .ruleChanged: events.append(.rulesChanged)
+        // Every neighbour of every link comes; only a gateway's entry becomes a fact, so a
+        // busy LAN's ARP traffic costs a dictionary lookup, not a batch and its route lookups.
+        case let .neighbour(neighbour):
+            if state.isGateway(neighbour.address, on: neighbour.interfaceIndex) { events.append(.neighbour(neighbour)) }
+        case let .neighbourRemoved(neighbour):
+            if state.isGateway(neighbour.address, on: neighbour.interfaceIndex) { events.append(.neighbourRemoved(neighbour)) }
         case let .announcedPortal(portal): events.append(.announcedPortal(portal, received: .now))
         case let .nat64Prefix(announced): events.append(.nat64Prefix(announced, received: .now))
         case let .refusedAnnouncement(refusal):

@@ -55,6 +55,9 @@ package enum NetlinkDecoder {
                 throw .truncatedPayload(messageType: type, needed: ruleHeaderSize, available: payload.count)
             }
             return .ruleChanged
+        case RT.newNeighbour, RT.delNeighbour:
+            guard let neighbour = try decodeNeighbour(type: type, payload: payload) else { return .ignored(type: type) }
+            return type == RT.newNeighbour ? .neighbour(neighbour) : .neighbourRemoved(neighbour)
         case RT.newNDUserOption:
             return try decodeNDUserOption(payload: payload) ?? .ignored(type: type)
         default:
@@ -253,6 +256,32 @@ package enum NetlinkDecoder {
             offset += netlinkAlign(Int(length))
         }
         return hops
+    }
+
+    // MARK: neighbours
+
+    /// `struct ndmsg`: family u8, pad u8, pad u16, ifindex i32, state u16, flags u8, type u8.
+    static let neighbourHeaderSize = 12
+    /// NTF_PROXY in `ndm_flags`: a proxy-ARP entry, an address answered for, not a next hop.
+    static let neighbourProxy: UInt8 = 0x08
+
+    /// An IPv4 or IPv6 neighbour; nil for other families (AF_BRIDGE forwarding entries), proxy
+    /// entries, and an entry without NDA_DST (the kernel always sends it for these families).
+    static func decodeNeighbour(type: UInt16, payload: ByteReader) throws(NetlinkDecodingError) -> Neighbour? {
+        guard payload.count >= neighbourHeaderSize,
+            let rawFamily = payload.integer(at: 0, as: UInt8.self),
+            let index = payload.integer(at: 4, as: Int32.self),
+            let state = payload.integer(at: 8, as: UInt16.self),
+            let flags = payload.integer(at: 10, as: UInt8.self)
+        else { throw .truncatedPayload(messageType: type, needed: neighbourHeaderSize, available: payload.count) }
+        guard let family = AddressFamily(rawValue: rawFamily), flags & neighbourProxy == 0 else { return nil }
+        var destination: IPAddress?
+        try forEachAttribute(in: payload, from: neighbourHeaderSize, messageType: type) { (attribute, value) throws(NetlinkDecodingError) in
+            if attribute == RT.neighbourDestination {
+                destination = try ipAddress(value, family: family, messageType: type, attribute: attribute)
+            }
+        }
+        return destination.map { Neighbour(interfaceIndex: index, address: $0, state: NeighbourState(nud: state)) }
     }
 
     // MARK: neighbour discovery options

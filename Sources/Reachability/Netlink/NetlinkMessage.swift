@@ -94,6 +94,10 @@ package enum RoutingMessage: Hashable, Sendable {
     /// RTM_NEWRULE or RTM_DELRULE: the policy rules changed. Their content is not kept: the
     /// kernel is asked for the paths they select (see `KernelMirror`).
     case ruleChanged
+    /// RTM_NEWNEIGH / RTM_DELNEIGH of an IPv4 or IPv6 neighbour (bridge forwarding entries and
+    /// proxy entries are `ignored`).
+    case neighbour(Neighbour)
+    case neighbourRemoved(Neighbour)
     /// RTM_NEWNDUSEROPT carrying option 37 of a router advertisement: the captive-portal URI the
     /// network announced (RFC 8910). The kernel's other user options (RDNSS, DNSSL, prefix
     /// information) are `ignored`.

@@ -1,12 +1,13 @@
 /// Encodes the requests reachd sends to the kernel.
 enum NetlinkRequest {
-    /// A dump of every link, address or route: `nlmsghdr` followed by the zeroed family header the
+    /// A dump of every link, address, route or neighbour: `nlmsghdr` followed by the zeroed family header the
     /// kernel expects for `type` (strict checking rejects a bare `rtgenmsg`).
     static func dump(type: UInt16, sequence: UInt32) -> [UInt8] {
         let body: Int
         switch type {
         case RT.getLink: body = NetlinkDecoder.linkHeaderSize
         case RT.getAddress: body = NetlinkDecoder.addressHeaderSize
+        case RT.getNeighbour: body = NetlinkDecoder.neighbourHeaderSize
         default: body = NetlinkDecoder.routeHeaderSize
         }
         var message = header(type: type, flags: RT.flagRequest | RT.flagDump, sequence: sequence, bodyLength: body)

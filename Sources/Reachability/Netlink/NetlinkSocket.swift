@@ -19,6 +19,9 @@ struct NetlinkSocket: ~Copyable {
         9,  // RTNLGRP_IPV6_IFADDR
         11,  // RTNLGRP_IPV6_ROUTE
         8,  // RTNLGRP_IPV4_RULE: an `ip rule` change alone can move the host's path
+        // RTNLGRP_NEIGH: the kernel's ARP/ND verdict on gateways (FAILED: nobody answers). Every
+        // neighbour's changes come; the mirror keeps those of gateways only (`KernelMirror`).
+        3,
         19,  // RTNLGRP_IPV6_RULE
         // RTNLGRP_ND_USEROPT: options of router advertisements the kernel accepted (RFC 8910's
         // captive-portal URI). No privilege needed: rtnetlink lets anyone join its groups.

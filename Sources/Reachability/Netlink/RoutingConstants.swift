@@ -15,6 +15,9 @@ enum RT {
     static let newRoute: UInt16 = 24  // RTM_NEWROUTE
     static let delRoute: UInt16 = 25
     static let getRoute: UInt16 = 26
+    static let newNeighbour: UInt16 = 28  // RTM_NEWNEIGH
+    static let delNeighbour: UInt16 = 29
+    static let getNeighbour: UInt16 = 30
     static let newRule: UInt16 = 32  // RTM_NEWRULE
     static let delRule: UInt16 = 33
     static let newNDUserOption: UInt16 = 68  // RTM_NEWNDUSEROPT: an ND option the kernel passes on
@@ -51,6 +54,9 @@ enum RT {
     static let routeTable: UInt16 = 15  // RTA_TABLE
     static let routeCacheInfo: UInt16 = 12  // RTA_CACHEINFO (struct rta_cacheinfo: expiry)
     static let routeVia: UInt16 = 18  // RTA_VIA
+
+    // NDA_* (ndmsg attributes)
+    static let neighbourDestination: UInt16 = 1  // NDA_DST: the neighbour's IP address
 
     // struct nduseroptmsg and what follows it (<linux/rtnetlink.h>, <netinet/icmp6.h>)
     static let ndUserOptionSourceAddress: UInt16 = 1  // NDUSEROPT_SRCADDR: the sender of the ND message

@@ -3,7 +3,8 @@
 
 /// One line saying how the host is connected, as sd-notify STATUS= and the status header use it:
 /// `online via wlan0 (wifi)`, `online via wg0 (vpn) over wlan0 (wifi)`,
-/// `local, default route via eth0 (wired) not ready`, `offline`, `offline: wlan0 (wifi, radio off)`
+/// `local, default route via eth0 (wired) not ready` (`...: the gateway does not answer ARP/ND`
+/// when that is why), `offline`, `offline: wlan0 (wifi, radio off)`
 /// when switched-off radios are why (`Reason` radioOff), and when the host's own traffic
 /// stopped flowing `online via up0 (wired), but traffic is stalled: 9 sockets waiting for 12 s,
 /// nothing received` (the figures when `stall` gives them).
@@ -21,7 +22,9 @@ package func renderSummary(_ host: HostStatus, interfaces: [InterfaceStatus] = [
     if host.state == .online {
         return "online via \(via)" + renderInternet(host.connectivity) + (host.stalled ? renderStall(stall) : "")
     }
-    return "\(host.state.rawValue), default route via \(via) not ready" + renderRadiosOff(host, interfaces, separator: "; ")
+    // The link is ready; its gateway is not: say which, not "not ready".
+    let problem = host.pathFacts.reason == .gatewayUnreachable ? ": the gateway does not answer ARP/ND" : " not ready"
+    return "\(host.state.rawValue), default route via \(via)\(problem)" + renderRadiosOff(host, interfaces, separator: "; ")
 }
 
 /// `wlan0 (wifi, radio off), wwan0 (cellular, radio off)` after `separator` when the host's

@@ -1,0 +1,57 @@
+import ArgumentParser
+import Reachability
+
+struct WhyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "why",
+        abstract: "Explain an answer layer by layer, from the radio to the probe, and name the first layer that fails.",
+        discussion: """
+            Walks the chain a packet needs, for the host's answer (no TARGET) or for one target, \
+            and prints each layer with its state (ok, BROKEN, unknown) and the facts it rests on: \
+            radio (rfkill), link (carrier, operstate, dormant), address (tentative, deprecated, \
+            lifetimes), gateway (the kernel's own ARP/ND state of the next hop: FAILED means \
+            nobody answers; nothing is sent to find out), route (the table and type the kernel \
+            chose for your uid: an unreachable or prohibit rule is a kill switch), dns \
+            (nameservers, routable or not, lookups timing out), traffic (passive stall \
+            detection) and portal (the connectivity probe, reachd only). Then what would fix the \
+            first broken layer.
+
+            A host name is resolved first (as `check` does); the layers below DNS are those of \
+            its first address, or the host's when it did not resolve.
+
+            With --json it prints one object: target ("" for the host), uid, brokenLayer (radio, \
+            link, address, gateway, route, dns, traffic or portal; "" when nothing is broken) \
+            and layers (each: layer, status, evidence, fix).
+
+            Examples:
+              reachctl why
+              reachctl why 192.0.2.1
+              reachctl why example.org --json | jq -r .brokenLayer
+
+            Exit status: 0 nothing broken, 1 a layer is broken, 2 usage error or invalid target.
+            """
+    )
+
+    @Argument(help: "An IPv4/IPv6 address or a host name; without it, the host's own answer.")
+    var target: String?
+
+    @OptionGroup var output: OutputOptions
+
+    @OptionGroup var options: CommonOptions
+
+    func run() async throws {
+        let explanation = try await reportingErrors { () async throws -> Explanation in
+            let source = try options.openSource()
+            defer { source.stop() }
+            guard let target, !target.isEmpty, !AddressTarget.looksLikeAddress(target) else {
+                return try await source.explain(target ?? "")
+            }
+            let resolved = try await source.check(target, timeout: nil, asUser: nil)
+            if resolved.reason == .invalidTarget { throw ReachctlError("invalid target: \(resolved.message ?? target)") }
+            let below = try await source.explain(resolved.addresses.first?.description ?? "")
+            return below.resolving(resolved)
+        }
+        Terminal.writeLine(output.json ? explanation.json.serialized() : renderExplanation(explanation))
+        if explanation.brokenLayer != nil { throw ExitStatus.notReachable.exitCode }
+    }
+}
