@@ -3,7 +3,7 @@ extension Explanation {
     /// `uid` (null when the lookup was the system's), `brokenLayer` (the first broken layer's
     /// name, "" when none is), `layers` (each `layer`, `status`: ok, broken or unknown,
     /// `evidence`: strings, `fix`: "" unless broken), every layer in order.
-    public var json: JSONValue {
+    package var json: JSONValue {
         .object([
             ("target", .string(target)),
             ("uid", uid.map { .uint(UInt64($0)) } ?? .null),
@@ -23,7 +23,7 @@ extension Explanation {
 /// `reachctl why`: a verdict line, one line per layer (name, status, the first fact; more facts
 /// on lines of their own below it), then what would fix the first broken layer. Read at a glance:
 /// the broken layer's status is upper case.
-public func renderExplanation(_ explanation: Explanation) -> String {
+package func renderExplanation(_ explanation: Explanation) -> String {
     let subject = explanation.target.isEmpty ? "this host" : explanation.target
     let whose = explanation.uid.map { " (as uid \($0))" } ?? ""
     var lines: [String] = []
