@@ -52,7 +52,7 @@ struct StatusCommand: AsyncParsableCommand {
             let satisfied = try await reportingErrors {
                 let monitor = try options.openPathMonitor(restriction).monitor
                 defer { monitor.monitor?.stop() }
-                let path = monitor.currentPath
+                let path = monitor.askPath()
                 Terminal.writeLine(output.json ? path.json(restriction).serialized() : renderPath(path, restriction, style: output.textStyle(verbose: verbose)))
                 return path.status == .satisfied
             }

@@ -31,15 +31,17 @@ extension PathMonitor {
     /// its way to the queue. For good: the monitor cannot be started again. Idempotent.
     public func cancel() { delivery.cancel() }
 
-    /// The path now. Once started, the last path delivered (never waits; unsatisfied until the
-    /// first arrives). Before `start(queue:)`, asked at once: a shared monitor's answer, else
-    /// reachd's (one call, bounded) or one derived in-process, which can take a moment.
+    /// The last path delivered, as Apple's: never waits, and unsatisfied before `start(queue:)`
+    /// and until the first path arrives. `askPath()` asks at once instead.
     public var currentPath: Path {
-        switch delivery.state.withLock({ $0.task == nil ? nil : $0.latest ?? Path(status: .unsatisfied) }) {
-        case let started?: started
-        case nil: pathNow()
-        }
+        delivery.state.withLock { $0.latest ?? Path(status: .unsatisfied) }
     }
+
+    /// The path now, asked for at once (what `currentPath` cannot do without waiting): a shared
+    /// monitor's answer, else reachd's (one call, bounded by the client's call timeout) or one
+    /// derived in-process from a monitor made for it. For a one-shot question (`reachctl status
+    /// --kind`); a program that follows the path starts the monitor and reads `currentPath`.
+    public func askPath() -> Path { pathNow() }
 }
 
 /// What a started `PathMonitor` shares with the task that follows its paths: the handler, the
