@@ -36,7 +36,7 @@ final class ReachabilityService: BusObject {
     static let vtable = BusVTable(ReachdContract.serviceMembers)
 
     /// The properties that make up the host's answer: they change together, with `Changed`.
-    static let hostProperties = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface", "Connectivity", "Portal", "AnnouncedPortal", "Nat64Prefix", "ValidatedInterfaces", "Stalled", "SupportsIPv4", "SupportsIPv6", "SupportsDNS", "Gateways", "Reason", "Constrained", "ExpensiveReason"]
+    static let hostProperties = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface", "Connectivity", "Portal", "AnnouncedPortal", "Nat64Prefix", "ValidatedInterfaces", "Stalled", "SupportsIPv4", "SupportsIPv6", "SupportsDNS", "Gateways", "Reason", "Constrained", "ExpensiveReason", "NetworkID"]
 
     static let maximumTimeoutMilliseconds = UInt32(ReachdContract.maximumCheckTimeout.wholeMilliseconds)
 
@@ -70,6 +70,7 @@ final class ReachabilityService: BusObject {
         case "Reason": try reply.append(host.pathFacts.reason?.rawValue ?? "")
         case "Constrained": try reply.append(host.flags.contains(.isConstrained))
         case "ExpensiveReason": try reply.append(host.expensiveReason?.rawValue ?? "")
+        case "NetworkID": try reply.append(host.networkID)
         case "Generation": try reply.append(state.generation)
         default: throw BusError.unknownProperty(name)
         }

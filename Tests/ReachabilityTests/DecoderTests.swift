@@ -1049,12 +1049,14 @@ extension DecoderTests {
 extension DecoderTests {
     @Test func neighbourMessages_giveTheLinkTheAddressAndTheNUDState() throws {
         let failed = try decodeOne(Wire.neighbour(family: 2, index: 3, state: 0x20, destination: Wire.ipv4Address(192, 0, 2, 1)))
-        #expect(failed.message == .neighbour(Neighbour(interfaceIndex: 3, address: IPAddress("192.0.2.1")!, state: .failed)))
+        // NDA_LLADDR (the gateway's MAC) is taken, as the network's name is made of it.
+        let mac: [UInt8] = [0x02, 0, 0, 0, 0, 1]
+        #expect(failed.message == .neighbour(Neighbour(interfaceIndex: 3, address: IPAddress("192.0.2.1")!, state: .failed, linkLayerAddress: mac)))
         let gone = try decodeOne(Wire.neighbour(type: RT.delNeighbour, family: 10, index: 4, state: 0x04, destination: Wire.fe80_1))
-        #expect(gone.message == .neighbourRemoved(Neighbour(interfaceIndex: 4, address: IPAddress("fe80::1")!, state: .stale)))
+        #expect(gone.message == .neighbourRemoved(Neighbour(interfaceIndex: 4, address: IPAddress("fe80::1")!, state: .stale, linkLayerAddress: mac)))
         for (nud, state) in [(0x01, NeighbourState.incomplete), (0x02, .reachable), (0x08, .delay), (0x10, .probe), (0x40, .noARP), (0x80, .permanent), (0x00, .none), (0x03, .none)] {
             let decoded = try decodeOne(Wire.neighbour(family: 2, index: 3, state: UInt16(nud), destination: Wire.ipv4Address(10, 0, 0, 1)))
-            #expect(decoded.message == .neighbour(Neighbour(interfaceIndex: 3, address: IPAddress("10.0.0.1")!, state: state)), "NUD \(nud)")
+            #expect(decoded.message == .neighbour(Neighbour(interfaceIndex: 3, address: IPAddress("10.0.0.1")!, state: state, linkLayerAddress: mac)), "NUD \(nud)")
         }
     }
 

@@ -59,7 +59,7 @@ struct SnapshotJSONTests {
     @Test("a snapshot has the documented keys in the documented order")
     func snapshot() {
         let json = Fixture.snapshot.json
-        #expect(json.keys == ["flags", "state", "primaryInterface", "availableInterfaces", "underlyingInterface", "connectivity", "portal", "announcedPortal", "nat64Prefix", "nat64Router", "nat64Interface", "validatedInterfaces", "stalled", "expensiveReason", "supportsIPv4", "supportsIPv6", "supportsDNS", "gateways", "reason", "generation", "interfaces"])
+        #expect(json.keys == ["flags", "state", "primaryInterface", "availableInterfaces", "underlyingInterface", "connectivity", "portal", "announcedPortal", "nat64Prefix", "nat64Router", "nat64Interface", "validatedInterfaces", "stalled", "expensiveReason", "networkID", "supportsIPv4", "supportsIPv6", "supportsDNS", "gateways", "reason", "generation", "interfaces"])
         #expect(json["flags"]?.stringArrayValue == ["reachable", "isWiFi"])
         #expect(json["state"] == "online")
         #expect(json["primaryInterface"] == "wlan0")
@@ -68,7 +68,7 @@ struct SnapshotJSONTests {
         #expect(json["interfaces"]?.arrayValue?.count == 4)
         #expect(json["interfaces"]?[0] == Fixture.loopback.json)
         #expect(json["interfaces"]?[3]?["name"] == "wwan0")
-        #expect(json.serialized().hasPrefix(#"{"flags":["reachable","isWiFi"],"state":"online","primaryInterface":"wlan0","availableInterfaces":["wlan0","wwan0"],"underlyingInterface":"","connectivity":"unknown","portal":"","announcedPortal":"","nat64Prefix":"","nat64Router":"","nat64Interface":"","validatedInterfaces":[],"stalled":false,"expensiveReason":"","supportsIPv4":false,"supportsIPv6":false,"supportsDNS":false,"gateways":[],"reason":"","generation":7,"interfaces":[{"index":1,"name":"lo""#))
+        #expect(json.serialized().hasPrefix(#"{"flags":["reachable","isWiFi"],"state":"online","primaryInterface":"wlan0","availableInterfaces":["wlan0","wwan0"],"underlyingInterface":"","connectivity":"unknown","portal":"","announcedPortal":"","nat64Prefix":"","nat64Router":"","nat64Interface":"","validatedInterfaces":[],"stalled":false,"expensiveReason":"","networkID":"","supportsIPv4":false,"supportsIPv6":false,"supportsDNS":false,"gateways":[],"reason":"","generation":7,"interfaces":[{"index":1,"name":"lo""#))
     }
 
     @Test("an offline snapshot keeps every key: empty primary, empty lists")
@@ -76,7 +76,7 @@ struct SnapshotJSONTests {
         let snapshot = ReachabilitySnapshot(generation: 0, host: HostStatus(), interfaces: [])
         #expect(
             snapshot.json.serialized()
-                == #"{"flags":[],"state":"offline","primaryInterface":"","availableInterfaces":[],"underlyingInterface":"","connectivity":"unknown","portal":"","announcedPortal":"","nat64Prefix":"","nat64Router":"","nat64Interface":"","validatedInterfaces":[],"stalled":false,"expensiveReason":"","supportsIPv4":false,"supportsIPv6":false,"supportsDNS":false,"gateways":[],"reason":"noRoute","generation":0,"interfaces":[]}"#
+                == #"{"flags":[],"state":"offline","primaryInterface":"","availableInterfaces":[],"underlyingInterface":"","connectivity":"unknown","portal":"","announcedPortal":"","nat64Prefix":"","nat64Router":"","nat64Interface":"","validatedInterfaces":[],"stalled":false,"expensiveReason":"","networkID":"","supportsIPv4":false,"supportsIPv6":false,"supportsDNS":false,"gateways":[],"reason":"noRoute","generation":0,"interfaces":[]}"#
         )
     }
 
@@ -97,7 +97,7 @@ struct SnapshotJSONTests {
         let json = change.json
         #expect(
             json.keys == [
-                "flags", "state", "primaryInterface", "availableInterfaces", "underlyingInterface", "connectivity", "portal", "announcedPortal", "nat64Prefix", "nat64Router", "nat64Interface", "validatedInterfaces", "stalled", "expensiveReason", "supportsIPv4", "supportsIPv6", "supportsDNS", "gateways", "reason", "generation", "changedInterfaces",
+                "flags", "state", "primaryInterface", "availableInterfaces", "underlyingInterface", "connectivity", "portal", "announcedPortal", "nat64Prefix", "nat64Router", "nat64Interface", "validatedInterfaces", "stalled", "expensiveReason", "networkID", "supportsIPv4", "supportsIPv6", "supportsDNS", "gateways", "reason", "generation", "changedInterfaces",
                 "removedInterfaces",
             ])
         #expect(json["flags"]?.stringArrayValue == ["reachable", "isWired"])

@@ -49,7 +49,7 @@ extension ReachabilityClient {
     /// GetStatus entries read as they are: strings and string lists of the host's answer.
     private static let stringProperties: [String: WritableKeyPath<HostStatus, String> & Sendable] = [
         "PrimaryInterface": \.primaryInterface, "UnderlyingInterface": \.underlyingInterface,
-        "Portal": \.connectivity.portal, "AnnouncedPortal": \.announcedPortal,
+        "Portal": \.connectivity.portal, "AnnouncedPortal": \.announcedPortal, "NetworkID": \.networkID,
     ]
     private static let listProperties: [String: WritableKeyPath<HostStatus, [String]> & Sendable] = [
         "AvailableInterfaces": \.availableInterfaces, "ValidatedInterfaces": \.validatedInterfaces,

@@ -102,6 +102,7 @@ public enum ReachdContract {
         .property("Reason", signature: "s", emitsChange: true),
         .property("Constrained", signature: "b", emitsChange: true),
         .property("ExpensiveReason", signature: "s", emitsChange: true),
+        .property("NetworkID", signature: "s", emitsChange: true),
         .property("Generation", signature: "t", emitsChange: true),
         .method("GetStatus", signature: "", result: "a{sv}", names: "status\0"),
         .method("ListInterfaces", signature: "", result: "a(issuas)", names: "interfaces\0"),

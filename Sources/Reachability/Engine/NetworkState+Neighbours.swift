@@ -9,6 +9,9 @@ struct GatewayNeighbour: Hashable, Sendable {
     /// (the kernel retries on the next packet). STALE, DELAY and PROBE are a live gateway's
     /// ordinary states and never count.
     var unreachable: Bool
+    /// The gateway's link-layer address as last resolved, kept while resolution is under way
+    /// again or failed (the network's name, `networkID`, must not flicker with ARP).
+    var linkLayerAddress: [UInt8] = []
 }
 
 extension NetworkState {
@@ -40,7 +43,8 @@ extension NetworkState {
         let old = gatewayNeighbours[router]
         guard old != nil || gatewayNeighbours.count < Self.gatewayNeighboursKept else { return false }
         let unreachable = neighbour.state == .failed || (neighbour.state == .incomplete && old?.unreachable == true)
-        gatewayNeighbours[router] = GatewayNeighbour(state: neighbour.state, unreachable: unreachable)
+        let linkLayer = neighbour.linkLayerAddress.isEmpty ? old?.linkLayerAddress ?? [] : neighbour.linkLayerAddress
+        gatewayNeighbours[router] = GatewayNeighbour(state: neighbour.state, unreachable: unreachable, linkLayerAddress: linkLayer)
         return unreachable != (old?.unreachable ?? false)
     }
 
@@ -59,5 +63,37 @@ extension NetworkState {
             any = true
         }
         return any
+    }
+}
+
+extension NetworkState {
+    /// The name of the network link `index` reaches `gateway` on (`NetworkIdentity`): the
+    /// gateway's link-layer address and the link's prefix that holds it. Empty until ARP/ND has
+    /// resolved the gateway once (so the name never changes when it does), and for a path with
+    /// no gateway; on a link without ARP (a tunnel, PPP), the gateway's address stands for it.
+    func networkID(link index: Int32?, gateway: IPAddress?) -> String {
+        guard let index, let entry = links[index], let gateway else { return "" }
+        guard let prefix = entry.addresses.values.map(\.prefix).first(where: { $0.contains(gateway) && !$0.isDefault })
+            ?? entry.addresses.values.map(\.prefix).first(where: {
+                $0.address.family == gateway.family && !$0.address.isLinkLocal && !$0.address.isLoopback
+            })
+        else { return "" }
+        let router = LinkRouter(interfaceIndex: index, address: gateway)
+        var facts: [UInt8]
+        if let known = gatewayNeighbours[router], !known.linkLayerAddress.isEmpty {
+            facts = known.linkLayerAddress
+        } else if entry.link.flags.contains(.pointToPoint) {
+            facts = gateway.bytes
+        } else {
+            return ""
+        }
+        // The prefix's network, not the host's address in it: a renewal that changes the address
+        // keeps the name.
+        for (offset, byte) in prefix.address.bytes.enumerated() {
+            let kept = max(0, min(8, Int(prefix.length) - offset * 8))
+            facts.append(kept == 8 ? byte : byte & ~(0xFF >> UInt8(kept)))
+        }
+        facts.append(prefix.length)
+        return NetworkIdentity.name(of: facts, key: networkKey)
     }
 }

@@ -18,6 +18,9 @@ public struct NetworkState: Sendable {
     public internal(set) var routingEpoch: UInt64 = 0
     public private(set) var host = HostStatus()
     public private(set) var classifier: Classifier
+    /// The host's secret for network names (`networkID`); without one, names are stable but
+    /// anyone could compute them.
+    public var networkKey = NetworkKey.none
 
     private(set) var links: [Int32: LinkEntry] = [:]
     private(set) var routes: [Route.Key: Route] = [:]

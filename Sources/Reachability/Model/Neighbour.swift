@@ -5,11 +5,15 @@ public struct Neighbour: Hashable, Sendable {
     public var interfaceIndex: Int32
     public var address: IPAddress
     public var state: NeighbourState
+    /// NDA_LLADDR: the neighbour's link-layer (MAC) address, once resolved; empty when the
+    /// kernel gave none (INCOMPLETE, FAILED, links without ARP).
+    public var linkLayerAddress: [UInt8]
 
-    public init(interfaceIndex: Int32, address: IPAddress, state: NeighbourState) {
+    public init(interfaceIndex: Int32, address: IPAddress, state: NeighbourState, linkLayerAddress: [UInt8] = []) {
         self.interfaceIndex = interfaceIndex
         self.address = address
         self.state = state
+        self.linkLayerAddress = linkLayerAddress
     }
 }
 

@@ -60,15 +60,20 @@ public struct HostStatus: Hashable, Sendable {
     /// Why the host's path is expensive (`isExpensive` in `flags`): its egress link's reason, or
     /// under a tunnel its carrier's; nil when it is not.
     public var expensiveReason: ExpensiveReason?
+    /// The network the host's path is attached to (`NetworkIdentity`: under a tunnel, the
+    /// carrier's): the same there across address renewals and restarts, different elsewhere;
+    /// empty while not online or before ARP/ND has resolved the gateway.
+    public var networkID: String
 
     public init(
         flags: ReachabilityFlags = [], state: HostState = .offline,
         primaryInterface: String = "", availableInterfaces: [String] = [], underlyingInterface: String = "",
         connectivity: ConnectivityStatus = .unknown, announcedPortal: String = "", validatedInterfaces: [String] = [],
         stalled: Bool = false, pathFacts: PathFacts? = nil, nat64Prefix: Nat64Prefix? = nil,
-        expensiveReason: ExpensiveReason? = nil
+        expensiveReason: ExpensiveReason? = nil, networkID: String = ""
     ) {
         self.expensiveReason = expensiveReason
+        self.networkID = networkID
         self.nat64Prefix = nat64Prefix
         self.stalled = stalled
         self.flags = flags

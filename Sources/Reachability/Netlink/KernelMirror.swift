@@ -32,6 +32,8 @@ final class KernelMirror {
         var namespacePath: String?
         var sysfs = SysfsReader()
         var classifier = Classifier()
+        /// The host's secret for network names, read from /etc/machine-id once per mirror.
+        var networkKey = HostKey.networkKey().map { NetworkKey(k0: $0.0, k1: $0.1) } ?? .none
         /// 8 MiB: a burst of thousands of link changes fits. Tests shrink it to force overruns.
         var receiveBufferBytes: Int32 = 8 << 20
         /// A monitor socket handed over (reachd.socket); nil to open one.
@@ -113,6 +115,7 @@ final class KernelMirror {
     init(options: Options) throws(SystemError) {
         self.options = options
         state = NetworkState(classifier: options.classifier)
+        state.networkKey = options.networkKey
         if let fd = options.adoptedMonitorSocket {
             // PID 1 sized its buffer (past rmem_max): setting it here could only shrink it.
             monitor = try NetlinkSocket(adopting: fd)

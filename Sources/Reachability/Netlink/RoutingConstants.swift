@@ -57,6 +57,7 @@ enum RT {
 
     // NDA_* (ndmsg attributes)
     static let neighbourDestination: UInt16 = 1  // NDA_DST: the neighbour's IP address
+    static let neighbourLinkLayerAddress: UInt16 = 2  // NDA_LLADDR: its link-layer (MAC) address
 
     // struct nduseroptmsg and what follows it (<linux/rtnetlink.h>, <netinet/icmp6.h>)
     static let ndUserOptionSourceAddress: UInt16 = 1  // NDUSEROPT_SRCADDR: the sender of the ND message

@@ -50,6 +50,7 @@ extension HostStatus {
             ("validatedInterfaces", .array(validatedInterfaces.map(JSONValue.string))),
             ("stalled", .bool(stalled)),
             ("expensiveReason", .string(expensiveReason?.rawValue ?? "")),
+            ("networkID", .string(networkID)),
             ("supportsIPv4", .bool(pathFacts.supportsIPv4)),
             ("supportsIPv6", .bool(pathFacts.supportsIPv6)),
             ("supportsDNS", .bool(pathFacts.supportsDNS)),

@@ -113,6 +113,7 @@ package func renderStatus(_ snapshot: ReachabilitySnapshot, style: TextStyle = .
     }
     lines.append("DNS: " + (facts.supportsDNS ? style.paint("a nameserver is reachable", .good) : style.paint("no nameserver reachable", .bad)))
     if let reason = facts.reason { lines.append("Reason: " + reason.rawValue) }
+    if style.verbose, !host.networkID.isEmpty { lines.append("Network: \(host.networkID)") }
     if style.verbose { lines.append("Generation: \(snapshot.generation)") }
     return lines.joined(separator: "\n")
 }
