@@ -86,10 +86,12 @@ private func event(_ decoded: DecodedMessage) -> NetworkEvent? {
     case let .route(route): .route(route, replace: decoded.header.isReplace)
     case let .routeRemoved(route): .routeRemoved(route)
     case .ruleChanged: .rulesChanged
-    case let .announcedPortal(portal): .announcedPortal(portal)
+    case let .neighbour(neighbour): .neighbour(neighbour)
+    case let .neighbourRemoved(neighbour): .neighbourRemoved(neighbour)
     // A fixed instant: the fuzzer's runs must not depend on the clock.
+    case let .announcedPortal(portal): .announcedPortal(portal, received: fuzzOrigin)
     case let .nat64Prefix(announced): .nat64Prefix(announced, received: fuzzOrigin)
-    case .done, .error, .ignored, .refusedPortal: nil
+    case .done, .error, .ignored, .refusedAnnouncement: nil
     }
 }
 
