@@ -180,7 +180,7 @@ private func onlineWired(classifier: Classifier = Classifier()) throws -> Networ
         #expect(state.host.availableInterfaces == ["eth0", "wlan0"])
 
         let change = try changed(state.apply([.link(Fact.ethernet(2, "eth0", carrier: false), device: nil)]))
-        // DESIGN: the kernel keeps using the dead link's route; the truth is "not online,
+        // By design: the kernel keeps using the dead link's route; the truth is "not online,
         // connectionRequired via eth0", and the good link is still listed.
         #expect(change.host == HostStatus(
             flags: [.connectionRequired, .isWired], state: .local, primaryInterface: "eth0",
