@@ -128,10 +128,11 @@ extension NetworkState {
         if !chosen.path.isReachable { flags.remove(.stalled) }
         var underlying = ""
         var reason = chosen.path.interfaceIndex.flatMap { links[$0] }.flatMap { expensiveReason($0) }
-        var network = networkID(link: chosen.path.interfaceIndex, gateway: chosen.path.gateway)
+        // The network the host is attached to: under a tunnel, its carrier's.
+        var attached = chosen.path
         if flags.contains(.isVPN), let carrier = tunnelCarrier(of: chosen.path, family: chosen.family) {
             underlying = carrier.interfaceName
-            network = networkID(link: carrier.interfaceIndex, gateway: carrier.gateway)
+            attached = carrier
             reason = reason ?? carrier.interfaceIndex.flatMap { links[$0] }.flatMap { expensiveReason($0) }
             // A tunnel over a metered, constrained or cellular link costs what its carrier costs.
             // A tunnel over a link whose traffic stalled stalls too (the tunnel's own TCP
@@ -152,7 +153,7 @@ extension NetworkState {
             stalled: chosen.path.isReachable && flags.contains(.stalled),
             nat64Prefix: nat64Prefix(on: announcing, gateway: chosen.path.gateway),
             expensiveReason: flags.contains(.isExpensive) ? reason : nil,
-            networkID: chosen.path.isReachable ? network : "")
+            networkID: chosen.path.isReachable ? networkID(link: attached.interfaceIndex, gateway: attached.gateway) : "")
     }
 
 
