@@ -9,6 +9,7 @@
 #include <systemd/sd-event.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-id128.h>
+#include <systemd/sd-journal.h>
 
 static inline sd_bus_vtable csystemd_vtable_start(uint64_t flags) {
     sd_bus_vtable v = SD_BUS_VTABLE_START(flags);

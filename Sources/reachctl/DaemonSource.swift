@@ -245,3 +245,10 @@ final class DaemonContext: ReachabilityClientOwner {
         }
     }
 }
+
+extension DaemonSource {
+    /// reachd's recorded changes of answers since `since` (`reachctl history`).
+    func history(since: UInt64) async throws -> (oldest: UInt64, records: [HistoryRecord]) {
+        try await thread.perform { try $0.client.history(since: since) }
+    }
+}

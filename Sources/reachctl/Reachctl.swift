@@ -29,6 +29,7 @@ struct Reachctl: AsyncParsableCommand {
               reachctl --json int          the same as JSON (a unique prefix names the command)
               reachctl check example.org   can a packet get there now, and how
               reachctl why                 each layer from radio to probe, the first broken
+              reachctl history --since 1d  outages of the last day: when, how long, why
               reachctl monitor --json      the snapshot, then a JSON line per change
               reachctl monitor 192.0.2.1   a line whenever that address's answer changes
               reachctl wait --timeout 1m   block until online (exit 1 after a minute)
@@ -42,7 +43,7 @@ struct Reachctl: AsyncParsableCommand {
             """,
         // As reachd's, from the one BuildInfo (`reachd --version`, reachd_build_info).
         version: "reachctl \(BuildInfo.version)",
-        subcommands: [StatusCommand.self, InterfacesCommand.self, CheckCommand.self, WhyCommand.self, MonitorCommand.self, WaitCommand.self, IsCommand.self, MetricsCommand.self],
+        subcommands: [StatusCommand.self, InterfacesCommand.self, CheckCommand.self, WhyCommand.self, HistoryCommand.self, MonitorCommand.self, WaitCommand.self, IsCommand.self, MetricsCommand.self],
         defaultSubcommand: StatusCommand.self
     )
 

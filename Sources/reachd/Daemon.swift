@@ -5,7 +5,8 @@ import Glibc
 
 /// reachd's composition root: one sd-event loop carrying the core (netlink, c-ares), the bus,
 /// signals and the watchdog, and the parts that follow the core's changes, in this order:
-/// the publisher (signals, STATUS=, journal, NetworkManager surface), the metrics, the probes and
+/// the publisher (signals, STATUS=, journal, NetworkManager surface), the metrics, the history
+/// (each change of an answer with its cause, in memory and the journal), the probes and
 /// the watches; and sleep, which hands a resume to the core and the probes. Each part gets what
 /// it needs at construction; none holds the daemon.
 final class Daemon {
@@ -27,6 +28,7 @@ final class Daemon {
     private var checks: HostCheckCalls?
     private var service: ReachabilityService!
     private var sleep: Sleep!
+    private var history: History!
 
     /// Runs the daemon; returns the process exit status.
     static func main(_ options: Options) -> Int32 {
@@ -115,6 +117,10 @@ final class Daemon {
         self.publisher = publisher
         core.follow { [unowned publisher] in publisher.follow($0) }
         core.follow { [unowned metrics] in metrics.follow($0) }
+        let history = History(mirror: core.mirror)
+        self.history = history
+        history.start(generation: core.state.generation)
+        core.follow { [unowned history] in history.follow($0) }
         let identities = try CallerIdentities(bus: bus)
         identities.asking = { Log.debug("asking the bus for the Unix user of \($0)") }
         let callers = Callers(identities: identities)
@@ -129,6 +135,7 @@ final class Daemon {
         service = ReachabilityService(
             core: core, bus: bus, watches: watches, checks: checks, defaultTimeout: configuration.defaultTimeout,
             callers: callers, validate: { [unowned probes] uid, reply in probes.validate(for: uid, reply) }, metricsText: { [unowned metrics] in metrics.text })
+        service.history = history
         busSlots.append(try bus.add(service, at: ReachdContract.objectPath, interface: ReachdContract.interface, vtable: ReachabilityService.vtable))
         // Losing the name (another owner replaced us) is as fatal as losing the bus.
         busSlots.append(try bus.matchSignal(

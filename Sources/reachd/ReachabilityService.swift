@@ -15,6 +15,8 @@ final class ReachabilityService: BusObject {
     private let callers: Callers
     /// `GetMetrics`: the exposition.
     private let metricsText: () -> String
+    /// `GetHistory`: the recorded changes of answers (set once the history follows the core).
+    var history: History?
     /// CheckHost's deadline when the caller gives none (`DefaultTimeout=`; a reload changes it).
     var defaultTimeout: Duration
 
@@ -174,6 +176,12 @@ final class ReachabilityService: BusObject {
         case "GetMetrics":
             let text = metricsText()
             return .now { reply throws(BusError) in try reply.append(text) }
+        case "GetHistory":
+            // Answered from memory at once: at most the ring's bound of records.
+            let since = try message.readUInt64()
+            let ring = history?.ring ?? HistoryRing()
+            let records = ring.records(since: since)
+            return .now { reply throws(BusError) in try Self.appendHistory(reply, oldest: ring.oldestHostRecord ?? 0, records) }
         case "Watch":
             return try watches.add(target: try message.readString("target", maximumBytes: ReachdContract.Bound.target, refusal: ReachdContract.ErrorName.invalidTarget), caller: message)
         case "WatchPath":
@@ -223,6 +231,27 @@ final class ReachabilityService: BusObject {
             try reply.append(layer.status.rawValue)
             try reply.append(layer.evidence)
             try reply.append(layer.fix)
+            try reply.close()
+        }
+        try reply.close()
+    }
+
+    /// GetHistory's reply: how far back the host's records reach (0: none), then each record as
+    /// (time_usec, lane, condition, state, primary, reason, cause_layer, interface, generation).
+    static func appendHistory(_ reply: BusMessage, oldest: UInt64, _ records: [HistoryRecord]) throws(BusError) {
+        try reply.append(oldest)
+        try reply.open("a", "(tssssssst)")
+        for record in records {
+            try reply.open("r", "tssssssst")
+            try reply.append(record.time)
+            try reply.append(record.lane)
+            try reply.append(record.condition.rawValue)
+            try reply.append(record.state)
+            try reply.append(record.primary)
+            try reply.append(record.reason)
+            try reply.append(record.cause?.rawValue ?? "")
+            try reply.append(record.interface)
+            try reply.append(record.generation)
             try reply.close()
         }
         try reply.close()

@@ -116,6 +116,7 @@ public enum ReachdContract {
         .method("Validate", signature: "", result: "sss", names: "connectivity\0portal\0detail\0"),
         .method("Explain", signature: "s", result: "sa(ssass)", names: "target\0broken_layer\0layers\0"),
         .method("GetMetrics", signature: "", result: "s", names: "exposition\0"),
+        .method("GetHistory", signature: "t", result: "ta(tssssssst)", names: "since_usec\0oldest_usec\0records\0"),
         .method("Watch", signature: "s", result: "o", names: "target\0watch\0"),
         .method("WatchPath", signature: "a{sv}", result: "o", names: "options\0watch\0"),
         .method("Unwatch", signature: "o", result: "", names: "watch\0"),

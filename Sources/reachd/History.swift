@@ -1,0 +1,131 @@
+import Reachability
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Follows the core and records each change of an answer, the host's and each uplink's, with
+/// the layer that failed (`reachctl why`'s brokenLayer, from the same mirror): into a bounded
+/// ring for `GetHistory` and, under journald, a structured journal entry. Per update it looks at
+/// the host's answer and at the uplinks it has seen (at most `HistoryRing.defaultMaximumLanes`),
+/// never at every link; an explanation costs two route lookups, already queued when asked.
+final class History {
+    private let mirror: SharedMirror
+    private let journal: JournalEntry?
+    private(set) var ring = HistoryRing()
+    /// The interface the host was last online through: where an outage happened once no
+    /// primary is left to name.
+    private var lastPrimary = ""
+    /// Uplinks seen stalled (their interface flags), by name.
+    private var stalledUplinks: Set<String> = []
+
+    init(mirror: SharedMirror, journal: JournalEntry? = JournalEntry()) {
+        self.mirror = mirror
+        self.journal = journal
+        Log.info(journal == nil
+            ? "history: no journald socket (\(JournalEntry.socketPath)): keeping outages in memory only"
+            : "history: outages go to the journal too (MESSAGE_ID=\(HistoryRecord.journalMessageID))")
+    }
+
+    /// How things stand when reachd starts: the first record of every lane.
+    func start(generation: UInt64) {
+        let snapshot = mirror.snapshot
+        for status in snapshot.interfaces where status.flags.contains(.stalled) { stalledUplinks.insert(status.name) }
+        record(snapshot.host, generation: generation)
+    }
+
+    func follow(_ update: CoreUpdate) {
+        guard let change = update.change else { return }
+        for status in change.changedInterfaces {
+            if status.flags.contains(.stalled) { stalledUplinks.insert(status.name) } else { stalledUplinks.remove(status.name) }
+        }
+        for status in change.removedInterfaces { stalledUplinks.remove(status.name) }
+        record(change.host, generation: change.generation)
+    }
+
+    private func record(_ host: HostStatus, generation: UInt64) {
+        let now = Self.wallMicroseconds()
+        keep(hostRecord(host, time: now, generation: generation))
+        var uplinks = Set(host.availableInterfaces)
+        for lane in ring.laneNames where !lane.isEmpty { uplinks.insert(lane) }
+        for name in uplinks.sorted() {
+            keep(uplinkRecord(name, available: host.availableInterfaces.contains(name), host: host, time: now, generation: generation))
+        }
+        if host.state == .online, !host.primaryInterface.isEmpty { lastPrimary = host.primaryInterface }
+    }
+
+    /// Keeps a record that changes its lane's answer, and sends it to the journal.
+    private func keep(_ record: HistoryRecord) {
+        if let latest = ring.latest(record.lane), latest.sameAnswer(as: record) { return }
+        ring.append(record)
+        journal?.send(record.journalFields)
+    }
+
+    private func hostRecord(_ host: HostStatus, time: UInt64, generation: UInt64) -> HistoryRecord {
+        var record = HistoryRecord(
+            time: time, lane: "", condition: .up, state: host.state.rawValue, primary: host.primaryInterface, generation: generation)
+        if host.state == .online {
+            if host.stalled {
+                record.condition = .degraded
+                (record.cause, record.reason, record.interface) = (.traffic, "stalled", host.primaryInterface)
+            } else if [.portal, .limited, .none].contains(host.connectivity.verdict) {
+                record.condition = .degraded
+                let reason = host.connectivity.verdict == .none ? "no-internet" : host.connectivity.verdict.rawValue
+                (record.cause, record.reason, record.interface) = (.portal, reason, host.primaryInterface)
+            }
+            return record
+        }
+        record.condition = .down
+        record.reason = host.pathFacts.reason?.rawValue ?? ""
+        let explanation = try? mirror.explain("").get()
+        record.cause = explanation?.brokenLayer ?? Self.layer(of: host.pathFacts.reason)
+        record.interface = host.primaryInterface.isEmpty ? lastPrimary : host.primaryInterface
+        return record
+    }
+
+    /// An uplink is up while it carries a default route the host could use; else down, with the
+    /// first broken layer of a path to the internet through it alone.
+    private func uplinkRecord(_ name: String, available: Bool, host: HostStatus, time: UInt64, generation: UInt64) -> HistoryRecord {
+        var record = HistoryRecord(time: time, lane: name, condition: .up, state: "up", primary: host.primaryInterface, interface: name, generation: generation)
+        if available {
+            if stalledUplinks.contains(name) {
+                (record.condition, record.state, record.cause, record.reason) = (.degraded, "degraded", .traffic, "stalled")
+            }
+            return record
+        }
+        (record.condition, record.state) = (.down, "down")
+        guard let explanation = mirror.explainUplink(name) else {
+            (record.cause, record.reason) = (.link, "removed")
+            return record
+        }
+        // Bound to the link, the lookup finds a path without a route: a lower layer that is
+        // fine means the route is what went.
+        switch explanation.brokenLayer {
+        case let layer? where [.radio, .link, .address, .gateway].contains(layer):
+            record.cause = layer
+            record.reason = [.radio: Reason.radioOff, .link: .linkDown, .address: .noAddress, .gateway: .gatewayUnreachable][layer]?.rawValue ?? ""
+        default:
+            (record.cause, record.reason) = (.route, Reason.noRoute.rawValue)
+        }
+        return record
+    }
+
+    /// CLOCK_REALTIME in microseconds: what the journal stamps and `--since` compares.
+    static func wallMicroseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+    }
+
+    /// The layer a host's Reason points at, for when the explanation names none.
+    static func layer(of reason: Reason?) -> Explanation.LayerName? {
+        switch reason {
+        case .radioOff?: .radio
+        case .linkDown?: .link
+        case .noAddress?: .address
+        case .gatewayUnreachable?: .gateway
+        case .noRoute?, .policyBlocked?: .route
+        case .dnsTimeout?, .dnsNotFound?, .dnsFailure?: .dns
+        case .invalidTarget?, nil: nil
+        }
+    }
+}
