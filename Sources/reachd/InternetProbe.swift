@@ -33,7 +33,7 @@ final class InternetProbe {
     private var uplinkStatus = ConnectivityStatus.unknown
     /// Off until `configure` gives the settings.
     private var settings = ConnectivitySettings()
-    private var timer: EventSource?
+    private var timer: (any LoopSource)?
     private var attempt: Attempt?
     private var pathKey: PathKey?
     private var retryDelay = ConnectivitySettings.firstRetry
@@ -62,7 +62,7 @@ final class InternetProbe {
         let deadline: ContinuousClock.Instant
         var check: UInt64?
         var exchange: HTTPExchange?
-        var source: EventSource?
+        var source: (any LoopSource)?
         init(deadline: ContinuousClock.Instant) { self.deadline = deadline }
         func cancel(_ core: ReachabilityCore) {
             if let check { core.cancelHostCheck(check) }
@@ -239,7 +239,7 @@ final class InternetProbe {
             }
             let exchange = try HTTPExchange(url: url, address: address, source: source, device: device)
             attempt.exchange = exchange
-            attempt.source = try loop.watch(fd: exchange.fd, events: exchange.events) { [unowned self] revents in
+            attempt.source = try loop.addWatch(fd: exchange.fd, events: exchange.events) { [unowned self] revents in
                 self.ready(attempt, revents)
             }
         } catch {
@@ -313,7 +313,7 @@ final class InternetProbe {
 
     private func arm(_ instant: ContinuousClock.Instant) {
         do {
-            if timer == nil { timer = try loop.timer(at: 0) { [unowned self] in self.fired() } }
+            if timer == nil { timer = try loop.addTimer(urgent: false) { [unowned self] in self.fired() } }
             timer?.schedule(at: instant)
         } catch {
             Log.warning("\(logPrefix): cannot arm a timer: \(error)")
