@@ -200,10 +200,7 @@ final class ReachabilityService: BusObject {
         let timeout = milliseconds == 0 ? defaultTimeout : .milliseconds(Int64(milliseconds))
         if AddressTarget.looksLikeAddress(host) {
             return try callers.identities.answering(message) { [core] uid throws(BusError) in
-                if let named, named != uid, uid != 0 {
-                    throw BusError(name: "org.freedesktop.DBus.Error.AccessDenied", message: "only root may ask as another user (uid \(named)); you are uid \(uid)")
-                }
-                let result = core.shared.check(address: host, uid: named ?? uid)
+                let result = core.shared.check(address: host, uid: try Callers.routedAs(named, caller: uid))
                 if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address \(host.inertExcerpt())") }
                 return .now { reply throws(BusError) in try Self.appendHostReply(reply, result) }
             }

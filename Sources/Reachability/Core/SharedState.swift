@@ -78,17 +78,10 @@ package final class SharedState: @unchecked Sendable {
         }
         // One hold of the lock: the scope's name is looked up in the state the check evaluates.
         return lock.withLock { _ in
-            var outputInterface: Int32?
-            switch target.scope {
-            case .none: break
-            case let .index(index): outputInterface = index
-            case let .name(name):
-                guard let index = current.linkIndex(named: name) else {
-                    return .invalid(text, "no interface named '\(name)' for the scope of '\(text)'")
-                }
-                outputInterface = index
+            switch outputInterface(for: target.scope, of: text) {
+            case let .failure(refusal): .invalid(text, refusal.description)
+            case let .success(index): evaluate(target.address, outputInterface: index, uid: uid, target: text)
             }
-            return evaluate(target.address, outputInterface: outputInterface, uid: uid, target: text)
         }
     }
 
@@ -105,17 +98,7 @@ package final class SharedState: @unchecked Sendable {
         }
         return lock.withLock { _ in
             if parsed.address.isUnspecified { return .success(explain(nil, uid: uid, target: "")) }
-            var outputInterface: Int32?
-            switch parsed.scope {
-            case .none: break
-            case let .index(index): outputInterface = index
-            case let .name(name):
-                guard let index = current.linkIndex(named: name) else {
-                    return .failure(ExplanationRefusal(description: "no interface named '\(name)' for the scope of '\(target)'"))
-                }
-                outputInterface = index
-            }
-            return .success(explain(parsed.address, outputInterface: outputInterface, uid: uid, target: target))
+            return outputInterface(for: parsed.scope, of: target).map { explain(parsed.address, outputInterface: $0, uid: uid, target: target) }
         }
     }
 
@@ -127,6 +110,17 @@ package final class SharedState: @unchecked Sendable {
     }
 
     // MARK: under the lock
+
+    /// The interface a scoped address (`fe80::1%eth0`) is asked through; nil for none.
+    private func outputInterface(for scope: AddressTarget.Scope?, of target: String) -> Result<Int32?, ExplanationRefusal> {
+        switch scope {
+        case .none: .success(nil)
+        case let .index(index): .success(index)
+        case let .name(name):
+            current.linkIndex(named: name).map { .success($0) }
+                ?? .failure(ExplanationRefusal(description: "no interface named '\(name)' for the scope of '\(target)'"))
+        }
+    }
 
     /// One address as `uid`'s traffic is routed (nil: this process's own).
     private func evaluate(_ address: IPAddress, outputInterface: Int32?, uid: UInt32?, target: String) -> CheckResult {
