@@ -37,8 +37,6 @@ package final class SharedState: @unchecked Sendable {
         lock.withLock { _ in sourceCounters = (overruns, resyncs) }
     }
 
-    package var state: NetworkState { lock.withLock { _ in current } }
-
     package var snapshot: ReachabilitySnapshot {
         lock.withLock { _ in
             if let madeSnapshot { return madeSnapshot }
