@@ -117,9 +117,9 @@ final class Daemon {
         self.publisher = publisher
         core.follow { [unowned publisher] in publisher.follow($0) }
         core.follow { [unowned metrics] in metrics.follow($0) }
-        let history = History(mirror: core.mirror)
+        let history = History(state: core.shared)
         self.history = history
-        history.start(generation: core.state.generation)
+        history.start()
         core.follow { [unowned history] in history.follow($0) }
         let identities = try CallerIdentities(bus: bus)
         identities.asking = { Log.debug("asking the bus for the Unix user of \($0)") }

@@ -4,12 +4,12 @@ import Glibc
 #endif
 
 /// Follows the core and records each change of an answer, the host's and each uplink's, with
-/// the layer that failed (`reachctl why`'s brokenLayer, from the same mirror): into a bounded
+/// the layer that failed (`reachctl why`'s brokenLayer, from the same state): into a bounded
 /// ring for `GetHistory` and, under journald, a structured journal entry. Per update it looks at
 /// the host's answer and at the uplinks it has seen (at most `HistoryRing.defaultMaximumLanes`),
 /// never at every link; an explanation costs two route lookups, already queued when asked.
 final class History {
-    private let mirror: SharedMirror
+    private let state: SharedState
     private let journal: JournalEntry?
     private(set) var ring = HistoryRing()
     /// The interface the host was last online through: where an outage happened once no
@@ -18,8 +18,8 @@ final class History {
     /// Uplinks seen stalled (their interface flags), by name.
     private var stalledUplinks: Set<String> = []
 
-    init(mirror: SharedMirror, journal: JournalEntry? = JournalEntry()) {
-        self.mirror = mirror
+    init(state: SharedState, journal: JournalEntry? = JournalEntry()) {
+        self.state = state
         self.journal = journal
         Log.info(journal == nil
             ? "history: no journald socket (\(JournalEntry.socketPath)): keeping outages in memory only"
@@ -27,10 +27,10 @@ final class History {
     }
 
     /// How things stand when reachd starts: the first record of every lane.
-    func start(generation: UInt64) {
-        let snapshot = mirror.snapshot
+    func start() {
+        let snapshot = state.snapshot
         for status in snapshot.interfaces where status.flags.contains(.stalled) { stalledUplinks.insert(status.name) }
-        record(snapshot.host, generation: generation)
+        record(snapshot.host, generation: snapshot.generation)
     }
 
     func follow(_ update: CoreUpdate) {
@@ -76,7 +76,7 @@ final class History {
         }
         record.condition = .down
         record.reason = host.pathFacts.reason?.rawValue ?? ""
-        let explanation = try? mirror.explain("").get()
+        let explanation = try? state.explain("").get()
         record.cause = explanation?.brokenLayer ?? Self.layer(of: host.pathFacts.reason)
         record.interface = host.primaryInterface.isEmpty ? lastPrimary : host.primaryInterface
         return record
@@ -93,7 +93,7 @@ final class History {
             return record
         }
         (record.condition, record.state) = (.down, "down")
-        guard let explanation = mirror.explainUplink(name) else {
+        guard let explanation = state.explainUplink(name) else {
             (record.cause, record.reason) = (.link, "removed")
             return record
         }

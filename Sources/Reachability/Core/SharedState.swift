@@ -100,6 +100,18 @@ package final class SharedState: @unchecked Sendable {
         }
     }
 
+    /// Explains the host's answer as if the link named `name` were its only way out: the
+    /// internet destinations looked up bound to that link (`ip route get ... oif NAME`), for the
+    /// history of each uplink. nil when no link has that name. Never waits, as `explain`.
+    /// Bound to a link, the kernel finds an on-link path even where no route is left: below
+    /// the route layer the answer is exact, and a route that went is told by the host's
+    /// available interfaces.
+    package func explainUplink(_ name: String) -> Explanation? {
+        lock.withLock { _ in
+            current.linkIndex(named: name).map { explain(nil, outputInterface: $0, uid: nil, target: "") }
+        }
+    }
+
     /// Checks each address of a host and combines the verdicts: reachable when any address is.
     /// `uid` as for `check(address:uid:)`.
     package func evaluate(addresses: [IPAddress], target: String, uid: UInt32? = nil) -> CheckResult {
