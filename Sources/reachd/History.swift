@@ -30,7 +30,7 @@ final class History {
     func start() {
         let snapshot = state.snapshot
         for status in snapshot.interfaces where status.flags.contains(.stalled) { stalledUplinks.insert(status.name) }
-        record(snapshot.host, generation: snapshot.generation)
+        record(snapshot.host, generation: snapshot.generation, touched: [], routingMoved: true)
     }
 
     func follow(_ update: CoreUpdate) {
@@ -39,16 +39,22 @@ final class History {
             if status.flags.contains(.stalled) { stalledUplinks.insert(status.name) } else { stalledUplinks.remove(status.name) }
         }
         for status in change.removedInterfaces { stalledUplinks.remove(status.name) }
-        record(change.host, generation: change.generation)
+        let touched = Set((change.changedInterfaces + change.removedInterfaces).map(\.name))
+        record(change.host, generation: change.generation, touched: touched, routingMoved: update.routingMoved)
     }
 
-    private func record(_ host: HostStatus, generation: UInt64) {
+    /// `touched`: the interfaces this update changed; with `routingMoved`, what may have moved
+    /// the cause of an uplink that stays down. An explanation is asked only when the cheap
+    /// facts say the answer may have changed: not on every update while offline.
+    private func record(_ host: HostStatus, generation: UInt64, touched: Set<String>, routingMoved: Bool) {
         let now = Self.wallMicroseconds()
-        keep(hostRecord(host, time: now, generation: generation))
+        if let record = hostRecord(host, time: now, generation: generation) { keep(record) }
         var uplinks = Set(host.availableInterfaces)
         for lane in ring.laneNames where !lane.isEmpty { uplinks.insert(lane) }
         for name in uplinks.sorted() {
-            keep(uplinkRecord(name, available: host.availableInterfaces.contains(name), host: host, time: now, generation: generation))
+            let available = host.availableInterfaces.contains(name)
+            if !available, ring.latest(name)?.condition == .down, !touched.contains(name), !routingMoved { continue }
+            keep(uplinkRecord(name, available: available, time: now, generation: generation))
         }
         if host.state == .online, !host.primaryInterface.isEmpty { lastPrimary = host.primaryInterface }
     }
@@ -60,7 +66,8 @@ final class History {
         journal?.send(record.journalFields)
     }
 
-    private func hostRecord(_ host: HostStatus, time: UInt64, generation: UInt64) -> HistoryRecord {
+    /// nil when the host stays down for the same reason (nothing to ask the kernel again).
+    private func hostRecord(_ host: HostStatus, time: UInt64, generation: UInt64) -> HistoryRecord? {
         var record = HistoryRecord(
             time: time, lane: "", condition: .up, state: host.state.rawValue, primary: host.primaryInterface, generation: generation)
         if host.state == .online {
@@ -76,6 +83,11 @@ final class History {
         }
         record.condition = .down
         record.reason = host.pathFacts.reason?.rawValue ?? ""
+        if let latest = ring.latest(""), latest.condition == .down, latest.state == record.state, latest.reason == record.reason,
+            latest.primary == record.primary
+        {
+            return nil
+        }
         let explanation = try? state.explain("").get()
         record.cause = explanation?.brokenLayer ?? Self.layer(of: host.pathFacts.reason)
         record.interface = host.primaryInterface.isEmpty ? lastPrimary : host.primaryInterface
@@ -84,8 +96,8 @@ final class History {
 
     /// An uplink is up while it carries a default route the host could use; else down, with the
     /// first broken layer of a path to the internet through it alone.
-    private func uplinkRecord(_ name: String, available: Bool, host: HostStatus, time: UInt64, generation: UInt64) -> HistoryRecord {
-        var record = HistoryRecord(time: time, lane: name, condition: .up, state: "up", primary: host.primaryInterface, interface: name, generation: generation)
+    private func uplinkRecord(_ name: String, available: Bool, time: UInt64, generation: UInt64) -> HistoryRecord {
+        var record = HistoryRecord(time: time, lane: name, condition: .up, state: "up", interface: name, generation: generation)
         if available {
             if stalledUplinks.contains(name) {
                 (record.condition, record.state, record.cause, record.reason) = (.degraded, "degraded", .traffic, "stalled")

@@ -21,7 +21,7 @@ package struct HistoryRecord: Hashable, Sendable {
     package var condition: Condition
     /// The host's State (online, local, offline); for an uplink, the condition's word.
     package var state: String
-    /// The host's primary interface after the change ("" when there is none).
+    /// The host's primary interface after the change, on the host's lane ("" when there is none, and on an uplink's lane).
     package var primary: String
     /// The host's `Reason` (noRoute, linkDown, gatewayUnreachable...), "removed" for an uplink
     /// that disappeared, "stalled", "portal", "limited" or "no-internet" for a degradation;
