@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
@@ -117,6 +120,33 @@ struct HistoryTests {
         JournalEntry.append("A", "x", to: &datagram)
         JournalEntry.append("B", "1\n2", to: &datagram)
         #expect(datagram == Array("A=x\nB\n".utf8) + [3, 0, 0, 0, 0, 0, 0, 0] + Array("1\n2\n".utf8))
+    }
+
+    /// A journald that never reads (its queue full): entries are dropped and counted, the
+    /// sender never waits. `sd_journal_sendv` would block here.
+    @Test func aJournaldThatDoesNotRead_costsEntries_neverTime() throws {
+        let directory = try makeScratchDirectory("reachd-journal-stuck")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/socket"
+        let receiver = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        #expect(receiver >= 0)
+        defer { close(receiver) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(receiver, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(bound == 0)
+        let journal = try #require(JournalEntry(socketPath: path))
+        let record = HistoryRecord(time: Self.t0, lane: "", condition: .down, state: "offline", reason: "linkDown", cause: .link, interface: "up0")
+        let clock = ContinuousClock()
+        let took = clock.measure {
+            for _ in 0..<2000 { journal.send(record.journalFields) }
+        }
+        #expect(journal.dropped > 0, "the receiver's queue never filled")
+        #expect(took < .seconds(1), "sending took \(took)")
+        #expect(JournalEntry(socketPath: directory + "/absent") == nil)
     }
 
     // MARK: --since
