@@ -74,6 +74,8 @@ public enum ReachdContract {
     /// GetStatus's entry with each expensive interface's reason (a{ss}: name -> `ExpensiveReason`):
     /// ListInterfaces' struct is fixed, so the per-interface reasons travel beside it.
     public static let interfaceExpensiveReasons = "InterfaceExpensiveReasons"
+    /// GetStatus's `a{ss}`: each interface's network name (`NetworkID`), for those that have one.
+    public static let interfaceNetworkIDs = "InterfaceNetworkIDs"
 
     /// GetStatus's entries on where `Nat64Prefix` came from (s each): the announcing router and
     /// the link it was announced on; absent when no prefix is.

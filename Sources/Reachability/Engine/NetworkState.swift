@@ -70,7 +70,7 @@ public struct NetworkState: Sendable {
     /// Ready non-loopback links with an address usable beyond the link, per address family:
     /// the kernel can take a source address from any of them.
     private(set) var sourceCapable: [AddressFamily: Set<Int32>] = [:]
-    private var dirty: Set<Int32> = []
+    var dirty: Set<Int32> = []
     /// Local address -> the links holding it (the kernel allows one address on several links),
     /// for naming the interface of `isLocalAddress` answers.
     private(set) var addressOwners: [IPAddress: Set<Int32>] = [:]
@@ -411,7 +411,8 @@ public struct NetworkState: Sendable {
         let addresses = entry.addresses.keys.map(\.prefix).sorted(by: Self.addressOrder)
         return InterfaceStatus(
             index: entry.link.index, name: entry.link.name, kind: classification.kind,
-            flags: flags, addresses: addresses, expensiveReason: expensiveReason(entry, classification))
+            flags: flags, addresses: addresses, expensiveReason: expensiveReason(entry, classification),
+            networkID: networkID(of: entry.link.index))
     }
 
     static func addressOrder(_ a: IPPrefix, _ b: IPPrefix) -> Bool {

@@ -143,16 +143,16 @@ package func renderInterfaces(_ snapshot: ReachabilitySnapshot, style: TextStyle
 
 /// The table of `renderInterfaces` for any list of interfaces, in the order given. `legend`:
 /// the header line (`--no-legend` drops it, as systemctl's does); `style.verbose` adds a FLAGS
-/// column with Apple's names (`none` for none); `style.colour` paints the states, which never
+/// column with Apple's names (`none` for none) and a NETWORK column (the network's name, `-`); `style.colour` paints the states, which never
 /// moves a column: widths are measured on the words.
 package func renderInterfaceTable(_ interfaces: [InterfaceStatus], style: TextStyle = .plain, legend: Bool = true) -> String {
     var header = ["INDEX", "NAME", "KIND", "STATE"]
-    if style.verbose { header.append("FLAGS") }
+    if style.verbose { header += ["FLAGS", "NETWORK"] }
     let fixed = header.count
     header.append("ADDRESSES")
     let rows = interfaces.map { interface in
         [String(interface.index), interface.name, interface.kind.rawValue, renderInterfaceState(interface.flags, .plain)]
-            + (style.verbose ? [renderFlags(interface.flags)] : [])
+            + (style.verbose ? [renderFlags(interface.flags), interface.networkID.isEmpty ? "-" : interface.networkID] : [])
     }
     // Widths of the fixed columns; ADDRESSES is last and never padded.
     var widths = header.prefix(fixed).map(\.count)
