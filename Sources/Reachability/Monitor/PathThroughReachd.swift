@@ -150,7 +150,7 @@ final class PathFollower: ReachabilityClientOwner {
                 away()
             case .serviceReturned:
                 try watch()
-            case .path, .changed, .interfacesChanged, .watch:
+            case .path, .changed, .interfacesChanged, .hostChangeDescribed, .watch:
                 continue
             }
         }
