@@ -48,6 +48,8 @@ struct HostChangeDaemonTests {
         let changed = ours.compactMap(\.changed).map(\.generation)
         let described = descriptions(ours).map(\.generation)
         #expect(changed == described, "Changed \(changed), described \(described)", sourceLocation: sourceLocation)
+        // Every move of the host's answer has a name: no description names nothing.
+        #expect(descriptions(ours).allSatisfy { !$0.changed.isEmpty }, sourceLocation: sourceLocation)
         for (index, signal) in ours.enumerated() where signal.member == "Changed" {
             let next = index + 1 < ours.count ? ours[index + 1].member : "nothing"
             #expect(next == "HostChangeDescribed", "after Changed came \(next)", sourceLocation: sourceLocation)
