@@ -158,14 +158,19 @@ final class DaemonContext: ReachabilityClientOwner {
     /// is that of the state read, which is the signal's unless more changes came meanwhile; the
     /// host change is what reachd described of the generations between them, in order, as one.
     /// A host change whose description has not arrived yet (read ahead under a burst) is
-    /// described by the snapshots alone: the aspects they show, no rebind.
+    /// described by the snapshots alone: the aspects they show are added, its rebind is not known.
     static func change(
         from old: ReachabilitySnapshot, to new: ReachabilitySnapshot, described: [UInt64: HostChange] = [:]
     ) -> ReachabilityChange {
         let before = Dictionary(old.interfaces.map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
         let after = Set(new.interfaces.map(\.index))
         var description = described.sorted { $0.key < $1.key }.map(\.value).reduce(nil as HostChange?) { $0?.followed(by: $1) ?? $1 }
-        if description == nil, old.host != new.host { description = HostChange(from: old.host, HostAddressing(), to: new.host, HostAddressing()) }
+        if old.host != new.host {
+            let shown = HostChange(from: old.host, HostAddressing(), to: new.host, HostAddressing())
+            description = description.map { HostChange(
+                changed: $0.changed + shown.changed, rebind: $0.rebind, sourceAddress: $0.sourceAddress,
+                previousSourceAddress: $0.previousSourceAddress) } ?? shown
+        }
         return ReachabilityChange(
             generation: new.generation, host: new.host, hostChanged: old.host != new.host || description != nil,
             changedInterfaces: new.interfaces.filter { before[$0.index] != $0 },
