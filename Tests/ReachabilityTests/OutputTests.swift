@@ -98,8 +98,18 @@ struct SnapshotJSONTests {
         #expect(
             json.keys == [
                 "flags", "state", "primaryInterface", "availableInterfaces", "underlyingInterface", "connectivity", "portal", "announcedPortal", "nat64Prefix", "nat64Router", "nat64Interface", "validatedInterfaces", "stalled", "expensiveReason", "networkID", "supportsIPv4", "supportsIPv6", "supportsDNS", "gateways", "reason", "generation", "changedInterfaces",
-                "removedInterfaces",
+                "removedInterfaces", "changed", "rebind",
             ])
+        // No description given (a change from an older source): nothing named, no rebind.
+        #expect(json["changed"]?.stringArrayValue == [])
+        #expect(json["rebind"] == .bool(false))
+        var described = change
+        described.hostChange = HostChange(changed: [.sourceAddress, .primary], rebind: true)
+        #expect(described.json["changed"]?.stringArrayValue == ["primary", "sourceAddress"])
+        #expect(described.json["rebind"] == .bool(true))
+        #expect(renderChange(described).contains("(rebind); eth0 (wired): "), "\(renderChange(described))")
+        #expect(renderChange(described, style: TextStyle(verbose: true)).contains("(rebind) {primary,sourceAddress}; "))
+        #expect(!renderChange(change).contains("rebind"))
         #expect(json["flags"]?.stringArrayValue == ["reachable", "isWired"])
         #expect(json["state"] == "online")
         #expect(json["primaryInterface"] == "eth0")

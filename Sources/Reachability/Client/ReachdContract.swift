@@ -123,7 +123,19 @@ public enum ReachdContract {
         .method("Unwatch", signature: "o", result: "", names: "watch\0"),
         .signal("Changed", signature: "ust", names: "flags\0primary_interface\0generation\0"),
         .signal("InterfacesChanged", signature: "a(issuas)ast", names: "changed\0removed\0generation\0"),
+        .signal("HostChangeDescribed", signature: "a{sv}", names: "description\0"),
     ]
+
+    /// The entries of `HostChangeDescribed`, sent right after each `Changed` of the same
+    /// generation: what the host change changed and whether clients must rebind.
+    public enum HostChangeEntry {
+        public static let generation = "generation"  // t
+        public static let changed = "changed"  // as, HostChange.Aspect's words
+        public static let rebind = "rebind"  // b
+        public static let primary = "primary"  // s
+        public static let sourceAddress = "sourceAddress"  // s, empty without one
+        public static let previousSourceAddress = "previousSourceAddress"  // s, empty without one
+    }
 
     /// The members of `watchInterface` on each watch object.
     public static let watchMembers: [BusVTable.Member] = [

@@ -17,6 +17,9 @@ public struct NetworkState: Sendable {
     /// nothing the host shows did.
     public internal(set) var routingEpoch: UInt64 = 0
     public private(set) var host = HostStatus()
+    /// Where the host's internet traffic leaves from (NetworkState+Addressing): part of the
+    /// host's answer for changes, so a replaced source address is a host change.
+    public private(set) var addressing = HostAddressing()
     public private(set) var classifier: Classifier
     /// The host's secret for network names (`networkID`); without one, names are stable but
     /// anyone could compute them.
@@ -387,14 +390,17 @@ public struct NetworkState: Sendable {
 
         var newHost = deriveHost()
         newHost.pathFacts = pathFacts(online: newHost.state == .online, uplinks: newHost.availableInterfaces)
-        let hostChanged = newHost != host
+        let newAddressing = deriveAddressing(primary: newHost.primaryInterface)
+        let hostChanged = newHost != host || newAddressing != addressing
+        let description = hostChanged ? HostChange(from: host, addressing, to: newHost, newAddressing) : nil
         host = newHost
+        addressing = newAddressing
         guard hostChanged || !changed.isEmpty || !removed.isEmpty else { return nil }
         generation += 1
         return ReachabilityChange(
             generation: generation, host: host, hostChanged: hostChanged,
             changedInterfaces: changed.sorted { $0.index < $1.index },
-            removedInterfaces: removed.sorted { $0.index < $1.index })
+            removedInterfaces: removed.sorted { $0.index < $1.index }, hostChange: description)
     }
 
     private func derive(_ entry: LinkEntry) -> InterfaceStatus? {

@@ -124,11 +124,15 @@ public struct ReachabilityChange: Hashable, Sendable {
     public var changedInterfaces: [InterfaceStatus]
     /// Interfaces that disappeared (or became ignored), with their last status.
     public var removedInterfaces: [InterfaceStatus]
+    /// What the host change changed and whether sockets must be rebound; nil when the host's
+    /// answer did not change (`hostChanged` false), or from a reachd too old to say.
+    public var hostChange: HostChange?
 
     public init(
         generation: UInt64, host: HostStatus, hostChanged: Bool,
-        changedInterfaces: [InterfaceStatus], removedInterfaces: [InterfaceStatus]
+        changedInterfaces: [InterfaceStatus], removedInterfaces: [InterfaceStatus], hostChange: HostChange? = nil
     ) {
+        self.hostChange = hostChange
         self.generation = generation
         self.host = host
         self.hostChanged = hostChanged

@@ -76,13 +76,17 @@ extension ReachabilitySnapshot {
 
 extension ReachabilityChange {
     /// The host members and `generation` as in a snapshot, then `changedInterfaces` (full interface
-    /// objects) and `removedInterfaces` (names only).
+    /// objects) and `removedInterfaces` (names only), then what the host change changed
+    /// (`changed`, `HostChange.Aspect`'s words, empty when the host's answer did not change) and
+    /// whether sockets must be rebound (`rebind`).
     package var json: JSONValue {
         .object(
             host.jsonMembers + [
                 ("generation", .uint(generation)),
                 ("changedInterfaces", .array(changedInterfaces.map(\.json))),
                 ("removedInterfaces", .array(removedInterfaces.map { .string($0.name) })),
+                ("changed", .array((hostChange?.changedNames ?? []).map { .string($0) })),
+                ("rebind", .bool(hostChange?.rebind ?? false)),
             ])
     }
 }

@@ -194,6 +194,12 @@ package func renderChange(_ change: ReachabilityChange, known: [InterfaceStatus]
     let interfaces = change.changedInterfaces + known.filter { old in !change.changedInterfaces.contains { $0.index == old.index } }
     var host = renderSummary(change.host, interfaces: interfaces, style: style)
     if style.verbose { host += " [\(renderFlags(change.host.flags))]" }
+    // A source address went away or was replaced: what a client must act on, said always; the
+    // aspects that moved, with --verbose.
+    if change.hostChange?.rebind == true { host += " (rebind)" }
+    if style.verbose, let described = change.hostChange, !described.changed.isEmpty {
+        host += " {\(described.changedNames.joined(separator: ","))}"
+    }
     var parts = [(style.verbose ? "gen \(change.generation): " : "") + host]
     for interface in change.changedInterfaces {
         var part = "\(interface.name) (\(interface.kind.rawValue)): \(renderInterfaceState(interface.flags, style))"
