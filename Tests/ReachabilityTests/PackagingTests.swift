@@ -58,6 +58,35 @@ struct PackagingUnitTests {
         #expect(settings["Requires"] == nil)
     }
 
+    /// reachd-is@.service: an instance is clean for systemd-analyze (a misspelt setting would not
+    /// be), runs `reachctl hold` on its instance with every privilege dropped under a user of its
+    /// own, restarts only after a clean end (a condition that ended), and has no start limit.
+    @Test(rootOnly) func conditionUnitIsCleanAndHoldsNoPrivilege() async throws {
+        let root = try PackagingRoot()
+        defer { root.remove() }
+        let reachd = try String(contentsOfFile: packaging + "/reachd.service", encoding: .utf8)
+        for instance in ["online", "unmetered", "via-wifi", "no-portal"] {
+            let clean = try await root.verify(unit: reachd, unitName: "reachd-is@\(instance).service")
+            #expect(clean.status == 0 && clean.stdout.isEmpty && clean.stderr.isEmpty, "\(instance): \(clean)")
+        }
+        let settings = try unitSettings("reachd-is@.service")
+        for (key, value) in [
+            ("Type", "notify"), ("NotifyAccess", "main"), ("ExecStart", "/usr/bin/reachctl hold %i"), ("Restart", "on-success"),
+            ("RestartSec", "0"), ("StartLimitIntervalSec", "0"), ("TimeoutStartSec", "infinity"), ("DynamicUser", "yes"),
+            ("CapabilityBoundingSet", ""), ("NoNewPrivileges", "yes"), ("Wants", "reachd.service"), ("After", "reachd.service"),
+        ] {
+            #expect(settings[key] == [value], "\(key)=\(value): have \(settings[key] ?? [])")
+        }
+        // Never reachd's user (it may own reachd's bus name), never tied to reachd's restarts.
+        #expect(settings["User"] == nil && settings["Requires"] == nil && settings["BindsTo"] == nil)
+        // Shipped inert: a bound service pulls an instance in; nothing enables the template.
+        #expect(settings["WantedBy"] == nil)
+        let security = try await execute(
+            "/usr/bin/systemd-analyze", ["security", "--offline=true", "--no-pager", packaging + "/reachd-is@.service"])
+        let exposure = try #require(Self.exposure(in: security.stdout), "\(security)")
+        #expect(exposure <= 1.5, "reachd-is@.service exposure \(exposure): \(security.stdout)")
+    }
+
     /// reachd-metrics.socket (issue 13): clean for systemd-analyze, loopback only, and naming
     /// its socket for reachd.service, whose own unit (and so its exposure) it leaves alone.
     @Test(rootOnly) func metricsSocketIsCleanLoopbackAndNamed() async throws {
@@ -105,9 +134,10 @@ struct PackagingUnitTests {
 
     /// The figure of "Overall exposure level for reachd.service: 1.1 OK".
     static func exposure(in text: String) -> Double? {
-        let marker = "Overall exposure level for reachd.service: "
-        guard let range = text.range(of: marker) else { return nil }
-        return Double(text[range.upperBound...].prefix { $0.isNumber || $0 == "." })
+        // "Overall exposure level for UNIT: 1.1 OK", whichever unit was analysed.
+        guard let line = text.range(of: "Overall exposure level for "), let colon = text[line.upperBound...].range(of: ": ")
+        else { return nil }
+        return Double(text[colon.upperBound...].prefix { $0.isNumber || $0 == "." })
     }
 
     @Test func hardeningSettingsThatMatterArePresent() throws {
@@ -193,7 +223,7 @@ private struct PackagingRoot {
         let unit = path + "/usr/lib/systemd/system/reachd.service"
         try? FileManager.default.removeItem(atPath: unit)
         try text.write(toFile: unit, atomically: true, encoding: .utf8)
-        for other in ["reachd.socket", "reachd-wait-online.service", "reachd-metrics.socket"] {
+        for other in ["reachd.socket", "reachd-wait-online.service", "reachd-metrics.socket", "reachd-is@.service"] {
             let copy = path + "/usr/lib/systemd/system/" + other
             try? FileManager.default.removeItem(atPath: copy)
             try FileManager.default.copyItem(atPath: packaging + "/" + other, toPath: copy)
@@ -760,6 +790,7 @@ private let expectedPackageContents: Set<String> = [
     "usr/", "usr/bin/", "usr/bin/reachctl", "usr/sbin/", "usr/sbin/reachd",
     "usr/lib/", "usr/lib/systemd/", "usr/lib/systemd/system/", "usr/lib/systemd/system/reachd.service", "usr/lib/systemd/system/reachd.socket",
     "usr/lib/systemd/system/reachd-wait-online.service", "usr/lib/systemd/system/reachd-metrics.socket",
+    "usr/lib/systemd/system/reachd-is@.service",
     "usr/lib/sysusers.d/", "usr/lib/sysusers.d/reachd.conf",
     "usr/share/", "usr/share/dbus-1/", "usr/share/dbus-1/system.d/", "usr/share/dbus-1/system.d/org.reachd.Reachability1.conf",
     "usr/share/dbus-1/system.d/reachd-networkmanager.conf", "usr/share/reachd/", "usr/share/reachd/reachd-networkmanager.conf",
