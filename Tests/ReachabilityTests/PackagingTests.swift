@@ -994,6 +994,7 @@ struct PackagingDebianTests {
         #expect(verbose.stdout.contains("Netlink: 0 overrun(s), 1 resync(s)"), "\(verbose)")
 
         try await checkWaitOnline(inside)
+        try await checkConditionUnits(inside)
 
         #expect(try await inside(["systemctl", "reload", "reachd"]).status == 0)
         let stop = try await inside(["systemctl", "stop", "reachd"])
@@ -1137,6 +1138,85 @@ private func checkWaitOnline(_ inside: ([String]) async throws -> Ran) async thr
     #expect(restarted.status == 0, "\(restarted) \(log)")
     #expect(ContinuousClock.now - again < .seconds(3))
     #expect(try await inside(["systemctl", "is-active", unit]).stdout.hasPrefix("active"))
+    _ = try await inside(["ip", "link", "del", "up0"])
+}
+
+/// reachd-is@online.service under the real PID 1, with a service bound to it as docs/services.md
+/// says (BindsTo=, After=, WantedBy=): the condition unit waits (activating) while the container
+/// has no uplink and the bound service does not run; an uplink starts both; a carrier loss stops
+/// the bound service within a second; the uplink's return starts it again. reachctl hold runs
+/// as a dynamic user with no capability.
+private func checkConditionUnits(_ inside: ([String]) async throws -> Ran) async throws {
+    let unit = "reachd-is@online.service"
+    let bound = """
+        [Unit]
+        BindsTo=\(unit)
+        After=\(unit)
+        [Service]
+        ExecStart=/bin/sleep infinity
+        [Install]
+        WantedBy=\(unit)
+        """
+    let written = try await inside(["sh", "-c", "printf '%s\\n' \"$0\" >/etc/systemd/system/follower.service", bound])
+    #expect(written.status == 0, "\(written)")
+    #expect(try await inside(["systemctl", "daemon-reload"]).status == 0)
+    let enabled = try await inside(["systemctl", "enable", "follower.service"])
+    #expect(enabled.status == 0, "\(enabled)")
+
+    // No uplink: the condition unit waits, and the bound service is not running.
+    #expect(try await inside(["systemctl", "start", "--no-block", unit]).status == 0)
+    try await Task.sleep(for: .seconds(1))
+    let waiting = try await inside(["systemctl", "show", unit, "-p", "ActiveState", "-p", "StatusText", "-p", "MainPID"]).stdout
+    #expect(waiting.contains("ActiveState=activating") && waiting.contains("StatusText=waiting: online: no"), "\(waiting)")
+    #expect(try await inside(["systemctl", "is-active", "follower"]).stdout.hasPrefix("inactive"))
+    let pid = waiting.split(separator: "\n").first { $0.hasPrefix("MainPID=") }.map { String($0.dropFirst(8)) } ?? "0"
+    let status = try await inside(["cat", "/proc/\(pid)/status"]).stdout
+    for field in ["NoNewPrivs:\t1", "Seccomp:\t2", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000"] {
+        #expect(status.contains(field), "reachctl hold's /proc status lacks \(field): \(status)")
+    }
+    let reachdUID = try await inside(["id", "-u", "reachd"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    let uid = status.split(separator: "\n").first { $0.hasPrefix("Uid:") }?.split(separator: "\t").dropFirst().first.map(String.init) ?? ""
+    #expect(!uid.isEmpty && uid != "0" && uid != reachdUID, "a user of its own: \(uid)")
+
+    // How long, in ms, until `systemctl is-active follower` says `state`, measured inside after `commands`.
+    func timed(_ commands: String, until state: String) async throws -> Int? {
+        let script = """
+            \(commands)
+            start=$(date +%s%N)
+            while [ "$(systemctl is-active follower)" != \(state) ]; do
+                [ $(( $(date +%s%N) - start )) -lt 10000000000 ] || exit 1
+            done
+            echo $(( ($(date +%s%N) - start) / 1000000 ))
+            """
+        let ran = try await inside(["sh", "-c", script])
+        return ran.status == 0 ? Int(ran.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) : nil
+    }
+    let uplink = "ip link add up0 type veth peer name up0p && ip link set up0p up && ip addr add 192.0.2.2/24 dev up0 && "
+        + "ip link set up0 up && ip route add default via 192.0.2.1 dev up0"
+    let started = try await timed(uplink, until: "active")
+    func journal() async throws -> String {
+        try await inside(["journalctl", "-u", unit, "-u", "follower", "--no-pager", "-o", "short-precise"]).stdout
+    }
+    var log = try await journal()
+    #expect(started != nil, "the bound service starts with the condition: \(log)")
+    #expect(try await inside(["systemctl", "is-active", unit]).stdout.hasPrefix("active"))
+
+    // The carrier goes: the bound service is stopped within a second.
+    let stopped = try await timed("ip link set up0p down", until: "inactive")
+    log = try await journal()
+    #expect(stopped.map { $0 < 1000 } == true, "stopped after \(stopped.map { "\($0) ms" } ?? "never"): \(log)")
+    #expect(try await inside(["systemctl", "is-failed", unit]).stdout.hasPrefix("failed") == false)
+
+    // The carrier returns: started again (Restart= re-runs the hold, its WantedBy= pulls the service in).
+    let again = try await timed("ip link set up0p up", until: "active")
+    log = try await journal()
+    #expect(again != nil, "started again: \(log)")
+    #expect(log.contains("reachctl: no longer holds: online: no"), "\(log)")
+
+    // Stopping the condition unit stops what is bound to it.
+    #expect(try await inside(["systemctl", "stop", unit]).status == 0)
+    #expect(try await inside(["systemctl", "is-active", "follower"]).stdout.hasPrefix("inactive"))
+    _ = try await inside(["systemctl", "disable", "follower.service"])
     _ = try await inside(["ip", "link", "del", "up0"])
 }
 
