@@ -67,21 +67,23 @@ struct SleepResumeTests {
     /// probe's answer instead of passing on the old one. Here the network no longer answers (the
     /// far end drops its replies silently), so the wait times out, and the probe says none.
     @Test func aWaitForTheInternetAfterAResumeNeverPassesOnTheVerdictFromBeforeIt() async throws {
-        let setup = try await ConnectivityProbeTests.Setup(config: "[Connectivity]\nURL=http://192.0.2.1:8204/\nTimeout=3s\nInterval=60m\n")
+        let setup = try await ConnectivityProbeTests.Setup(config: "[Connectivity]\nURL=http://192.0.2.1:8204/\nTimeout=8s\nInterval=60m\n")
         try await setup.waitFor("full")
         let harness = setup.harness
         let wait = ["wait", "--internet", "--daemon", "--bus-address", harness.address]
         #expect(try reachctl(wait + ["--timeout", "2s"]).status == 0, "before the sleep the internet answers")
         // While the host sleeps it moves to a network that does not answer: the far end's
         // replies to this host vanish (no RST, no ICMP), so the new probe can only time out.
+        // (Timeout=8s: the new probe is still out when the test looks, even on a loaded machine.)
         try setup.scenario.far.ip("route add blackhole 192.0.2.2/32")
 
         try await Self.suspendAndResume(harness)
-        #expect(try setup.connectivity() == "unknown", "the verdict from before the sleep is gone")
+        let seen = try setup.connectivity()
+        #expect(seen == "unknown", "the verdict from before the sleep is gone: \(seen); \(harness.daemonErrorLines)")
         let after = try reachctl(wait + ["--timeout", "1s"])
         #expect(after.status == 1, "waited for the new verdict: \(after.stdout) \(after.stderr)")
-        #expect(after.stderr.contains("still waiting after 1s for the internet to answer"), "\(after.stderr)")
-        try await setup.waitFor("none", within: .seconds(10))
+        #expect(after.stderr.contains("the internet to answer (connectivity full); saw: "), "\(after.stderr)")
+        try await setup.waitFor("none", within: .seconds(20))
         #expect(try reachctl(wait + ["--timeout", "500ms"]).status == 1)
     }
 
