@@ -3,7 +3,7 @@
 //   record-netlink OUTDIR SCENARIO.batch...     (as root, in a network namespace of its own:
 //                                                scripts/fuzz-record does both)
 //
-// For each scenario: joins the groups KernelMirror joins, runs `ip -force -batch SCENARIO`, and
+// For each scenario: joins the groups KernelSource joins, runs `ip -force -batch SCENARIO`, and
 // saves every notification datagram the monitor socket then holds; then saves the datagrams of a
 // dump of links, addresses, routes and rules, and the kernel's answers to route lookups (as
 // RouteQuery asks them, errors included). Scenarios run in order in the same namespace, each
@@ -26,7 +26,7 @@ struct RecordNetlink {
             complain("usage: record-netlink OUTDIR SCENARIO.batch...")
             exit(2)
         }
-        // KernelMirror's sockets: a monitor in the groups it joins, a blocking one for requests.
+        // KernelSource's sockets: a monitor in the groups it joins, a blocking one for requests.
         let monitor = try NetlinkSocket(nonBlocking: true)
         monitor.setReceiveBuffer(bytes: 8 << 20)
         try monitor.join(groups: NetlinkSocket.reachabilityGroups)

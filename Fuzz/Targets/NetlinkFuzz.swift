@@ -1,4 +1,4 @@
-// libFuzzer target: one rtnetlink datagram, as NetlinkSocket hands it to KernelMirror and
+// libFuzzer target: one rtnetlink datagram, as NetlinkSocket hands it to KernelSource and
 // RouteQuery, through the decoder and on into the Engine and the output layer.
 //
 // The decoder reads bytes from the kernel (or, on a socket handed over by someone else, from
@@ -9,7 +9,7 @@
 //
 // Besides "no crash", two oracles: decoding is a pure function (the same bytes decode the same
 // way twice), and a resync from a dump of the Engine's own facts changes nothing a user sees
-// (KernelMirror relies on that after every overrun).
+// (KernelSource relies on that after every overrun).
 @testable import Reachability
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -27,7 +27,7 @@ public func fuzzNetlink(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     for error in monitorBatch.errors + lookupBatch.errors { _ = error.description }
 
     var state = NetworkState(classifier: fuzzClassifier)
-    // KernelMirror drops a datagram with any error; the Engine is fed what decoded anyway, since
+    // KernelSource drops a datagram with any error; the Engine is fed what decoded anyway, since
     // a clean datagram can carry the same messages.
     let events = monitorBatch.messages.compactMap(event)
     _ = state.apply(events)
@@ -75,7 +75,7 @@ public func fuzzNetlink(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     return 0
 }
 
-/// KernelMirror's mapping of decoded messages to Engine facts, with sysfs facts made up from the
+/// KernelSource's mapping of decoded messages to Engine facts, with sysfs facts made up from the
 /// link itself so every step of the classifier is reachable.
 private func event(_ decoded: DecodedMessage) -> NetworkEvent? {
     switch decoded.message {

@@ -33,9 +33,7 @@ final class Callers {
     /// else once the bus answered. `body` does not run if the client leaves first. Throws for a
     /// call with no sender (no connection to follow).
     func withUser(of message: BusMessage, _ body: @escaping (Result<UInt32, BusError>) -> Void) throws(BusError) {
-        guard let sender = message.sender else {
-            throw BusError(name: "org.freedesktop.DBus.Error.AccessDenied", message: "a call with no sender has no Unix user to answer for")
-        }
+        let sender = try CallerIdentities.sender(of: message)
         let client = clients[sender] ?? Client()
         clients[sender] = client
         client.waiting += 1
@@ -45,6 +43,16 @@ final class Callers {
             body(uid)
             self.forgetIfIdle(sender)
         }
+    }
+
+    /// The user a call is answered as: `named` (CheckHostAsUser), which only root may choose
+    /// freely, or the caller itself.
+    static func routedAs(_ named: UInt32?, caller uid: UInt32) throws(BusError) -> UInt32 {
+        guard let named, named != uid else { return uid }
+        guard uid == 0 else {
+            throw BusError(name: "org.freedesktop.DBus.Error.AccessDenied", message: "only root may ask as another user (uid \(named)); you are uid \(uid)")
+        }
+        return named
     }
 
     /// `undo` runs once, when `sender` leaves the bus, unless `release` comes first; it replaces

@@ -64,9 +64,9 @@ final class Daemon {
         settings.monitorSocket = passed.netlink
         core = try ReachabilityCore(configuration: settings, loop: loop) { Log.warning($0) }
         Log.info(PassedSockets.bufferReport(
-            core.mirror.netlinkReceiveBufferBytes, asked: Int(settings.receiveBufferBytes), adopted: passed.netlink != nil))
+            core.netlinkReceiveBufferBytes, asked: Int(settings.receiveBufferBytes), adopted: passed.netlink != nil))
         Log.info("radios: \(core.radioSource)")
-        metrics = DaemonMetrics(loop: loop, mirror: core.mirror)
+        metrics = DaemonMetrics(loop: loop, mirror: core.shared)
         core.checkAnswered = { [unowned metrics] result, elapsed in metrics.recordCheck(result, took: elapsed) }
         if let namespace = options.namespace {
             // c-ares opens its sockets on this thread: they must live in the watched namespace too.
@@ -111,7 +111,7 @@ final class Daemon {
         self.bus = bus
         // The journal says what happened (with the errno), not only that the daemon stopped.
         try bus.attach(to: loop) { cause in Log.error("lost the bus: \(cause); exiting so that systemd restarts reachd") }
-        let publisher = Publisher(bus: bus, mirror: core.mirror)
+        let publisher = Publisher(bus: bus, mirror: core.shared)
         self.publisher = publisher
         core.follow { [unowned publisher] in publisher.follow($0) }
         core.follow { [unowned metrics] in metrics.follow($0) }

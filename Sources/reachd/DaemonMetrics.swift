@@ -11,7 +11,7 @@ final class DaemonMetrics {
     /// Distinct watches served, for the exposition (the watch registry knows).
     var watchCount: () -> Int = { 0 }
     private let loop: EventLoop
-    private let mirror: SharedMirror
+    private let mirror: SharedState
     /// When reachd started, in seconds since the Unix epoch (`reachd_start_time_seconds`).
     private let startTime: Double
     /// The mirror's counters as the outputs last heard of them.
@@ -20,7 +20,7 @@ final class DaemonMetrics {
     private var textfile: MetricsTextfile?
     private var endpoints: [MetricsEndpoint] = []
 
-    init(loop: EventLoop, mirror: SharedMirror) {
+    init(loop: EventLoop, mirror: SharedState) {
         self.loop = loop
         self.mirror = mirror
         startTime = SystemClock.wallSeconds()

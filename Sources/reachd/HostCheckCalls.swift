@@ -62,15 +62,12 @@ final class HostCheckCalls {
         let call = OwnedBusMessage(retaining: message)
         let received = ContinuousClock.now
         try callers.withUser(of: message) { [unowned self] uid in
-            switch uid {
-            case let .success(uid):
-                if let named, named != uid, uid != 0 {
-                    return self.bus.reply(to: call.message, error: BusError(
-                        name: "org.freedesktop.DBus.Error.AccessDenied",
-                        message: "only root may ask as another user (uid \(named)); you are uid \(uid)"))
-                }
-                self.check(Pending(call: call, host: host, uid: uid, routedAs: named ?? uid, received: received), timeout: timeout)
-            case let .failure(error): self.bus.reply(to: call.message, error: error)
+            do throws(BusError) {
+                let uid = try uid.get()
+                let routedAs = try Callers.routedAs(named, caller: uid)
+                self.check(Pending(call: call, host: host, uid: uid, routedAs: routedAs, received: received), timeout: timeout)
+            } catch {
+                self.bus.reply(to: call.message, error: error)
             }
         }
         return .later

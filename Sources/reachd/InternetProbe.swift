@@ -33,7 +33,7 @@ final class InternetProbe {
     private var uplinkStatus = ConnectivityStatus.unknown
     /// Off until `configure` gives the settings.
     private var settings = ConnectivitySettings()
-    private var timer: EventSource?
+    private var timer: (any LoopSource)?
     private var attempt: Attempt?
     private var pathKey: PathKey?
     private var retryDelay = ConnectivitySettings.firstRetry
@@ -62,7 +62,7 @@ final class InternetProbe {
         let deadline: ContinuousClock.Instant
         var check: UInt64?
         var exchange: HTTPExchange?
-        var source: EventSource?
+        var source: (any LoopSource)?
         init(deadline: ContinuousClock.Instant) { self.deadline = deadline }
         func cancel(_ core: ReachabilityCore) {
             if let check { core.cancelHostCheck(check) }
@@ -94,7 +94,7 @@ final class InternetProbe {
 
     /// The verdict this probe last recorded.
     private var currentStatus: ConnectivityStatus {
-        path == .host ? core.state.host.connectivity : uplinkStatus
+        path == .host ? core.host.connectivity : uplinkStatus
     }
 
     /// The uplink stopped being one (or the probe was turned off): its verdict is forgotten.
@@ -184,15 +184,16 @@ final class InternetProbe {
     }
 
     private func currentPathKey() -> PathKey {
-        let state = core.state
-        if case let .uplink(index, name) = path {
-            let uplink = state.uplinks().first { $0.index == index }
-            return PathKey(state: uplink == nil ? .offline : .online, primary: name, underlying: "", uplink: uplink)
+        core.withState { state in
+            if case let .uplink(index, name) = path {
+                let uplink = state.uplinks().first { $0.index == index }
+                return PathKey(state: uplink == nil ? .offline : .online, primary: name, underlying: "", uplink: uplink)
+            }
+            return PathKey(
+                state: state.host.state, primary: state.host.primaryInterface, underlying: state.host.underlyingInterface,
+                v4: state.internetRoute(family: .ipv4), v6: state.internetRoute(family: .ipv6),
+                unprobed: state.unprobedHostInterface())
         }
-        return PathKey(
-            state: state.host.state, primary: state.host.primaryInterface, underlying: state.host.underlyingInterface,
-            v4: state.internetRoute(family: .ipv4), v6: state.internetRoute(family: .ipv6),
-            unprobed: state.unprobedHostInterface())
     }
 
     // MARK: one probe
@@ -200,13 +201,13 @@ final class InternetProbe {
     private func probe(reason: String) {
         guard let url = settings.url else { return }
         nextProbe = nil
-        let reachable = path == .host ? core.state.host.state == .online : pathKey?.uplink != nil
+        let reachable = path == .host ? core.host.state == .online : pathKey?.uplink != nil
         guard reachable else {
             // No route: nothing could answer, and nothing is sent. The next path change re-probes.
             finish(ProbeExpectation.failed("no route to the internet"), schedule: false)
             return
         }
-        if path == .host, let name = core.state.unprobedHostInterface() {
+        if path == .host, let name = core.withState({ $0.unprobedHostInterface() }) {
             // The administrator keeps the probe off this link: nothing is sent, nothing is judged.
             finish(ConnectivityStatus(detail: "not probed: \(name) has Probe=no"), schedule: false, counted: false)
             return
@@ -215,7 +216,7 @@ final class InternetProbe {
         self.attempt = attempt
         arm(attempt.deadline)
         if IPAddress(url.host) != nil {
-            connect(attempt, to: core.mirror.check(address: url.host))
+            connect(attempt, to: core.shared.check(address: url.host))
             return
         }
         // Completions run on the loop's thread (HostChecks); the boxes only cross the type check.
@@ -249,7 +250,7 @@ final class InternetProbe {
             }
             let exchange = try HTTPExchange(url: url, address: address, source: source, device: device)
             attempt.exchange = exchange
-            attempt.source = try loop.watch(fd: exchange.fd, events: exchange.events) { [unowned self] revents in
+            attempt.source = try loop.addWatch(fd: exchange.fd, events: exchange.events) { [unowned self] revents in
                 self.ready(attempt, revents)
             }
         } catch {
@@ -323,7 +324,7 @@ final class InternetProbe {
 
     private func arm(_ instant: ContinuousClock.Instant) {
         do {
-            if timer == nil { timer = try loop.timer(at: 0) { [unowned self] in self.fired() } }
+            if timer == nil { timer = try loop.addTimer(urgent: false) { [unowned self] in self.fired() } }
             timer?.schedule(at: instant)
         } catch {
             Log.warning("\(logPrefix): cannot arm a timer: \(error)")

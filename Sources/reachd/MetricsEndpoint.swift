@@ -43,9 +43,9 @@ final class MetricsEndpoint {
     /// Counts a connection closed before its exchange ended, by why.
     fileprivate let cutOff: (MetricsCutOff) -> Void
     private let listener: Descriptor
-    private var source: EventSource?
+    private var source: (any LoopSource)?
     /// The timer that listens again after a failed accept (`pause`).
-    private var resume: EventSource?
+    private var resume: (any LoopSource)?
     /// The errno of the accept failures in a row, 0 after a success.
     private var failing: Int32 = 0
     private var scrapes: [Int32: Scrape] = [:]
@@ -64,8 +64,8 @@ final class MetricsEndpoint {
         source = try listen()
     }
 
-    private func listen() throws(SystemError) -> EventSource {
-        try loop.watch(fd: listener.rawValue, events: .readable) { [unowned self] _ in self.acceptPending() }
+    private func listen() throws(SystemError) -> any LoopSource {
+        try loop.addWatch(fd: listener.rawValue, events: .readable) { [unowned self] _ in self.acceptPending() }
     }
 
     /// accept(2) failed for want of a resource (EMFILE, ENFILE, ENOBUFS, ENOMEM): the connection
@@ -79,7 +79,7 @@ final class MetricsEndpoint {
         failing = code
         source = nil
         do {
-            resume = try loop.timer(at: (ContinuousClock.now + Self.pauseAfterFailure).monotonicMicroseconds) { [unowned self] in
+            let resume = try loop.addTimer(urgent: false) { [unowned self] in
                 self.resume = nil
                 do {
                     self.source = try self.listen()
@@ -87,6 +87,8 @@ final class MetricsEndpoint {
                     Log.error("metrics: cannot listen again: \(error); /metrics is off until reachd restarts")
                 }
             }
+            resume.schedule(at: .now + Self.pauseAfterFailure)
+            self.resume = resume
         } catch {
             Log.error("metrics: cannot arm a timer: \(error); /metrics is off until reachd restarts")
         }
@@ -153,17 +155,18 @@ final class MetricsEndpoint {
         var hasHead: Bool { !answer.isEmpty }
         /// The answer is out and our side shut down: what still comes is read and dropped.
         var draining = false
-        var io: EventSource?
-        var timer: EventSource?
+        var io: (any LoopSource)?
+        var timer: (any LoopSource)?
 
         init(_ connection: consuming Descriptor, endpoint: MetricsEndpoint) throws(SystemError) {
             self.connection = connection
             self.endpoint = endpoint
-            io = try endpoint.loop.watch(fd: fd, events: .readable) { [unowned self] _ in self.ready() }
-            timer = try endpoint.loop.timer(at: (accepted + MetricsEndpoint.headDeadline).monotonicMicroseconds) { [unowned self] in
+            io = try endpoint.loop.addWatch(fd: fd, events: .readable) { [unowned self] _ in self.ready() }
+            timer = try endpoint.loop.addTimer(urgent: false) { [unowned self] in
                 self.endpoint.cutOff(self.hasHead ? .deadline : .headDeadline)
                 self.end()
             }
+            timer?.schedule(at: accepted + MetricsEndpoint.headDeadline)
         }
 
         /// Reads what the client sent so far, if it is still sending its head.
@@ -199,7 +202,7 @@ final class MetricsEndpoint {
             let request = MetricsHTTP.parse(received)
             if request == .incomplete { return }
             answer = MetricsHTTP.response(to: request) { endpoint.exposition }
-            timer?.schedule(at: (accepted + MetricsEndpoint.deadline).monotonicMicroseconds)
+            timer?.schedule(at: accepted + MetricsEndpoint.deadline)
             io?.setEvents(.writable)
             write()
         }

@@ -17,7 +17,7 @@ final class MetricsTextfile {
     let settings: MetricsSettings
     private let directory: String
     private let render: () -> String
-    private var timer: EventSource?
+    private var timer: (any LoopSource)?
     /// When the timer fires next.
     private var due = ContinuousClock.now
     /// The last failure logged, so a directory that stays unwritable is logged once, not at every heartbeat.
@@ -36,7 +36,7 @@ final class MetricsTextfile {
     private var temporaryPath: String { directory + "/." + MetricsSettings.textfileName + ".tmp" }
 
     func start() throws(SystemError) {
-        timer = try loop.timer(at: 0) { [unowned self] in self.fired() }
+        timer = try loop.addTimer(urgent: false) { [unowned self] in self.fired() }
         Log.info("metrics: writing \(path) on change and every \(DurationText.format(settings.textfileInterval))")
         fired()
     }

@@ -42,10 +42,10 @@ final class PathWatch: HeldWatch {
 /// The host's path is the system's view (uid 0), as the host's own properties are.
 final class PathWatches {
     private let bus: BusConnection
-    private let mirror: SharedMirror
+    private let mirror: SharedState
     private var views: [Path.Restriction: (paths: Set<String>, shown: Path)] = [:]
 
-    init(bus: BusConnection, mirror: SharedMirror) {
+    init(bus: BusConnection, mirror: SharedState) {
         self.bus = bus
         self.mirror = mirror
     }

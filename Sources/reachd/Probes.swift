@@ -27,13 +27,13 @@ final class Probes {
     /// follows within seconds, not at the next Interval=), then once per back-off step: at the
     /// 1st, 2nd, 4th, 8th... poll in a row that finds it stalled. Off, nothing is sent.
     private func stallPolled(_ report: StallReport) {
-        guard core.state.host.stalled else {
+        guard core.host.stalled else {
             stalledPolls = 0
             return
         }
         stalledPolls += 1
         guard settings.isEnabled, stalledPolls & (stalledPolls - 1) == 0 else { return }
-        Log.info("traffic stalled on \(core.state.host.primaryInterface): running the connectivity probe now")
+        Log.info("traffic stalled on \(core.host.primaryInterface): running the connectivity probe now")
         host.validate { _ in }
     }
 
@@ -85,9 +85,10 @@ final class Probes {
     /// stopped being one (or became the primary, which the host's probe judges). Off: none.
     /// One pass over the default routes per change (`NetworkState.uplinks`).
     private func reconcile() {
-        let state = core.state
         let wanted = settings.isEnabled
-            ? Dictionary(state.uplinks().filter { $0.name != state.host.primaryInterface }.map { ($0.index, $0.name) }) { first, _ in first }
+            ? core.withState { state in
+                Dictionary(state.uplinks().filter { $0.name != state.host.primaryInterface }.map { ($0.index, $0.name) }) { first, _ in first }
+            }
             : [:]
         for (index, probe) in uplinks where wanted[index] != probe.pathName {
             uplinks.removeValue(forKey: index)

@@ -4,12 +4,12 @@ import Reachability
 /// interface, STATUS= for systemd, and the NetworkManager surface when it is on.
 final class Publisher {
     private let bus: BusConnection
-    private let mirror: SharedMirror
+    private let mirror: SharedState
     private var lastStatus = ""
     /// `[Compatibility] NetworkManager=yes`: org.freedesktop.NetworkManager for GLib and Qt.
     private var networkManager: NetworkManagerSurface?
 
-    init(bus: BusConnection, mirror: SharedMirror) {
+    init(bus: BusConnection, mirror: SharedState) {
         self.bus = bus
         self.mirror = mirror
     }

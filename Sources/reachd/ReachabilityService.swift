@@ -45,12 +45,12 @@ final class ReachabilityService: BusObject {
     }
 
     func property(_ name: String, into reply: BusMessage) throws(BusError) {
-        try Self.append(name, of: core.state, to: reply)
+        try Self.append(name, of: core.snapshot, to: reply)
     }
 
-    /// The value of the property `name` in `state`: what Get answers and GetStatus carries.
-    static func append(_ name: String, of state: NetworkState, to reply: BusMessage) throws(BusError) {
-        let host = state.host
+    /// The value of the property `name` in `snapshot`: what Get answers and GetStatus carries.
+    static func append(_ name: String, of snapshot: ReachabilitySnapshot, to reply: BusMessage) throws(BusError) {
+        let host = snapshot.host
         switch name {
         case "Flags": try reply.append(host.flags.rawValue)
         case "PrimaryInterface": try reply.append(host.primaryInterface)
@@ -71,7 +71,7 @@ final class ReachabilityService: BusObject {
         case "Constrained": try reply.append(host.flags.contains(.isConstrained))
         case "ExpensiveReason": try reply.append(host.expensiveReason?.rawValue ?? "")
         case "NetworkID": try reply.append(host.networkID)
-        case "Generation": try reply.append(state.generation)
+        case "Generation": try reply.append(snapshot.generation)
         default: throw BusError.unknownProperty(name)
         }
     }
@@ -89,13 +89,13 @@ final class ReachabilityService: BusObject {
     func call(_ method: String, _ message: BusMessage) throws(BusError) -> BusReply {
         switch method {
         case "GetStatus":
-            let state = core.state
-            let counters = core.mirror.counters
-            let interfaces = core.mirror.snapshot.interfaces
+            let snapshot = core.snapshot
+            let counters = core.shared.counters
+            let interfaces = snapshot.interfaces
             return .now { reply throws(BusError) in
                 try reply.open("a", "{sv}")
                 for (name, signature) in Self.statusEntries {
-                    try reply.appendEntry(name, signature) { message throws(BusError) in try Self.append(name, of: state, to: message) }
+                    try reply.appendEntry(name, signature) { message throws(BusError) in try Self.append(name, of: snapshot, to: message) }
                 }
                 try reply.appendEntry("Overruns", "t") { message throws(BusError) in try message.append(counters.overruns) }
                 try reply.appendEntry("Resyncs", "t") { message throws(BusError) in try message.append(counters.resyncs) }
@@ -110,20 +110,20 @@ final class ReachabilityService: BusObject {
                     }
                     try message.close()
                 }
-                if let evidence = state.hostStallEvidence { try Self.appendStallEvidence(reply, evidence) }
-                if let nat64 = state.host.nat64Prefix {
+                if let evidence = snapshot.stallEvidence { try Self.appendStallEvidence(reply, evidence) }
+                if let nat64 = snapshot.host.nat64Prefix {
                     try reply.appendEntry(ReachdContract.Nat64Entry.router, "s") { message throws(BusError) in try message.append(nat64.router.description) }
                     try reply.appendEntry(ReachdContract.Nat64Entry.interface, "s") { message throws(BusError) in try message.append(nat64.interfaceName) }
                 }
                 try reply.close()
             }
         case "ListInterfaces":
-            let interfaces = core.mirror.snapshot.interfaces
+            let interfaces = core.snapshot.interfaces
             return .now { reply throws(BusError) in try Self.appendInterfaces(reply, interfaces) }
         case "CheckAddress":
             let target = try message.readString("address", maximumBytes: ReachdContract.Bound.address, refusal: ReachdContract.ErrorName.invalidTarget)
             return try callers.identities.answering(message) { [core] uid throws(BusError) in
-                let result = core.mirror.check(address: target, uid: uid)
+                let result = core.shared.check(address: target, uid: uid)
                 if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address \(target.inertExcerpt())") }
                 return .now { reply throws(BusError) in
                     try reply.append(result.flags.rawValue)
@@ -138,7 +138,7 @@ final class ReachabilityService: BusObject {
             let target = try message.readString("target", maximumBytes: ReachdContract.Bound.address, refusal: ReachdContract.ErrorName.invalidTarget)
             return try callers.identities.answering(message) { [core] uid throws(BusError) in
                 let explanation: Explanation
-                switch core.mirror.explain(target, uid: uid) {
+                switch core.shared.explain(target, uid: uid) {
                 case let .success(found): explanation = found
                 case let .failure(refusal): throw Self.invalidTarget(refusal.description)
                 }
@@ -200,10 +200,7 @@ final class ReachabilityService: BusObject {
         let timeout = milliseconds == 0 ? defaultTimeout : .milliseconds(Int64(milliseconds))
         if AddressTarget.looksLikeAddress(host) {
             return try callers.identities.answering(message) { [core] uid throws(BusError) in
-                if let named, named != uid, uid != 0 {
-                    throw BusError(name: "org.freedesktop.DBus.Error.AccessDenied", message: "only root may ask as another user (uid \(named)); you are uid \(uid)")
-                }
-                let result = core.mirror.check(address: host, uid: named ?? uid)
+                let result = core.shared.check(address: host, uid: try Callers.routedAs(named, caller: uid))
                 if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address \(host.inertExcerpt())") }
                 return .now { reply throws(BusError) in try Self.appendHostReply(reply, result) }
             }

@@ -7,7 +7,7 @@ import Reachability
 /// the target's watches.
 final class WatchTargets {
     private let bus: BusConnection
-    private let mirror: SharedMirror
+    private let mirror: SharedState
     /// The watches of each target, by object path.
     private var paths: [String: Set<String>] = [:]
     /// The watches of each target for each user, and what they show: the target's one answer
@@ -30,7 +30,7 @@ final class WatchTargets {
 
     init(core: ReachabilityCore, bus: BusConnection, loop: EventLoop) {
         self.bus = bus
-        mirror = core.mirror
+        mirror = core.shared
         // The one lookup of a target is routed once for each user's view (`routed`), not also
         // as reachd's own traffic first.
         targets = CoreTargets(

@@ -28,7 +28,7 @@ final class WatchRegistry {
         self.callers = callers
         self.metrics = metrics
         targets = WatchTargets(core: core, bus: bus, loop: loop)
-        paths = PathWatches(bus: bus, mirror: core.mirror)
+        paths = PathWatches(bus: bus, mirror: core.shared)
         configure(configuration)
     }
 
@@ -54,7 +54,7 @@ final class WatchRegistry {
         if isAddress {
             // The whole check, not only the syntax: a scope naming no interface (fe80::1%nonexist)
             // is refused here exactly as CheckAddress refuses it.
-            let answer = core.mirror.check(address: target)
+            let answer = core.shared.check(address: target)
             if answer.reason == .invalidTarget { throw ReachabilityService.invalidTarget(answer.message ?? "invalid address \(target.inertExcerpt())") }
         } else if case let .failure(error) = HostName.validate(target) {
             throw ReachabilityService.invalidTarget(error.description)

@@ -22,11 +22,11 @@ struct HostRoutingTests {
             let core = try ReachabilityCore(configuration: configuration, loop: loop)
             var counted: [(Int, CheckResult?)] = []
             for routing in [HostRouting.asThisProcess, .asUser(65534), .none] {
-                let before = core.mirror.addressLookups
+                let before = core.shared.addressLookups
                 let answer = UncheckedSendable(Box())
                 // localhost answers at once (RFC 6761), with two addresses: no DNS server needed.
                 core.checkHost("localhost", timeout: .seconds(1), routing: routing) { answer.value.result = try? $0.get() }
-                counted.append((core.mirror.addressLookups - before, answer.value.result))
+                counted.append((core.shared.addressLookups - before, answer.value.result))
             }
             return counted
         }

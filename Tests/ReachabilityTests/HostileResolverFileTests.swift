@@ -151,13 +151,13 @@ struct HostileResolverFileTests {
         try ns.ip("link add mn0 type veth peer name mn0p")
         try ns.ip("addr add 10.0.0.1/8 dev mn0")
         try ns.ip("link set mn0 up")
-        var options = KernelMirror.Options()
+        var options = KernelSource.Options()
         options.namespacePath = ns.path
         options.sysfs = SysfsReader(root: "/nonexistent-sysfs")
-        let mirror = try KernelMirror(options: options)
+        let mirror = try HandDrivenKernel(options: options)
         try mirror.synchronize()
         func perEvent(_ servers: [IPAddress], rounds: Int) -> Duration {
-            _ = mirror.setNameservers(servers)
+            mirror.setNameservers(servers)
             let start = ContinuousClock.now
             for _ in 0..<rounds { _ = mirror.nameserverEvents() }
             return (ContinuousClock.now - start) / rounds

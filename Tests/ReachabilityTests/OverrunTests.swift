@@ -22,17 +22,17 @@ struct OverrunTests {
 
     @Test func overrunTriggersResyncAndStateEqualsFreshDump() throws {
         let ns = try TestNamespace()
-        var options = KernelMirror.Options()
+        var options = KernelSource.Options()
         options.namespacePath = ns.path
         options.sysfs = SysfsReader(root: "/nonexistent-sysfs")
         options.receiveBufferBytes = 4096
         options.minimumResyncInterval = .zero
-        let mirror = try KernelMirror(options: options)
+        let mirror = try HandDrivenKernel(options: options)
         try mirror.synchronize()
         #expect(mirror.resyncCount == 1)
 
         try Self.burst(ns, pairs: 60, prefix: "ob")
-        _ = mirror.readAvailable()
+        mirror.readAvailable()
         try mirror.completeDump()
         let incidents = mirror.takeIncidents()
         #expect(incidents.contains(.overrun), "incidents: \(incidents)")
@@ -50,7 +50,7 @@ struct OverrunTests {
         try ns.ip("link set ob0p up")
         var seen = false
         for _ in 0..<500 where !seen {
-            _ = mirror.readAvailable()
+            mirror.readAvailable()
             try mirror.completeDump()
             seen = mirror.state.interface(named: "ob0")?.flags.contains(.reachable) == true
             if !seen { usleep(2000) }
@@ -85,7 +85,7 @@ struct OverrunTests {
         return view
     }
 
-    static func mirrorView(_ mirror: KernelMirror) -> [String: Set<String>] {
+    static func mirrorView(_ mirror: HandDrivenKernel) -> [String: Set<String>] {
         Dictionary(uniqueKeysWithValues: mirror.state.snapshot.interfaces.map { ($0.name, Set($0.addresses.map(\.description))) })
     }
 
@@ -94,13 +94,13 @@ struct OverrunTests {
     /// within 1 s. Twenty rounds, each on top of the last, without a miss.
     @Test func afterEachOverrunTheStateEqualsTheKernelWithinOneSecond() throws {
         let ns = try TestNamespace()
-        var options = KernelMirror.Options()
+        var options = KernelSource.Options()
         options.namespacePath = ns.path
         options.sysfs = SysfsReader(root: "/nonexistent-sysfs")
         // Big enough that the backlog left at an overrun outlasts one turn of reading (the bug
         // this guards against applied that stale backlog after the dump), small enough to overrun.
         options.receiveBufferBytes = 1 << 20
-        let mirror = try KernelMirror(options: options)
+        let mirror = try HandDrivenKernel(options: options)
         try mirror.synchronize()
         var misses: [String] = []
         var alive: [Int] = []
@@ -130,7 +130,7 @@ struct OverrunTests {
             var difference: Set<String> = []
             repeat {
                 // One turn of the loop: the queue, then the dump it may have started.
-                _ = mirror.readAvailable()
+                mirror.readAvailable()
                 try mirror.completeDump()
                 let kernel = try Self.kernelView(ns)
                 let mirrored = Self.mirrorView(mirror)

@@ -70,9 +70,7 @@ public final class CallerIdentities {
     public func answering(
         _ call: BusMessage, _ answer: @escaping (UInt32) throws(BusError) -> BusReply
     ) throws(BusError) -> BusReply {
-        guard let sender = call.sender else {
-            throw BusError(name: "org.freedesktop.DBus.Error.AccessDenied", message: "a call with no sender has no Unix user to answer for")
-        }
+        let sender = try Self.sender(of: call)
         if let uid = known[sender] { return try answer(uid) }
         let owned = OwnedBusMessage(retaining: call)
         withUser(of: sender) { [bus] uid in
@@ -83,6 +81,15 @@ public final class CallerIdentities {
             }
         }
         return .later
+    }
+
+    /// The unique name of `call`'s sender: who is answered for and followed. A call with no
+    /// sender (a direct connection) has no Unix user to answer for, and is refused.
+    public static func sender(of call: BusMessage) throws(BusError) -> String {
+        guard let sender = call.sender else {
+            throw BusError(name: "org.freedesktop.DBus.Error.AccessDenied", message: "a call with no sender has no Unix user to answer for")
+        }
+        return sender
     }
 
     private func learned(_ name: String, _ uid: Result<UInt32, BusError>) {

@@ -22,7 +22,7 @@ public final class EventLoop {
     public static let urgent = Int64(SD_EVENT_PRIORITY_IMPORTANT)
 
     /// Calls `handler` with the events found whenever `fd` is ready for `events`.
-    public func watch(fd: Int32, events: IOEvents, _ handler: @escaping (IOEvents) -> Void) throws(SystemError) -> EventSource {
+    func watch(fd: Int32, events: IOEvents, _ handler: @escaping (IOEvents) -> Void) throws(SystemError) -> EventSource {
         try add("sd_event_add_io", EventSource.Handler(io: handler)) { source, context in
             sd_event_add_io(event, &source, fd, events.rawValue, { _, _, revents, context in
                 Unmanaged<EventSource.Handler>.fromOpaque(context!).takeUnretainedValue().io?(IOEvents(rawValue: revents))
@@ -32,7 +32,7 @@ public final class EventLoop {
     }
 
     /// A one-shot timer at `usec` (CLOCK_MONOTONIC); re-arm with `EventSource.schedule(at:)`.
-    public func timer(at usec: UInt64, _ handler: @escaping () -> Void) throws(SystemError) -> EventSource {
+    func timer(at usec: UInt64, _ handler: @escaping () -> Void) throws(SystemError) -> EventSource {
         // Accuracy 1 ms: deadlines are promises to callers, and coalescing does not matter here.
         try add("sd_event_add_time", EventSource.Handler(fire: handler)) { source, context in
             sd_event_add_time(event, &source, CLOCK_MONOTONIC, usec, 1000, { _, _, context in
@@ -131,7 +131,7 @@ public final class EventSource {
     }
 
     /// Re-arms a timer for `usec` (CLOCK_MONOTONIC) and enables it for one shot.
-    public func schedule(at usec: UInt64) {
+    func schedule(at usec: UInt64) {
         guard let source else { return }
         sd_event_source_set_time(source, usec)
         sd_event_source_set_enabled(source, Int32(SD_EVENT_ONESHOT))

@@ -54,11 +54,18 @@ public struct CoreConfiguration: Sendable {
             resolvConfPath: resolvConfPath ?? HostResolver.systemResolvConfPath, upstreamPath: resolvedUpstreamPath, warn: warn)
     }
 
-    var mirrorOptions: KernelMirror.Options {
-        var options = KernelMirror.Options()
+    /// The state before the first dump: the classifier of these rules, and the host's key for
+    /// network names (read from /etc/machine-id once per core).
+    var initialState: NetworkState {
+        var state = NetworkState(classifier: Classifier(rules: rules, priorities: priorities))
+        state.networkKey = HostKey.networkKey().map { NetworkKey(k0: $0.0, k1: $0.1) } ?? .none
+        return state
+    }
+
+    var sourceOptions: KernelSource.Options {
+        var options = KernelSource.Options()
         options.namespacePath = namespacePath
         options.sysfs = SysfsReader(root: sysfsRoot)
-        options.classifier = Classifier(rules: rules, priorities: priorities)
         options.receiveBufferBytes = receiveBufferBytes
         options.adoptedMonitorSocket = monitorSocket
         options.rfkillDevicePath = rfkillDevicePath

@@ -29,7 +29,7 @@ package final class CoreTargets: TargetFollowerDriver {
 
     package var now: ContinuousClock.Instant { .now }
 
-    package func check(address: String) -> CheckResult { core.mirror.check(address: address) }
+    package func check(address: String) -> CheckResult { core.shared.check(address: address) }
 
     package func startHostCheck(_ name: String, timeout: Duration, done: @escaping (CheckResult?) -> Void) -> UInt64 {
         if case let .failure(error) = HostName.validate(name) {

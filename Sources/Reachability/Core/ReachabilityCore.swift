@@ -13,15 +13,17 @@ package struct CoreUpdate: Sendable {
 }
 
 /// The one core of reachability, for whoever owns the loop (reachd's sd-event, the in-process
-/// monitor's poll thread): it owns the kernel mirror and the host checks and runs the one
-/// sequence that follows every input, whether the kernel's events, a resync, a probe's verdict
-/// or a reload. That sequence: incidents to the log, the resync timer re-armed, the host checks
-/// told of a routing change, stall detection told whether the host is online, then every
-/// follower, in the order they joined. Updates reach followers in the order they happened,
-/// never one inside another (`undelivered`). Loop-thread only;
-/// `mirror` may be read from any thread.
+/// monitor's poll thread): it owns the `NetworkState` (in `shared`, for readers on any thread),
+/// the kernel's source and the host checks. Every input, whether the kernel's events or a
+/// resync, a probe's or the stall watch's verdict, the radios, the clock, the nameservers or a
+/// reload, enters one way (`take`) and is followed by one sequence: incidents to the log, the
+/// timers re-armed, the host checks told of a routing change, stall detection told whether the
+/// host is online, then every follower, in the order they joined, when something moved. Updates
+/// reach followers in the order they happened, never one inside another (`undelivered`).
+/// Loop-thread only; `shared` may be read from any thread.
 package final class ReachabilityCore {
-    package let mirror: SharedMirror
+    package let shared: SharedState
+    private let source: KernelSource
     private let hostChecks: HostChecks
     private let warn: (String) -> Void
     private var followers: [(CoreUpdate) -> Void] = []
@@ -42,7 +44,7 @@ package final class ReachabilityCore {
     private var expiryTimer: (any LoopSource)?
     /// The dump socket of a resync; its replies are read as they come, never waited for.
     private var dumpWatch: (any LoopSource)?
-    /// The monitor socket is unwatched while a dump runs (see `KernelMirror.isDumping`).
+    /// The monitor socket is unwatched while a dump runs (see `KernelSource.isDumping`).
     private var netlinkPaused = false
     private var lastCheckID: UInt64 = 0
     /// Follows resolv.conf into the Engine's nameserver fact (`supportsDNS`).
@@ -65,38 +67,43 @@ package final class ReachabilityCore {
     package init(
         configuration: CoreConfiguration, loop: any EventLoopProtocol, warn: @escaping (String) -> Void = { _ in }
     ) throws(SystemError) {
-        let kernel = try KernelMirror(options: configuration.mirrorOptions)
-        try kernel.synchronize()
+        let kernel = try KernelSource(options: configuration.sourceOptions)
+        var state = configuration.initialState
+        if let first = try kernel.synchronize(knowing: state) { _ = state.take(first) }
         _ = kernel.takeIncidents()
         let files = configuration.resolverFiles(warn: warn)
         nameservers = NameserverWatch(files: files)
-        _ = kernel.setNameservers(nameservers.nameservers())
-        let mirror = SharedMirror(kernel)
-        self.mirror = mirror
+        if let routes = kernel.setNameservers(nameservers.nameservers()) { _ = state.take(routes) }
+        let shared = try SharedState(state, namespacePath: configuration.namespacePath)
+        shared.record(overruns: kernel.overrunCount, resyncs: kernel.resyncCount)
+        self.shared = shared
+        source = kernel
+        netlinkReceiveBufferBytes = kernel.receiveBufferBytes
         self.warn = warn
         namespacePath = configuration.namespacePath
         self.loop = loop
-        lastRoutingEpoch = kernel.state.routingEpoch
+        lastRoutingEpoch = state.routingEpoch
         hostChecks = HostChecks(
             options: configuration.resolverOptions, files: files, rate: configuration.lookupRate, loop: loop, warn: warn
         ) { addresses, target, uid in
-            mirror.evaluate(addresses: addresses, target: target, uid: uid)
+            shared.evaluate(addresses: addresses, target: target, uid: uid)
         }
         netlinkWatch = try loop.addWatch(fd: kernel.monitorDescriptor, events: .readable) { [unowned self] _ in
             if self.nameserversByIdentity, self.nameservers.changedSinceLastLook() { self.nameserversChanged() }
-            self.settle(self.mirror.withLock { $0.readAvailable() })
+            self.take(self.shared.withState { self.source.readAvailable(knowing: $0) })
         }
         dumpWatch = try loop.addWatch(fd: kernel.requestDescriptor, events: .readable) { [unowned self] _ in
-            self.settle(self.mirror.withLock { $0.continueDump() })
+            self.take(self.shared.withState { self.source.continueDump(knowing: $0) })
         }
         resyncTimer = try loop.addTimer(urgent: false) { [unowned self] in
-            self.settle(self.mirror.withLock { $0.resyncIfDue() })
+            self.source.resyncIfDue()
+            self.take(nil)
         }
         if let radios = kernel.radios.descriptor {
             radioWatch = try loop.addWatch(fd: radios, events: .readable) { [unowned self] _ in self.radiosReadable() }
         }
         expiryTimer = try loop.addTimer(urgent: false) { [unowned self] in
-            self.settle(self.mirror.withLock { $0.lifetimesDue(at: .now) })
+            self.take(self.shared.withState { self.source.lifetimesDue(at: .now, knowing: $0) })
         }
         configureStallDetection(configuration.stall)
         do {
@@ -110,40 +117,53 @@ package final class ReachabilityCore {
     }
 
     private func nameserversChanged() {
-        let servers = nameservers.nameservers()
-        settle(mirror.withLock { $0.setNameservers(servers) })
+        take(source.setNameservers(nameservers.nameservers()))
     }
 
     /// Where the radios' state comes from ("following /dev/rfkill", or why sysfs).
-    package var radioSource: String { mirror.withLock { $0.radios.source.description } }
+    package var radioSource: String { source.radios.source.description }
+
+    /// The receive buffer the kernel granted the netlink monitor socket, in bytes.
+    package let netlinkReceiveBufferBytes: Int
 
     /// /dev/rfkill has records: applied as one input. When it ends (it should not), the radios
     /// are read from sysfs on link events from then on.
     private func radiosReadable() {
-        settle(mirror.withLock { $0.readRadios() })
-        guard mirror.withLock({ $0.radios.deviceEnded }) else { return }
+        take(source.readRadios())
+        guard source.radios.deviceEnded else { return }
         radioWatch?.cancel()
         radioWatch = nil
-        let source = mirror.withLock { mirror in
-            mirror.radios.closeDevice()
-            return mirror.radios.source.description
-        }
-        warn("radios: \(source)")
+        source.radios.closeDevice()
+        warn("radios: \(radioSource)")
     }
 
     /// `body` hears of every input after it was applied, from now on.
     package func follow(_ body: @escaping (CoreUpdate) -> Void) { followers.append(body) }
 
-    package var state: NetworkState { mirror.state }
+    /// The state as the last input left it, for the loop's thread (followers, reachd's property
+    /// reads): made at most once per input, on the first read after it, read without the lock.
+    package var snapshot: ReachabilitySnapshot {
+        if let madeSnapshot { return madeSnapshot }
+        let made = shared.snapshot
+        madeSnapshot = made
+        return made
+    }
+    private var madeSnapshot: ReachabilitySnapshot?
+
+    /// The host's answer as the last input left it (see `snapshot`).
+    package var host: HostStatus { snapshot.host }
+
+    /// Reads the state in place, without copying it (the Engine's questions: uplinks, routes).
+    package func withState<T>(_ body: (borrowing NetworkState) -> T) -> T { shared.withState(body) }
 
     /// The connectivity probe's verdict joins the host's answer.
     package func record(connectivity: ConnectivityStatus) {
-        settle(mirror.withLock { $0.state.apply([.connectivity(connectivity)]) })
+        take(.events([.connectivity(connectivity)]))
     }
 
     /// The probe's verdict on one uplink other than the primary (`ValidatedInterfaces`).
     package func record(uplink index: Int32, connectivity: ConnectivityVerdict) {
-        settle(mirror.withLock { $0.state.apply([.uplinkConnectivity(index: index, connectivity)]) })
+        take(.events([.uplinkConnectivity(index: index, connectivity)]))
     }
 
     /// New interface rules, priorities and resolver settings (a reload).
@@ -151,7 +171,9 @@ package final class ReachabilityCore {
         let classifier = Classifier(rules: configuration.rules, priorities: configuration.priorities)
         hostChecks.reconfigure(configuration.resolverOptions, rate: configuration.lookupRate)
         configureStallDetection(configuration.stall)
-        settle(mirror.withLock { $0.state.reclassify(with: classifier) })
+        // New rules can change what followers derive from the state (which links are probed,
+        // kinds and costs behind targets) with nothing shown moving: every follower hears of it.
+        take(.rules(classifier), routingMoved: true)
     }
 
     /// The host resumed from sleep: the kernel's state is dumped afresh (as after an overrun),
@@ -159,8 +181,8 @@ package final class ReachabilityCore {
     /// asked again (through DNS) with their backoff started afresh.
     package func resumed() {
         hostChecks.forgetAnswers()
-        mirror.withLock { $0.requestResync() }
-        settle(nil, routingMoved: true)
+        source.requestResync()
+        take(nil, routingMoved: true)
     }
 
     /// Starts a host check; `completion` runs once, on the loop.
@@ -214,15 +236,13 @@ package final class ReachabilityCore {
                 settings: settings, namespacePath: namespacePath, loop: loop, warn: warn,
                 context: { [unowned self] in
                     let timeouts = self.hostChecks.consecutiveDNSTimeouts
-                    return self.mirror.withState { ($0.addresses, $0.dnsTimeoutsByLink(consecutive: timeouts)) }
+                    return self.shared.withState { ($0.addresses, $0.dnsTimeoutsByLink(consecutive: timeouts)) }
                 },
-                verdicts: { [unowned self] verdicts in
-                    self.settle(self.mirror.withLock { $0.state.apply([.stalls(verdicts)]) })
-                })
+                verdicts: { [unowned self] verdicts in self.take(.events([.stalls(verdicts)])) })
             watch.polled = stallPolled
             stallWatch = watch
             hostChecks.dnsTimedOut = { [unowned self] in self.stallWatch?.evidenceArrived() }
-            watch.follow(online: state.host.state == .online)
+            watch.follow(online: host.state == .online)
         } catch {
             warn("stall detection off: cannot open a sock_diag socket: \(error)")
         }
@@ -240,17 +260,26 @@ package final class ReachabilityCore {
             + "announces another portal (more are counted in reachd_announcements_dropped_total, told here at most once a minute)"
     }
 
+    /// The one way in: applies `input` (nil: none, only the source's own state moved, such as a
+    /// dump begun) to the state, then follows it with the one sequence (see the type).
     /// `routingMoved`: the routing may have moved though the epoch did not (a resume).
-    private func settle(_ change: ReachabilityChange?, routingMoved: Bool = false) {
-        let (incidents, resync, dumping, epoch, online, expiry) = mirror.withLock {
-            ($0.takeIncidents(), $0.resyncDeadline, $0.isDumping, $0.state.routingEpoch, $0.state.host.state == .online,
-             $0.state.nextExpiry)
+    private func take(_ input: NetworkInput?, routingMoved: Bool = false) {
+        if input != nil { madeSnapshot = nil }
+        let (change, refusals, drops, epoch, online, expiry) = shared.change { state in
+            let change = input.flatMap { state.take($0) }
+            return (change, state.takeRefusedAnnouncements(), state.takeAnnouncementDrops(), state.routingEpoch,
+                    state.host.state == .online, state.nextExpiry)
         }
+        // The Engine refuses what it can judge only with the link's prefixes (NAT64); the
+        // source says each router's refusal once.
+        for refusal in refusals { source.note(refusal) }
+        shared.record(overruns: source.overrunCount, resyncs: source.resyncCount)
+        let dumping = source.isDumping
         expiryTimer?.schedule(orDisableAt: dumping ? nil : expiry.map { $0 + Self.lifetimeMargin })
         stallWatch?.follow(online: online)
-        for incident in incidents { warn("netlink: \(incident)") }
-        for drops in mirror.withLock({ $0.state.takeAnnouncementDrops() }) { warn(Self.line(for: drops)) }
-        resyncTimer?.schedule(orDisableAt: resync)
+        for incident in source.takeIncidents() { warn("netlink: \(incident)") }
+        for drop in drops { warn(Self.line(for: drop)) }
+        resyncTimer?.schedule(orDisableAt: source.resyncDeadline)
         if dumping != netlinkPaused {
             netlinkPaused = dumping
             netlinkWatch?.setEvents(dumping ? [] : .readable)
@@ -260,6 +289,9 @@ package final class ReachabilityCore {
             lastRoutingEpoch = epoch
             hostChecks.networkChanged()
         }
+        // Followers hear only of what moved: a batch of facts that changed nothing anyone sees,
+        // nor the routing, is nobody's news.
+        guard change != nil || moved else { return }
         undelivered.append(CoreUpdate(change: change, routingMoved: moved, routingEpoch: epoch))
         guard !delivering else { return }
         delivering = true

@@ -16,7 +16,7 @@ public enum ReachabilityUpdate: Sendable {
 /// ties up Swift's cooperative pool.
 public final class ReachabilityMonitor: Sendable {
     private let hub: Hub
-    private let mirror: SharedMirror
+    private let mirror: SharedState
 
     /// Opens the netlink sockets and completes the first sync before returning, so the
     /// monitor is valid from its first value: there is no "unknown until the first update".
@@ -25,7 +25,7 @@ public final class ReachabilityMonitor: Sendable {
         let loop = PollLoop(wakeup: hub.wakeup)
         let core = try ReachabilityCore(configuration: configuration, loop: loop)
         self.hub = hub
-        mirror = core.mirror
+        mirror = core.shared
         core.follow { update in hub.publish(update) }
         // Handed over whole: from here on only the thread touches the core and its loop.
         nonisolated(unsafe) let (threadCore, threadLoop) = (core, loop)

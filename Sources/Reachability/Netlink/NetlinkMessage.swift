@@ -92,7 +92,7 @@ package enum RoutingMessage: Hashable, Sendable {
     case route(Route)
     case routeRemoved(Route)
     /// RTM_NEWRULE or RTM_DELRULE: the policy rules changed. Their content is not kept: the
-    /// kernel is asked for the paths they select (see `KernelMirror`).
+    /// kernel is asked for the paths they select (see `KernelSource`).
     case ruleChanged
     /// RTM_NEWNEIGH / RTM_DELNEIGH of an IPv4 or IPv6 neighbour (bridge forwarding entries and
     /// proxy entries are `ignored`).
@@ -105,7 +105,7 @@ package enum RoutingMessage: Hashable, Sendable {
     /// RTM_NEWNDUSEROPT carrying option 38 (PREF64, RFC 8781): a NAT64 prefix and its lifetime.
     case nat64Prefix(AnnouncedNat64Prefix)
     /// Option 37 with a URI no client may be given (not a strict https URI): dropped, and said
-    /// once per router (`KernelMirror`).
+    /// once per router (`KernelSource`).
     case refusedAnnouncement(RefusedAnnouncement)
     /// NLMSG_DONE: the end of a dump.
     case done

@@ -20,7 +20,7 @@ struct NetlinkSocket: ~Copyable {
         11,  // RTNLGRP_IPV6_ROUTE
         8,  // RTNLGRP_IPV4_RULE: an `ip rule` change alone can move the host's path
         // RTNLGRP_NEIGH: the kernel's ARP/ND verdict on gateways (FAILED: nobody answers). Every
-        // neighbour's changes come; the mirror keeps those of gateways only (`KernelMirror`).
+        // neighbour's changes come; the mirror keeps those of gateways only (`KernelSource`).
         3,
         19,  // RTNLGRP_IPV6_RULE
         // RTNLGRP_ND_USEROPT: options of router advertisements the kernel accepted (RFC 8910's

@@ -5,7 +5,7 @@
 /// prefixes' addresses renewed, is the cue: while a lapsed route is kept, such a message brings
 /// a dump, which finds the route alive again, and the message is applied with it, as one batch.
 /// An advertisement with neither is seen at the next dump or message.
-extension KernelMirror {
+extension KernelSource {
     /// Whether a router the kernel stopped routing through may have come back: a lapsed route
     /// is kept, and no resync (which would look anyway) is pending.
     var mayReviveLapsedRoute: Bool { !keptLapsed.isEmpty && !needsResync && !isDumping }

@@ -5,31 +5,33 @@ import Glibc
 /// The resync dump, driven by the loop: requested on the non-blocking request socket, read as
 /// the kernel's replies arrive (`continueDump`, when `requestDescriptor` is readable), bounded by
 /// `dumpTimeout` (`resyncIfDue`, at `resyncDeadline`). The loop never waits for the kernel.
-extension KernelMirror {
+extension KernelSource {
     /// Waits for the dump under way to end (only before a loop runs: the first sync, and tests
     /// that drive the mirror by hand); throws what ended it if it failed.
-    func completeDump() throws(SystemError) {
+    /// `state`: what is known, as for `continueDump`; returns the dump's input.
+    func completeDump(knowing state: borrowing NetworkState) throws(SystemError) -> NetworkInput? {
+        var input: NetworkInput?
         while let deadline = dump?.deadline {
             var ready = pollfd(fd: requests.fd, events: Int16(POLLIN), revents: 0)
             _ = poll(&ready, 1, Int32(clamping: ContinuousClock.now.duration(to: deadline).millisecondsRoundedUp))
-            _ = resyncIfDue()
-            _ = continueDump()
+            resyncIfDue()
+            input = continueDump(knowing: state) ?? input
         }
         if let failure = lastDumpFailure {
             lastDumpFailure = nil
             throw failure
         }
+        return input
     }
 
     /// For the loop's timer at `resyncDeadline`: starts the pending resync once it is due, or
     /// gives up on a dump the kernel did not finish by its deadline (to be retried).
-    func resyncIfDue() -> ReachabilityChange? {
+    func resyncIfDue() {
         if let dump {
             if dump.deadline <= .now { failDump(SystemError("rtnetlink dump timed out", errno: ETIMEDOUT)) }
         } else if let deadline = resyncDeadline, deadline <= .now {
             beginDump()
         }
-        return nil
     }
 
     /// Asks for a resync as soon as the loop can start it, whatever the last one: after a resume
@@ -43,8 +45,8 @@ extension KernelMirror {
     /// ran out. The deadline held may be stale (a router advertisement renews a route's lifetime
     /// without a word on netlink), so the kernel is asked again with a dump, whose end brings
     /// the time in; a NAT64 prefix's lifetime is ours to end, at once.
-    func lifetimesDue(at now: ContinuousClock.Instant) -> ReachabilityChange? {
-        guard let lapse = state.nextLapse, lapse <= now else { return state.apply([.clock(now)]) }
+    func lifetimesDue(at now: ContinuousClock.Instant, knowing state: borrowing NetworkState) -> NetworkInput? {
+        guard let lapse = state.nextLapse, lapse <= now else { return .events([.clock(now)]) }
         if !isDumping { beginDump(confirmingLifetimes: true) }
         return nil
     }
@@ -102,9 +104,9 @@ extension KernelMirror {
         dump = nil
     }
 
-    /// Reads what the kernel sent of the dump (never waiting) and moves it on; the change, once
-    /// the whole dump replaced the state.
-    func continueDump() -> ReachabilityChange? {
+    /// Reads what the kernel sent of the dump (never waiting) and moves it on; once the whole
+    /// dump is in, the input that replaces the kernel's part of `state` with it.
+    func continueDump(knowing state: borrowing NetworkState) -> NetworkInput? {
         for _ in 0..<Self.datagramsPerTurn {
             guard let current = dump else {
                 // Nothing asked: whatever came (late parts of a dump given up on) is dropped, so
@@ -133,7 +135,7 @@ extension KernelMirror {
                 if decoded.header.isDumpInterrupted { dump!.interrupted = true }
                 switch decoded.message {
                 case .done:
-                    return stageDone()
+                    return stageDone(knowing: state)
                 case let .error(code) where code < 0:
                     failDump(SystemError("rtnetlink dump \(Dump.types[current.stage])", errno: -code))
                     return nil
@@ -145,7 +147,7 @@ extension KernelMirror {
         return nil
     }
 
-    func stageDone() -> ReachabilityChange? {
+    func stageDone(knowing state: borrowing NetworkState) -> NetworkInput? {
         let type = Dump.types[dump!.stage]
         if dump!.interrupted {
             dump!.attempts += 1
@@ -159,10 +161,10 @@ extension KernelMirror {
         for message in dump!.messages {
             switch message {
             case let .link(link):
-                let device = deviceFacts(for: link, alsoKnown: dump!.known)
+                let device = deviceFacts(for: link, alsoKnown: dump!.known, knowing: state)
                 dump!.result.links.append((link, device))
                 dump!.known[link.index] = link.name
-                for case let .radio(index, block) in radios.events(for: link, kind: kind(of: link, device: device)) {
+                for case let .radio(index, block) in radios.events(for: link, kind: kind(of: link, device: device, knowing: state)) {
                     dump!.result.radios.append((index, block))
                 }
             case let .address(address): dump!.result.addresses.append(address)
@@ -189,6 +191,6 @@ extension KernelMirror {
         // is in the dump, and lapses in the same batch, with no change in between.
         let now = ContinuousClock.now
         keptLapsed = Set(result.routes.lazy.filter { $0.expiry.map { $0 <= now } ?? false }.map(\.key))
-        return state.replace(with: result, after: held, then: nameserverEvents() + [.clock(now)])
+        return .dump(result, held: held, then: nameserverEvents() + [.clock(now)])
     }
 }

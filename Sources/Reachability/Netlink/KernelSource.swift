@@ -2,10 +2,12 @@
 import Glibc
 #endif
 
-/// Keeps a `NetworkState` in step with the kernel over rtnetlink. Knows nothing of event loops:
-/// whoever drives it watches `monitorDescriptor` (`readAvailable()`) and `requestDescriptor`
-/// (`continueDump()`), and honours `resyncDeadline` as a timer (`resyncIfDue()`): reachd's
-/// sd-event loop, or `ReachabilityMonitor`'s thread.
+/// What the kernel says over rtnetlink, as inputs for a `NetworkState` it does not own: the
+/// state's owner (`ReachabilityCore`) hands the state in to be read (which links are known,
+/// which neighbours are gateways) and takes each `NetworkInput` returned. Knows nothing of event
+/// loops: whoever drives it watches `monitorDescriptor` (`readAvailable`) and
+/// `requestDescriptor` (`continueDump`), and honours `resyncDeadline` as a timer
+/// (`resyncIfDue`): reachd's sd-event loop, or `ReachabilityMonitor`'s thread.
 ///
 /// Sync protocol: the monitor socket joins the multicast groups before the first dump, so no
 /// change is lost between dump and monitoring; a dump is taken on a separate non-blocking request
@@ -20,20 +22,18 @@ import Glibc
 /// latest. The monitor socket is then read empty and everything read discarded (the kernel drops
 /// every new message until the queue is empty, so nothing after the loss is kept either), and a
 /// dump taken after that replaces the state; only what arrives after the drain is applied.
+/// The source keeps only what reading needs: sockets, the dump in flight, counters.
 ///
-/// The host's path is the kernel's own answer: after every batch (and every dump) the mirror asks
+/// The host's path is the kernel's own answer: after every batch (and every dump) the source asks
 /// RTM_GETROUTE for one global destination per family (`internetDestinations`), so split defaults,
 /// policy rules (wg-quick, Tailscale) and rule changes move the host's answer exactly as they move
 /// traffic. Mirroring the FIB and the rules instead would have to re-implement every selector the
 /// kernel has (fwmark, uidrange, suppress_prefixlength, l3mdev, nexthop objects...) and drift from
 /// it; two lookups per batch cost about 0.1-0.2 ms and cannot block.
-final class KernelMirror {
+final class KernelSource {
     struct Options: Sendable {
         var namespacePath: String?
         var sysfs = SysfsReader()
-        var classifier = Classifier()
-        /// The host's secret for network names, read from /etc/machine-id once per mirror.
-        var networkKey = HostKey.networkKey().map { NetworkKey(k0: $0.0, k1: $0.1) } ?? .none
         /// 8 MiB: a burst of thousands of link changes fits. Tests shrink it to force overruns.
         var receiveBufferBytes: Int32 = 8 << 20
         /// A monitor socket handed over (reachd.socket); nil to open one.
@@ -44,7 +44,7 @@ final class KernelMirror {
         var rfkillDevicePath: String? = "/dev/rfkill"
     }
 
-    /// What happened to the mirror that is worth a log line or a counter.
+    /// What happened to the source that is worth a log line or a counter.
     enum Incident: Sendable, Hashable, CustomStringConvertible {
         case overrun
         case truncatedDatagram
@@ -68,10 +68,9 @@ final class KernelMirror {
         }
     }
 
-    var state: NetworkState
     private let monitor: NetlinkSocket
     let requests: NetlinkSocket
-    /// Route lookups (RTM_GETROUTE) for the internet paths and for address checks.
+    /// Route lookups (RTM_GETROUTE) for the internet paths and the nameservers.
     let routes: RouteQuery
     private let options: Options
     var sequence: UInt32 = 0
@@ -90,7 +89,7 @@ final class KernelMirror {
     }
     static let refusingRoutersSaid = 64
     var resyncCount = 0
-    /// The resync dump in flight (see KernelMirror+Dump.swift).
+    /// The resync dump in flight (see KernelSource+Dump.swift).
     var dump: Dump?
     var lastDumpFailure: SystemError?
     private(set) var overrunCount = 0
@@ -100,7 +99,7 @@ final class KernelMirror {
     let radios: RadioFollower
     /// Routes the last dump listed past their expiry: the kernel keeps them until its garbage
     /// collection, and revives one without a word when its router advertises again
-    /// (KernelMirror+Lifetimes).
+    /// (KernelSource+Lifetimes).
     var keptLapsed: Set<Route.Key> = []
 
     /// The destinations whose path stands for "the internet": two addresses no one routes
@@ -114,8 +113,6 @@ final class KernelMirror {
 
     init(options: Options) throws(SystemError) {
         self.options = options
-        state = NetworkState(classifier: options.classifier)
-        state.networkKey = options.networkKey
         if let fd = options.adoptedMonitorSocket {
             // PID 1 sized its buffer (past rmem_max): setting it here could only shrink it.
             monitor = try NetlinkSocket(adopting: fd)
@@ -142,13 +139,13 @@ final class KernelMirror {
     /// doubles what was asked).
     var receiveBufferBytes: Int { Int(monitor.receiveBufferSize) }
 
-    /// Takes the first complete picture. The state is valid once this returns.
-    func synchronize() throws(SystemError) {
+    /// Takes the first complete picture, waiting for it: the input that makes `state` whole.
+    func synchronize(knowing state: borrowing NetworkState) throws(SystemError) -> NetworkInput? {
         // A socket from reachd.socket holds what the kernel queued since it was bound (at boot,
         // or before the last reachd exited), perhaps up to an overrun: all older than this dump.
         discardQueue()
         beginDump()
-        try completeDump()
+        return try completeDump(knowing: state)
     }
 
     /// Hands the incidents noted since the last call to the caller (for logging).
@@ -170,9 +167,10 @@ final class KernelMirror {
     /// after the loop has served its other sources.
     static let datagramsPerTurn = 256
 
-    /// Reads what is queued on the monitor socket (up to `datagramsPerTurn` datagrams) and
-    /// applies it as one batch; starts a due resync. Reads nothing while a dump runs. Never blocks.
-    func readAvailable() -> ReachabilityChange? {
+    /// Reads what is queued on the monitor socket (up to `datagramsPerTurn` datagrams) as one
+    /// batch of facts; starts a due resync. Reads nothing while a dump runs. Never blocks.
+    /// `state`: what is known, to tell a gateway's neighbour and a link seen before.
+    func readAvailable(knowing state: borrowing NetworkState) -> NetworkInput? {
         guard !isDumping else { return nil }
         var events: [NetworkEvent] = []
         var heardRouter = false
@@ -195,7 +193,7 @@ final class KernelMirror {
                         break read
                     }
                     for decoded in batch.messages {
-                        append(decoded, to: &events)
+                        append(decoded, to: &events, knowing: state)
                         if decoded.message.mayComeFromRouterAdvertisement { heardRouter = true }
                     }
                 }
@@ -219,11 +217,7 @@ final class KernelMirror {
             return nil
         }
         guard !events.isEmpty else { return nil }
-        events += internetPathEvents() + nameserverEvents()
-        let change = state.apply(events)
-        // The Engine refuses what it can judge only with the link's prefixes (NAT64).
-        for refusal in state.takeRefusedAnnouncements() { note(refusal) }
-        return change
+        return .events(events + internetPathEvents() + nameserverEvents())
     }
 
     /// Reads the monitor socket empty and throws away what it held (see the type's comment), and
@@ -247,11 +241,11 @@ final class KernelMirror {
         }
     }
 
-    /// New nameservers (resolv.conf changed): their routes join the state as one batch.
-    func setNameservers(_ servers: [IPAddress]) -> ReachabilityChange? {
+    /// New nameservers (resolv.conf changed): their routes, as one batch; nil when the same.
+    func setNameservers(_ servers: [IPAddress]) -> NetworkInput? {
         guard servers != nameservers else { return nil }
         nameservers = servers
-        return state.apply(nameserverEvents())
+        return .events(nameserverEvents())
     }
 
     /// The kernel's answers for the nameservers, as one Engine fact.
@@ -262,45 +256,12 @@ final class KernelMirror {
         return [.nameservers(answers)]
     }
 
-    /// Route lookups made for address checks since start: what a test counts to see that an
-    /// answer is routed once per caller, not once per layer it passes.
-    private(set) var addressLookups = 0
-
-    /// Checks one address: the kernel's route for it (RTM_GETROUTE) and the link states. `uid`:
-    /// as that user's traffic is routed; nil as this process's own.
-    func evaluate(_ address: IPAddress, outputInterface: Int32?, uid: UInt32? = nil, target: String) -> CheckResult {
-        if address.isUnspecified {
-            guard let uid, uid != 0 else { return state.evaluate(lookup: .failed(errno: 0), for: address, target: target) }
-            var paths: [AddressFamily: RouteLookup] = [:]
-            for (family, destination) in Self.internetDestinations { paths[family] = lookup(destination, outputInterface: nil, uid: uid) }
-            return state.generalConnectivity(target: target, family: address.family, userPaths: paths)
-        }
-        return state.evaluate(lookup: lookup(address, outputInterface: outputInterface, uid: uid), for: address, target: target)
-    }
-
-    /// Explains the answer for `address` (nil: the host's, through the internet destinations)
-    /// as `uid`'s traffic is routed (nil: the system's, uid 0, as the host's answer is).
-    func explain(_ address: IPAddress?, outputInterface: Int32? = nil, uid: UInt32?, target: String) -> Explanation {
-        let destinations = address.map { [$0] } ?? Self.internetDestinations.map(\.address)
-        let lookups = destinations.map { ($0, lookup($0, outputInterface: outputInterface, uid: uid ?? 0)) }
-        return state.explain(target: target, lookups: lookups, uid: uid)
-    }
-
-    private func lookup(_ address: IPAddress, outputInterface: Int32?, uid: UInt32?) -> RouteLookup {
-        addressLookups += 1
-        do {
-            return try routes.lookup(address, outputInterface: outputInterface, uid: uid)
-        } catch {
-            return .failed(errno: error.errno)
-        }
-    }
-
-    private func append(_ decoded: DecodedMessage, to events: inout [NetworkEvent]) {
+    private func append(_ decoded: DecodedMessage, to events: inout [NetworkEvent], knowing state: borrowing NetworkState) {
         switch decoded.message {
         case let .link(link):
-            let device = deviceFacts(for: link, alsoKnown: [:])
+            let device = deviceFacts(for: link, alsoKnown: [:], knowing: state)
             events.append(.link(link, device: device))
-            events += radios.events(for: link, kind: kind(of: link, device: device))
+            events += radios.events(for: link, kind: kind(of: link, device: device, knowing: state))
         case let .linkRemoved(link):
             radios.forget(index: link.index)
             events.append(.linkRemoved(index: link.index))
@@ -334,20 +295,20 @@ final class KernelMirror {
     }
 
     /// The kind `link` is classified as, with the sysfs facts just read (nil: those known).
-    func kind(of link: Link, device: DeviceFacts?) -> InterfaceKind {
+    func kind(of link: Link, device: DeviceFacts?, knowing state: borrowing NetworkState) -> InterfaceKind {
         if device == nil, let known = state.links[link.index] { return known.classification.kind }
         return state.classifier.classify(link, device: device ?? DeviceFacts()).kind
     }
 
-    /// What /dev/rfkill queued, applied as one batch (see `RadioFollower`).
-    func readRadios() -> ReachabilityChange? {
+    /// What /dev/rfkill queued, as one batch (see `RadioFollower`); nil when nothing.
+    func readRadios() -> NetworkInput? {
         let events = radios.readDevice()
-        return events.isEmpty ? nil : state.apply(events)
+        return events.isEmpty ? nil : .events(events)
     }
 
     /// sysfs is read only for links not seen before under this name (a flapping link costs
     /// nothing), and only when its facts could matter (not for a veth, bridge, tun...).
-    func deviceFacts(for link: Link, alsoKnown: [Int32: String]) -> DeviceFacts? {
+    func deviceFacts(for link: Link, alsoKnown: [Int32: String], knowing state: borrowing NetworkState) -> DeviceFacts? {
         if state.links[link.index]?.link.name == link.name || alsoKnown[link.index] == link.name { return nil }
         guard Classifier.needsDeviceFacts(link) else { return DeviceFacts() }
         return options.sysfs.deviceFacts(forInterface: link.name)

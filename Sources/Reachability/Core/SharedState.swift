@@ -1,0 +1,152 @@
+import Synchronization
+
+/// The core's `NetworkState` behind a lock, for reading from any thread: the core changes it
+/// on its loop's thread (`take`, its one way in), and anyone reads it and checks addresses
+/// against it (the in-process monitor's callers do; in reachd every call comes from the loop, and
+/// the lock is never contended). Address checks ask the kernel for the route on a socket of
+/// their own, so a check never waits for the core's netlink reading. Unchecked: the state, the
+/// snapshot made from it and the route socket are touched only inside the lock.
+package final class SharedState: @unchecked Sendable {
+    private let lock = Mutex(())
+    private var current: NetworkState
+    /// The snapshot of the current state, made on the first read after a change: at most once
+    /// per input, however many readers ask.
+    private var madeSnapshot: ReachabilitySnapshot?
+    private let routes: RouteQuery
+    private var lookups = 0
+    private var sourceCounters = (overruns: 0, resyncs: 0)
+
+    init(_ state: NetworkState, namespacePath: String?) throws(SystemError) {
+        current = state
+        routes = try RouteQuery(namespacePath: namespacePath)
+    }
+
+    /// Changes the state: for the core's `take` alone.
+    func change<T>(_ body: (inout NetworkState) -> T) -> T {
+        lock.withLock { _ in
+            let generation = current.generation
+            let result = body(&current)
+            // Stall evidence moves with every poll without a new generation.
+            if current.generation != generation || current.hostStallEvidence != madeSnapshot?.stallEvidence { madeSnapshot = nil }
+            return result
+        }
+    }
+
+    /// The netlink source's counters, copied in by the core after each of its inputs.
+    func record(overruns: Int, resyncs: Int) {
+        lock.withLock { _ in sourceCounters = (overruns, resyncs) }
+    }
+
+    package var snapshot: ReachabilitySnapshot {
+        lock.withLock { _ in
+            if let madeSnapshot { return madeSnapshot }
+            let made = current.snapshot
+            madeSnapshot = made
+            return made
+        }
+    }
+
+    /// Reads the state under the lock without copying it.
+    package func withState<T>(_ body: (borrowing NetworkState) -> T) -> T {
+        lock.withLock { _ in body(current) }
+    }
+
+    /// Route lookups made for address checks so far: what a test counts to see that an answer
+    /// is routed once per caller, not once per layer it passes.
+    var addressLookups: Int { lock.withLock { _ in lookups } }
+
+    /// Overruns and resyncs so far, announcements held and dropped.
+    package var counters: MirrorCounters {
+        lock.withLock { _ in
+            MirrorCounters(
+                overruns: UInt64(sourceCounters.overruns), resyncs: UInt64(sourceCounters.resyncs),
+                announcementsHeld: UInt64(current.announcementsHeld), announcementsDropped: current.announcementsDropped)
+        }
+    }
+
+    /// Checks one address: the kernel's route for it (RTM_GETROUTE) and the link states.
+    /// Never touches DNS and never waits. `0.0.0.0` and `::` ask for general connectivity.
+    /// `uid`: answer as that user's traffic would be routed (RTA_UID: `ip rule ... uidrange`);
+    /// nil answers as this process's own traffic, which in-process is the caller's.
+    package func check(address text: String, uid: UInt32? = nil) -> CheckResult {
+        let target: AddressTarget
+        switch AddressTarget.parse(text) {
+        case let .failure(error): return .invalid(text, error.description)
+        case let .success(parsed): target = parsed
+        }
+        // One hold of the lock: the scope's name is looked up in the state the check evaluates.
+        return lock.withLock { _ in
+            switch outputInterface(for: target.scope, of: text) {
+            case let .failure(refusal): .invalid(text, refusal.description)
+            case let .success(index): evaluate(target.address, outputInterface: index, uid: uid, target: text)
+            }
+        }
+    }
+
+    /// Explains the answer (`Explanation`) for the host (`target` empty, or `0.0.0.0` / `::`)
+    /// or an address, as `uid`'s traffic is routed (nil: the system's view). A host name is
+    /// explained through its addresses: check it first, then `Explanation.resolving`.
+    /// Never touches DNS and never waits; an invalid address is `.failure` naming it.
+    public func explain(_ target: String, uid: UInt32? = nil) -> Result<Explanation, ExplanationRefusal> {
+        if target.isEmpty { return .success(lock.withLock { _ in explain(nil, uid: uid, target: "") }) }
+        let parsed: AddressTarget
+        switch AddressTarget.parse(target) {
+        case let .failure(error): return .failure(ExplanationRefusal(description: error.description))
+        case let .success(value): parsed = value
+        }
+        return lock.withLock { _ in
+            if parsed.address.isUnspecified { return .success(explain(nil, uid: uid, target: "")) }
+            return outputInterface(for: parsed.scope, of: target).map { explain(parsed.address, outputInterface: $0, uid: uid, target: target) }
+        }
+    }
+
+    /// Checks each address of a host and combines the verdicts: reachable when any address is.
+    /// `uid` as for `check(address:uid:)`.
+    package func evaluate(addresses: [IPAddress], target: String, uid: UInt32? = nil) -> CheckResult {
+        let results = lock.withLock { _ in addresses.map { evaluate($0, outputInterface: nil, uid: uid, target: target) } }
+        return .combining(results, target: target, addresses: addresses)
+    }
+
+    // MARK: under the lock
+
+    /// The interface a scoped address (`fe80::1%eth0`) is asked through; nil for none.
+    private func outputInterface(for scope: AddressTarget.Scope?, of target: String) -> Result<Int32?, ExplanationRefusal> {
+        switch scope {
+        case .none: .success(nil)
+        case let .index(index): .success(index)
+        case let .name(name):
+            current.linkIndex(named: name).map { .success($0) }
+                ?? .failure(ExplanationRefusal(description: "no interface named '\(name)' for the scope of '\(target)'"))
+        }
+    }
+
+    /// One address as `uid`'s traffic is routed (nil: this process's own).
+    private func evaluate(_ address: IPAddress, outputInterface: Int32?, uid: UInt32?, target: String) -> CheckResult {
+        if address.isUnspecified {
+            guard let uid, uid != 0 else { return current.evaluate(lookup: .failed(errno: 0), for: address, target: target) }
+            var paths: [AddressFamily: RouteLookup] = [:]
+            for (family, destination) in KernelSource.internetDestinations {
+                paths[family] = lookup(destination, outputInterface: nil, uid: uid)
+            }
+            return current.generalConnectivity(target: target, family: address.family, userPaths: paths)
+        }
+        return current.evaluate(lookup: lookup(address, outputInterface: outputInterface, uid: uid), for: address, target: target)
+    }
+
+    /// `address` nil: the host's answer, through the internet destinations; `uid` nil: the
+    /// system's view (uid 0), as the host's answer is.
+    private func explain(_ address: IPAddress?, outputInterface: Int32? = nil, uid: UInt32?, target: String) -> Explanation {
+        let destinations = address.map { [$0] } ?? KernelSource.internetDestinations.map(\.address)
+        let lookups = destinations.map { ($0, lookup($0, outputInterface: outputInterface, uid: uid ?? 0)) }
+        return current.explain(target: target, lookups: lookups, uid: uid)
+    }
+
+    private func lookup(_ address: IPAddress, outputInterface: Int32?, uid: UInt32?) -> RouteLookup {
+        lookups += 1
+        do {
+            return try routes.lookup(address, outputInterface: outputInterface, uid: uid)
+        } catch {
+            return .failed(errno: error.errno)
+        }
+    }
+}
