@@ -72,13 +72,14 @@ struct PackagingUnitTests {
         let settings = try unitSettings("reachd-is@.service")
         for (key, value) in [
             ("Type", "notify"), ("NotifyAccess", "main"), ("ExecStart", "/usr/bin/reachctl hold %i"), ("Restart", "on-success"),
-            ("RestartSec", "0"), ("StartLimitIntervalSec", "0"), ("TimeoutStartSec", "infinity"), ("DynamicUser", "yes"),
+            ("RestartSec", "0"), ("StartLimitIntervalSec", "0"), ("TimeoutStartSec", "infinity"), ("User", "reachd-is"),
             ("CapabilityBoundingSet", ""), ("NoNewPrivileges", "yes"), ("Wants", "reachd.service"), ("After", "reachd.service"),
         ] {
             #expect(settings[key] == [value], "\(key)=\(value): have \(settings[key] ?? [])")
         }
-        // Never reachd's user (it may own reachd's bus name), never tied to reachd's restarts.
-        #expect(settings["User"] == nil && settings["Requires"] == nil && settings["BindsTo"] == nil)
+        // Never reachd's user (it may own reachd's bus name), nor a dynamic one (dbus-daemon closes
+        // its connections), and never tied to reachd's restarts.
+        #expect(settings["DynamicUser"] == nil && settings["Requires"] == nil && settings["BindsTo"] == nil)
         // Shipped inert: a bound service pulls an instance in; nothing enables the template.
         #expect(settings["WantedBy"] == nil)
         let security = try await execute(
@@ -168,6 +169,9 @@ struct PackagingUnitTests {
         #expect(fields.count == 7)
         #expect(Int(fields[2]).map { $0 > 0 && $0 < 1000 } == true, "a system uid: \(fields)")
         #expect(fields[6] == "/usr/sbin/nologin")
+        // reachd-is@.service's user, another system user without login.
+        let own = try #require(passwd.split(separator: "\n").first { $0.hasPrefix("reachd-is:") }).split(separator: ":", omittingEmptySubsequences: false)
+        #expect(Int(own[2]).map { $0 > 0 && $0 < 1000 } == true && own[2] != fields[2] && own[6] == "/usr/sbin/nologin", "\(own)")
     }
 }
 
@@ -889,6 +893,7 @@ struct PackagingDebianTests {
             #expect(FileManager.default.fileExists(atPath: path), "\(path)")
         }
         #expect(try await execute("/usr/bin/id", ["-u", "reachd"]).status == 0, "postinst creates the user")
+        #expect(try await execute("/usr/bin/id", ["-u", "reachd-is"]).status == 0, "and reachd-is@.service's")
         let check = try await execute("/usr/sbin/reachd", ["--check-config"])
         #expect(check.status == 0 && check.stdout.contains("/etc/reachd/reachd.conf"), "\(check)")
         // The installed unit, in the real root, with the installed man pages.
@@ -1145,7 +1150,7 @@ private func checkWaitOnline(_ inside: ([String]) async throws -> Ran) async thr
 /// says (BindsTo=, After=, WantedBy=): the condition unit waits (activating) while the container
 /// has no uplink and the bound service does not run; an uplink starts both; a carrier loss stops
 /// the bound service within a second; the uplink's return starts it again. reachctl hold runs
-/// as a dynamic user with no capability.
+/// as its own user (reachd-is, not reachd) with no capability, and asks reachd on the bus.
 private func checkConditionUnits(_ inside: ([String]) async throws -> Ran) async throws {
     let unit = "reachd-is@online.service"
     let bound = """
@@ -1176,7 +1181,8 @@ private func checkConditionUnits(_ inside: ([String]) async throws -> Ran) async
     }
     let reachdUID = try await inside(["id", "-u", "reachd"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     let uid = status.split(separator: "\n").first { $0.hasPrefix("Uid:") }?.split(separator: "\t").dropFirst().first.map(String.init) ?? ""
-    #expect(!uid.isEmpty && uid != "0" && uid != reachdUID, "a user of its own: \(uid)")
+    let ownUID = try await inside(["id", "-u", "reachd-is"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    #expect(!uid.isEmpty && uid == ownUID && uid != "0" && uid != reachdUID, "a user of its own: \(uid), reachd-is \(ownUID)")
 
     // How long, in ms, until `systemctl is-active follower` says `state`, measured inside after `commands`.
     func timed(_ commands: String, until state: String) async throws -> Int? {
@@ -1212,6 +1218,12 @@ private func checkConditionUnits(_ inside: ([String]) async throws -> Ran) async
     log = try await journal()
     #expect(again != nil, "started again: \(log)")
     #expect(log.contains("reachctl: no longer holds: online: no"), "\(log)")
+    // Its user asked reachd through the bus policy; it did not fall back to in-process. And the
+    // system call filter refuses the runtime nothing (its EPERM would show as libdispatch's
+    // "errno=1"; the EACCES of a nice value an unprivileged process may not lower, errno=13, is
+    // libdispatch's for any such process, and harmless).
+    #expect(!log.split(separator: "\n").contains { $0.hasSuffix("errno=1") }, "\(log)")
+    #expect(!log.contains("answering in-process"), "\(log)")
 
     // Stopping the condition unit stops what is bound to it.
     #expect(try await inside(["systemctl", "stop", unit]).status == 0)
