@@ -154,7 +154,7 @@ final class SCDaemonThread: ReachabilityClientOwner {
                 leave()
             case .serviceReturned:
                 try rejoin()
-            case .changed, .interfacesChanged, .path:
+            case .changed, .interfacesChanged, .hostChangeDescribed, .path:
                 continue
             }
         }

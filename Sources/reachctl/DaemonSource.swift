@@ -96,6 +96,8 @@ final class DaemonContext: ReachabilityClientOwner {
     private var generation: UInt64?
     /// reachd went away and was said to (once), and has not returned yet.
     private var away = false
+    /// `HostChangeDescribed` by generation, until every subscriber has been given it.
+    private var descriptions: [UInt64: HostChange] = [:]
 
     init(client: ReachabilityClient) { self.client = client }
 
@@ -115,16 +117,15 @@ final class DaemonContext: ReachabilityClientOwner {
                 lost()
             case .serviceReturned:
                 try resume()
-            case let .changed(_, _, signalled), let .interfacesChanged(signalled):
-                generation = max(generation ?? 0, signalled)
-                for (id, subscriber) in updateSubscribers where subscriber.last.generation < signalled {
-                    // One read serves every subscriber, and every signal it already covers.
-                    if fresh.map({ $0.generation < signalled }) ?? true { fresh = try client.snapshot() }
-                    guard let now = fresh, now.generation > subscriber.last.generation else { continue }
-                    generation = max(generation ?? 0, now.generation)
-                    subscriber.continuation.yield(.change(Self.change(from: subscriber.last, to: now)))
-                    updateSubscribers[id]?.last = now
-                }
+            case .changed:
+                // Its description follows at once (`HostChangeDescribed`): the change is read then,
+                // so that it carries what changed.
+                continue
+            case let .hostChangeDescribed(description, signalled):
+                descriptions[signalled] = description
+                try read(upTo: signalled, &fresh)
+            case let .interfacesChanged(signalled):
+                try read(upTo: signalled, &fresh)
             case let .watch(path, result):
                 guard let id = watchOwners[path], let subscriber = targetSubscribers[id],
                     !ReachabilityClient.isPending(result)
@@ -136,15 +137,44 @@ final class DaemonContext: ReachabilityClientOwner {
         }
     }
 
+    /// Gives each subscriber behind `signalled` what changed since its last snapshot: one read
+    /// serves every subscriber, and every signal it already covers.
+    private func read(upTo signalled: UInt64, _ fresh: inout ReachabilitySnapshot?) throws {
+        generation = max(generation ?? 0, signalled)
+        for (id, subscriber) in updateSubscribers where subscriber.last.generation < signalled {
+            if fresh.map({ $0.generation < signalled }) ?? true { fresh = try client.snapshot() }
+            guard let now = fresh, now.generation > subscriber.last.generation else { continue }
+            generation = max(generation ?? 0, now.generation)
+            let described = descriptions.filter { $0.key > subscriber.last.generation && $0.key <= now.generation }
+            subscriber.continuation.yield(.change(Self.change(from: subscriber.last, to: now, described: described)))
+            updateSubscribers[id]?.last = now
+        }
+        // Descriptions every subscriber has been given (or that none will be) are dropped.
+        let oldest = updateSubscribers.values.map(\.last.generation).min() ?? generation ?? 0
+        descriptions = descriptions.filter { $0.key > oldest }
+    }
+
     /// What changed between two snapshots, as the in-process monitor reports it. The generation
-    /// is that of the state read, which is the signal's unless more changes came meanwhile.
-    static func change(from old: ReachabilitySnapshot, to new: ReachabilitySnapshot) -> ReachabilityChange {
+    /// is that of the state read, which is the signal's unless more changes came meanwhile; the
+    /// host change is what reachd described of the generations between them, in order, as one.
+    /// A host change whose description has not arrived yet (read ahead under a burst) is
+    /// described by the snapshots alone: the aspects they show are added, its rebind is not known.
+    static func change(
+        from old: ReachabilitySnapshot, to new: ReachabilitySnapshot, described: [UInt64: HostChange] = [:]
+    ) -> ReachabilityChange {
         let before = Dictionary(old.interfaces.map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
         let after = Set(new.interfaces.map(\.index))
+        var description = described.sorted { $0.key < $1.key }.map(\.value).reduce(nil as HostChange?) { $0?.followed(by: $1) ?? $1 }
+        if old.host != new.host {
+            let shown = HostChange(from: old.host, HostAddressing(), to: new.host, HostAddressing())
+            description = description.map { HostChange(
+                changed: $0.changed + shown.changed, rebind: $0.rebind, sourceAddress: $0.sourceAddress,
+                previousSourceAddress: $0.previousSourceAddress) } ?? shown
+        }
         return ReachabilityChange(
-            generation: new.generation, host: new.host, hostChanged: old.host != new.host,
+            generation: new.generation, host: new.host, hostChanged: old.host != new.host || description != nil,
             changedInterfaces: new.interfaces.filter { before[$0.index] != $0 },
-            removedInterfaces: old.interfaces.filter { !after.contains($0.index) })
+            removedInterfaces: old.interfaces.filter { !after.contains($0.index) }, hostChange: description)
     }
 
     func addUpdates(_ id: UInt64, _ continuation: AsyncStream<ReachabilityUpdate>.Continuation) throws {
@@ -212,6 +242,7 @@ final class DaemonContext: ReachabilityClientOwner {
     /// it was last given, and the targets are watched anew. Its generation counts from its start.
     private func resume() throws {
         generation = nil
+        descriptions.removeAll()
         if !updateSubscribers.isEmpty {
             let fresh = try client.snapshot()
             generation = fresh.generation

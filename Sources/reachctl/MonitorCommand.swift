@@ -12,7 +12,8 @@ struct MonitorCommand: AsyncParsableCommand {
         abstract: "Print the current state, then one line for every change, until interrupted.",
         discussion: """
             Without targets: the host. A line is printed once per change of the host's answer \
-            (state, flags, primary, underlying or available interfaces), never for kernel noise \
+            (state, flags, primary, underlying or available interfaces, the source address, \
+            the primary's addresses, the nameservers), never for kernel noise \
             or for an interface that carries none of this host's paths (a container's veth or \
             bridge appearing). With --interfaces, changes of any interface's flags, kind or \
             addresses are printed too, each with the interfaces that changed. Each line is \
@@ -23,15 +24,19 @@ struct MonitorCommand: AsyncParsableCommand {
             that changed with its kind and state (the first line: the host as it is, and with \
             --interfaces every interface):
               [2026-11-27T17:40:01.123+01:00] online via eth0 (wired); wlan0 (wifi): removed
-            --verbose adds the generation (it increments with every change, host or interface; \
-            a gap means a change was not printed) and SCNetworkReachability's flags, none \
-            when empty:
-              [...] gen 8: online via eth0 (wired) [reachable|isWired]; wlan0 (wifi): removed
+            A host change whose source address went away or was replaced (sockets bound to it \
+            must be made anew) says "(rebind)" after the host's state. --verbose adds the \
+            generation (it increments with every change, host or interface; a gap means a change \
+            was not printed), SCNetworkReachability's flags, none when empty, and what moved:
+              [...] gen 8: online via eth0 (wired) [reachable|isWired] (rebind) {primary,sourceAddress}; wlan0 (wifi): removed
 
             With --json: the first line is the full snapshot (as `status --json`), then one \
-            object per change with the host keys, generation, changedInterfaces (full objects) \
-            and removedInterfaces (names); every object ends with "timestamp", in UTC with \
-            milliseconds (2026-11-27T16:40:01.123Z).
+            object per change with the host keys, generation, changedInterfaces (full objects), \
+            removedInterfaces (names), changed (what of the host's answer moved: state, primary, \
+            sourceAddress, addresses, deprecated, gateway, dns, expensive, constrained, stall, \
+            connectivity, portal, ...; empty for an interface-only change) and rebind (true when a \
+            source address went away or was replaced); every object ends with "timestamp", in UTC \
+            with milliseconds (2026-11-27T16:40:01.123Z).
 
             With targets (addresses or host names): the first answer for each target, then one \
             line whenever a target's answer changes (reachable or not, flags, interface, reason); \

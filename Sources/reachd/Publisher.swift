@@ -31,8 +31,9 @@ final class Publisher {
         Log.info("ready on the bus as \(ReachdContract.busName): \(lastStatus)")
     }
 
-    /// `Changed` goes first and only when the host's answer changed; interface-level changes
-    /// have `InterfacesChanged`; both move `Generation`. Then the slower parts: logs and STATUS=.
+    /// `Changed` goes first and only when the host's answer changed, with `HostChangeDescribed`
+    /// (what changed, whether to rebind) right after it; interface-level changes have
+    /// `InterfacesChanged`; all move `Generation`. Then the slower parts: logs and STATUS=.
     func follow(_ update: CoreUpdate) {
         guard let change = update.change else { return }
         if change.hostChanged {
@@ -40,6 +41,10 @@ final class Publisher {
                 try message.append(change.host.flags.rawValue)
                 try message.append(change.host.primaryInterface)
                 try message.append(change.generation)
+            }
+            let description = change.hostChange ?? HostChange(changed: [], rebind: false)
+            emit("HostChangeDescribed") { message throws(BusError) in
+                try Self.append(description, of: change, to: message)
             }
             bus.emitPropertiesChanged(path: ReachdContract.objectPath, interface: ReachdContract.interface, names: ReachabilityService.hostProperties + ["Generation"])
         }
@@ -67,6 +72,21 @@ final class Publisher {
             ServiceManager.notify("STATUS=\(summary)")
             Log.info(summary)
         }
+    }
+
+    /// `HostChangeDescribed`'s one argument, `a{sv}` (`ReachdContract.HostChangeEntry`).
+    static func append(_ description: HostChange, of change: ReachabilityChange, to message: BusMessage) throws(BusError) {
+        typealias Entry = ReachdContract.HostChangeEntry
+        try message.open("a", "{sv}")
+        try message.appendEntry(Entry.generation, "t") { m throws(BusError) in try m.append(change.generation) }
+        try message.appendEntry(Entry.changed, "as") { m throws(BusError) in try m.append(description.changedNames) }
+        try message.appendEntry(Entry.rebind, "b") { m throws(BusError) in try m.append(description.rebind) }
+        try message.appendEntry(Entry.primary, "s") { m throws(BusError) in try m.append(change.host.primaryInterface) }
+        try message.appendEntry(Entry.sourceAddress, "s") { m throws(BusError) in try m.append(description.sourceAddress?.description ?? "") }
+        try message.appendEntry(Entry.previousSourceAddress, "s") { m throws(BusError) in
+            try m.append(description.previousSourceAddress?.description ?? "")
+        }
+        try message.close()
     }
 
     private func emit(_ member: String, _ arguments: (BusMessage) throws(BusError) -> Void) {

@@ -76,6 +76,21 @@ final class ReachabilityService: BusObject {
         }
     }
 
+    /// A GetStatus entry of values by interface name (`a{ss}`): what ListInterfaces' fixed struct
+    /// cannot carry.
+    static func appendByInterface(_ reply: BusMessage, _ entry: String, _ values: [(String, String)]) throws(BusError) {
+        try reply.appendEntry(entry, "a{ss}") { message throws(BusError) in
+            try message.open("a", "{ss}")
+            for (name, value) in values {
+                try message.open("e", "ss")
+                try message.append(name)
+                try message.append(value)
+                try message.close()
+            }
+            try message.close()
+        }
+    }
+
     /// GetStatus's entries: the host's properties and Generation, each with its signature in
     /// the contract.
     static let statusEntries: [(name: String, signature: String)] = (hostProperties + ["Generation"]).map { name in
@@ -100,16 +115,9 @@ final class ReachabilityService: BusObject {
                 try reply.appendEntry("Overruns", "t") { message throws(BusError) in try message.append(counters.overruns) }
                 try reply.appendEntry("Resyncs", "t") { message throws(BusError) in try message.append(counters.resyncs) }
                 let reasons = interfaces.compactMap { status in status.expensiveReason.map { (status.name, $0.rawValue) } }
-                try reply.appendEntry(ReachdContract.interfaceExpensiveReasons, "a{ss}") { message throws(BusError) in
-                    try message.open("a", "{ss}")
-                    for (name, reason) in reasons {
-                        try message.open("e", "ss")
-                        try message.append(name)
-                        try message.append(reason)
-                        try message.close()
-                    }
-                    try message.close()
-                }
+                try Self.appendByInterface(reply, ReachdContract.interfaceExpensiveReasons, reasons)
+                let networks = interfaces.filter { !$0.networkID.isEmpty }.map { ($0.name, $0.networkID) }
+                try Self.appendByInterface(reply, ReachdContract.interfaceNetworkIDs, networks)
                 if let evidence = snapshot.stallEvidence { try Self.appendStallEvidence(reply, evidence) }
                 if let nat64 = snapshot.host.nat64Prefix {
                     try reply.appendEntry(ReachdContract.Nat64Entry.router, "s") { message throws(BusError) in try message.append(nat64.router.description) }

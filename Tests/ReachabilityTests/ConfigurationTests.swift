@@ -349,7 +349,10 @@ struct ConfigurationErrorTests {
     @Test(arguments: [
         ("[Check]\n", "test.conf:1: unknown section [Check]; did you mean [Checks]?"),
         ("\n[interface]\n", "test.conf:2: unknown section [interface]; did you mean [Interface]?"),
-        ("[Network]\n", "test.conf:1: unknown section [Network]; valid sections are [Checks], [Limits], [Priorities], [Connectivity], [WaitOnline], [Compatibility], [Metrics], [Stall], [Interface]"),
+        ("[Network]\n", "test.conf:1: [Network] section without ID=; every [Network] rule needs the network's name"),
+        ("[Network]\nID=0123456789ABCDEF\n", "test.conf:2: [Network] ID: '0123456789ABCDEF' is not a network's name; expected 16 hexadecimal digits (lowercase) as reachctl status --verbose shows it"),
+        ("[Network]\nID=0123456789abcdef\nMetered=yes\nMetered=no\n", "test.conf:4: [Network] Metered: set twice in one section (first at line 3); each [Network] section is one rule"),
+        ("[Network]\nID=0123456789abcdef\n[Network]\nID=0123456789abcdef\n", "test.conf:3: [Network] ID: a rule for network 0123456789abcdef already starts at line 1 of this file; merge the two sections"),
         ("[Checks\n", "test.conf:1: invalid section header '[Checks'; expected [Name]"),
         ("[Checks]\nDefaultTimout=1s\n", "test.conf:2: [Checks] DefaultTimout: unknown key; did you mean 'DefaultTimeout'?"),
         ("[Checks]\ndefaulttimeout=1s\n", "test.conf:2: [Checks] defaulttimeout: unknown key; did you mean 'DefaultTimeout'?"),
@@ -375,7 +378,7 @@ struct ConfigurationErrorTests {
         ("[Interface]\nName=abcdefghijklmnop\n", "test.conf:2: [Interface] Name: interface pattern \"abcdefghijklmnop\" needs at least 16 bytes but interface names have at most 15"),
         ("[Interface]\nName=a\nPriority=100001\n", "test.conf:3: [Interface] Priority: number 100001 is out of range; expected a whole number from 0 to 100000"),
         ("[Checks]\n[Interface]\nKind=wifi\n", "test.conf:2: [Interface] section without Name=; every rule needs the interface names it applies to"),
-        ("[Interface]\nName=a\nKind=wifi\nKind=wired\n", "test.conf:4: [Interface] Kind: set twice in one section (first at line 3); an [Interface] section is one rule"),
+        ("[Interface]\nName=a\nKind=wifi\nKind=wired\n", "test.conf:4: [Interface] Kind: set twice in one section (first at line 3); each [Interface] section is one rule"),
         ("[Interface]\nName=a\n\n[Interface]\nName=a\n", "test.conf:4: [Interface] Name: a rule for 'a' already starts at line 1 of this file; merge the two sections"),
     ])
     func errorClass(text: String, expected: String) {
@@ -430,7 +433,7 @@ struct ConfigurationErrorTests {
     @Test func linesAfterAnUnknownSectionAreNotReportedAgain() {
         let (_, errors) = parsed("[Resolve]\nDNS=1.1.1.1\nDomains=~.\n[Checks]\nFoo=1\n")
         #expect(errors == [
-            "test.conf:1: unknown section [Resolve]; valid sections are [Checks], [Limits], [Priorities], [Connectivity], [WaitOnline], [Compatibility], [Metrics], [Stall], [Interface]",
+            "test.conf:1: unknown section [Resolve]; valid sections are [Checks], [Limits], [Priorities], [Connectivity], [WaitOnline], [Compatibility], [Metrics], [Stall], [Interface], [Network]",
             "test.conf:5: [Checks] Foo: unknown key; valid keys are DefaultTimeout, MaxConcurrentLookups, NegativeCacheTime, LookupsPerUserPerSecond, LookupBurstPerUser",
         ])
     }
@@ -712,7 +715,8 @@ struct ConfigurationMessageTests {
         for section in ConfigurationSection.allCases {
             // ExpectedBody= takes any text: there is no bad value to echo.
             for key in section.keyNames where key != "ExpectedBody" {
-                let prefix = section == .interface && key != "Name" ? "[Interface]\nName=eth0\n" : "[\(section.name)]\n"
+                let prefix = section == .interface && key != "Name" ? "[Interface]\nName=eth0\n"
+                    : section == .network && key != "ID" ? "[Network]\nID=0123456789abcdef\n" : "[\(section.name)]\n"
                 var configuration = Configuration.default
                 let errors = Configuration.parse(prefix + "\(key)=\(junk)\n", file: "reachd.conf", into: &configuration)
                 #expect(errors.count == 1, "[\(section.name)] \(key): \(errors)")

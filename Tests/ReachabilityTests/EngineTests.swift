@@ -266,7 +266,6 @@ extension EngineTests {
             ("same route, NLM_F_REPLACE", .route(Fact.defaultV4(via: "192.0.2.1", dev: 2), replace: true)),
             ("IFF_PROMISC on", .link(promiscuous, device: nil)),
             ("IFF_PROMISC off", .link(Fact.ethernet(2, "eth0"), device: nil)),
-            ("address deprecated (preferred lifetime over)", .address(deprecated)),
             ("removal of an unknown address", .addressRemoved(Fact.v4(2, "203.0.113.1"))),
             ("removal of an unknown route", .routeRemoved(Fact.defaultV4(via: "192.0.2.99", dev: 2))),
             ("removal of an unknown link", .linkRemoved(index: 99)),
@@ -280,6 +279,13 @@ extension EngineTests {
         #expect(state.generation == generation)
         #expect(state.snapshot.interfaces == snapshot.interfaces)
         #expect(state.snapshot.host == snapshot.host)
+        // A deprecated address of the primary is a host change (new connections avoid it), that
+        // only says so: the sole address stays the source, nothing to rebind.
+        let deprecation = try changed(state.apply([.address(deprecated)]), "address deprecated (preferred lifetime over)")
+        #expect(deprecation.hostChange == HostChange(
+            changed: [.deprecated], rebind: false, sourceAddress: Fact.ip("192.0.2.10"), previousSourceAddress: Fact.ip("192.0.2.10")))
+        #expect(deprecation.host == snapshot.host)
+        #expect(deprecation.changedInterfaces.isEmpty)
     }
 
     @Test func batchOfManyEvents_yieldsExactlyOneChange() throws {

@@ -54,7 +54,9 @@ struct NameserverFactTests {
         let onLink = Self.route("192.0.2.0", 24, via: nil)
         // Not online (no default route): a server on the link counts, the stub does not.
         var change = state.apply([.nameservers([NameserverRoute(address: Self.ip("127.0.0.53"), route: nil)])])
-        #expect(change == nil)
+        // The servers are part of the host's answer (`HostAddressing`): a change naming only them.
+        #expect(change?.hostChange?.changed == [.dns])
+        #expect(change?.host.pathFacts.supportsDNS == false)
         #expect(!state.host.pathFacts.supportsDNS)
         change = state.apply([.nameservers([NameserverRoute(address: Self.ip("192.0.2.53"), route: onLink)])])
         #expect(change?.host.pathFacts.supportsDNS == true)

@@ -58,4 +58,53 @@ struct NetworkIdentityDaemonTests {
         }
         harness.shutdown()
     }
+
+    /// A `[Network]` rule keyed by the name `reachctl interfaces --verbose` shows: on reload the
+    /// network is metered (reason configuration) through reachd at once, without a restart, and
+    /// in-process alike; another router on the link is another network, which the rule leaves alone.
+    @Test func aNetworkRuleByItsName_appliesOnReload_andOnlyToThatNetwork() async throws {
+        let ns = try TestNamespace()
+        try ns.ip("link add nr0 type veth peer name nr0p")
+        try ns.ip("addr add 192.0.2.2/24 dev nr0")
+        try ns.ip("link set nr0p up")
+        try ns.ip("link set nr0 up")
+        try ns.ip("route add default via 192.0.2.1 dev nr0")
+        try ns.ip("neigh replace 192.0.2.1 lladdr 02:00:5e:10:00:01 dev nr0 nud permanent")
+        let harness = try DaemonHarness(ns)
+        defer { harness.shutdown() }
+        try await harness.ready(state: nil)
+
+        func interface(_ source: [String]) throws -> [String: Any] {
+            let listed = try reachctl(["interfaces", "--json"] + source).json()["interfaces"] as? [[String: Any]] ?? []
+            return listed.first { $0["name"] as? String == "nr0" } ?? [:]
+        }
+        var name = ""
+        try await eventually("nr0's network named through reachd", timeout: .seconds(10), every: .milliseconds(50)) {
+            name = try interface(["--bus-address", harness.address])["networkID"] as? String ?? ""
+            return !name.isEmpty
+        }
+        let host = try reachctl(["status", "--json", "--bus-address", harness.address]).json()
+        #expect(host["networkID"] as? String == name, "the host's network is its primary interface's")
+        #expect(host["expensiveReason"] as? String == "")
+        let table = try reachctl(["interfaces", "--verbose", "--bus-address", harness.address]).stdout
+        #expect(table.contains("NETWORK") && table.contains(name), "\(table)")
+
+        let config = "[Interface]\nName=nr0\nMetered=no\n\n[Network]\nID=\(name)\nMetered=yes\n"
+        try harness.writeConfig(config)
+        harness.daemon?.signal(SIGHUP)
+        try await eventually("metered by the network's rule after the reload", timeout: .seconds(5), every: .milliseconds(50)) {
+            let status = try reachctl(["status", "--json", "--bus-address", harness.address]).json()
+            let listed = try interface(["--bus-address", harness.address])
+            return status["expensiveReason"] as? String == "configuration" && listed["expensiveReason"] as? String == "configuration"
+        }
+        let inProcess = try reachctl(["status", "--json", "--netns", ns.name, "--config-dir", harness.configDirectory]).json()
+        #expect(inProcess["expensiveReason"] as? String == "configuration", "in-process reads the same rule: \(inProcess)")
+
+        // Another router on the link: another network, not metered.
+        try ns.ip("neigh replace 192.0.2.1 lladdr 02:00:5e:10:00:02 dev nr0 nud permanent")
+        try await eventually("the other network is not metered", timeout: .seconds(10), every: .milliseconds(50)) {
+            let status = try reachctl(["status", "--json", "--bus-address", harness.address]).json()
+            return status["networkID"] as? String != name && status["expensiveReason"] as? String == ""
+        }
+    }
 }

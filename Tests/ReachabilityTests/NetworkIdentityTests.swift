@@ -66,4 +66,41 @@ import Testing
         _ = state.apply([.routeRemoved(Fact.defaultV4(via: "192.0.2.1", dev: 2))])
         #expect(state.host.state != .online && state.host.networkID == "")
     }
+
+    @Test func eachInterfaceCarriesTheNameOfItsNetwork_theHostsIsItsPrimarys() {
+        var state = Self.online()
+        #expect(state.interface(index: 2)?.networkID == "")
+        _ = Self.resolved(&state)
+        let name = state.host.networkID
+        #expect(!name.isEmpty && state.interface(index: 2)?.networkID == name)
+        // An IPv6 default route beside it (another gateway, another prefix): the network keeps
+        // the name its IPv4 gateway gives it, whichever family the host's path takes.
+        _ = state.apply([
+            .address(Fact.v6(2, "2001:db8::10")),
+            .route(Fact.defaultV6(via: "fe80::1", dev: 2), replace: false),
+            .neighbour(Neighbour(interfaceIndex: 2, address: Fact.ip("fe80::1"), state: .reachable, linkLayerAddress: [2, 0, 0, 0, 0, 9])),
+        ])
+        #expect(state.host.networkID == name && state.interface(index: 2)?.networkID == name)
+    }
+
+    @Test func aNetworkRule_winsOverTheInterfaceRules_onThatNetworkOnly_atOnceOnReload() throws {
+        var state = Self.online()
+        _ = Self.resolved(&state)
+        let name = state.host.networkID
+        #expect(!state.host.flags.contains(.isExpensive))
+        // An interface rule says unmetered, the network's rule says metered: the network wins.
+        let rules = [InterfaceRule(pattern: "eth*", metered: false)]
+        let reclassified = state.reclassify(with: Classifier(rules: rules, networks: [NetworkRule(id: name, metered: true, constrained: true)]))
+        let change = try #require(reclassified)
+        #expect(change.host.flags.contains(.isExpensive) && change.host.flags.contains(.isConstrained))
+        #expect(change.host.expensiveReason == .configuration)
+        #expect(state.interface(index: 2)?.flags.contains(.isExpensive) == true)
+        // Another network (another router on the same link): the rule does not follow the link.
+        _ = Self.resolved(&state, [0x02, 0, 0x5e, 0x10, 0, 0x02])
+        #expect(state.host.networkID != name && !state.host.flags.contains(.isExpensive))
+        // A rule for a network nobody is attached to changes nothing.
+        var other = Self.online()
+        _ = Self.resolved(&other)
+        #expect(other.reclassify(with: Classifier(networks: [NetworkRule(id: "0123456789abcdef", metered: true)])) == nil)
+    }
 }

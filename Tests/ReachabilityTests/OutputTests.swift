@@ -32,7 +32,7 @@ struct SnapshotJSONTests {
     @Test("an interface has index, name, kind, flags and addresses in that order")
     func interface() {
         let json = Fixture.wlan0.json
-        #expect(json.keys == ["index", "name", "kind", "flags", "addresses", "stalled", "expensiveReason"])
+        #expect(json.keys == ["index", "name", "kind", "flags", "addresses", "stalled", "expensiveReason", "networkID"])
         #expect(json["index"] == .int(3))
         #expect(json["name"] == "wlan0")
         #expect(json["kind"] == "wifi")
@@ -40,14 +40,14 @@ struct SnapshotJSONTests {
         #expect(json["addresses"]?.stringArrayValue == ["192.0.2.5/24", "2001:db8::5/64", "fe80::1/64"])
         #expect(
             Fixture.wwan0.json.serialized()
-                == #"{"index":12,"name":"wwan0","kind":"cellular","flags":["reachable","isWWAN","isExpensive"],"addresses":["198.51.100.7/30"],"stalled":false,"expensiveReason":""}"#
+                == #"{"index":12,"name":"wwan0","kind":"cellular","flags":["reachable","isWWAN","isExpensive"],"addresses":["198.51.100.7/30"],"stalled":false,"expensiveReason":"","networkID":""}"#
         )
     }
 
     @Test("an interface without flags or addresses has empty arrays, not null")
     func emptyInterface() {
         let bare = InterfaceStatus(index: 9, name: "dummy0", kind: .other, flags: [], addresses: [])
-        #expect(bare.json.serialized() == #"{"index":9,"name":"dummy0","kind":"other","flags":[],"addresses":[],"stalled":false,"expensiveReason":""}"#)
+        #expect(bare.json.serialized() == #"{"index":9,"name":"dummy0","kind":"other","flags":[],"addresses":[],"stalled":false,"expensiveReason":"","networkID":""}"#)
     }
 
     @Test("flags list names in documented order, unnamed bits as hex")
@@ -98,8 +98,18 @@ struct SnapshotJSONTests {
         #expect(
             json.keys == [
                 "flags", "state", "primaryInterface", "availableInterfaces", "underlyingInterface", "connectivity", "portal", "announcedPortal", "nat64Prefix", "nat64Router", "nat64Interface", "validatedInterfaces", "stalled", "expensiveReason", "networkID", "supportsIPv4", "supportsIPv6", "supportsDNS", "gateways", "reason", "generation", "changedInterfaces",
-                "removedInterfaces",
+                "removedInterfaces", "changed", "rebind",
             ])
+        // No description given (a change from an older source): nothing named, no rebind.
+        #expect(json["changed"]?.stringArrayValue == [])
+        #expect(json["rebind"] == .bool(false))
+        var described = change
+        described.hostChange = HostChange(changed: [.sourceAddress, .primary], rebind: true)
+        #expect(described.json["changed"]?.stringArrayValue == ["primary", "sourceAddress"])
+        #expect(described.json["rebind"] == .bool(true))
+        #expect(renderChange(described).contains("(rebind); eth0 (wired): "), "\(renderChange(described))")
+        #expect(renderChange(described, style: TextStyle(verbose: true)).contains("(rebind) {primary,sourceAddress}; "))
+        #expect(!renderChange(change).contains("rebind"))
         #expect(json["flags"]?.stringArrayValue == ["reachable", "isWired"])
         #expect(json["state"] == "online")
         #expect(json["primaryInterface"] == "eth0")
@@ -257,13 +267,15 @@ struct InterfaceTableTests {
         #expect(renderInterfaces(Fixture.snapshot) == expected)
     }
 
-    @Test("--verbose adds Apple's flags in a column of their own; --no-legend drops the header")
+    @Test("--verbose adds Apple's flags and the network's name in columns of their own; --no-legend drops the header")
     func verboseAndLegend() {
-        let lines = renderInterfaceTable([Fixture.eth0, Fixture.wwan0], style: TextStyle(verbose: true)).split(separator: "\n").map(String.init)
+        var wwan0 = Fixture.wwan0
+        wwan0.networkID = "0123456789abcdef"
+        let lines = renderInterfaceTable([Fixture.eth0, wwan0], style: TextStyle(verbose: true)).split(separator: "\n").map(String.init)
         #expect(lines == [
-            "INDEX  NAME   KIND      STATE           FLAGS                         ADDRESSES",
-            "    2  eth0   wired     not ready       connectionRequired|isWired    -",
-            "   12  wwan0  cellular  ready, metered  reachable|isWWAN|isExpensive  198.51.100.7/30",
+            "INDEX  NAME   KIND      STATE           FLAGS                         NETWORK           ADDRESSES",
+            "    2  eth0   wired     not ready       connectionRequired|isWired    -                 -",
+            "   12  wwan0  cellular  ready, metered  reachable|isWWAN|isExpensive  0123456789abcdef  198.51.100.7/30",
         ])
         let bare = renderInterfaceTable([Fixture.eth0, Fixture.wwan0], legend: false)
         #expect(bare == """

@@ -45,15 +45,17 @@ struct PathFactsDaemonTests {
         let monitor = try harness.monitor()
         defer { monitor.stop() }
 
-        // Dual stack: the flags do not move, the facts do.
+        // Dual stack: the flags do not move, the facts do. The primary's new address is a host
+        // change of its own (HostChangeDescribed says `addresses`), the default route another.
         try scenario.ns.ip("-6 addr add 2001:db8:1::2/64 dev up0 nodad")
+        try await Self.exactlyOneMore(monitor, 1, "a global IPv6 address on the primary")
         try scenario.ns.ip("-6 route add default via 2001:db8:1::1 dev up0")
-        try await Self.exactlyOneMore(monitor, 1, "IPv6 joins")
+        try await Self.exactlyOneMore(monitor, 2, "IPv6 joins")
         #expect(try Self.facts(scenario, harness) == "online v4=true v6=true gw=192.0.2.1,2001:db8:1::1 reason=")
 
         // IPv6 only: still online, through the IPv6 default.
         try scenario.ns.ip("route del default via 192.0.2.1")
-        try await Self.exactlyOneMore(monitor, 2, "IPv4's default goes")
+        try await Self.exactlyOneMore(monitor, 3, "IPv4's default goes")
         #expect(try Self.facts(scenario, harness) == "online v4=false v6=true gw=2001:db8:1::1 reason=")
 
         // A rule that prohibits everything of both families: policyBlocked, not noRoute.

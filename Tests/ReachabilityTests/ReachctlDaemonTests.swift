@@ -226,7 +226,7 @@ struct ReachctlDaemonTests {
                 case let .watch(eventPath, result):
                     #expect(eventPath == path)
                     watched = result
-                case .interfacesChanged, .path:
+                case .interfacesChanged, .hostChangeDescribed, .path:
                     break
                 case .serviceLost, .serviceReturned:
                     Issue.record("reachd is still there")

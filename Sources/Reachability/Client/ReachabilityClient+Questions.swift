@@ -57,10 +57,11 @@ extension ReachabilityClient {
 
     /// `GetStatus` with the mirror's counters (nil from a reachd that does not send them).
     /// `stall`: the figures behind `Stalled` (nil when reachd sends none).
-    /// `expensiveReasons`: each expensive interface's reason, by name (empty from an older reachd).
+    /// `expensiveReasons`: each expensive interface's reason, by name; `networkIDs`: each
+    /// interface's network name, by name (both empty from an older reachd).
     public func fullStatus() throws(BusError) -> (
         host: HostStatus, generation: UInt64, counters: MirrorCounters?, stall: StallEvidence?,
-        expensiveReasons: [String: ExpensiveReason]
+        expensiveReasons: [String: ExpensiveReason], networkIDs: [String: String]
     ) {
         let reply = try call("GetStatus")
         let message = reply.message
@@ -70,6 +71,7 @@ extension ReachabilityClient {
         var stall: StallEvidence?
         var nat64: [String: String] = [:]
         var expensiveReasons: [String: ExpensiveReason] = [:]
+        var networkIDs: [String: String] = [:]
         guard try message.enter("a", "{sv}") else { throw Self.badReply("GetStatus", "expected a{sv}") }
         while try message.enter("e", "sv") {
             let key = try message.readString()
@@ -131,18 +133,9 @@ extension ReachabilityClient {
                     host.stalled = value
                 }
             case ReachdContract.interfaceExpensiveReasons:
-                guard try message.enterVariant(holding: "a{ss}") else {
-                    try message.skip("v")
-                    break
-                }
-                guard try message.enter("a", "{ss}") else { throw Self.badReply("GetStatus", "expected a{ss}") }
-                while try message.enter("e", "ss") {
-                    let name = try message.readString()
-                    if let reason = ExpensiveReason(rawValue: try message.readString()) { expensiveReasons[name] = reason }
-                    try message.exit()
-                }
-                try message.exit()
-                try message.exit()
+                for (name, value) in try Self.byInterface(message) { expensiveReasons[name] = ExpensiveReason(rawValue: value) }
+            case ReachdContract.interfaceNetworkIDs:
+                networkIDs = try Self.byInterface(message)
             case "Nat64Prefix", ReachdContract.Nat64Entry.router, ReachdContract.Nat64Entry.interface:
                 nat64[key] = try Self.variant(message, "s", { m throws(BusError) in try m.readString() })
             default:
@@ -154,7 +147,25 @@ extension ReachabilityClient {
         if let prefix = nat64["Nat64Prefix"].flatMap(IPPrefix.init), let router = nat64[ReachdContract.Nat64Entry.router].flatMap(IPAddress.init) {
             host.nat64Prefix = Nat64Prefix(prefix: prefix, router: router, interfaceName: nat64[ReachdContract.Nat64Entry.interface] ?? "")
         }
-        return (host, generation, counters, stall, expensiveReasons)
+        return (host, generation, counters, stall, expensiveReasons, networkIDs)
+    }
+
+    /// A GetStatus entry's `a{ss}` of values by interface name; empty when it holds another type.
+    private static func byInterface(_ message: BusMessage) throws(BusError) -> [String: String] {
+        guard try message.enterVariant(holding: "a{ss}") else {
+            try message.skip("v")
+            return [:]
+        }
+        guard try message.enter("a", "{ss}") else { throw Self.badReply("GetStatus", "expected a{ss}") }
+        var values: [String: String] = [:]
+        while try message.enter("e", "ss") {
+            let name = try message.readString()
+            values[name] = try message.readString()
+            try message.exit()
+        }
+        try message.exit()
+        try message.exit()
+        return values
     }
 
     /// `ListInterfaces`: every visible interface, by index. Kinds and flags come from their
@@ -187,22 +198,26 @@ extension ReachabilityClient {
             let after = try self.fullStatus()
             if after.generation == status.generation {
                 return ReachabilitySnapshot(
-                    generation: status.generation, host: status.host, interfaces: Self.with(after.expensiveReasons, interfaces),
+                    generation: status.generation, host: status.host, interfaces: Self.with((after.expensiveReasons, after.networkIDs), interfaces),
                     stallEvidence: after.stall)
             }
             status = after
         }
         // Changing faster than we can read: the latest of each is still a true answer.
         return ReachabilitySnapshot(
-            generation: status.generation, host: status.host, interfaces: Self.with(status.expensiveReasons, try interfaces()),
+            generation: status.generation, host: status.host, interfaces: Self.with((status.expensiveReasons, status.networkIDs), try interfaces()),
             stallEvidence: status.stall)
     }
 
-    /// `interfaces` with GetStatus's reasons for the expensive ones.
-    static func with(_ reasons: [String: ExpensiveReason], _ interfaces: [InterfaceStatus]) -> [InterfaceStatus] {
+    /// `interfaces` with what GetStatus adds to ListInterfaces' fixed struct: the reasons of the
+    /// expensive ones, and the networks' names.
+    static func with(
+        _ full: (expensiveReasons: [String: ExpensiveReason], networkIDs: [String: String]), _ interfaces: [InterfaceStatus]
+    ) -> [InterfaceStatus] {
         interfaces.map { status in
             var status = status
-            status.expensiveReason = reasons[status.name]
+            status.expensiveReason = full.expensiveReasons[status.name]
+            status.networkID = full.networkIDs[status.name] ?? ""
             return status
         }
     }

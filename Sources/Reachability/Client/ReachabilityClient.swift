@@ -32,6 +32,9 @@ public final class ReachabilityClient {
         /// The `InterfacesChanged` signal: an interface changed (the host's answer did not, or
         /// `changed` came too) and derived state is now at `generation`.
         case interfacesChanged(generation: UInt64)
+        /// The `HostChangeDescribed` signal, right after `changed` of the same generation: what
+        /// the host change changed and whether sockets must be rebound.
+        case hostChangeDescribed(HostChange, generation: UInt64)
         /// A watch of ours (`watch(_:)`) has a new answer.
         case watch(path: String, result: CheckResult)
         /// A path watch of ours (`watchPath(_:)`) has a new answer.
@@ -163,6 +166,12 @@ public final class ReachabilityClient {
                 let generation = try? message.readUInt64()
             else { return }
             inbox.append(.event(.changed(flags: ReachabilityFlags(rawValue: flags), primaryInterface: primary, generation: generation)))
+        })
+        slots.append(try connection.addMatch(
+            "type='signal',sender='\(owner)',path='\(Contract.objectPath)',interface='\(Contract.interface)',member='HostChangeDescribed'"
+        ) { message in
+            guard let (description, generation) = try? Self.readHostChange(message) else { return }
+            inbox.append(.event(.hostChangeDescribed(description, generation: generation)))
         })
         slots.append(try connection.addMatch(
             "type='signal',sender='\(owner)',path='\(Contract.objectPath)',interface='\(Contract.interface)',member='InterfacesChanged'"
@@ -343,6 +352,34 @@ public final class ReachabilityClient {
     }
 
     /// Reads a variant when it holds `signature`; skips it (nil) when it holds anything else.
+    /// `HostChangeDescribed`'s `a{sv}`. Entries it does not know, or of another type, are
+    /// skipped; a word of `changed` it does not know is left out (a newer reachd's aspect).
+    static func readHostChange(_ message: BusMessage) throws(BusError) -> (HostChange, generation: UInt64)? {
+        typealias Entry = Contract.HostChangeEntry
+        var generation: UInt64?
+        var changed: [HostChange.Aspect] = []
+        var rebind = false
+        var source: IPAddress?
+        var previous: IPAddress?
+        guard try message.enter("a", "{sv}") else { return nil }
+        while try message.enter("e", "sv") {
+            switch try message.readString() {
+            case Entry.generation: generation = try variant(message, "t") { m throws(BusError) in try m.readUInt64() }
+            case Entry.changed:
+                changed = (try variant(message, "as") { m throws(BusError) in try m.readStringArray() } ?? []).compactMap(HostChange.Aspect.init)
+            case Entry.rebind: rebind = try variant(message, "b") { m throws(BusError) in try m.readBool() } ?? false
+            case Entry.sourceAddress: source = try variant(message, "s") { m throws(BusError) in try m.readString() }.flatMap(IPAddress.init)
+            case Entry.previousSourceAddress:
+                previous = try variant(message, "s") { m throws(BusError) in try m.readString() }.flatMap(IPAddress.init)
+            default: try message.skip("v")
+            }
+            try message.exit()
+        }
+        try message.exit()
+        guard let generation else { return nil }
+        return (HostChange(changed: changed, rebind: rebind, sourceAddress: source, previousSourceAddress: previous), generation)
+    }
+
     static func variant<T>(
         _ message: BusMessage, _ signature: String, _ read: (BusMessage) throws(BusError) -> T
     ) throws(BusError) -> T? {

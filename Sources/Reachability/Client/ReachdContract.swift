@@ -74,6 +74,8 @@ public enum ReachdContract {
     /// GetStatus's entry with each expensive interface's reason (a{ss}: name -> `ExpensiveReason`):
     /// ListInterfaces' struct is fixed, so the per-interface reasons travel beside it.
     public static let interfaceExpensiveReasons = "InterfaceExpensiveReasons"
+    /// GetStatus's `a{ss}`: each interface's network name (`NetworkID`), for those that have one.
+    public static let interfaceNetworkIDs = "InterfaceNetworkIDs"
 
     /// GetStatus's entries on where `Nat64Prefix` came from (s each): the announcing router and
     /// the link it was announced on; absent when no prefix is.
@@ -121,7 +123,19 @@ public enum ReachdContract {
         .method("Unwatch", signature: "o", result: "", names: "watch\0"),
         .signal("Changed", signature: "ust", names: "flags\0primary_interface\0generation\0"),
         .signal("InterfacesChanged", signature: "a(issuas)ast", names: "changed\0removed\0generation\0"),
+        .signal("HostChangeDescribed", signature: "a{sv}", names: "description\0"),
     ]
+
+    /// The entries of `HostChangeDescribed`, sent right after each `Changed` of the same
+    /// generation: what the host change changed and whether clients must rebind.
+    public enum HostChangeEntry {
+        public static let generation = "generation"  // t
+        public static let changed = "changed"  // as, HostChange.Aspect's words
+        public static let rebind = "rebind"  // b
+        public static let primary = "primary"  // s
+        public static let sourceAddress = "sourceAddress"  // s, empty without one
+        public static let previousSourceAddress = "previousSourceAddress"  // s, empty without one
+    }
 
     /// The members of `watchInterface` on each watch object.
     public static let watchMembers: [BusVTable.Member] = [

@@ -30,6 +30,8 @@ package struct Configuration: Sendable, Equatable {
     package var metrics = MetricsSettings()
     /// `[Interface]` sections, in order: for each property the first matching rule that sets it wins.
     package var rules: [InterfaceRule]
+    /// `[Network]` sections: one rule per network, by its name; they win over interface rules.
+    package var networks: [NetworkRule] = []
     /// `[WaitOnline] Timeout`: how long reachd-wait-online.service waits before it fails.
     package var waitOnlineTimeout: Duration
     /// `[WaitOnline] Target`: an address or host name that must be reachable; nil for none.
@@ -94,6 +96,7 @@ package struct Configuration: Sendable, Equatable {
     /// time and stall detection. reachd uses the rest itself (timeouts of its calls, watch limits).
     package func apply(to monitor: inout CoreConfiguration) {
         monitor.rules = rules
+        monitor.networks = networks
         monitor.priorities = priorities
         monitor.maximumConcurrentLookups = maxConcurrentLookups
         monitor.negativeCacheTime = negativeCacheTime

@@ -14,6 +14,8 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
     case stall = "Stall"
     /// Repeats: each one is a rule.
     case interface = "Interface"
+    /// Repeats: each one is a rule for one network, by its name (`NetworkID`).
+    case network = "Network"
 
     var name: String { rawValue }
 
@@ -29,6 +31,7 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
         case .metrics: [.textfileDirectory, .textfileInterval]
         case .stall: [.stallDetect, .stallAfter, .stallMinSockets, .stallDNSTimeouts, .stallInterval]
         case .interface: [.name, .kind, .ignore, .metered, .constrained, .probe, .rulePriority]
+        case .network: [.networkID, .metered, .constrained, .probe]
         }
     }
 
@@ -54,6 +57,7 @@ enum ConfigurationSetting: Hashable, Sendable {
     case priority(InterfaceKind)
     case probeURL, expectedStatus, expectedBody, probeInterval, probeTimeout
     case name, kind, ignore, metered, constrained, probe, rulePriority
+    case networkID
     case waitTimeout, waitTarget, waitKind
     case networkManager
     case textfileDirectory, textfileInterval
@@ -89,6 +93,7 @@ enum ConfigurationSetting: Hashable, Sendable {
         case .constrained: "Constrained"
         case .probe: "Probe"
         case .rulePriority: "Priority"
+        case .networkID: "ID"
         case .waitTimeout: "Timeout"
         case .waitTarget: "Target"
         case .waitKind: "Kind"
@@ -120,6 +125,7 @@ enum ConfigurationSetting: Hashable, Sendable {
         case .expectedBody: "the text the answer's body starts with"
         case .maxWatchesPerUser: "a whole number or auto"
         case .name: "an interface name or glob such as wlan*"
+        case .networkID: "a network's name, 16 hexadecimal digits as reachctl status --verbose shows it"
         case .kind: "one of " + InterfaceKind.allCases.map(\.rawValue).joined(separator: ", ")
         case .ignore, .metered, .constrained, .probe, .networkManager, .stallDetect: "yes or no"
         case .waitTarget: "an address or a host name"

@@ -41,6 +41,8 @@ struct ConfigurationParser {
     /// The `Name=` of every rule this file gave, with its section's line, to refuse a second one.
     private var rulesInThisFile: [String: Int] = [:]
     private var reportedTooManyRules = false
+    /// The `ID=` of every network rule this file gave, with its section's line.
+    private var networksInThisFile: [String: Int] = [:]
 
     init(file: String, configuration: Configuration) {
         self.file = file
@@ -159,13 +161,15 @@ struct ConfigurationParser {
         section = found
         skippingSection = false
         if found == .interface { pendingRule = PendingRule(line: line) }
+        if found == .network { pendingRule = PendingRule(line: line, network: NetworkRule(id: "")) }
     }
 
-    /// Completes an `[Interface]` section into a rule; nothing for the others.
+    /// Completes an `[Interface]` or `[Network]` section into a rule; nothing for the others.
     private mutating func finishSection() {
         guard let rule = pendingRule else { return }
         pendingRule = nil
         guard !rule.failed else { return }  // already reported; a half rule would match the wrong links
+        if let network = rule.network { return finishNetwork(network, line: rule.line) }
         let made = rule.rule, pattern = made.pattern
         guard !pattern.isEmpty else {  // Name= never accepts an empty pattern
             fail(line: rule.line, section: ConfigurationSection.interface.name,
@@ -189,6 +193,26 @@ struct ConfigurationParser {
         }
     }
 
+    /// A `[Network]` rule joins the others, replacing one of an earlier file for the same network.
+    private mutating func finishNetwork(_ network: NetworkRule, line: Int) {
+        let section = ConfigurationSection.network.name
+        guard !network.id.isEmpty else {
+            return fail(line: line, section: section, "section without ID=; every [Network] rule needs the network's name")
+        }
+        if let earlier = networksInThisFile[network.id] {
+            return fail(line: line, section: section, key: "ID",
+                        "a rule for network \(network.id) already starts at line \(earlier) of this file; merge the two sections")
+        }
+        networksInThisFile[network.id] = line
+        if let index = configuration.networks.firstIndex(where: { $0.id == network.id }) {
+            configuration.networks[index] = network
+        } else if configuration.networks.count < Configuration.maximumRules {
+            configuration.networks.append(network)
+        } else {
+            fail(line: line, section: section, "more than \(Configuration.maximumRules) network rules")
+        }
+    }
+
     // MARK: Assignments
 
     private mutating func assign(key: String, value: String, in section: ConfigurationSection, line: Int) {
@@ -200,9 +224,9 @@ struct ConfigurationParser {
             pendingRule?.failed = true
             return
         }
-        if section == .interface, let first = pendingRule?.keyLines[setting.name] {
+        if section == .interface || section == .network, let first = pendingRule?.keyLines[setting.name] {
             fail(line: line, section: section.name, key: key,
-                 "set twice in one section (first at line \(first)); an [Interface] section is one rule")
+                 "set twice in one section (first at line \(first)); each [\(section.name)] section is one rule")
             pendingRule?.failed = true
             return
         }
@@ -268,11 +292,19 @@ struct ConfigurationParser {
         case .ignore:
             pendingRule?.rule.ignore = try ValueProblem.boolean(value)
         case .metered:
-            pendingRule?.rule.metered = try ValueProblem.boolean(value)
+            let metered = try ValueProblem.boolean(value)
+            if pendingRule?.network != nil { pendingRule?.network?.metered = metered } else { pendingRule?.rule.metered = metered }
         case .constrained:
-            pendingRule?.rule.constrained = try ValueProblem.boolean(value)
+            let constrained = try ValueProblem.boolean(value)
+            if pendingRule?.network != nil { pendingRule?.network?.constrained = constrained } else { pendingRule?.rule.constrained = constrained }
         case .probe:
-            pendingRule?.rule.probe = try ValueProblem.boolean(value)
+            let probe = try ValueProblem.boolean(value)
+            if pendingRule?.network != nil { pendingRule?.network?.probe = probe } else { pendingRule?.rule.probe = probe }
+        case .networkID:
+            guard NetworkRule.isValid(id: value) else {
+                throw ValueProblem(message: "'\(value)' is not a network's name; expected 16 hexadecimal digits (lowercase) as reachctl status --verbose shows it")
+            }
+            pendingRule?.network?.id = value
         case .rulePriority:
             pendingRule?.rule.priority = try ValueProblem.integer(value, in: Configuration.priorityRange)
         case .waitTimeout:
@@ -316,12 +348,14 @@ struct ConfigurationParser {
     }
 }
 
-/// An `[Interface]` section as read so far.
+/// An `[Interface]` or `[Network]` section as read so far.
 private struct PendingRule {
     /// The header's line.
     var line: Int
     /// The keys set so far; the pattern stays empty until `Name=`.
     var rule = InterfaceRule(pattern: "")
+    /// A `[Network]` section's rule instead; its name stays empty until `ID=`.
+    var network: NetworkRule?
     /// Canonical key name to the line that set it, to refuse a second assignment.
     var keyLines: [String: Int] = [:]
     /// Some line of the section was wrong: the rule is dropped rather than applied in part.

@@ -10,7 +10,7 @@ extension Configuration {
         } else {
             lines += sources.map { "#   \($0)" }
         }
-        for section in ConfigurationSection.allCases where section != .interface {
+        for section in ConfigurationSection.allCases where section != .interface && section != .network {
             lines.append("")
             lines.append("[\(section.name)]")
             if section == .connectivity, !connectivity.isEnabled {
@@ -28,6 +28,14 @@ extension Configuration {
             lines.append("[\(ConfigurationSection.interface.name)]")
             lines += ConfigurationSection.interface.settings.compactMap { setting in
                 Self.text(of: setting, in: rule).map { "\(setting.name)=\($0)" }
+            }
+        }
+        for network in networks {
+            lines.append("")
+            lines.append("[\(ConfigurationSection.network.name)]")
+            lines.append("ID=\(network.id)")
+            for (setting, value) in [(ConfigurationSetting.metered, network.metered), (.constrained, network.constrained), (.probe, network.probe)] {
+                if let value { lines.append("\(setting.name)=\(Self.text(value))") }
             }
         }
         return lines.joined(separator: "\n") + "\n"
@@ -62,7 +70,7 @@ extension Configuration {
         case .stallMinSegments, .stallRetransmitPercent: nil
         case .stallDNSTimeouts: "\(stall.dnsTimeouts)"
         case .stallInterval: DurationText.format(stall.pollInterval)
-        case .name, .kind, .ignore, .metered, .constrained, .probe, .rulePriority: nil  // written per rule
+        case .name, .kind, .ignore, .metered, .constrained, .probe, .rulePriority, .networkID: nil  // written per rule
         }
     }
 

@@ -8,6 +8,8 @@ public struct CoreConfiguration: Sendable {
     public var rfkillDevicePath: String? = "/dev/rfkill"
     /// Interface rules from configuration, in order.
     public var rules: [InterfaceRule] = []
+    /// Rules for networks by their name (`NetworkRule`), over the interface rules.
+    public var networks: [NetworkRule] = []
     /// Priority overrides per kind.
     public var priorities: [InterfaceKind: Int] = [:]
     /// A network namespace to watch (e.g. `/run/netns/NAME`); nil for the caller's own.
@@ -57,10 +59,13 @@ public struct CoreConfiguration: Sendable {
     /// The state before the first dump: the classifier of these rules, and the host's key for
     /// network names (read from /etc/machine-id once per core).
     var initialState: NetworkState {
-        var state = NetworkState(classifier: Classifier(rules: rules, priorities: priorities))
+        var state = NetworkState(classifier: classifier)
         state.networkKey = HostKey.networkKey().map { NetworkKey(k0: $0.0, k1: $0.1) } ?? .none
         return state
     }
+
+    /// The rules, priorities and network rules as the Engine applies them.
+    var classifier: Classifier { Classifier(rules: rules, priorities: priorities, networks: networks) }
 
     var sourceOptions: KernelSource.Options {
         var options = KernelSource.Options()

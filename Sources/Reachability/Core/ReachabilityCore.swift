@@ -168,12 +168,11 @@ package final class ReachabilityCore {
 
     /// New interface rules, priorities and resolver settings (a reload).
     package func reconfigure(_ configuration: CoreConfiguration) {
-        let classifier = Classifier(rules: configuration.rules, priorities: configuration.priorities)
         hostChecks.reconfigure(configuration.resolverOptions, rate: configuration.lookupRate)
         configureStallDetection(configuration.stall)
         // New rules can change what followers derive from the state (which links are probed,
         // kinds and costs behind targets) with nothing shown moving: every follower hears of it.
-        take(.rules(classifier), routingMoved: true)
+        take(.rules(configuration.classifier), routingMoved: true)
     }
 
     /// The host resumed from sleep: the kernel's state is dumped afresh (as after an overrun),

@@ -8,10 +8,14 @@ public struct Classifier: Sendable {
     public var rules: [InterfaceRule]
     /// Config priorities per kind, replacing `InterfaceKind.defaultPriority`.
     public var priorities: [InterfaceKind: Int]
+    /// `[Network]` rules by the network's name: applied by the Engine over the link's
+    /// classification while the link reaches that network (`NetworkState.networkID(of:)`).
+    public var networks: [String: NetworkRule]
 
-    public init(rules: [InterfaceRule] = [], priorities: [InterfaceKind: Int] = [:]) {
+    public init(rules: [InterfaceRule] = [], priorities: [InterfaceKind: Int] = [:], networks: [NetworkRule] = []) {
         self.rules = rules
         self.priorities = priorities
+        self.networks = Dictionary(networks.map { ($0.id, $0) }) { first, _ in first }
     }
 
     public func classify(_ link: Link, device: DeviceFacts) -> Classification {

@@ -1,6 +1,15 @@
 extension NetworkState {
     /// The kind (and priority) a link shows: a bridge takes the best kind among its ports.
     func effectiveClassification(_ entry: LinkEntry) -> Classification {
+        var classification = linkClassification(entry)
+        // The network's own rule last: it wins over the link's rules and the guesses.
+        if !classifier.networks.isEmpty, let rule = classifier.networks[networkID(of: entry.link.index)] {
+            rule.apply(to: &classification)
+        }
+        return classification
+    }
+
+    private func linkClassification(_ entry: LinkEntry) -> Classification {
         guard entry.classification.kind == .bridge, let members = ports[entry.link.index] else {
             return entry.classification
         }

@@ -45,6 +45,8 @@ extension NetworkState {
         let unreachable = neighbour.state == .failed || (neighbour.state == .incomplete && old?.unreachable == true)
         let linkLayer = neighbour.linkLayerAddress.isEmpty ? old?.linkLayerAddress ?? [] : neighbour.linkLayerAddress
         gatewayNeighbours[router] = GatewayNeighbour(state: neighbour.state, unreachable: unreachable, linkLayerAddress: linkLayer)
+        // The link's network has a name from now on (`networkID(of:)`), and perhaps a rule.
+        if linkLayer != old?.linkLayerAddress ?? [] { dirty.insert(neighbour.interfaceIndex) }
         return unreachable != (old?.unreachable ?? false)
     }
 
@@ -67,6 +69,15 @@ extension NetworkState {
 }
 
 extension NetworkState {
+    /// The name of the network link `index` is attached to: that of its default routes' gateway
+    /// (IPv4's first, the lowest address of a family first, so one network keeps one name
+    /// whichever family the host's path takes); empty with no gateway, or none resolved yet.
+    public func networkID(of index: Int32) -> String {
+        let gateway = defaultRouters.keys.lazy.filter { $0.interfaceIndex == index }.map(\.address)
+            .min { a, b in a.family != b.family ? a.family < b.family : a.bytes.lexicographicallyPrecedes(b.bytes) }
+        return networkID(link: index, gateway: gateway)
+    }
+
     /// The name of the network link `index` reaches `gateway` on (`NetworkIdentity`): the
     /// gateway's link-layer address and the link's prefix that holds it. Empty until ARP/ND has
     /// resolved the gateway once (so the name never changes when it does), and for a path with

@@ -153,7 +153,7 @@ extension NetworkState {
             stalled: chosen.path.isReachable && flags.contains(.stalled),
             nat64Prefix: nat64Prefix(on: announcing, gateway: chosen.path.gateway),
             expensiveReason: flags.contains(.isExpensive) ? reason : nil,
-            networkID: chosen.path.isReachable ? networkID(link: attached.interfaceIndex, gateway: attached.gateway) : "")
+            networkID: chosen.path.isReachable ? attached.interfaceIndex.map { networkID(of: $0) } ?? "" : "")
     }
 
 

@@ -17,6 +17,9 @@ public struct NetworkState: Sendable {
     /// nothing the host shows did.
     public internal(set) var routingEpoch: UInt64 = 0
     public private(set) var host = HostStatus()
+    /// Where the host's internet traffic leaves from (NetworkState+Addressing): part of the
+    /// host's answer for changes, so a replaced source address is a host change.
+    public private(set) var addressing = HostAddressing()
     public private(set) var classifier: Classifier
     /// The host's secret for network names (`networkID`); without one, names are stable but
     /// anyone could compute them.
@@ -70,7 +73,7 @@ public struct NetworkState: Sendable {
     /// Ready non-loopback links with an address usable beyond the link, per address family:
     /// the kernel can take a source address from any of them.
     private(set) var sourceCapable: [AddressFamily: Set<Int32>] = [:]
-    private var dirty: Set<Int32> = []
+    var dirty: Set<Int32> = []
     /// Local address -> the links holding it (the kernel allows one address on several links),
     /// for naming the interface of `isLocalAddress` answers.
     private(set) var addressOwners: [IPAddress: Set<Int32>] = [:]
@@ -387,14 +390,17 @@ public struct NetworkState: Sendable {
 
         var newHost = deriveHost()
         newHost.pathFacts = pathFacts(online: newHost.state == .online, uplinks: newHost.availableInterfaces)
-        let hostChanged = newHost != host
+        let newAddressing = deriveAddressing(primary: newHost.primaryInterface)
+        let hostChanged = newHost != host || newAddressing != addressing
+        let description = hostChanged ? HostChange(from: host, addressing, to: newHost, newAddressing) : nil
         host = newHost
+        addressing = newAddressing
         guard hostChanged || !changed.isEmpty || !removed.isEmpty else { return nil }
         generation += 1
         return ReachabilityChange(
             generation: generation, host: host, hostChanged: hostChanged,
             changedInterfaces: changed.sorted { $0.index < $1.index },
-            removedInterfaces: removed.sorted { $0.index < $1.index })
+            removedInterfaces: removed.sorted { $0.index < $1.index }, hostChange: description)
     }
 
     private func derive(_ entry: LinkEntry) -> InterfaceStatus? {
@@ -411,7 +417,8 @@ public struct NetworkState: Sendable {
         let addresses = entry.addresses.keys.map(\.prefix).sorted(by: Self.addressOrder)
         return InterfaceStatus(
             index: entry.link.index, name: entry.link.name, kind: classification.kind,
-            flags: flags, addresses: addresses, expensiveReason: expensiveReason(entry, classification))
+            flags: flags, addresses: addresses, expensiveReason: expensiveReason(entry, classification),
+            networkID: networkID(of: entry.link.index))
     }
 
     static func addressOrder(_ a: IPPrefix, _ b: IPPrefix) -> Bool {

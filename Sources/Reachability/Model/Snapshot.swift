@@ -10,12 +10,16 @@ public struct InterfaceStatus: Hashable, Sendable {
     public var addresses: [IPPrefix]
     /// Why paths through this interface are expensive (`isExpensive` in `flags`); nil when not.
     public var expensiveReason: ExpensiveReason?
+    /// The name of the network the interface is attached to, as the host's `networkID` (empty
+    /// without a default route through it, or before its gateway answered ARP/ND once).
+    public var networkID: String
 
     public init(
         index: Int32, name: String, kind: InterfaceKind, flags: ReachabilityFlags, addresses: [IPPrefix],
-        expensiveReason: ExpensiveReason? = nil
+        expensiveReason: ExpensiveReason? = nil, networkID: String = ""
     ) {
         self.expensiveReason = expensiveReason
+        self.networkID = networkID
         self.index = index
         self.name = name
         self.kind = kind
@@ -120,11 +124,15 @@ public struct ReachabilityChange: Hashable, Sendable {
     public var changedInterfaces: [InterfaceStatus]
     /// Interfaces that disappeared (or became ignored), with their last status.
     public var removedInterfaces: [InterfaceStatus]
+    /// What the host change changed and whether sockets must be rebound; nil when the host's
+    /// answer did not change (`hostChanged` false), or from a reachd too old to say.
+    public var hostChange: HostChange?
 
     public init(
         generation: UInt64, host: HostStatus, hostChanged: Bool,
-        changedInterfaces: [InterfaceStatus], removedInterfaces: [InterfaceStatus]
+        changedInterfaces: [InterfaceStatus], removedInterfaces: [InterfaceStatus], hostChange: HostChange? = nil
     ) {
+        self.hostChange = hostChange
         self.generation = generation
         self.host = host
         self.hostChanged = hostChanged

@@ -12,6 +12,17 @@ extension PathMonitor {
         set { delivery.state.withLock { $0.handler = newValue } }
     }
 
+    /// Called on the queue given to `start(queue:)` with each change of the host's answer: what it
+    /// changed and whether sockets must be rebound (`HostChange.rebind`: the source address of
+    /// the host's internet path went away or was replaced). The host's, whatever the kinds the
+    /// monitor counts; through reachd (its `HostChangeDescribed`) or in-process alike. A change
+    /// that leaves the path as it was (a new source address on the same link) is told here
+    /// though `pathUpdateHandler` is not called. Set it before `start(queue:)`.
+    public var hostChangeHandler: (@Sendable (HostChange) -> Void)? {
+        get { delivery.state.withLock { $0.hostChangeHandler } }
+        set { delivery.state.withLock { $0.hostChangeHandler = newValue } }
+    }
+
     /// The queue given to `start(queue:)`; nil before.
     public var queue: DispatchQueue? { delivery.state.withLock { $0.queue } }
 
@@ -19,7 +30,9 @@ extension PathMonitor {
     /// whether reachd answers is found out on a thread of the monitor's own, and in-process
     /// monitors are made there. Once only: a second call, or one after `cancel()`, does nothing.
     public func start(queue: DispatchQueue) {
-        let paths = self.paths
+        var following = self.paths
+        following.hostChanges = { [delivery] change in delivery.deliver(change) }
+        let paths = following
         delivery.start(queue: queue) { [delivery] in
             Task.detached {
                 for await path in paths { delivery.deliver(path) }
@@ -49,6 +62,7 @@ extension PathMonitor {
 final class PathDelivery: Sendable {
     struct State {
         var handler: (@Sendable (Path) -> Void)?
+        var hostChangeHandler: (@Sendable (HostChange) -> Void)?
         var queue: DispatchQueue?
         /// The task following the paths, from `start(queue:)`.
         var task: Task<Void, Never>?
@@ -77,6 +91,15 @@ final class PathDelivery: Sendable {
             // Cancelled since it was queued: Apple's cancel() stops the calls, this one too.
             guard let handler = state.withLock({ $0.cancelled ? nil : $0.handler }) else { return }
             handler(path)
+        }
+    }
+
+    /// A host change from the task: the handler's on the queue, unless nobody asked.
+    func deliver(_ change: HostChange) {
+        let queue = state.withLock { $0.cancelled || $0.hostChangeHandler == nil ? nil : $0.queue }
+        queue?.async { [self] in
+            guard let handler = state.withLock({ $0.cancelled ? nil : $0.hostChangeHandler }) else { return }
+            handler(change)
         }
     }
 

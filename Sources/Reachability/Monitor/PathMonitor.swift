@@ -103,13 +103,17 @@ public final class PathMonitor: AsyncSequence, Sendable {
     struct Paths: AsyncSequence, Sendable {
         let source: Source
         let restriction: Path.Restriction
+        /// Told of each host change along the way (`hostChangeHandler`); nil: nobody asked.
+        var hostChanges: (@Sendable (HostChange) -> Void)? = nil
 
         func makeAsyncIterator() -> Iterator {
             switch source {
             case let .monitor(monitor):
-                return Iterator(updates: monitor.updates().makeAsyncIterator(), restriction: restriction)
+                var iterator = Iterator(updates: monitor.updates().makeAsyncIterator(), restriction: restriction)
+                iterator.hostChanges = hostChanges
+                return iterator
             case let .reachd(reachd):
-                return Iterator(paths: reachd.paths(restriction).makeAsyncIterator())
+                return Iterator(paths: reachd.paths(restriction, hostChanges: hostChanges).makeAsyncIterator())
             case let .inProcess(configuration):
                 // No kernel to watch (netlink refused): the paths end at once, as the monitor's would.
                 guard let monitor = try? ReachabilityMonitor(configuration: configuration) else {
@@ -117,6 +121,7 @@ public final class PathMonitor: AsyncSequence, Sendable {
                 }
                 var iterator = Iterator(updates: monitor.updates().makeAsyncIterator(), restriction: restriction)
                 iterator.owned = monitor
+                iterator.hostChanges = hostChanges
                 return iterator
             }
         }
@@ -133,6 +138,7 @@ public final class PathMonitor: AsyncSequence, Sendable {
         var host = HostStatus()
         var interfaces: [Int32: InterfaceStatus] = [:]
         var last: Path?
+        var hostChanges: (@Sendable (HostChange) -> Void)?
 
         init(updates: AsyncStream<ReachabilityUpdate>.Iterator, restriction: Path.Restriction) {
             self.updates = updates
@@ -162,6 +168,7 @@ public final class PathMonitor: AsyncSequence, Sendable {
                 host = snapshot.host
                 interfaces = Dictionary(snapshot.interfaces.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
             case let .change(change):
+                if let description = change.hostChange { hostChanges?(description) }
                 host = change.host
                 for removed in change.removedInterfaces { interfaces[removed.index] = nil }
                 for changed in change.changedInterfaces { interfaces[changed.index] = changed }

@@ -32,10 +32,12 @@ struct PathThroughReachd: Sendable {
         return Path(snapshot: monitor.snapshot, restriction: restriction)
     }
 
-    /// reachd's answers for `restriction`, in-process ones while it is away, until the stream goes.
-    func paths(_ restriction: Path.Restriction) -> AsyncStream<Path> {
+    /// reachd's answers for `restriction`, in-process ones while it is away, until the stream goes;
+    /// `hostChanges` is told of each host change (reachd's `HostChangeDescribed`, or the
+    /// in-process monitor's own description).
+    func paths(_ restriction: Path.Restriction, hostChanges: (@Sendable (HostChange) -> Void)? = nil) -> AsyncStream<Path> {
         let (stream, continuation) = AsyncStream.makeStream(of: Path.self, bufferingPolicy: .bufferingNewest(64))
-        let output = PathOutput(continuation)
+        let output = PathOutput(continuation, hostChanges: hostChanges)
         do {
             let client = try ReachabilityClient(bus: bus, timeout: Self.callTimeout)
             client.followsService = true
@@ -57,8 +59,18 @@ struct PathThroughReachd: Sendable {
 /// away from (in-process when reachd returned) yields no stale path after the new one.
 final class PathOutput: Sendable {
     private let state: Mutex<(continuation: AsyncStream<Path>.Continuation, epoch: UInt64)>
+    private let hostChanges: (@Sendable (HostChange) -> Void)?
 
-    init(_ continuation: AsyncStream<Path>.Continuation) { state = Mutex((continuation, 0)) }
+    init(_ continuation: AsyncStream<Path>.Continuation, hostChanges: (@Sendable (HostChange) -> Void)? = nil) {
+        state = Mutex((continuation, 0))
+        self.hostChanges = hostChanges
+    }
+
+    /// A host change from the source of `epoch`, to whoever asked (`PathMonitor.hostChangeHandler`).
+    func describe(_ change: HostChange, epoch: UInt64) {
+        guard let hostChanges, state.withLock({ $0.epoch == epoch }) else { return }
+        hostChanges(change)
+    }
 
     /// A new source takes over; its epoch.
     func switchSource() -> UInt64 { state.withLock { $0.epoch += 1; return $0.epoch } }
@@ -79,9 +91,7 @@ final class InProcessPaths: Sendable {
         guard let monitor = try? ReachabilityMonitor(configuration: configuration) else { return nil }
         self.monitor = monitor
         let epoch = output.switchSource()
-        let paths = PathMonitor(
-            monitor: monitor, requiredInterfaceType: restriction.requiredInterfaceType,
-            prohibitedInterfaceTypes: restriction.prohibitedInterfaceTypes)
+        let paths = PathMonitor.Paths(source: .monitor(monitor), restriction: restriction) { output.describe($0, epoch: epoch) }
         task = Task { for await path in paths { output.yield(path, epoch: epoch) } }
     }
 
@@ -146,11 +156,13 @@ final class PathFollower: ReachabilityClientOwner {
             switch event {
             case let .path(path, value) where path == object:
                 output.yield(value, epoch: epoch)
+            case let .hostChangeDescribed(description, _) where object != nil:
+                output.describe(description, epoch: epoch)
             case .serviceLost:
                 away()
             case .serviceReturned:
                 try watch()
-            case .path, .changed, .interfacesChanged, .watch:
+            case .path, .changed, .interfacesChanged, .hostChangeDescribed, .watch:
                 continue
             }
         }

@@ -7,9 +7,10 @@ extension ReachabilityFlags {
 }
 
 extension InterfaceStatus {
-    /// `{"index":3,"name":"wlan0","kind":"wifi","flags":["reachable","isWiFi"],"addresses":["192.0.2.5/24"],"stalled":false,"expensiveReason":""}`
+    /// `{"index":3,"name":"wlan0","kind":"wifi","flags":["reachable","isWiFi"],"addresses":["192.0.2.5/24"],"stalled":false,"expensiveReason":"","networkID":""}`
     /// (`stalled`: the link's own TCP traffic stopped flowing; the `stalled` flag too;
-    /// `expensiveReason`: why `isExpensive` is among its flags, or empty).
+    /// `expensiveReason`: why `isExpensive` is among its flags, or empty; `networkID`: the name of
+    /// the network it is attached to, or empty).
     package var json: JSONValue {
         .object([
             ("index", .int(Int64(index))),
@@ -19,6 +20,7 @@ extension InterfaceStatus {
             ("addresses", .array(addresses.map { .string($0.description) })),
             ("stalled", .bool(flags.contains(.stalled))),
             ("expensiveReason", .string(expensiveReason?.rawValue ?? "")),
+            ("networkID", .string(networkID)),
         ])
     }
 }
@@ -74,13 +76,17 @@ extension ReachabilitySnapshot {
 
 extension ReachabilityChange {
     /// The host members and `generation` as in a snapshot, then `changedInterfaces` (full interface
-    /// objects) and `removedInterfaces` (names only).
+    /// objects) and `removedInterfaces` (names only), then what the host change changed
+    /// (`changed`, `HostChange.Aspect`'s words, empty when the host's answer did not change) and
+    /// whether sockets must be rebound (`rebind`).
     package var json: JSONValue {
         .object(
             host.jsonMembers + [
                 ("generation", .uint(generation)),
                 ("changedInterfaces", .array(changedInterfaces.map(\.json))),
                 ("removedInterfaces", .array(removedInterfaces.map { .string($0.name) })),
+                ("changed", .array((hostChange?.changedNames ?? []).map { .string($0) })),
+                ("rebind", .bool(hostChange?.rebind ?? false)),
             ])
     }
 }

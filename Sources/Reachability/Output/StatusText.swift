@@ -143,16 +143,16 @@ package func renderInterfaces(_ snapshot: ReachabilitySnapshot, style: TextStyle
 
 /// The table of `renderInterfaces` for any list of interfaces, in the order given. `legend`:
 /// the header line (`--no-legend` drops it, as systemctl's does); `style.verbose` adds a FLAGS
-/// column with Apple's names (`none` for none); `style.colour` paints the states, which never
+/// column with Apple's names (`none` for none) and a NETWORK column (the network's name, `-`); `style.colour` paints the states, which never
 /// moves a column: widths are measured on the words.
 package func renderInterfaceTable(_ interfaces: [InterfaceStatus], style: TextStyle = .plain, legend: Bool = true) -> String {
     var header = ["INDEX", "NAME", "KIND", "STATE"]
-    if style.verbose { header.append("FLAGS") }
+    if style.verbose { header += ["FLAGS", "NETWORK"] }
     let fixed = header.count
     header.append("ADDRESSES")
     let rows = interfaces.map { interface in
         [String(interface.index), interface.name, interface.kind.rawValue, renderInterfaceState(interface.flags, .plain)]
-            + (style.verbose ? [renderFlags(interface.flags)] : [])
+            + (style.verbose ? [renderFlags(interface.flags), interface.networkID.isEmpty ? "-" : interface.networkID] : [])
     }
     // Widths of the fixed columns; ADDRESSES is last and never padded.
     var widths = header.prefix(fixed).map(\.count)
@@ -194,6 +194,12 @@ package func renderChange(_ change: ReachabilityChange, known: [InterfaceStatus]
     let interfaces = change.changedInterfaces + known.filter { old in !change.changedInterfaces.contains { $0.index == old.index } }
     var host = renderSummary(change.host, interfaces: interfaces, style: style)
     if style.verbose { host += " [\(renderFlags(change.host.flags))]" }
+    // A source address went away or was replaced: what a client must act on, said always; the
+    // aspects that moved, with --verbose.
+    if change.hostChange?.rebind == true { host += " (rebind)" }
+    if style.verbose, let described = change.hostChange, !described.changed.isEmpty {
+        host += " {\(described.changedNames.joined(separator: ","))}"
+    }
     var parts = [(style.verbose ? "gen \(change.generation): " : "") + host]
     for interface in change.changedInterfaces {
         var part = "\(interface.name) (\(interface.kind.rawValue)): \(renderInterfaceState(interface.flags, style))"
