@@ -43,7 +43,7 @@ struct Reachctl: AsyncParsableCommand {
             """,
         // As reachd's, from the one BuildInfo (`reachd --version`, reachd_build_info).
         version: "reachctl \(BuildInfo.version)",
-        subcommands: [StatusCommand.self, InterfacesCommand.self, CheckCommand.self, WhyCommand.self, HistoryCommand.self, MonitorCommand.self, WaitCommand.self, IsCommand.self, MetricsCommand.self],
+        subcommands: [StatusCommand.self, InterfacesCommand.self, CheckCommand.self, WhyCommand.self, HistoryCommand.self, MonitorCommand.self, WaitCommand.self, IsCommand.self, HoldCommand.self, MetricsCommand.self],
         defaultSubcommand: StatusCommand.self
     )
 

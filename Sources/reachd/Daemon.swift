@@ -166,8 +166,9 @@ final class Daemon {
         core.follow { [unowned probes] in probes.follow($0) }
         core.follow { [unowned watches] in watches.follow($0) }
         // What a resume makes stale: the kernel mirror, DNS answers, targets (and their backoff,
-        // through the core's update), the probe's verdict.
-        sleep = try Sleep(bus: bus, loop: loop) { [unowned core, unowned probes] how in
+        // through the core's update), the probe's verdict (dropped already when logind warned of
+        // the sleep, so no early question after the resume gets the old one).
+        sleep = try Sleep(bus: bus, loop: loop, suspending: { [unowned probes] in probes.suspending() }) { [unowned core, unowned probes] how in
             Log.info("the host resumed from sleep (\(how)): resyncing, forgetting DNS answers, asking targets and probing again")
             core.resumed()
             probes.resumed()

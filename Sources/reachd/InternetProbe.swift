@@ -125,10 +125,21 @@ final class InternetProbe {
         probeAfresh(key, reason: "the path changed")
     }
 
+    /// The host goes to sleep (logind says so before it does): the verdict is about a network
+    /// the host may not wake up on, so it is dropped now, and an answer asked for early after the
+    /// resume, before reachd has heard of it, cannot be the old one either.
+    func suspending() {
+        guard settings.isEnabled else { return }
+        record(ConnectivityStatus(detail: "not judged since the host went to sleep"))
+    }
+
     /// The host resumed from sleep: the verdict is from before it (another network, perhaps), so
-    /// the path is judged again at once, with the retries started afresh.
+    /// it is dropped at once, and the path judged again with the retries started afresh. Until
+    /// the new verdict, connectivity is unknown: `reachctl wait --internet` run by a timer that
+    /// fires on resume waits for this network's answer instead of passing on the old one.
     func resumed() {
         guard settings.isEnabled else { return }
+        record(ConnectivityStatus(detail: "judging again after the host resumed from sleep"))
         probeAfresh(currentPathKey(), reason: "the host resumed from sleep")
     }
 

@@ -44,6 +44,12 @@ final class Probes {
         reconcile()
     }
 
+    /// The host goes to sleep: every verdict is forgotten until the resume.
+    func suspending() {
+        host.suspending()
+        for probe in uplinks.values { probe.suspending() }
+    }
+
     /// The host resumed from sleep: every probe judges its path again, now.
     func resumed() {
         host.resumed()

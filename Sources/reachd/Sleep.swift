@@ -4,13 +4,15 @@ import Reachability
 /// `PrepareForSleep(b)` on the system bus (true before, false after; reachd has nothing to finish
 /// before the host sleeps, only to redo after, so it takes no inhibitor), and where logind is
 /// absent, the time CLOCK_BOOTTIME gained on CLOCK_MONOTONIC (`SleepClock`), looked at only when
-/// the loop wakes for something else: no timer, no wake-up of its own. A resume is handed on to
-/// `resumed`; what is redone then is not this part's business.
+/// the loop wakes for something else: no timer, no wake-up of its own. logind's warning that the
+/// host goes to sleep is handed on to `suspending`, a resume to `resumed`; what is dropped or
+/// redone then is not this part's business.
 final class Sleep {
     static let logindName = "org.freedesktop.login1"
     static let logindPath = "/org/freedesktop/login1"
     static let logindInterface = "org.freedesktop.login1.Manager"
 
+    private let suspending: () -> Void
     private let resumed: (_ how: String) -> Void
     private var clock = SleepClock()
     /// logind said the host goes to sleep: its signal after the resume, not the clocks, says when
@@ -21,7 +23,8 @@ final class Sleep {
     private var match: BusSlot?
     private var clockCheck: EventSource?
 
-    init(bus: BusConnection, loop: EventLoop, resumed: @escaping (_ how: String) -> Void) throws {
+    init(bus: BusConnection, loop: EventLoop, suspending: @escaping () -> Void, resumed: @escaping (_ how: String) -> Void) throws {
+        self.suspending = suspending
         self.resumed = resumed
         // The bus lets only logind own its name, and delivers a match on a well-known sender
         // only from the name's owner: nobody else can make reachd think the host slept.
@@ -38,6 +41,7 @@ final class Sleep {
         if start {
             asleep = true
             Log.info("the host goes to sleep (logind)")
+            suspending()
             return
         }
         asleep = false

@@ -58,6 +58,36 @@ struct PackagingUnitTests {
         #expect(settings["Requires"] == nil)
     }
 
+    /// reachd-is@.service: an instance is clean for systemd-analyze (a misspelt setting would not
+    /// be), runs `reachctl hold` on its instance with every privilege dropped under a user of its
+    /// own, restarts only after a clean end (a condition that ended), and has no start limit.
+    @Test(rootOnly) func conditionUnitIsCleanAndHoldsNoPrivilege() async throws {
+        let root = try PackagingRoot()
+        defer { root.remove() }
+        let reachd = try String(contentsOfFile: packaging + "/reachd.service", encoding: .utf8)
+        for instance in ["online", "unmetered", "via-wifi", "no-portal"] {
+            let clean = try await root.verify(unit: reachd, unitName: "reachd-is@\(instance).service")
+            #expect(clean.status == 0 && clean.stdout.isEmpty && clean.stderr.isEmpty, "\(instance): \(clean)")
+        }
+        let settings = try unitSettings("reachd-is@.service")
+        for (key, value) in [
+            ("Type", "notify"), ("NotifyAccess", "main"), ("ExecStart", "/usr/bin/reachctl hold %i"), ("Restart", "on-success"),
+            ("RestartSec", "0"), ("StartLimitIntervalSec", "0"), ("TimeoutStartSec", "infinity"), ("User", "reachd-is"),
+            ("CapabilityBoundingSet", ""), ("NoNewPrivileges", "yes"), ("Wants", "reachd.service"), ("After", "reachd.service"),
+        ] {
+            #expect(settings[key] == [value], "\(key)=\(value): have \(settings[key] ?? [])")
+        }
+        // Never reachd's user (it may own reachd's bus name), nor a dynamic one (dbus-daemon closes
+        // its connections), and never tied to reachd's restarts.
+        #expect(settings["DynamicUser"] == nil && settings["Requires"] == nil && settings["BindsTo"] == nil)
+        // Shipped inert: a bound service pulls an instance in; nothing enables the template.
+        #expect(settings["WantedBy"] == nil)
+        let security = try await execute(
+            "/usr/bin/systemd-analyze", ["security", "--offline=true", "--no-pager", packaging + "/reachd-is@.service"])
+        let exposure = try #require(Self.exposure(in: security.stdout), "\(security)")
+        #expect(exposure <= 1.5, "reachd-is@.service exposure \(exposure): \(security.stdout)")
+    }
+
     /// reachd-metrics.socket (issue 13): clean for systemd-analyze, loopback only, and naming
     /// its socket for reachd.service, whose own unit (and so its exposure) it leaves alone.
     @Test(rootOnly) func metricsSocketIsCleanLoopbackAndNamed() async throws {
@@ -105,9 +135,10 @@ struct PackagingUnitTests {
 
     /// The figure of "Overall exposure level for reachd.service: 1.1 OK".
     static func exposure(in text: String) -> Double? {
-        let marker = "Overall exposure level for reachd.service: "
-        guard let range = text.range(of: marker) else { return nil }
-        return Double(text[range.upperBound...].prefix { $0.isNumber || $0 == "." })
+        // "Overall exposure level for UNIT: 1.1 OK", whichever unit was analysed.
+        guard let line = text.range(of: "Overall exposure level for "), let colon = text[line.upperBound...].range(of: ": ")
+        else { return nil }
+        return Double(text[colon.upperBound...].prefix { $0.isNumber || $0 == "." })
     }
 
     @Test func hardeningSettingsThatMatterArePresent() throws {
@@ -138,6 +169,9 @@ struct PackagingUnitTests {
         #expect(fields.count == 7)
         #expect(Int(fields[2]).map { $0 > 0 && $0 < 1000 } == true, "a system uid: \(fields)")
         #expect(fields[6] == "/usr/sbin/nologin")
+        // reachd-is@.service's user, another system user without login.
+        let own = try #require(passwd.split(separator: "\n").first { $0.hasPrefix("reachd-is:") }).split(separator: ":", omittingEmptySubsequences: false)
+        #expect(Int(own[2]).map { $0 > 0 && $0 < 1000 } == true && own[2] != fields[2] && own[6] == "/usr/sbin/nologin", "\(own)")
     }
 }
 
@@ -193,7 +227,7 @@ private struct PackagingRoot {
         let unit = path + "/usr/lib/systemd/system/reachd.service"
         try? FileManager.default.removeItem(atPath: unit)
         try text.write(toFile: unit, atomically: true, encoding: .utf8)
-        for other in ["reachd.socket", "reachd-wait-online.service", "reachd-metrics.socket"] {
+        for other in ["reachd.socket", "reachd-wait-online.service", "reachd-metrics.socket", "reachd-is@.service"] {
             let copy = path + "/usr/lib/systemd/system/" + other
             try? FileManager.default.removeItem(atPath: copy)
             try FileManager.default.copyItem(atPath: packaging + "/" + other, toPath: copy)
@@ -760,6 +794,7 @@ private let expectedPackageContents: Set<String> = [
     "usr/", "usr/bin/", "usr/bin/reachctl", "usr/sbin/", "usr/sbin/reachd",
     "usr/lib/", "usr/lib/systemd/", "usr/lib/systemd/system/", "usr/lib/systemd/system/reachd.service", "usr/lib/systemd/system/reachd.socket",
     "usr/lib/systemd/system/reachd-wait-online.service", "usr/lib/systemd/system/reachd-metrics.socket",
+    "usr/lib/systemd/system/reachd-is@.service",
     "usr/lib/sysusers.d/", "usr/lib/sysusers.d/reachd.conf",
     "usr/share/", "usr/share/dbus-1/", "usr/share/dbus-1/system.d/", "usr/share/dbus-1/system.d/org.reachd.Reachability1.conf",
     "usr/share/dbus-1/system.d/reachd-networkmanager.conf", "usr/share/reachd/", "usr/share/reachd/reachd-networkmanager.conf",
@@ -858,6 +893,7 @@ struct PackagingDebianTests {
             #expect(FileManager.default.fileExists(atPath: path), "\(path)")
         }
         #expect(try await execute("/usr/bin/id", ["-u", "reachd"]).status == 0, "postinst creates the user")
+        #expect(try await execute("/usr/bin/id", ["-u", "reachd-is"]).status == 0, "and reachd-is@.service's")
         let check = try await execute("/usr/sbin/reachd", ["--check-config"])
         #expect(check.status == 0 && check.stdout.contains("/etc/reachd/reachd.conf"), "\(check)")
         // The installed unit, in the real root, with the installed man pages.
@@ -963,6 +999,7 @@ struct PackagingDebianTests {
         #expect(verbose.stdout.contains("Netlink: 0 overrun(s), 1 resync(s)"), "\(verbose)")
 
         try await checkWaitOnline(inside)
+        try await checkConditionUnits(inside)
 
         #expect(try await inside(["systemctl", "reload", "reachd"]).status == 0)
         let stop = try await inside(["systemctl", "stop", "reachd"])
@@ -1106,6 +1143,92 @@ private func checkWaitOnline(_ inside: ([String]) async throws -> Ran) async thr
     #expect(restarted.status == 0, "\(restarted) \(log)")
     #expect(ContinuousClock.now - again < .seconds(3))
     #expect(try await inside(["systemctl", "is-active", unit]).stdout.hasPrefix("active"))
+    _ = try await inside(["ip", "link", "del", "up0"])
+}
+
+/// reachd-is@online.service under the real PID 1, with a service bound to it as docs/services.md
+/// says (BindsTo=, After=, WantedBy=): the condition unit waits (activating) while the container
+/// has no uplink and the bound service does not run; an uplink starts both; a carrier loss stops
+/// the bound service within a second; the uplink's return starts it again. reachctl hold runs
+/// as its own user (reachd-is, not reachd) with no capability, and asks reachd on the bus.
+private func checkConditionUnits(_ inside: ([String]) async throws -> Ran) async throws {
+    let unit = "reachd-is@online.service"
+    let bound = """
+        [Unit]
+        BindsTo=\(unit)
+        After=\(unit)
+        [Service]
+        ExecStart=/bin/sleep infinity
+        [Install]
+        WantedBy=\(unit)
+        """
+    let written = try await inside(["sh", "-c", "printf '%s\\n' \"$0\" >/etc/systemd/system/follower.service", bound])
+    #expect(written.status == 0, "\(written)")
+    #expect(try await inside(["systemctl", "daemon-reload"]).status == 0)
+    let enabled = try await inside(["systemctl", "enable", "follower.service"])
+    #expect(enabled.status == 0, "\(enabled)")
+
+    // No uplink: the condition unit waits, and the bound service is not running.
+    #expect(try await inside(["systemctl", "start", "--no-block", unit]).status == 0)
+    try await Task.sleep(for: .seconds(1))
+    let waiting = try await inside(["systemctl", "show", unit, "-p", "ActiveState", "-p", "StatusText", "-p", "MainPID"]).stdout
+    #expect(waiting.contains("ActiveState=activating") && waiting.contains("StatusText=waiting: online: no"), "\(waiting)")
+    #expect(try await inside(["systemctl", "is-active", "follower"]).stdout.hasPrefix("inactive"))
+    let pid = waiting.split(separator: "\n").first { $0.hasPrefix("MainPID=") }.map { String($0.dropFirst(8)) } ?? "0"
+    let status = try await inside(["cat", "/proc/\(pid)/status"]).stdout
+    for field in ["NoNewPrivs:\t1", "Seccomp:\t2", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000"] {
+        #expect(status.contains(field), "reachctl hold's /proc status lacks \(field): \(status)")
+    }
+    let reachdUID = try await inside(["id", "-u", "reachd"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    let uid = status.split(separator: "\n").first { $0.hasPrefix("Uid:") }?.split(separator: "\t").dropFirst().first.map(String.init) ?? ""
+    let ownUID = try await inside(["id", "-u", "reachd-is"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    #expect(!uid.isEmpty && uid == ownUID && uid != "0" && uid != reachdUID, "a user of its own: \(uid), reachd-is \(ownUID)")
+
+    // How long, in ms, until `systemctl is-active follower` says `state`, measured inside after `commands`.
+    func timed(_ commands: String, until state: String) async throws -> Int? {
+        let script = """
+            \(commands)
+            start=$(date +%s%N)
+            while [ "$(systemctl is-active follower)" != \(state) ]; do
+                [ $(( $(date +%s%N) - start )) -lt 10000000000 ] || exit 1
+            done
+            echo $(( ($(date +%s%N) - start) / 1000000 ))
+            """
+        let ran = try await inside(["sh", "-c", script])
+        return ran.status == 0 ? Int(ran.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) : nil
+    }
+    let uplink = "ip link add up0 type veth peer name up0p && ip link set up0p up && ip addr add 192.0.2.2/24 dev up0 && "
+        + "ip link set up0 up && ip route add default via 192.0.2.1 dev up0"
+    let started = try await timed(uplink, until: "active")
+    func journal() async throws -> String {
+        try await inside(["journalctl", "-u", unit, "-u", "follower", "--no-pager", "-o", "short-precise"]).stdout
+    }
+    var log = try await journal()
+    #expect(started != nil, "the bound service starts with the condition: \(log)")
+    #expect(try await inside(["systemctl", "is-active", unit]).stdout.hasPrefix("active"))
+
+    // The carrier goes: the bound service is stopped within a second.
+    let stopped = try await timed("ip link set up0p down", until: "inactive")
+    log = try await journal()
+    #expect(stopped.map { $0 < 1000 } == true, "stopped after \(stopped.map { "\($0) ms" } ?? "never"): \(log)")
+    #expect(try await inside(["systemctl", "is-failed", unit]).stdout.hasPrefix("failed") == false)
+
+    // The carrier returns: started again (Restart= re-runs the hold, its WantedBy= pulls the service in).
+    let again = try await timed("ip link set up0p up", until: "active")
+    log = try await journal()
+    #expect(again != nil, "started again: \(log)")
+    #expect(log.contains("reachctl: no longer holds: online: no"), "\(log)")
+    // Its user asked reachd through the bus policy; it did not fall back to in-process. And the
+    // system call filter refuses the runtime nothing (its EPERM would show as libdispatch's
+    // "errno=1"; the EACCES of a nice value an unprivileged process may not lower, errno=13, is
+    // libdispatch's for any such process, and harmless).
+    #expect(!log.split(separator: "\n").contains { $0.hasSuffix("errno=1") }, "\(log)")
+    #expect(!log.contains("answering in-process"), "\(log)")
+
+    // Stopping the condition unit stops what is bound to it.
+    #expect(try await inside(["systemctl", "stop", unit]).status == 0)
+    #expect(try await inside(["systemctl", "is-active", "follower"]).stdout.hasPrefix("inactive"))
+    _ = try await inside(["systemctl", "disable", "follower.service"])
     _ = try await inside(["ip", "link", "del", "up0"])
 }
 

@@ -10,7 +10,8 @@ import Testing
 @Suite(rootOnly, .enabled(if: FileManager.default.fileExists(atPath: "/usr/bin/python3"), "needs python3-gi"))
 struct SleepResumeTests {
     /// Owns org.freedesktop.login1 on the bus at argv[1], then emits PrepareForSleep(true) and,
-    /// a moment later, PrepareForSleep(false), as logind does around a suspend.
+    /// a moment later, PrepareForSleep(false), as logind does around a suspend; with argv[2]
+    /// `asleep`, only the first (a host that went to sleep and has not woken up yet).
     static let logind = """
         import sys, gi
         gi.require_version("Gio", "2.0")
@@ -25,7 +26,8 @@ struct SleepResumeTests {
             print("PrepareForSleep", sleeping, flush=True)
         def owned(connection, name):
             emit(True)
-            GLib.timeout_add(300, lambda: (emit(False), False)[1])
+            if sys.argv[2:] != ["asleep"]:
+                GLib.timeout_add(300, lambda: (emit(False), False)[1])
         Gio.bus_own_name_on_connection(bus, "org.freedesktop.login1", Gio.BusNameOwnerFlags.NONE, owned, None)
         loop.run()
         """
@@ -58,6 +60,55 @@ struct SleepResumeTests {
         try await Task.sleep(for: .milliseconds(300))
         #expect(try Self.resyncs(harness) == resyncs + 1)
         #expect(setup.requests.count == probes + 1, "\(setup.requests)")
+    }
+
+    /// A timer that fires on resume runs `reachctl wait --internet`: the verdict from before the
+    /// sleep (full) is dropped when reachd learns of the resume, so the wait waits for the new
+    /// probe's answer instead of passing on the old one. Here the network does not answer after
+    /// the resume (the far end drops its replies silently), so the wait times out; once it
+    /// answers again, the new verdict (full) ends the next wait.
+    @Test func aWaitForTheInternetAfterAResumeNeverPassesOnTheVerdictFromBeforeIt() async throws {
+        // Timeout=120s (the most): the new probe is still out whenever the test looks, however
+        // loaded the machine; its SYN's retransmission ends it once the far end answers again.
+        let setup = try await ConnectivityProbeTests.Setup(config: "[Connectivity]\nURL=http://192.0.2.1:8204/\nTimeout=120s\nInterval=60m\n")
+        try await setup.waitFor("full")
+        let harness = setup.harness
+        let wait = ["wait", "--internet", "--daemon", "--bus-address", harness.address]
+        #expect(try reachctl(wait + ["--timeout", "2s"]).status == 0, "before the sleep the internet answers")
+        // While the host sleeps it moves to a network that does not answer: the far end's
+        // replies to this host vanish (no RST, no ICMP), so the new probe gets no answer.
+        try setup.scenario.far.ip("route add blackhole 192.0.2.2/32")
+
+        try await Self.suspendAndResume(harness)
+        let seen = try setup.connectivity()
+        #expect(seen == "unknown", "the verdict from before the sleep is gone: \(seen); \(harness.daemonErrorLines)")
+        let after = try reachctl(wait + ["--timeout", "1s"])
+        #expect(after.status == 1, "waited for the new verdict: \(after.stdout) \(after.stderr)")
+        #expect(after.stderr.contains("the internet to answer (connectivity full); saw: "), "\(after.stderr)")
+
+        // The network answers: the probe's next SYN gets through, and the wait ends on it.
+        try setup.scenario.far.ip("route del blackhole 192.0.2.2/32")
+        let answered = try reachctl(wait + ["--timeout", "30s"])
+        #expect(answered.status == 0, "\(answered.stderr); \(harness.daemonErrorLines)")
+        #expect(harness.daemonErrorLines.filter { $0.contains("connectivity: full") }.count == 2, "\(harness.daemonErrorLines)")
+    }
+
+    /// logind's warning that the host goes to sleep drops the verdict at once: a question asked
+    /// after the resume but before reachd hears of it (the timer's service may well come first)
+    /// finds no verdict from before the sleep.
+    @Test func theVerdictIsDroppedWhenLogindWarnsOfTheSleep() async throws {
+        let setup = try await ConnectivityProbeTests.Setup(config: "[Connectivity]\nURL=http://192.0.2.1:8204/\nTimeout=2s\nInterval=60m\n")
+        try await setup.waitFor("full")
+        let harness = setup.harness
+        let logind = try ChildProcess("/usr/bin/python3", ["-c", Self.logind, harness.address, "asleep"])
+        defer { logind.kill() }
+        try await eventually("reachd hears of the sleep; logind \(logind.lines) \(logind.errorLines); \(harness.diagnostics)") {
+            harness.daemonErrorLines.contains { $0.contains("the host goes to sleep (logind)") }
+        }
+        try await setup.waitFor("unknown", within: .seconds(2))
+        let wait = try reachctl(["wait", "--internet", "--timeout", "500ms", "--daemon", "--bus-address", harness.address])
+        #expect(wait.status == 1, "\(wait.stdout) \(wait.stderr)")
+        #expect(!harness.daemonErrorLines.contains { $0.contains("resumed from sleep") })
     }
 
     /// Runs the stand-in logind on `harness`'s bus until reachd says it resumed.

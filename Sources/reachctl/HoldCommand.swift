@@ -1,0 +1,97 @@
+import ArgumentParser
+import Reachability
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `reachctl hold CONDITION...`: runs exactly while the conditions hold, for the template unit
+/// reachd-is@.service (reachctl(1), "hold"; docs/services.md). It waits until every condition
+/// holds, then tells systemd it is ready (sd_notify READY=1), and exits 0 as soon as one stops
+/// holding, so a unit with `BindsTo=reachd-is@unmetered.service` is stopped by systemd at once.
+/// It follows changes as they come (reachd's signals, or the kernel's events in-process) and
+/// never polls; across a restart of reachd it keeps its last answer until reachd is back.
+struct HoldCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hold",
+        abstract: "Run while conditions on the host's network hold (reachd-is@.service): ready when they begin, exit when they end.",
+        discussion: """
+            Waits until every condition named holds (the words of `reachctl is`), then sends \
+            READY=1 to systemd (sd_notify; outside systemd it prints one line) and keeps \
+            running while they hold. When one stops holding it says which and why in one line on \
+            standard error and exits 0. It follows reachd's signals (or, without reachd, the \
+            kernel's events in-process); it never polls. While reachd restarts it keeps its last \
+            answer and goes on when reachd returns; with --daemon it fails instead (exit 2).
+
+            Made for the template unit reachd-is@.service, which runs `reachctl hold %i` and \
+            restarts it after each end, so that the unit is active exactly while the condition \
+            holds. A service that should run only then says:
+              [Unit]
+              BindsTo=reachd-is@unmetered.service
+              After=reachd-is@unmetered.service
+              [Install]
+              WantedBy=reachd-is@unmetered.service
+
+            Examples:
+              systemctl start reachd-is@via-vpn.service
+              reachctl hold unmetered && echo "the network became metered"
+
+            Exit status: 0 the conditions held and then one ended, 2 usage or error (an \
+            unknown condition; with --daemon, reachd went away).
+            """
+    )
+
+    @Argument(help: ArgumentHelp("Conditions that must all hold (as for reachctl is).", valueName: "condition"))
+    var conditions: [String] = []
+
+    @OptionGroup var options: CommonOptions
+
+    func validate() throws {
+        guard !conditions.isEmpty else {
+            throw ValidationError("Name at least one condition: \(IsCommand.words.joined(separator: ", ")).")
+        }
+        for word in conditions where HostCondition(word: word) == nil {
+            throw ValidationError(IsCommand.refusal(of: word))
+        }
+    }
+
+    func run() async throws {
+        let conditions = self.conditions.compactMap(HostCondition.init(word:))
+        let words = conditions.map(\.word).joined(separator: " ")
+        try await reportingErrors {
+            let source = try options.openSource()
+            defer { source.stop() }
+            let updates = try await source.updates()
+            // Keeps the picture whole from the first snapshot and each change after it, as
+            // `wait` does; its own condition (online) is not what is asked here.
+            let picture = WaitCommand.Condition(target: nil, kind: nil)
+            var holding = false
+            var waitingFor: String?
+            for await update in updates {
+                _ = picture.record(update)
+                guard let snapshot = picture.state.snapshot else { continue }
+                let failures = conditions.compactMap { condition in condition.failure(in: snapshot).map { "\(condition.word): no, \($0)" } }
+                if failures.isEmpty {
+                    guard !holding else { continue }
+                    holding = true
+                    // READY=1 is what starts the units ordered after reachd-is@...service.
+                    if !ServiceManager.notify("READY=1\nSTATUS=holds: \(words)") { Terminal.writeLine("holds: \(words)") }
+                    continue
+                }
+                let why = failures.joined(separator: "; ")
+                if holding {
+                    // One line for the journal: what ended and why; then the exit, which stops
+                    // every unit bound to this one.
+                    Terminal.write("reachctl: no longer holds: \(why)\n", to: STDERR_FILENO)
+                    ServiceManager.notify("STOPPING=1\nSTATUS=ended: \(why)")
+                    return
+                }
+                if why != waitingFor {
+                    waitingFor = why
+                    ServiceManager.notify("STATUS=waiting: \(why)")
+                }
+            }
+            // Updates end only from a source that fails fast (--daemon) when reachd goes away.
+            throw ReachctlError("reachd went away while holding \(words) (--daemon: not waiting for it to return)")
+        }
+    }
+}
