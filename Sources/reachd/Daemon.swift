@@ -82,6 +82,7 @@ final class Daemon {
         settings.sysfsRoot = options.sysfsRoot
         settings.rfkillDevicePath = options.rfkillDevice
         settings.resolvConfPath = options.resolvConf
+        settings.dhcpLeasesDirectory = options.dhcpLeases
         configuration.apply(to: &settings)
         return settings
     }

@@ -13,6 +13,7 @@ struct Options {
     var sysfsRoot = "/sys"
     var rfkillDevice: String? = "/dev/rfkill"
     var resolvConf: String?
+    var dhcpLeases: String? = "/run/systemd/netif/leases"
     var verbose = false
 
     static let usage = """
@@ -32,6 +33,8 @@ struct Options {
                                  0 valid, 2 invalid (every error as FILE:LINE: [Section] Key: ...)
           --netns NAME|PATH      watch a network namespace (`ip netns` NAME or a path)
           --resolv-conf PATH     read nameservers from PATH instead of /etc/resolv.conf
+          --dhcp-leases DIR      read networkd's DHCP leases from DIR instead of
+                                 /run/systemd/netif/leases ("none": read none), for tests
           --rfkill-device PATH   follow radio switches on PATH instead of /dev/rfkill ("none":
                                  read them from sysfs on each link event), for tests
           --verbose              log debug lines too
@@ -83,6 +86,9 @@ struct Options {
             case "--rfkill-device":
                 guard let path = value(argument) else { return .exit(2) }
                 options.rfkillDevice = path == "none" ? nil : path
+            case "--dhcp-leases":
+                guard let path = value(argument) else { return .exit(2) }
+                options.dhcpLeases = path == "none" ? nil : path
             case "--resolv-conf":
                 guard let path = value(argument) else { return .exit(2) }
                 options.resolvConf = path

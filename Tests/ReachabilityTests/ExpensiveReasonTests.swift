@@ -176,4 +176,68 @@ struct ExpensiveReasonDaemonTests {
         }
         #expect(try reachctl(["is", "unmetered", "--daemon", "--bus-address", harness.address]).status == 0)
     }
+
+    /// A lease as systemd-networkd writes it, its option 43 holding `payload` (hex, uppercase as
+    /// networkd's hexmem writes it).
+    static func lease(vendorSpecific payload: String?) -> String {
+        var lines = ["# This is private data. Do not parse.", "ADDRESS=192.0.2.10", "NETMASK=255.255.255.0", "ROUTER=192.0.2.1"]
+        if let payload { lines.append("VENDOR_SPECIFIC=" + payload.utf8.map { String(format: "%02X", $0) }.joined()) }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    @Test func aLeaseSaysMeteredOnlyWithTheHintInItsVendorOption() {
+        #expect(DHCPLeases.saysMetered(Array(Self.lease(vendorSpecific: "ANDROID_METERED").utf8)))
+        // Inside other vendor data (Android sends it alone; others may wrap it).
+        #expect(DHCPLeases.saysMetered(Array(Self.lease(vendorSpecific: "\u{2B}\u{0F}ANDROID_METERED").utf8)))
+        #expect(!DHCPLeases.saysMetered(Array(Self.lease(vendorSpecific: nil).utf8)))
+        #expect(!DHCPLeases.saysMetered(Array(Self.lease(vendorSpecific: "MSFT 5.0").utf8)))
+        #expect(!DHCPLeases.saysMetered(Array("VENDOR_SPECIFIC=414E44524F49445F4D455445524544Z\n".utf8)), "not hexadecimal")
+        #expect(!DHCPLeases.saysMetered(Array("VENDOR_SPECIFIC=414\n".utf8)), "odd length")
+        #expect(!DHCPLeases.saysMetered(Array("ANDROID_METERED=1\nHOSTNAME=ANDROID_METERED\n".utf8)), "elsewhere in the lease")
+    }
+
+    @Test func theDHCPServersHintIsAReasonOfItsOwn_andMeteredNoSilencesIt() throws {
+        var state = try ExpensiveReasonTests.uplink()
+        let change = state.apply([.dhcpMetered(index: 2, true)])
+        #expect(change?.host.expensiveReason == .dhcp && change?.host.flags.contains(.isExpensive) == true)
+        #expect(NetworkManagerValues.metered(state.host.flags, kind: .wired, reason: .dhcp) == NetworkManagerValues.meteredGuessYes)
+        #expect(state.apply([.dhcpMetered(index: 2, false)])?.host.expensiveReason == nil)
+        var silenced = try ExpensiveReasonTests.uplink(Classifier(rules: [InterfaceRule(pattern: "eth0", metered: false)]))
+        _ = silenced.apply([.dhcpMetered(index: 2, true)])
+        #expect(!silenced.host.flags.contains(.isExpensive))
+    }
+
+    /// networkd's lease directory against reachd: a lease written for the uplink's index with the
+    /// hint makes the host metered for the reason `dhcp`, a renewal without it clears it, and a
+    /// lease removed (the link let go of it) clears it too; each within a second, no restart.
+    @Test func aNetworkdLeaseWithTheHintThroughReachd() async throws {
+        let ns = try TestNamespace()
+        try KernelMonitorTests.uplink(ns, "dh0", "192.0.2.10/24", gateway: "192.0.2.1", metric: 100)
+        let leases = FileManager.default.temporaryDirectory.appendingPathComponent("leases-\(ns.name)").path
+        try FileManager.default.createDirectory(atPath: leases, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: leases) }
+        let harness = try DaemonHarness(ns, arguments: ["--dhcp-leases", leases])
+        defer { harness.shutdown() }
+        try await harness.ready()
+        let index = try #require(Int32(try ns.exec("/bin/cat", ["/sys/class/net/dh0/ifindex"]).trimmingCharacters(in: .whitespacesAndNewlines)))
+        func reason() throws -> String? {
+            try reachctl(["status", "--json", "--daemon", "--bus-address", harness.address]).json()["expensiveReason"] as? String
+        }
+        #expect(try reason() == "")
+        // networkd writes the lease aside and renames it over, as on every renewal.
+        func write(_ text: String) throws {
+            try text.write(toFile: leases + "/.tmp", atomically: false, encoding: .utf8)
+            #expect(rename(leases + "/.tmp", leases + "/\(index)") == 0)
+        }
+        try write(Self.lease(vendorSpecific: "ANDROID_METERED"))
+        try await eventually("metered by the lease", timeout: .seconds(1), every: .milliseconds(20)) { try reason() == "dhcp" }
+        let unmetered = try reachctl(["is", "unmetered", "--daemon", "--bus-address", harness.address])
+        #expect(unmetered.status == 1 && unmetered.stderr.contains("the DHCP server says metered"), "\(unmetered)")
+        try write(Self.lease(vendorSpecific: nil))
+        try await eventually("cleared by a renewal without it", timeout: .seconds(1), every: .milliseconds(20)) { try reason() == "" }
+        try write(Self.lease(vendorSpecific: "ANDROID_METERED"))
+        try await eventually("metered again", timeout: .seconds(1), every: .milliseconds(20)) { try reason() == "dhcp" }
+        #expect(unlink(leases + "/\(index)") == 0)
+        try await eventually("cleared when the lease is gone", timeout: .seconds(1), every: .milliseconds(20)) { try reason() == "" }
+    }
 }

@@ -24,6 +24,9 @@ public struct CoreConfiguration: Sendable {
     /// systemd-resolved's list of its upstream servers, read when resolv.conf names only stubs on
     /// loopback (`NameserverWatch`); nil never reads one. Tests point it elsewhere.
     public var resolvedUpstreamPath: String? = "/run/systemd/resolve/resolv.conf"
+    /// Where systemd-networkd records its DHCP leases, one file per link (`DHCPLeases`: a
+    /// server's metered hint); nil reads none. Tests point it elsewhere.
+    public var dhcpLeasesDirectory: String? = "/run/systemd/netif/leases"
     /// Follows changes to resolv.conf with inotify (one instance per core, of the 128 a user
     /// has by default); off, the nameservers are read once. Tests with no DNS turn it off.
     public var followsResolvConf = true

@@ -49,6 +49,8 @@ package final class ReachabilityCore {
     private var lastCheckID: UInt64 = 0
     /// Follows resolv.conf into the Engine's nameserver fact (`supportsDNS`).
     private let nameservers: NameserverWatch
+    /// networkd's DHCP leases: a server's metered hint per link; nil when not read.
+    private let leases: DHCPLeases?
     /// inotify was refused: resolv.conf's identity is compared on each netlink wake-up instead.
     private var nameserversByIdentity = false
     /// Passive stall detection; nil when off (or sock_diag could not be opened).
@@ -74,6 +76,8 @@ package final class ReachabilityCore {
         let files = configuration.resolverFiles(warn: warn)
         nameservers = NameserverWatch(files: files)
         if let routes = kernel.setNameservers(nameservers.nameservers()) { _ = state.take(routes) }
+        leases = configuration.dhcpLeasesDirectory.map(DHCPLeases.init)
+        if let said = leases?.changes(), !said.isEmpty { _ = state.take(.events(said)) }
         let shared = try SharedState(state, namespacePath: configuration.namespacePath)
         shared.record(overruns: kernel.overrunCount, resyncs: kernel.resyncCount)
         self.shared = shared
@@ -106,6 +110,14 @@ package final class ReachabilityCore {
             self.take(self.shared.withState { self.source.lifetimesDue(at: .now, knowing: $0) })
         }
         configureStallDetection(configuration.stall)
+        do {
+            try leases?.start(on: loop) { [unowned self] in
+                guard let said = self.leases?.changes(), !said.isEmpty else { return }
+                self.take(.events(said))
+            }
+        } catch {
+            warn("DHCP leases in \(configuration.dhcpLeasesDirectory ?? "") are read once, not followed: \(error)")
+        }
         do {
             guard configuration.followsResolvConf else { return }
             try nameservers.start(on: loop) { [unowned self] in self.nameserversChanged() }

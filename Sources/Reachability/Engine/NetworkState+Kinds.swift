@@ -49,6 +49,7 @@ extension NetworkState {
         if classification.isMetered { return .configuration }
         if classification.kind == .cellular { return .cellular }
         if classification.isUnmeteredByConfiguration { return nil }
+        if dhcpMetered.contains(entry.link.index) { return .dhcp }
         if let driver = entry.device.driver, Classifier.tetherDrivers.contains(driver) { return .tether }
         if hasHotspotLayout(entry) { return .hotspot }
         return nil

@@ -62,6 +62,8 @@ public struct NetworkState: Sendable {
     private(set) var nameservers: [NameserverRoute] = []
     /// Links whose radio is switched off (`NetworkEvent.radio`); a link absent has it on.
     private(set) var radioBlocks: [Int32: RadioBlock] = [:]
+    /// Links whose DHCP lease says the network is metered (`NetworkEvent.dhcpMetered`).
+    private(set) var dhcpMetered: Set<Int32> = []
     /// Set by the first `internetPath` fact: from then on the host follows the kernel's answers.
     private(set) var followsKernelPaths = false
     /// Bridge (or bond) index -> its ports, for kinds taken from ports.
@@ -174,7 +176,7 @@ public struct NetworkState: Sendable {
 
     private mutating func ingest(_ event: NetworkEvent) {
         switch event {
-        case .internetPath, .connectivity, .announcedPortal, .nat64Prefix, .clock, .uplinkConnectivity, .stalls, .nameservers, .radio,
+        case .internetPath, .connectivity, .announcedPortal, .nat64Prefix, .clock, .uplinkConnectivity, .stalls, .nameservers, .radio, .dhcpMetered,
             .neighbour, .neighbourRemoved: break
         default: routingEpoch &+= 1
         }
@@ -230,6 +232,10 @@ public struct NetworkState: Sendable {
         case let .radio(index, block):
             guard links[index] != nil, radioBlocks[index] ?? [] != block else { return }
             radioBlocks[index] = block.isEmpty ? nil : block
+            dirty.insert(index)
+        case let .dhcpMetered(index, metered):
+            guard links[index] != nil, dhcpMetered.contains(index) != metered else { return }
+            if metered { dhcpMetered.insert(index) } else { dhcpMetered.remove(index) }
             dirty.insert(index)
         }
     }
@@ -297,6 +303,7 @@ public struct NetworkState: Sendable {
         uplinkVerdicts.removeValue(forKey: index)
         linkStalls.removeValue(forKey: index)
         radioBlocks.removeValue(forKey: index)
+        dhcpMetered.remove(index)
         for router in gatewayNeighbours.keys where router.interfaceIndex == index { gatewayNeighbours.removeValue(forKey: router) }
         dirty.insert(index)
     }

@@ -51,6 +51,10 @@ public enum NetworkEvent: Hashable, Sendable {
     /// link's own events); empty when it is on. Counts only for Wi-Fi and cellular links
     /// (`radioOff`), moves no route.
     case radio(index: Int32, RadioBlock)
+    /// Not from rtnetlink: whether the DHCP server of a link's lease says the network is metered
+    /// (option 43 carrying `ANDROID_METERED`, as Android's hotspots send it), read from the lease
+    /// the host's DHCP client records (`DHCPLeases`). Counts toward `isExpensive`, moves no route.
+    case dhcpMetered(index: Int32, Bool)
     /// RTM_NEWNEIGH: the kernel's ARP/ND state of a neighbour. Kept only for the gateways of
     /// default routes (`NetworkState.isGateway`); a gateway FAILED on every live hop of the host's
     /// path makes it `gatewayUnreachable`. Moves the routing epoch only when a gateway starts or

@@ -11,6 +11,10 @@ public enum ExpensiveReason: String, Sendable, Hashable, CaseIterable {
     /// An iPhone's Wi-Fi hotspot, by the address layout every iPhone hands out: an IPv4 address
     /// in 172.20.10.0/28 with the default route through 172.20.10.1.
     case hotspot
+    /// The network's DHCP server said so: option 43 (vendor-specific information) carrying
+    /// `ANDROID_METERED`, which Android's hotspots send (and NetworkManager honours), in the lease
+    /// systemd-networkd records.
+    case dhcp
 
     /// The words of the status line: `Metered: yes (cellular kind)`.
     public var text: String {
@@ -19,6 +23,7 @@ public enum ExpensiveReason: String, Sendable, Hashable, CaseIterable {
         case .cellular: "cellular kind"
         case .tether: "USB tether"
         case .hotspot: "iPhone hotspot address layout"
+        case .dhcp: "the DHCP server says metered"
         }
     }
 }

@@ -100,7 +100,7 @@ package struct NetworkManagerValues: Hashable, Sendable {
     /// guess (4 GUESS_NO: nobody said so). GLib and Qt read 1 and 3 as metered.
     package static func metered(_ flags: ReachabilityFlags, kind: InterfaceKind?, reason: ExpensiveReason? = nil) -> UInt32 {
         guard flags.contains(.isExpensive) else { return meteredGuessNo }
-        if reason == .tether || reason == .hotspot { return meteredGuessYes }
+        if reason == .tether || reason == .hotspot || reason == .dhcp { return meteredGuessYes }
         return kind == .cellular || (kind == nil && flags.contains(.isWWAN)) ? meteredGuessYes : meteredYes
     }
 }

@@ -1,0 +1,99 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the host's DHCP client recorded of each link's lease that speaks of cost: whether the
+/// server sent option 43 (vendor-specific information) carrying `ANDROID_METERED`, the hint
+/// Android's hotspots give (NetworkManager honours it the same way). systemd-networkd writes
+/// each link's lease to /run/systemd/netif/leases/IFINDEX as KEY=VALUE lines, the option as
+/// `VENDOR_SPECIFIC=` in hexadecimal, and writes the file anew on each renewal. The directory
+/// is followed with inotify (any event reads it again: it holds one small file per link), and
+/// each file is read without trust (`UntrustedFile`: a regular file of at most `fileLimit`
+/// bytes, at most `filesRead` of them). Without networkd the directory is absent and nothing
+/// is read. Loop-thread only.
+final class DHCPLeases {
+    let directory: String
+    private var inotify: Descriptor?
+    private var source: (any LoopSource)?
+    /// The links said metered at the last read.
+    private var metered: Set<Int32> = []
+
+    /// networkd's leases hold a few hundred bytes; far more is no lease.
+    static let fileLimit = 64 << 10
+    /// More links with a DHCP lease than any host has.
+    static let filesRead = 256
+    static let hint = Array("ANDROID_METERED".utf8)
+    private static let key = Array("VENDOR_SPECIFIC=".utf8)
+
+    init(directory: String) {
+        self.directory = directory
+    }
+
+    /// The links whose verdict moved since the last read, as facts.
+    func changes() -> [NetworkEvent] {
+        let now = Self.meteredLinks(in: directory)
+        defer { metered = now }
+        return now.subtracting(metered).sorted().map { .dhcpMetered(index: $0, true) }
+            + metered.subtracting(now).sorted().map { .dhcpMetered(index: $0, false) }
+    }
+
+    /// Follows the directory on `loop`; `changed` runs after anything in it changed. A missing
+    /// directory (no networkd) is not followed, and is no error.
+    func start(on loop: any EventLoopProtocol, changed: @escaping () -> Void) throws(SystemError) {
+        guard access(directory, F_OK) == 0 else { return }
+        let descriptor = try Descriptor(checking: inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)), "inotify_init1")
+        let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE)
+        guard inotify_add_watch(descriptor.rawValue, directory, mask) >= 0 else {
+            throw SystemError("inotify_add_watch \(directory)", errno: errno)
+        }
+        let fd = descriptor.rawValue
+        inotify = consume descriptor
+        source = try loop.addWatch(fd: fd, events: .readable) { _ in
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while buffer.withUnsafeMutableBytes({ read(fd, $0.baseAddress, $0.count) }) > 0 {}
+            changed()
+        }
+    }
+
+    /// The links (by index: the files' names) whose lease carries the hint.
+    static func meteredLinks(in directory: String) -> Set<Int32> {
+        guard let stream = opendir(directory) else { return [] }
+        defer { closedir(stream) }
+        var found: Set<Int32> = []
+        var read = 0
+        while read < filesRead, let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let index = Int32(name), index > 0 else { continue }
+            read += 1
+            if case let .success(text) = UntrustedFile.contents(of: directory + "/" + name, limit: fileLimit), saysMetered(text) {
+                found.insert(index)
+            }
+        }
+        return found
+    }
+
+    /// Whether a lease's `VENDOR_SPECIFIC=` value, decoded from hexadecimal, holds the hint.
+    static func saysMetered(_ lease: [UInt8]) -> Bool {
+        for line in lease.split(separator: UInt8(ascii: "\n")) where line.starts(with: key) {
+            let digits = Array(line.dropFirst(key.count))
+            guard digits.count % 2 == 0 else { return false }
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(digits.count / 2)
+            for pair in stride(from: 0, to: digits.count, by: 2) {
+                guard let high = hexValue(digits[pair]), let low = hexValue(digits[pair + 1]) else { return false }
+                bytes.append(high << 4 | low)
+            }
+            return bytes.count >= hint.count && (0...(bytes.count - hint.count)).contains { bytes[$0..<($0 + hint.count)].elementsEqual(hint) }
+        }
+        return false
+    }
+
+    private static func hexValue(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
