@@ -1000,6 +1000,7 @@ struct PackagingDebianTests {
 
         try await checkWaitOnline(inside)
         try await checkConditionUnits(inside)
+        try await checkUnmeteredUnit(inside)
 
         #expect(try await inside(["systemctl", "reload", "reachd"]).status == 0)
         let stop = try await inside(["systemctl", "stop", "reachd"])
@@ -1184,22 +1185,10 @@ private func checkConditionUnits(_ inside: ([String]) async throws -> Ran) async
     let ownUID = try await inside(["id", "-u", "reachd-is"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     #expect(!uid.isEmpty && uid == ownUID && uid != "0" && uid != reachdUID, "a user of its own: \(uid), reachd-is \(ownUID)")
 
-    // How long, in ms, until `systemctl is-active follower` says `state`, measured inside after `commands`.
     func timed(_ commands: String, until state: String) async throws -> Int? {
-        let script = """
-            \(commands)
-            start=$(date +%s%N)
-            while [ "$(systemctl is-active follower)" != \(state) ]; do
-                [ $(( $(date +%s%N) - start )) -lt 10000000000 ] || exit 1
-            done
-            echo $(( ($(date +%s%N) - start) / 1000000 ))
-            """
-        let ran = try await inside(["sh", "-c", script])
-        return ran.status == 0 ? Int(ran.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) : nil
+        try await timedInside(inside, "follower", after: commands, until: state)
     }
-    let uplink = "ip link add up0 type veth peer name up0p && ip link set up0p up && ip addr add 192.0.2.2/24 dev up0 && "
-        + "ip link set up0 up && ip route add default via 192.0.2.1 dev up0"
-    let started = try await timed(uplink, until: "active")
+    let started = try await timed(containerUplink, until: "active")
     func journal() async throws -> String {
         try await inside(["journalctl", "-u", unit, "-u", "follower", "--no-pager", "-o", "short-precise"]).stdout
     }
@@ -1229,6 +1218,80 @@ private func checkConditionUnits(_ inside: ([String]) async throws -> Ran) async
     #expect(try await inside(["systemctl", "stop", unit]).status == 0)
     #expect(try await inside(["systemctl", "is-active", "follower"]).stdout.hasPrefix("inactive"))
     _ = try await inside(["systemctl", "disable", "follower.service"])
+    _ = try await inside(["ip", "link", "del", "up0"])
+}
+
+/// A veth uplink with a default route, as the condition units' checks make it.
+private let containerUplink = "ip link add up0 type veth peer name up0p && ip link set up0p up && ip addr add 192.0.2.2/24 dev up0 && "
+    + "ip link set up0 up && ip route add default via 192.0.2.1 dev up0"
+
+/// How long, in ms, until `systemctl is-active SERVICE` says `state`, measured inside after
+/// `commands` (nil: not within 10 s).
+private func timedInside(
+    _ inside: ([String]) async throws -> Ran, _ service: String, after commands: String, until state: String
+) async throws -> Int? {
+    let script = """
+        \(commands)
+        start=$(date +%s%N)
+        while [ "$(systemctl is-active \(service))" != \(state) ]; do
+            [ $(( $(date +%s%N) - start )) -lt 10000000000 ] || exit 1
+        done
+        echo $(( ($(date +%s%N) - start) / 1000000 ))
+        """
+    let ran = try await inside(["sh", "-c", script])
+    return ran.status == 0 ? Int(ran.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) : nil
+}
+
+/// docs/services.md's backup recipe under the real PID 1: a service bound to
+/// reachd-is@unmetered.service runs while the host's path is unmetered, and stops within a
+/// second of a reload that marks its network metered by the network's own name (a `[Network]`
+/// rule keyed by the NetworkID reachctl shows); the journal says why. Removing the rule and
+/// reloading starts it again.
+private func checkUnmeteredUnit(_ inside: ([String]) async throws -> Ran) async throws {
+    let unit = "reachd-is@unmetered.service"
+    let bound = """
+        [Unit]
+        BindsTo=\(unit)
+        After=\(unit)
+        [Service]
+        ExecStart=/bin/sleep infinity
+        [Install]
+        WantedBy=\(unit)
+        """
+    #expect(try await inside(["sh", "-c", "printf '%s\\n' \"$0\" >/etc/systemd/system/backup.service", bound]).status == 0)
+    #expect(try await inside(["systemctl", "daemon-reload"]).status == 0)
+    #expect(try await inside(["systemctl", "enable", "backup.service"]).status == 0)
+    // The uplink's gateway as ARP would have learnt it: the network gets its name.
+    let uplink = containerUplink + " && ip neigh replace 192.0.2.1 lladdr 02:00:5e:10:00:01 dev up0 nud permanent"
+    #expect(try await inside(["sh", "-c", uplink]).status == 0)
+    let started = try await timedInside(inside, "backup", after: "systemctl start --no-block \(unit)", until: "active")
+    func journal() async throws -> String {
+        try await inside(["journalctl", "-u", unit, "-u", "backup", "--no-pager", "-o", "short-precise"]).stdout
+    }
+    let startLog = try await journal()
+    #expect(started != nil, "the backup starts on the unmetered uplink: \(startLog)")
+
+    var network = ""
+    for _ in 0..<50 where network.isEmpty {
+        let listed = try await inside(["reachctl", "interfaces", "--verbose", "--no-legend", "--daemon"]).stdout
+        network = listed.split(separator: "\n").first { $0.contains(" up0 ") }?.split(separator: " ").first { $0.count == 16 && $0.allSatisfy(\.isHexDigit) }.map(String.init) ?? ""
+        if network.isEmpty { try await Task.sleep(for: .milliseconds(100)) }
+    }
+    #expect(network.count == 16, "up0's network is named")
+    let rule = "mkdir -p /etc/reachd/reachd.conf.d && printf '[Network]\\nID=\(network)\\nMetered=yes\\n' >/etc/reachd/reachd.conf.d/60-metered.conf"
+        + " && systemctl reload reachd"
+    let stopped = try await timedInside(inside, "backup", after: rule, until: "inactive")
+    var log = try await journal()
+    #expect(stopped.map { $0 < 1000 } == true, "stopped after \(stopped.map { "\($0) ms" } ?? "never"): \(log)")
+    #expect(log.contains("reachctl: no longer holds: unmetered: no") && log.contains("configuration"), "the journal says why: \(log)")
+
+    let again = try await timedInside(
+        inside, "backup", after: "rm /etc/reachd/reachd.conf.d/60-metered.conf && systemctl reload reachd", until: "active")
+    log = try await journal()
+    #expect(again != nil, "started again once unmetered: \(log)")
+
+    #expect(try await inside(["systemctl", "stop", unit]).status == 0)
+    _ = try await inside(["systemctl", "disable", "backup.service"])
     _ = try await inside(["ip", "link", "del", "up0"])
 }
 
