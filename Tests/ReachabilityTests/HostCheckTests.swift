@@ -21,7 +21,10 @@ struct HostCheckTests {
         let missing = try await monitor.check("nothere.test", timeout: .seconds(3))
         #expect(missing.reason == .dnsNotFound)
         #expect(!missing.isReachable)
-        #expect(ContinuousClock.now - start < .milliseconds(500), "NXDOMAIN answers quickly")
+        // NXDOMAIN is an answer, not a silence: it ends the check long before its 3 s deadline.
+        // Half of it: a datagram lost on a loaded machine costs c-ares one retransmission, at a
+        // quarter of the deadline (0.75 s; seen twice in many CI runs), and still proves it.
+        #expect(ContinuousClock.now - start < .milliseconds(1500), "NXDOMAIN answers well before the deadline")
     }
 
     @Test func cachedAnswerSendsNoQueryAndFollowsRoutes() async throws {
