@@ -1001,6 +1001,7 @@ struct PackagingDebianTests {
         try await checkWaitOnline(inside)
         try await checkConditionUnits(inside)
         try await checkUnmeteredUnit(inside)
+        try await checkVPNRecipe(inside)
 
         #expect(try await inside(["systemctl", "reload", "reachd"]).status == 0)
         let stop = try await inside(["systemctl", "stop", "reachd"])
@@ -1293,6 +1294,69 @@ private func checkUnmeteredUnit(_ inside: ([String]) async throws -> Ran) async 
     #expect(try await inside(["systemctl", "stop", unit]).status == 0)
     _ = try await inside(["systemctl", "disable", "backup.service"])
     _ = try await inside(["ip", "link", "del", "up0"])
+}
+
+/// docs/services.md's VPN recipe under the real PID 1: a job with `ExecCondition=reachctl is
+/// via-vpn` is skipped (not failed) while the host's path is no VPN and runs once a tunnel carries
+/// it, and a service bound to reachd-is@via-vpn.service follows the tunnel up and down. The
+/// container has no tunnel driver, so the tunnel is a veth that a reachd.conf rule calls a VPN,
+/// routed as wg-quick and OpenVPN route theirs (0.0.0.0/1 and 128.0.0.0/1 over the uplink).
+private func checkVPNRecipe(_ inside: ([String]) async throws -> Ran) async throws {
+    let job = """
+        [Service]
+        Type=oneshot
+        RemainAfterExit=yes
+        ExecCondition=/usr/bin/reachctl is via-vpn
+        ExecStart=/bin/true
+        """
+    let unit = "reachd-is@via-vpn.service"
+    let bound = """
+        [Unit]
+        BindsTo=\(unit)
+        After=\(unit)
+        [Service]
+        ExecStart=/bin/sleep infinity
+        [Install]
+        WantedBy=\(unit)
+        """
+    #expect(try await inside(["sh", "-c", "printf '%s\\n' \"$0\" >/etc/systemd/system/vpnjob.service", job]).status == 0)
+    #expect(try await inside(["sh", "-c", "printf '%s\\n' \"$0\" >/etc/systemd/system/vpnbound.service", bound]).status == 0)
+    #expect(try await inside(["systemctl", "daemon-reload"]).status == 0)
+    #expect(try await inside(["systemctl", "enable", "vpnbound.service"]).status == 0)
+    let rule = "mkdir -p /etc/reachd/reachd.conf.d && printf '[Interface]\\nName=vpn0\\nKind=vpn\\n' >/etc/reachd/reachd.conf.d/60-vpn.conf"
+        + " && systemctl reload reachd && " + containerUplink
+    #expect(try await inside(["sh", "-c", rule]).status == 0)
+    try await Task.sleep(for: .milliseconds(500))
+
+    // No tunnel: the job is skipped, not failed.
+    _ = try await inside(["systemctl", "start", "vpnjob"])
+    let skipped = try await inside(["systemctl", "show", "vpnjob", "-p", "ActiveState", "-p", "Result"]).stdout
+    let skipLog = try await inside(["journalctl", "-u", "vpnjob", "--no-pager", "-o", "cat"]).stdout
+    #expect(skipped.contains("ActiveState=inactive") && !skipped.contains("ActiveState=failed"), "\(skipped)")
+    #expect(skipLog.contains("Skipped due to 'exec-condition'") && skipLog.contains("via-vpn: no"), "skipped, and why: \(skipped) \(skipLog)")
+    #expect(try await inside(["systemctl", "start", "--no-block", unit]).status == 0)
+
+    // The tunnel comes up: the bound service starts, the job runs.
+    let tunnel = "ip link add vpn0 type veth peer name vpn0p && ip link set vpn0p up && ip addr add 10.8.0.2/24 dev vpn0 && "
+        + "ip link set vpn0 up && ip route add 0.0.0.0/1 via 10.8.0.1 dev vpn0 && ip route add 128.0.0.0/1 via 10.8.0.1 dev vpn0"
+    let started = try await timedInside(inside, "vpnbound", after: tunnel, until: "active")
+    func journal() async throws -> String {
+        try await inside(["journalctl", "-u", unit, "-u", "vpnbound", "-u", "vpnjob", "--no-pager", "-o", "short-precise"]).stdout
+    }
+    let upLog = try await journal()
+    #expect(started != nil, "the bound service starts with the tunnel: \(upLog)")
+    _ = try await inside(["systemctl", "start", "vpnjob"])
+    let ran = try await inside(["systemctl", "show", "vpnjob", "-p", "ActiveState", "-p", "Result"]).stdout
+    #expect(ran.contains("ActiveState=active") && ran.contains("Result=success"), "\(ran)")
+
+    // The tunnel goes: the bound service stops within a second.
+    let stopped = try await timedInside(inside, "vpnbound", after: "ip link del vpn0", until: "inactive")
+    let downLog = try await journal()
+    #expect(stopped.map { $0 < 1000 } == true, "stopped after \(stopped.map { "\($0) ms" } ?? "never"): \(downLog)")
+
+    #expect(try await inside(["systemctl", "stop", unit, "vpnjob"]).status == 0)
+    _ = try await inside(["systemctl", "disable", "vpnbound.service"])
+    _ = try await inside(["sh", "-c", "rm /etc/reachd/reachd.conf.d/60-vpn.conf && systemctl reload reachd && ip link del up0"])
 }
 
 // MARK: - Processes
