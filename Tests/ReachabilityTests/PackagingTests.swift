@@ -51,7 +51,7 @@ struct PackagingUnitTests {
             ("Type", "oneshot"), ("RemainAfterExit", "yes"), ("DefaultDependencies", "no"),
             ("Before", "network-online.target shutdown.target"), ("WantedBy", "network-online.target"),
             ("After", "reachd.service"), ("Wants", "reachd.service"), ("Conflicts", "shutdown.target"),
-            ("ExecStart", "/usr/bin/reachctl wait --from-config"), ("User", "reachd"), ("CapabilityBoundingSet", ""),
+            ("ExecStart", "/usr/bin/reachctl wait --from-config"), ("User", "reachd-is"), ("CapabilityBoundingSet", ""),
         ] {
             #expect(settings[key]?.contains(value) == true, "\(key)=\(value): have \(settings[key] ?? [])")
         }
