@@ -46,12 +46,7 @@ struct HoldCommand: AsyncParsableCommand {
     @OptionGroup var options: CommonOptions
 
     func validate() throws {
-        guard !conditions.isEmpty else {
-            throw ValidationError("Name at least one condition: \(IsCommand.words.joined(separator: ", ")).")
-        }
-        for word in conditions where HostCondition(word: word) == nil {
-            throw ValidationError(IsCommand.refusal(of: word))
-        }
+        try IsCommand.validate(conditions)
     }
 
     func run() async throws {

@@ -50,13 +50,18 @@ struct IsCommand: AsyncParsableCommand {
     @OptionGroup var options: CommonOptions
 
     func validate() throws {
+        try Self.validate(conditions)
+        if quiet, output.json { throw ValidationError("--quiet and --json: --json says everything on standard output; drop one.") }
+    }
+
+    /// At least one condition, each a word `is` takes: what `is` and `hold` refuse alike.
+    static func validate(_ conditions: [String]) throws {
         guard !conditions.isEmpty else {
-            throw ValidationError("Name at least one condition: \(Self.words.joined(separator: ", ")).")
+            throw ValidationError("Name at least one condition: \(words.joined(separator: ", ")).")
         }
         for word in conditions where HostCondition(word: word) == nil {
-            throw ValidationError(Self.refusal(of: word))
+            throw ValidationError(refusal(of: word))
         }
-        if quiet, output.json { throw ValidationError("--quiet and --json: --json says everything on standard output; drop one.") }
     }
 
     /// The words `is` takes, in documented order.
