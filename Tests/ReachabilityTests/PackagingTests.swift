@@ -1155,15 +1155,7 @@ private func checkWaitOnline(_ inside: ([String]) async throws -> Ran) async thr
 /// as its own user (reachd-is, not reachd) with no capability, and asks reachd on the bus.
 private func checkConditionUnits(_ inside: ([String]) async throws -> Ran) async throws {
     let unit = "reachd-is@online.service"
-    let bound = """
-        [Unit]
-        BindsTo=\(unit)
-        After=\(unit)
-        [Service]
-        ExecStart=/bin/sleep infinity
-        [Install]
-        WantedBy=\(unit)
-        """
+    let bound = boundService(to: unit)
     let written = try await inside(["sh", "-c", "printf '%s\\n' \"$0\" >/etc/systemd/system/follower.service", bound])
     #expect(written.status == 0, "\(written)")
     #expect(try await inside(["systemctl", "daemon-reload"]).status == 0)
@@ -1222,6 +1214,20 @@ private func checkConditionUnits(_ inside: ([String]) async throws -> Ran) async
     _ = try await inside(["ip", "link", "del", "up0"])
 }
 
+/// A service bound to the condition unit `unit` as docs/services.md says (BindsTo=, After=,
+/// WantedBy=): it runs exactly while the unit is active.
+private func boundService(to unit: String) -> String {
+    """
+    [Unit]
+    BindsTo=\(unit)
+    After=\(unit)
+    [Service]
+    ExecStart=/bin/sleep infinity
+    [Install]
+    WantedBy=\(unit)
+    """
+}
+
 /// A veth uplink with a default route, as the condition units' checks make it.
 private let containerUplink = "ip link add up0 type veth peer name up0p && ip link set up0p up && ip addr add 192.0.2.2/24 dev up0 && "
     + "ip link set up0 up && ip route add default via 192.0.2.1 dev up0"
@@ -1250,15 +1256,7 @@ private func timedInside(
 /// reloading starts it again.
 private func checkUnmeteredUnit(_ inside: ([String]) async throws -> Ran) async throws {
     let unit = "reachd-is@unmetered.service"
-    let bound = """
-        [Unit]
-        BindsTo=\(unit)
-        After=\(unit)
-        [Service]
-        ExecStart=/bin/sleep infinity
-        [Install]
-        WantedBy=\(unit)
-        """
+    let bound = boundService(to: unit)
     #expect(try await inside(["sh", "-c", "printf '%s\\n' \"$0\" >/etc/systemd/system/backup.service", bound]).status == 0)
     #expect(try await inside(["systemctl", "daemon-reload"]).status == 0)
     #expect(try await inside(["systemctl", "enable", "backup.service"]).status == 0)
@@ -1310,15 +1308,7 @@ private func checkVPNRecipe(_ inside: ([String]) async throws -> Ran) async thro
         ExecStart=/bin/true
         """
     let unit = "reachd-is@via-vpn.service"
-    let bound = """
-        [Unit]
-        BindsTo=\(unit)
-        After=\(unit)
-        [Service]
-        ExecStart=/bin/sleep infinity
-        [Install]
-        WantedBy=\(unit)
-        """
+    let bound = boundService(to: unit)
     #expect(try await inside(["sh", "-c", "printf '%s\\n' \"$0\" >/etc/systemd/system/vpnjob.service", job]).status == 0)
     #expect(try await inside(["sh", "-c", "printf '%s\\n' \"$0\" >/etc/systemd/system/vpnbound.service", bound]).status == 0)
     #expect(try await inside(["systemctl", "daemon-reload"]).status == 0)
