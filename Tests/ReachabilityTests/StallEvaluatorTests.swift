@@ -206,9 +206,9 @@ import Testing
         let first = Self.poll(&evaluator, at: 100, lone())
         #expect(!first.link(Self.wired).isStalled)
         #expect(first.nameserverChecks == [Self.wired], "a suspected link is worth a question: \(first)")
-        // Asked at 100; silent 2 s: not yet past its patience (4 s).
-        #expect(!Self.poll(&evaluator, at: 102, lone(), nameservers: silent(since: 100)).link(Self.wired).isStalled)
-        let flagged = Self.poll(&evaluator, at: 104, lone(), nameservers: silent(since: 100))
+        // Asked at 100; silent 1 s: not yet past its patience (2 s).
+        #expect(!Self.poll(&evaluator, at: 101, lone(), nameservers: silent(since: 100)).link(Self.wired).isStalled)
+        let flagged = Self.poll(&evaluator, at: 102, lone(), nameservers: silent(since: 100))
         #expect(flagged.link(Self.wired).isStalled && flagged.link(Self.wired).causes == .tcpRetransmissions)
         #expect(flagged.link(Self.wired).evidence.socketsFailing == 1, "the question is not a socket: \(flagged.link(Self.wired).evidence)")
         #expect(flagged.nameserverChecks == [Self.wired], "still asked: its answer is what clears it")

@@ -49,7 +49,7 @@ final class StallWatch {
 
     /// How long after an answer a link's nameserver is left alone. A connection to a dead peer
     /// stays in back-off, suspected, for up to 15 minutes (tcp_retries2): asked at every poll
-    /// that would be 4 queries a second to a server that keeps answering; so 8 every 30 s. Only
+    /// that would be 8 queries a second to a server that keeps answering; so 16 every 30 s. Only
     /// a path that dies after its nameserver answered, under a lone connection that already
     /// failed, waits for it.
     static let answeredPause: Duration = .seconds(30)

@@ -21,10 +21,11 @@ public struct StallSettings: Hashable, Sendable {
     /// this much of the evidence.
     public var suspectInterval: Duration = .seconds(2)
     /// How long reachd's own question to a suspect link's nameserver may go unanswered before
-    /// it counts as one more failing connection of the host's (`StallNameserverAnswer`): two
-    /// polls, 16 queries, all lost; at 40% random loss each way that is about one chance in a
-    /// thousand.
-    public var nameserverPatience: Duration = .seconds(4)
+    /// it counts as one more failing connection of the host's (`StallNameserverAnswer`): one
+    /// poll's 16 queries, all lost; at 40% random loss each way that is about one chance in a
+    /// thousand. A path that died already kept a connection waiting for `window`; this only
+    /// tells a dead path from a dead peer, so it may be short.
+    public var nameserverPatience: Duration = .seconds(2)
     /// Owners up to this uid are the host's own (root and system users, Debian's SYS_UID_MAX):
     /// their evidence alone can flag a link for everyone. Every other uid is one user.
     public var systemUserMaximum: UInt32 = 999
