@@ -324,5 +324,8 @@ final class ReachabilityService: BusObject {
             }
         }
         try reply.appendEntry(Key.dnsTimeouts, "u") { message throws(BusError) in try message.append(UInt32(clamping: evidence.dnsTimeouts)) }
+        if evidence.nameserverSilent {
+            try reply.appendEntry(Key.nameserverSilent, "b") { message throws(BusError) in try message.append(true) }
+        }
     }
 }

@@ -212,6 +212,7 @@ import Testing
         #expect(flagged.link(Self.wired).isStalled && flagged.link(Self.wired).causes == .tcpRetransmissions)
         #expect(flagged.link(Self.wired).evidence.socketsFailing == 1, "the question is not a socket: \(flagged.link(Self.wired).evidence)")
         #expect(flagged.nameserverChecks == [Self.wired], "still asked: its answer is what clears it")
+        #expect(flagged.link(Self.wired).evidence.nameserverSilent)
         // It answers (the path is back, or never was dead: the peer was): cleared, though the
         // socket still waits deep in back-off.
         let answered = [StallNameserverAnswer(interfaceIndex: Self.wired, since: .seconds(100), answered: true)]

@@ -192,6 +192,18 @@ struct StallStateTests {
         evidence.sinceReceive = nil
         #expect(renderStallEvidence(stalled: true, evidence).contains(", nothing ever received, "))
         #expect(evidence.json["secondsSinceReceive"] == .null)
+        #expect(evidence.json["nameserverSilent"] == .bool(false))
+        // One upload alone, corroborated by the nameserver's silence: the line says why one socket sufficed.
+        var lone = StallEvidence()
+        lone.socketsJudged = 1
+        lone.socketsFailing = 1
+        lone.owners = 1
+        lone.waiting = .seconds(9)
+        lone.nameserverSilent = true
+        #expect(renderSummary(host, interfaces: interfaces, stall: lone)
+            == "online via up0 (wired), but traffic is stalled: 1 socket waiting for 9 s, nothing received, the nameserver beyond the link silent too")
+        #expect(renderStallEvidence(stalled: true, lone).hasSuffix(", 0 DNS timeouts in a row, the nameserver beyond the link silent"))
+        #expect(lone.json["nameserverSilent"] == .bool(true))
         host.stalled = false
         host.flags.remove(.stalled)
         #expect(renderSummary(host, interfaces: interfaces, stall: evidence) == "online via up0 (wired)")

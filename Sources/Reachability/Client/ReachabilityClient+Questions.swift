@@ -33,6 +33,11 @@ extension ReachabilityClient {
             let seconds = Duration.seconds(Int64(clamping: value))
             if key == Key.secondsWaiting { figures.waiting = seconds } else { figures.sinceReceive = seconds }
             evidence = figures
+        case Key.nameserverSilent:
+            guard let value = try variant(message, "b", { m throws(BusError) in try m.readBool() }) else { return true }
+            var figures = evidence ?? StallEvidence()
+            figures.nameserverSilent = value
+            evidence = figures
         default:
             return false
         }

@@ -67,8 +67,11 @@ public enum ReachdContract {
         public static let secondsWaiting = "StallSecondsWaiting"
         /// t: seconds since a judged socket last received a segment; absent when none ever did.
         public static let secondsSinceReceive = "StallSecondsSinceReceive"
-        /// u: reachd's own DNS lookups that timed out in a row.
+        /// u: the system's DNS lookups that timed out in a row.
         public static let dnsTimeouts = "StallDNSTimeouts"
+        /// b: reachd's own queries to a nameserver beyond the link went unanswered too; absent
+        /// when they did not (or were not asked).
+        public static let nameserverSilent = "StallNameserverSilent"
     }
 
     /// GetStatus's entry with each expensive interface's reason (a{ss}: name -> `ExpensiveReason`):

@@ -243,6 +243,7 @@ extension NetworkState {
         case .stalled:
             var evidence = ["\(name): stalled: \(figures.socketsFailing) of \(figures.socketsJudged) socket(s) retransmit with nothing back for \(figures.waiting.components.seconds)s"]
             if let since = figures.sinceReceive { evidence.append("last segment received \(since.components.seconds)s ago") }
+            if figures.nameserverSilent { evidence.append("reachd's own DNS queries to a nameserver beyond \(name) went unanswered too") }
             return .init(
                 name: .traffic, status: .broken, evidence: evidence,
                 fix: "packets leave and nothing comes back: the network beyond the gateway is down (check the modem or the provider)")

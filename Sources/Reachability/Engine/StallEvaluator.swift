@@ -307,6 +307,7 @@ public struct StallEvaluator: Sendable {
         judgement.stalled = (bySockets || corroboratedOnly) && !hostReceivedLately
         judgement.byCorroboration = judgement.stalled && !bySockets
         judgement.evidence.owners = byOwner.count
+        judgement.evidence.nameserverSilent = corroborated
         judgement.evidence.waiting = longest
         judgement.evidence.sinceReceive = memory.receipts.newest.map { now - $0 }
         return judgement

@@ -78,6 +78,9 @@ public struct StallEvidence: Hashable, Sendable {
     public var sinceReceive: Duration?
     /// Consecutive DNS timeouts on the link's servers, as reported by the resolver.
     public var dnsTimeouts: Int = 0
+    /// reachd's own queries to a nameserver beyond the link went unanswered past their
+    /// patience: one more failing connection beside each owner's (`StallNameserverAnswer`).
+    public var nameserverSilent: Bool = false
 
     public init() {}
 }

@@ -93,8 +93,9 @@ extension ReachabilityChange {
 
 extension StallEvidence {
     /// `{"sockets":14,"socketsFailing":9,"owners":1,"secondsWaiting":12,"secondsSinceReceive":12,
-    /// "dnsTimeouts":0}`: the figures behind `stalled` (`reachctl status --verbose --json`, as
-    /// `stallEvidence`); `secondsSinceReceive` is null when no judged socket ever received.
+    /// "dnsTimeouts":0,"nameserverSilent":false}`: the figures behind `stalled` (`reachctl status
+    /// --verbose --json`, as `stallEvidence`); `secondsSinceReceive` is null when no judged socket
+    /// ever received.
     package var json: JSONValue {
         .object([
             ("sockets", .int(Int64(socketsJudged))),
@@ -103,6 +104,7 @@ extension StallEvidence {
             ("secondsWaiting", .int(waiting.components.seconds)),
             ("secondsSinceReceive", sinceReceive.map { .int($0.components.seconds) } ?? .null),
             ("dnsTimeouts", .int(Int64(dnsTimeouts))),
+            ("nameserverSilent", .bool(nameserverSilent)),
         ])
     }
 }

@@ -56,6 +56,7 @@ func renderStall(_ evidence: StallEvidence?) -> String {
         figures.append("\(count) socket\(count == 1 ? "" : "s") waiting for \(evidence.waiting.components.seconds) s, nothing received")
     }
     if evidence.dnsTimeouts > 0 { figures.append("\(evidence.dnsTimeouts) DNS timeouts in a row") }
+    if evidence.nameserverSilent { figures.append("the nameserver beyond the link silent too") }
     if !figures.isEmpty { line += ": " + figures.joined(separator: ", ") }
     return line
 }
@@ -71,6 +72,7 @@ package func renderStallEvidence(stalled: Bool, _ evidence: StallEvidence?) -> S
     return "Traffic: \(stalled ? "stalled" : "flowing"); \(evidence.socketsJudged) sockets judged, "
         + "\(evidence.socketsFailing) waiting in retransmission (\(owners)) for \(evidence.waiting.components.seconds) s, "
         + "\(receipt), \(evidence.dnsTimeouts) DNS timeouts in a row"
+        + (evidence.nameserverSilent ? ", the nameserver beyond the link silent" : "")
 }
 
 /// A probe's verdict for people (`reachctl check --validate`): `internet: full (HTTP 204)`,
