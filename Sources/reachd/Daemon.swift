@@ -29,6 +29,8 @@ final class Daemon {
     private var service: ReachabilityService!
     private var sleep: Sleep!
     private var history: History!
+    /// NetworkManager's devices' `Metered`, while NetworkManager runs.
+    private var networkManagerDevices: NetworkManagerDevices?
 
     /// Runs the daemon; returns the process exit status.
     static func main(_ options: Options) -> Int32 {
@@ -148,6 +150,10 @@ final class Daemon {
                 self.loop.exit(code: 1)
             }
         })
+        // NetworkManager's own word on each link's cost, once it runs (ExpensiveReason).
+        let devices = NetworkManagerDevices(bus: bus) { [unowned core] said in core.record(networkManagerMetered: said) }
+        networkManagerDevices = devices
+        try devices.start()
         // Asked before reachd's own name: the bus answers in order, so READY=1 (which sessions
         // and portals may be ordered after) comes once that name is decided too.
         publisher.networkManagerCompatibility(configuration.networkManagerCompatibility)
