@@ -1092,17 +1092,34 @@ struct PackagingDebianTests {
 
 /// network-manager's packages in the host's apt cache, downloaded once per run: `apt-get
 /// install --download-only` installs nothing (dpkg's list is read before, for the test to
-/// compare), and runs in the host's network namespace (PID 1's), as scripts/test runs the suite
-/// in a private one. Without the network, packages already in the cache still do.
+/// compare), and runs in the network namespace the suite was started from, as scripts/test runs
+/// the suite in a private one without the network. Offline, packages already in the cache do.
 private enum NetworkManagerPackages {
     static let installedBefore = installedPackages()
     static let downloaded: Bool = {
         _ = installedBefore
-        let download = try? ChildProcess("/usr/bin/nsenter", [
-            "--net=/proc/1/ns/net", "--", "/usr/bin/apt-get", "install", "--download-only", "-y", "--no-install-recommends", "network-manager",
-        ]).finish(timeout: .seconds(600))
+        let apt = ["/usr/bin/apt-get", "install", "--download-only", "-y", "--no-install-recommends", "network-manager"]
+        let command = outerNetworkNamespace().map { ["/usr/bin/nsenter", "--net=\($0)", "--"] + apt } ?? apt
+        let download = try? ChildProcess(command[0], Array(command.dropFirst())).finish(timeout: .seconds(600))
         return download?.0 == 0
     }()
+
+    /// The nearest ancestor's network namespace that is not this process's (PID 1's may not be
+    /// readable in a container); nil when every ancestor shares this one.
+    static func outerNetworkNamespace() -> String? {
+        let own = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/ns/net")
+        var pid = getppid()
+        while pid > 1 {
+            let path = "/proc/\(pid)/ns/net"
+            if let namespace = try? FileManager.default.destinationOfSymbolicLink(atPath: path), namespace != own { return path }
+            // "pid (comm) state ppid ...": the command's name may hold spaces; ppid is after the last ')'.
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return nil }
+            let fields = stat[close...].split(separator: " ")
+            guard fields.count > 2, let parent = Int32(fields[2]) else { return nil }
+            pid = parent
+        }
+        return nil
+    }
 
     /// Every package dpkg knows, with its version and status, one a line.
     static func installedPackages() -> String {
