@@ -7,8 +7,9 @@ import Glibc
 /// signals and the watchdog, and the parts that follow the core's changes, in this order:
 /// the publisher (signals, STATUS=, journal, NetworkManager surface), the metrics, the history
 /// (each change of an answer with its cause, in memory and the journal), the probes and
-/// the watches; and sleep, which hands a resume to the core and the probes. Each part gets what
-/// it needs at construction; none holds the daemon.
+/// the watches; and sleep, which hands a resume to the core and the probes. NetworkManager's
+/// devices, while it runs, are one more input to the core (`NetworkManagerDevices`). Each part
+/// gets what it needs at construction; none holds the daemon.
 final class Daemon {
     private let options: Options
     private var configuration: Configuration

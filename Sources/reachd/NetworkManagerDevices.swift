@@ -30,6 +30,11 @@ final class NetworkManagerDevices {
     /// What is read of an interface name before it is refused: past IFNAMSIZ already.
     static let nameBytes = 64
     static let refusalsLogged = 8
+    /// What a GetAll of a device that went meanwhile answers: GDBus, which NetworkManager uses,
+    /// says UnknownMethod of an object no longer served.
+    static let gone: Set<String> = [
+        "org.freedesktop.DBus.Error.UnknownObject", "org.freedesktop.DBus.Error.UnknownMethod", "org.freedesktop.DBus.Error.UnknownInterface",
+    ]
 
     /// One device as its last answers and signals left it.
     private struct Device {
@@ -176,7 +181,7 @@ final class NetworkManagerDevices {
                 followed.devices[path]?.fetch = nil
                 switch result {
                 case let .success(message): self.update(path, from: message, of: followed)
-                case let .failure(error) where error.name == "org.freedesktop.DBus.Error.UnknownObject":
+                case let .failure(error) where Self.gone.contains(error.name):
                     self.remove(path, of: followed)  // gone before it answered; DeviceRemoved follows
                 case let .failure(error): self.refuse("device \(path): GetAll: \(error)", of: followed)
                 }

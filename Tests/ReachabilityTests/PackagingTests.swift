@@ -1059,10 +1059,11 @@ struct PackagingDebianTests {
             chroot root dpkg -i /var/tmp/reachd.deb >dpkg.log 2>&1
             printf '#!/bin/sh\\nexit 101\\n' >root/usr/sbin/policy-rc.d
             chmod +x root/usr/sbin/policy-rc.d
-            mount --bind /dev root/dev
+            mount --rbind /dev root/dev
             mount -t proc proc root/proc
             chroot root apt-get install -y --no-install-recommends --no-download network-manager >apt.log 2>&1
-            umount root/proc root/dev
+            umount root/proc
+            umount -R root/dev
             rm root/usr/sbin/policy-rc.d
             exec systemd-nspawn -q -D root --register=no --private-network --keep-unit -b -- --unit=basic.target
             """
@@ -1072,9 +1073,13 @@ struct PackagingDebianTests {
             sleep(3)
             container.kill()
         }
-        let systemd = try #require(
-            try await descendant(of: container.pid, named: "systemd"),
-            "\(container.errorOutput) \((try? String(contentsOfFile: directory + "/apt.log", encoding: .utf8)) ?? "")")
+        // apt unpacks eight packages first: minutes on a loaded machine, not descendant's 10 s.
+        var found: Int32?
+        let installed = ContinuousClock.now + .seconds(600)
+        while found == nil, container.isRunning, ContinuousClock.now < installed {
+            found = try await descendant(of: container.pid, named: "systemd")
+        }
+        let systemd = try #require(found, "\(container.errorOutput) \((try? String(contentsOfFile: directory + "/apt.log", encoding: .utf8)) ?? "")")
         let inside = { (arguments: [String]) async throws -> Ran in
             try await execute("/usr/bin/nsenter", ["--target", "\(systemd)", "--all", "--"] + arguments, timeout: .seconds(60))
         }
