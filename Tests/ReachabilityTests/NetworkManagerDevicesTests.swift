@@ -37,10 +37,10 @@ struct NetworkManagerDevicesTests {
         def acquired(connection, name):
             for n, (interface, ip, metered) in enumerate(plan["devices"], 1):
                 devices[device_path(n)] = {"Interface": interface, "IpInterface": ip, "Metered": metered}
-                connection.register_object_with_closures(device_path(n), info.interfaces[1], None, get, None)
+                connection.register_object(device_path(n), info.interfaces[1], None, get, None)
                 paths.append(device_path(n))
             paths.extend(device_path(1000 + n) for n in range(plan["unserved"]))
-            connection.register_object_with_closures(PATH, info.interfaces[0], call, None, None)
+            connection.register_object(PATH, info.interfaces[0], call, None, None)
             print("owned", flush=True)
         steps = list(plan["steps"])
         def step():
