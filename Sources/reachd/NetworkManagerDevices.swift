@@ -214,7 +214,9 @@ final class NetworkManagerDevices {
             var read = 0
             while try message.enter("e", "sv") {
                 read += 1
-                guard read <= Self.propertyLimit else { throw BusError(name: "org.freedesktop.DBus.Error.LimitsExceeded", message: "more than \(Self.propertyLimit) properties") }
+                guard read <= Self.propertyLimit else {
+                    throw BusError(name: "org.freedesktop.DBus.Error.LimitsExceeded", message: "more than \(Self.propertyLimit) properties")
+                }
                 let key = try message.readString("property name", maximumBytes: Self.pathBytes)
                 switch key {
                 case "Interface", "IpInterface":
