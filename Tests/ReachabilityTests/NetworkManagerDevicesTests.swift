@@ -34,14 +34,14 @@ struct NetworkManagerDevicesTests {
             return GLib.Variant("u" if name == "Metered" else "s", value)
         def call(connection, sender, path, interface, method, parameters, invocation):
             invocation.return_value(GLib.Variant("(ao)", (paths,)))
-        def acquired(connection, name):
+        def serve(connection):
+            # Before the name, as NetworkManager does: whoever sees the owner finds the objects.
             for n, (interface, ip, metered) in enumerate(plan["devices"], 1):
                 devices[device_path(n)] = {"Interface": interface, "IpInterface": ip, "Metered": metered}
                 connection.register_object(device_path(n), info.interfaces[1], None, get, None)
                 paths.append(device_path(n))
             paths.extend(device_path(1000 + n) for n in range(plan["unserved"]))
             connection.register_object(PATH, info.interfaces[0], call, None, None)
-            print("owned", flush=True)
         steps = list(plan["steps"])
         def step():
             index, metered = steps.pop(0)
@@ -53,7 +53,8 @@ struct NetworkManagerDevicesTests {
             return True
         connection = Gio.bus_get_sync(Gio.BusType.SYSTEM, None)
         GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, signal.SIGUSR1, step)
-        Gio.bus_own_name_on_connection(connection, NM, Gio.BusNameOwnerFlags.NONE, acquired, None)
+        serve(connection)
+        Gio.bus_own_name_on_connection(connection, NM, Gio.BusNameOwnerFlags.NONE, lambda c, n: print("owned", flush=True), None)
         GLib.MainLoop().run()
         """
 
