@@ -21,7 +21,8 @@ struct IsCommand: AsyncParsableCommand {
               internet      the connectivity probe's verdict is full (reachd with
                             [Connectivity] URL=); without one: online, not stalled
               unmetered     online, and the path is not expensive: not cellular,
-                            not Metered=yes, not a phone's tether or hotspot
+                            not Metered=yes, not a phone's tether or hotspot,
+                            not metered by DHCP or NetworkManager's setting
               no-portal     the probe met no captive portal (holds without it)
               not-stalled   the host's TCP traffic has not stopped flowing
               via-KIND      online through a link of KIND: wired (or ethernet),

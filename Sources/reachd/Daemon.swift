@@ -7,8 +7,9 @@ import Glibc
 /// signals and the watchdog, and the parts that follow the core's changes, in this order:
 /// the publisher (signals, STATUS=, journal, NetworkManager surface), the metrics, the history
 /// (each change of an answer with its cause, in memory and the journal), the probes and
-/// the watches; and sleep, which hands a resume to the core and the probes. Each part gets what
-/// it needs at construction; none holds the daemon.
+/// the watches; and sleep, which hands a resume to the core and the probes. NetworkManager's
+/// devices, while it runs, are one more input to the core (`NetworkManagerDevices`). Each part
+/// gets what it needs at construction; none holds the daemon.
 final class Daemon {
     private let options: Options
     private var configuration: Configuration
@@ -29,6 +30,8 @@ final class Daemon {
     private var service: ReachabilityService!
     private var sleep: Sleep!
     private var history: History!
+    /// NetworkManager's devices' `Metered`, while NetworkManager runs.
+    private var networkManagerDevices: NetworkManagerDevices?
 
     /// Runs the daemon; returns the process exit status.
     static func main(_ options: Options) -> Int32 {
@@ -148,6 +151,10 @@ final class Daemon {
                 self.loop.exit(code: 1)
             }
         })
+        // NetworkManager's own word on each link's cost, once it runs (ExpensiveReason).
+        let devices = NetworkManagerDevices(bus: bus) { [unowned core] said in core.record(networkManagerMetered: said) }
+        networkManagerDevices = devices
+        try devices.start()
         // Asked before reachd's own name: the bus answers in order, so READY=1 (which sessions
         // and portals may be ordered after) comes once that name is decided too.
         publisher.networkManagerCompatibility(configuration.networkManagerCompatibility)

@@ -1028,6 +1028,219 @@ struct PackagingDebianTests {
         }
         try await checkMetricsSocket(inside)
     }
+
+    /// NetworkManager's own per-connection setting, with the real NetworkManager under the real
+    /// PID 1: installed only in the container's overlay, from the packages the host's apt
+    /// downloaded into its cache (`NetworkManagerPackages`: nothing is installed on the host, and
+    /// dpkg lists the same packages after as before). A keyfile connection with
+    /// `connection.metered=yes` on a veth makes that link expensive for reachd with the reason
+    /// networkManager (reachctl and the bus say so); when NetworkManager stops, its word is
+    /// forgotten, and when it runs again it is heard again; `connection.metered no` reapplied
+    /// flips the link within a second of NetworkManager's PropertiesChanged. reachd's own
+    /// NetworkManager surface, switched on, steps aside for the real one.
+    @Test(.enabled(if: programExists("/usr/bin/systemd-nspawn"), "needs systemd-nspawn (systemd-container)"),
+          .enabled(if: packageTestsEnabled && NetworkManagerPackages.downloaded,
+                   "network-manager's packages cannot be downloaded into apt's cache (offline?): apt-get install --download-only network-manager failed"))
+    func followsNetworkManagersMeteredSettingUnderSystemd() async throws {
+        let deb = try await BuiltPackage.shared.deb()
+        let directory = try makeScratchDirectory("reachd-nspawn-nm")
+        defer { removeTree(directory) }
+        try FileManager.default.copyItem(atPath: deb, toPath: directory + "/reachd.deb")
+        // As runsSandboxedUnderSystemd's container, with network-manager installed in the overlay
+        // from apt's cache (--no-download) and its maintainer scripts starting nothing
+        // (policy-rc.d); /dev and /proc are bound in for apt and unmounted before the boot.
+        let script = """
+            set -e
+            if [ "$(stat -f -c %T /sys/fs/cgroup)" = sysfs ]; then umount /sys; fi
+            cd \(directory)
+            mkdir upper work root
+            mount -t overlay overlay -o lowerdir=/,upperdir=upper,workdir=work root
+            cp reachd.deb root/var/tmp/reachd.deb
+            chroot root dpkg -i /var/tmp/reachd.deb >dpkg.log 2>&1
+            printf '#!/bin/sh\\nexit 101\\n' >root/usr/sbin/policy-rc.d
+            chmod +x root/usr/sbin/policy-rc.d
+            mount --rbind /dev root/dev
+            mount -t proc proc root/proc
+            chroot root apt-get install -y --no-install-recommends --no-download network-manager >apt.log 2>&1
+            umount root/proc
+            umount -R root/dev
+            rm root/usr/sbin/policy-rc.d
+            exec systemd-nspawn -q -D root --register=no --private-network --keep-unit -b -- --unit=basic.target
+            """
+        let container = try ChildProcess("/usr/bin/unshare", ["--mount", "--propagation", "private", "--", "/bin/sh", "-c", script])
+        defer {
+            container.signal(SIGTERM)
+            sleep(3)
+            container.kill()
+        }
+        // apt unpacks eight packages first: minutes on a loaded machine, not descendant's 10 s.
+        var found: Int32?
+        let installed = ContinuousClock.now + .seconds(600)
+        while found == nil, container.isRunning, ContinuousClock.now < installed {
+            found = try await descendant(of: container.pid, named: "systemd")
+        }
+        let systemd = try #require(found, "\(container.errorOutput) \((try? String(contentsOfFile: directory + "/apt.log", encoding: .utf8)) ?? "")")
+        let inside = { (arguments: [String]) async throws -> Ran in
+            try await execute("/usr/bin/nsenter", ["--target", "\(systemd)", "--all", "--"] + arguments, timeout: .seconds(60))
+        }
+        let booted = ContinuousClock.now + .seconds(60)
+        while !(try await inside(["systemctl", "is-active", "dbus.socket"]).stdout.hasPrefix("active")) {
+            guard ContinuousClock.now < booted else { throw TimedOut(what: "container boot: \(container.errorOutput)") }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        try await checkNetworkManagersMeteredSetting(inside)
+        let after = NetworkManagerPackages.installedPackages()
+        #expect(after == NetworkManagerPackages.installedBefore, "the host's packages are those it had: \(after.count) bytes of dpkg's list")
+        #expect(!after.contains("network-manager "), "network-manager is not installed on the host")
+    }
+}
+
+/// network-manager's packages in the host's apt cache, downloaded once per run: `apt-get
+/// install --download-only` installs nothing (dpkg's list is read before, for the test to
+/// compare), and runs in the network namespace the suite was started from, as scripts/test runs
+/// the suite in a private one without the network. Offline, packages already in the cache do.
+private enum NetworkManagerPackages {
+    static let installedBefore = installedPackages()
+    static let downloaded: Bool = {
+        _ = installedBefore
+        let apt = ["/usr/bin/apt-get", "install", "--download-only", "-y", "--no-install-recommends", "network-manager"]
+        let command = outerNetworkNamespace().map { ["/usr/bin/nsenter", "--net=\($0)", "--"] + apt } ?? apt
+        let download = try? ChildProcess(command[0], Array(command.dropFirst())).finish(timeout: .seconds(600))
+        return download?.0 == 0
+    }()
+
+    /// The nearest ancestor's network namespace that is not this process's (PID 1's may not be
+    /// readable in a container); nil when every ancestor shares this one.
+    static func outerNetworkNamespace() -> String? {
+        let own = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/ns/net")
+        var pid = getppid()
+        while pid > 1 {
+            let path = "/proc/\(pid)/ns/net"
+            if let namespace = try? FileManager.default.destinationOfSymbolicLink(atPath: path), namespace != own { return path }
+            // "pid (comm) state ppid ...": the command's name may hold spaces; ppid is after the last ')'.
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return nil }
+            let fields = stat[close...].split(separator: " ")
+            guard fields.count > 2, let parent = Int32(fields[2]) else { return nil }
+            pid = parent
+        }
+        return nil
+    }
+
+    /// Every package dpkg knows, with its version and status, one a line.
+    static func installedPackages() -> String {
+        (try? ChildProcess("/usr/bin/dpkg-query", ["-W", "-f=${Package} ${Version} ${Status}\\n"]).finish(timeout: .seconds(60)))?.1 ?? ""
+    }
+}
+
+/// The steps of followsNetworkManagersMeteredSettingUnderSystemd inside the booted container.
+private func checkNetworkManagersMeteredSetting(_ inside: ([String]) async throws -> Ran) async throws {
+    func shell(_ commands: String) async throws -> Ran { try await inside(["sh", "-c", commands]) }
+    // NetworkManager makes no connection of its own for the veth's peer, nor manages it.
+    let configured = try await shell("""
+        printf '[main]\\nno-auto-default=*\\n[keyfile]\\nunmanaged-devices=interface-name:nmpeer0\\n' >/etc/NetworkManager/conf.d/test.conf
+        printf '[Compatibility]\\nNetworkManager=yes\\n' >/etc/reachd/reachd.conf.d/nm.conf
+        systemctl start NetworkManager.service && systemctl start reachd.service
+        """)
+    #expect(configured.status == 0, "\(configured)")
+    func journal() async throws -> String { try await inside(["journalctl", "-u", "reachd", "--no-pager", "-o", "cat"]).stdout }
+    // reachd's surface steps aside: NetworkManager's own process owns the name.
+    let nmPID = try await inside(["systemctl", "show", "-p", "MainPID", "--value", "NetworkManager"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    let owner = try await inside(["busctl", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                  "GetConnectionUnixProcessID", "s", "org.freedesktop.NetworkManager"])
+    #expect(owner.stdout == "u \(nmPID)\n", "\(owner) NetworkManager \(nmPID)")
+
+    let keyfile = """
+        [connection]
+        id=metered
+        type=ethernet
+        interface-name=nmveth0
+        metered=1
+        [ipv4]
+        method=manual
+        address1=192.0.2.10/24,192.0.2.1
+        [ipv6]
+        method=disabled
+        """
+    let up = try await inside(["sh", "-c", """
+        ip link add nmveth0 type veth peer name nmpeer0 && ip link set nmpeer0 up
+        printf '%s\\n' "$0" >/etc/NetworkManager/system-connections/metered.nmconnection
+        chmod 600 /etc/NetworkManager/system-connections/metered.nmconnection
+        nmcli connection load /etc/NetworkManager/system-connections/metered.nmconnection
+        nmcli -g connection.metered connection show metered
+        nmcli connection up metered >/dev/null
+        """, keyfile])
+    #expect(up.status == 0 && up.stdout.hasSuffix("yes\n"), "\(up)")
+
+    /// How long, in ms, until reachd says nmveth0's reason is `reason` ("" for none), polled
+    /// inside after `commands`; nil when not within 10 s.
+    func reason(_ reason: String, after commands: String = "true") async throws -> Int? {
+        try await timedReason(inside, interface: "nmveth0", reason: reason, after: commands)
+    }
+    var log = try await journal()
+    #expect(try await reason("networkManager") != nil, "\(log)")
+    let status = try await inside(["reachctl", "status", "--daemon", "--json"]).stdout
+    #expect(status.contains("\"primaryInterface\":\"nmveth0\"") && status.contains("\"expensiveReason\":\"networkManager\""), "\(status)")
+    let busReasons = try await inside(["busctl", "call", "org.reachd.Reachability1", "/org/reachd/Reachability1", "org.reachd.Reachability1", "GetStatus"])
+    #expect(busReasons.stdout.contains("\"InterfaceExpensiveReasons\" a{ss} 1 \"nmveth0\" \"networkManager\""), "\(busReasons)")
+    let text = try await inside(["reachctl", "status", "--daemon"]).stdout
+    #expect(text.contains("Metered: yes (NetworkManager's connection setting)"), "\(text)")
+    log = try await journal()
+    #expect(log.contains("NetworkManager compatibility refused") && log.contains("following its devices' Metered"), "\(log)")
+
+    // NetworkManager stops (leaving the link configured): its word goes; it runs again: heard again.
+    let forgotten = try await reason("", after: "systemctl stop NetworkManager.service")
+    let kept = try await inside(["ip", "-br", "addr", "show", "nmveth0"]).stdout
+    log = try await journal()
+    #expect(forgotten != nil && kept.contains("192.0.2.10/24"), "\(kept) \(log)")
+    // NetworkManager withdraws its devices' Metered as it stops (unknown, by PropertiesChanged),
+    // then its name goes: reachd hears both, and says so.
+    #expect(log.contains(") is gone: what it said of"), "\(log)")
+    let heard = try await reason("networkManager", after: "systemctl start NetworkManager.service")
+    log = try await journal()
+    #expect(heard != nil, "\(log)")
+
+    // The user changes the setting: reachd follows NetworkManager's PropertiesChanged within a second.
+    let flip = try await inside(["sh", "-c", """
+        busctl monitor --json=short org.freedesktop.NetworkManager >/run/nm-monitor.json 2>/dev/null &
+        monitor=$!
+        sleep 0.5
+        nmcli connection modify metered connection.metered no && nmcli device reapply nmveth0 >/dev/null
+        start=$(date +%s%N)
+        until reachctl interfaces --daemon --json | grep -q '"name":"nmveth0"[^}]*"expensiveReason":""'; do
+            [ $(( $(date +%s%N) - start )) -lt 10000000000 ] || { kill $monitor; exit 1; }
+        done
+        echo flipped $(date +%s%6N)
+        sleep 0.2
+        kill $monitor
+        grep '"member":"PropertiesChanged"' /run/nm-monitor.json | grep '"Metered":{"type":"u","data":2}' | grep -m1 -o '"timestamp-realtime":[0-9]*'
+        """])
+    let words = flip.stdout.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == ":" })
+    let flipped = words.firstIndex(of: "flipped").flatMap { Int64(words[$0 + 1]) }
+    let signalled = words.last.flatMap { Int64($0) }
+    log = try await journal()
+    #expect(flip.status == 0 && flipped != nil && signalled != nil, "\(flip) \(log)")
+    if let flipped, let signalled {
+        #expect(flipped - signalled < 1_000_000, "reachd flipped \(flipped - signalled) µs after NetworkManager's PropertiesChanged: \(log)")
+    }
+    for failure in ["SIGSYS", "core-dump", "Failed with result", "error: cannot"] {
+        #expect(!log.contains(failure), "journal: \(log)")
+    }
+    #expect(!log.contains("warning: NetworkManager"), "no value of the real NetworkManager is refused: \(log)")
+}
+
+/// How long, in ms, until `reachctl interfaces --json` shows `interface` with `reason` as its
+/// expensiveReason, polled inside after `commands`; nil when not within 10 s.
+private func timedReason(_ inside: ([String]) async throws -> Ran, interface: String, reason: String, after commands: String) async throws -> Int? {
+    let script = """
+        \(commands)
+        start=$(date +%s%N)
+        until reachctl interfaces --daemon --json | grep -q '"name":"\(interface)"[^}]*"expensiveReason":"\(reason)"'; do
+            [ $(( $(date +%s%N) - start )) -lt 10000000000 ] || exit 1
+        done
+        echo $(( ($(date +%s%N) - start) / 1000000 ))
+        """
+    let ran = try await inside(["sh", "-c", script])
+    return ran.status == 0 ? Int(ran.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) : nil
 }
 
 /// reachd-metrics.socket under the real PID 1 (issue 13): shipped disabled; started (with

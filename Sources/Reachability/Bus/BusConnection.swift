@@ -138,6 +138,27 @@ public final class BusConnection {
         return BusSlot(slot, keepAlive: box)
     }
 
+    /// Calls `handler` for every message `rule` matches (a D-Bus match rule: for what
+    /// `matchSignal` cannot say, such as `arg0=` or `path_namespace=`), without a synchronous
+    /// round trip for the match.
+    public func match(_ rule: String, _ handler: @escaping (BusMessage) -> Void) throws(BusError) -> BusSlot {
+        let box = ReplyHandler { message, _ in if let message { handler(message) } }
+        var slot: OpaquePointer?
+        let context = Unmanaged.passUnretained(box).toOpaque()
+        let result = sd_bus_add_match_async(bus, &slot, rule, replyTrampoline, nil, context)
+        guard result >= 0 else { throw BusError("add match \(rule)", code: result) }
+        return BusSlot(slot, keepAlive: box)
+    }
+
+    /// This connection's unique name (`:1.42`); nil until the bus has answered Hello (asked
+    /// only then: sd-bus would otherwise wait for it).
+    public var uniqueName: String? {
+        guard sd_bus_is_ready(bus) > 0 else { return nil }
+        var name: UnsafePointer<CChar>?
+        guard sd_bus_get_unique_name(bus, &name) >= 0, let name else { return nil }
+        return String(cString: name)
+    }
+
     /// Serves `object` at `path` with `vtable`. The slot keeps `object` alive, unless
     /// `retaining` is false: for an object that holds its own slot, whose owner frees it (and so
     /// the slot) by letting go of the object.

@@ -48,6 +48,20 @@ extension BusMessage {
         return strings
     }
 
+    /// The next argument, an `ao`: its first `maximumCount` paths of at most `maximumBytes`
+    /// bytes each, and whether more follow (those are never read: a peer's list is followed up
+    /// to a bound, not refused whole).
+    public func readObjectPaths(_ argument: String, maximumCount: Int, maximumBytes: Int) throws(BusError) -> (paths: [String], more: Bool) {
+        guard try enter("a", "o") else { throw Self.invalidArguments("expected an array of object paths for \(argument)") }
+        var paths: [String] = []
+        while let value = try nextString(argument, type: "o", maximumBytes: maximumBytes) {
+            guard paths.count < maximumCount else { return (paths, true) }
+            paths.append(value)
+        }
+        try exit()
+        return (paths, false)
+    }
+
     /// Enters the next argument when it is a variant holding `contents`; false, having read
     /// nothing, when it is anything else (its contents are never looked at, however large).
     public func enterVariant(holding contents: String) throws(BusError) -> Bool {

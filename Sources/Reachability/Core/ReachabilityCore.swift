@@ -178,6 +178,13 @@ package final class ReachabilityCore {
         take(.events([.uplinkConnectivity(index: index, connectivity)]))
     }
 
+    /// What NetworkManager says of its devices' cost, by interface name, as reachd's follower of
+    /// NetworkManager on the bus heard it (`unknown`: forget). One input, however many.
+    package func record(networkManagerMetered said: [(interface: String, metered: NetworkManagerMetered)]) {
+        guard !said.isEmpty else { return }
+        take(.events(said.map { .networkManagerMetered(interface: $0.interface, $0.metered) }))
+    }
+
     /// New interface rules, priorities and resolver settings (a reload).
     package func reconfigure(_ configuration: CoreConfiguration) {
         hostChecks.reconfigure(configuration.resolverOptions, rate: configuration.lookupRate)

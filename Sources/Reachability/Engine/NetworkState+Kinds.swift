@@ -43,15 +43,26 @@ extension NetworkState {
     }
 
     /// Why paths through this link are expensive, the most authoritative fact first; nil when
-    /// nothing says they are. `Metered=no` silences the guesses below the kind.
+    /// nothing says they are. reachd.conf comes first (`Metered=`, interface and network rules);
+    /// a cellular link is metered whatever is said. Then NetworkManager's explicit setting (the
+    /// user's `connection.metered`, chosen for that very connection): its yes is a reason, its
+    /// no silences the guesses below, as `Metered=no` does. Then reachd's own facts (the DHCP
+    /// server's hint, the tether driver, the hotspot layout), and last NetworkManager's guess:
+    /// a hint from what reachd cannot see (a Wi-Fi beacon), weaker than what reachd saw itself.
+    /// NetworkManager's GUESS_NO says nothing: it is what NetworkManager reports of any link it
+    /// knows nothing about, so it silences no guess of reachd's.
     func expensiveReason(_ entry: LinkEntry, _ classification: Classification? = nil) -> ExpensiveReason? {
         let classification = classification ?? effectiveClassification(entry)
         if classification.isMetered { return .configuration }
         if classification.kind == .cellular { return .cellular }
         if classification.isUnmeteredByConfiguration { return nil }
+        let managerSays = networkManagerMetered.isEmpty ? nil : networkManagerMetered[entry.link.name]
+        if managerSays == .yes { return .networkManager }
+        if managerSays == .no { return nil }
         if dhcpMetered.contains(entry.link.index) { return .dhcp }
         if let driver = entry.device.driver, Classifier.tetherDrivers.contains(driver) { return .tether }
         if hasHotspotLayout(entry) { return .hotspot }
+        if managerSays == .guessYes { return .networkManagerGuess }
         return nil
     }
 

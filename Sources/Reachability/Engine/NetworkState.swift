@@ -64,6 +64,9 @@ public struct NetworkState: Sendable {
     private(set) var radioBlocks: [Int32: RadioBlock] = [:]
     /// Links whose DHCP lease says the network is metered (`NetworkEvent.dhcpMetered`).
     private(set) var dhcpMetered: Set<Int32> = []
+    /// What NetworkManager says of each device's cost, by interface name
+    /// (`NetworkEvent.networkManagerMetered`); a name absent has nothing said (`unknown`).
+    private(set) var networkManagerMetered: [String: NetworkManagerMetered] = [:]
     /// Set by the first `internetPath` fact: from then on the host follows the kernel's answers.
     private(set) var followsKernelPaths = false
     /// Bridge (or bond) index -> its ports, for kinds taken from ports.
@@ -177,7 +180,7 @@ public struct NetworkState: Sendable {
     private mutating func ingest(_ event: NetworkEvent) {
         switch event {
         case .internetPath, .connectivity, .announcedPortal, .nat64Prefix, .clock, .uplinkConnectivity, .stalls, .nameservers, .radio, .dhcpMetered,
-            .neighbour, .neighbourRemoved: break
+            .networkManagerMetered, .neighbour, .neighbourRemoved: break
         default: routingEpoch &+= 1
         }
         switch event {
@@ -237,6 +240,10 @@ public struct NetworkState: Sendable {
             guard links[index] != nil, dhcpMetered.contains(index) != metered else { return }
             if metered { dhcpMetered.insert(index) } else { dhcpMetered.remove(index) }
             dirty.insert(index)
+        case let .networkManagerMetered(interface, said):
+            guard networkManagerMetered[interface] ?? .unknown != said else { return }
+            networkManagerMetered[interface] = said == .unknown ? nil : said
+            if let index = linkIndexByName[interface] { dirty.insert(index) }
         }
     }
 

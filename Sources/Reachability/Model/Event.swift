@@ -55,6 +55,11 @@ public enum NetworkEvent: Hashable, Sendable {
     /// (option 43 carrying `ANDROID_METERED`, as Android's hotspots send it), read from the lease
     /// the host's DHCP client records (`DHCPLeases`). Counts toward `isExpensive`, moves no route.
     case dhcpMetered(index: Int32, Bool)
+    /// Not from rtnetlink: what NetworkManager, while it runs, says of the cost of the device
+    /// whose IP interface has this name (its `Metered`); `unknown` forgets it (the device went,
+    /// or NetworkManager did). By name, as NetworkManager names its devices, so it holds for a
+    /// link that appears after it. Counts toward `isExpensive`, moves no route.
+    case networkManagerMetered(interface: String, NetworkManagerMetered)
     /// RTM_NEWNEIGH: the kernel's ARP/ND state of a neighbour. Kept only for the gateways of
     /// default routes (`NetworkState.isGateway`); a gateway FAILED on every live hop of the host's
     /// path makes it `gatewayUnreachable`. Moves the routing epoch only when a gateway starts or

@@ -15,6 +15,14 @@ public enum ExpensiveReason: String, Sendable, Hashable, CaseIterable {
     /// `ANDROID_METERED`, which Android's hotspots send (and NetworkManager honours), in the lease
     /// systemd-networkd records.
     case dhcp
+    /// NetworkManager runs and the user set the link's connection as metered
+    /// (`connection.metered yes`: its device's `Metered` is 1, YES). Below reachd.conf, above
+    /// reachd's own guesses; its "no" silences those guesses as `Metered=no` does.
+    case networkManager
+    /// NetworkManager runs and guesses the link is metered (its device's `Metered` is 3,
+    /// GUESS_YES: a modem, or `ANDROID_METERED` from a DHCP server or a Wi-Fi access point's
+    /// beacon, which reachd cannot see). The weakest reason: reachd's own facts come first.
+    case networkManagerGuess
 
     /// The words of the status line: `Metered: yes (cellular kind)`.
     public var text: String {
@@ -24,6 +32,8 @@ public enum ExpensiveReason: String, Sendable, Hashable, CaseIterable {
         case .tether: "USB tether"
         case .hotspot: "iPhone hotspot address layout"
         case .dhcp: "the DHCP server says metered"
+        case .networkManager: "NetworkManager's connection setting"
+        case .networkManagerGuess: "NetworkManager's guess"
         }
     }
 }

@@ -96,11 +96,12 @@ package struct NetworkManagerValues: Hashable, Sendable {
 
     /// NMMetered: a cellular link is metered by guess (3 GUESS_YES, as NetworkManager guesses for
     /// modems), and so are a phone's tether and an iPhone hotspot (reachd's guesses,
-    /// `ExpensiveReason`); a link configured as metered is metered (1 YES), any other is not by
+    /// `ExpensiveReason`, NetworkManager's own guess among them); a link configured as metered,
+    /// in reachd.conf or NetworkManager's connection, is metered (1 YES), any other is not by
     /// guess (4 GUESS_NO: nobody said so). GLib and Qt read 1 and 3 as metered.
     package static func metered(_ flags: ReachabilityFlags, kind: InterfaceKind?, reason: ExpensiveReason? = nil) -> UInt32 {
         guard flags.contains(.isExpensive) else { return meteredGuessNo }
-        if reason == .tether || reason == .hotspot || reason == .dhcp { return meteredGuessYes }
+        if reason == .tether || reason == .hotspot || reason == .dhcp || reason == .networkManagerGuess { return meteredGuessYes }
         return kind == .cellular || (kind == nil && flags.contains(.isWWAN)) ? meteredGuessYes : meteredYes
     }
 }
