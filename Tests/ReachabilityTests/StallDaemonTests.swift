@@ -235,6 +235,30 @@ struct StallDaemonTests {
         #expect(stall?.dnsTimeouts == 5 && stall?.socketsJudged == 0, "\(String(describing: stall))")
     }
 
+    /// Another user's lookups are not evidence for everyone: it chooses their names and
+    /// deadlines, so nobody's CheckHost calls timing out across the same dead gateway stall
+    /// nothing, and count nothing toward the system's timeouts.
+    @Test func anotherUsersDNSTimeoutsAreNotEvidence() async throws {
+        let topology = try Topology("sddnsu", shortRTO: false)
+        try topology.forwarding(false)
+        let resolvConf = try ConnectivityNameTests.ResolvConf(nameserver: "198.51.100.53")
+        let harness = try DaemonHarness(topology.client, config: "[Stall]\nInterval=1s\n", resolvConf: resolvConf.path, anyUser: true)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        for index in 1...6 {
+            let child = try ChildProcess("/usr/bin/setpriv", [
+                "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/busctl", "--address=\(harness.address)", "--json=short",
+                "call", DaemonHarness.busName, DaemonHarness.objectPath, DaemonHarness.interface, "CheckHost", "su", "user\(index).example", "300",
+            ])
+            let (_, stdout, stderr) = try child.finish(timeout: .seconds(20))
+            #expect(stdout.contains("dnsTimeout"), "nobody's lookup \(index) timed out: \(stdout) \(stderr)")
+        }
+        try await Task.sleep(for: .seconds(4))
+        let (host, stall) = try Self.status(harness)
+        #expect(!host.stalled && !host.flags.contains(.stalled), "\(host)")
+        #expect((stall?.dnsTimeouts ?? 0) == 0, "\(String(describing: stall))")
+    }
+
     /// The only nameserver is reached through a second link (dns0, no default route: a VPN's or
     /// a LAN's resolver) and never answers. Its timeouts stall dns0, the link that carried the
     /// queries; up0, the primary, carried none of them and stays unstalled, and so does the host.

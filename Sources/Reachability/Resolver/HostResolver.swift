@@ -51,9 +51,13 @@ package final class HostResolver {
     /// lookups behind on a server that never answers (every one running until its deadline, up
     /// to minutes) can neither blind the system nor another user.
     package let slots: Quota
-    /// Lookups in a row that queried DNS and timed out (a lookup that never ran, parked past
-    /// its deadline in line, does not count); any other outcome resets it. Stall evidence, as
-    /// Android's consecutive DNS timeouts are.
+    /// The system's lookups in a row that queried DNS and timed out (a lookup that never ran,
+    /// parked past its deadline in line, does not count); any other outcome of the system's
+    /// resets it. Stall evidence, as Android's consecutive DNS timeouts are. Only the system's:
+    /// a user chooses the names and deadlines of its lookups (a name under a zone whose servers
+    /// never answer, 100 ms to wait) and could time out as often as it likes, or answer quickly
+    /// between the system's timeouts, so neither its timeouts nor its answers are evidence for
+    /// everyone; nor are the shared lookups of watched targets, whose names users choose.
     package private(set) var consecutiveTimeouts = 0
     private var nextID: RequestID = 1
     /// Every request whose completion is still due (waiting, running, or finished and not yet
@@ -209,7 +213,7 @@ package final class HostResolver {
             case .running:
                 stopRunning(request)
                 end(request)
-                consecutiveTimeouts += 1
+                if request.owner == .system { consecutiveTimeouts += 1 }
                 finish(request, .timedOut)
             case .waiting:
                 leaveLine(request)
@@ -281,7 +285,7 @@ package final class HostResolver {
             if changedSockets[fd] == nil { changedSockets[fd] = false }
         }
         if let outcome = Self.outcome(of: lookup) {
-            consecutiveTimeouts = outcome == .timedOut ? consecutiveTimeouts + 1 : 0
+            if request.owner == .system { consecutiveTimeouts = outcome == .timedOut ? consecutiveTimeouts + 1 : 0 }
             stopRunning(request)
             end(request)
             finish(request, outcome)
