@@ -240,4 +240,44 @@ struct ExpensiveReasonDaemonTests {
         #expect(unlink(leases + "/\(index)") == 0)
         try await eventually("cleared when the lease is gone", timeout: .seconds(1), every: .milliseconds(20)) { try reason() == "" }
     }
+
+    /// The lease directory read without trust: a FIFO nobody writes to, /dev/zero, a lease of
+    /// 1 MiB whose hint lies past the cap, a directory and a name that is no index sit beside
+    /// the uplink's real lease. reachd neither hangs nor spins on them (it keeps answering, and
+    /// at once), takes none of them for a hint, and still follows the real lease.
+    @Test func hostileFilesInTheLeaseDirectoryAreSkipped() async throws {
+        let ns = try TestNamespace()
+        try KernelMonitorTests.uplink(ns, "dh1", "192.0.2.10/24", gateway: "192.0.2.1", metric: 100)
+        let leases = FileManager.default.temporaryDirectory.appendingPathComponent("leases-hostile-\(ns.name)").path
+        try FileManager.default.createDirectory(atPath: leases, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: leases) }
+        let index = try #require(Int32(try ns.exec("/bin/cat", ["/sys/class/net/dh1/ifindex"]).trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(mkfifo(leases + "/\(index + 1)", 0o644) == 0)
+        #expect(symlink("/dev/zero", leases + "/\(index + 2)") == 0)
+        let padding = String(repeating: "X", count: 1 << 20)
+        try ("HOSTNAME=" + padding + "\n" + Self.lease(vendorSpecific: "ANDROID_METERED")).write(
+            toFile: leases + "/\(index + 3)", atomically: false, encoding: .utf8)
+        try FileManager.default.createDirectory(atPath: leases + "/\(index + 4)", withIntermediateDirectories: true)
+        try Self.lease(vendorSpecific: "ANDROID_METERED").write(toFile: leases + "/lease-\(index)", atomically: false, encoding: .utf8)
+        let harness = try DaemonHarness(ns, arguments: ["--dhcp-leases", leases])
+        defer { harness.shutdown() }
+        try await harness.ready()
+        func status() throws -> (reason: String?, elapsed: Duration) {
+            let start = ContinuousClock.now
+            let json = try reachctl(["status", "--json", "--daemon", "--bus-address", harness.address]).json()
+            return (json["expensiveReason"] as? String, ContinuousClock.now - start)
+        }
+        let before = try status()
+        #expect(before.reason == "", "no hint taken from the hostile files: \(before)")
+        try Self.lease(vendorSpecific: "ANDROID_METERED").write(toFile: leases + "/.tmp", atomically: false, encoding: .utf8)
+        #expect(rename(leases + "/.tmp", leases + "/\(index)") == 0)
+        try await eventually("metered by the real lease", timeout: .seconds(1), every: .milliseconds(20)) { try status().reason == "dhcp" }
+        // Every event in the directory reads it all again, the hostile files too.
+        for round in 0..<20 {
+            try "".write(toFile: leases + "/.t\(round)", atomically: false, encoding: .utf8)
+            #expect(unlink(leases + "/.t\(round)") == 0)
+        }
+        let after = try status()
+        #expect(after.reason == "dhcp" && after.elapsed < .seconds(2), "still answering: \(after)")
+    }
 }

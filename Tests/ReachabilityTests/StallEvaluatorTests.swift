@@ -48,8 +48,11 @@ import Testing
 
     static func evaluator(_ settings: StallSettings = StallSettings()) -> StallEvaluator { StallEvaluator(settings: settings) }
 
-    static func poll(_ evaluator: inout StallEvaluator, at seconds: Double, _ samples: [TCPSocketSample], dns: [Int32: Int] = [:]) -> StallReport {
-        evaluator.poll(at: .milliseconds(Int64(seconds * 1000)), samples: samples, addresses: addresses, dnsTimeouts: dns)
+    static func poll(
+        _ evaluator: inout StallEvaluator, at seconds: Double, _ samples: [TCPSocketSample], dns: [Int32: Int] = [:],
+        nameservers: [StallNameserverAnswer] = []
+    ) -> StallReport {
+        evaluator.poll(at: .milliseconds(Int64(seconds * 1000)), samples: samples, addresses: addresses, dnsTimeouts: dns, nameservers: nameservers)
     }
 
     @Test func twoSocketsWaitingThroughTheWindowWithNothingReceivedAreAStall() {
@@ -190,6 +193,49 @@ import Testing
             Self.socket(2, waiting: .seconds(12), received: .seconds(11)),
         ])
         #expect(report.link(Self.wired).verdict == .flowing)
+    }
+
+    /// One failing socket and reachd's own question to a nameserver beyond the gateway, silent
+    /// for its patience: two destinations, one of them no user chose, fail together.
+    @Test func aLoneSocketIsFlaggedWhenTheNameserverIsSilentToo_notWhenItAnswers() {
+        func lone(owner: UInt32 = 0) -> [TCPSocketSample] { [Self.socket(1, waiting: .seconds(12), received: .seconds(13), owner: owner)] }
+        func silent(since: Double) -> [StallNameserverAnswer] {
+            [StallNameserverAnswer(interfaceIndex: Self.wired, since: .milliseconds(Int64(since * 1000)), answered: false)]
+        }
+        var evaluator = Self.evaluator()
+        let first = Self.poll(&evaluator, at: 100, lone())
+        #expect(!first.link(Self.wired).isStalled)
+        #expect(first.nameserverChecks == [Self.wired], "a suspected link is worth a question: \(first)")
+        // Asked at 100; silent 1 s: not yet past its patience (2 s).
+        #expect(!Self.poll(&evaluator, at: 101, lone(), nameservers: silent(since: 100)).link(Self.wired).isStalled)
+        let flagged = Self.poll(&evaluator, at: 102, lone(), nameservers: silent(since: 100))
+        #expect(flagged.link(Self.wired).isStalled && flagged.link(Self.wired).causes == .tcpRetransmissions)
+        #expect(flagged.link(Self.wired).evidence.socketsFailing == 1, "the question is not a socket: \(flagged.link(Self.wired).evidence)")
+        #expect(flagged.nameserverChecks == [Self.wired], "still asked: its answer is what clears it")
+        // It answers (the path is back, or never was dead: the peer was): cleared, though the
+        // socket still waits deep in back-off.
+        let answered = [StallNameserverAnswer(interfaceIndex: Self.wired, since: .seconds(100), answered: true)]
+        #expect(!Self.poll(&evaluator, at: 106, lone(), nameservers: answered).link(Self.wired).isStalled)
+
+        // A socket that has not waited the window yet is not flagged by a silent server.
+        var early = Self.evaluator()
+        #expect(!Self.poll(&early, at: 100, [Self.socket(1, waiting: .seconds(3), received: .seconds(4))], nameservers: silent(since: 90))
+            .link(Self.wired).isStalled)
+        // Silence on another link corroborates nothing here.
+        var elsewhere = Self.evaluator()
+        let other = [StallNameserverAnswer(interfaceIndex: Self.wifi, since: .seconds(90), answered: false)]
+        #expect(!Self.poll(&elsewhere, at: 100, lone(), nameservers: other).link(Self.wired).isStalled)
+        // A user's lone socket with the host's own question silent: evidence beyond that user.
+        var user = Self.evaluator()
+        #expect(Self.poll(&user, at: 100, lone(owner: 65534), nameservers: silent(since: 90)).link(Self.wired).isStalled)
+        // Nothing suspected, nothing asked; a stall the sockets show alone asks nothing either.
+        var calm = Self.evaluator()
+        #expect(Self.poll(&calm, at: 100, [Self.socket(1)]).nameserverChecks.isEmpty)
+        var two = Self.evaluator()
+        let bySockets = Self.poll(&two, at: 100, [
+            Self.socket(1, waiting: .seconds(12), received: .seconds(13)), Self.socket(2, waiting: .seconds(12), received: .seconds(13)),
+        ])
+        #expect(bySockets.link(Self.wired).isStalled && bySockets.nameserverChecks.isEmpty)
     }
 
     @Test func oneUnprivilegedUserCanNeitherFlagNorClear() {

@@ -14,7 +14,8 @@ struct StallProfileTests {
 
     /// Client programs: `reconnect` (three connections with a 3 s timeout that reconnect after
     /// an error, and a new short connection every 0.5 s), `attempts` (a connect every second,
-    /// closed at once, 5 s timeout), `download` (one endless download: a peer that keeps sending).
+    /// closed at once, 5 s timeout), `upload` (one endless upload, no timeout), `download` (one
+    /// endless download: a peer that keeps sending).
     static let client = #"""
         import socket, sys, threading, time
         profile, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -49,6 +50,12 @@ struct StallProfileTests {
                 try: socket.create_connection((host, port), timeout=5).close()
                 except OSError: pass
             spawn_every(1, attempt)
+        elif profile == "upload":
+            def upload():
+                c = socket.create_connection((host, port))
+                c.sendall(b"U")
+                while True: c.sendall(b"u" * 16384)
+            forever(upload)
         elif profile == "download":
             def download():
                 c = socket.create_connection((host, port))
@@ -59,8 +66,8 @@ struct StallProfileTests {
         while True: time.sleep(3600)
         """#
 
-    /// A server on every address of its namespace: echoes, or sends without end to a client
-    /// whose first byte is `D`.
+    /// A server on every address of its namespace: echoes, sends without end to a client whose
+    /// first byte is `D`, reads without end from one whose first byte is `U`.
     static let server = #"""
         import socket, sys, threading
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -72,6 +79,8 @@ struct StallProfileTests {
                 first = c.recv(65536)
                 if first == b"D":
                     while True: c.sendall(b"d" * 16384)
+                if first[:1] == b"U":
+                    while c.recv(65536): pass
                 while first:
                     c.sendall(first); first = c.recv(65536)
             except OSError: pass
@@ -138,6 +147,44 @@ struct StallProfileTests {
     /// never flag the host; a remote peer's connections to a local service that stop being
     /// acknowledged neither. Then the host's own traffic stalls while nobody downloads from the
     /// gateway's far address (which answers though nothing is forwarded): still flagged.
+    /// One upload alone, nothing to compare it with: flagged once reachd's own question to the
+    /// nameserver beyond the gateway goes unanswered too, and cleared when the path returns. The
+    /// same upload toward a peer that alone went dark is never flagged: the nameserver answers.
+    @Test func aLoneUploadIsFlaggedWhenTheNameserverIsSilentToo_notWhenOnlyItsPeerDied() async throws {
+        let topology = try Topology("spup", shortRTO: false)
+        try topology.server.ip("addr add 198.51.100.3/24 dev s0")
+        let server = try Self.start(topology.server, Self.server, [Self.port])
+        defer { server.kill() }
+        let dns = try DNSMasqServer(in: topology.server, address: Topology.serverV4, records: [:])
+        let resolvConf = try ConnectivityNameTests.ResolvConf(nameserver: Topology.serverV4)
+        let harness = try DaemonHarness(topology.client, resolvConf: resolvConf.path)
+        defer { harness.shutdown() }
+        try await harness.ready()
+
+        // The peer alone goes dark (the gateway drops its address, silently); the path works.
+        let toDeadPeer = try Self.start(topology.client, Self.client, ["upload", "198.51.100.3", Self.port])
+        try await Task.sleep(for: .seconds(3))
+        try topology.gateway.ip("route add blackhole 198.51.100.3/32")
+        for _ in 0..<40 {
+            #expect(!(try Self.stalled(harness)), "a lone upload to a dead peer flagged the host")
+            try await Task.sleep(for: .seconds(1))
+        }
+        let figures = try StallDaemonTests.status(harness).stall
+        #expect(figures?.socketsFailing == 1, "the upload was judged failing: \(String(describing: figures))")
+        #expect(dns.queries(for: ".") > 0, "reachd asked the nameserver")
+        toDeadPeer.kill()
+
+        // The path dies under one upload to a live peer.
+        let upload = try Self.start(topology.client, Self.client, ["upload", Topology.serverV4, Self.port])
+        defer { upload.kill() }
+        try await Task.sleep(for: .seconds(5))
+        try topology.forwarding(false)
+        let flagged = try await StallDaemonTests.until("a lone upload's stall", harness, timeout: .seconds(45)) { $0.stalled }
+        try topology.forwarding(true)
+        let cleared = try await StallDaemonTests.until("cleared", harness, timeout: .seconds(20)) { !$0.stalled }
+        print("stall(upload): one upload flagged \(flagged) after the gateway stopped forwarding, cleared \(cleared) after it resumed")
+    }
+
     @Test func oneUnprivilegedUserOrARemotePeerNeitherSetsNorHidesIt() async throws {
         let topology = try Topology("spnb", shortRTO: false)
         let server = try Self.start(topology.server, Self.server, [Self.port])

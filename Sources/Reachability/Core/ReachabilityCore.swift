@@ -267,7 +267,9 @@ package final class ReachabilityCore {
                 settings: settings, namespacePath: namespacePath, loop: loop, warn: warn,
                 context: { [unowned self] in
                     let timeouts = self.hostChecks.consecutiveDNSTimeouts
-                    return self.shared.withState { ($0.addresses, $0.dnsTimeoutsByLink(consecutive: timeouts)) }
+                    return self.shared.withState {
+                        StallContext(addresses: $0.addresses, dnsTimeouts: $0.dnsTimeoutsByLink(consecutive: timeouts), nameservers: $0.stallNameservers)
+                    }
                 },
                 verdicts: { [unowned self] verdicts in self.take(.events([.stalls(verdicts)])) })
             watch.polled = stallPolled

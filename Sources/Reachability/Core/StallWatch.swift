@@ -1,3 +1,11 @@
+/// What a poll is judged against, read from the core's state as the dump completes.
+struct StallContext {
+    var addresses: [Address]
+    var dnsTimeouts: [Int32: Int]
+    /// Each link's nameservers beyond its own subnets (`NetworkState.stallNameservers`).
+    var nameservers: [Int32: [IPAddress]]
+}
+
 /// Passive stall detection on the core's loop: sock_diag dumps of the host's TCP sockets, read as
 /// the kernel answers (never waited for), and the last counters of each socket as it closes,
 /// judged by the pure `StallEvaluator`; the verdicts go back to the core as an input like any
@@ -20,7 +28,7 @@ final class StallWatch {
     private var planned: ContinuousClock.Instant?
     private let warn: (String) -> Void
     /// What a poll is judged against, read from the core when the dump completes.
-    private let context: () -> (addresses: [Address], dnsTimeouts: [Int32: Int])
+    private let context: () -> StallContext
     /// Hands the verdicts to the core (an input: the core settles it like any other).
     private let verdicts: ([LinkStall]) -> Void
     private let origin = ContinuousClock.now
@@ -33,13 +41,25 @@ final class StallWatch {
     private var failing = false
     /// The connections of the last poll's rechecks, closed at the next poll.
     private var rechecks: [RecheckConnection] = []
+    /// reachd's own questions to the suspect links' nameservers, by link: asked again at every
+    /// poll while the link stays suspected, dropped once answered or no longer asked for.
+    private var nameserverChecks: [Int32: NameserverCheck] = [:]
+    /// When each link's nameserver last answered: the next question waits `answeredPause`.
+    private var lastAnswers: [Int32: ContinuousClock.Instant] = [:]
+
+    /// How long after an answer a link's nameserver is left alone. A connection to a dead peer
+    /// stays in back-off, suspected, for up to 15 minutes (tcp_retries2): asked at every poll
+    /// that would be 8 queries a second to a server that keeps answering; so 16 every 30 s. Only
+    /// a path that dies after its nameserver answered, under a lone connection that already
+    /// failed, waits for it.
+    static let answeredPause: Duration = .seconds(30)
     private(set) var lastReport: StallReport?
     /// Told of every completed poll while online (reachd runs its probe on a suspicion).
     var polled: ((StallReport) -> Void)?
 
     init(
         settings: StallSettings, namespacePath: String?, loop: any EventLoopProtocol, warn: @escaping (String) -> Void,
-        context: @escaping () -> (addresses: [Address], dnsTimeouts: [Int32: Int]),
+        context: @escaping () -> StallContext,
         verdicts: @escaping ([LinkStall]) -> Void
     ) throws(SystemError) {
         // One dump of both families: half the fixed cost of a poll (BENCHMARKS.md).
@@ -85,6 +105,8 @@ final class StallWatch {
         evaluator.reset()
         lastReport = nil
         rechecks = []
+        nameserverChecks = [:]
+        lastAnswers = [:]
         neighbours?.listen(false)
         planned = nil
         // Also when going offline: the timer's next shot forgets the verdicts, outside the
@@ -113,6 +135,7 @@ final class StallWatch {
         timer = nil
         active = false
         rechecks = []
+        nameserverChecks = [:]
         if holdsVerdicts { verdicts([]) }
     }
 
@@ -156,10 +179,16 @@ final class StallWatch {
             warn("stall detection: the TCP socket dump works again")
         }
         let now = ContinuousClock.now
-        let (addresses, dnsTimeouts) = context()
-        let report = evaluator.poll(at: now - origin, samples: samples, addresses: addresses, dnsTimeouts: dnsTimeouts)
+        let context = context()
+        let answers = nameserverChecks.values.map {
+            StallNameserverAnswer(interfaceIndex: $0.interfaceIndex, since: $0.since, answered: $0.answered())
+        }
+        let report = evaluator.poll(
+            at: now - origin, samples: samples, addresses: context.addresses, dnsTimeouts: context.dnsTimeouts,
+            nameservers: answers)
         lastReport = report
         rechecks = report.rechecks.compactMap(RecheckConnection.init)
+        ask(report.nameserverChecks, servers: context.nameservers, answered: answers, at: now - origin)
         if let next = report.nextPoll {
             plan(at: now + next)
         } else if planned == nil {
@@ -170,6 +199,27 @@ final class StallWatch {
         holdsVerdicts = holdsVerdicts || !report.links.isEmpty
         verdicts(report.links)
         polled?(report)
+    }
+
+    /// Keeps one question going to a nameserver of each link the report asks about (a fresh one
+    /// after an answer, so silence is always counted from the latest answer), and drops the rest.
+    private func ask(_ links: [Int32], servers: [Int32: [IPAddress]], answered: [StallNameserverAnswer], at now: Duration) {
+        let instant = ContinuousClock.now
+        for answer in answered where answer.answered {
+            nameserverChecks[answer.interfaceIndex] = nil
+            lastAnswers[answer.interfaceIndex] = instant
+        }
+        lastAnswers = lastAnswers.filter { instant - $0.value < Self.answeredPause }
+        let wanted = Set(links)
+        for link in nameserverChecks.keys where !wanted.contains(link) { nameserverChecks[link] = nil }
+        for link in links {
+            if nameserverChecks[link] == nil {
+                guard lastAnswers[link] == nil else { continue }
+                // The servers in resolv.conf's order: the first that a socket can reach.
+                nameserverChecks[link] = servers[link]?.lazy.compactMap { NameserverCheck(interfaceIndex: link, server: $0, at: now) }.first
+            }
+            nameserverChecks[link]?.ask()
+        }
     }
 
     /// Sockets closed: their last counters are evidence, and a sign of traffic.

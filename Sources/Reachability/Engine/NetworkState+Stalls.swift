@@ -47,6 +47,23 @@ extension NetworkState {
         return charged
     }
 
+    /// The configured nameservers (resolved's upstream servers behind its stub) each link
+    /// carries the kernel's route to, beyond the link's own subnets: where reachd asks while the
+    /// link's traffic is suspected (`NameserverCheck`). A server on this host or on the link's
+    /// subnet (a home router's) is left out: it answers while the uplink behind it is dead.
+    var stallNameservers: [Int32: [IPAddress]] {
+        var servers: [Int32: [IPAddress]] = [:]
+        for server in nameservers where !server.address.isLoopback && !server.address.isLinkLocal {
+            guard let route = server.route, let index = evaluate(route: route, family: server.address.family).interfaceIndex,
+                let entry = links[index]
+            else { continue }
+            let full = server.address.family == .ipv4 ? 32 : 128
+            let onLink = entry.addresses.values.contains { Int($0.prefix.length) < full && $0.prefix.contains(server.address) }
+            if !onLink { servers[index, default: []].append(server.address) }
+        }
+        return servers
+    }
+
     /// Whether the last stall poll found this link's traffic stalled.
     func isStalled(_ index: Int32) -> Bool { linkStalls[index]?.isStalled ?? false }
 

@@ -16,6 +16,15 @@
 /// and the host's own traffic received nothing within `window`. Or when DNS timed out
 /// `dnsTimeouts` times in a row on the link's servers.
 ///
+/// One failing socket alone cannot tell a dead path from a dead or a very lossy peer. While any
+/// owner's traffic is suspected, reachd asks one of the link's nameservers beyond its gateway
+/// itself (a destination nobody chose; `nameserverChecks`, `StallNameserverAnswer`): a question
+/// unanswered for `nameserverPatience` counts as one more failing connection of each owner's,
+/// and as the host's evidence, so a lone upload whose path died is flagged, and a lone
+/// connection to a dead peer is not (the server answers). An answer is not a receipt: it changes
+/// nothing the sockets show (a provider's network can carry DNS to its own servers and nothing
+/// else).
+///
 /// Why it cannot be steered by one unprivileged user: its sockets are one owner, which alone
 /// neither flags a link nor clears what another owner's sockets show; sockets toward the link's
 /// own subnet (the gateway) and connections a peer opened to a local service are not judged. A
@@ -132,8 +141,10 @@ public struct StallEvaluator: Sendable {
     ///   - addresses: the host's addresses; a socket belongs to the link holding its source address
     ///     (its bound interface first, when it has one).
     ///   - dnsTimeouts: consecutive DNS timeouts per link (interface index), as the resolver counts them.
+    ///   - nameservers: what the questions the last report asked for came to.
     public mutating func poll(
-        at now: Duration, samples: [TCPSocketSample], addresses: [Address], dnsTimeouts: [Int32: Int] = [:]
+        at now: Duration, samples: [TCPSocketSample], addresses: [Address], dnsTimeouts: [Int32: Int] = [:],
+        nameservers: [StallNameserverAnswer] = []
     ) -> StallReport {
         var attribution = StallAttribution(addresses: addresses)
         for sample in samples where sample.state == .listen { attribution.listen(sample) }
@@ -182,6 +193,12 @@ public struct StallEvaluator: Sendable {
         known = current
         closedSincePoll = 0
         polls &+= 1
+        // Silence past its patience corroborates. An answer only withholds that: it is not a
+        // receipt, since a path can carry DNS to the provider's own servers and nothing else.
+        var unanswered: Set<Int32> = []
+        for answer in nameservers where !answer.answered && now - answer.since >= settings.nameserverPatience {
+            unanswered.insert(answer.interfaceIndex)
+        }
         var judged: [Int32: Int] = [:]
         for tally in tallies {
             judged[tally.link] = tally.judged
@@ -190,12 +207,17 @@ public struct StallEvaluator: Sendable {
 
         var links: [LinkStall] = []
         var suspected = false
+        var suspectedLinks: Set<Int32> = []
+        var corroborationStalled: Set<Int32> = []
         let involved = Set(judged.keys).union(memory.keys).union(dnsTimeouts.filter { $0.value > 0 }.keys)
         for link in involved.sorted() {
             var remembered = memory[link] ?? LinkMemory()
             remembered.closed.removeAll { now - $0.end > settings.window }
-            var judgement = judge(remembered, failing: remembered.closed + (failures[link] ?? []), at: now)
+            var judgement = judge(
+                remembered, failing: remembered.closed + (failures[link] ?? []), corroborated: unanswered.contains(link), at: now)
             suspected = suspected || judgement.suspected
+            if judgement.suspected { suspectedLinks.insert(link) }
+            if judgement.byCorroboration { corroborationStalled.insert(link) }
             judgement.evidence.socketsJudged = judged[link] ?? 0
             judgement.evidence.dnsTimeouts = dnsTimeouts[link] ?? 0
             // A link with nothing judged, no failure remembered and no DNS evidence is forgotten:
@@ -225,23 +247,32 @@ public struct StallEvaluator: Sendable {
             interval = moved ? settings.pollInterval : min(interval * 2, ceiling)
             nextPoll = interval
         }
+        // Asked while suspected, and while stalled only when the silence is what stalls it: a
+        // stall the sockets show alone needs no question (an outage of hours asks nothing).
+        let checks = links.filter { link in
+            suspectedLinks.contains(link.interfaceIndex) && (!link.isStalled || corroborationStalled.contains(link.interfaceIndex))
+        }.map(\.interfaceIndex)
         var rechecks: [StallRecheck] = []
         for link in links where link.causes.contains(.tcpRetransmissions) {
             guard let choices = candidates[link.interfaceIndex], !choices.isEmpty else { continue }
             rechecks.append(choices[polls % choices.count])
         }
-        return StallReport(links: links, nextPoll: nextPoll, socketsIgnored: ignored, rechecks: rechecks)
+        return StallReport(links: links, nextPoll: nextPoll, socketsIgnored: ignored, rechecks: rechecks, nameserverChecks: checks)
     }
 
     private struct Judgement {
         var stalled = false
         /// Something fails that has not (yet) made a stall: worth polling soon.
         var suspected = false
+        /// Stalled only because the nameserver is silent too: keep asking, to see it clear.
+        var byCorroboration = false
         var evidence = StallEvidence()
     }
 
-    /// The rule of the type's doc, for one link.
-    private func judge(_ memory: LinkMemory, failing: [Failure], at now: Duration) -> Judgement {
+    /// The rule of the type's doc, for one link. `corroborated`: reachd's own question to the
+    /// link's nameserver went unanswered for its patience, one more failing connection for every
+    /// owner, and the host's evidence beyond any one user's.
+    private func judge(_ memory: LinkMemory, failing: [Failure], corroborated: Bool, at now: Duration) -> Judgement {
         var judgement = Judgement()
         var byOwner: [TrafficOwner: [Failure]] = [:]
         for failure in failing {
@@ -250,6 +281,7 @@ public struct StallEvaluator: Sendable {
             byOwner[failure.owner, default: []].append(failure)
         }
         var hostStalled = false
+        var corroboratedOnly = false
         var usersStalled = 0
         var longest = Duration.zero
         for (owner, failures) in byOwner {
@@ -260,6 +292,10 @@ public struct StallEvaluator: Sendable {
             judgement.evidence.socketsFailing += failures.count
             if failures.count >= max(settings.minimumSockets, 1), waited >= settings.window {
                 if owner == .host { hostStalled = true } else { usersStalled += 1 }
+            } else if corroborated, failures.count + 1 >= max(settings.minimumSockets, 1), waited >= settings.window {
+                // The host's own question failed beside this owner's sockets: two destinations,
+                // one of them no user chose.
+                corroboratedOnly = true
             }
             // Suspected while the owner received nothing for a while: polls come often until it
             // is confirmed or cleared. A socket to a dead peer beside traffic that keeps
@@ -267,7 +303,9 @@ public struct StallEvaluator: Sendable {
             if waited >= Self.suspicion { judgement.suspected = true }
         }
         let hostReceivedLately = memory.receipt(.host).map { now - $0 < settings.window } ?? false
-        judgement.stalled = (hostStalled || usersStalled >= 2) && !hostReceivedLately
+        let bySockets = hostStalled || usersStalled >= 2
+        judgement.stalled = (bySockets || corroboratedOnly) && !hostReceivedLately
+        judgement.byCorroboration = judgement.stalled && !bySockets
         judgement.evidence.owners = byOwner.count
         judgement.evidence.waiting = longest
         judgement.evidence.sinceReceive = memory.receipts.newest.map { now - $0 }

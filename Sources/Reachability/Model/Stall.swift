@@ -20,6 +20,12 @@ public struct StallSettings: Hashable, Sendable {
     /// The poll interval while a stall is suspected or flagged: it is confirmed or cleared within
     /// this much of the evidence.
     public var suspectInterval: Duration = .seconds(2)
+    /// How long reachd's own question to a suspect link's nameserver may go unanswered before
+    /// it counts as one more failing connection of the host's (`StallNameserverAnswer`): one
+    /// poll's 16 queries, all lost; at 40% random loss each way that is about one chance in a
+    /// thousand. A path that died already kept a connection waiting for `window`; this only
+    /// tells a dead path from a dead peer, so it may be short.
+    public var nameserverPatience: Duration = .seconds(2)
     /// Owners up to this uid are the host's own (root and system users, Debian's SYS_UID_MAX):
     /// their evidence alone can flag a link for everyone. Every other uid is one user.
     public var systemUserMaximum: UInt32 = 999
@@ -110,6 +116,24 @@ public struct StallRecheck: Hashable, Sendable {
     }
 }
 
+/// What reachd's own question to one of a suspect link's nameservers came to by a poll
+/// (`StallReport.nameserverChecks` asks for them). The server is a destination no caller chose,
+/// beyond the link's gateway: an answer proves the path works, whatever one peer does; silence
+/// corroborates the sockets that fail.
+public struct StallNameserverAnswer: Hashable, Sendable {
+    public var interfaceIndex: Int32
+    /// When its first query went, on the evaluator's clock.
+    public var since: Duration
+    /// Whether the server answered anything (even a refusal, or its port unreachable).
+    public var answered: Bool
+
+    public init(interfaceIndex: Int32, since: Duration, answered: Bool) {
+        self.interfaceIndex = interfaceIndex
+        self.since = since
+        self.answered = answered
+    }
+}
+
 /// The outcome of one poll: a verdict for every link with evidence, and when to poll again.
 public struct StallReport: Hashable, Sendable {
     /// Links with TCP sockets or DNS timeouts, by interface index; a link absent here has no evidence.
@@ -125,12 +149,20 @@ public struct StallReport: Hashable, Sendable {
     /// reachd opens it again until the next poll, so a path that returns is seen at once rather
     /// than at the next retransmission of connections deep in exponential back-off.
     public var rechecks: [StallRecheck]
+    /// Links whose traffic is suspected or stalled: reachd asks one of each link's nameservers
+    /// beyond its gateway until the next poll, which hands the outcome back
+    /// (`StallNameserverAnswer`).
+    public var nameserverChecks: [Int32]
 
-    public init(links: [LinkStall], nextPoll: Duration?, socketsIgnored: Int = 0, rechecks: [StallRecheck] = []) {
+    public init(
+        links: [LinkStall], nextPoll: Duration?, socketsIgnored: Int = 0, rechecks: [StallRecheck] = [],
+        nameserverChecks: [Int32] = []
+    ) {
         self.links = links
         self.nextPoll = nextPoll
         self.socketsIgnored = socketsIgnored
         self.rechecks = rechecks
+        self.nameserverChecks = nameserverChecks
     }
 
     /// The link's verdict; `.noEvidence` for a link the report does not list.
