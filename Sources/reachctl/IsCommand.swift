@@ -8,7 +8,7 @@ import Glibc
 /// exit status made for systemd's `ExecCondition=` and for scripts (reachctl(1), "is").
 struct IsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "is",
+        commandName: name,
         abstract: "Test conditions on the host's network (online, internet, unmetered, ...) for ExecCondition= and scripts.",
         discussion: """
             Exits 0 when every condition named holds, 1 when one does not (with a line on standard \
@@ -35,6 +35,9 @@ struct IsCommand: AsyncParsableCommand {
               reachctl is --json online unmetered | jq .holds
             """
     )
+
+    /// The command's word, apart from `configuration` so that the quick path does not build that.
+    static let name = "is"
 
     /// The exit status of a usage error or of no answer: 255 makes `ExecCondition=` fail the
     /// unit rather than skip it (systemd.service(5)), so a mistake does not pass for "not now".
@@ -121,45 +124,52 @@ struct IsCommand: AsyncParsableCommand {
 
 extension IsCommand {
     /// The exit status of `reachctl is` for the command lines units hold (`is WORD... [--quiet]
-    /// [--json] [--daemon] [--bus-address ADDRESS]`) when reachd answers, found without
+    /// [--json] [--daemon] [--bus-address ADDRESS] [--config-dir DIR]...`), found without
     /// ArgumentParser and without the async runtime's work: called from every timer, the check
     /// must cost about what `ip -br addr` costs, and parsing the whole command tree (its
     /// reflection and generic metadata) cost more than the rest of the process (reachctl(1),
-    /// "is"). nil for anything else: other options, `--help`, a word that is no condition, no
-    /// reachd (or one that does not answer in time); the full parser then answers it, errors
-    /// and the in-process answer included, so there is one meaning of every command line.
+    /// "is"). reachd's answer is one `GetStatus`, sent behind the bus's Hello; without reachd,
+    /// the state an in-process monitor would start from, without starting one
+    /// (`ReachabilityCore.snapshot`). nil for anything else: other options, `--help`, a word
+    /// that is no condition, an answer only the full path reads; the parser then answers it,
+    /// errors included, so every command line has one meaning.
     static func quickStatus(_ arguments: [String]) -> Int32? {
-        guard arguments.first == configuration.commandName else { return nil }
+        guard arguments.first == name else { return nil }
         var conditions: [HostCondition] = []
-        var json = false, quiet = false
+        var json = false, quiet = false, requireDaemon = false
         var busAddress: String?
+        var configDirectories: [String] = []
         var rest = arguments.dropFirst()[...]
-        while let argument = rest.popFirst() {
+        while let word = rest.popFirst() {
+            // `--option=value` as ArgumentParser reads it.
+            let equals = word.hasPrefix("--") ? word.firstIndex(of: "=") : nil
+            let argument = equals.map { String(word[..<$0]) } ?? word
+            let attached = equals.map { String(word[word.index(after: $0)...]) }
             switch argument {
-            case "--json": json = true
-            case "--quiet": quiet = true
-            case "--daemon": continue  // reachd answering is this path's condition already
-            case "--bus-address":
-                guard let value = rest.popFirst() else { return nil }
-                busAddress = value
+            case "--json", "--quiet", "--daemon":
+                guard attached == nil else { return nil }
+                if argument == "--json" { json = true } else if argument == "--quiet" { quiet = true } else { requireDaemon = true }
+            case "--bus-address", "--config-dir":
+                // A value that looks like an option is the parser's to refuse.
+                guard let value = attached ?? rest.popFirst(), !value.isEmpty, attached != nil || !value.hasPrefix("-") else { return nil }
+                if argument == "--bus-address" { busAddress = value } else { configDirectories.append(value) }
             default:
-                if argument.hasPrefix("--bus-address=") {
-                    busAddress = String(argument.dropFirst("--bus-address=".count))
-                } else if let condition = HostCondition(word: argument) {
-                    conditions.append(condition)
-                } else {
-                    return nil
-                }
+                guard let condition = HostCondition(word: argument), attached == nil else { return nil }
+                conditions.append(condition)
             }
         }
-        guard !conditions.isEmpty, !(json && quiet) else { return nil }
+        guard !conditions.isEmpty, !(json && quiet), !(requireDaemon && !configDirectories.isEmpty) else { return nil }
         let bus = CommonOptions.bus(option: busAddress)
         if case let .address(address) = bus, address.isEmpty || BusAddressSyntax.problem(in: address) != nil { return nil }
-        // One GetStatus is the probe and the answer; the interfaces only where a condition
-        // needs their kinds or a failure names them.
-        guard let client = try? ReachabilityClient(bus: bus, timeout: CommonOptions.probeTimeout),
-            let status = try? client.status()
-        else { return nil }
+        let (client, status): (ReachabilityClient, (host: HostStatus, generation: UInt64))
+        do {
+            (client, status) = try ReachdOrInProcess.probe(bus, probeTimeout: CommonOptions.probeTimeout, callTimeout: CommonOptions.probeTimeout)
+        } catch {
+            return inProcessStatus(
+                conditions, json: json, quiet: quiet, requireDaemon: requireDaemon,
+                configDirectories: configDirectories.isEmpty ? Configuration.defaultDirectories : configDirectories, unavailable: error)
+        }
+        // The interfaces only where a condition needs their kinds or a failure names them.
         var snapshot = ReachabilitySnapshot(generation: status.generation, host: status.host, interfaces: [])
         let needsKinds = conditions.contains { if case .via = $0 { true } else { false } }
         if needsKinds || conditions.contains(where: { $0.failure(in: snapshot) != nil }) {
@@ -167,5 +177,25 @@ extension IsCommand {
             snapshot.interfaces = interfaces
         }
         return report(conditions, in: snapshot, json: json, quiet: quiet)
+    }
+
+    /// `quickStatus` when reachd does not answer: what the full path says and answers in-process
+    /// (the notice, or with `--daemon` the error; the configuration's warnings or errors), from
+    /// the state an in-process monitor starts with, with no thread, loop or parser.
+    static func inProcessStatus(
+        _ conditions: [HostCondition], json: Bool, quiet: Bool, requireDaemon: Bool, configDirectories: [String],
+        unavailable: ReachdUnavailable
+    ) -> Int32 {
+        do {
+            try CommonOptions.notice(unavailable, requireDaemon: requireDaemon)
+            let settings = try CommonOptions.settings(directories: configDirectories, reporting: true)
+            let snapshot = try ReachabilityCore.snapshot(configuration: CommonOptions.coreConfiguration(settings))
+            return report(conditions, in: snapshot, json: json, quiet: quiet)
+        } catch is ExitCode {
+            return errorStatus
+        } catch {
+            Terminal.write("reachctl: \(error)\n", to: STDERR_FILENO)
+            return errorStatus
+        }
     }
 }

@@ -107,7 +107,12 @@ struct CommonOptions: ParsableArguments {
     /// refused as reachd refuses it, every error as FILE:LINE: [Section] Key: message (exit 2).
     /// `reporting: false`: nothing written, a rejection thrown as one error naming every problem.
     func settings(reporting: Bool = true) throws -> Configuration {
-        switch Configuration.load(directories: configDirectories.isEmpty ? Configuration.defaultDirectories : configDirectories) {
+        try Self.settings(directories: configDirectories.isEmpty ? Configuration.defaultDirectories : configDirectories, reporting: reporting)
+    }
+
+    /// `settings(reporting:)` from `directories`, for `is`'s quick path, which has no options.
+    static func settings(directories: [String], reporting: Bool) throws -> Configuration {
+        switch Configuration.load(directories: directories) {
         case let .success(configuration):
             guard reporting else { return configuration }
             for warning in configuration.warnings { Terminal.write("reachctl: warning: \(warning.description)\n", to: STDERR_FILENO) }
@@ -129,12 +134,18 @@ struct CommonOptions: ParsableArguments {
     /// The in-process monitor's configuration these options ask for, and reachd.conf's settings.
     func inProcessConfiguration(reporting: Bool = true) throws -> (CoreConfiguration, Configuration) {
         let settings = try settings(reporting: reporting)
-        var configuration = CoreConfiguration()
-        settings.apply(to: &configuration)
+        var configuration = Self.coreConfiguration(settings)
         if let sysfsRoot { configuration.sysfsRoot = sysfsRoot }
         if let resolvConf { configuration.resolvConfPath = resolvConf }
         if let netns { configuration.namespacePath = try Self.namespacePath(for: netns) }
         return (configuration, settings)
+    }
+
+    /// The in-process core's configuration from reachd.conf's `settings` alone, before options.
+    static func coreConfiguration(_ settings: Configuration) -> CoreConfiguration {
+        var configuration = CoreConfiguration()
+        settings.apply(to: &configuration)
+        return configuration
     }
 
     /// The environment variable naming a bus address, like `--bus-address`.
@@ -175,6 +186,11 @@ struct CommonOptions: ParsableArguments {
 
     /// Says why reachd does not answer before answering in-process; with `--daemon`, fails.
     func notice(_ unavailable: ReachdUnavailable?) throws {
+        try Self.notice(unavailable, requireDaemon: requireDaemon)
+    }
+
+    /// `notice(_:)` for `is`'s quick path, which reads `--daemon` itself.
+    static func notice(_ unavailable: ReachdUnavailable?, requireDaemon: Bool) throws {
         guard let unavailable else { return }
         if requireDaemon {
             Terminal.write("reachctl: reachd is not available: \(unavailable.reason)\n", to: STDERR_FILENO)

@@ -86,11 +86,37 @@ struct ReachctlIsTests {
             state: "local"),
     ]
 
-    /// The arguments that pick the source: reachd on the harness's bus, or in-process in the
-    /// namespace with the harness's configuration (what reachd reads).
-    static func sources(_ ns: TestNamespace, _ harness: DaemonHarness) -> [(name: String, arguments: [String])] {
-        [("reachd", ["--daemon", "--bus-address", harness.address]),
-         ("in-process", ["--netns", ns.name, "--config-dir", harness.configDirectory])]
+    /// Where an answer comes from: reachd on the harness's bus; in-process in the namespace with
+    /// the harness's configuration (what reachd reads) through the parser (`--netns`); and
+    /// in-process without the parser, reachctl run inside the namespace as a unit there runs it,
+    /// with no reachd on its bus (`IsCommand.inProcessStatus`), which says so first.
+    struct Source: Sendable {
+        var name: String
+        var arguments: [String]
+        /// Run inside this namespace (`ip netns exec`); nil: in the test's own.
+        var namespace: String?
+    }
+
+    static func sources(_ ns: TestNamespace, _ harness: DaemonHarness) -> [Source] {
+        [Source(name: "reachd", arguments: ["--daemon", "--bus-address", harness.address]),
+         Source(name: "in-process", arguments: ["--netns", ns.name, "--config-dir", harness.configDirectory]),
+         Source(
+            name: "in-process, quick",
+            arguments: ["--config-dir", harness.configDirectory, "--bus-address", "unix:path=\(harness.configDirectory)/no-bus"],
+            namespace: ns.name)]
+    }
+
+    /// `reachctl is ...` from `source`. Inside a namespace without reachd, the one line that says
+    /// reachd is not running comes first on standard error, and is taken off it here.
+    static func run(_ arguments: [String], _ source: Source) throws -> CommandResult {
+        guard let namespace = source.namespace else { return try reachctl(arguments + source.arguments) }
+        var result = try reachctl(inNamespace: namespace, arguments + source.arguments)
+        let bus = source.arguments.last!
+        let notice = "reachctl: reachd is not running (cannot connect to the bus at \(bus): No such file or directory); answering in-process"
+        let lines = result.stderr.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.first.map(String.init) == notice, "\(result.stderr)")
+        result.stderr = lines.dropFirst().joined(separator: "\n")
+        return result
     }
 
     @Test(arguments: scenarios)
@@ -100,42 +126,42 @@ struct ReachctlIsTests {
         let harness = try DaemonHarness(ns, config: scenario.config)
         defer { harness.shutdown() }
         try await harness.ready(state: scenario.state)
-        for (source, arguments) in Self.sources(ns, harness) {
+        for source in Self.sources(ns, harness) {
             for word in scenario.holding {
-                let result = try reachctl(["is", word] + arguments)
-                #expect(result.status == 0, "\(scenario.name), \(source): \(word) holds: \(result.stderr)")
-                #expect(result.stdout == "" && result.stderr == "", "\(scenario.name), \(source): \(word) says nothing")
+                let result = try Self.run(["is", word], source)
+                #expect(result.status == 0, "\(scenario.name), \(source.name): \(word) holds: \(result.stderr)")
+                #expect(result.stdout == "" && result.stderr == "", "\(scenario.name), \(source.name): \(word) says nothing")
             }
             for (word, why) in scenario.failing {
-                let result = try reachctl(["is", word] + arguments)
-                #expect(result.status == 1, "\(scenario.name), \(source): \(word) does not hold: \(result.stderr)")
+                let result = try Self.run(["is", word], source)
+                #expect(result.status == 1, "\(scenario.name), \(source.name): \(word) does not hold: \(result.stderr)")
                 #expect(result.stdout == "")
                 #expect(result.stderr.hasPrefix("reachctl: \(HostCondition(word: word)!.word): no, "), "\(result.stderr)")
-                #expect(result.stderr.contains(why), "\(scenario.name), \(source): \(word): \(result.stderr)")
+                #expect(result.stderr.contains(why), "\(scenario.name), \(source.name): \(word): \(result.stderr)")
                 #expect(result.stderr.split(separator: "\n").count == 1, "one line: \(result.stderr)")
                 // --quiet: the status alone.
-                let quiet = try reachctl(["is", "--quiet", word] + arguments)
+                let quiet = try Self.run(["is", "--quiet", word], source)
                 #expect(quiet.status == 1 && quiet.stderr == "" && quiet.stdout == "")
             }
             // All of them: holds only when every one does; JSON names each verdict.
             let words = scenario.holding + scenario.failing.keys.sorted()
-            let all = try reachctl(["is", "--json"] + words + arguments)
+            let all = try Self.run(["is", "--json"] + words, source)
             #expect(all.status == (scenario.failing.isEmpty ? 0 : 1))
-            // Through reachd these lines take the quick path (IsCommand.quickStatus); --verbose
-            // sends them through the full parser and DaemonSource: the same answer either way.
-            let full = try reachctl(["is", "--json", "--verbose"] + words + arguments)
-            #expect(full.status == all.status && full.stdout == all.stdout, "\(source): \(full.stdout) vs \(all.stdout)")
+            // These lines take the quick path (IsCommand.quickStatus) but with --netns; --verbose
+            // sends them through the full parser: the same answer either way.
+            let full = try Self.run(["is", "--json", "--verbose"] + words, source)
+            #expect(full.status == all.status && full.stdout == all.stdout, "\(source.name): \(full.stdout) vs \(all.stdout)")
             let json = try all.json()
             #expect(json["holds"] as? Bool == scenario.failing.isEmpty)
             let verdicts = try #require(json["conditions"] as? [[String: Any]])
             #expect(verdicts.count == words.count)
             for (word, verdict) in zip(words, verdicts) {
                 #expect(verdict["condition"] as? String == HostCondition(word: word)!.word)
-                #expect(verdict["holds"] as? Bool == scenario.holding.contains(word), "\(source): \(verdict)")
-                #expect((verdict["why"] as? String)?.isEmpty == scenario.holding.contains(word), "\(source): \(verdict)")
+                #expect(verdict["holds"] as? Bool == scenario.holding.contains(word), "\(source.name): \(verdict)")
+                #expect((verdict["why"] as? String)?.isEmpty == scenario.holding.contains(word), "\(source.name): \(verdict)")
             }
             if let first = scenario.holding.first {
-                #expect(try reachctl(["is", first, first] + arguments).status == 0)
+                #expect(try Self.run(["is", first, first], source).status == 0)
             }
         }
     }
@@ -152,6 +178,23 @@ struct ReachctlIsTests {
         try await eventually("reachd sees the default route gone", every: .milliseconds(20)) {
             try reachctl(["is", "online"] + daemon).status == 1
         }
+    }
+
+    /// A reachd that does not answer costs `is` one probe (500 ms), then the in-process answer,
+    /// not a second probe in the parser's path: within a second in all.
+    @Test func aReachdThatDoesNotAnswerCostsOneProbe() throws {
+        let ns = try TestNamespace()
+        try Self.wiredUplink(ns)
+        let fixture = try ReachdFixture(namespace: ns)
+        fixture.freeze(true)
+        defer { fixture.freeze(false) }
+        let (result, elapsed) = try reachctl(["is", "online", "--bus-address", fixture.address], environment: [:])
+        let notice = "reachctl: reachd is not running (no answer on the bus at \(fixture.address) within 500ms); answering in-process\n"
+        #expect(result.stderr.hasPrefix(notice), "\(result.stderr)")
+        // The test's own namespace has no default route: not online, and said so.
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.dropFirst(notice.count).hasPrefix("reachctl: online: no, the host is "), "\(result.stderr)")
+        #expect(elapsed < .seconds(1), "\(elapsed)")
     }
 
     @Test func withoutReachdDaemonIsAnError() throws {
@@ -182,9 +225,38 @@ struct ReachctlIsCommandLineTests {
         #expect(both.status == 255)
         let option = try reachctl(["is", "--frob", "online"])
         #expect(option.status == 255, "an unknown option fails the unit too: \(option.stderr)")
+        // --config-dir applies only in-process: with --daemon the parser refuses it.
+        let daemonConfig = try reachctl(["is", "online", "--daemon", "--config-dir", "/nonexistent"])
+        #expect(daemonConfig.status == 255 && daemonConfig.stderr.contains("--config-dir '/nonexistent' applies only in-process"), "\(daemonConfig.stderr)")
         // Every other command keeps 2, and `i` is still interfaces.
         #expect(try reachctl(["status", "--frob"]).status == 2)
         #expect(try reachctl(["i", "--json", "--sysfs-root", "/"]).json()["interfaces"] != nil)
+    }
+}
+
+/// `reachctl is` without reachd and without the parser (`IsCommand.inProcessStatus`): what the
+/// parser's path says, word for word, before any netlink socket is opened.
+struct ReachctlIsWithoutReachdTests {
+    /// A configuration reachd would refuse fails the unit (255) with reachd's errors, after the
+    /// line that says reachd is not running; `--verbose` takes the parser's path: the same.
+    @Test func aBadConfigurationFailsTheUnitWithItsErrors() throws {
+        let directory = try makeScratchDirectory("is-config")
+        defer { removeTree(directory) }
+        try "[Interface]\nName=up0\nKind=spaceship\n".write(toFile: directory + "/reachd.conf", atomically: true, encoding: .utf8)
+        let common = ["--config-dir", directory, "--bus-address", "unix:path=\(directory)/no-bus"]
+        let quick = try reachctl(["is", "online"] + common)
+        #expect(quick.status == 255, "\(quick.stderr)")
+        #expect(quick.stdout == "")
+        let lines = quick.stderr.split(separator: "\n")
+        #expect(lines.first == "reachctl: reachd is not running (cannot connect to the bus at unix:path=\(directory)/no-bus: No such file or directory); answering in-process")
+        #expect(lines.contains { $0.contains("reachd.conf:3") && $0.contains("spaceship") }, "\(quick.stderr)")
+        #expect(lines.last == "reachctl: configuration rejected: 1 error(s)", "\(quick.stderr)")
+        let full = try reachctl(["is", "online", "--verbose"] + common)
+        #expect(full.status == quick.status && full.stdout == quick.stdout && full.stderr == quick.stderr, "\(full.stderr)")
+        // --daemon: no in-process answer, so no configuration read; reachd's absence is the error.
+        let daemon = try reachctl(["is", "online", "--daemon", "--bus-address", "unix:path=\(directory)/no-bus"])
+        #expect(daemon.status == 255)
+        #expect(daemon.stderr == "reachctl: reachd is not available: cannot connect to the bus at unix:path=\(directory)/no-bus: No such file or directory\n")
     }
 }
 

@@ -51,15 +51,6 @@ extension ReachabilityClient {
         return try withExtendedLifetime(reply) { () throws(BusError) in try reply.message.readString() }
     }
 
-    /// GetStatus entries read as they are: strings and string lists of the host's answer.
-    private static let stringProperties: [String: WritableKeyPath<HostStatus, String> & Sendable] = [
-        "PrimaryInterface": \.primaryInterface, "UnderlyingInterface": \.underlyingInterface,
-        "Portal": \.connectivity.portal, "AnnouncedPortal": \.announcedPortal, "NetworkID": \.networkID,
-    ]
-    private static let listProperties: [String: WritableKeyPath<HostStatus, [String]> & Sendable] = [
-        "AvailableInterfaces": \.availableInterfaces, "ValidatedInterfaces": \.validatedInterfaces,
-    ]
-
     /// `GetStatus` with the mirror's counters (nil from a reachd that does not send them).
     /// `stall`: the figures behind `Stalled` (nil when reachd sends none).
     /// `expensiveReasons`: each expensive interface's reason, by name; `networkIDs`: each
@@ -74,7 +65,10 @@ extension ReachabilityClient {
         var generation: UInt64 = 0
         var counters: MirrorCounters?
         var stall: StallEvidence?
-        var nat64: [String: String] = [:]
+        // The three NAT64 entries, kept until all are read. Plain variables and a switch, not
+        // tables of key paths: `reachctl is` reads GetStatus once per timer, and a table's
+        // generic metadata costs the runtime a scan of every protocol conformance in the binary.
+        var nat64: (prefix: String?, router: String?, interface: String?)
         var expensiveReasons: [String: ExpensiveReason] = [:]
         var networkIDs: [String: String] = [:]
         guard try message.enter("a", "{sv}") else { throw Self.badReply("GetStatus", "expected a{sv}") }
@@ -125,13 +119,19 @@ extension ReachabilityClient {
                 if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
                     host.expensiveReason = ExpensiveReason(rawValue: value)
                 }
-            case let key where Self.stringProperties[key] != nil:
+            case "PrimaryInterface", "UnderlyingInterface", "Portal", "AnnouncedPortal", "NetworkID":
                 if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
-                    host[keyPath: Self.stringProperties[key]!] = value
+                    switch key {
+                    case "PrimaryInterface": host.primaryInterface = value
+                    case "UnderlyingInterface": host.underlyingInterface = value
+                    case "Portal": host.connectivity.portal = value
+                    case "AnnouncedPortal": host.announcedPortal = value
+                    default: host.networkID = value
+                    }
                 }
-            case let key where Self.listProperties[key] != nil:
+            case "AvailableInterfaces", "ValidatedInterfaces":
                 if let value = try Self.variant(message, "as", { m throws(BusError) in try m.readStringArray() }) {
-                    host[keyPath: Self.listProperties[key]!] = value
+                    if key == "AvailableInterfaces" { host.availableInterfaces = value } else { host.validatedInterfaces = value }
                 }
             case "Stalled":
                 if let value = try Self.variant(message, "b", { m throws(BusError) in try m.readBool() }) {
@@ -142,15 +142,20 @@ extension ReachabilityClient {
             case ReachdContract.interfaceNetworkIDs:
                 networkIDs = try Self.byInterface(message)
             case "Nat64Prefix", ReachdContract.Nat64Entry.router, ReachdContract.Nat64Entry.interface:
-                nat64[key] = try Self.variant(message, "s", { m throws(BusError) in try m.readString() })
+                let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() })
+                switch key {
+                case "Nat64Prefix": nat64.prefix = value
+                case ReachdContract.Nat64Entry.router: nat64.router = value
+                default: nat64.interface = value
+                }
             default:
                 if try !Self.readStallEntry(key, message, into: &stall) { try message.skip("v") }
             }
             try message.exit()
         }
         try message.exit()
-        if let prefix = nat64["Nat64Prefix"].flatMap(IPPrefix.init), let router = nat64[ReachdContract.Nat64Entry.router].flatMap(IPAddress.init) {
-            host.nat64Prefix = Nat64Prefix(prefix: prefix, router: router, interfaceName: nat64[ReachdContract.Nat64Entry.interface] ?? "")
+        if let prefix = nat64.prefix.flatMap(IPPrefix.init), let router = nat64.router.flatMap(IPAddress.init) {
+            host.nat64Prefix = Nat64Prefix(prefix: prefix, router: router, interfaceName: nat64.interface ?? "")
         }
         return (host, generation, counters, stall, expensiveReasons, networkIDs)
     }

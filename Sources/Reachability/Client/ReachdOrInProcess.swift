@@ -17,19 +17,28 @@ public enum ReachdOrInProcess {
     public static func connect(
         _ bus: BusConnection.Address, probeTimeout: Duration, callTimeout: Duration
     ) throws(ReachdUnavailable) -> ReachabilityClient {
+        try probe(bus, probeTimeout: probeTimeout, callTimeout: callTimeout).client
+    }
+
+    /// `connect`, keeping the probe's answer: what a process that asks once needs (`reachctl
+    /// is`: one GetStatus is the probe and the answer).
+    package static func probe(
+        _ bus: BusConnection.Address, probeTimeout: Duration, callTimeout: Duration
+    ) throws(ReachdUnavailable) -> (client: ReachabilityClient, status: (host: HostStatus, generation: UInt64)) {
         let client: ReachabilityClient
         do {
             client = try ReachabilityClient(bus: bus, timeout: probeTimeout)
         } catch {
             throw ReachdUnavailable(reason: "cannot connect to \(describe(bus)): \(systemText(error))")
         }
+        let status: (host: HostStatus, generation: UInt64)
         do {
-            _ = try client.status()
+            status = try client.status()
         } catch {
             throw ReachdUnavailable(reason: reason(for: error, bus: bus, timeout: probeTimeout))
         }
         client.timeout = callTimeout
-        return client
+        return (client, status)
     }
 
     /// `daemon` with reachd's client (and its bus) when reachd answers on `bus` (nil: never asked), else

@@ -69,15 +69,11 @@ package final class ReachabilityCore {
     package init(
         configuration: CoreConfiguration, loop: any EventLoopProtocol, warn: @escaping (String) -> Void = { _ in }
     ) throws(SystemError) {
-        let kernel = try KernelSource(options: configuration.sourceOptions)
-        var state = configuration.initialState
-        if let first = try kernel.synchronize(knowing: state) { _ = state.take(first) }
-        _ = kernel.takeIncidents()
         let files = configuration.resolverFiles(warn: warn)
-        nameservers = NameserverWatch(files: files)
-        if let routes = kernel.setNameservers(nameservers.nameservers()) { _ = state.take(routes) }
-        leases = configuration.dhcpLeasesDirectory.map(DHCPLeases.init)
-        if let said = leases?.changes(), !said.isEmpty { _ = state.take(.events(said)) }
+        let start = try Self.start(configuration, files: files)
+        let (kernel, state) = (start.kernel, start.state)
+        nameservers = start.nameservers
+        leases = start.leases
         let shared = try SharedState(state, namespacePath: configuration.namespacePath)
         shared.record(overruns: kernel.overrunCount, resyncs: kernel.resyncCount)
         self.shared = shared
@@ -126,6 +122,30 @@ package final class ReachabilityCore {
             nameserversByIdentity = true
             warn("\(nameservers.path) is looked at on each network change instead of followed: \(error)")
         }
+    }
+
+    /// The kernel's network as a core starts from it, read once: the first complete dump, the
+    /// routes to the nameservers resolv.conf names, networkd's DHCP leases. The core goes on
+    /// from here; `snapshot(configuration:)` answers with it alone.
+    private static func start(
+        _ configuration: CoreConfiguration, files: ResolverFiles
+    ) throws(SystemError) -> (kernel: KernelSource, state: NetworkState, nameservers: NameserverWatch, leases: DHCPLeases?) {
+        let kernel = try KernelSource(options: configuration.sourceOptions)
+        var state = configuration.initialState
+        if let first = try kernel.synchronize(knowing: state) { _ = state.take(first) }
+        _ = kernel.takeIncidents()
+        let nameservers = NameserverWatch(files: files)
+        if let routes = kernel.setNameservers(nameservers.nameservers()) { _ = state.take(routes) }
+        let leases = configuration.dhcpLeasesDirectory.map(DHCPLeases.init)
+        if let said = leases?.changes(), !said.isEmpty { _ = state.take(.events(said)) }
+        return (kernel, state, nameservers, leases)
+    }
+
+    /// The host's picture now, the one a core (and so a `ReachabilityMonitor`) starts with,
+    /// taken without a loop, a thread or a socket left open: for a process that asks once and
+    /// exits (`reachctl is` without reachd, from every timer's ExecCondition=).
+    package static func snapshot(configuration: CoreConfiguration) throws(SystemError) -> ReachabilitySnapshot {
+        try start(configuration, files: configuration.resolverFiles(warn: { _ in })).state.snapshot
     }
 
     private func nameserversChanged() {

@@ -69,3 +69,11 @@ final class ReachctlProcess: Sendable {
         return child.waitForExit(timeout: waitLimit) ?? -1
     }
 }
+
+/// reachctl run to completion inside network namespace `name` (`ip netns exec`), as a unit on
+/// that host runs it: its in-process answers are that namespace's without `--netns`.
+func reachctl(inNamespace name: String, _ arguments: [String]) throws -> CommandResult {
+    let child = try ChildProcess("/usr/sbin/ip", ["netns", "exec", name, reachctlPath()] + arguments)
+    let (status, stdout, stderr) = try child.finish(timeout: .seconds(600))
+    return CommandResult(status: status, stdout: stdout, stderr: stderr)
+}
