@@ -329,6 +329,11 @@ import Testing
         #expect(evaluator.closed(Self.socket(1, state: .closed), at: .seconds(470)) == .traffic)
         #expect(Self.poll(&evaluator, at: 481, []).nextPoll == .seconds(20))
         #expect(Self.poll(&evaluator, at: 501, []).nextPoll == nil)
+        // Data in flight (an upload): half the interval, moving or not.
+        var upload = Self.socket(2)
+        upload.counters?.unacknowledged = 64
+        #expect(Self.poll(&evaluator, at: 510, [upload]).nextPoll == .seconds(10))
+        #expect(Self.poll(&evaluator, at: 520, [upload]).nextPoll == .seconds(10))
     }
 
     @Test func dnsTimeoutsCountAtTheThreshold() {

@@ -161,6 +161,7 @@ public struct StallEvaluator: Sendable {
         var candidates: [Int32: [StallRecheck]] = [:]
         var ignored = 0
         var moved = closedSincePoll > 0
+        var inFlight = false
         for sample in samples where sample.state != .listen {
             guard let counters = sample.counters, let link = attribution.link(of: sample) else {
                 ignored += 1
@@ -179,6 +180,8 @@ public struct StallEvaluator: Sendable {
             }
             tallies[slot].judged += 1
             let moment = SocketMoment(sample, at: now)
+            // In flight and not failing: one that already fails (a dead peer's) asks no sooner poll.
+            if counters.unacknowledged > 0, moment.waitingSince == nil { inFlight = true }
             if let receipt = moment.receipt { tallies[slot].receipts.received(owner, at: receipt) }
             if var since = moment.waitingSince {
                 if counters.segmentsIn == 0 { since = min(since, firstSeen) }
@@ -245,7 +248,10 @@ public struct StallEvaluator: Sendable {
         } else {
             let ceiling = max(settings.maximumPollInterval, settings.pollInterval)
             interval = moved ? settings.pollInterval : min(interval * 2, ceiling)
-            nextPoll = interval
+            // Data in flight at the poll (an upload, a request sent): the host waits on the path
+            // right now, and no closing socket will say so if it dies under a lone long transfer.
+            // Half the interval halves the wait for the first poll that can see it.
+            nextPoll = inFlight ? min(interval, settings.pollInterval / 2) : interval
         }
         // Asked while suspected, and while stalled only when the silence is what stalls it: a
         // stall the sockets show alone needs no question (an outage of hours asks nothing).
