@@ -85,6 +85,29 @@ struct PathMonitorHandlerTests {
         #expect(calls.paths.count == 3, "start(queue:) after cancel() does nothing: \(calls.paths)")
     }
 
+    /// An application that blocks every thread of Swift's cooperative pool (synchronous waits in
+    /// async code) still gets its first path, in-process and through reachd, as NWPathMonitor's
+    /// handler is called on its queue whatever else runs: the monitor follows on a queue of its own.
+    @Test func pathsArriveWhileTheCooperativePoolIsHeld() async throws {
+        let (ns, _, harness) = try WatchPathTests.scenario()
+        defer { harness.shutdown() }
+        for bus in [nil, BusConnection.Address.address(harness.address)] {
+            let monitor = PathMonitor(configuration: ns.configuration(), bus: bus)
+            let arrived = DispatchSemaphore(value: 0)
+            monitor.pathUpdateHandler = { _ in arrived.signal() }
+            // Every pool thread and more, each blocked until the first path came (or 15 s passed).
+            let release = DispatchSemaphore(value: 0)
+            let holders = ProcessInfo.processInfo.activeProcessorCount + 2
+            for _ in 0..<holders { Task.detached { release.wait() } }
+            monitor.start(queue: DispatchQueue(label: "pathsArriveWhileTheCooperativePoolIsHeld"))
+            // This test's own task blocks its thread too.
+            let came = arrived.wait(timeout: .now() + 15) == .success
+            for _ in 0..<holders { release.signal() }
+            monitor.cancel()
+            #expect(came, "no path with the pool held (\(bus == nil ? "in-process" : "through reachd"))")
+        }
+    }
+
     @Test func handlerThroughReachd_followsItsAnswers_untilCancelled() async throws {
         let (ns, far, harness) = try WatchPathTests.scenario()
         // In-process, without the rules that make pm0 wired, a wired path would be unsatisfied:

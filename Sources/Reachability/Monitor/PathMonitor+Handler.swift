@@ -34,7 +34,7 @@ extension PathMonitor {
         following.hostChanges = { [delivery] change in delivery.deliver(change) }
         let paths = following
         delivery.start(queue: queue) { [delivery] in
-            Task.detached {
+            Task.detached(executorPreference: PathFollowingExecutor()) {
                 for await path in paths { delivery.deliver(path) }
             }
         }
@@ -110,5 +110,19 @@ final class PathDelivery: Sendable {
         }
         // Ends the iteration, which lets go of its reachd connection or in-process monitor.
         task?.cancel()
+    }
+}
+
+/// Where the task following a started monitor's paths runs: a serial queue of its own, which
+/// Dispatch gives a thread whenever it has work, not Swift's cooperative pool, whose threads
+/// (one per core) an application blocking in async code can all hold. The paths then stopped
+/// with it, where NWPathMonitor's keep coming on their queue (a test suite blocking two tasks
+/// on a 2-core machine starved them for 87 s).
+final class PathFollowingExecutor: TaskExecutor {
+    private let queue = DispatchQueue(label: "org.reachd.PathMonitor.following")
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }
