@@ -926,6 +926,25 @@ struct PackagingDebianTests {
         #expect(try await execute("/usr/bin/dpkg-query", ["-W", "reachd"]).status != 0)
     }
 
+    /// The shell that boots the package's container: this machine's own root under an overlay in
+    /// `directory` (which holds reachd.deb), the package installed in it, `beforeBoot` run there,
+    /// then systemd-nspawn with a private network. Run under `unshare --mount`, so the overlay goes
+    /// when the container does. scripts/test mounts a fresh sysfs over /sys, without the cgroup
+    /// hierarchies nspawn needs: unmounting it shows the machine's /sys again.
+    static func containerScript(_ directory: String, beforeBoot: String = "") -> String {
+        """
+        set -e
+        if [ "$(stat -f -c %T /sys/fs/cgroup)" = sysfs ]; then umount /sys; fi
+        cd \(directory)
+        mkdir upper work root
+        mount -t overlay overlay -o lowerdir=/,upperdir=upper,workdir=work root
+        cp reachd.deb root/var/tmp/reachd.deb
+        chroot root dpkg -i /var/tmp/reachd.deb >dpkg.log 2>&1
+        \(beforeBoot)
+        exec systemd-nspawn -q -D root --register=no --private-network --keep-unit -b -- --unit=basic.target
+        """
+    }
+
     /// The package on a real systemd, in a container booted from this machine's own root under an
     /// overlay (nothing is written to the host): the unit starts with its whole sandbox, reaches
     /// READY, answers an unprivileged user, reloads, stops cleanly, and is started again by a bus call.
@@ -935,19 +954,7 @@ struct PackagingDebianTests {
         let directory = try makeScratchDirectory("reachd-nspawn")
         defer { removeTree(directory) }
         try FileManager.default.copyItem(atPath: deb, toPath: directory + "/reachd.deb")
-        // A mount namespace of its own, so the overlay goes when the container does. scripts/test
-        // mounts a fresh sysfs over /sys, without the cgroup hierarchies nspawn needs: unmounting it
-        // here shows the machine's /sys again.
-        let script = """
-            set -e
-            if [ "$(stat -f -c %T /sys/fs/cgroup)" = sysfs ]; then umount /sys; fi
-            cd \(directory)
-            mkdir upper work root
-            mount -t overlay overlay -o lowerdir=/,upperdir=upper,workdir=work root
-            cp reachd.deb root/var/tmp/reachd.deb
-            chroot root dpkg -i /var/tmp/reachd.deb >dpkg.log 2>&1
-            exec systemd-nspawn -q -D root --register=no --private-network --keep-unit -b -- --unit=basic.target
-            """
+        let script = Self.containerScript(directory)
         let container = try ChildProcess("/usr/bin/unshare", ["--mount", "--propagation", "private", "--", "/bin/sh", "-c", script])
         defer {
             container.signal(SIGTERM)
@@ -1049,14 +1056,7 @@ struct PackagingDebianTests {
         // As runsSandboxedUnderSystemd's container, with network-manager installed in the overlay
         // from apt's cache (--no-download) and its maintainer scripts starting nothing
         // (policy-rc.d); /dev and /proc are bound in for apt and unmounted before the boot.
-        let script = """
-            set -e
-            if [ "$(stat -f -c %T /sys/fs/cgroup)" = sysfs ]; then umount /sys; fi
-            cd \(directory)
-            mkdir upper work root
-            mount -t overlay overlay -o lowerdir=/,upperdir=upper,workdir=work root
-            cp reachd.deb root/var/tmp/reachd.deb
-            chroot root dpkg -i /var/tmp/reachd.deb >dpkg.log 2>&1
+        let script = Self.containerScript(directory, beforeBoot: """
             printf '#!/bin/sh\\nexit 101\\n' >root/usr/sbin/policy-rc.d
             chmod +x root/usr/sbin/policy-rc.d
             mount --rbind /dev root/dev
@@ -1065,8 +1065,7 @@ struct PackagingDebianTests {
             umount root/proc
             umount -R root/dev
             rm root/usr/sbin/policy-rc.d
-            exec systemd-nspawn -q -D root --register=no --private-network --keep-unit -b -- --unit=basic.target
-            """
+            """)
         let container = try ChildProcess("/usr/bin/unshare", ["--mount", "--propagation", "private", "--", "/bin/sh", "-c", script])
         defer {
             container.signal(SIGTERM)
