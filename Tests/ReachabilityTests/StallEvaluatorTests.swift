@@ -218,6 +218,13 @@ import Testing
         let answered = [StallNameserverAnswer(interfaceIndex: Self.wired, since: .seconds(100), answered: true)]
         #expect(!Self.poll(&evaluator, at: 106, lone(), nameservers: answered).link(Self.wired).isStalled)
 
+        // The answer explained the socket's failure (its peer's): not asked about again until 30 s
+        // later; a failure that began after the answer is asked about at once.
+        #expect(Self.poll(&evaluator, at: 108, lone()).nameserverChecks.isEmpty)
+        let fresh = Self.socket(2, waiting: .seconds(1), received: .seconds(2), to: Self.otherPeer)
+        #expect(Self.poll(&evaluator, at: 110, lone() + [fresh]).nameserverChecks == [Self.wired])
+        #expect(Self.poll(&evaluator, at: 137, lone()).nameserverChecks == [Self.wired], "30 s after the answer")
+
         // A socket that has not waited the window yet is not flagged by a silent server.
         var early = Self.evaluator()
         #expect(!Self.poll(&early, at: 100, [Self.socket(1, waiting: .seconds(3), received: .seconds(4))], nameservers: silent(since: 90))

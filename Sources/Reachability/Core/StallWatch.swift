@@ -44,15 +44,6 @@ final class StallWatch {
     /// reachd's own questions to the suspect links' nameservers, by link: asked again at every
     /// poll while the link stays suspected, dropped once answered or no longer asked for.
     private var nameserverChecks: [Int32: NameserverCheck] = [:]
-    /// When each link's nameserver last answered: the next question waits `answeredPause`.
-    private var lastAnswers: [Int32: ContinuousClock.Instant] = [:]
-
-    /// How long after an answer a link's nameserver is left alone. A connection to a dead peer
-    /// stays in back-off, suspected, for up to 15 minutes (tcp_retries2): asked at every poll
-    /// that would be 8 queries a second to a server that keeps answering; so 16 every 30 s. Only
-    /// a path that dies after its nameserver answered, under a lone connection that already
-    /// failed, waits for it.
-    static let answeredPause: Duration = .seconds(30)
     private(set) var lastReport: StallReport?
     /// Told of every completed poll while online (reachd runs its probe on a suspicion).
     var polled: ((StallReport) -> Void)?
@@ -106,7 +97,6 @@ final class StallWatch {
         lastReport = nil
         rechecks = []
         nameserverChecks = [:]
-        lastAnswers = [:]
         neighbours?.listen(false)
         planned = nil
         // Also when going offline: the timer's next shot forgets the verdicts, outside the
@@ -204,17 +194,11 @@ final class StallWatch {
     /// Keeps one question going to a nameserver of each link the report asks about (a fresh one
     /// after an answer, so silence is always counted from the latest answer), and drops the rest.
     private func ask(_ links: [Int32], servers: [Int32: [IPAddress]], answered: [StallNameserverAnswer], at now: Duration) {
-        let instant = ContinuousClock.now
-        for answer in answered where answer.answered {
-            nameserverChecks[answer.interfaceIndex] = nil
-            lastAnswers[answer.interfaceIndex] = instant
-        }
-        lastAnswers = lastAnswers.filter { instant - $0.value < Self.answeredPause }
+        for answer in answered where answer.answered { nameserverChecks[answer.interfaceIndex] = nil }
         let wanted = Set(links)
         for link in nameserverChecks.keys where !wanted.contains(link) { nameserverChecks[link] = nil }
         for link in links {
             if nameserverChecks[link] == nil {
-                guard lastAnswers[link] == nil else { continue }
                 // The servers in resolv.conf's order: the first that a socket can reach.
                 nameserverChecks[link] = servers[link]?.lazy.compactMap { NameserverCheck(interfaceIndex: link, server: $0, at: now) }.first
             }

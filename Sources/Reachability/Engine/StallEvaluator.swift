@@ -51,6 +51,17 @@ public struct StallEvaluator: Sendable {
     private var interval: Duration
     /// Polls so far: which failing connection a recheck takes turns with.
     private var polls = 0
+    /// When each link's nameserver last answered reachd's question, and so explained the
+    /// failures of then (a dead peer's): asked again only for a failure that began since, or
+    /// after `answeredPause`.
+    private var nameserverAnswers: [Int32: Duration] = [:]
+
+    /// How long an answer stands for failures that began before it. A connection to a dead peer
+    /// stays in back-off, suspected, for up to 15 minutes (tcp_retries2): asked at every poll,
+    /// that would be 8 queries a second to a server that keeps answering; so 16 every 30 s,
+    /// while a failure that begins after the answer (the path dying under an upload that had a
+    /// moment of loss) is asked about at once.
+    static let answeredPause: Duration = .seconds(30)
 
     private struct KnownSocket: Sendable {
         var link: Int32
@@ -199,9 +210,14 @@ public struct StallEvaluator: Sendable {
         // Silence past its patience corroborates. An answer only withholds that: it is not a
         // receipt, since a path can carry DNS to the provider's own servers and nothing else.
         var unanswered: Set<Int32> = []
-        for answer in nameservers where !answer.answered && now - answer.since >= settings.nameserverPatience {
-            unanswered.insert(answer.interfaceIndex)
+        for answer in nameservers {
+            if answer.answered {
+                nameserverAnswers[answer.interfaceIndex] = now
+            } else if now - answer.since >= settings.nameserverPatience {
+                unanswered.insert(answer.interfaceIndex)
+            }
         }
+        nameserverAnswers = nameserverAnswers.filter { now - $0.value < Self.answeredPause }
         var judged: [Int32: Int] = [:]
         for tally in tallies {
             judged[tally.link] = tally.judged
@@ -256,7 +272,12 @@ public struct StallEvaluator: Sendable {
         // Asked while suspected, and while stalled only when the silence is what stalls it: a
         // stall the sockets show alone needs no question (an outage of hours asks nothing).
         let checks = links.filter { link in
-            suspectedLinks.contains(link.interfaceIndex) && (!link.isStalled || corroborationStalled.contains(link.interfaceIndex))
+            let index = link.interfaceIndex
+            guard suspectedLinks.contains(index), !link.isStalled || corroborationStalled.contains(index) else { return false }
+            guard let answered = nameserverAnswers[index] else { return true }
+            // Failures the answer explained are not asked about again; one that began since is.
+            let failing = (memory[index]?.closed ?? []) + (failures[index] ?? [])
+            return failing.contains { $0.since > answered }
         }.map(\.interfaceIndex)
         var rechecks: [StallRecheck] = []
         for link in links where link.causes.contains(.tcpRetransmissions) {
@@ -331,5 +352,6 @@ public struct StallEvaluator: Sendable {
         attribution = StallAttribution(addresses: [])
         closedSincePoll = 0
         interval = settings.pollInterval
+        nameserverAnswers = [:]
     }
 }
