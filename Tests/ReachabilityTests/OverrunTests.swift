@@ -72,7 +72,12 @@ struct OverrunTests {
     /// The kernel's own view, as `ip -j addr` prints it: link name -> its addresses with prefix length.
     static func kernelView(_ ns: TestNamespace) throws -> [String: Set<String>] {
         let output = try ns.ip("-j addr show")
-        let links = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [[String: Any]] ?? []
+        // ip's warnings share the output (a veth whose peer is being deleted: "Peer netns
+        // reference is invalid"); the JSON is the array between them.
+        guard let start = output.firstIndex(of: "["), let end = output.lastIndex(of: "]") else {
+            throw CommandFailed(command: "ip -j addr show", status: 0, output: output)
+        }
+        let links = try JSONSerialization.jsonObject(with: Data(output[start...end].utf8)) as? [[String: Any]] ?? []
         var view: [String: Set<String>] = [:]
         for link in links {
             guard let name = link["ifname"] as? String else { continue }
