@@ -36,13 +36,7 @@ extension NetworkState {
     func dnsTimeoutsByLink(consecutive count: Int) -> [Int32: Int] {
         guard count > 0 else { return [:] }
         var charged: [Int32: Int] = [:]
-        for server in nameservers {
-            // evaluate names no link for local and blocking routes (nothing leaves through one).
-            guard !server.address.isLoopback, let route = server.route,
-                let index = evaluate(route: route, family: server.address.family).interfaceIndex
-            else { continue }
-            charged[index] = count
-        }
+        for (_, index) in routedNameservers { charged[index] = count }
         if charged.isEmpty, let primary = linkIndexByName[host.primaryInterface] { charged[primary] = count }
         return charged
     }
@@ -53,15 +47,25 @@ extension NetworkState {
     /// subnet (a home router's) is left out: it answers while the uplink behind it is dead.
     var stallNameservers: [Int32: [IPAddress]] {
         var servers: [Int32: [IPAddress]] = [:]
-        for server in nameservers where !server.address.isLoopback && !server.address.isLinkLocal {
-            guard let route = server.route, let index = evaluate(route: route, family: server.address.family).interfaceIndex,
-                let entry = links[index]
-            else { continue }
-            let full = server.address.family == .ipv4 ? 32 : 128
-            let onLink = entry.addresses.values.contains { Int($0.prefix.length) < full && $0.prefix.contains(server.address) }
-            if !onLink { servers[index, default: []].append(server.address) }
+        for (address, index) in routedNameservers where !address.isLinkLocal {
+            guard let entry = links[index] else { continue }
+            let full = address.family == .ipv4 ? 32 : 128
+            let onLink = entry.addresses.values.contains { Int($0.prefix.length) < full && $0.prefix.contains(address) }
+            if !onLink { servers[index, default: []].append(address) }
         }
         return servers
+    }
+
+    /// The configured nameservers not on loopback, each with the link that carries the kernel's
+    /// route to it (`evaluate` names no link for local and blocking routes: nothing leaves
+    /// through one), in resolv.conf's order.
+    private var routedNameservers: [(address: IPAddress, link: Int32)] {
+        nameservers.compactMap { server in
+            guard !server.address.isLoopback, let route = server.route,
+                let index = evaluate(route: route, family: server.address.family).interfaceIndex
+            else { return nil }
+            return (server.address, index)
+        }
     }
 
     /// Whether the last stall poll found this link's traffic stalled.
