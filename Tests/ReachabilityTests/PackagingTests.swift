@@ -1230,16 +1230,9 @@ private func checkNetworkManagersMeteredSetting(_ inside: ([String]) async throw
 /// How long, in ms, until `reachctl interfaces --json` shows `interface` with `reason` as its
 /// expensiveReason, polled inside after `commands`; nil when not within 10 s.
 private func timedReason(_ inside: ([String]) async throws -> Ran, interface: String, reason: String, after commands: String) async throws -> Int? {
-    let script = """
-        \(commands)
-        start=$(date +%s%N)
-        until reachctl interfaces --daemon --json | grep -q '"name":"\(interface)"[^}]*"expensiveReason":"\(reason)"'; do
-            [ $(( $(date +%s%N) - start )) -lt 10000000000 ] || exit 1
-        done
-        echo $(( ($(date +%s%N) - start) / 1000000 ))
-        """
-    let ran = try await inside(["sh", "-c", script])
-    return ran.status == 0 ? Int(ran.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) : nil
+    try await millisecondsInside(
+        inside, after: commands,
+        until: "reachctl interfaces --daemon --json | grep -q '\"name\":\"\(interface)\"[^}]*\"expensiveReason\":\"\(reason)\"'")
 }
 
 /// reachd-metrics.socket under the real PID 1 (issue 13): shipped disabled; started (with
@@ -1449,10 +1442,16 @@ private let containerUplink = "ip link add up0 type veth peer name up0p && ip li
 private func timedInside(
     _ inside: ([String]) async throws -> Ran, _ service: String, after commands: String, until state: String
 ) async throws -> Int? {
+    try await millisecondsInside(inside, after: commands, until: "[ \"$(systemctl is-active \(service))\" = \(state) ]")
+}
+
+/// How long, in ms, until the shell `condition` holds, polled inside right after `commands`
+/// (nil: not within 10 s). In one shell inside, so no process start of the test's own counts.
+private func millisecondsInside(_ inside: ([String]) async throws -> Ran, after commands: String, until condition: String) async throws -> Int? {
     let script = """
         \(commands)
         start=$(date +%s%N)
-        while [ "$(systemctl is-active \(service))" != \(state) ]; do
+        until \(condition); do
             [ $(( $(date +%s%N) - start )) -lt 10000000000 ] || exit 1
         done
         echo $(( ($(date +%s%N) - start) / 1000000 ))
