@@ -85,19 +85,8 @@ final class MuteBroker: Sendable {
 
     init() throws {
         directory = try makeScratchDirectory("mute-bus")
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw SetupFailure(call: "socket", path: directory, code: errno) }
+        let fd = try listeningUnixSocket(at: directory + "/mute", backlog: 1)
         listener = fd
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let socketPath = directory + "/mute"
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, byte) in socketPath.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard bound == 0, listen(fd, 1) == 0 else { throw SetupFailure(call: "bind/listen", path: socketPath, code: errno) }
         let state = self.state
         // accept(2) and read(2) block: a thread of its own, ended by shutting the sockets down.
         try DedicatedThread.start {

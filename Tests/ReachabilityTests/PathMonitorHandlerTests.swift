@@ -217,19 +217,8 @@ final class SilentBusPeer: Sendable {
 
     init() throws {
         directory = try makeScratchDirectory("silent-bus")
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw SetupFailure(call: "socket", path: directory, code: errno) }
+        let fd = try listeningUnixSocket(at: directory + "/silent", backlog: 16)
         listener = fd
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let socketPath = directory + "/silent"
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, byte) in socketPath.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard bound == 0, listen(fd, 16) == 0 else { throw SetupFailure(call: "bind/listen", path: socketPath, code: errno) }
         let connections = self.connections
         // accept(2) blocks: a thread of its own, ended by shutting the listener down.
         try DedicatedThread.start {
