@@ -250,6 +250,9 @@ public struct StallEvaluator: Sendable {
             if settings.dnsTimeouts > 0, judgement.evidence.dnsTimeouts >= settings.dnsTimeouts { causes.insert(.dnsTimeouts) }
             let verdict: StallVerdict =
                 if !causes.isEmpty { .stalled } else if judged[link] != nil || judgement.evidence.dnsTimeouts > 0 { .flowing } else { .noEvidence }
+            // Remembered failures that all ended before their owners' last receipts show
+            // nothing: the link is kept in memory but not listed, which reads as no evidence.
+            if verdict == .noEvidence, judgement.evidence.socketsFailing == 0 { continue }
             links.append(LinkStall(interfaceIndex: link, verdict: verdict, causes: causes, evidence: judgement.evidence))
         }
 
