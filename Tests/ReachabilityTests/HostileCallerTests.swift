@@ -52,18 +52,25 @@ struct HostileCallerTests {
         # a{sv} with one entry: the array's length, padding to 8, the key, the variant's
         # signature, then its value aligned to 4 (both "as" and "s" start with a u32 length).
         room = limit - 400
-        if mode == "kinds":
-            key, variant = "ProhibitedKinds", "as"
-            count = (room - 48) // 12
-            array = ((struct.pack("<I", 4) + b"wifi\0\0\0\0") * count)[:-3]
-            value = struct.pack("<I", len(array)) + array
-        else:
-            key, variant = "RequiredKind", "s"
+        if mode == "property":
+            # Properties.Get, whose two names sd-bus itself would read: a 32 MiB interface name.
             name = b"k" * (room - 48)
-            value = struct.pack("<I", len(name)) + name + b"\0"
-        entry = pad(signature(string(b"\0" * 8, key), variant), 4) + value
-        body = struct.pack("<I", len(entry) - 8) + entry[4:]
-        call = message(2, "org.reachd.Reachability1", "/org/reachd/Reachability1", "org.reachd.Reachability1", "WatchPath", "a{sv}", body)
+            body = struct.pack("<I", len(name)) + name + b"\0"
+            body = string(body, "State")
+            call = message(2, "org.reachd.Reachability1", "/org/reachd/Reachability1", "org.freedesktop.DBus.Properties", "Get", "ss", body)
+        else:
+            if mode == "kinds":
+                key, variant = "ProhibitedKinds", "as"
+                count = (room - 48) // 12
+                array = ((struct.pack("<I", 4) + b"wifi\0\0\0\0") * count)[:-3]
+                value = struct.pack("<I", len(array)) + array
+            else:
+                key, variant = "RequiredKind", "s"
+                name = b"k" * (room - 48)
+                value = struct.pack("<I", len(name)) + name + b"\0"
+            entry = pad(signature(string(b"\0" * 8, key), variant), 4) + value
+            body = struct.pack("<I", len(entry) - 8) + entry[4:]
+            call = message(2, "org.reachd.Reachability1", "/org/reachd/Reachability1", "org.reachd.Reachability1", "WatchPath", "a{sv}", body)
         assert len(call) <= limit, len(call)
         start = time.monotonic()
         sock.sendall(call)
@@ -72,27 +79,30 @@ struct HostileCallerTests {
             kind, data = receive()
             if kind in (2, 3):
                 name = re.search(rb"org\.[A-Za-z0-9.]+Error\.[A-Za-z]+", data)
-                text = re.search(rb"(ProhibitedKinds|RequiredKind)[^\0]*", data)
+                text = re.search(rb"(ProhibitedKinds|RequiredKind|interface)[^\0]*", data)
                 print("answer %.1f %s %s" % ((time.monotonic() - start) * 1000, name.group(0).decode() if name else "-",
-                      text.group(0).decode(errors="replace") if text else "-"), flush=True)
+                      text.group(0)[:300].decode(errors="replace") if text else "-"), flush=True)
                 break
         """#
 
-    /// Root's CheckAddress, back to back on its own connection and thread, until stopped: when
-    /// each call started (since `origin`) and how long it took.
+    /// A probe run back to back on its own thread until stopped: when each run started (since
+    /// `origin`) and how long it took.
     final class Prober: @unchecked Sendable {  // the samples behind a lock, the flag atomic
         private let samples = Mutex<[(start: Duration, took: Duration)]>([])
         private let stopped = Atomic<Bool>(false)
         private let finished = Atomic<Bool>(false)
-        let origin = ContinuousClock.now
+        let origin: ContinuousClock.Instant
 
-        init(address: String) {
+        /// `setUp` runs once on the thread; its value is what each `probe` uses.
+        init<Context>(origin: ContinuousClock.Instant, setUp: @escaping @Sendable () -> Context?, probe: @escaping @Sendable (Context) -> Void) {
+            self.origin = origin
+            let box = UncheckedSendable((setUp, probe))
             Thread { [self] in
                 defer { finished.store(true, ordering: .releasing) }
-                guard let bus = try? BusConnection(.address(address), description: "prober") else { return }
+                guard let context = box.value.0() else { return }
                 while !stopped.load(ordering: .acquiring) {
                     let start = ContinuousClock.now
-                    _ = try? DaemonHarness.call(bus, "CheckAddress") { message throws(BusError) in try message.append("127.0.0.1") }
+                    box.value.1(context)
                     let took = ContinuousClock.now - start
                     samples.withLock { $0.append((start - origin, took)) }
                 }
@@ -106,48 +116,77 @@ struct HostileCallerTests {
         }
     }
 
+    /// What one prober saw while nobody's call was sent and refused.
+    struct Overlap: CustomStringConvertible {
+        let count: Int
+        let worst: Duration
+        let before: Duration
+
+        init(_ samples: [(start: Duration, took: Duration)], from began: Duration, to ended: Duration) {
+            let during = samples.filter { $0.start + $0.took >= began && $0.start <= ended }
+            count = during.count
+            worst = during.map(\.took).max() ?? .zero
+            before = samples.filter { $0.start < began }.map(\.took).max() ?? .zero
+        }
+
+        var description: String { "\(count) during it, slowest \(worst), before it \(before) at most" }
+    }
+
+    /// Sends nobody's `mode` call while two probers run: root's CheckAddress through the bus
+    /// (what a caller feels, dbus-daemon's own work on the 32 MiB included) and a scrape of
+    /// reachd's /metrics, which reachd's loop answers directly (the loop alone: how long the call
+    /// held it). `interface`/`member`: the call, WatchPath on reachd's object by default.
     static func attack(_ mode: String, expecting fragment: String) async throws {
         let scenario = try DaemonBusTests.Scenario("hostile" + mode)
-        let harness = try DaemonHarness(scenario.ns, anyUser: true)
+        let harness = try DaemonHarness(scenario.ns, start: false, anyUser: true)
         defer { withExtendedLifetime(scenario) { harness.shutdown() } }
-        try await harness.ready()
-        let prober = Prober(address: harness.address)
+        let (daemon, port) = try await MetricsEndpointTests.activated(scenario, harness)
+        defer { daemon.stop() }
+        let origin = ContinuousClock.now
+        let address = harness.address
+        let root = Prober(origin: origin, setUp: { try? BusConnection(.address(address), description: "prober") }) { bus in
+            _ = try? DaemonHarness.call(bus, "CheckAddress") { message throws(BusError) in try message.append("127.0.0.1") }
+        }
+        let loop = Prober(origin: origin, setUp: { true }) { _ in _ = try? MetricsEndpointTests.get(port, "/metrics") }
         try await Task.sleep(for: .milliseconds(300))
-        let began = ContinuousClock.now - prober.origin
+        let began = ContinuousClock.now - origin
         let nobody = try ChildProcess("/usr/bin/setpriv", [
             "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", client, harness.address, mode,
         ])
         let deadline = ContinuousClock.now + .seconds(60)
         while !nobody.lines.contains(where: { $0.hasPrefix("answer ") }) {
             guard ContinuousClock.now < deadline, nobody.isRunning || nobody.lines.contains(where: { $0.hasPrefix("answer ") }) else {
-                _ = prober.stop()
-                throw TimedOut(what: "nobody's answer: \(nobody.lines) \(nobody.errorLines) \(harness.diagnostics)")
+                _ = (root.stop(), loop.stop())
+                throw TimedOut(what: "nobody's answer: \(nobody.lines) \(nobody.errorLines) \(daemon.text)")
             }
             try await Task.sleep(for: .milliseconds(10))
         }
-        let ended = ContinuousClock.now - prober.origin
+        let ended = ContinuousClock.now - origin
         try await Task.sleep(for: .milliseconds(200))
-        let samples = prober.stop()
+        let calls = Overlap(root.stop(), from: began, to: ended)
+        let scrapes = Overlap(loop.stop(), from: began, to: ended)
         let answer = try #require(nobody.lines.first { $0.hasPrefix("answer ") })
         #expect(answer.contains("org.freedesktop.DBus.Error.InvalidArgs") && answer.contains(fragment), "\(answer)")
-        // Root's calls that overlapped the attack, from the first byte sent to the refusal.
-        let during = samples.filter { $0.start + $0.took >= began && $0.start <= ended }
-        let baseline = samples.filter { $0.start < began }.map(\.took).max() ?? .zero
-        let worst = during.map(\.took).max() ?? .zero
-        print("hostile WatchPath (\(mode)): \(nobody.lines.joined(separator: "; ")); root's CheckAddress during it: \(during.count) calls, "
-            + "slowest \(worst), before it \(baseline) at most")
-        #expect(during.count >= 3, "root's calls kept being answered: \(during.count)")
-        // Generous for a loaded 2-core machine; BENCHMARKS.md has the figures measured.
-        #expect(worst < .seconds(1), "root waited \(worst) while nobody's call was read")
-        #expect(harness.daemon?.isRunning == true)
+        print("hostile \(mode): \(nobody.lines.joined(separator: "; ")); root's CheckAddress: \(calls); reachd's loop (/metrics): \(scrapes)")
+        #expect(calls.count >= 3, "root's calls kept being answered: \(calls)")
+        #expect(scrapes.count >= 3, "reachd's loop kept answering: \(scrapes)")
+        // Through the bus, dbus-daemon's own reading of the 32 MiB counts too (BENCHMARKS.md has
+        // its share); reachd's loop alone must stay within the issue's 50 ms.
+        #expect(calls.worst < .seconds(1), "root waited \(calls.worst) while nobody's call was read")
+        #expect(scrapes.worst < .milliseconds(50), "reachd's loop was held \(scrapes.worst) while nobody's call was read")
+        #expect(kill(daemon.pid, 0) == 0, "reachd still runs")
         #expect(try DaemonBusTests.status(try harness.connect()) == DaemonBusTests.online)
     }
 
-    @Test func aWatchPathOf32MiBOfKindsIsRefusedAtThe33rdWhileRootIsAnswered() async throws {
+    @Test func aWatchPathOf32MiBOfKindsIsRefusedAtThe33rdWhileTheLoopIsFree() async throws {
         try await Self.attack("kinds", expecting: "ProhibitedKinds has more than 32 entries")
     }
 
-    @Test func aWatchPathWithA32MiBKindNameIsRefusedWhileRootIsAnswered() async throws {
-        try await Self.attack("name", expecting: "RequiredKind is 335")
+    @Test func aPropertiesGetWithA32MiBInterfaceNameIsRefusedWhileTheLoopIsFree() async throws {
+        try await Self.attack("property", expecting: "interface is 33553984 bytes, at most 255: 'kkkk")
+    }
+
+    @Test func aWatchPathWithA32MiBKindNameIsRefusedWhileTheLoopIsFree() async throws {
+        try await Self.attack("name", expecting: "RequiredKind is 33553984 bytes, at most 32: 'kkkk")
     }
 }

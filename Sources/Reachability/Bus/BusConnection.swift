@@ -29,7 +29,10 @@ public final class BusSlot {
         self.keepAlive = keepAlive
     }
 
-    deinit { if let slot { sd_bus_slot_unref(slot) } }
+    deinit {
+        if let slot { sd_bus_slot_unref(slot) }
+        (keepAlive as? BusRegistration)?.isServed = false
+    }
 }
 
 /// A connection to a D-Bus bus. The daemon attaches it to its `EventLoop`; reachctl uses the
@@ -68,6 +71,8 @@ public final class BusConnection {
 
     /// Runs this connection on a loop, once `attach` was called.
     private var driver: BusLoopDriver?
+    /// Reads served calls' arguments off the loop, once `attach` was called.
+    private let screen = ArgumentScreen()
 
     deinit {
         driver = nil
@@ -82,6 +87,8 @@ public final class BusConnection {
     /// latest of each kind, instead of queueing without bound (`BusLoopDriver`).
     public func attach(to loop: EventLoop, onLoss: @escaping (_ cause: String) -> Void) throws(BusError) {
         driver = try BusLoopDriver(self, loop: loop, onLoss: onLoss)
+        do { try screen.start(on: loop) } catch { throw BusError("watch the argument readers' pipe", code: -error.errno) }
+        try screen.takeProperties(of: self)
     }
 
     // MARK: serving
@@ -165,11 +172,12 @@ public final class BusConnection {
     public func add(
         _ object: any BusObject, at path: String, interface: String, vtable: BusVTable, retaining: Bool = true
     ) throws(BusError) -> BusSlot {
-        let registration = BusRegistration(object: object, vtable: vtable, retaining: retaining)
+        let registration = BusRegistration(object: object, vtable: vtable, path: path, interface: interface, retaining: retaining, screen: screen)
         var slot: OpaquePointer?
         let context = Unmanaged.passUnretained(registration).toOpaque()
         let result = sd_bus_add_object_vtable(bus, &slot, path, interface, vtable.entries.baseAddress, context)
         guard result >= 0 else { throw BusError("serve \(interface) at \(path)", code: result) }
+        screen.serve(registration)
         return BusSlot(slot, keepAlive: registration)
     }
 
@@ -186,10 +194,7 @@ public final class BusConnection {
 
     /// Sends an error reply for `call`.
     public func reply(to call: BusMessage, error: BusError) {
-        var value = csystemd_error_null()
-        sd_bus_error_set(&value, error.name, error.message.escapingControlCharacters())
-        sd_bus_reply_method_error(call.pointer, &value)
-        sd_bus_error_free(&value)
+        sendError(error, answering: call.pointer)
     }
 
     /// Sends a signal, or, while the broker is not reading, holds it back in place of the one of

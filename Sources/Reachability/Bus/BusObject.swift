@@ -39,11 +39,17 @@ public final class BusVTable: @unchecked Sendable {  // immutable after init
     /// The properties that emit PropertiesChanged, in order: what an announcement of every
     /// value sends (a property added to the table is announced with the others).
     public let changingProperties: [String]
+    /// Every property's name and signature, in order: what Properties.GetAll answers.
+    let properties: [(name: String, signature: String)]
 
     public init(_ members: [Member]) {
         changingProperties = members.compactMap { member in
             guard case let .property(name, _, emitsChange) = member, emitsChange else { return nil }
             return "\(name)"
+        }
+        properties = members.compactMap { member in
+            guard case let .property(name, signature, _) = member else { return nil }
+            return ("\(name)", "\(signature)")
         }
         entries = .allocate(capacity: members.count + 2)
         var index = 0
@@ -86,35 +92,75 @@ final class BusRegistration {
     /// strong reference then would be a cycle that no owner releasing it could break).
     private let retained: (any BusObject)?
     let vtable: BusVTable
+    let path: String
+    let interface: String
+    /// Where calls with arguments are read first (nil: read by the method at once).
+    let screen: ArgumentScreen?
+    /// False once the slot is released: a call read meanwhile finds no object to answer it.
+    var isServed = true {
+        didSet { if !isServed { screen?.forget(self) } }
+    }
 
-    init(object: any BusObject, vtable: BusVTable, retaining: Bool) {
+    init(object: any BusObject, vtable: BusVTable, path: String, interface: String, retaining: Bool, screen: ArgumentScreen?) {
         self.object = object
         retained = retaining ? object : nil
         self.vtable = vtable
+        self.path = path
+        self.interface = interface
+        self.screen = screen
+    }
+
+    /// Runs `call` on the object and sends what it answers now, if anything; an error is left
+    /// in `replyError` for sd-bus to send.
+    func answer(_ call: BusMessage, replyError: UnsafeMutablePointer<sd_bus_error>?) -> Int32 {
+        do throws(BusError) {
+            switch try object.call(call.member ?? "", call) {
+            case let .now(build):
+                var reply: OpaquePointer?
+                var result = sd_bus_message_new_method_return(call.pointer, &reply)
+                guard result >= 0, let reply else { return result }
+                defer { sd_bus_message_unref(reply) }
+                try build(BusMessage(reply))
+                result = sd_bus_send(sd_bus_message_get_bus(call.pointer), reply, nil)
+                return result < 0 ? result : 1
+            case .later:
+                return 1
+            }
+        } catch {
+            // sd-bus sends the error reply and maps the name to an errno for us.
+            return sd_bus_error_set(replyError, error.name, error.message.escapingControlCharacters())
+        }
+    }
+
+    /// `answer`, for a call sd-bus handed over earlier: its error is sent here.
+    func answerLater(_ call: BusMessage) {
+        var error = csystemd_error_null()
+        defer { sd_bus_error_free(&error) }
+        let result = answer(call, replyError: &error)
+        if sd_bus_error_is_set(&error) != 0 {
+            sd_bus_reply_method_error(call.pointer, &error)
+        } else if result < 0 {
+            sd_bus_reply_method_errno(call.pointer, result, nil)
+        }
     }
 }
 
 let methodTrampoline: sd_bus_message_handler_t = { message, context, replyError in
     guard let message, let context else { return -EINVAL }
     let registration = Unmanaged<BusRegistration>.fromOpaque(context).takeUnretainedValue()
-    let call = BusMessage(message)
-    do throws(BusError) {
-        switch try registration.object.call(call.member ?? "", call) {
-        case let .now(build):
-            var reply: OpaquePointer?
-            var result = sd_bus_message_new_method_return(message, &reply)
-            guard result >= 0, let reply else { return result }
-            defer { sd_bus_message_unref(reply) }
-            try build(BusMessage(reply))
-            result = sd_bus_send(sd_bus_message_get_bus(message), reply, nil)
-            return result < 0 ? result : 1
-        case .later:
-            return 1
-        }
-    } catch {
-        // sd-bus sends the error reply and maps the name to an errno for us.
-        return sd_bus_error_set(replyError, error.name, error.message.escapingControlCharacters())
+    if let screen = registration.screen, screen.takes(message) {
+        screen.submit(message, to: registration)
+        return 1
     }
+    return registration.answer(BusMessage(message), replyError: replyError)
+}
+
+/// Sends `error` as the answer to `call`.
+func sendError(_ error: BusError, answering call: OpaquePointer) {
+    var value = csystemd_error_null()
+    sd_bus_error_set(&value, error.name, error.message.escapingControlCharacters())
+    sd_bus_reply_method_error(call, &value)
+    sd_bus_error_free(&value)
 }
 
 let propertyTrampoline: sd_bus_property_get_t = { _, _, _, property, reply, context, error in

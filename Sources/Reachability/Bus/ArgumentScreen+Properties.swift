@@ -1,0 +1,111 @@
+import CSystemd
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// sd-bus answers Properties calls itself, and reads their two names with the same whole check
+/// of a string as any method's: a 32 MiB interface name in Get held reachd's loop 540 ms (and
+/// sd-bus quoted it whole in its error). So a filter takes Properties calls to the objects
+/// served here before sd-bus's own dispatch; they go through the readers like any call and are
+/// answered here from the same vtables, with sd-bus's error names (every property of reachd's
+/// is read-only, as Set says).
+extension ArgumentScreen {
+    func serve(_ registration: BusRegistration) { served[registration.path, default: []].append(registration) }
+
+    func forget(_ registration: BusRegistration) {
+        served[registration.path]?.removeAll { $0 === registration }
+        if served[registration.path]?.isEmpty == true { served[registration.path] = nil }
+    }
+
+    /// Takes Properties calls to served paths from `connection` before sd-bus dispatches them.
+    func takeProperties(of connection: BusConnection) throws(BusError) {
+        var slot: OpaquePointer?
+        let result = sd_bus_add_filter(connection.bus, &slot, propertiesFilterTrampoline, Unmanaged.passUnretained(self).toOpaque())
+        guard result >= 0 else { throw BusError("take Properties calls", code: result) }
+        propertiesFilter = BusSlot(slot)
+    }
+
+    /// Whether the filter takes `call`: a Properties call to a path served here.
+    func takesProperties(_ call: OpaquePointer) -> Bool {
+        guard work != nil, sd_bus_message_is_method_call(call, Self.properties, nil) > 0,
+            let path = sd_bus_message_get_path(call)
+        else { return false }
+        return served[String(cString: path)] != nil
+    }
+
+    static let properties = "org.freedesktop.DBus.Properties"
+
+    func answerProperties(_ call: BusMessage) {
+        do throws(BusError) {
+            let objects = served[call.path ?? ""] ?? []
+            switch call.member ?? "" {
+            case "Get":
+                let (interface, name) = (try Self.readName(call, "interface"), try Self.readName(call, "property"))
+                guard let object = objects.first(where: { $0.interface == interface }),
+                    let signature = object.vtable.properties.first(where: { $0.name == name })?.signature
+                else { throw Self.unknownProperty(interface, name) }
+                let reply = try Self.reply(to: call)
+                try reply.message.open("v", signature)
+                try object.object.property(name, into: reply.message)
+                try reply.message.close()
+                try Self.send(reply)
+            case "GetAll":
+                let interface = try Self.readName(call, "interface")
+                let chosen = objects.filter { interface.isEmpty || $0.interface == interface }
+                guard !chosen.isEmpty else {
+                    throw BusError(name: "org.freedesktop.DBus.Error.UnknownInterface", message: "Unknown interface \(interface.inertExcerpt()).")
+                }
+                let reply = try Self.reply(to: call)
+                try reply.message.open("a", "{sv}")
+                for object in chosen {
+                    for (name, signature) in object.vtable.properties {
+                        try reply.message.appendEntry(name, signature) { value throws(BusError) in try object.object.property(name, into: value) }
+                    }
+                }
+                try reply.message.close()
+                try Self.send(reply)
+            case "Set":
+                let (interface, name) = (try Self.readName(call, "interface"), try Self.readName(call, "property"))
+                guard objects.contains(where: { $0.interface == interface && $0.vtable.properties.contains { $0.name == name } }) else {
+                    throw Self.unknownProperty(interface, name)
+                }
+                throw BusError(name: "org.freedesktop.DBus.Error.PropertyReadOnly", message: "Property \(name.inertExcerpt()) is not writable.")
+            case let member:
+                throw BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "Unknown method '\(member)' or interface '\(Self.properties)'.")
+            }
+        } catch {
+            sendError(error, answering: call.pointer)
+        }
+    }
+
+    private static func unknownProperty(_ interface: String, _ name: String) -> BusError {
+        BusError(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "Unknown interface \(interface.inertExcerpt()) or property \(name.inertExcerpt()).")
+    }
+
+    /// An interface or property name: 255 bytes at most, as D-Bus names are.
+    private static func readName(_ call: BusMessage, _ argument: String) throws(BusError) -> String {
+        try call.readString(argument, maximumBytes: 255)
+    }
+
+    private static func reply(to call: BusMessage) throws(BusError) -> OwnedBusMessage {
+        var reply: OpaquePointer?
+        let result = sd_bus_message_new_method_return(call.pointer, &reply)
+        guard result >= 0, let reply else { throw BusError("create a reply", code: result) }
+        return OwnedBusMessage(adopting: reply)
+    }
+
+    private static func send(_ reply: OwnedBusMessage) throws(BusError) {
+        let result = sd_bus_send(nil, reply.message.pointer, nil)
+        guard result >= 0 else { throw BusError("send a reply", code: result) }
+    }
+}
+
+/// sd-bus's filter: Properties calls to served paths go to the readers (1: taken), the rest
+/// on to sd-bus's own dispatch (0).
+private let propertiesFilterTrampoline: sd_bus_message_handler_t = { message, context, _ in
+    guard let message, let context else { return 0 }
+    let screen = Unmanaged<ArgumentScreen>.fromOpaque(context).takeUnretainedValue()
+    guard screen.takesProperties(message) else { return 0 }
+    screen.submit(message, to: nil)
+    return 1
+}
