@@ -64,7 +64,7 @@ struct HostileCallerTests {
                 count = (room - 48) // 12
                 array = ((struct.pack("<I", 4) + b"wifi\0\0\0\0") * count)[:-3]
                 value = struct.pack("<I", len(array)) + array
-            else:
+            else:  # name, flood
                 key, variant = "RequiredKind", "s"
                 name = b"k" * (room - 48)
                 value = struct.pack("<I", len(name)) + name + b"\0"
@@ -72,17 +72,25 @@ struct HostileCallerTests {
             body = struct.pack("<I", len(entry) - 8) + entry[4:]
             call = message(2, "org.reachd.Reachability1", "/org/reachd/Reachability1", "org.reachd.Reachability1", "WatchPath", "a{sv}", body)
         assert len(call) <= limit, len(call)
+        # MODE flood: 16 of them back to back, each answer awaited only after all were sent.
+        copies = 16 if mode == "flood" else 1
+        call = bytearray(call)
         start = time.monotonic()
-        sock.sendall(call)
-        print("sent %.1f %d" % ((time.monotonic() - start) * 1000, len(call)), flush=True)
-        while True:
+        for serial in range(2, 2 + copies):
+            struct.pack_into("<I", call, 8, serial)
+            sock.sendall(call)
+        print("sent %.1f %d" % ((time.monotonic() - start) * 1000, len(call) * copies), flush=True)
+        answers, names = [], {}
+        while len(answers) < copies:
             kind, data = receive()
             if kind in (2, 3):
                 name = re.search(rb"org\.[A-Za-z0-9.]+Error\.[A-Za-z]+", data)
                 text = re.search(rb"(ProhibitedKinds|RequiredKind|interface)[^\0]*", data)
-                print("answer %.1f %s %s" % ((time.monotonic() - start) * 1000, name.group(0).decode() if name else "-",
-                      text.group(0)[:300].decode(errors="replace") if text else "-"), flush=True)
-                break
+                key = name.group(0).decode() if name else "-"
+                names[key] = names.get(key, 0) + 1
+                answers.append("%s %s" % (key, text.group(0)[:300].decode(errors="replace") if text else "-"))
+        first = next((a for a in answers if a.startswith("org.freedesktop.DBus.Error.InvalidArgs")), answers[0])
+        print("answer %.1f %s; all: %s" % ((time.monotonic() - start) * 1000, first, names), flush=True)
         """#
 
     /// A probe run back to back on its own thread until stopped: when each run started (since
@@ -136,7 +144,8 @@ struct HostileCallerTests {
     /// (what a caller feels, dbus-daemon's own work on the 32 MiB included) and a scrape of
     /// reachd's /metrics, which reachd's loop answers directly (the loop alone: how long the call
     /// held it). `interface`/`member`: the call, WatchPath on reachd's object by default.
-    static func attack(_ mode: String, expecting fragment: String) async throws {
+    /// `peakGrowth`: a bound on how far reachd's peak resident memory may rise over what it was.
+    static func attack(_ mode: String, expecting fragment: String, peakGrowth: Int? = nil) async throws {
         let scenario = try DaemonBusTests.Scenario("hostile" + mode)
         let harness = try DaemonHarness(scenario.ns, start: false, anyUser: true)
         defer { withExtendedLifetime(scenario) { harness.shutdown() } }
@@ -149,6 +158,9 @@ struct HostileCallerTests {
         }
         let loop = Prober(origin: origin, setUp: { true }) { _ in _ = try? MetricsEndpointTests.get(port, "/metrics") }
         try await Task.sleep(for: .milliseconds(300))
+        let resident = Self.memory(daemon.pid, "VmRSS")
+        // Writing 5 resets the peak (VmHWM) to what is resident now.
+        try "5".write(toFile: "/proc/\(daemon.pid)/clear_refs", atomically: false, encoding: .utf8)
         let began = ContinuousClock.now - origin
         let nobody = try ChildProcess("/usr/bin/setpriv", [
             "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", client, harness.address, mode,
@@ -174,8 +186,27 @@ struct HostileCallerTests {
         // its share); reachd's loop alone must stay within the issue's 50 ms.
         #expect(calls.worst < .seconds(1), "root waited \(calls.worst) while nobody's call was read")
         #expect(scrapes.worst < .milliseconds(50), "reachd's loop was held \(scrapes.worst) while nobody's call was read")
+        if let peakGrowth {
+            let grown = Self.memory(daemon.pid, "VmHWM") - resident
+            print("hostile \(mode): reachd's peak resident memory rose \(grown >> 20) MiB")
+            #expect(grown < peakGrowth, "reachd's peak resident memory rose \(grown) bytes")
+        }
         #expect(kill(daemon.pid, 0) == 0, "reachd still runs")
         #expect(try DaemonBusTests.status(try harness.connect()) == DaemonBusTests.online)
+    }
+
+    /// A field of /proc/PID/status, in bytes.
+    static func memory(_ pid: pid_t, _ field: String) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix(field + ":") } ?? ""
+        return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) << 10
+    }
+
+    /// Sixteen 32 MiB calls sent back to back, more than the two readers take at once: each is
+    /// freed once refused, and the broker passes them one at a time, slower than a reader reads
+    /// one, so reachd never holds more than a few of them.
+    @Test func aFloodOf32MiBCallsWaitsInTheBrokerNotInReachd() async throws {
+        try await Self.attack("flood", expecting: "RequiredKind is 33553984 bytes, at most 32: 'kkkk", peakGrowth: 128 << 20)
     }
 
     @Test func aWatchPathOf32MiBOfKindsIsRefusedAtThe33rdWhileTheLoopIsFree() async throws {
