@@ -13,7 +13,7 @@ import Glibc
 /// is read. Loop-thread only.
 final class DHCPLeases {
     let directory: String
-    private var inotify: Descriptor?
+    private var watch: DirectoryWatch?
     private var source: (any LoopSource)?
     /// The links said metered at the last read.
     private var metered: Set<Int32> = []
@@ -41,16 +41,11 @@ final class DHCPLeases {
     /// directory (no networkd) is not followed, and is no error.
     func start(on loop: any EventLoopProtocol, changed: @escaping () -> Void) throws(SystemError) {
         guard access(directory, F_OK) == 0 else { return }
-        let descriptor = try Descriptor(checking: inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)), "inotify_init1")
-        let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE)
-        guard inotify_add_watch(descriptor.rawValue, directory, mask) >= 0 else {
-            throw SystemError("inotify_add_watch \(directory)", errno: errno)
-        }
-        let fd = descriptor.rawValue
-        inotify = consume descriptor
-        source = try loop.addWatch(fd: fd, events: .readable) { _ in
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while buffer.withUnsafeMutableBytes({ read(fd, $0.baseAddress, $0.count) }) > 0 {}
+        let watch = try DirectoryWatch()
+        try watch.watch(directory)
+        self.watch = watch
+        source = try loop.addWatch(fd: watch.fd, events: .readable) { [watch] _ in
+            _ = watch.drain()
             changed()
         }
     }

@@ -19,11 +19,10 @@ final class NameserverWatch {
     var path: String { files.resolvConfPath }
     /// systemd-resolved's list of its upstream servers; nil never looks.
     var upstreamPath: String? { files.upstreamPath }
-    private var inotify: Descriptor?
+    private var watch: DirectoryWatch?
     private var source: (any LoopSource)?
     /// The directories watched; a symlink's new target may add one.
     private var directories: Set<String> = []
-    private var buffer = [UInt8](repeating: 0, count: 4096)
 
     init(files: ResolverFiles) {
         self.files = files
@@ -47,11 +46,10 @@ final class NameserverWatch {
 
     /// Follows the files on `loop`; `changed` runs after anything that may have changed them.
     func start(on loop: any EventLoopProtocol, changed: @escaping () -> Void) throws(SystemError) {
-        let descriptor = try Descriptor(checking: inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)), "inotify_init1")
-        let fd = descriptor.rawValue
-        inotify = consume descriptor
+        let watch = try DirectoryWatch()
+        self.watch = watch
         watchDirectories()
-        source = try loop.addWatch(fd: fd, events: .readable) { [unowned self] _ in
+        source = try loop.addWatch(fd: watch.fd, events: .readable) { [unowned self] _ in
             if self.drain() {
                 self.watchDirectories()
                 changed()
@@ -77,35 +75,19 @@ final class NameserverWatch {
 
     /// Each directory of a watched file, once; one that does not exist (yet) is skipped.
     private func watchDirectories() {
-        guard let fd = inotify?.rawValue else { return }
-        let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE)
+        guard let watch else { return }
         for file in watchedFiles {
             let directory = Self.directory(of: file)
-            guard !directories.contains(directory), inotify_add_watch(fd, directory, mask) >= 0 else { continue }
+            guard !directories.contains(directory), (try? watch.watch(directory)) != nil else { continue }
             directories.insert(directory)
         }
     }
 
     /// Reads every queued event; true when one names a watched file (or events were lost).
     private func drain() -> Bool {
-        guard let fd = inotify?.rawValue else { return false }
-        let names = Set(watchedFiles.map(Self.baseName))
-        var relevant = false
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            guard count > 0 else { return relevant }
-            buffer.withUnsafeBytes { bytes in
-                var offset = 0
-                let header = MemoryLayout<inotify_event>.size
-                while offset + header <= count {
-                    let event = bytes.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
-                    let nameBytes = bytes[(offset + header)..<min(count, offset + header + Int(event.len))]
-                    let name = String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self)
-                    if event.mask & UInt32(IN_Q_OVERFLOW) != 0 || names.contains(name) { relevant = true }
-                    offset += header + Int(event.len)
-                }
-            }
-        }
+        guard let watch else { return false }
+        let events = watch.drain()
+        return events.overflowed || !events.names.isDisjoint(with: watchedFiles.map(Self.baseName))
     }
 
     /// Where a symlink leads (resolved's stub-resolv.conf); nil when `path` is none or dangles.
