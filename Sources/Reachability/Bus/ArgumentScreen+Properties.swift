@@ -44,26 +44,26 @@ extension ArgumentScreen {
                 guard let object = objects.first(where: { $0.interface == interface }),
                     let signature = object.vtable.properties.first(where: { $0.name == name })?.signature
                 else { throw Self.unknownProperty(interface, name) }
-                let reply = try Self.reply(to: call)
-                try reply.message.open("v", signature)
-                try object.object.property(name, into: reply.message)
-                try reply.message.close()
-                try Self.send(reply)
+                try sendReply(answering: call.pointer) { reply throws(BusError) in
+                    try reply.open("v", signature)
+                    try object.object.property(name, into: reply)
+                    try reply.close()
+                }
             case "GetAll":
                 let interface = try Self.readName(call, "interface")
                 let chosen = objects.filter { interface.isEmpty || $0.interface == interface }
                 guard !chosen.isEmpty else {
                     throw BusError(name: "org.freedesktop.DBus.Error.UnknownInterface", message: "Unknown interface \(interface.inertExcerpt()).")
                 }
-                let reply = try Self.reply(to: call)
-                try reply.message.open("a", "{sv}")
-                for object in chosen {
-                    for (name, signature) in object.vtable.properties {
-                        try reply.message.appendEntry(name, signature) { value throws(BusError) in try object.object.property(name, into: value) }
+                try sendReply(answering: call.pointer) { reply throws(BusError) in
+                    try reply.open("a", "{sv}")
+                    for object in chosen {
+                        for (name, signature) in object.vtable.properties {
+                            try reply.appendEntry(name, signature) { value throws(BusError) in try object.object.property(name, into: value) }
+                        }
                     }
+                    try reply.close()
                 }
-                try reply.message.close()
-                try Self.send(reply)
             case "Set":
                 let (interface, name) = (try Self.readName(call, "interface"), try Self.readName(call, "property"))
                 guard objects.contains(where: { $0.interface == interface && $0.vtable.properties.contains { $0.name == name } }) else {
@@ -85,18 +85,6 @@ extension ArgumentScreen {
     /// An interface or property name: 255 bytes at most, as D-Bus names are.
     private static func readName(_ call: BusMessage, _ argument: String) throws(BusError) -> String {
         try call.readString(argument, maximumBytes: 255)
-    }
-
-    private static func reply(to call: BusMessage) throws(BusError) -> OwnedBusMessage {
-        var reply: OpaquePointer?
-        let result = sd_bus_message_new_method_return(call.pointer, &reply)
-        guard result >= 0, let reply else { throw BusError("create a reply", code: result) }
-        return OwnedBusMessage(adopting: reply)
-    }
-
-    private static func send(_ reply: OwnedBusMessage) throws(BusError) {
-        let result = sd_bus_send(nil, reply.message.pointer, nil)
-        guard result >= 0 else { throw BusError("send a reply", code: result) }
     }
 }
 

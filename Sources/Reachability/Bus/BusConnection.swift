@@ -183,13 +183,7 @@ public final class BusConnection {
 
     /// Sends a method return for `call`, with arguments appended by `build`.
     public func reply(to call: BusMessage, _ build: (BusMessage) throws(BusError) -> Void) throws(BusError) {
-        var reply: OpaquePointer?
-        var result = sd_bus_message_new_method_return(call.pointer, &reply)
-        guard result >= 0, let reply else { throw BusError("create a reply", code: result) }
-        defer { sd_bus_message_unref(reply) }
-        try build(BusMessage(reply))
-        result = sd_bus_send(bus, reply, nil)
-        guard result >= 0 else { throw BusError("send a reply", code: result) }
+        try sendReply(answering: call.pointer, build)
     }
 
     /// Sends an error reply for `call`.

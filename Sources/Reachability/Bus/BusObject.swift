@@ -155,6 +155,17 @@ let methodTrampoline: sd_bus_message_handler_t = { message, context, replyError 
     return registration.answer(BusMessage(message), replyError: replyError)
 }
 
+/// Sends a method return for `call`, with arguments appended by `build`, on the call's bus.
+func sendReply(answering call: OpaquePointer, _ build: (BusMessage) throws(BusError) -> Void) throws(BusError) {
+    var reply: OpaquePointer?
+    var result = sd_bus_message_new_method_return(call, &reply)
+    guard result >= 0, let reply else { throw BusError("create a reply", code: result) }
+    defer { sd_bus_message_unref(reply) }
+    try build(BusMessage(reply))
+    result = sd_bus_send(nil, reply, nil)
+    guard result >= 0 else { throw BusError("send a reply", code: result) }
+}
+
 /// Sends `error` as the answer to `call`.
 func sendError(_ error: BusError, answering call: OpaquePointer) {
     var value = csystemd_error_null()
