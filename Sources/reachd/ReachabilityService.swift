@@ -17,6 +17,10 @@ final class ReachabilityService: BusObject {
     private let metricsText: () -> String
     /// `GetHistory`: the recorded changes of answers (set once the history follows the core).
     var history: History?
+    /// GetHistory's replies are the largest reachd makes (176 KB with the ring full): each user
+    /// but root may ask for 8 at once and 4 a second, however many connections it opens. Two
+    /// users asking in a loop held root's CheckAddress 615 ms at p99 before.
+    private var historyRate = UserRate(.init(perSecond: 4, burst: 8))
     /// CheckHost's deadline when the caller gives none (`DefaultTimeout=`; a reload changes it).
     var defaultTimeout: Duration
 
@@ -38,6 +42,13 @@ final class ReachabilityService: BusObject {
     static let vtable = BusVTable(ReachdContract.serviceMembers)
 
     static let maximumTimeoutMilliseconds = UInt32(ReachdContract.maximumCheckTimeout.wholeMilliseconds)
+
+    static func historyRefusal(_ uid: UInt32, _ rate: UserRate.Settings) -> BusError {
+        BusError(
+            name: ReachdContract.ErrorName.limitExceeded,
+            message: "Unix user \(uid) asked for the history more than \(rate.burst) times at once or \(rate.perSecond) a second, "
+                + "the most one user may; ask again in a moment, with since_usec to have only what is new")
+    }
 
     static func invalidTarget(_ message: String) -> BusError {
         BusError(name: ReachdContract.ErrorName.invalidTarget, message: message)
@@ -155,9 +166,12 @@ final class ReachabilityService: BusObject {
         case "GetHistory":
             // Answered from memory at once: at most the ring's bound of records.
             let since = try message.readUInt64()
-            let ring = history?.ring ?? HistoryRing()
-            let records = ring.records(since: since)
-            return .now { reply throws(BusError) in try Self.appendHistory(reply, oldest: ring.oldestHostRecord ?? 0, records) }
+            return try callers.identities.answering(message) { [unowned self] uid throws(BusError) in
+                guard historyRate.admit(uid, now: .now) else { throw Self.historyRefusal(uid, historyRate.settings) }
+                let ring = history?.ring ?? HistoryRing()
+                let records = ring.records(since: since)
+                return .now { reply throws(BusError) in try Self.appendHistory(reply, oldest: ring.oldestHostRecord ?? 0, records) }
+            }
         case "Watch":
             return try watches.add(target: try message.readString("target", maximumBytes: ReachdContract.Bound.target, refusal: ReachdContract.ErrorName.invalidTarget), caller: message)
         case "WatchPath":

@@ -11,8 +11,8 @@ import Testing
 @Suite(rootOnly, .serialized, .enabled(if: FileManager.default.fileExists(atPath: "/usr/bin/setpriv"), "needs setpriv"))
 struct DescriptorFloodTests {
     /// `ADDRESS METHOD AT-ONCE SECONDS FDS MODE`: connects as its user, agrees on descriptor
-    /// passing with the broker, says Hello, sends AT-ONCE calls of METHOD (CheckAddress, or
-    /// CheckHost of one name, whose one lookup they share) back to back, each carrying FDS descriptors, then
+    /// passing with the broker, says Hello, sends AT-ONCE calls of METHOD (CheckAddress, CheckHost
+    /// of one name, whose one lookup they share, GetHistory(0) or Explain("")) back to back, each carrying FDS descriptors, then
     /// keeps up to 64 more outstanding for SECONDS. MODE `answers` waits for every answer and
     /// prints `{"sent": N, "answers": {ERROR-NAME or "return": count}}`; MODE `hold:S` prints
     /// `sent N`, keeps its calls unanswered for S seconds, then exits without reading a byte.
@@ -82,6 +82,10 @@ struct DescriptorFloodTests {
                 body = string(b"", "held.flood.test")
                 body = pad(body, 4) + struct.pack("<I", 20000)
                 sig = "su"
+            elif method == "GetHistory":
+                body, sig = struct.pack("<Q", 0), "t"
+            elif method == "Explain":
+                body, sig = string(b"", ""), "s"
             else:
                 body, sig = string(b"", "127.0.0.1"), "s"
             call = message(serial, "org.reachd.Reachability1", "/org/reachd/Reachability1", "org.reachd.Reachability1", method, sig, body, fds)
