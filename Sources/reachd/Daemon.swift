@@ -67,7 +67,7 @@ final class Daemon {
         let passed = PassedSockets.take()
         metricsSockets = passed.metrics
         settings.monitorSocket = passed.netlink
-        core = try ReachabilityCore(configuration: settings, loop: loop) { Log.warning($0) }
+        core = try ReachabilityCore(configuration: settings, loop: loop) { Log.event(.incidents, $0, warning: true) }
         Log.info(PassedSockets.bufferReport(
             core.netlinkReceiveBufferBytes, asked: Int(settings.receiveBufferBytes), adopted: passed.netlink != nil))
         Log.info("radios: \(core.radioSource)")
@@ -122,6 +122,9 @@ final class Daemon {
         sources.append(try loop.onSignal(SIGINT) { [unowned self] in self.stop() })
         sources.append(try loop.onSignal(SIGHUP) { [unowned self] in self.reload() })
         if loop.enableWatchdog() { Log.info("watchdog enabled") }
+        // What the log's lanes held back is said once they have room, on a wake-up the loop has
+        // anyway (the watchdog's, at the latest): no timer of its own.
+        sources.append(try loop.afterEachWake { Log.flushLanes() })
 
         let bus = try BusConnection(options.bus, description: "reachd")
         self.bus = bus

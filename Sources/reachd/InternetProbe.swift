@@ -288,7 +288,7 @@ final class InternetProbe {
         let previous = currentStatus
         if status.verdict != previous.verdict || status.portal != previous.portal {
             let portal = status.portal.isEmpty ? "" : " at \(status.portal)"
-            Log.info("\(logPrefix): \(status.verdict.rawValue)\(portal) (\(status.detail))")
+            Log.event(.probe, "\(logPrefix): \(status.verdict.rawValue)\(portal) (\(status.detail))")
         }
         if counted { metrics.counters.recordProbe(status.verdict) }
         record(status)

@@ -67,15 +67,15 @@ final class Publisher {
         // in the journal when asking "what happened to the network at 14:02".
         for status in change.changedInterfaces {
             let addresses = status.addresses.isEmpty ? "no address" : status.addresses.map(\.description).joined(separator: " ")
-            Log.info("link \(status.name) (\(status.kind.rawValue)): \(status.flags), \(addresses)")
+            Log.event(.links, "link \(status.name) (\(status.kind.rawValue)): \(status.flags), \(addresses)")
         }
-        for status in change.removedInterfaces { Log.info("link \(status.name) removed") }
+        for status in change.removedInterfaces { Log.event(.links, "link \(status.name) removed") }
         networkManager?.update()
         let summary = self.summary
         if summary != lastStatus {
             lastStatus = summary
             ServiceManager.notify("STATUS=\(summary)")
-            Log.info(summary)
+            Log.event(.state, summary)
         }
     }
 
