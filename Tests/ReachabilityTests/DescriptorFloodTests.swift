@@ -13,12 +13,13 @@ struct DescriptorFloodTests {
     /// `ADDRESS METHOD AT-ONCE SECONDS FDS MODE`: connects as its user, agrees on descriptor
     /// passing with the broker, says Hello, sends AT-ONCE calls of METHOD (CheckAddress, CheckHost
     /// of one name, whose one lookup they share, GetHistory(0) or Explain("")) back to back, each carrying FDS descriptors, then
-    /// keeps up to 64 more outstanding for SECONDS. MODE `answers` waits for every answer and
+    /// keeps up to WINDOW (64 unless given) more outstanding for SECONDS. MODE `answers` waits for every answer and
     /// prints `{"sent": N, "answers": {ERROR-NAME or "return": count}}`; MODE `hold:S` prints
     /// `sent N`, keeps its calls unanswered for S seconds, then exits without reading a byte.
     static let client = #"""
         import array, json, os, re, socket, struct, sys, threading, time
         address, method, at_once, seconds, fds, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+        window = int(sys.argv[7]) if len(sys.argv) > 7 else 64
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.connect(address.split("unix:path=", 1)[1].split(",")[0])
         def line():
@@ -96,7 +97,7 @@ struct DescriptorFloodTests {
         for _ in range(at_once): send()
         while time.monotonic() - start < seconds:
             with lock: outstanding = sent[0] - counted[0]
-            if outstanding < 64: send()
+            if outstanding < window: send()
             else: time.sleep(0.001)
         if mode.startswith("hold:"):
             print("sent %d" % sent[0], flush=True)
@@ -125,10 +126,12 @@ struct DescriptorFloodTests {
     }
 
     /// Starts the attacker as `uid`.
-    static func attacker(_ harness: DaemonHarness, uid: Int, _ method: String, atOnce: Int, seconds: Int, fds: Int, mode: String) throws -> ChildProcess {
+    static func attacker(
+        _ harness: DaemonHarness, uid: Int, _ method: String, atOnce: Int, seconds: Int, fds: Int, mode: String, window: Int = 64
+    ) throws -> ChildProcess {
         try ChildProcess("/usr/bin/setpriv", [
             "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/python3", "-c", client, harness.address, method,
-            "\(atOnce)", "\(seconds)", "\(fds)", mode,
+            "\(atOnce)", "\(seconds)", "\(fds)", mode, "\(window)",
         ])
     }
 
