@@ -272,12 +272,21 @@ import Testing
             Self.socket(4, waiting: .seconds(12), received: .seconds(13), owner: 1001),
         ])
         #expect(both.link(Self.wired).isStalled && both.link(Self.wired).evidence.owners == 2)
-        // System users (uid <= 999) are the host's own.
-        var system = Self.evaluator()
-        #expect(Self.poll(&system, at: 100, [
-            Self.socket(1, waiting: .seconds(12), received: .seconds(13), owner: 100),
-            Self.socket(2, waiting: .seconds(12), received: .seconds(13), owner: 998),
+        // A system account (www-data, 33) is one user like any other (issue 51): alone, its
+        // connections into a black hole flag nothing; two accounts are evidence beyond one.
+        var service = Self.evaluator()
+        #expect(!Self.poll(&service, at: 100, [
+            Self.socket(1, waiting: .seconds(25), received: nil, state: .synSent, owner: 33),
+            Self.socket(2, waiting: .seconds(25), received: nil, state: .synSent, owner: 33),
         ]).link(Self.wired).isStalled)
+        var system = Self.evaluator()
+        let accounts = Self.poll(&system, at: 100, [
+            Self.socket(1, waiting: .seconds(12), received: .seconds(13), owner: 100),
+            Self.socket(2, waiting: .seconds(12), received: .seconds(13), owner: 100),
+            Self.socket(3, waiting: .seconds(12), received: .seconds(13), owner: 998),
+            Self.socket(4, waiting: .seconds(12), received: .seconds(13), owner: 998),
+        ])
+        #expect(accounts.link(Self.wired).isStalled && accounts.link(Self.wired).evidence.owners == 2)
     }
 
     @Test func peersOfLocalServicesAndTheLinksOwnSubnetAreNotJudged() {

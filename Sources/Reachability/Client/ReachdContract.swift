@@ -61,7 +61,7 @@ public enum ReachdContract {
         public static let sockets = "StallSockets"
         /// u: sockets in retransmission back-off with nothing received since they began waiting.
         public static let socketsFailing = "StallSocketsFailing"
-        /// u: the owners of those (the host's own users count as one).
+        /// u: the owners of those (root, the host's own, and each other uid).
         public static let owners = "StallOwners"
         /// t: seconds the oldest of them has waited with nothing received.
         public static let secondsWaiting = "StallSecondsWaiting"

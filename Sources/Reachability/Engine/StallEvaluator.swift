@@ -3,7 +3,7 @@
 /// and no clock: the caller gives each input's time.
 ///
 /// The rule judges what is true at the instant of a poll, not counters between two polls. Per
-/// link and per owner (the host's own users are one owner, each other uid one):
+/// link and per owner (root is the host's own, each other uid, system accounts included, one):
 /// - a socket *fails* while it waits for an acknowledgement through at least one retransmission
 ///   timeout in a row (`tcpi_retransmits`, with data or a FIN unacknowledged, or a SYN never
 ///   answered); a socket that closed so (its last counters arrive with the kernel's destroy

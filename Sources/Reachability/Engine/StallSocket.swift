@@ -1,5 +1,5 @@
-/// Who a judged socket's evidence speaks for. The host's own users (root and system users) are
-/// one owner: an unprivileged user cannot open a socket as any of them. Every other uid is one.
+/// Who a judged socket's evidence speaks for. Root is the host's own: no other user can open a
+/// socket as root. Every other uid, a system account such as www-data too, is one user.
 enum TrafficOwner: Hashable, Sendable {
     case host
     case user(UInt32)

@@ -26,9 +26,11 @@ public struct StallSettings: Hashable, Sendable {
     /// thousand. A path that died already kept a connection waiting for `window`; this only
     /// tells a dead path from a dead peer, so it may be short.
     public var nameserverPatience: Duration = .seconds(2)
-    /// Owners up to this uid are the host's own (root and system users, Debian's SYS_UID_MAX):
-    /// their evidence alone can flag a link for everyone. Every other uid is one user.
-    public var systemUserMaximum: UInt32 = 999
+    /// Owners up to this uid are the host's own: their evidence alone can flag a link for
+    /// everyone. Root only: a system account is one user like any other (www-data's two
+    /// connections into a black hole flagged the host when every uid up to Debian's SYS_UID_MAX,
+    /// 999, was the host's, and anyone who can run code as a service's account is that account).
+    public var systemUserMaximum: UInt32 = 0
 
     public init() {}
 }
@@ -70,7 +72,7 @@ public struct StallEvidence: Hashable, Sendable {
     /// Sockets waiting in retransmission back-off (or closed so within the window) with nothing
     /// received since they began waiting.
     public var socketsFailing: Int = 0
-    /// The owners (the host's own users count as one, each other uid as one) those belong to.
+    /// The owners (root's count as the host's, each other uid as one) those belong to.
     public var owners: Int = 0
     /// How long the oldest of them has waited with nothing received on the link for its owner.
     public var waiting: Duration = .zero
