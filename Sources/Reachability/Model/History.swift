@@ -147,10 +147,12 @@ package struct HistoryTimeline: Hashable, Sendable {
         package func duration(now: UInt64) -> UInt64 { (end ?? max(now, start)) - start }
     }
 
-    package var intervals: [Interval]
-    /// The period: from `since` (or the oldest record) to `now`.
-    package var since: UInt64
-    package var now: UInt64
+    package private(set) var intervals: [Interval]
+    /// The period: from `since` (or the oldest record) to `now`, never after `now`, and `now`
+    /// never after `HistoryRecord.latestTime`: every instant here is exact in a Double, so the
+    /// SVG's arithmetic (and a sum of durations) cannot overflow, whatever the records said.
+    package private(set) var since: UInt64
+    package private(set) var now: UInt64
 
     /// The host's outages in the period: how many, their total and the longest, in microseconds
     /// (an ongoing one counts up to `now`; one that began before `since` counts from `since`).
@@ -173,14 +175,20 @@ package struct HistoryTimeline: Hashable, Sendable {
 
     /// Each lane's records in time order make its intervals: a record that is not `up` opens
     /// one (closing any of another condition or cause), an `up` record closes it. Intervals
-    /// that ended before `since` are left out. Records may come from several reachd runs (the
-    /// journal): an interval still open when the next run's first record says `up` ends there.
-    package init(records: [HistoryRecord], since: UInt64 = 0, now: UInt64) {
-        self.since = since
+    /// that ended before `since` (nil: the oldest record) are left out. Records may come from
+    /// several reachd runs (the journal): an interval still open when the next run's first
+    /// record says `up` ends there. A record dated after `now` is skipped: it was made while
+    /// the clock ran ahead (set wrong, then corrected), and kept it would end or open intervals
+    /// that have not happened; it never stops the records after it from counting.
+    package init(records: [HistoryRecord], since: UInt64? = nil, now: UInt64) {
+        let now = min(now, HistoryRecord.latestTime)
+        let past = records.filter { $0.time <= now }
         self.now = now
+        let since = min(since ?? past.lazy.map(\.time).min() ?? now, now)
+        self.since = since
         var open: [String: Interval] = [:]
         var closed: [Interval] = []
-        for record in records.sorted(by: { ($0.time, $0.generation) < ($1.time, $1.generation) }) {
+        for record in past.sorted(by: { ($0.time, $0.generation) < ($1.time, $1.generation) }) {
             let current = open[record.lane]
             if record.condition == .up {
                 if var ended = current {
