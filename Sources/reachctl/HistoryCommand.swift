@@ -20,8 +20,11 @@ struct HistoryCommand: AsyncParsableCommand {
             The records come from reachd's memory (the last 1,024 changes per lane; D-Bus \
             GetHistory) and, for what lies before it (reachd restarted, or the period is \
             longer), from the journal (entries with MESSAGE_ID=\(HistoryRecord.journalMessageID); \
-            reading the system journal needs root or the systemd-journal group). When one of \
-            the two cannot be read, reachctl says so on standard error and shows the other.
+            reading the system journal needs root or the systemd-journal group). Only entries \
+            journald says reachd sent are read (_UID root or the user reachd, and \
+            _SYSTEMD_UNIT=reachd.service, _COMM=reachd or an _EXE named reachd): any user can \
+            write the rest. When one of the two cannot be read, reachctl says so on standard \
+            error and shows the other.
 
             --svg prints an SVG timeline instead (one lane for the host, one per uplink, bars \
             coloured by cause, a legend), as `systemd-analyze plot` draws a boot. --json prints \
