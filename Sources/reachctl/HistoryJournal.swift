@@ -35,11 +35,9 @@ enum HistoryJournal {
     /// At most this many bytes of the fields kept (REACHD_* and the sender's): reachd's come to
     /// about 350 bytes an entry, so this only ends a read of entries that are not reachd's.
     static let maximumBytes = 128 << 20
-    /// A field longer than this is not reachd's (its longest is an interface name or a path to
+    /// A value longer than this is not reachd's (its longest is an interface name or a path to
     /// reachd), and is not kept.
     static let maximumValue = 1024
-    /// One entry's fields beyond this many are not looked at: reachd's have about 35.
-    static let maximumFields = 128
     /// And the read ends after this long (measured between entries), whatever remains.
     static let maximumTime: Duration = .seconds(5)
 
@@ -65,11 +63,13 @@ enum HistoryJournal {
             if clock.now - started >= maximumTime { reading.bound = "\(maximumTime)" }
             if reading.bound != nil { break }
             entries += 1
-            let fields = fields(of: journal, bytes: &bytes)
+            var fields: [String: String] = [:]
+            Self.fields(HistoryRecord.SenderField.all, of: journal, into: &fields, bytes: &bytes)
             guard HistoryRecord.sentByReachd(fields, reachdUser: reachdUser) else {
                 reading.ignored += 1
                 continue
             }
+            Self.fields(HistoryRecord.JournalField.all, of: journal, into: &fields, bytes: &bytes)
             var realtime: UInt64 = 0
             _ = sd_journal_get_realtime_usec(journal, &realtime)
             // Past `until` reachd's memory answers; a record dated there (a clock that was ahead)
@@ -100,24 +100,17 @@ enum HistoryJournal {
         }
     }
 
-    /// The entry's REACHD_* fields and the sender's fields journald wrote (the only ones a
-    /// record and its trust need), adding what they hold to `bytes`.
-    private static func fields(of journal: OpaquePointer, bytes: inout Int) -> [String: String] {
-        var fields: [String: String] = [:]
+    /// The `names` fields of the current entry that it has (each asked of sd-journal, which finds
+    /// it among the entry's items: an entry holds about 35, a record needs 13), adding what they
+    /// hold to `bytes`. A value longer than `maximumValue` is not reachd's and is left out.
+    private static func fields(_ names: [String], of journal: OpaquePointer, into fields: inout [String: String], bytes: inout Int) {
         var data: UnsafeRawPointer?
         var length = 0
-        var seen = 0
-        sd_journal_restart_data(journal)
-        while seen < maximumFields, sd_journal_enumerate_data(journal, &data, &length) > 0, let data {
-            seen += 1
-            let field = UnsafeRawBufferPointer(start: data, count: length)
-            // Names are short: the "=" is looked for among the first bytes only.
-            guard let equals = field.prefix(64).firstIndex(of: UInt8(ascii: "=")), length - equals <= maximumValue else { continue }
-            let name = String(decoding: field[..<equals], as: UTF8.self)
-            guard name.hasPrefix("REACHD_") || HistoryRecord.SenderField.all.contains(name) else { continue }
+        for name in names where sd_journal_get_data(journal, name, &data, &length) >= 0 {
+            guard let data, length > name.utf8.count, length - name.utf8.count - 1 <= maximumValue else { continue }
             bytes += length
-            fields[name] = String(decoding: field[(equals + 1)...], as: UTF8.self)
+            let value = UnsafeRawBufferPointer(start: data, count: length)[(name.utf8.count + 1)...]
+            fields[name] = String(decoding: value, as: UTF8.self)
         }
-        return fields
     }
 }

@@ -16,6 +16,7 @@ extension HistoryRecord {
         package static let generation = "REACHD_GENERATION"
         /// The record's own wall-clock time: the entry's timestamp is when journald took it.
         package static let time = "REACHD_TIME_USEC"
+        package static let all = [state, condition, lane, primary, reason, causeLayer, interface, generation, time]
     }
 
     /// The latest time a record may carry: 2^53 microseconds (2255-06-05), the largest a Double
