@@ -20,6 +20,8 @@ struct HistoryJournalAttackTests {
     /// The flood: journald writes about 16,000 a second here (12.7 s for all of them beside a build).
     static let forgedCount = 200_000
     static let year: UInt64 = 365 * 86_400 * 1_000_000
+    /// The entries one read of the journal looks at, at most: reachctl's HistoryJournal.maximumEntries.
+    static let readBound = 200_000
 
     /// Who sends: an unprivileged user (nobody), root under another name, or root as a process
     /// named reachd (what a reachd with a wrong clock would write).
@@ -152,6 +154,34 @@ struct HistoryJournalAttackTests {
         #expect(stopped.same(as: truth) && stopped.stderr.contains("reading the journal only"), "\(stopped)\nagainst\n\(truth)")
         print("HistoryJournalAttackTests: \(Self.forgedCount) forged entries sent in \(took); reachctl history read the journal in \(read)")
         #expect(read < .seconds(2), "reachctl history took \(read) beside \(Self.forgedCount) forged entries")
+    }
+
+    /// More of reachd's entries than one read takes (a link that flapped for months): the read
+    /// stops at its bound, newest first, so the latest outage is shown and the cut is said.
+    @Test func aJournalPastTheReadsBound_stillShowsTheLatestOutage_andSaysWhereItStopped() async throws {
+        let journald = try Journald()
+        defer { journald.stop() }
+        try await journald.ready()
+        let now = HistoryDaemonTests.wallMicroseconds()
+        let flaps = [Self.entry(now - 3_600_000_000, .down, cause: .dns), Self.entry(now - 3_590_000_000, .up)]
+        try Self.send(flaps, times: (Self.readBound + 10_000) / flaps.count, as: .rootNamedReachd, to: journald)
+        let scenario = try Scenario()
+        try scenario.ns.waitForCarrier("up0")
+        let harness = try DaemonHarness(scenario.ns, start: false)
+        defer { harness.shutdown() }
+        let (reachd, down) = try await Self.outage(journald, scenario, harness)
+        reachd.kill()
+        _ = reachd.waitForExit(timeout: .seconds(5))
+        let clock = ContinuousClock()
+        let start = clock.now
+        let read = try reachctl(["history", "--json", "--bus-address", harness.address, "--journal-directory", journald.files])
+        let took = clock.now - start
+        print("HistoryJournalAttackTests: reachctl history read \(Self.readBound) of reachd's entries in \(took)")
+        #expect(read.status == 0 && read.stderr.contains("the journal was read up to its bound of"), "\(read.stderr)")
+        let intervals = (try? read.json())?["intervals"] as? [[String: Any]] ?? []
+        #expect(intervals.contains { $0["lane"] as? String == "host" && $0["cause"] as? String == "link" && $0["startUSec"] as? UInt64 == down }, "\(intervals)")
+        // Its bound is 5 s of reading; the rest is the timeline of 200,000 records, on a loaded VM.
+        #expect(took < .seconds(15), "reachctl history took \(took)")
     }
 
     @Test func entriesAtTheLargestTime_andTenYearsAhead_neitherCrashNorHideTheRealOutages() async throws {
