@@ -15,7 +15,6 @@ import FoundationXML
 @Suite(rootOnly)
 struct HistoryJournalAttackTests {
     typealias Journald = HistoryDaemonTests.Journald
-    typealias Scenario = DaemonBusTests.Scenario
 
     /// The flood: journald writes about 16,000 a second here (12.7 s for all of them beside a build).
     static let forgedCount = 200_000
@@ -94,7 +93,8 @@ struct HistoryJournalAttackTests {
     }
 
     /// reachd under the journal, one carrier outage of 2 s, the real entries of it in the journal.
-    static func outage(_ journald: Journald, _ scenario: Scenario, _ harness: DaemonHarness) async throws -> (reachd: ChildProcess, down: UInt64) {
+    static func outage(_ scene: HistoryJournalScene) async throws -> (reachd: ChildProcess, down: UInt64) {
+        let (journald, scenario, harness) = (scene.journald, scene.scenario, scene.harness)
         let reachd = try journald.reachd(harness, scenario.ns)
         try await harness.ready()
         _ = try await HistoryDaemonTests.fault(harness, until: "offline", { try scenario.carrier(false) }, hold: .seconds(2)) { try scenario.carrier(true) }
@@ -109,9 +109,9 @@ struct HistoryJournalAttackTests {
     }
 
     @Test func forgedEntries_byAnotherUser_changeNothingReachctlShows_withReachdRunningAndStopped() async throws {
-        let journald = try Journald()
-        defer { journald.stop() }
-        try await journald.ready()
+        let scene = try await HistoryJournalScene()
+        defer { scene.stop() }
+        let (journald, harness) = (scene.journald, scene.harness)
         let now = HistoryDaemonTests.wallMicroseconds()
         // Ahead of the real entries: an invented outage an hour ago, an uplink that never was,
         // and a record ten years ahead.
@@ -121,11 +121,7 @@ struct HistoryJournalAttackTests {
         ]
         let clock = ContinuousClock()
         let took = try clock.measure { try Self.send(flood, times: Self.forgedCount / flood.count, as: .nobody, to: journald) }
-        let scenario = try Scenario()
-        try scenario.ns.waitForCarrier("up0")
-        let harness = try DaemonHarness(scenario.ns, start: false)
-        defer { harness.shutdown() }
-        let (reachd, down) = try await Self.outage(journald, scenario, harness)
+        let (reachd, down) = try await Self.outage(scene)
         defer { reachd.kill() }
         // Into the real outage: an `up` 100 ms after it began, from nobody and from root's python.
         try Self.send([Self.entry(down + 100_000, .up)], as: .nobody, to: journald)
@@ -159,17 +155,13 @@ struct HistoryJournalAttackTests {
     /// More of reachd's entries than one read takes (a link that flapped for months): the read
     /// stops at its bound, newest first, so the latest outage is shown and the cut is said.
     @Test func aJournalPastTheReadsBound_stillShowsTheLatestOutage_andSaysWhereItStopped() async throws {
-        let journald = try Journald()
-        defer { journald.stop() }
-        try await journald.ready()
+        let scene = try await HistoryJournalScene()
+        defer { scene.stop() }
+        let (journald, harness) = (scene.journald, scene.harness)
         let now = HistoryDaemonTests.wallMicroseconds()
         let flaps = [Self.entry(now - 3_600_000_000, .down, cause: .dns), Self.entry(now - 3_590_000_000, .up)]
         try Self.send(flaps, times: (Self.readBound + 10_000) / flaps.count, as: .rootNamedReachd, to: journald)
-        let scenario = try Scenario()
-        try scenario.ns.waitForCarrier("up0")
-        let harness = try DaemonHarness(scenario.ns, start: false)
-        defer { harness.shutdown() }
-        let (reachd, down) = try await Self.outage(journald, scenario, harness)
+        let (reachd, down) = try await Self.outage(scene)
         reachd.kill()
         _ = reachd.waitForExit(timeout: .seconds(5))
         let clock = ContinuousClock()
@@ -185,20 +177,16 @@ struct HistoryJournalAttackTests {
     }
 
     @Test func entriesAtTheLargestTime_andTenYearsAhead_neitherCrashNorHideTheRealOutages() async throws {
-        let journald = try Journald()
-        defer { journald.stop() }
-        try await journald.ready()
+        let scene = try await HistoryJournalScene()
+        defer { scene.stop() }
+        let (journald, scenario, harness) = (scene.journald, scene.scenario, scene.harness)
         // From root, as a process named reachd: what a reachd with a broken clock, or a damaged
         // file, would hold; ahead of the real entries, so a reading that stops there misses them.
         let now = HistoryDaemonTests.wallMicroseconds()
         try Self.send(
             [Self.entry(UInt64.max, .down, cause: .link), Self.entry(UInt64(Int64.max), .up), Self.entry(now + 10 * Self.year, .down, cause: .route)],
             as: .rootNamedReachd, to: journald)
-        let scenario = try Scenario()
-        try scenario.ns.waitForCarrier("up0")
-        let harness = try DaemonHarness(scenario.ns, start: false)
-        defer { harness.shutdown() }
-        let first = try await Self.outage(journald, scenario, harness)
+        let first = try await Self.outage(scene)
         var reachd = first.reachd
         defer { reachd.kill() }
         // A new reachd remembers nothing of the outage: only the journal has it.
@@ -231,4 +219,31 @@ struct HistoryShown {
     var stderr: String
 
     func same(as other: HistoryShown) -> Bool { (intervals, table, bars) == (other.intervals, other.table, other.bars) }
+}
+
+/// A real journald, and a namespace with an uplink and a harness whose reachd (started by
+/// `HistoryJournalAttackTests.outage`) writes to that journal.
+final class HistoryJournalScene {
+    let journald: HistoryDaemonTests.Journald
+    let scenario: DaemonBusTests.Scenario
+    let harness: DaemonHarness
+
+    init() async throws {
+        let journald = try HistoryDaemonTests.Journald()
+        do {
+            try await journald.ready()
+            scenario = try DaemonBusTests.Scenario()
+            try scenario.ns.waitForCarrier("up0")
+            harness = try DaemonHarness(scenario.ns, start: false)
+        } catch {
+            journald.stop()
+            throw error
+        }
+        self.journald = journald
+    }
+
+    func stop() {
+        harness.shutdown()
+        journald.stop()
+    }
 }
