@@ -186,6 +186,8 @@ struct HistoryJournalAttackTests {
         try Self.send(
             [Self.entry(UInt64.max, .down, cause: .link), Self.entry(UInt64(Int64.max), .up), Self.entry(now + 10 * Self.year, .down, cause: .route)],
             as: .rootNamedReachd, to: journald)
+        // journald vouches for them as reachd's: the test is of the times, not of the trust.
+        #expect(try Self.count(journald, ["_UID=0", "_COMM=reachd", "REACHD_TIME_USEC=\(UInt64.max)"]) == 1)
         let first = try await Self.outage(scene)
         var reachd = first.reachd
         defer { reachd.kill() }
