@@ -20,8 +20,11 @@ struct HistoryCommand: AsyncParsableCommand {
             The records come from reachd's memory (the last 1,024 changes per lane; D-Bus \
             GetHistory) and, for what lies before it (reachd restarted, or the period is \
             longer), from the journal (entries with MESSAGE_ID=\(HistoryRecord.journalMessageID); \
-            reading the system journal needs root or the systemd-journal group). When one of \
-            the two cannot be read, reachctl says so on standard error and shows the other.
+            reading the system journal needs root or the systemd-journal group). Only entries \
+            journald says reachd sent are read (_UID root or the user reachd, and \
+            _SYSTEMD_UNIT=reachd.service, _COMM=reachd or an _EXE named reachd): any user can \
+            write the rest. When one of the two cannot be read, reachctl says so on standard \
+            error and shows the other.
 
             --svg prints an SVG timeline instead (one lane for the host, one per uplink, bars \
             coloured by cause, a legend), as `systemd-analyze plot` draws a boot. --json prints \
@@ -70,10 +73,10 @@ struct HistoryCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let now = History.now()
-        let start = try since.map { text throws in try HistorySince.parse(text, now: now) } ?? 0
-        let (records, source) = try await reportingErrors { try await collect(since: start) }
-        let timeline = HistoryTimeline(records: records, since: start == 0 ? (records.first?.time ?? now) : start, now: now)
+        let start = try since.map { text throws in try HistorySince.parse(text, now: History.now()) }
+        let (records, source) = try await reportingErrors { try await collect(since: start ?? 0) }
+        // Now, after the reading: a record made while it ran is not from the future.
+        let timeline = HistoryTimeline(records: records, since: start, now: History.now())
         if svg {
             Terminal.write(HistoryOutput.svg(timeline), to: STDOUT_FILENO, raw: true)
         } else {
@@ -100,14 +103,28 @@ struct HistoryCommand: AsyncParsableCommand {
         // reachd remembers everything asked for: the journal would only repeat it.
         if let oldest, oldest <= since { return (records, sources.joined(separator: "+")) }
         do {
-            records = try HistoryJournal.records(until: oldest, directory: journalDirectory) + records
+            let reading = try HistoryJournal.records(until: oldest, directory: journalDirectory)
+            records = reading.records + records
             sources.append("journal")
+            report(reading)
         } catch {
             guard !sources.isEmpty else { throw ReachctlError("\(error); no record of outages to show") }
-            let from = oldest.map { " before \(Timestamp(seconds: Int($0 / 1_000_000), milliseconds: 0).local)" } ?? ""
+            let from = oldest.map { " before \(HistoryOutput.timestamp($0))" } ?? ""
             Terminal.write("reachctl: \(error); outages\(from) are not known\n", to: STDERR_FILENO)
         }
         return (records, sources.joined(separator: "+"))
+    }
+
+    /// On standard error: entries with reachd's MESSAGE_ID that reachd did not send (someone
+    /// is writing them), and a read that a bound ended (older outages are not shown).
+    private func report(_ reading: HistoryJournal.Reading) {
+        if reading.ignored > 0 {
+            Terminal.write("reachctl: ignored \(reading.ignored) journal entries with reachd's MESSAGE_ID that reachd did not send\n", to: STDERR_FILENO)
+        }
+        if let bound = reading.bound {
+            let from = reading.records.first.map { " before \(HistoryOutput.timestamp($0.time))" } ?? ""
+            Terminal.write("reachctl: the journal was read up to its bound of \(bound); outages\(from) are not shown\n", to: STDERR_FILENO)
+        }
     }
 }
 

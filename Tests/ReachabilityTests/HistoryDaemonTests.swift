@@ -142,7 +142,8 @@ struct HistoryDaemonTests {
     /// systemd-journald in a mount namespace of its own (a tmpfs on /run), its sockets and files
     /// bind-mounted from `directory`: `sockets/socket` is its native socket, `journal/` its files.
     /// It refuses to start without a cgroup file system, which the suite's fresh sysfs lacks:
-    /// cgroup2 is mounted there, in its namespace only.
+    /// cgroup2 is mounted there, in its namespace only. Its rate limit is off (the forged floods
+    /// of HistoryJournalAttackTests are all to be written), and its socket is open to every user.
     final class Journald {
         let directory: String
         let process: ChildProcess
@@ -152,11 +153,13 @@ struct HistoryDaemonTests {
         init() throws {
             directory = try makeScratchDirectory("reachd-history-journal")
             for sub in ["/journal", "/sockets", "/netns"] { try FileManager.default.createDirectory(atPath: directory + sub, withIntermediateDirectories: true) }
+            chmod(directory, 0o755)
             let script = """
                 set -e
                 mount -t tmpfs tmpfs /run
                 mount -t cgroup2 cgroup2 /sys/fs/cgroup
-                mkdir -p /run/systemd/journal /run/log/journal
+                mkdir -p /run/systemd/journal /run/log/journal /run/systemd/journald.conf.d
+                printf '[Journal]\\nRateLimitBurst=0\\n' > /run/systemd/journald.conf.d/unlimited.conf
                 mount --bind "$1/sockets" /run/systemd/journal
                 mount --bind "$1/journal" /run/log/journal
                 exec /lib/systemd/systemd-journald

@@ -115,6 +115,58 @@ struct HistoryTests {
         #expect(HistoryRecord(journalFields: ["REACHD_CONDITION": "sideways"], entryTime: 0) == nil)
     }
 
+    /// Only what journald wrote itself (`_UID`, `_SYSTEMD_UNIT`, `_COMM`, `_EXE`) says who sent
+    /// an entry: root or reachd's user, and reachd.service or a process named reachd.
+    @Test func onlyEntriesJournaldSaysReachdSent_areBelieved() {
+        let reachd: UInt32 = 990
+        func believed(_ fields: [String: String]) -> Bool { HistoryRecord.sentByReachd(fields, reachdUser: reachd) }
+        #expect(believed(["_UID": "990", "_SYSTEMD_UNIT": "reachd.service", "_COMM": "reachd"]))
+        #expect(believed(["_UID": "0", "_COMM": "reachd"]))
+        #expect(believed(["_UID": "0", "_EXE": "/work/.build/debug/reachd", "_COMM": "reachd-main"]))
+        // Another user naming a process reachd, or writing MESSAGE_ID and every REACHD_ field.
+        #expect(!believed(["_UID": "65534", "_COMM": "reachd", "_EXE": "/tmp/reachd"]))
+        #expect(!believed(["_UID": "1000", "_SYSTEMD_UNIT": "reachd.service"]))
+        #expect(!believed(["REACHD_CONDITION": "up", "_COMM": "reachd"]))
+        // Root's other programs.
+        #expect(!believed(["_UID": "0", "_COMM": "logger", "_EXE": "/usr/bin/logger"]))
+        #expect(!believed(["_UID": "0", "_EXE": "/usr/sbin/notreachd"]))
+        #expect(HistoryRecord.senderUIDs(reachdUser: nil) == [0] && HistoryRecord.senderUIDs(reachdUser: reachd) == [0, reachd])
+    }
+
+    /// Issue 51: REACHD_TIME_USEC past 2^53 microseconds (2255), or not a number, makes no record.
+    @Test(arguments: [String(UInt64.max), String(Int64.max), String(HistoryRecord.latestTime + 1), "-1", "1e20", "", "18446744073709551616"])
+    func aJournalTimeOutOfRange_isRefused(_ time: String) {
+        #expect(HistoryRecord(journalFields: ["REACHD_CONDITION": "down", "REACHD_TIME_USEC": time], entryTime: Self.t0) == nil)
+        #expect(HistoryRecord(journalFields: ["REACHD_CONDITION": "down", "REACHD_TIME_USEC": String(HistoryRecord.latestTime)], entryTime: 0) != nil)
+    }
+
+    /// A record dated after now (a clock that ran ahead: ten years, or the largest time) is
+    /// skipped, and the records after it still count; `since` and `now` past the range never
+    /// reach the arithmetic.
+    @Test func aRecordDatedAfterNow_isSkipped_andTheRecordsAfterItCount() {
+        let now = Self.t0 + 10 * Self.second
+        let ahead = HistoryRecord(time: Self.t0 + 10 * 365 * 86_400 * Self.second, lane: "", condition: .up, state: "online")
+        let records = [Self.host(0, .up), ahead, Self.host(2 * Self.second, .down, .link), Self.host(4 * Self.second, .up)]
+        let timeline = HistoryTimeline(records: records, now: now)
+        #expect(timeline.intervals.map { $0.duration(now: now) } == [2 * Self.second] && timeline.since == Self.t0)
+        let beyond = HistoryTimeline(records: records, since: .max, now: .max)
+        #expect(beyond.now == HistoryRecord.latestTime && beyond.since == beyond.now && beyond.intervals.isEmpty)
+    }
+
+    /// Issue 51: any microsecond value as a record's time, `since` or `now`, the largest included:
+    /// the table, the JSON and the SVG are made, never a trap (the SVG crashed with SIGILL).
+    @Test func anyTime_makesTheTableJSONAndSVG_neverATrap() throws {
+        let edges: [UInt64] = [0, 1, Self.t0, HistoryRecord.latestTime, HistoryRecord.latestTime + 1, 1 << 63 - 1, 1 << 63, .max - 1, .max]
+        for time in edges {
+            let records = [Self.host(0, .down, .link), HistoryRecord(time: time, lane: "up0", condition: .down, state: "down", cause: .route)]
+            for (since, now) in [(nil, Self.t0 + Self.second), (time, time), (0, UInt64.max), (UInt64.max, Self.t0)] as [(UInt64?, UInt64)] {
+                let timeline = HistoryTimeline(records: records, since: since, now: now)
+                #expect(!HistoryOutput.text(timeline).isEmpty && !HistoryOutput.json(timeline, source: "journal").serialized().isEmpty)
+                _ = try XMLDocument(xmlString: HistoryOutput.svg(timeline))
+            }
+        }
+    }
+
     @Test func journalsNativeFormat_lengthPrefixesAValueWithANewline() {
         var datagram: [UInt8] = []
         JournalEntry.append("A", "x", to: &datagram)

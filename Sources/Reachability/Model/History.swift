@@ -147,10 +147,12 @@ package struct HistoryTimeline: Hashable, Sendable {
         package func duration(now: UInt64) -> UInt64 { (end ?? max(now, start)) - start }
     }
 
-    package var intervals: [Interval]
-    /// The period: from `since` (or the oldest record) to `now`.
-    package var since: UInt64
-    package var now: UInt64
+    package private(set) var intervals: [Interval]
+    /// The period: from `since` (or the oldest record) to `now`, never after `now`, and `now`
+    /// never after `HistoryRecord.latestTime`: every instant here is exact in a Double, so the
+    /// SVG's arithmetic (and a sum of durations) cannot overflow, whatever the records said.
+    package private(set) var since: UInt64
+    package private(set) var now: UInt64
 
     /// The host's outages in the period: how many, their total and the longest, in microseconds
     /// (an ongoing one counts up to `now`; one that began before `since` counts from `since`).
@@ -173,14 +175,20 @@ package struct HistoryTimeline: Hashable, Sendable {
 
     /// Each lane's records in time order make its intervals: a record that is not `up` opens
     /// one (closing any of another condition or cause), an `up` record closes it. Intervals
-    /// that ended before `since` are left out. Records may come from several reachd runs (the
-    /// journal): an interval still open when the next run's first record says `up` ends there.
-    package init(records: [HistoryRecord], since: UInt64 = 0, now: UInt64) {
-        self.since = since
+    /// that ended before `since` (nil: the oldest record) are left out. Records may come from
+    /// several reachd runs (the journal): an interval still open when the next run's first
+    /// record says `up` ends there. A record dated after `now` is skipped: it was made while
+    /// the clock ran ahead (set wrong, then corrected), and kept it would end or open intervals
+    /// that have not happened; it never stops the records after it from counting.
+    package init(records: [HistoryRecord], since: UInt64? = nil, now: UInt64) {
+        let now = min(now, HistoryRecord.latestTime)
+        let past = records.filter { $0.time <= now }
         self.now = now
+        let since = min(since ?? past.lazy.map(\.time).min() ?? now, now)
+        self.since = since
         var open: [String: Interval] = [:]
         var closed: [Interval] = []
-        for record in records.sorted(by: { ($0.time, $0.generation) < ($1.time, $1.generation) }) {
+        for record in past.sorted(by: { ($0.time, $0.generation) < ($1.time, $1.generation) }) {
             let current = open[record.lane]
             if record.condition == .up {
                 if var ended = current {
@@ -204,65 +212,5 @@ package struct HistoryTimeline: Hashable, Sendable {
         intervals = (closed + open.values)
             .filter { ($0.end ?? UInt64.max) >= since }
             .sorted { ($0.start, $0.lane) < ($1.start, $1.lane) }
-    }
-}
-
-/// A record as a journal entry: reachd sends these fields, `reachctl history` matches
-/// `MESSAGE_ID` and reads them back. The field names are part of reachd's interface
-/// (reachd(8), docs/history.md): `journalctl MESSAGE_ID=674cfb0d4b69427086de3cccddba7818`.
-extension HistoryRecord {
-    /// Fixed for every record, so the journal finds them (`sd_journal_add_match`).
-    package static let journalMessageID = "674cfb0d4b69427086de3cccddba7818"
-
-    package enum JournalField {
-        package static let state = "REACHD_STATE"
-        package static let condition = "REACHD_CONDITION"
-        package static let lane = "REACHD_LANE"
-        package static let primary = "REACHD_PRIMARY"
-        package static let reason = "REACHD_REASON"
-        package static let causeLayer = "REACHD_CAUSE_LAYER"
-        package static let interface = "REACHD_INTERFACE"
-        package static let generation = "REACHD_GENERATION"
-        /// The record's own wall-clock time: the entry's timestamp is when journald took it.
-        package static let time = "REACHD_TIME_USEC"
-    }
-
-    /// The sentence people read in `journalctl -u reachd`.
-    package var message: String {
-        let whose = lane.isEmpty ? "host" : "uplink \(lane)"
-        switch condition {
-        case .up:
-            return lane.isEmpty ? "host online" + (primary.isEmpty ? "" : " via \(primary)") : "\(whose) carries a default route again"
-        case .degraded, .down:
-            let word = condition == .down ? (lane.isEmpty ? state : "down") : "degraded"
-            var text = "\(whose) \(word)"
-            if let cause { text += ": \(cause.rawValue) layer" }
-            if !reason.isEmpty { text += " (\(reason))" }
-            if !interface.isEmpty { text += " on \(interface)" }
-            return text
-        }
-    }
-
-    /// The entry's fields, MESSAGE first.
-    package var journalFields: [(String, String)] {
-        [
-            ("MESSAGE", message), ("MESSAGE_ID", Self.journalMessageID), ("PRIORITY", condition == .up ? "6" : "4"),
-            (JournalField.state, state), (JournalField.condition, condition.rawValue), (JournalField.lane, lane),
-            (JournalField.primary, primary), (JournalField.reason, reason), (JournalField.causeLayer, cause?.rawValue ?? ""),
-            (JournalField.interface, interface), (JournalField.generation, String(generation)), (JournalField.time, String(time)),
-        ]
-    }
-
-    /// A record from an entry's fields; nil when they do not make one (another program's entry
-    /// under the same MESSAGE_ID, a damaged one). `entryTime`: the entry's own timestamp, for
-    /// an entry without REACHD_TIME_USEC.
-    package init?(journalFields fields: [String: String], entryTime: UInt64) {
-        guard let word = fields[JournalField.condition], let condition = Condition(rawValue: word) else { return nil }
-        let cause = fields[JournalField.causeLayer].flatMap { Explanation.LayerName(rawValue: $0) }
-        self.init(
-            time: fields[JournalField.time].flatMap { UInt64($0) } ?? entryTime, lane: fields[JournalField.lane] ?? "",
-            condition: condition, state: fields[JournalField.state] ?? condition.rawValue,
-            primary: fields[JournalField.primary] ?? "", reason: fields[JournalField.reason] ?? "", cause: cause,
-            interface: fields[JournalField.interface] ?? "", generation: fields[JournalField.generation].flatMap { UInt64($0) } ?? 0)
     }
 }

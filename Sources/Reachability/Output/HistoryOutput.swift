@@ -14,7 +14,7 @@ package enum HistoryOutput {
     /// A cause that is not known (an older record): grey-brown.
     package static let unknownColour = "#6e5a4b"
 
-    static func timestamp(_ usec: UInt64, utc: Bool = false) -> String {
+    package static func timestamp(_ usec: UInt64, utc: Bool = false) -> String {
         let stamp = Timestamp(seconds: Int(usec / 1_000_000), milliseconds: Int(usec % 1_000_000 / 1000))
         return utc ? stamp.utc : stamp.local
     }
@@ -119,8 +119,10 @@ package enum HistoryOutput {
     package static func svg(_ timeline: HistoryTimeline) -> String {
         let (left, width, laneHeight, top) = (140.0, 900.0, 28.0, 60.0)
         let lanes = timeline.lanes
-        let start = Double(timeline.since), end = Double(max(timeline.now, timeline.since + 1))
-        func x(_ usec: UInt64) -> Double { left + (Double(usec) - start) / (end - start) * width }
+        // The period's length in integers (a Double of two instants near 2^53 may round them
+        // equal); an instant before it is drawn at its left edge.
+        let span = max(timeline.now, timeline.since + 1) - timeline.since
+        func x(_ usec: UInt64) -> Double { left + Double(usec > timeline.since ? usec - timeline.since : 0) / Double(span) * width }
         func number(_ value: Double) -> String {
             let tenths = Int((value * 10).rounded())
             return tenths % 10 == 0 ? "\(tenths / 10)" : "\(tenths / 10).\(abs(tenths % 10))"
@@ -138,7 +140,7 @@ package enum HistoryOutput {
             """
         // Ticks: ten steps over the period, each with its local time.
         for step in 0...10 {
-            let usec = timeline.since + (UInt64(end - start) / 10) * UInt64(step)
+            let usec = timeline.since + span / 10 * UInt64(step)
             let tickX = x(usec)
             svg += "<line x1=\"\(number(tickX))\" y1=\"\(number(top - 8))\" x2=\"\(number(tickX))\" y2=\"\(number(top + Double(lanes.count) * laneHeight))\" stroke=\"#dddddd\"/>\n"
             if step % 2 == 0 {
