@@ -158,11 +158,7 @@ public struct NetworkState: Sendable {
         events += dump.routes.map { .route($0, replace: false) }
         events += dump.internetPaths.map { .internetPath(family: $0.family, route: $0.route) }
         events += dump.radios.map { .radio(index: $0.index, $0.block) }
-        let dumpNeighbours = Set(dump.neighbours.map { LinkRouter(interfaceIndex: $0.interfaceIndex, address: $0.address) })
-        for (router, known) in gatewayNeighbours where !dumpNeighbours.contains(router) {
-            events.append(.neighbourRemoved(Neighbour(interfaceIndex: router.interfaceIndex, address: router.address, state: known.state)))
-        }
-        events += dump.neighbours.map { .neighbour($0) }
+        events += reconcilingEvents(withNeighbours: dump.neighbours)
         return events
     }
 
