@@ -179,3 +179,14 @@ extension NetworkState {
         return NetworkIdentity.name(of: facts, key: networkKey)
     }
 }
+
+extension NetworkEvent {
+    /// RTM_NEWNEIGH or RTM_DELNEIGH: no route moves with it, and only a gateway's flip or new
+    /// address shows.
+    package var isNeighbourFact: Bool {
+        switch self {
+        case .neighbour, .neighbourRemoved: true
+        default: false
+        }
+    }
+}

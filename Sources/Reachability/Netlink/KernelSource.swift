@@ -217,6 +217,9 @@ final class KernelSource {
             return nil
         }
         guard !events.isEmpty else { return nil }
+        // A gateway's ARP/ND state moves no route: a batch of nothing else needs no route lookups
+        // (a host on the link can make the kernel tell of its claims a thousand times a second).
+        guard !events.allSatisfy(\.isNeighbourFact) else { return .events(events) }
         return .events(events + internetPathEvents() + nameserverEvents())
     }
 
