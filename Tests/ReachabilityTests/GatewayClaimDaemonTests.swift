@@ -101,6 +101,7 @@ struct GatewayClaimDaemonTests {
         try Self.send(scenario)
         let (failed, failedAt) = try await log.wait(for: "FAILED", from: claimed, timeout: .seconds(20))
         let (_, answeredAt) = try await log.wait(for: "lladdr \(router) REACHABLE", from: failed, timeout: .seconds(10))
+        print("forged claim: the real router answered reachd's fresh resolution \(answeredAt - failedAt) after the forged MAC's FAILED")
         #expect(answeredAt - failedAt <= .seconds(3), "the real router answered the fresh resolution \(answeredAt - failedAt) after FAILED")
         // Nothing the host shows moved: no Changed at all, online, the same network.
         try await Task.sleep(for: .milliseconds(300))
@@ -141,6 +142,45 @@ struct GatewayClaimDaemonTests {
             status = try Self.status(harness)
             return status["state"] as? String == "online"
         }
+        print("router gone: flagged \(flagged) after the kernel's FAILED (\(failures) FAILED); online \(ContinuousClock.now - back) after it came back")
         #expect(ContinuousClock.now - back <= .seconds(10), "online \(ContinuousClock.now - back) after the router came back")
+    }
+
+    /// As the shipped unit runs it: reachd as an unprivileged user with no capability at all
+    /// (`CapabilityBoundingSet=`, `NoNewPrivileges=yes`), inside the namespace (setns would need
+    /// one). Its fresh resolution still goes out: the real router answers it after the forged
+    /// MAC's FAILED, and the host stays online.
+    @Test func withNoCapabilityAsTheShippedUnitRunsIt_theFreshResolutionStillGoesOut() async throws {
+        let scenario = try Scenario()
+        try scenario.ns.waitForCarrier("up0")
+        let harness = try DaemonHarness(scenario.ns, start: false, anyUser: true)
+        defer { harness.shutdown() }
+        let reachd = try ChildProcess("/usr/sbin/ip", [
+            "netns", "exec", scenario.ns.name, "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs",
+            productPath("reachd"), "--bus-address", harness.address, "--config-dir", harness.configDirectory,
+        ])
+        defer { reachd.kill() }
+        var status: [String: Any] = [:]
+        try await eventually("reachd as nobody online: \(status) \(reachd.errorLines)", timeout: .seconds(20), every: .milliseconds(50)) {
+            status = (try? Self.status(harness)) ?? [:]
+            return status["state"] as? String == "online"
+        }
+        let log = try NeighbourLog(scenario)
+        defer { log.stop() }
+        let router = try Self.routerMAC(scenario)
+        try Self.send(scenario)
+        try await log.wait(for: "lladdr \(router) REACHABLE")
+        try Self.claim(scenario, mac: Self.bogus)
+        let (claimed, _) = try await log.wait(for: "lladdr \(Self.bogus) STALE")
+        try Self.send(scenario)
+        let (failed, failedAt) = try await log.wait(for: "FAILED", from: claimed, timeout: .seconds(20))
+        let (_, answeredAt) = try await log.wait(for: "lladdr \(router) REACHABLE", from: failed, timeout: .seconds(10))
+        #expect(answeredAt - failedAt <= .seconds(3), "answered \(answeredAt - failedAt) after FAILED")
+        status = try Self.status(harness)
+        #expect(status["state"] as? String == "online", "\(status)")
+        #expect(reachd.errorLines.allSatisfy { !$0.contains("cannot have the kernel resolve") }, "\(reachd.errorLines)")
+        let capabilities = try String(contentsOfFile: "/proc/\(reachd.pid)/status", encoding: .utf8)
+        print("reachd as nobody: \(capabilities.split(separator: "\n").filter { $0.hasPrefix("Cap") || $0.hasPrefix("Uid") })")
     }
 }
