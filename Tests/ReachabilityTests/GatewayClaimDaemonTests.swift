@@ -183,4 +183,32 @@ struct GatewayClaimDaemonTests {
         let capabilities = try String(contentsOfFile: "/proc/\(reachd.pid)/status", encoding: .utf8)
         print("reachd as nobody: \(capabilities.split(separator: "\n").filter { $0.hasPrefix("Cap") || $0.hasPrefix("Uid") })")
     }
+
+    /// The in-process monitor runs the same core on a thread of its own inside the namespace: it
+    /// has the kernel resolve the gateway afresh too, with no reachd running, and shows nothing
+    /// of the forged claim.
+    @Test func inProcess_theMonitorAsksAgainToo_andShowsNothingOfTheClaim() async throws {
+        let scenario = try Scenario()
+        try scenario.ns.waitForCarrier("up0")
+        let log = try NeighbourLog(scenario)
+        defer { log.stop() }
+        let router = try Self.routerMAC(scenario)
+        try Self.send(scenario)
+        try await log.wait(for: "lladdr \(router) REACHABLE")
+        let monitor = try scenario.ns.monitor()
+        defer { monitor.stop() }
+        let recorder = await UpdateRecorder(monitor)
+        #expect(recorder.first.host.state == .online)
+        let name = recorder.first.host.networkID
+        #expect(!name.isEmpty)
+        try Self.claim(scenario, mac: Self.bogus)
+        let (claimed, _) = try await log.wait(for: "lladdr \(Self.bogus) STALE")
+        try Self.send(scenario)
+        let (failed, failedAt) = try await log.wait(for: "FAILED", from: claimed, timeout: .seconds(20))
+        let (_, answeredAt) = try await log.wait(for: "lladdr \(router) REACHABLE", from: failed, timeout: .seconds(10))
+        #expect(answeredAt - failedAt <= .seconds(3), "answered \(answeredAt - failedAt) after FAILED")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(recorder.changes.isEmpty, "\(recorder.changes.map(\.host))")
+        #expect(monitor.snapshot.host.state == .online && monitor.snapshot.host.networkID == name)
+    }
 }
