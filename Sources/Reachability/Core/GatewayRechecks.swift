@@ -71,7 +71,8 @@ final class GatewayRechecks {
     }
 
     /// Asks about every gateway due; each is planned again in case its answer never comes.
-    private func askDue(now: ContinuousClock.Instant) {
+    /// (Internal for tests, which bring the time in by hand.)
+    func askDue(now: ContinuousClock.Instant) {
         for (gateway, plan) in plans where plan.due <= now {
             asked += 1
             if let refused = send(gateway.address, gateway.interfaceIndex) {
