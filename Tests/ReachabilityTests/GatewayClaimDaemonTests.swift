@@ -13,20 +13,22 @@ struct GatewayClaimDaemonTests {
     typealias Scenario = DaemonBusTests.Scenario
     static let bogus = "02:ba:d0:00:00:66"
 
-    /// Sends one frame from `far`'s end of the uplink: a gratuitous ARP reply (sender and target
-    /// address the gateway's, sender and target MAC `claimed`, to the broadcast address), as any
-    /// host on the link can. Raw AF_PACKET, from Python: no arping or ping binary here.
-    static func claim(_ scenario: Scenario, mac claimed: String) throws {
+    /// Sends one frame from `far`'s end of the uplink, as any host on the link can: a gratuitous
+    /// ARP reply (sender and target address the gateway's, sender and target MAC `claimed`, to
+    /// the broadcast address), or with `to` (the host's MAC) a reply to the host alone, as if it
+    /// answered the host's own request. Raw AF_PACKET, from Python: no arping or ping binary here.
+    static func claim(_ scenario: Scenario, mac claimed: String, to host: String? = nil) throws {
         let script = """
             import socket, struct, sys
             mac = lambda s: bytes(int(x, 16) for x in s.split(':'))
             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
             s.bind((sys.argv[1], 0))
             me, ip = mac(sys.argv[2]), socket.inet_aton('192.0.2.1')
-            arp = struct.pack('!HHBBH', 1, 0x0800, 6, 4, 2) + me + ip + me + ip
-            s.send(b'\\xff' * 6 + me + struct.pack('!H', 0x0806) + arp)
+            to, tip = (mac(sys.argv[3]), socket.inet_aton('192.0.2.2')) if len(sys.argv) > 3 else (me, ip)
+            arp = struct.pack('!HHBBH', 1, 0x0800, 6, 4, 2) + me + ip + to + tip
+            s.send((to if len(sys.argv) > 3 else b'\\xff' * 6) + me + struct.pack('!H', 0x0806) + arp)
             """
-        try scenario.far.exec("/usr/bin/python3", ["-c", script, "up0p", claimed])
+        try scenario.far.exec("/usr/bin/python3", ["-c", script, "up0p", claimed] + (host.map { [$0] } ?? []))
     }
 
     /// One datagram toward the internet: the kernel must resolve the gateway to send it.
@@ -210,5 +212,27 @@ struct GatewayClaimDaemonTests {
         try await Task.sleep(for: .milliseconds(300))
         #expect(recorder.changes.isEmpty, "\(recorder.changes.map(\.host))")
         #expect(monitor.snapshot.host.state == .online && monitor.snapshot.host.networkID == name)
+    }
+
+    /// In PROBE the kernel asks the MAC it holds by unicast; a reply from another MAC then (a
+    /// host on the link answering in the router's place) makes the entry REACHABLE with that
+    /// MAC, but is no answer to the kernel's question: the network keeps its name.
+    @Test func aReplyFromAnotherMACWhileTheKernelProbes_doesNotRenameTheNetwork() async throws {
+        let (scenario, harness, log, router, name) = try await Self.resolvedOnline()
+        defer { harness.shutdown(); log.stop() }
+        let host = try #require(try scenario.ns.ip("-br link show up0").split(separator: " ").map(String.init)
+            .first { $0.count == 17 && $0.filter { $0 == ":" }.count == 5 })
+        // The router says nothing while the kernel probes it (else its own answer comes first).
+        try scenario.far.ip("addr del 192.0.2.1/24 dev up0p")
+        try scenario.ns.ip("neigh change 192.0.2.1 lladdr \(router) dev up0 nud stale")
+        try Self.send(scenario)
+        let (probing, _) = try await log.wait(for: "PROBE", timeout: .seconds(15))
+        // Past the kernel's lock time (1 s from PROBE's update), when another reply overrides.
+        try await Task.sleep(for: .milliseconds(1_200))
+        try Self.claim(scenario, mac: Self.bogus, to: host)
+        try await log.wait(for: "lladdr \(Self.bogus) REACHABLE", from: probing, timeout: .seconds(5))
+        try await Task.sleep(for: .milliseconds(300))
+        let status = try Self.status(harness)
+        #expect(status["state"] as? String == "online" && status["networkID"] as? String == name, "\(status) \(log.lines)")
     }
 }

@@ -91,8 +91,13 @@ import Testing
         _ = state.apply([Self.neighbour(.failed)])
         _ = state.apply([Self.neighbour(.reachable, Self.real)])
         #expect(state.host.networkID == name)
-        // Another router answering the kernel's own resolution (PROBE or after FAILED): another network.
+        // The kernel probes the address it holds by unicast (PROBE): another MAC's reply is a
+        // claim, not its answer.
         _ = state.apply([Self.neighbour(.probe, Self.real)])
+        _ = state.apply([Self.neighbour(.reachable, Self.forged)])
+        #expect(state.host.networkID == name)
+        // Another router answering the kernel's broadcast resolution (after FAILED): another network.
+        _ = state.apply([Self.neighbour(.failed)])
         _ = state.apply([Self.neighbour(.reachable, Self.forged)])
         let other = state.host.networkID
         #expect(other != name && !other.isEmpty)

@@ -81,10 +81,12 @@ extension NetworkState {
             // Only an entry that got an answer has a real one to date (a new entry's is made up).
             if let answered = neighbour.answered { known.answered = answered }
         }
-        // A new address counts when the kernel's own resolution got it (INCOMPLETE or PROBE
-        // answered), an administrator set it, or none was known; not when a host on the link
-        // claimed the gateway's address unasked (an ARP request, a gratuitous reply).
-        let resolved = neighbour.state == .reachable && [.incomplete, .probe, .failed].contains(known.state)
+        // A new address counts when the kernel's own resolution got it (its broadcast requests
+        // answered: from INCOMPLETE, which it goes to silently after FAILED), an administrator
+        // set it, or none was known; not when a host on the link claimed the gateway's address
+        // unasked (an ARP request, a gratuitous reply), nor in PROBE, where the kernel asks the
+        // address it holds by unicast and an answer from another is no answer to it.
+        let resolved = neighbour.state == .reachable && [.incomplete, .failed].contains(known.state)
         if !neighbour.linkLayerAddress.isEmpty,
            resolved || neighbour.state == .permanent || neighbour.state == .noARP || known.linkLayerAddress.isEmpty {
             // The link's network has a name from now on (`networkID(of:)`), and perhaps a rule.
