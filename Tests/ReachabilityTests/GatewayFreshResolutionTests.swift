@@ -106,6 +106,15 @@ import Testing
         #expect(state.host.networkID == name)
     }
 
+    @Test func anEntryTheKernelDrops_takesTheNameItGaveWithIt_atOnce() throws {
+        var state = NetworkIdentityTests.online()
+        _ = state.apply([Self.neighbour(.reachable, Self.real)])
+        #expect(!state.host.networkID.isEmpty)
+        let goneFound = state.apply([.neighbourRemoved(Neighbour(interfaceIndex: 2, address: Self.gateway, state: .stale))])
+        let gone = try #require(goneFound, "the name shown moved")
+        #expect(gone.host.networkID == "" && state.interface(index: 2)?.networkID == "")
+    }
+
     @Test func theExplanation_saysHowFreshTheAnswerIs_andHowManyResolutionsFailed() {
         var state = Self.answered()
         let now = ContinuousClock.now

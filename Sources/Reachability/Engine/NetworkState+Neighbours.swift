@@ -118,7 +118,10 @@ extension NetworkState {
     /// The kernel dropped the entry (garbage collection, the link went): not known any more.
     mutating func forget(_ neighbour: Neighbour) -> Bool {
         let router = LinkRouter(interfaceIndex: neighbour.interfaceIndex, address: neighbour.address)
-        return gatewayNeighbours.removeValue(forKey: router)?.unreachable ?? false
+        guard let known = gatewayNeighbours.removeValue(forKey: router) else { return false }
+        // The link's network loses the name it had from this entry (`networkID(of:)`).
+        if !known.linkLayerAddress.isEmpty { dirty.insert(neighbour.interfaceIndex) }
+        return known.unreachable
     }
 
     /// Every hop of `route` through a ready link goes through a gateway ARP/ND gave up on.
