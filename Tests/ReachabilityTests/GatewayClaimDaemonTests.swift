@@ -137,6 +137,9 @@ struct GatewayClaimDaemonTests {
         #expect(failures >= NetworkState.freshResolutions + 1, "\(log.lines)")
         let evidence = try Self.gatewayEvidence(harness)
         #expect(evidence.first?.contains("FAILED, and 2 fresh resolutions failed too, answered ") == true, "\(evidence)")
+        let metrics = try reachctl(["metrics", "--daemon", "--bus-address", harness.address]).stdout
+        let asked = MetricsDaemonTests.value(metrics, "reachd_gateway_resolutions_total") ?? 0
+        #expect(asked >= Double(NetworkState.freshResolutions) && asked <= 4, "each ask counted once: \(asked)")
         // The router is back; nobody on the host sends: reachd's next ask finds it.
         try scenario.far.ip("addr add 192.0.2.1/24 dev up0p")
         let back = ContinuousClock.now

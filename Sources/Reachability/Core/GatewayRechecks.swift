@@ -34,6 +34,8 @@ final class GatewayRechecks {
     private var refusalSaid = false
     /// Asks made so far (metrics, tests).
     private(set) var asked = 0
+    /// Told the count after each round of asks (the core copies it into the metrics).
+    var counted: ((Int) -> Void)?
 
     init(
         loop: any EventLoopProtocol, warn: @escaping (String) -> Void,
@@ -83,6 +85,7 @@ final class GatewayRechecks {
             }
             plans[gateway]?.due = now + Self.backoff(afterFailures: plan.failures + 1) + Self.resolutionAllowance
         }
+        counted?(asked)
         timer?.schedule(orDisableAt: plans.values.map(\.due).min())
     }
 }

@@ -110,6 +110,7 @@ package final class ReachabilityCore {
         configureStallDetection(configuration.stall)
         do {
             gatewayRechecks = try GatewayRechecks(loop: loop, warn: warn)
+            gatewayRechecks?.counted = { [shared] in shared.record(gatewayResolutionsAsked: $0) }
         } catch {
             warn("a FAILED gateway is not asked again (no timer: \(error)); one FAILED makes it unreachable")
         }
