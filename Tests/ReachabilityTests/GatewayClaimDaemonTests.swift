@@ -238,4 +238,45 @@ struct GatewayClaimDaemonTests {
         let status = try Self.status(harness)
         #expect(status["state"] as? String == "online" && status["networkID"] as? String == name, "\(status) \(log.lines)")
     }
+
+    /// IPv6: the router is fe80::1 on the link (a scope the datagram needs, IPV6_UNICAST_IF in
+    /// network byte order as for IPv4). It stops answering neighbour solicitations, the host's
+    /// one datagram leaves its entry FAILED (never answered: `gatewayUnreachable` at once); it
+    /// answers again, and reachd's next fresh resolution brings the host back with no traffic.
+    @Test func ipv6_aLinkLocalRouterThatAnswersAgain_bringsTheHostBackWithoutTraffic() async throws {
+        let ns = try TestNamespace()
+        let far = try TestNamespace("far")
+        try ns.ip("link add v6g0 type veth peer name v6g0p")
+        try ns.ip("link set v6g0p netns \(far.name)")
+        try ns.ip("link set v6g0 addrgenmode none")
+        try far.ip("link set v6g0p addrgenmode none")
+        try ns.ip("-6 addr add fe80::2/64 dev v6g0 nodad")
+        try ns.ip("-6 addr add 2001:db8:1::2/64 dev v6g0 nodad")
+        try far.ip("-6 addr add 2001:db8:1::1/64 dev v6g0p nodad")
+        try far.ip("link set v6g0p up")
+        try ns.ip("link set v6g0 up")
+        try ns.ip("-6 route add default via fe80::1 dev v6g0")
+        try ns.waitForCarrier("v6g0")
+        let harness = try DaemonHarness(ns)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        // Nobody has fe80::1 yet: the host's one datagram leaves the entry FAILED.
+        try ns.exec("/usr/bin/python3", ["-c", "import socket; socket.socket(socket.AF_INET6, socket.SOCK_DGRAM).sendto(b'x', ('2001:7fd::1', 9))"])
+        var status: [String: Any] = [:]
+        try await eventually("gatewayUnreachable: \(status)", timeout: .seconds(15), every: .milliseconds(50)) {
+            status = try Self.status(harness)
+            return status["reason"] as? String == "gatewayUnreachable"
+        }
+        try far.ip("-6 addr add fe80::1/64 dev v6g0p nodad")
+        let back = ContinuousClock.now
+        try await eventually("online again: \(status)", timeout: .seconds(15), every: .milliseconds(50)) {
+            status = try Self.status(harness)
+            return status["state"] as? String == "online"
+        }
+        print("IPv6 router back: online \(ContinuousClock.now - back) after it answered again")
+        #expect(ContinuousClock.now - back <= .seconds(10))
+        #expect(harness.daemonErrorLines.allSatisfy { !$0.contains("cannot have the kernel resolve") }, "\(harness.daemonErrorLines)")
+        let neighbours = try ns.ip("-6 neigh show dev v6g0")
+        #expect(neighbours.contains("fe80::1") && neighbours.contains("REACHABLE"), "\(neighbours)")
+    }
 }

@@ -34,8 +34,9 @@ package enum GatewayResolution {
         let family = gateway.family == .ipv4 ? AF_INET : AF_INET6
         let type = Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         let socket = try Descriptor(checking: Glibc.socket(family, type, 0), "socket")
-        // IPv4 takes the index in network byte order, IPv6 in host order (as the kernel reads them).
-        var link = gateway.family == .ipv4 ? index.bigEndian : index
+        // Both take the index in network byte order (the kernel reads it with ntohl, for
+        // Windows' sake); in host order IPV6_UNICAST_IF fails with EADDRNOTAVAIL.
+        var link = index.bigEndian
         let level = gateway.family == .ipv4 ? Int32(IPPROTO_IP) : Int32(IPPROTO_IPV6)
         let name = gateway.family == .ipv4 ? ipv4UnicastInterface : ipv6UnicastInterface
         guard setsockopt(socket.rawValue, level, name, &link, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
