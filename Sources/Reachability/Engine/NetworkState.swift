@@ -125,14 +125,15 @@ public struct NetworkState: Sendable {
     /// nothing visible did: one batch yields at most one change.
     public mutating func apply<Events: Sequence<NetworkEvent>>(_ events: Events) -> ReachabilityChange? {
         let epoch = routingEpoch
-        var quiet = true
+        var (quiet, any) = (true, false)
         for event in events {
             ingest(event)
-            quiet = quiet && event.isNeighbourFact
+            (quiet, any) = (quiet && event.isNeighbourFact, true)
         }
         // Gateways' ARP/ND states that flipped nothing and renamed no network show nothing: no
         // derivation (a host on the link can have the kernel tell of a claim each millisecond).
-        return quiet && routingEpoch == epoch && dirty.isEmpty ? nil : publish()
+        // An empty batch still publishes (a dump's held facts were taken before it).
+        return any && quiet && routingEpoch == epoch && dirty.isEmpty ? nil : publish()
     }
 
     /// Replaces everything with a fresh dump (initial sync or resync after an overrun),
