@@ -225,8 +225,11 @@ struct GatewayClaimDaemonTests {
         defer { harness.shutdown(); log.stop() }
         let host = try #require(try scenario.ns.ip("-br link show up0").split(separator: " ").map(String.init)
             .first { $0.count == 17 && $0.filter { $0 == ":" }.count == 5 })
-        // The router says nothing while the kernel probes it (else its own answer comes first).
+        // The router says nothing while the kernel probes it (else its own answer comes first),
+        // and the kernel probes for 10 s (10 unicast probes), so the reply below surely lands in
+        // PROBE however late a loaded machine sends it.
         try scenario.far.ip("addr del 192.0.2.1/24 dev up0p")
+        try scenario.ns.exec("/usr/sbin/sysctl", ["-qw", "net.ipv4.neigh.up0.ucast_solicit=10"])
         try scenario.ns.ip("neigh change 192.0.2.1 lladdr \(router) dev up0 nud stale")
         try Self.send(scenario)
         let (probing, _) = try await log.wait(for: "PROBE", timeout: .seconds(15))
