@@ -165,7 +165,7 @@ extension NetworkState {
     /// its last answer is, as far as the kernel told.
     private func gatewayEvidence(_ gateway: IPAddress, on index: Int32, now: ContinuousClock.Instant) -> String {
         let name = "\(gateway) on \(links[index]?.link.name ?? "#\(index)")"
-        guard let known = gatewayNeighbours[LinkRouter(interfaceIndex: index, address: gateway)] else {
+        guard let known = gatewayNeighbours[LinkRouter(interfaceIndex: index, address: gateway)], known.inTable else {
             return "\(name): no neighbour entry (nothing sent that way lately)"
         }
         var words = "\(name): \(known.state.name)"

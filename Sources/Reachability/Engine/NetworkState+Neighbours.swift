@@ -18,6 +18,10 @@ struct GatewayNeighbour: Hashable, Sendable {
     var linkLayerAddress: [UInt8] = []
     /// When the kernel last had an answer from it, as far as it told (NDA_CACHEINFO).
     var answered: ContinuousClock.Instant?
+    /// False once the kernel dropped the entry (garbage collection, which a host filling the
+    /// table can force): what it answered is kept for the network's name, which must not
+    /// flicker while the router answers, but the kernel holds no state of it.
+    var inTable = true
 
     /// Its own FAILED and every fresh resolution's failed too, or it never answered at all;
     /// INCOMPLETE while asked again after that still counts. STALE, DELAY and PROBE are a live gateway's ordinary states.
@@ -42,7 +46,7 @@ extension NetworkState {
     /// The kernel's neighbour state of gateway `address` on link `index`; nil when not known
     /// (no packet went that way yet, the entry was garbage-collected, or it is no gateway).
     public func gatewayState(_ address: IPAddress, on index: Int32) -> NeighbourState? {
-        gatewayNeighbours[LinkRouter(interfaceIndex: index, address: address)]?.state
+        gatewayNeighbours[LinkRouter(interfaceIndex: index, address: address)].flatMap { $0.inTable ? $0.state : nil }
     }
 
     /// Whether ARP/ND gave up on gateway `address` of link `index`, fresh resolutions included
@@ -86,7 +90,9 @@ extension NetworkState {
         // set it, or none was known; not when a host on the link claimed the gateway's address
         // unasked (an ARP request, a gratuitous reply), nor in PROBE, where the kernel asks the
         // address it holds by unicast and an answer from another is no answer to it.
-        let resolved = neighbour.state == .reachable && [.incomplete, .failed].contains(known.state)
+        // A new entry (NONE) answered is the kernel's broadcast resolution too: without an
+        // entry the kernel takes no reply, and a request's claim makes it STALE.
+        let resolved = neighbour.state == .reachable && [.incomplete, .failed, .none].contains(known.state)
         if !neighbour.linkLayerAddress.isEmpty,
            resolved || neighbour.state == .permanent || neighbour.state == .noARP || known.linkLayerAddress.isEmpty {
             // The link's network has a name from now on (`networkID(of:)`), and perhaps a rule.
@@ -94,6 +100,7 @@ extension NetworkState {
             known.linkLayerAddress = neighbour.linkLayerAddress
         }
         known.state = neighbour.state
+        known.inTable = true
         gatewayNeighbours[router] = known
         return known.unreachable != (old?.unreachable ?? false)
     }
@@ -115,12 +122,18 @@ extension NetworkState {
         return events
     }
 
-    /// The kernel dropped the entry (garbage collection, the link went): not known any more.
+    /// The kernel dropped the entry (garbage collection): its state is not known any more, but
+    /// the address it answered with still names the network (see `GatewayNeighbour.inTable`).
+    /// The link or the route going takes it all.
     mutating func forget(_ neighbour: Neighbour) -> Bool {
         let router = LinkRouter(interfaceIndex: neighbour.interfaceIndex, address: neighbour.address)
-        guard let known = gatewayNeighbours.removeValue(forKey: router) else { return false }
-        // The link's network loses the name it had from this entry (`networkID(of:)`).
-        if !known.linkLayerAddress.isEmpty { dirty.insert(neighbour.interfaceIndex) }
+        guard let known = gatewayNeighbours[router] else { return false }
+        if known.linkLayerAddress.isEmpty {
+            gatewayNeighbours.removeValue(forKey: router)
+        } else {
+            gatewayNeighbours[router] = GatewayNeighbour(
+                state: .none, linkLayerAddress: known.linkLayerAddress, answered: known.answered, inTable: false)
+        }
         return known.unreachable
     }
 
