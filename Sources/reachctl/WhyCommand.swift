@@ -9,8 +9,8 @@ struct WhyCommand: AsyncParsableCommand {
             Walks the chain a packet needs, for the host's answer (no TARGET) or for one target, \
             and prints each layer with its state (ok, BROKEN, unknown) and the facts it rests on: \
             radio (rfkill), link (carrier, operstate, dormant), address (tentative, deprecated, \
-            lifetimes), gateway (the kernel's own ARP/ND state of the next hop: FAILED means \
-            nobody answers; nothing is sent to find out), route (the table and type the kernel \
+            lifetimes), gateway (the kernel's own ARP/ND state of the next hop and how fresh its \
+            last answer is: FAILED means nobody answered the kernel's fresh resolutions either), route (the table and type the kernel \
             chose for your uid: an unreachable or prohibit rule is a kill switch), dns \
             (nameservers, routable or not, lookups timing out), traffic (passive stall \
             detection) and portal (the connectivity probe, reachd only). Then what would fix the \

@@ -1060,6 +1060,21 @@ extension DecoderTests {
         }
     }
 
+    @Test func neighbourMessages_carryTheAgeOfTheLastAnswer_fromTheCacheInfo() throws {
+        // NDA_CACHEINFO: ndm_confirmed 250 ticks (USER_HZ 100: 2.5 s), ndm_used, ndm_updated, ndm_refcnt.
+        let info = Wire.attribute(RT.neighbourCacheInfo, Wire.u32(250) + Wire.u32(7) + Wire.u32(9) + Wire.u32(1))
+        let wire = Wire.message(type: RT.newNeighbour,
+            [2, 0, 0, 0] + Wire.u32(3) + Wire.u16(0x02) + [0, 1] + Wire.attribute(RT.neighbourDestination, Wire.ipv4Address(192, 0, 2, 1)) + info)
+        guard case let .neighbour(neighbour) = try decodeOne(wire).message else { Issue.record("no neighbour"); return }
+        #expect(neighbour.confirmedAge == .milliseconds(2500) && neighbour.received == nil)
+        // A cache info cut short is no age, and no fault.
+        let short = Wire.message(type: RT.newNeighbour,
+            [2, 0, 0, 0] + Wire.u32(3) + Wire.u16(0x02) + [0, 1] + Wire.attribute(RT.neighbourDestination, Wire.ipv4Address(192, 0, 2, 1))
+            + Wire.attribute(RT.neighbourCacheInfo, [1, 2]))
+        guard case let .neighbour(cut) = try decodeOne(short).message else { Issue.record("no neighbour"); return }
+        #expect(cut.confirmedAge == nil)
+    }
+
     @Test func neighbourMessages_ofBridgesAndProxies_orWithoutADestination_areIgnored() throws {
         // AF_BRIDGE (7): a forwarding database entry, no IP neighbour.
         #expect(try decodeOne(Wire.neighbour(family: 7, index: 3, state: 0x80, destination: Wire.ipv4Address(1, 2, 3, 4))).message == .ignored(type: RT.newNeighbour))

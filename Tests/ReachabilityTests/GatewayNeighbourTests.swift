@@ -2,8 +2,9 @@ import Testing
 @testable import Reachability
 
 /// The gateways' ARP/ND state as a fact of the pure Engine (`NetworkEvent.neighbour`): only a
-/// FAILED gateway (or INCOMPLETE again after failing) on every live hop makes the host
-/// `gatewayUnreachable`; STALE, DELAY and PROBE are a live gateway's ordinary states. And the
+/// gateway FAILED for good (its fresh resolutions failed too: `GatewayFreshResolutionTests`) on
+/// every live hop makes the host `gatewayUnreachable`; STALE, DELAY and PROBE are a live
+/// gateway's ordinary states. And the
 /// explanation (`NetworkState.explain`) names the first broken layer from the same facts.
 @Suite struct GatewayNeighbourTests {
     static let gateway = Fact.ip("192.0.2.1")
@@ -22,12 +23,17 @@ import Testing
         .neighbour(Neighbour(interfaceIndex: index, address: address, state: state))
     }
 
+    /// The kernel's FAILED, and as many again as fresh resolutions are asked for: for good.
+    static func failedForGood(_ address: IPAddress = gateway) -> [NetworkEvent] {
+        Array(repeating: neighbour(.failed, address), count: NetworkState.freshResolutions + 1)
+    }
+
     @Test func aFailedGateway_takesTheHostOffline_withAReasonOfItsOwn() throws {
         var state = Self.online()
         #expect(state.host.state == .online)
         #expect(Path(snapshot: state.snapshot, restriction: Path.Restriction(requiredInterfaceType: .wired)).status == .satisfied)
         let epoch = state.routingEpoch
-        let changeFound = state.apply([Self.neighbour(.failed)])
+        let changeFound = state.apply(Self.failedForGood())
         let change = try #require(changeFound)
         #expect(change.host.state == .local)
         #expect(!change.host.flags.contains(.reachable))
@@ -57,7 +63,7 @@ import Testing
 
     @Test func theEntryGoing_forgetsTheFailure() throws {
         var state = Self.online()
-        _ = state.apply([Self.neighbour(.failed)])
+        _ = state.apply(Self.failedForGood())
         let changeFound = state.apply([.neighbourRemoved(Neighbour(interfaceIndex: 2, address: Self.gateway, state: .failed))])
         let change = try #require(changeFound)
         #expect(change.host.state == .online)
@@ -72,9 +78,9 @@ import Testing
                 NextHop(gateway: Fact.ip("192.0.2.1"), interfaceIndex: 2), NextHop(gateway: Fact.ip("192.0.2.254"), interfaceIndex: 2),
             ]), replace: false),
         ])
-        _ = state.apply([Self.neighbour(.failed)])
+        _ = state.apply(Self.failedForGood())
         #expect(state.host.state == .online)
-        _ = state.apply([Self.neighbour(.failed, Fact.ip("192.0.2.254"))])
+        _ = state.apply(Self.failedForGood(Fact.ip("192.0.2.254")))
         #expect(state.host.pathFacts.reason == .gatewayUnreachable)
     }
 
@@ -114,9 +120,11 @@ import Testing
     @Test func eachLayer_isNamedFirstWhenItAloneFails() {
         let route = RouteLookup.route(Fact.defaultV4(via: "192.0.2.1", dev: 2))
         var state = Self.online()
-        _ = state.apply([Self.neighbour(.failed)])
+        _ = state.apply(Self.failedForGood())
         #expect(Self.explain(state, route).brokenLayer == .gateway)
-        #expect(Self.explain(state, route)[.gateway]?.evidence == ["192.0.2.1 on eth0: FAILED"])
+        #expect(Self.explain(state, route)[.gateway]?.evidence == [
+            "192.0.2.1 on eth0: FAILED, never answered",
+        ])
 
         state = Self.online()
         _ = state.apply([.link(Fact.ethernet(2, "eth0", carrier: false), device: nil)])

@@ -184,7 +184,7 @@ struct MetricsDaemonTests {
             Self.value(try client.metrics(), virtual) == virtualBefore
         }
         #expect(Self.labelledSeries(try client.metrics()) == series)
-        #expect(series.count == 95, "\(series.count) series")
+        #expect(series.count == 96, "\(series.count) series")
     }
 
     /// Every sample's name with its labels (not its value).

@@ -95,7 +95,9 @@ import Testing
         #expect(change.host.flags.contains(.isExpensive) && change.host.flags.contains(.isConstrained))
         #expect(change.host.expensiveReason == .configuration)
         #expect(state.interface(index: 2)?.flags.contains(.isExpensive) == true)
-        // Another network (another router on the same link): the rule does not follow the link.
+        // Another network (another router on the same link, found when the kernel resolved the
+        // gateway afresh after the old one failed): the rule does not follow the link.
+        _ = state.apply([.neighbour(Neighbour(interfaceIndex: 2, address: Fact.ip("192.0.2.1"), state: .failed))])
         _ = Self.resolved(&state, [0x02, 0, 0x5e, 0x10, 0, 0x02])
         #expect(state.host.networkID != name && !state.host.flags.contains(.isExpensive))
         // A rule for a network nobody is attached to changes nothing.

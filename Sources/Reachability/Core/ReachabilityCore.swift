@@ -53,6 +53,8 @@ package final class ReachabilityCore {
     private let leases: DHCPLeases?
     /// inotify was refused: resolv.conf's identity is compared on each netlink wake-up instead.
     private var nameserversByIdentity = false
+    /// Has the kernel resolve FAILED gateways afresh; nil when its timer could not be made.
+    private var gatewayRechecks: GatewayRechecks?
     /// Passive stall detection; nil when off (or sock_diag could not be opened).
     private var stallWatch: StallWatch?
     private let namespacePath: String?
@@ -106,6 +108,13 @@ package final class ReachabilityCore {
             self.take(self.shared.withState { self.source.lifetimesDue(at: .now, knowing: $0) })
         }
         configureStallDetection(configuration.stall)
+        do {
+            gatewayRechecks = try GatewayRechecks(loop: loop, warn: warn)
+            gatewayRechecks?.counted = { [shared] in shared.record(gatewayResolutionsAsked: $0) }
+        } catch {
+            warn("a FAILED gateway is not asked again (no timer: \(error)); one FAILED makes it unreachable")
+        }
+        gatewayRechecks?.follow(state.gatewaysToResolve, now: .now)
         do {
             try leases?.start(on: loop) { [unowned self] in
                 guard let said = self.leases?.changes(), !said.isEmpty else { return }
@@ -305,11 +314,12 @@ package final class ReachabilityCore {
     /// `routingMoved`: the routing may have moved though the epoch did not (a resume).
     private func take(_ input: NetworkInput?, routingMoved: Bool = false) {
         if input != nil { madeSnapshot = nil }
-        let (change, refusals, drops, epoch, online, expiry) = shared.change { state in
+        let (change, refusals, drops, epoch, online, expiry, failedGateways) = shared.change { state in
             let change = input.flatMap { state.take($0) }
             return (change, state.takeRefusedAnnouncements(), state.takeAnnouncementDrops(), state.routingEpoch,
-                    state.host.state == .online, state.nextExpiry)
+                    state.host.state == .online, state.nextExpiry, state.gatewaysToResolve)
         }
+        gatewayRechecks?.follow(failedGateways, now: .now)
         // The Engine refuses what it can judge only with the link's prefixes (NAT64); the
         // source says each router's refusal once.
         for refusal in refusals { source.note(refusal) }

@@ -15,6 +15,7 @@ package final class SharedState: @unchecked Sendable {
     private let routes: RouteQuery
     private var lookups = 0
     private var sourceCounters = (overruns: 0, resyncs: 0)
+    private var gatewayResolutionsAsked = 0
 
     init(_ state: NetworkState, namespacePath: String?) throws(SystemError) {
         current = state
@@ -35,6 +36,11 @@ package final class SharedState: @unchecked Sendable {
     /// The netlink source's counters, copied in by the core after each of its inputs.
     func record(overruns: Int, resyncs: Int) {
         lock.withLock { _ in sourceCounters = (overruns, resyncs) }
+    }
+
+    /// The gateway rechecks' asks so far, copied in after each round of them.
+    func record(gatewayResolutionsAsked asked: Int) {
+        lock.withLock { _ in gatewayResolutionsAsked = asked }
     }
 
     package var snapshot: ReachabilitySnapshot {
@@ -60,7 +66,8 @@ package final class SharedState: @unchecked Sendable {
         lock.withLock { _ in
             MirrorCounters(
                 overruns: UInt64(sourceCounters.overruns), resyncs: UInt64(sourceCounters.resyncs),
-                announcementsHeld: UInt64(current.announcementsHeld), announcementsDropped: current.announcementsDropped)
+                announcementsHeld: UInt64(current.announcementsHeld), announcementsDropped: current.announcementsDropped,
+                gatewayResolutionsAsked: UInt64(gatewayResolutionsAsked))
         }
     }
 

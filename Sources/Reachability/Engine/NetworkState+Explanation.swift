@@ -31,7 +31,7 @@ extension NetworkState {
             radioLayer(egress, carries: chosen?.evaluation.isReachable ?? false),
             linkLayer(egress),
             addressLayer(egress, chosen, now: now),
-            gatewayLayer(egress, chosen),
+            gatewayLayer(egress, chosen, now: now),
             routeLayer(chosen, target: target, uid: uid),
             dnsLayer(target: target),
             trafficLayer(egress),
@@ -149,20 +149,33 @@ extension NetworkState {
         return address.prefix.description + (words.isEmpty ? "" : " (" + words.joined(separator: ", ") + ")")
     }
 
-    private func gatewayLayer(_ egress: LinkEntry?, _ chosen: ExplainedPath?) -> Explanation.Layer {
+    private func gatewayLayer(_ egress: LinkEntry?, _ chosen: ExplainedPath?, now: ContinuousClock.Instant) -> Explanation.Layer {
         guard let egress, let chosen else { return .init(name: .gateway, status: .unknown, evidence: ["no route: no gateway to look at"]) }
         let hops = (chosen.route?.nextHops ?? []).filter { $0.gateway != nil && $0.interfaceIndex != nil }
         guard !hops.isEmpty else { return .init(name: .gateway, status: .ok, evidence: ["on-link: \(egress.link.name) needs no gateway"]) }
-        let evidence = hops.prefix(8).map { hop -> String in
-            let (gateway, index) = (hop.gateway!, hop.interfaceIndex!)
-            let name = links[index]?.link.name ?? "#\(index)"
-            guard let state = gatewayState(gateway, on: index) else { return "\(gateway) on \(name): no neighbour entry (nothing sent that way lately)" }
-            return "\(gateway) on \(name): \(state.name)\(isGatewayUnreachable(gateway, on: index) && state != .failed ? " after FAILED" : "")"
-        }
+        let evidence = hops.prefix(8).map { hop in gatewayEvidence(hop.gateway!, on: hop.interfaceIndex!, now: now) }
         guard chosen.evaluation.reason == .gatewayUnreachable else { return .init(name: .gateway, status: .ok, evidence: evidence) }
         return .init(
             name: .gateway, status: .broken, evidence: evidence,
             fix: "the gateway does not answer ARP/neighbour discovery: check that the router is on and on this link's network (cable, VLAN, address)")
+    }
+
+    /// "192.0.2.1 on eth0: REACHABLE, answered 2s ago": the kernel's state, how many of its
+    /// resolutions failed in a row (and whether fresh ones are still to come), and how fresh
+    /// its last answer is, as far as the kernel told.
+    private func gatewayEvidence(_ gateway: IPAddress, on index: Int32, now: ContinuousClock.Instant) -> String {
+        let name = "\(gateway) on \(links[index]?.link.name ?? "#\(index)")"
+        guard let known = gatewayNeighbours[LinkRouter(interfaceIndex: index, address: gateway)], known.inTable else {
+            return "\(name): no neighbour entry (nothing sent that way lately)"
+        }
+        var words = "\(name): \(known.state.name)"
+        if known.unreachable {
+            words += known.linkLayerAddress.isEmpty ? ", never answered" : ", and \(Self.freshResolutions) fresh resolutions failed too"
+        } else if known.failures > 0 {
+            words += ", resolving it afresh (\(known.failures) of \(Self.freshResolutions + 1) failed)"
+        }
+        if let answered = known.answered { words += ", answered \(max(0, Int((now - answered).components.seconds)))s ago" }
+        return words
     }
 
     private func routeLayer(_ chosen: ExplainedPath?, target: String, uid: UInt32?) -> Explanation.Layer {

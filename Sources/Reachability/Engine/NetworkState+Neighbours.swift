@@ -1,22 +1,41 @@
 /// The kernel's neighbour state of the gateways (`NetworkEvent.neighbour`): ARP and ND's own
-/// verdict on whether the next hop answers, read from the kernel and never probed by reachd.
-/// Only gateways of default routes the state holds are kept (`defaultRouters`), at most
-/// `gatewayNeighboursKept` of them: a host on the link answering or refusing ARP for thousands
-/// of addresses makes the kernel's table grow, never reachd's.
+/// verdict on whether the next hop answers. Only gateways of default routes the state holds are
+/// kept (`defaultRouters`), at most `gatewayNeighboursKept` of them: a host on the link answering
+/// or refusing ARP for thousands of addresses makes the kernel's table grow, never reachd's.
+///
+/// One FAILED is not enough: anyone on the link can claim the gateway's address with a MAC that
+/// answers nothing (one forged ARP reply), and the kernel's next resolution of that MAC fails
+/// while the real router is fine. So a FAILED gateway is resolved afresh by the adapter
+/// (`gatewaysToResolve`: the kernel broadcasts its own requests again, which the real router
+/// answers), and only when `freshResolutions` such resolutions failed too is it unreachable.
 struct GatewayNeighbour: Hashable, Sendable {
     var state: NeighbourState
-    /// Resolution failed and has not succeeded since: FAILED, or INCOMPLETE again after FAILED
-    /// (the kernel retries on the next packet). STALE, DELAY and PROBE are a live gateway's
-    /// ordinary states and never count.
-    var unreachable: Bool
-    /// The gateway's link-layer address as last resolved, kept while resolution is under way
-    /// again or failed (the network's name, `networkID`, must not flicker with ARP).
+    /// Resolutions that ended FAILED in a row, since the last answer; 0 while it answers.
+    var failures = 0
+    /// The gateway's link-layer address as the kernel's own resolution last confirmed it (or as
+    /// first seen), kept while resolution is under way again or failed: the network's name
+    /// (`networkID`) changes with it, never with a claim nobody asked for.
     var linkLayerAddress: [UInt8] = []
+    /// When the kernel last had an answer from it, as far as it told (NDA_CACHEINFO).
+    var answered: ContinuousClock.Instant?
+    /// False once the kernel dropped the entry (garbage collection, which a host filling the
+    /// table can force): what it answered is kept for the network's name, which must not
+    /// flicker while the router answers, but the kernel holds no state of it.
+    var inTable = true
+
+    /// Its own FAILED and every fresh resolution's failed too, or it never answered at all;
+    /// INCOMPLETE while asked again after that still counts. STALE, DELAY and PROBE are a live gateway's ordinary states.
+    var unreachable: Bool { failures > NetworkState.freshResolutions }
 }
 
 extension NetworkState {
     /// More gateways than any real host has; past this, new ones are not followed.
     static let gatewayNeighboursKept = 64
+
+    /// How many times a FAILED gateway is resolved afresh before it counts as unreachable. Each
+    /// takes the kernel's own solicitations (3 at 1 s by default), so two keep the verdict on a
+    /// dead router within about 7 s of its first FAILED, and a forged claim costs the host nothing.
+    public static let freshResolutions = 2
 
     /// Whether `address` on link `index` is the gateway of a default route held: the one
     /// neighbour entries the state keeps (the mirror drops the others before they become events).
@@ -27,12 +46,22 @@ extension NetworkState {
     /// The kernel's neighbour state of gateway `address` on link `index`; nil when not known
     /// (no packet went that way yet, the entry was garbage-collected, or it is no gateway).
     public func gatewayState(_ address: IPAddress, on index: Int32) -> NeighbourState? {
-        gatewayNeighbours[LinkRouter(interfaceIndex: index, address: address)]?.state
+        gatewayNeighbours[LinkRouter(interfaceIndex: index, address: address)].flatMap { $0.inTable ? $0.state : nil }
     }
 
-    /// Whether ARP/ND gave up on gateway `address` of link `index` (see `GatewayNeighbour`).
+    /// Whether ARP/ND gave up on gateway `address` of link `index`, fresh resolutions included
+    /// (see `GatewayNeighbour`).
     public func isGatewayUnreachable(_ address: IPAddress, on index: Int32) -> Bool {
         gatewayNeighbours[LinkRouter(interfaceIndex: index, address: address)]?.unreachable ?? false
+    }
+
+    /// The gateways whose last resolution FAILED, for the adapter to have the kernel resolve
+    /// afresh, with how many failed in a row (its back-off grows with them). At most
+    /// `gatewayNeighboursKept`.
+    public var gatewaysToResolve: [GatewayToResolve] {
+        gatewayNeighbours.compactMap { router, known in
+            known.state == .failed ? GatewayToResolve(interfaceIndex: router.interfaceIndex, address: router.address, failures: known.failures) : nil
+        }
     }
 
     /// Takes one neighbour fact; true when a gateway's reachability flipped (a route lookup's
@@ -42,18 +71,70 @@ extension NetworkState {
         guard defaultRouters[router] != nil else { return false }
         let old = gatewayNeighbours[router]
         guard old != nil || gatewayNeighbours.count < Self.gatewayNeighboursKept else { return false }
-        let unreachable = neighbour.state == .failed || (neighbour.state == .incomplete && old?.unreachable == true)
-        let linkLayer = neighbour.linkLayerAddress.isEmpty ? old?.linkLayerAddress ?? [] : neighbour.linkLayerAddress
-        gatewayNeighbours[router] = GatewayNeighbour(state: neighbour.state, unreachable: unreachable, linkLayerAddress: linkLayer)
-        // The link's network has a name from now on (`networkID(of:)`), and perhaps a rule.
-        if linkLayer != old?.linkLayerAddress ?? [] { dirty.insert(neighbour.interfaceIndex) }
-        return unreachable != (old?.unreachable ?? false)
+        var known = old ?? GatewayNeighbour(state: .none)
+        // The kernel tells of each resolution's end once (it goes INCOMPLETE again silently on
+        // the next packet), so every FAILED is one more that failed; a dump's copy of a FAILED
+        // already known is no new one (`reconcilingEvents`). A gateway that never answered
+        // (no address known: the kernel's first resolution, or reachd's start) is taken at its
+        // word: a forged claim would have come first, and with it an address.
+        switch neighbour.state {
+        case .failed: known.failures = known.linkLayerAddress.isEmpty ? max(known.failures + 1, Self.freshResolutions + 1) : known.failures + 1
+        case .incomplete, .none: break
+        case .reachable, .stale, .delay, .probe, .noARP, .permanent:
+            known.failures = 0
+            // Only an entry that got an answer has a real one to date (a new entry's is made up).
+            if let answered = neighbour.answered { known.answered = answered }
+        }
+        // A new address counts when the kernel's own resolution got it (its broadcast requests
+        // answered: from INCOMPLETE, which it goes to silently after FAILED), an administrator
+        // set it, or none was known; not when a host on the link claimed the gateway's address
+        // unasked (an ARP request, a gratuitous reply), nor in PROBE, where the kernel asks the
+        // address it holds by unicast and an answer from another is no answer to it.
+        // A new entry (NONE) answered is the kernel's broadcast resolution too: without an
+        // entry the kernel takes no reply, and a request's claim makes it STALE.
+        let resolved = neighbour.state == .reachable && [.incomplete, .failed, .none].contains(known.state)
+        if !neighbour.linkLayerAddress.isEmpty,
+           resolved || neighbour.state == .permanent || neighbour.state == .noARP || known.linkLayerAddress.isEmpty {
+            // The link's network has a name from now on (`networkID(of:)`), and perhaps a rule.
+            if neighbour.linkLayerAddress != known.linkLayerAddress { dirty.insert(neighbour.interfaceIndex) }
+            known.linkLayerAddress = neighbour.linkLayerAddress
+        }
+        known.state = neighbour.state
+        known.inTable = true
+        gatewayNeighbours[router] = known
+        return known.unreachable != (old?.unreachable ?? false)
     }
 
-    /// The kernel dropped the entry (garbage collection, the link went): not known any more.
+    /// The events that turn the gateways' entries into a dump's `neighbours`. A FAILED entry
+    /// the state already holds as FAILED is the same failure seen again, not a fresh resolution
+    /// that failed too (`GatewayNeighbour.failures`).
+    func reconcilingEvents(withNeighbours neighbours: [Neighbour]) -> [NetworkEvent] {
+        let dumped = Set(neighbours.map { LinkRouter(interfaceIndex: $0.interfaceIndex, address: $0.address) })
+        var events: [NetworkEvent] = gatewayNeighbours.compactMap { router, known in
+            dumped.contains(router) ? nil
+                : .neighbourRemoved(Neighbour(interfaceIndex: router.interfaceIndex, address: router.address, state: known.state))
+        }
+        for neighbour in neighbours {
+            let router = LinkRouter(interfaceIndex: neighbour.interfaceIndex, address: neighbour.address)
+            if neighbour.state == .failed, gatewayNeighbours[router]?.state == .failed { continue }
+            events.append(.neighbour(neighbour))
+        }
+        return events
+    }
+
+    /// The kernel dropped the entry (garbage collection): its state is not known any more, but
+    /// the address it answered with still names the network (see `GatewayNeighbour.inTable`).
+    /// The link or the route going takes it all.
     mutating func forget(_ neighbour: Neighbour) -> Bool {
         let router = LinkRouter(interfaceIndex: neighbour.interfaceIndex, address: neighbour.address)
-        return gatewayNeighbours.removeValue(forKey: router)?.unreachable ?? false
+        guard let known = gatewayNeighbours[router] else { return false }
+        if known.linkLayerAddress.isEmpty {
+            gatewayNeighbours.removeValue(forKey: router)
+        } else {
+            gatewayNeighbours[router] = GatewayNeighbour(
+                state: .none, linkLayerAddress: known.linkLayerAddress, answered: known.answered, inTable: false)
+        }
+        return known.unreachable
     }
 
     /// Every hop of `route` through a ready link goes through a gateway ARP/ND gave up on.
@@ -66,6 +147,14 @@ extension NetworkState {
         }
         return any
     }
+}
+
+/// A gateway the kernel last failed to resolve (`NetworkState.gatewaysToResolve`).
+public struct GatewayToResolve: Hashable, Sendable {
+    public var interfaceIndex: Int32
+    public var address: IPAddress
+    /// Resolutions that failed in a row, this one included.
+    public var failures: Int
 }
 
 extension NetworkState {
@@ -106,5 +195,16 @@ extension NetworkState {
         }
         facts.append(prefix.length)
         return NetworkIdentity.name(of: facts, key: networkKey)
+    }
+}
+
+extension NetworkEvent {
+    /// RTM_NEWNEIGH or RTM_DELNEIGH: no route moves with it, and only a gateway's flip or new
+    /// address shows.
+    package var isNeighbourFact: Bool {
+        switch self {
+        case .neighbour, .neighbourRemoved: true
+        default: false
+        }
     }
 }

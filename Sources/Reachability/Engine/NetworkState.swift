@@ -124,8 +124,16 @@ public struct NetworkState: Sendable {
     /// Applies one batch of kernel facts. Returns what a user can see changed, or nil when
     /// nothing visible did: one batch yields at most one change.
     public mutating func apply<Events: Sequence<NetworkEvent>>(_ events: Events) -> ReachabilityChange? {
-        for event in events { ingest(event) }
-        return publish()
+        let epoch = routingEpoch
+        var (quiet, any) = (true, false)
+        for event in events {
+            ingest(event)
+            (quiet, any) = (quiet && event.isNeighbourFact, true)
+        }
+        // Gateways' ARP/ND states that flipped nothing and renamed no network show nothing: no
+        // derivation (a host on the link can have the kernel tell of a claim each millisecond).
+        // An empty batch still publishes (a dump's held facts were taken before it).
+        return any && quiet && routingEpoch == epoch && dirty.isEmpty ? nil : publish()
     }
 
     /// Replaces everything with a fresh dump (initial sync or resync after an overrun),
@@ -137,33 +145,6 @@ public struct NetworkState: Sendable {
     ) -> ReachabilityChange? {
         for event in held { ingest(event) }
         return apply(reconcilingEvents(with: dump) + following)
-    }
-
-    /// The events that turn the current state into `dump`: removals for what the dump lacks,
-    /// then everything the dump holds (applying a known fact again changes nothing).
-    func reconcilingEvents(with dump: NetworkDump) -> [NetworkEvent] {
-        var events: [NetworkEvent] = []
-        let dumpLinks = Set(dump.links.map(\.0.index))
-        for index in links.keys where !dumpLinks.contains(index) { events.append(.linkRemoved(index: index)) }
-        events += dump.links.map { .link($0.0, device: $0.1) }
-        let dumpAddresses = Set(dump.addresses.map(\.key))
-        for entry in links.values {
-            for (key, address) in entry.addresses where !dumpAddresses.contains(key) {
-                events.append(.addressRemoved(address))
-            }
-        }
-        events += dump.addresses.map { .address($0) }
-        let dumpRoutes = Set(dump.routes.map(\.key))
-        for (key, route) in routes where !dumpRoutes.contains(key) { events.append(.routeRemoved(route)) }
-        events += dump.routes.map { .route($0, replace: false) }
-        events += dump.internetPaths.map { .internetPath(family: $0.family, route: $0.route) }
-        events += dump.radios.map { .radio(index: $0.index, $0.block) }
-        let dumpNeighbours = Set(dump.neighbours.map { LinkRouter(interfaceIndex: $0.interfaceIndex, address: $0.address) })
-        for (router, known) in gatewayNeighbours where !dumpNeighbours.contains(router) {
-            events.append(.neighbourRemoved(Neighbour(interfaceIndex: router.interfaceIndex, address: router.address, state: known.state)))
-        }
-        events += dump.neighbours.map { .neighbour($0) }
-        return events
     }
 
     /// Re-classifies every link with new configuration (a reload). Touches every link: rare by nature.

@@ -91,6 +91,7 @@ package enum MetricsExposition {
         out.family("reachd_announcements_held", .gauge, "Captive-portal URIs and NAT64 prefixes from router advertisements held now, over every link (at most 1 portal and 4 prefixes per link).")
         out.sample("reachd_announcements_held", [], Double(sample.mirror.announcementsHeld))
         out.counter("reachd_announcements_dropped_total", "Router advertisement announcements dropped because their link held as many as it may (more routers announcing than a link keeps).", sample.mirror.announcementsDropped)
+        out.counter("reachd_gateway_resolutions_total", "Times a gateway whose ARP/ND resolution FAILED was resolved afresh (one empty datagram to it each).", sample.mirror.gatewayResolutionsAsked)
 
         out.family("reachd_host_checks_total", .counter, "Host checks (CheckHost, watches of host names, the connectivity probe's lookups) finished, by outcome and reason.")
         out.sample("reachd_host_checks_total", [("outcome", "reachable"), ("reason", "")], Double(counters.checksReachable))

@@ -38,8 +38,8 @@ public enum Reason: String, Sendable, Hashable, CaseIterable {
     /// switched off (rfkill). The host's path facts only.
     case radioOff
     /// The link is up with an address and a route, but the kernel's own neighbour resolution
-    /// (ARP, IPv6 ND) gave up on every gateway of that route: the neighbour entry is FAILED
-    /// (or INCOMPLETE again after failing). Seen without sending anything of ours.
+    /// (ARP, IPv6 ND) gave up on every gateway of that route: the neighbour entry is FAILED,
+    /// and the fresh resolutions the core had the kernel make failed too (`GatewayNeighbour`).
     case gatewayUnreachable
 }
 

@@ -8,12 +8,28 @@ public struct Neighbour: Hashable, Sendable {
     /// NDA_LLADDR: the neighbour's link-layer (MAC) address, once resolved; empty when the
     /// kernel gave none (INCOMPLETE, FAILED, links without ARP).
     public var linkLayerAddress: [UInt8]
+    /// NDA_CACHEINFO's `ndm_confirmed`: how long before the message the kernel last had an
+    /// answer from it (a reply to its ARP/ND, or traffic confirming it); nil when not told.
+    public var confirmedAge: Duration?
+    /// When the message was read (stamped by the adapter; the decoder reads no clock).
+    public var received: ContinuousClock.Instant?
 
-    public init(interfaceIndex: Int32, address: IPAddress, state: NeighbourState, linkLayerAddress: [UInt8] = []) {
+    public init(
+        interfaceIndex: Int32, address: IPAddress, state: NeighbourState, linkLayerAddress: [UInt8] = [],
+        confirmedAge: Duration? = nil, received: ContinuousClock.Instant? = nil
+    ) {
         self.interfaceIndex = interfaceIndex
         self.address = address
         self.state = state
         self.linkLayerAddress = linkLayerAddress
+        self.confirmedAge = confirmedAge
+        self.received = received
+    }
+
+    /// When the kernel last had an answer from it, as the message told; nil when unstamped.
+    public var answered: ContinuousClock.Instant? {
+        guard let received, let confirmedAge else { return nil }
+        return received - confirmedAge
     }
 }
 

@@ -151,11 +151,17 @@ public struct MirrorCounters: Hashable, Sendable {
     public var announcementsHeld: UInt64
     /// Announcements dropped because their link held as many as it may.
     public var announcementsDropped: UInt64
+    /// Times a FAILED gateway was resolved afresh (one datagram to it each, `GatewayRechecks`).
+    public var gatewayResolutionsAsked: UInt64
 
-    public init(overruns: UInt64 = 0, resyncs: UInt64 = 0, announcementsHeld: UInt64 = 0, announcementsDropped: UInt64 = 0) {
+    public init(
+        overruns: UInt64 = 0, resyncs: UInt64 = 0, announcementsHeld: UInt64 = 0, announcementsDropped: UInt64 = 0,
+        gatewayResolutionsAsked: UInt64 = 0
+    ) {
         self.overruns = overruns
         self.resyncs = resyncs
         self.announcementsHeld = announcementsHeld
         self.announcementsDropped = announcementsDropped
+        self.gatewayResolutionsAsked = gatewayResolutionsAsked
     }
 }

@@ -169,7 +169,9 @@ extension KernelSource {
                 }
             case let .address(address): dump!.result.addresses.append(address)
             case let .route(route): dump!.result.routes.append(route)
-            case let .neighbour(neighbour): dump!.result.neighbours.append(neighbour)
+            case var .neighbour(neighbour):
+                neighbour.received = .now
+                dump!.result.neighbours.append(neighbour)
             default: break
             }
         }

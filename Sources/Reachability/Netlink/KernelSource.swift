@@ -217,6 +217,9 @@ final class KernelSource {
             return nil
         }
         guard !events.isEmpty else { return nil }
+        // A gateway's ARP/ND state moves no route: a batch of nothing else needs no route lookups
+        // (a host on the link can make the kernel tell of its claims a thousand times a second).
+        guard !events.allSatisfy(\.isNeighbourFact) else { return .events(events) }
         return .events(events + internetPathEvents() + nameserverEvents())
     }
 
@@ -274,8 +277,10 @@ final class KernelSource {
         case .ruleChanged: events.append(.rulesChanged)
         // Every neighbour of every link comes; only a gateway's entry becomes a fact, so a
         // busy LAN's ARP traffic costs a dictionary lookup, not a batch and its route lookups.
-        case let .neighbour(neighbour):
-            if state.isGateway(neighbour.address, on: neighbour.interfaceIndex) { events.append(.neighbour(neighbour)) }
+        case var .neighbour(neighbour):
+            guard state.isGateway(neighbour.address, on: neighbour.interfaceIndex) else { return }
+            neighbour.received = .now  // its answer's age is counted from here (`Neighbour.answered`)
+            events.append(.neighbour(neighbour))
         case let .neighbourRemoved(neighbour):
             if state.isGateway(neighbour.address, on: neighbour.interfaceIndex) { events.append(.neighbourRemoved(neighbour)) }
         case let .announcedPortal(portal): events.append(.announcedPortal(portal, received: .now))

@@ -58,6 +58,7 @@ enum RT {
     // NDA_* (ndmsg attributes)
     static let neighbourDestination: UInt16 = 1  // NDA_DST: the neighbour's IP address
     static let neighbourLinkLayerAddress: UInt16 = 2  // NDA_LLADDR: its link-layer (MAC) address
+    static let neighbourCacheInfo: UInt16 = 3  // NDA_CACHEINFO: ages of its last confirmation, use and update
 
     // struct nduseroptmsg and what follows it (<linux/rtnetlink.h>, <netinet/icmp6.h>)
     static let ndUserOptionSourceAddress: UInt16 = 1  // NDUSEROPT_SRCADDR: the sender of the ND message
