@@ -96,7 +96,8 @@ package func renderValidation(_ status: ConnectivityStatus) -> String {
 /// (announced by ROUTER on LINK)` when a router announced one (RFC 8781), `Path:` the families
 /// and next hops the internet path carries, `DNS:` whether a configured nameserver can be
 /// reached (SupportsDNS: its own line, so that it never reads as DNS through the gateway) and
-/// `Reason: R` (why the host is not online). `style.verbose` adds `Flags:` (Apple's names, after
+/// `Reason: R` (why the host is not online), `Address: only link-local IPv4 (...)` when every IPv4
+/// address held is link-local and the host is not online. `style.verbose` adds `Flags:` (Apple's names, after
 /// State) and `Generation:` (last); `style.colour` paints the state.
 package func renderStatus(_ snapshot: ReachabilitySnapshot, style: TextStyle = .plain) -> String {
     let host = snapshot.host
@@ -115,9 +116,22 @@ package func renderStatus(_ snapshot: ReachabilitySnapshot, style: TextStyle = .
     }
     lines.append("DNS: " + (facts.supportsDNS ? style.paint("a nameserver is reachable", .good) : style.paint("no nameserver reachable", .bad)))
     if let reason = facts.reason { lines.append("Reason: " + reason.rawValue) }
+    if host.state != .online, let only = renderLinkLocalOnly(snapshot.interfaces) { lines.append("Address: " + only) }
     if style.verbose, !host.networkID.isEmpty { lines.append("Network: \(host.networkID)") }
     if style.verbose { lines.append("Generation: \(snapshot.generation)") }
     return lines.joined(separator: "\n")
+}
+
+/// `only link-local IPv4 (169.254.23.7/16 on up0): it reaches that link's neighbours, not the
+/// internet; no DHCP server answered` when IPv4 addresses are held and every one is link-local
+/// (RFC 3927: what a host gives itself without a lease); nil otherwise.
+func renderLinkLocalOnly(_ interfaces: [InterfaceStatus]) -> String? {
+    let held = interfaces.flatMap { interface in
+        interface.addresses.filter { $0.address.family == .ipv4 && !$0.address.isLoopback }.map { (interface.name, $0) }
+    }
+    guard let first = held.first, held.allSatisfy({ $0.1.address.isLinkLocal }) else { return nil }
+    return "only link-local IPv4 (\(first.1) on \(first.0)): it reaches that link's neighbours, not the internet; "
+        + "no DHCP server answered"
 }
 
 /// Flags as Apple names them, `none` when there are none: the one spelling of empty flags in
