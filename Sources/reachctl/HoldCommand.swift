@@ -20,7 +20,7 @@ struct HoldCommand: AsyncParsableCommand {
             running while they hold. When one stops holding it says which and why in one line on \
             standard error and exits 0. It follows reachd's signals (or, without reachd, the \
             kernel's events in-process); it never polls. While reachd restarts it keeps its last \
-            answer and goes on when reachd returns; with --daemon it fails instead (exit 2).
+            answer and goes on when reachd returns; with --daemon it fails instead (exit 255).
 
             Made for the template unit reachd-is@.service, which runs `reachctl hold %i` and \
             restarts it after each end, so that the unit is active exactly while the condition \
@@ -35,7 +35,7 @@ struct HoldCommand: AsyncParsableCommand {
               systemctl start reachd-is@via-vpn.service
               reachctl hold unmetered && echo "the network became metered"
 
-            Exit status: 0 the conditions held and then one ended, 2 usage or error (an \
+            Exit status: 0 the conditions held and then one ended, 255 usage or error (an \
             unknown condition; with --daemon, reachd went away).
             """
     )

@@ -23,7 +23,7 @@ struct InterfacesCommand: AsyncParsableCommand {
               reachctl interfaces
               reachctl interfaces --json | jq -r '.interfaces[] | select(.kind == "wifi") | .name'
 
-            Exit status: 0 success, 2 error.
+            Exit status: 0 success, 255 error.
             """,
         // The singular, and the words of `ip link` and `networkctl list` for the same listing.
         aliases: ["interface", "link", "list"]

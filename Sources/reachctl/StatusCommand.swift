@@ -34,7 +34,7 @@ struct StatusCommand: AsyncParsableCommand {
               reachctl status --not-kind cellular --not-kind vpn --json | jq .availableInterfaces
 
             Exit status: 0 online (with --kind/--not-kind: satisfied), 1 local or offline \
-            (unsatisfied), 2 error.
+            (unsatisfied), 255 error.
             """
     )
 

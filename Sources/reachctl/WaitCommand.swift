@@ -68,9 +68,9 @@ struct WaitCommand: AsyncParsableCommand {
 
             When reachd goes away while waiting (a restart), wait says so once on standard \
             error and goes on waiting for reachd to return, within the same --timeout; with \
-            --daemon it fails at once (exit 2).
+            --daemon it fails at once (exit 255).
 
-            Exit status: 0 the condition holds, 1 the timeout passed first, 2 usage or error \
+            Exit status: 0 the condition holds, 1 the timeout passed first, 255 usage or error \
             (an invalid target; with --daemon, reachd went away).
             """
     )
@@ -131,7 +131,7 @@ struct WaitCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        // A bad reachd.conf is refused here, by FILE:LINE, as reachd refuses it (exit 2).
+        // A bad reachd.conf is refused here, by FILE:LINE, as reachd refuses it (exit 255).
         let settings = fromConfig ? try options.settings() : nil
         let timeout = self.timeout ?? settings?.waitOnlineTimeout ?? Self.defaultTimeout
         let target = self.target ?? settings?.waitOnlineTarget

@@ -999,7 +999,7 @@ struct PackagingDebianTests {
 
         // reachctl, as an unprivileged user, through the policy (--daemon: no in-process answer).
         let client = try await inside(["setpriv"] + asUser("nobody", "nogroup") + ["reachctl", "status", "--daemon", "--json"])
-        #expect(client.status != 2 && client.stdout.contains("\"state\""), "\(client)")
+        #expect(client.status != 255 && client.stdout.contains("\"state\""), "\(client)")
         // The counters of reachd's netlink socket: nothing overran on this quiet container, and
         // the one dump is the first sync (the socket's backlog from boot was discarded unread).
         let verbose = try await inside(["setpriv"] + asUser("nobody", "nogroup") + ["reachctl", "status", "--daemon", "--verbose"])

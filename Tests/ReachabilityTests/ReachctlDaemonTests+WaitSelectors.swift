@@ -81,7 +81,7 @@ extension ReachctlCommandLineTests {
             (":ready", "--interface ':ready': give an interface name"),
         ] {
             let result = try reachctl(["wait", "--interface", value] + Self.local)
-            #expect(result.status == 2, "\(value)")
+            #expect(result.status == 255, "\(value)")
             #expect(result.stderr.contains(message), "\(value): \(result.stderr)")
         }
         let help = try reachctl(["wait", "--help"])

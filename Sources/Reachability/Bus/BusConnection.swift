@@ -40,13 +40,22 @@ public final class BusSlot {
 public final class BusConnection {
     public let bus: OpaquePointer
 
-    public enum Address: Sendable, Hashable {
+    public enum Address: Sendable, Hashable, CustomStringConvertible {
         /// The system bus (`DBUS_SYSTEM_BUS_ADDRESS` honoured).
         case system
         /// The user's session bus.
         case user
         /// An explicit address (`unix:path=...`), for tests and development.
         case address(String)
+
+        /// In words, as errors name it: `the system bus`, `the bus at unix:path=/run/x`.
+        public var description: String {
+            switch self {
+            case .system: "the system bus"
+            case .user: "the user bus"
+            case let .address(text): "the bus at \(text)"
+            }
+        }
     }
 
     public init(_ address: Address, description: String) throws(BusError) {
@@ -65,7 +74,7 @@ public final class BusConnection {
                 if result < 0 { sd_bus_unref(bus) }
             }
         }
-        guard result >= 0, let bus else { throw BusError("connect to the \(address) bus", code: result) }
+        guard result >= 0, let bus else { throw BusError("connect to \(address)", code: result) }
         self.bus = bus
     }
 
