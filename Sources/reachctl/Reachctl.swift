@@ -63,6 +63,9 @@ struct Reachctl: AsyncParsableCommand {
         valueOptions: ["--netns", "--bus-address", "--config-dir", "--resolv-conf", "--sysfs-root", "--generate-completion-script"],
         flags: ["--json", "--no-color", "--no-legend", "--verbose", "--daemon", "-h", "--help", "--version", "--experimental-dump-help"])
 
+    /// The options whose value is a time or a span, which may begin with a minus (`--since -2h`).
+    static let timeOptions: Set<String> = ["--since", "--timeout"]
+
     /// ArgumentParser's own main, except that usage errors and any error it would exit 1 for exit
     /// with `ExitStatus.error` (reachctl(1), "EXIT STATUS": 1 means "does not hold", so it cannot
     /// also mean "you typed it wrong").
@@ -70,7 +73,8 @@ struct Reachctl: AsyncParsableCommand {
         if let status = IsCommand.quickStatus(Array(CommandLine.arguments.dropFirst())) { Glibc.exit(status) }
         let arguments: [String]
         do {
-            (arguments, _) = try commandWord.resolveCommand(Array(CommandLine.arguments.dropFirst()))
+            arguments = CommandWord.joiningSignedValues(
+                try commandWord.resolve(Array(CommandLine.arguments.dropFirst())), of: timeOptions)
         } catch {
             Terminal.write("reachctl: \(error)\nSee 'reachctl --help'.\n", to: STDERR_FILENO)
             Glibc.exit(ExitStatus.error.rawValue)
