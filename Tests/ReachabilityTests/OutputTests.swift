@@ -29,10 +29,11 @@ private enum Fixture {
 
 @Suite("Snapshot and change JSON")
 struct SnapshotJSONTests {
-    @Test("an interface has index, name, kind, flags and addresses in that order")
+    @Test("an interface has index, name, kind, state, flags and addresses in that order")
     func interface() {
         let json = Fixture.wlan0.json
-        #expect(json.keys == ["index", "name", "kind", "flags", "addresses", "stalled", "expensiveReason", "networkID"])
+        #expect(json.keys == ["index", "name", "kind", "state", "flags", "addresses", "stalled", "expensiveReason", "networkID"])
+        #expect(json["state"] == .string("ready"))
         #expect(json["index"] == .int(3))
         #expect(json["name"] == "wlan0")
         #expect(json["kind"] == "wifi")
@@ -40,14 +41,14 @@ struct SnapshotJSONTests {
         #expect(json["addresses"]?.stringArrayValue == ["192.0.2.5/24", "2001:db8::5/64", "fe80::1/64"])
         #expect(
             Fixture.wwan0.json.serialized()
-                == #"{"index":12,"name":"wwan0","kind":"cellular","flags":["reachable","isWWAN","isExpensive"],"addresses":["198.51.100.7/30"],"stalled":false,"expensiveReason":"","networkID":""}"#
+                == #"{"index":12,"name":"wwan0","kind":"cellular","state":"ready","flags":["reachable","isWWAN","isExpensive"],"addresses":["198.51.100.7/30"],"stalled":false,"expensiveReason":"","networkID":""}"#
         )
     }
 
     @Test("an interface without flags or addresses has empty arrays, not null")
     func emptyInterface() {
         let bare = InterfaceStatus(index: 9, name: "dummy0", kind: .other, flags: [], addresses: [])
-        #expect(bare.json.serialized() == #"{"index":9,"name":"dummy0","kind":"other","flags":[],"addresses":[],"stalled":false,"expensiveReason":"","networkID":""}"#)
+        #expect(bare.json.serialized() == #"{"index":9,"name":"dummy0","kind":"other","state":"down","flags":[],"addresses":[],"stalled":false,"expensiveReason":"","networkID":""}"#)
     }
 
     @Test("flags list names in documented order, unnamed bits as hex")
@@ -357,12 +358,12 @@ struct ChangeTextTests {
         )
     }
 
-    @Test("a change that leaves the host offline says so, with empty flags written as status writes them")
+    @Test("a change that leaves the host offline says so and why, with empty flags written as status writes them")
     func offline() {
         let change = ReachabilityChange(
             generation: 9, host: HostStatus(), hostChanged: true, changedInterfaces: [], removedInterfaces: [Fixture.wlan0])
-        #expect(renderChange(change) == "offline; wlan0 (wifi): removed")
-        #expect(renderChange(change, style: TextStyle(verbose: true)) == "gen 9: offline [none]; wlan0 (wifi): removed")
+        #expect(renderChange(change) == "offline: noRoute; wlan0 (wifi): removed")
+        #expect(renderChange(change, style: TextStyle(verbose: true)) == "gen 9: offline: noRoute [none]; wlan0 (wifi): removed")
     }
 
     @Test("the primary's kind is taken from host flags when the primary did not change")

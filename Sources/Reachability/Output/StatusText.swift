@@ -199,8 +199,10 @@ package func renderInterfaceTable(_ interfaces: [InterfaceStatus], style: TextSt
     return lines.joined(separator: "\n")
 }
 
-/// One line per change for `reachctl monitor`, every line of one shape: the host summary, then
-/// each interface that changed with its kind and state, and each removed one:
+/// One line per change for `reachctl monitor`, every line of one shape: the host summary (with
+/// the reason when it is not online, unless the summary says it in words already: `local:
+/// noRoute`, `local, default route via eth0 (wired) not ready: linkDown`), then each interface
+/// that changed with its kind and state, and each removed one:
 /// `online via eth0 (wired); eth1 (wired): not ready; usb0 (cellular): removed`.
 /// `style.verbose` puts the generation first and Apple's flags after the host and each
 /// interface (`none` when empty, as status prints them):
@@ -209,6 +211,8 @@ package func renderInterfaceTable(_ interfaces: [InterfaceStatus], style: TextSt
 package func renderChange(_ change: ReachabilityChange, known: [InterfaceStatus] = [], style: TextStyle = .plain) -> String {
     let interfaces = change.changedInterfaces + known.filter { old in !change.changedInterfaces.contains { $0.index == old.index } }
     var host = renderSummary(change.host, interfaces: interfaces, style: style)
+    let summary = renderSummary(change.host, interfaces: interfaces)
+    if change.host.state != .online, !summary.contains(": "), let reason = change.host.pathFacts.reason { host += ": \(reason.rawValue)" }
     if style.verbose { host += " [\(renderFlags(change.host.flags))]" }
     // A source address went away or was replaced: what a client must act on, said always; the
     // aspects that moved, with --verbose.
