@@ -43,10 +43,17 @@ struct HoldCommand: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("Conditions that must all hold (as for reachctl is).", valueName: "condition"))
     var conditions: [String] = []
 
+    // Held, not shown: a global --json (reachctl --json hold online) reaches this group too, and
+    // is refused rather than ignored.
+    @OptionGroup(visibility: .private) var output: OutputOptions
+
     @OptionGroup var options: CommonOptions
 
     func validate() throws {
         try IsCommand.validate(conditions)
+        if output.json {
+            throw ValidationError("--json: hold prints no answer to parse; it tells systemd (READY=1, STATUS=) and says on standard error why it ends. For JSON, ask reachctl is --json or monitor --json.")
+        }
     }
 
     func run() async throws {

@@ -172,7 +172,7 @@ struct WaitCommand: AsyncParsableCommand {
         } else {
             // One line that a journal reader understands alone: what was waited for, what was seen.
             Terminal.write(
-                "reachctl: still waiting after \(DurationText.format(timeout)) for \(condition.goal); saw: \(condition.missing(final))\n",
+                "reachctl: gave up after \(DurationText.format(timeout)) waiting for \(condition.goal); saw: \(condition.missing(final))\n",
                 to: STDERR_FILENO)
         }
         if !satisfied { throw ExitStatus.notReachable.exitCode }

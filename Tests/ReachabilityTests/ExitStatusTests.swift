@@ -79,3 +79,33 @@ struct ExitStatusTests {
         #expect(!lost.stderr.contains("address(") && !lost.stderr.contains("System.Error"), "\(lost.stderr)")
     }
 }
+
+/// issue 42's text: `hold --json` is refused rather than ignored; a name reserved to fail
+/// (RFC 6761 `.invalid`) fails the same with DNS or without, as the README's session shows.
+@Suite
+struct NewUserTextTests {
+    @Test func holdRefusesJSONWhereverItStands() throws {
+        for arguments in [["hold", "online", "--json"], ["--json", "hold", "online"]] {
+            let result = try reachctl(arguments)
+            #expect(result.status == 255 && result.stderr.contains("--json: hold prints no answer to parse"), "\(arguments): \(result)")
+        }
+    }
+
+    /// No nameserver at all (a resolv.conf that names none): `.invalid` is still NXDOMAIN, at
+    /// once, while another name has no DNS to ask.
+    @Test(.enabled(if: isRoot, "needs root for a namespace"))
+    func invalidNamesAreNotFoundWithoutAskingAnyone() throws {
+        let ns = try TestNamespace()
+        let scratch = try makeScratchDirectory("invalid-resolv")
+        defer { removeTree(scratch) }
+        try "# no nameserver\n".write(toFile: scratch + "/resolv.conf", atomically: true, encoding: .utf8)
+        let options = ["--netns", ns.name, "--resolv-conf", scratch + "/resolv.conf", "--timeout", "1s"]
+        for name in ["host.invalid", "HOST.INVALID.", "invalid"] {
+            let result = try reachctl(["check", name] + options)
+            #expect(result.status == 1, "\(name): \(result)")
+            #expect(result.stdout == "\(name): not reachable: dnsNotFound (no such name (NXDOMAIN or no A/AAAA records))\n", "\(result.stdout)")
+        }
+        let other = try reachctl(["check", "host.example"] + options)
+        #expect(other.status == 1 && !other.stdout.contains("dnsNotFound"), "\(other.stdout)")
+    }
+}

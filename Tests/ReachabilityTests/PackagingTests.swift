@@ -1334,7 +1334,7 @@ private func checkWaitOnline(_ inside: ([String]) async throws -> Ran) async thr
     #expect(waited >= .seconds(3) && waited < .seconds(10), "waited \(waited)")
     #expect(try await inside(["systemctl", "is-failed", unit]).stdout.hasPrefix("failed"))
     let journal = try await inside(["journalctl", "-u", unit, "--no-pager", "-o", "cat"]).stdout
-    #expect(journal.contains("reachctl: still waiting after 3s for the host to be online; saw: "), "\(journal)")
+    #expect(journal.contains("reachctl: gave up after 3s waiting for the host to be online; saw: "), "\(journal)")
 
     // An uplink (a veth whose peer is up, an address and a default route): done at once.
     for command in [

@@ -125,7 +125,7 @@ extension ReachctlDaemonTests {
         // A bare veth is not wired: --kind wired never holds here, and says what is missing.
         (result, elapsed) = try reachctl(["wait", "--kind", "wired", "--timeout", "300ms"] + source, environment: [:])
         #expect(result.status == 1)
-        #expect(result.stderr == "reachctl: still waiting after 300ms for a usable wired link; saw: no usable wired link; online via up0 (virtual)\n")
+        #expect(result.stderr == "reachctl: gave up after 300ms waiting for a usable wired link; saw: no usable wired link; online via up0 (virtual)\n")
         #expect(elapsed < .milliseconds(1300))
 
         (result, _) = try reachctl(["wait", "--target", "bad..name"] + source, environment: [:])
@@ -174,7 +174,7 @@ extension ReachctlDaemonTests {
         // A host name whose DNS never answers cannot hold it past the deadline either.
         let (host, hostElapsed) = try reachctl(["wait", "--timeout", "700ms", "--target", "unanswered.example"] + source, environment: [:])
         #expect(host.status == 1)
-        #expect(host.stderr.hasPrefix("reachctl: still waiting after 700ms for unanswered.example to be reachable; saw: "), "\(host.stderr)")
+        #expect(host.stderr.hasPrefix("reachctl: gave up after 700ms waiting for unanswered.example to be reachable; saw: "), "\(host.stderr)")
         #expect(hostElapsed < .milliseconds(1700), "\(hostElapsed)")
 
         // --from-config: [WaitOnline] gives the timeout and the condition (reachd-wait-online.service),
@@ -186,7 +186,7 @@ extension ReachctlDaemonTests {
         let (configured, configuredElapsed) = try reachctl(
             ["wait", "--from-config", "--config-dir", directory] + configSource, environment: [:])
         #expect(configured.status == 1)
-        #expect(configured.stderr == "reachctl: still waiting after 600ms for a usable wired link; saw: no usable wired link; local\n",
+        #expect(configured.stderr == "reachctl: gave up after 600ms waiting for a usable wired link; saw: no usable wired link; local\n",
                 "\(configured.stderr)")
         #expect(configuredElapsed >= .milliseconds(600) && configuredElapsed < .milliseconds(1600), "\(configuredElapsed)")
         // An option given too wins over the file.
