@@ -175,11 +175,15 @@ struct CommonOptions: ParsableArguments {
     /// else the library in-process, saying so in one line on standard error. `--daemon` makes
     /// a missing reachd an error (exit 255); `--netns` (and `--sysfs-root`) answer in-process
     /// without asking reachd.
-    func openSource(probeTimeout: Duration = CommonOptions.probeTimeout) throws -> any ReachabilitySource {
+    /// `followsReachd`: updates wait for reachd across its restarts (unless `--daemon`); without,
+    /// they end when it goes away.
+    func openSource(probeTimeout: Duration = CommonOptions.probeTimeout, followsReachd: Bool = true) throws -> any ReachabilitySource {
         try ReachdOrInProcess.choose(
             bus: answersInProcess ? nil : bus, probeTimeout: probeTimeout,
             callTimeout: max(probeTimeout, DaemonSource.callTimeout),
-            daemon: { client, _ throws -> any ReachabilitySource in try DaemonSource(client: client, follows: !requireDaemon) }
+            daemon: { client, _ throws -> any ReachabilitySource in
+                try DaemonSource(client: client, follows: followsReachd && !requireDaemon)
+            }
         ) { unavailable in
             try notice(unavailable)
             return try inProcessSource()

@@ -88,6 +88,16 @@ final class Daemon {
         settings.resolvConfPath = options.resolvConf
         settings.dhcpLeasesDirectory = options.dhcpLeases
         configuration.apply(to: &settings)
+        // No caller may take reachd to its descriptor limit: what DNS may hold is kept under it.
+        let limit = DescriptorBudget.softLimit
+        let configured = settings.maximumConcurrentLookups
+        let fitting = DescriptorBudget.lookups(configured, limit: limit)
+        if fitting < configured {
+            let needed = DescriptorBudget.needed(lookups: configured)
+            Log.warning("MaxConcurrentLookups=\(configured) needs \(needed) file descriptors, more than the soft limit of "
+                + "\(limit) (LimitNOFILE=): running \(fitting) lookups at once")
+            settings.maximumConcurrentLookups = fitting
+        }
         return settings
     }
 

@@ -6,6 +6,9 @@ final class Publisher {
     private let bus: BusConnection
     private let mirror: SharedState
     private var lastStatus = ""
+    /// The host's answer as its properties last told it: PropertiesChanged names only what
+    /// moved since (nil before `ready`: then every one).
+    private var published: HostStatus?
     /// `[Compatibility] NetworkManager=yes`: org.freedesktop.NetworkManager for GLib and Qt.
     private var networkManager: NetworkManagerSurface?
 
@@ -26,6 +29,7 @@ final class Publisher {
     func ready() {
         bus.emitPropertiesChanged(
             path: ReachdContract.objectPath, interface: ReachdContract.interface, names: ReachabilityService.vtable.changingProperties)
+        published = mirror.snapshot.host
         lastStatus = summary
         ServiceManager.notify("READY=1\nSTATUS=\(lastStatus)")
         Log.info("ready on the bus as \(ReachdContract.busName): \(lastStatus)")
@@ -46,7 +50,6 @@ final class Publisher {
             emit("HostChangeDescribed") { message throws(BusError) in
                 try Self.append(description, of: change, to: message)
             }
-            bus.emitPropertiesChanged(path: ReachdContract.objectPath, interface: ReachdContract.interface, names: ReachabilityService.hostProperties + ["Generation"])
         }
         if !change.changedInterfaces.isEmpty || !change.removedInterfaces.isEmpty {
             emit("InterfacesChanged") { message throws(BusError) in
@@ -54,10 +57,12 @@ final class Publisher {
                 try message.append(change.removedInterfaces.map(\.name))
                 try message.append(change.generation)
             }
-            if !change.hostChanged {
-                bus.emitPropertiesChanged(path: ReachdContract.objectPath, interface: ReachdContract.interface, names: ["Generation"])
-            }
         }
+        // Only what moved: each subscriber's sd-bus or GDBus reads every property named, and a
+        // flap of a link that is not the primary moves none of the host's. Generation always.
+        let moved = published.map { HostProperty.changed(from: $0, to: change.host) } ?? HostProperty.all.map { "\($0.name)" }
+        published = change.host
+        bus.emitPropertiesChanged(path: ReachdContract.objectPath, interface: ReachdContract.interface, names: moved + [HostProperty.generation])
         // One line per interface whose visible state changed: what an administrator reads back
         // in the journal when asking "what happened to the network at 14:02".
         for status in change.changedInterfaces {

@@ -17,6 +17,10 @@ final class ReachabilityService: BusObject {
     private let metricsText: () -> String
     /// `GetHistory`: the recorded changes of answers (set once the history follows the core).
     var history: History?
+    /// GetHistory's replies are the largest reachd makes (176 KB with the ring full): each user
+    /// but root may ask for 8 at once and 4 a second, however many connections it opens. Two
+    /// users asking in a loop held root's CheckAddress 615 ms at p99 before.
+    private var historyRate = UserRate(.init(perSecond: 4, burst: 8))
     /// CheckHost's deadline when the caller gives none (`DefaultTimeout=`; a reload changes it).
     var defaultTimeout: Duration
 
@@ -37,10 +41,14 @@ final class ReachabilityService: BusObject {
 
     static let vtable = BusVTable(ReachdContract.serviceMembers)
 
-    /// The properties that make up the host's answer: they change together, with `Changed`.
-    static let hostProperties = ["Flags", "State", "PrimaryInterface", "AvailableInterfaces", "UnderlyingInterface", "Connectivity", "Portal", "AnnouncedPortal", "Nat64Prefix", "ValidatedInterfaces", "Stalled", "SupportsIPv4", "SupportsIPv6", "SupportsDNS", "Gateways", "Reason", "Constrained", "ExpensiveReason", "NetworkID"]
-
     static let maximumTimeoutMilliseconds = UInt32(ReachdContract.maximumCheckTimeout.wholeMilliseconds)
+
+    static func historyRefusal(_ uid: UInt32, _ rate: UserRate.Settings) -> BusError {
+        BusError(
+            name: ReachdContract.ErrorName.limitExceeded,
+            message: "Unix user \(uid) asked for the history more than \(rate.burst) times at once or \(rate.perSecond) a second, "
+                + "the most one user may; ask again in a moment, with since_usec to have only what is new")
+    }
 
     static func invalidTarget(_ message: String) -> BusError {
         BusError(name: ReachdContract.ErrorName.invalidTarget, message: message)
@@ -52,30 +60,7 @@ final class ReachabilityService: BusObject {
 
     /// The value of the property `name` in `snapshot`: what Get answers and GetStatus carries.
     static func append(_ name: String, of snapshot: ReachabilitySnapshot, to reply: BusMessage) throws(BusError) {
-        let host = snapshot.host
-        switch name {
-        case "Flags": try reply.append(host.flags.rawValue)
-        case "PrimaryInterface": try reply.append(host.primaryInterface)
-        case "State": try reply.append(host.state.rawValue)
-        case "AvailableInterfaces": try reply.append(host.availableInterfaces)
-        case "UnderlyingInterface": try reply.append(host.underlyingInterface)
-        case "Connectivity": try reply.append(host.connectivity.verdict.rawValue)
-        case "Portal": try reply.append(host.connectivity.portal)
-        case "AnnouncedPortal": try reply.append(host.announcedPortal)
-        case "Nat64Prefix": try reply.append(host.nat64Prefix?.prefix.description ?? "")
-        case "ValidatedInterfaces": try reply.append(host.validatedInterfaces)
-        case "Stalled": try reply.append(host.stalled)
-        case "SupportsIPv4": try reply.append(host.pathFacts.supportsIPv4)
-        case "SupportsIPv6": try reply.append(host.pathFacts.supportsIPv6)
-        case "SupportsDNS": try reply.append(host.pathFacts.supportsDNS)
-        case "Gateways": try reply.append(host.pathFacts.gateways.map(\.description))
-        case "Reason": try reply.append(host.pathFacts.reason?.rawValue ?? "")
-        case "Constrained": try reply.append(host.flags.contains(.isConstrained))
-        case "ExpensiveReason": try reply.append(host.expensiveReason?.rawValue ?? "")
-        case "NetworkID": try reply.append(host.networkID)
-        case "Generation": try reply.append(snapshot.generation)
-        default: throw BusError.unknownProperty(name)
-        }
+        guard try HostProperty.append(name, of: snapshot, to: reply) else { throw BusError.unknownProperty(name) }
     }
 
     /// A GetStatus entry of values by interface name (`a{ss}`): what ListInterfaces' fixed struct
@@ -93,15 +78,9 @@ final class ReachabilityService: BusObject {
         }
     }
 
-    /// GetStatus's entries: the host's properties and Generation, each with its signature in
-    /// the contract.
-    static let statusEntries: [(name: String, signature: String)] = (hostProperties + ["Generation"]).map { name in
-        let signature = ReachdContract.serviceMembers.lazy.compactMap { member -> String? in
-            guard case let .property(property, signature, _) = member, "\(property)" == name else { return nil }
-            return "\(signature)"
-        }.first
-        return (name, signature!)
-    }
+    /// GetStatus's entries: the host's properties and Generation, each with its signature.
+    static let statusEntries: [(name: String, signature: String)] =
+        HostProperty.all.map { ("\($0.name)", "\($0.signature)") } + [(HostProperty.generation, "t")]
 
     func call(_ method: String, _ message: BusMessage) throws(BusError) -> BusReply {
         switch method {
@@ -187,9 +166,12 @@ final class ReachabilityService: BusObject {
         case "GetHistory":
             // Answered from memory at once: at most the ring's bound of records.
             let since = try message.readUInt64()
-            let ring = history?.ring ?? HistoryRing()
-            let records = ring.records(since: since)
-            return .now { reply throws(BusError) in try Self.appendHistory(reply, oldest: ring.oldestHostRecord ?? 0, records) }
+            return try callers.identities.answering(message) { [unowned self] uid throws(BusError) in
+                guard historyRate.admit(uid, now: .now) else { throw Self.historyRefusal(uid, historyRate.settings) }
+                let ring = history?.ring ?? HistoryRing()
+                let records = ring.records(since: since)
+                return .now { reply throws(BusError) in try Self.appendHistory(reply, oldest: ring.oldestHostRecord ?? 0, records) }
+            }
         case "Watch":
             return try watches.add(target: try message.readString("target", maximumBytes: ReachdContract.Bound.target, refusal: ReachdContract.ErrorName.invalidTarget), caller: message)
         case "WatchPath":

@@ -32,6 +32,8 @@ struct BusConnectionTests {
         let hello = try #require(sent.firstRange(of: Array("Hello".utf8)), "Hello was sent: \(sent.count) bytes")
         let probe = try #require(sent.firstRange(of: Array("Probe".utf8)), "the call was sent behind Hello: \(sent.count) bytes")
         #expect(hello.lowerBound < probe.lowerBound)
+        // issue 50: no connection of reachd's takes descriptors, so none asks for them.
+        #expect(sent.firstRange(of: Array("NEGOTIATE_UNIX_FD".utf8)) == nil, "descriptors declined")
     }
 
     /// Past the set-up, a call is sd_bus_call's as before: the reply, or the broker's error.
@@ -78,10 +80,12 @@ final class MuteBroker: Sendable {
     }
     private let state = Bytes()
 
-    /// What dbus-daemon answers sd-bus's pipelined `AUTH EXTERNAL`, `DATA`, `NEGOTIATE_UNIX_FD`
-    /// and `BEGIN` (seen with strace): a challenge with no data, OK with the server's GUID, and
-    /// descriptors agreed.
-    static let authenticationReply = "DATA\r\nOK 0123456789abcdef0123456789abcdef\r\nAGREE_UNIX_FD\r\n"
+    /// What dbus-daemon answers sd-bus's pipelined `AUTH EXTERNAL`, `DATA` and `BEGIN` (seen with
+    /// strace): a challenge with no data and OK with the server's GUID; `AGREE_UNIX_FD` only to a
+    /// client that sent `NEGOTIATE_UNIX_FD`, which reachd's connections never do.
+    static func authenticationReply(negotiated: Bool) -> String {
+        "DATA\r\nOK 0123456789abcdef0123456789abcdef\r\n" + (negotiated ? "AGREE_UNIX_FD\r\n" : "")
+    }
 
     init() throws {
         directory = try makeScratchDirectory("mute-bus")
@@ -105,7 +109,8 @@ final class MuteBroker: Sendable {
                 // The client pipelines its whole authentication; BEGIN ends it.
                 if !authenticated, received.firstRange(of: Array("BEGIN\r\n".utf8)) != nil {
                     authenticated = true
-                    let reply = Array(MuteBroker.authenticationReply.utf8)
+                    let negotiated = received.firstRange(of: Array("NEGOTIATE_UNIX_FD\r\n".utf8)) != nil
+                    let reply = Array(MuteBroker.authenticationReply(negotiated: negotiated).utf8)
                     guard reply.withUnsafeBytes({ write(connection, $0.baseAddress, $0.count) }) == reply.count else { return }
                 }
             }

@@ -45,6 +45,43 @@ struct ChangedSignalTests {
         monitor.stop()
     }
 
+    /// issue 43: PropertiesChanged names only the host's properties whose values moved (each
+    /// subscriber's sd-bus or GDBus reads every name it is given), and Generation. Followed from
+    /// GetAll through a carrier flap of the primary, as busctl, not our client, sees it.
+    @Test func propertiesChangedNamesOnlyWhatMoved() async throws {
+        let scenario = try Scenario()
+        let harness = try DaemonHarness(scenario.ns)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        let all = try harness.busctl([
+            "--json=short", "call", DaemonHarness.busName, DaemonHarness.objectPath, "org.freedesktop.DBus.Properties", "GetAll", "s",
+            DaemonHarness.interface,
+        ])
+        var known: [String: String] = [:]
+        for (name, value) in (try DaemonHarness.jsonData(all).first as? [String: Any]) ?? [:] {
+            known[name] = "\((value as? [String: Any])?["data"] ?? value)"
+        }
+        #expect(known.count == HostProperty.all.count + 1, "GetAll: \(known.keys.sorted())")
+        let monitor = try harness.monitor()
+        try scenario.carrier(false)
+        try await monitor.wait(for: "Changed on carrier loss") { Self.count("Changed", $0) >= 1 }
+        try scenario.carrier(true)
+        try await monitor.wait(for: "Changed on carrier return") { Self.count("Changed", $0) >= 2 }
+        try await Task.sleep(for: .milliseconds(300))
+        let properties = monitor.signals.filter { $0.path == DaemonHarness.objectPath }.compactMap(\.propertiesChanged)
+        #expect(properties.count >= 2)
+        for signal in properties {
+            #expect(signal.values.keys.contains("Generation"), "\(signal.values)")
+            for (name, value) in signal.values where name != "Generation" {
+                #expect(known[name] != "\(value)", "\(name) named though it stayed \(value)")
+                known[name] = "\(value)"
+            }
+        }
+        let named = Set(properties.flatMap(\.values.keys))
+        #expect(named.isSuperset(of: ["State", "Flags", "Generation"]) && named.count < known.count, "named: \(named.sorted())")
+        monitor.stop()
+    }
+
     @Test func carrierFlapWithIPv6ElsewhereIsExactlyTwoChanged() async throws {
         let scenario = try Scenario()
         // A second, local link: the host stays "local" (not "offline") while the uplink is out.

@@ -129,11 +129,14 @@ struct HostileCallerTests {
         let count: Int
         let worst: Duration
         let before: Duration
+        /// How long each run during it took.
+        let durations: [Duration]
 
         init(_ samples: [(start: Duration, took: Duration)], from began: Duration, to ended: Duration) {
             let during = samples.filter { $0.start + $0.took >= began && $0.start <= ended }
             count = during.count
-            worst = during.map(\.took).max() ?? .zero
+            durations = during.map(\.took)
+            worst = durations.max() ?? .zero
             before = samples.filter { $0.start < began }.map(\.took).max() ?? .zero
         }
 

@@ -146,3 +146,72 @@ import Testing
         }
     }
 }
+
+/// issue 51: `--json` is JSON whatever a string holds. Every C0 control the kernel allows in a
+/// link's name (all but NUL, whitespace, '/' and ':'), DEL, every C1 control and the bidi and
+/// zero-width format characters go through JSON's serializer and back unchanged, and every
+/// `--json` output of reachctl with links so named, through reachd and in-process, parses.
+@Suite(rootOnly) struct JSONControlCharacterTests {
+    /// The characters, as the kernel takes them in names (15 bytes at most each; no byte 0xA0,
+    /// which the kernel's ctype counts as a space, so no U+E0001).
+    static let hostile: [Unicode.Scalar] = {
+        let c0 = (UInt32(1)...0x1F).filter { !(0x09...0x0D).contains($0) } + [0x7F]
+        let c1 = Array(UInt32(0x80)...0x9F)
+        let format: [UInt32] = [0x200B, 0x200C, 0x200D, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E,
+                                0x2066, 0x2067, 0x2068, 0x2069, 0xFEFF, 0x00AD, 0x061C]
+        return (c0 + c1 + format).map { Unicode.Scalar($0)! }
+    }()
+
+    /// Link names made of `hostile`, each "j" and at most 14 more bytes.
+    static var names: [String] {
+        var names: [String] = []
+        var current = "j"
+        for scalar in hostile {
+            if current.utf8.count + String(scalar).utf8.count > 15 {
+                names.append(current)
+                current = "j"
+            }
+            current.unicodeScalars.append(scalar)
+        }
+        return names + [current]
+    }
+
+    @Test func everyCharacterGoesThroughTheSerializerAndBack() throws {
+        for scalar in Self.hostile {
+            let value = "a" + String(scalar) + "b"
+            let text = JSONValue.object([("name", .string(value))]).serialized()
+            #expect(!text.unicodeScalars.contains(scalar), "U+\(String(scalar.value, radix: 16)) written out: \(text)")
+            #expect(text.escapingControlCharacters(keepingNewlines: true) == text, "no terminal filter touches \(text)")
+            let decoded = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+            #expect(decoded?["name"] as? String == value, "\(text)")
+        }
+    }
+
+    @Test func everyJSONOutputParsesWithTheseNamesThroughReachdAndInProcess() async throws {
+        let ns = try TestNamespace()
+        for (index, name) in Self.names.enumerated() {
+            _ = try ns.exec("/usr/sbin/ip", ["link", "add", name, "type", "veth", "peer", "name", "jp\(index)"])
+            _ = try ns.exec("/usr/sbin/ip", ["link", "set", name, "up"])
+            _ = try ns.exec("/usr/sbin/ip", ["link", "set", "jp\(index)", "up"])
+        }
+        let harness = try DaemonHarness(ns)
+        defer { harness.shutdown() }
+        try await harness.ready(state: nil)
+        let commands = [["status"], ["interfaces"], ["check", "127.0.0.1"], ["why"], ["is", "online"], ["history"]]
+        for command in commands {
+            for place in [["--bus-address", harness.address], ["--netns", ns.name]] where command != ["history"] || place[0] != "--netns" {
+                let output = try reachctl(command + ["--json"] + place)
+                let lines = output.stdout.split(separator: "\n")
+                #expect(!lines.isEmpty, "\(command) \(place[0]): \(output)")
+                for line in lines {
+                    #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) != nil, "\(command) \(place[0]) is JSON: \(line)")
+                }
+                if command == ["interfaces"] {
+                    let shown = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) }
+                        .flatMap { (($0 as? [String: Any])?["interfaces"] as? [[String: Any]]) ?? [] }.compactMap { $0["name"] as? String }
+                    #expect(Set(Self.names).isSubset(of: Set(shown)), "every name exact in \(place[0]): \(shown)")
+                }
+            }
+        }
+    }
+}

@@ -104,7 +104,7 @@ struct InputEdgeBusTests {
     }
 }
 
-/// reachctl refuses what it cannot honour, before doing anything, with exit status 2.
+/// reachctl refuses what it cannot honour, before doing anything, with exit status 255.
 @Suite("reachctl usage limits")
 struct ReachctlLimitTests {
     @Test(arguments: [

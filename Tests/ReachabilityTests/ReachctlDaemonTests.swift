@@ -94,7 +94,7 @@ struct ReachctlDaemonTests {
         }
         #expect(try reachctl(["check", "--json", "2001:db8:ffff::1"] + viaDaemon).json()["reason"] as? String == "noRoute")
 
-        // An invalid target: the same message and exit status 2 either way, text and JSON.
+        // An invalid target: the same message and exit status 255 either way, text and JSON.
         for target in ["192.0.2.999", "fe80::1%nosuchlink", "bad..name"] {
             let daemon = try reachctl(["check", target] + viaDaemon)
             let local = try reachctl(["check", target] + inProcess)

@@ -40,41 +40,38 @@ public final class BusSlot {
 public final class BusConnection {
     public let bus: OpaquePointer
 
-    public enum Address: Sendable, Hashable, CustomStringConvertible {
+    public enum Address: Sendable, Hashable {
         /// The system bus (`DBUS_SYSTEM_BUS_ADDRESS` honoured).
         case system
-        /// The user's session bus.
+        /// The user's session bus (`DBUS_SESSION_BUS_ADDRESS`, else `$XDG_RUNTIME_DIR/bus`).
         case user
         /// An explicit address (`unix:path=...`), for tests and development.
         case address(String)
-
-        /// In words, as errors name it: `the system bus`, `the bus at unix:path=/run/x`.
-        public var description: String {
-            switch self {
-            case .system: "the system bus"
-            case .user: "the user bus"
-            case let .address(text): "the bus at \(text)"
-            }
-        }
     }
 
+    /// Connects and says Hello. The connection never takes file descriptors: no method of
+    /// reachd's has one among its arguments and nothing a client reads carries one, yet the bus
+    /// passes them with any message whatever its signature, and a call held for its answer (a
+    /// host check into a slow nameserver) held its descriptors with it: some 70 calls of 16 each
+    /// took reachd past systemd's soft limit of 1024. Declining them when the connection is made
+    /// (sd-bus never offers NEGOTIATE_UNIX_FD) makes the broker refuse every such message on the
+    /// sender's side (NotSupported) before any byte of it reaches this process.
     public init(_ address: Address, description: String) throws(BusError) {
-        var bus: OpaquePointer?
-        var result: Int32
-        switch address {
-        case .system: result = sd_bus_open_system_with_description(&bus, description)
-        case .user: result = sd_bus_open_user_with_description(&bus, description)
-        case let .address(text):
-            result = sd_bus_new(&bus)
-            if result >= 0, let bus {
-                sd_bus_set_description(bus, description)
-                result = sd_bus_set_address(bus, text)
-                if result >= 0 { result = sd_bus_set_bus_client(bus, 1) }
-                if result >= 0 { result = sd_bus_start(bus) }
-                if result < 0 { sd_bus_unref(bus) }
-            }
+        guard let text = address.text else {
+            throw BusError("connect to the user bus: neither DBUS_SESSION_BUS_ADDRESS nor XDG_RUNTIME_DIR is set", code: -ENOMEDIUM)
         }
-        guard result >= 0, let bus else { throw BusError("connect to \(address)", code: result) }
+        var bus: OpaquePointer?
+        var result = sd_bus_new(&bus)
+        guard result >= 0, let bus else { throw BusError("connect to the \(address)", code: result) }
+        sd_bus_set_description(bus, description)
+        result = sd_bus_set_address(bus, text)
+        if result >= 0 { result = sd_bus_negotiate_fds(bus, 0) }
+        if result >= 0 { result = sd_bus_set_bus_client(bus, 1) }
+        if result >= 0 { result = sd_bus_start(bus) }
+        guard result >= 0 else {
+            sd_bus_unref(bus)
+            throw BusError("connect to the \(address)", code: result)
+        }
         self.bus = bus
     }
 

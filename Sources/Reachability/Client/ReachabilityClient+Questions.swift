@@ -65,29 +65,22 @@ extension ReachabilityClient {
         var generation: UInt64 = 0
         var counters: MirrorCounters?
         var stall: StallEvidence?
-        // The three NAT64 entries, kept until all are read. Plain variables and a switch, not
-        // tables of key paths: `reachctl is` reads GetStatus once per timer, and a table's
-        // generic metadata costs the runtime a scan of every protocol conformance in the binary.
+        // The three NAT64 entries, kept until all are read. The host's properties are read by
+        // their rows (`HostProperty`), closures and no key paths: `reachctl is` reads GetStatus
+        // once per timer, and key paths' generic metadata costs the runtime a scan of every
+        // protocol conformance in the binary.
         var nat64: (prefix: String?, router: String?, interface: String?)
         var expensiveReasons: [String: ExpensiveReason] = [:]
         var networkIDs: [String: String] = [:]
         guard try message.enter("a", "{sv}") else { throw Self.badReply("GetStatus", "expected a{sv}") }
         while try message.enter("e", "sv") {
             let key = try message.readString()
+            if try HostProperty.readEntry(key, message, into: &host) {
+                try message.exit()
+                continue
+            }
             switch key {
-            case "Flags":
-                if let value = try Self.variant(message, "u", { m throws(BusError) in try m.readUInt32() }) {
-                    host.flags = ReachabilityFlags(rawValue: value)
-                }
-            case "State":
-                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
-                    host.state = HostState(rawValue: value) ?? .offline
-                }
-            case "Connectivity":
-                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
-                    host.connectivity.verdict = ConnectivityVerdict(rawValue: value) ?? .unknown
-                }
-            case "Generation":
+            case HostProperty.generation:
                 if let value = try Self.variant(message, "t", { m throws(BusError) in try m.readUInt64() }) {
                     generation = value
                 }
@@ -98,44 +91,6 @@ extension ReachabilityClient {
             case "Resyncs":
                 if let value = try Self.variant(message, "t", { m throws(BusError) in try m.readUInt64() }) {
                     counters = MirrorCounters(overruns: counters?.overruns ?? 0, resyncs: value)
-                }
-            case "SupportsIPv4", "SupportsIPv6", "SupportsDNS":
-                if let value = try Self.variant(message, "b", { m throws(BusError) in try m.readBool() }) {
-                    switch key {
-                    case "SupportsIPv4": host.pathFacts.supportsIPv4 = value
-                    case "SupportsIPv6": host.pathFacts.supportsIPv6 = value
-                    default: host.pathFacts.supportsDNS = value
-                    }
-                }
-            case "Gateways":
-                if let value = try Self.variant(message, "as", { m throws(BusError) in try m.readStringArray() }) {
-                    host.pathFacts.gateways = value.compactMap(IPAddress.init)
-                }
-            case "Reason":
-                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
-                    host.pathFacts.reason = Reason(rawValue: value)
-                }
-            case "ExpensiveReason":
-                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
-                    host.expensiveReason = ExpensiveReason(rawValue: value)
-                }
-            case "PrimaryInterface", "UnderlyingInterface", "Portal", "AnnouncedPortal", "NetworkID":
-                if let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() }) {
-                    switch key {
-                    case "PrimaryInterface": host.primaryInterface = value
-                    case "UnderlyingInterface": host.underlyingInterface = value
-                    case "Portal": host.connectivity.portal = value
-                    case "AnnouncedPortal": host.announcedPortal = value
-                    default: host.networkID = value
-                    }
-                }
-            case "AvailableInterfaces", "ValidatedInterfaces":
-                if let value = try Self.variant(message, "as", { m throws(BusError) in try m.readStringArray() }) {
-                    if key == "AvailableInterfaces" { host.availableInterfaces = value } else { host.validatedInterfaces = value }
-                }
-            case "Stalled":
-                if let value = try Self.variant(message, "b", { m throws(BusError) in try m.readBool() }) {
-                    host.stalled = value
                 }
             case ReachdContract.interfaceExpensiveReasons:
                 for (name, value) in try Self.byInterface(message) { expensiveReasons[name] = ExpensiveReason(rawValue: value) }

@@ -87,27 +87,10 @@ public enum ReachdContract {
         public static let interface = "Nat64Interface"
     }
 
-    /// The members of `interface` at `objectPath`.
-    public static let serviceMembers: [BusVTable.Member] = [
-        .property("Flags", signature: "u", emitsChange: true),
-        .property("PrimaryInterface", signature: "s", emitsChange: true),
-        .property("State", signature: "s", emitsChange: true),
-        .property("AvailableInterfaces", signature: "as", emitsChange: true),
-        .property("UnderlyingInterface", signature: "s", emitsChange: true),
-        .property("Connectivity", signature: "s", emitsChange: true),
-        .property("Portal", signature: "s", emitsChange: true),
-        .property("AnnouncedPortal", signature: "s", emitsChange: true),
-        .property("Nat64Prefix", signature: "s", emitsChange: true),
-        .property("ValidatedInterfaces", signature: "as", emitsChange: true),
-        .property("Stalled", signature: "b", emitsChange: true),
-        .property("SupportsIPv4", signature: "b", emitsChange: true),
-        .property("SupportsIPv6", signature: "b", emitsChange: true),
-        .property("SupportsDNS", signature: "b", emitsChange: true),
-        .property("Gateways", signature: "as", emitsChange: true),
-        .property("Reason", signature: "s", emitsChange: true),
-        .property("Constrained", signature: "b", emitsChange: true),
-        .property("ExpensiveReason", signature: "s", emitsChange: true),
-        .property("NetworkID", signature: "s", emitsChange: true),
+    /// The members of `interface` at `objectPath`: the host's properties (`HostProperty.all`)
+    /// and Generation, then the methods and signals.
+    public static let serviceMembers: [BusVTable.Member] =
+        HostProperty.all.map { .property($0.name, signature: $0.signature, emitsChange: true) } + [
         .property("Generation", signature: "t", emitsChange: true),
         .method("GetStatus", signature: "", result: "a{sv}", names: "status\0"),
         .method("ListInterfaces", signature: "", result: "a(issuas)", names: "interfaces\0"),

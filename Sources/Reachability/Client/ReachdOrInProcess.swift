@@ -29,7 +29,7 @@ public enum ReachdOrInProcess {
         do {
             client = try ReachabilityClient(bus: bus, timeout: probeTimeout)
         } catch {
-            throw ReachdUnavailable(reason: "cannot connect to \(bus): \(systemText(error))")
+            throw ReachdUnavailable(reason: "cannot connect to the \(bus): \(systemText(error))")
         }
         let status: (host: HostStatus, generation: UInt64)
         do {
@@ -66,11 +66,11 @@ public enum ReachdOrInProcess {
     static func reason(for error: BusError, bus: BusConnection.Address, timeout: Duration) -> String {
         switch error.name {
         case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
-            return "\(ReachdContract.busName) is not on \(bus)"
+            return "\(ReachdContract.busName) is not on the \(bus)"
         case "org.freedesktop.DBus.Error.Timeout", "org.freedesktop.DBus.Error.NoReply", "System.Error.\(ETIMEDOUT)":
-            return "no answer on \(bus) within \(DurationText.format(timeout))"
+            return "no answer on the \(bus) within \(DurationText.format(timeout))"
         case "org.freedesktop.DBus.Error.AccessDenied":
-            return "access denied on \(bus): \(error.message)"
+            return "access denied on the \(bus): \(error.message)"
         default:
             return systemText(error)
         }

@@ -4,8 +4,8 @@
 /// `Location: http://x/\e[31m`, and a terminal would obey it; `a\x1b[31mb` is what it shows
 /// instead. A bidi override (U+202E) would make a reader see an error message backwards, and a
 /// zero-width character would make two different names look the same: `\u{202e}` is shown.
-/// JSON needs none of this: its serializer escapes the control characters exactly (`\u001b`)
-/// and a JSON reader takes the format characters as the data they are.
+/// JSON escapes the same characters itself, exactly (`\u001b`, `\u202e`), so a JSON line holds
+/// none of them raw and passes any terminal filter unchanged.
 extension String {
     /// This text with C0 controls (but the kept ones), DEL and C1 controls written as `\xHH`
     /// (C1: `\u{HH}`, as they are not bytes of their own in UTF-8), and format characters
@@ -38,7 +38,9 @@ extension String {
         return out
     }
 
-    private static func isEscaped(_ scalar: Unicode.Scalar, keepingNewlines: Bool) -> Bool {
+    /// Whether `scalar` could drive a terminal or hide text: the characters every output of
+    /// outside text writes out (here, and JSON's serializer).
+    package static func isEscaped(_ scalar: Unicode.Scalar, keepingNewlines: Bool) -> Bool {
         switch scalar.value {
         case 0x0A, 0x09: !keepingNewlines
         case 0x00...0x1F, 0x7F, 0x80...0x9F: true

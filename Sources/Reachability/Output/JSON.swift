@@ -90,7 +90,8 @@ extension JSONValue {
     /// Compact JSON text (RFC 8259): no whitespace between tokens, object keys in stored order.
     ///
     /// Strings escape `"` and `\`, and write every control character (U+0000-U+001F, DEL and
-    /// U+0080-U+009F) as `\u00XX`; all other characters, including non-ASCII, pass through as UTF-8.
+    /// U+0080-U+009F) and format character (bidi controls, zero-width characters) as `\uXXXX`;
+    /// all other characters, including non-ASCII, pass through as UTF-8.
     package func serialized() -> String {
         var out: [UInt8] = []
         out.reserveCapacity(256)
@@ -131,38 +132,34 @@ extension JSONValue {
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
-    /// A Swift `String` is always valid Unicode, so its UTF-8 bytes can be copied as they are;
-    /// only the bytes RFC 8259 section 7 requires to be escaped are rewritten, and DEL and the C1
-    /// controls (U+0080-U+009F, UTF-8 `C2 80`-`C2 9F`) as well: the same text, but none of it
-    /// can drive a terminal that prints the JSON.
+    /// A Swift `String` is always valid Unicode, so its characters are copied as UTF-8; rewritten
+    /// are the ones RFC 8259 section 7 requires (`"`, `\`, U+0000-U+001F) and every other one
+    /// that could drive a terminal printing the JSON or hide text from its reader, as
+    /// `String.escapingControlCharacters` names them (DEL, C1 controls, format characters such
+    /// as bidi overrides and zero-width spaces), as `\uXXXX` (a surrogate pair past U+FFFF). So
+    /// the JSON is exact and no terminal filter ever needs to touch it.
     private static func writeString(_ string: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        let bytes = Array(string.utf8)
-        var index = 0
-        while index < bytes.count {
-            let byte = bytes[index]
-            index += 1
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+        for scalar in string.unicodeScalars {
+            switch scalar.value {
+            case 0x22, 0x5C:
                 out.append(UInt8(ascii: "\\"))
-                out.append(byte)
-            case 0x00...0x1F, 0x7F:
-                escape(byte, to: &out)
-            case 0xC2 where index < bytes.count && (0x80...0x9F).contains(bytes[index]):
-                escape(bytes[index], to: &out)
-                index += 1
+                out.append(UInt8(scalar.value))
+            case 0x20...0x7E:
+                out.append(UInt8(scalar.value))
+            case _ where String.isEscaped(scalar, keepingNewlines: false):
+                for unit in String(scalar).utf16 { escape(unit, to: &out) }
             default:
-                out.append(byte)
+                out.append(contentsOf: String(scalar).utf8)
             }
         }
         out.append(UInt8(ascii: "\""))
     }
 
-    /// `\u00XX` for a code point below U+0100.
-    private static func escape(_ value: UInt8, to out: inout [UInt8]) {
-        out.append(contentsOf: "\\u00".utf8)
-        out.append(hexDigits[Int(value >> 4)])
-        out.append(hexDigits[Int(value & 0x0F)])
+    /// `\uXXXX` for one UTF-16 code unit.
+    private static func escape(_ unit: UInt16, to out: inout [UInt8]) {
+        out.append(contentsOf: "\\u".utf8)
+        for shift in stride(from: 12, through: 0, by: -4) { out.append(hexDigits[Int(unit >> UInt16(shift)) & 0x0F]) }
     }
 }
 
