@@ -88,6 +88,12 @@ struct LinkLocalTests {
                 #expect(json["flags"] as? [String] == ["reachable", "isDirect"], "\(target) \(source): \(result.stdout)")
                 #expect(json["interface"] as? String == "up0", "\(target) \(source): \(result.stdout)")
                 #expect((json["reason"] as? String ?? "").isEmpty, "\(target) \(source): \(result.stdout)")
+                // why agrees: nothing broken, the address layer on the link-local source.
+                let why = try reachctl(["why", target, "--json"] + source)
+                let layers = try why.json()["layers"] as? [[String: Any]] ?? []
+                let address = layers.first { $0["layer"] as? String == "address" }
+                #expect(why.status == 0 && layers.allSatisfy { $0["status"] as? String != "broken" }, "\(target) \(source): \(why.stdout)")
+                #expect((address?["evidence"] as? [String])?.first?.hasSuffix("(link-local)") == true, "\(target) \(source): \(why.stdout)")
             }
         }
         // A link-local address beyond any link the host has: still no route, as the kernel says.
