@@ -46,8 +46,8 @@ struct Options {
         Signals: SIGHUP reloads the configuration (a bad one is refused and the old one kept);
         SIGTERM and SIGINT stop. Exit status: 0 stopped cleanly, 1 lost the bus or the name
         (systemd restarts it), 2 bad usage or configuration (an unknown option, a missing value,
-        an address that is no D-Bus address, a --config-dir that does not exist; the unit's
-        RestartPreventExitStatus=2 does not restart it).
+        an address that is no D-Bus address, a --config-dir or --netns that does not exist; the
+        unit's RestartPreventExitStatus=2 does not restart it).
         """
 
     static let version = "reachd \(BuildInfo.version)"
@@ -87,7 +87,14 @@ struct Options {
             case "--check-config": options.checkConfig = true
             case "--netns":
                 guard let namespace = value(argument) else { return .exit(2) }
-                options.namespace = NetworkNamespace.path(forName: namespace)
+                let path = NetworkNamespace.path(forName: namespace)
+                // A name that names nothing is a mistake in the command line, not a lost bus:
+                // exit 2, which the unit does not restart on.
+                guard access(path, F_OK) == 0 else {
+                    Log.error("--netns '\(namespace)': no such network namespace (\(path))")
+                    return .exit(2)
+                }
+                options.namespace = path
             case "--sysfs-root":
                 guard let root = value(argument) else { return .exit(2) }
                 options.sysfsRoot = root

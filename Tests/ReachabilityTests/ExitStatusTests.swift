@@ -65,6 +65,7 @@ struct ExitStatusTests {
             (["--bus-address", "tcp:port=1"], "--bus-address 'tcp:port=1' is not a D-Bus address: tcp: needs host="),
             (["--bus-address"], "--bus-address needs a value"),
             (["--frob"], "unknown option '--frob'"),
+            (["--netns", "nosuch-ns-\(getpid())"], "--netns 'nosuch-ns-\(getpid())': no such network namespace (/run/netns/nosuch-ns-\(getpid()))"),
         ] {
             let result = try DaemonHarness.execute(productPath("reachd"), arguments)
             #expect(result.status == 2, "\(arguments): \(result)")
