@@ -264,7 +264,13 @@ extension NetworkState {
         case .flowing:
             return .init(name: .traffic, status: .ok, evidence: ["\(name): flowing, \(figures.socketsJudged) socket(s) judged"])
         case .stalled:
-            var evidence = ["\(name): stalled: \(figures.socketsFailing) of \(figures.socketsJudged) socket(s) retransmit with nothing back for \(figures.waiting.components.seconds)s"]
+            // Only the figures there are: a stall of DNS timeouts alone judged no socket.
+            var why: [String] = []
+            if figures.socketsFailing > 0 {
+                why.append("\(figures.socketsFailing) of \(figures.socketsJudged) socket(s) retransmit with nothing back for \(figures.waiting.components.seconds)s")
+            }
+            if figures.dnsTimeouts > 0 { why.append("\(figures.dnsTimeouts) DNS timeouts in a row") }
+            var evidence = ["\(name): stalled" + (why.isEmpty ? "" : ": " + why.joined(separator: "; "))]
             if let since = figures.sinceReceive { evidence.append("last segment received \(since.components.seconds)s ago") }
             if figures.nameserverSilent { evidence.append("reachd's own DNS queries to a nameserver beyond \(name) went unanswered too") }
             return .init(
