@@ -32,7 +32,7 @@ struct WaitCommand: AsyncParsableCommand {
                             without --interface, an IPv4 (IPv6) internet path
               --any         one of the --interface links is enough (without
                             --interface, online already means one link)
-              --dns         a configured nameserver is reachable too
+              --dns         a configured nameserver is routable too
             A link reachd does not list (absent, or ignored by configuration) never \
             counts. Conditions given together must all hold. A host (or a target) whose path \
             is stalled (its own TCP traffic stopped flowing: see reachctl status --verbose) \
@@ -117,7 +117,7 @@ struct WaitCommand: AsyncParsableCommand {
     @Flag(help: "With --interface, one of the links is enough instead of all of them.")
     var any = false
 
-    @Flag(help: "Require a reachable nameserver too (SupportsDNS).")
+    @Flag(help: "Require a routable nameserver too (SupportsDNS).")
     var dns = false
 
     @OptionGroup var output: OutputOptions
@@ -211,7 +211,7 @@ struct WaitCommand: AsyncParsableCommand {
             [ipv4 ? "IPv4" : nil, ipv6 ? "IPv6" : nil].compactMap { $0 }.joined(separator: " and ")
         }
 
-        /// `eth0 ready with IPv4`, `one of eth0 ready, wlan0 ready`, `an IPv6 path`, `a reachable nameserver`.
+        /// `eth0 ready with IPv4`, `one of eth0 ready, wlan0 ready`, `an IPv6 path`, `a routable nameserver`.
         var goal: [String] {
             var parts: [String] = []
             let with = families.isEmpty ? "" : " with \(families)"
@@ -221,7 +221,7 @@ struct WaitCommand: AsyncParsableCommand {
             } else if !families.isEmpty {
                 parts.append("an \(families) internet path")
             }
-            if dns { parts.append("a reachable nameserver") }
+            if dns { parts.append("a routable nameserver") }
             return parts
         }
 
@@ -235,7 +235,7 @@ struct WaitCommand: AsyncParsableCommand {
                 (ipv4 && !facts.supportsIPv4) || (ipv6 && !facts.supportsIPv6) {
                 parts.append("no \(families) internet path")
             }
-            if dns, snapshot?.host.pathFacts.supportsDNS != true { parts.append("no nameserver reachable") }
+            if dns, snapshot?.host.pathFacts.supportsDNS != true { parts.append("no nameserver routable") }
             return parts
         }
     }

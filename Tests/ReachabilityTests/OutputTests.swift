@@ -135,14 +135,14 @@ struct StatusTextTests {
             renderStatus(Fixture.snapshot) == """
                 State: online via wlan0 (wifi)
                 Available: wlan0, wwan0
-                DNS: no nameserver reachable
+                DNS: no nameserver routable
                 """)
         #expect(
             renderStatus(Fixture.snapshot, style: TextStyle(verbose: true)) == """
                 State: online via wlan0 (wifi)
                 Flags: reachable|isWiFi
                 Available: wlan0, wwan0
-                DNS: no nameserver reachable
+                DNS: no nameserver routable
                 Generation: 7
                 """)
     }
@@ -152,7 +152,23 @@ struct StatusTextTests {
         var snapshot = Fixture.snapshot
         snapshot.host.pathFacts = PathFacts(supportsIPv4: true, gateways: [try #require(IPAddress("10.61.0.1"))], supportsDNS: true)
         let text = renderStatus(snapshot)
-        #expect(text.contains("\nPath: IPv4 via 10.61.0.1\nDNS: a nameserver is reachable"), "\(text)")
+        #expect(text.contains("\nPath: IPv4 via 10.61.0.1\nDNS: a nameserver is routable"), "\(text)")
+    }
+
+    /// issue 42: with DNS timeouts behind a stall, the State line and the DNS line tell one
+    /// story: routable, but the lookups timed out; never "reachable" beside "5 DNS timeouts".
+    @Test("the DNS line and the stall agree")
+    func dnsAndStallAgree() throws {
+        var snapshot = Fixture.snapshot
+        snapshot.host.pathFacts = PathFacts(supportsIPv4: true, gateways: [try #require(IPAddress("10.61.0.1"))], supportsDNS: true)
+        snapshot.host.stalled = true
+        var evidence = StallEvidence()
+        evidence.dnsTimeouts = 5
+        snapshot.stallEvidence = evidence
+        let text = renderStatus(snapshot)
+        #expect(text.hasPrefix("State: online via wlan0 (wifi), but traffic is stalled: 5 DNS timeouts in a row\n"), "\(text)")
+        #expect(text.contains("\nDNS: a nameserver is routable, but 5 lookups in a row timed out"), "\(text)")
+        #expect(!text.contains("reachable"), "\(text)")
     }
 
     @Test("colour paints the state words only, green online, yellow degraded, red offline")
@@ -192,7 +208,7 @@ struct StatusTextTests {
                 Available: wlan0, wwan0
                 Internet via: wwan0
                 Announced portal: https://portal.example/api
-                DNS: no nameserver reachable
+                DNS: no nameserver routable
                 """)
     }
 
@@ -215,7 +231,7 @@ struct StatusTextTests {
                 State: offline
                 Flags: none
                 Available: none
-                DNS: no nameserver reachable
+                DNS: no nameserver routable
                 Reason: noRoute
                 Generation: 0
                 """)

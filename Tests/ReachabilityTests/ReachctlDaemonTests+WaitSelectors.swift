@@ -68,7 +68,7 @@ extension ReachctlDaemonTests {
         #expect(routable.status == 0, "\(routable)")
         let none = try reachctl(["wait", "--dns", "--timeout", "300ms", "--netns", ns.name, "--resolv-conf", directory + "/none"])
         #expect(none.status == 1, "\(none)")
-        #expect(none.stderr.contains("for the host online and a reachable nameserver; saw: no nameserver reachable"), "\(none.stderr)")
+        #expect(none.stderr.contains("for the host online and a routable nameserver; saw: no nameserver routable"), "\(none.stderr)")
     }
 }
 

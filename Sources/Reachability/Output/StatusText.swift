@@ -89,7 +89,7 @@ package func renderValidation(_ status: ConnectivityStatus) -> String {
 /// State: online via wlan0 (wifi)
 /// Available: wlan0, wwan0
 /// Path: IPv4, IPv6 via 192.0.2.1, fe80::1
-/// DNS: a nameserver is reachable
+/// DNS: a nameserver is routable
 /// ```
 /// with `Internet via: eth0, wlan0` after Available when the probe found the internet through
 /// some of them, `Announced portal: URI` when a router advertised one (RFC 8910), `NAT64: PREFIX
@@ -114,7 +114,7 @@ package func renderStatus(_ snapshot: ReachabilitySnapshot, style: TextStyle = .
         let via = facts.gateways.isEmpty ? "" : " via " + facts.gateways.map(\.description).joined(separator: ", ")
         lines.append("Path: " + (families.isEmpty ? "no global address" : families.joined(separator: ", ")) + via)
     }
-    lines.append("DNS: " + (facts.supportsDNS ? style.paint("a nameserver is reachable", .good) : style.paint("no nameserver reachable", .bad)))
+    lines.append("DNS: " + renderDNS(facts, snapshot.stallEvidence, style: style))
     if let reason = facts.reason { lines.append("Reason: " + reason.rawValue) }
     if host.state != .online, let only = renderLinkLocalOnly(snapshot.interfaces) { lines.append("Address: " + only) }
     if style.verbose, !host.networkID.isEmpty { lines.append("Network: \(host.networkID)") }
@@ -132,6 +132,16 @@ func renderLinkLocalOnly(_ interfaces: [InterfaceStatus]) -> String? {
     guard let first = held.first, held.allSatisfy({ $0.1.address.isLinkLocal }) else { return nil }
     return "only link-local IPv4 (\(first.1) on \(first.0)): it reaches that link's neighbours, not the internet; "
         + "no DHCP server answered"
+}
+
+/// The `DNS:` line in one vocabulary with the stall's figures: `a nameserver is routable` (a
+/// ready path leads to one; nothing was asked of it), `..., but 5 lookups in a row timed out`
+/// when reachd's own lookups say it does not answer, `no nameserver routable` otherwise.
+func renderDNS(_ facts: PathFacts, _ stall: StallEvidence?, style: TextStyle = .plain) -> String {
+    guard facts.supportsDNS else { return style.paint("no nameserver routable", .bad) }
+    let timeouts = stall?.dnsTimeouts ?? 0
+    guard timeouts > 0 else { return style.paint("a nameserver is routable", .good) }
+    return style.paint("a nameserver is routable", .degraded) + ", but \(timeouts) lookup\(timeouts == 1 ? "" : "s") in a row timed out"
 }
 
 /// Flags as Apple names them, `none` when there are none: the one spelling of empty flags in
