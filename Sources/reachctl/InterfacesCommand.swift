@@ -31,7 +31,7 @@ struct InterfacesCommand: AsyncParsableCommand {
             Examples:
               reachctl interfaces
               reachctl interfaces 'en*'
-              reachctl interfaces --json | jq -r '.interfaces[] | select(.state == "ready") | .name'
+              reachctl interfaces --json | jq -r '.interfaces[].state'
 
             Exit status: 0 success, 1 a name or pattern matched no interface, 255 error.
             """,

@@ -26,7 +26,7 @@ struct Reachctl: AsyncParsableCommand {
             Examples:
               reachctl                     state, flags and usable interfaces
               reachctl interfaces          every interface: kind, flags, addresses
-              reachctl --json int          the same as JSON (a unique prefix names the command)
+              reachctl --json int          the same as JSON (a unique prefix names it)
               reachctl check example.org   can a packet get there now, and how
               reachctl why                 each layer from radio to probe, the first broken
               reachctl history --since 1d  outages of the last day: when, how long, why

@@ -39,7 +39,7 @@ struct StatusCommand: AsyncParsableCommand {
 
             Examples with kinds:
               reachctl status --kind wifi
-              reachctl status --not-kind cellular --not-kind vpn --json | jq .availableInterfaces
+              reachctl status --not-kind cellular --json | jq .availableInterfaces
 
             Exit status: 0 online (with --kind/--not-kind: satisfied), 1 local or offline \
             (unsatisfied), 255 error.

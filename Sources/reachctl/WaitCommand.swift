@@ -48,8 +48,8 @@ struct WaitCommand: AsyncParsableCommand {
               reachctl wait --timeout '1h 30min'       systemd's time spans work too
               reachctl wait --target 192.0.2.1 --timeout 10s && mount /srv/backup
               reachctl wait --timeout 5s || echo "offline: using the cache"
-              reachctl wait --internet --timeout 1m    until reachd's probe says the internet answers
-              reachctl wait -i eth0 -i wlan0 --any -4  until eth0 or wlan0 is ready with IPv4
+              reachctl wait --internet --timeout 1m    until reachd's probe gets its answer
+              reachctl wait -i eth0 -i wlan0 --any -4  until eth0 or wlan0 has IPv4
               reachctl wait --interface eth0:routable --dns
 
             In a systemd unit, to start a service only once its server can be reached \
