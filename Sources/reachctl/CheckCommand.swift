@@ -39,8 +39,8 @@ struct CheckCommand: AsyncParsableCommand {
               sudo reachctl check --user nobody 198.51.100.7
               reachctl check --validate --json | jq -r .connectivity
 
-            Exit status: 0 reachable, 1 not reachable, 2 invalid target or error. With \
-            --validate: 0 full, 1 portal, limited or none, 2 error (reachd not answering, or its \
+            Exit status: 0 reachable, 1 not reachable, 255 invalid target or error. With \
+            --validate: 0 full, 1 portal, limited or none, 255 error (reachd not answering, or its \
             probe off).
             """
     )

@@ -29,18 +29,12 @@ struct CommandWord {
     /// spelled out. A line whose first word is not preceded by known options only is returned as
     /// it is, for ArgumentParser to judge (`reachctl --kind wifi`, the default command's option).
     func resolve(_ arguments: [String]) throws(Refusal) -> [String] {
-        try resolveCommand(arguments).arguments
-    }
-
-    /// `resolve(_:)`'s arguments, and the command they name (nil when ArgumentParser is left to
-    /// judge the line): main needs it before parsing, as `is` exits differently on usage errors.
-    func resolveCommand(_ arguments: [String]) throws(Refusal) -> (arguments: [String], command: String?) {
         var arguments = arguments
         var index = arguments.startIndex
         while index < arguments.endIndex {
             let argument = arguments[index]
             // `--` ends the options; `---completion` is the completion scripts' own protocol.
-            if argument == "--" || argument.hasPrefix("---") { return (arguments, nil) }
+            if argument == "--" || argument.hasPrefix("---") { return arguments }
             if argument.hasPrefix("-"), argument.count > 1 {
                 let name = String(argument.prefix { $0 != "=" })
                 if valueOptions.contains(name) {
@@ -48,7 +42,7 @@ struct CommandWord {
                 } else if flags.contains(name) {
                     index += 1
                 } else {
-                    return (arguments, nil)
+                    return arguments
                 }
                 continue
             }
@@ -58,9 +52,32 @@ struct CommandWord {
             if command == "help", next < arguments.endIndex, !arguments[next].hasPrefix("-") {
                 arguments[next] = try self.command(for: arguments[next], after: "help")
             }
-            return (arguments, command)
+            return arguments
         }
-        return (arguments, nil)
+        return arguments
+    }
+
+    /// `arguments` with each value of `options` that begins with a minus and a digit joined to
+    /// its option (`--since -2h` -> `--since=-2h`), as journalctl reads `--since -2h`: apart,
+    /// ArgumentParser would take the value for an option and say "Missing value".
+    static func joiningSignedValues(_ arguments: [String], of options: Set<String>) -> [String] {
+        var joined: [String] = []
+        var index = arguments.startIndex
+        while index < arguments.endIndex {
+            let argument = arguments[index]
+            let next = index + 1
+            if argument == "--" { return joined + arguments[index...] }
+            if options.contains(argument), next < arguments.endIndex, arguments[next].hasPrefix("-"),
+                arguments[next].dropFirst().first?.isNumber == true
+            {
+                joined.append(argument + "=" + arguments[next])
+                index += 2
+            } else {
+                joined.append(argument)
+                index += 1
+            }
+        }
+        return joined
     }
 
     /// The command `word` names: its name or an alias, else the one command that a prefix of

@@ -37,7 +37,7 @@ struct HistoryCommand: AsyncParsableCommand {
               reachctl history --since '2026-11-27 08:00' --json | jq '.summary'
               reachctl history --since yesterday --svg > outages.svg
 
-            Exit status: 0 success, 2 usage error or nothing could be read.
+            Exit status: 0 success, 255 usage error or nothing could be read.
             """
     )
 

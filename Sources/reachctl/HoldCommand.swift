@@ -21,7 +21,8 @@ struct HoldCommand: AsyncParsableCommand {
             standard error and exits 0. It follows reachd's signals (or, without reachd, the \
             kernel's events in-process); it never polls. When reachd goes away (killed, restarted, \
             or ended by its watchdog when hung) it says so and goes on in-process, from the \
-            kernel's own events; with --daemon it fails instead (exit 2).
+            kernel's own events; with --daemon it fails instead (exit 255). It prints no answer \
+            to parse: --json is refused.
 
             Made for the template unit reachd-is@.service, which runs `reachctl hold %i` and \
             restarts it after each end, so that the unit is active exactly while the condition \
@@ -36,7 +37,7 @@ struct HoldCommand: AsyncParsableCommand {
               systemctl start reachd-is@via-vpn.service
               reachctl hold unmetered && echo "the network became metered"
 
-            Exit status: 0 the conditions held and then one ended, 2 usage or error (an \
+            Exit status: 0 the conditions held and then one ended, 255 usage or error (an \
             unknown condition; with --daemon, reachd went away).
             """
     )
@@ -44,10 +45,17 @@ struct HoldCommand: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("Conditions that must all hold (as for reachctl is).", valueName: "condition"))
     var conditions: [String] = []
 
+    // Held, not shown: a global --json (reachctl --json hold online) reaches this group too, and
+    // is refused rather than ignored.
+    @OptionGroup(visibility: .private) var output: OutputOptions
+
     @OptionGroup var options: CommonOptions
 
     func validate() throws {
         try IsCommand.validate(conditions)
+        if output.json {
+            throw ValidationError("--json: hold prints no answer to parse; it tells systemd (READY=1, STATUS=) and says on standard error why it ends. For JSON, ask reachctl is --json or monitor --json.")
+        }
     }
 
     func run() async throws {

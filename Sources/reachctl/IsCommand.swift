@@ -39,10 +39,6 @@ struct IsCommand: AsyncParsableCommand {
     /// The command's word, apart from `configuration` so that the quick path does not build that.
     static let name = "is"
 
-    /// The exit status of a usage error or of no answer: 255 makes `ExecCondition=` fail the
-    /// unit rather than skip it (systemd.service(5)), so a mistake does not pass for "not now".
-    static let errorStatus: Int32 = 255
-
     @Argument(help: ArgumentHelp("Conditions that must all hold.", valueName: "condition"))
     var conditions: [String] = []
 
@@ -85,15 +81,10 @@ struct IsCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let snapshot: ReachabilitySnapshot
-        do {
-            snapshot = try await reportingErrors {
-                let source = try options.openSource()
-                defer { source.stop() }
-                return try await source.snapshot()
-            }
-        } catch let code as ExitCode where code.rawValue == ExitStatus.error.rawValue {
-            throw ExitCode(Self.errorStatus)
+        let snapshot = try await reportingErrors {
+            let source = try options.openSource()
+            defer { source.stop() }
+            return try await source.snapshot()
         }
         let status = Self.report(conditions.compactMap(HostCondition.init(word:)), in: snapshot, json: output.json, quiet: quiet)
         if status != ExitStatus.success.rawValue { throw ExitCode(status) }
@@ -167,7 +158,7 @@ extension IsCommand {
         } catch {
             return inProcessStatus(
                 conditions, json: json, quiet: quiet, requireDaemon: requireDaemon,
-                configDirectories: configDirectories.isEmpty ? Configuration.defaultDirectories : configDirectories, unavailable: error)
+                configDirectories: configDirectories, unavailable: error)
         }
         // The interfaces only where a condition needs their kinds or a failure names them.
         var snapshot = ReachabilitySnapshot(generation: status.generation, host: status.host, interfaces: [])
@@ -192,10 +183,10 @@ extension IsCommand {
             let snapshot = try ReachabilityCore.snapshot(configuration: CommonOptions.coreConfiguration(settings))
             return report(conditions, in: snapshot, json: json, quiet: quiet)
         } catch is ExitCode {
-            return errorStatus
+            return ExitStatus.error.rawValue
         } catch {
             Terminal.write("reachctl: \(error)\n", to: STDERR_FILENO)
-            return errorStatus
+            return ExitStatus.error.rawValue
         }
     }
 }

@@ -20,7 +20,7 @@ struct MetricsCommand: AsyncParsableCommand {
               reachctl metrics | promtool check metrics
               reachctl metrics | grep '^reachd_host_state'
 
-            Exit status: 0 success, 2 error.
+            Exit status: 0 success, 255 error.
             """
     )
 

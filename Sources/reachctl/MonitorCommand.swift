@@ -58,7 +58,7 @@ struct MonitorCommand: AsyncParsableCommand {
             standard error and waits for it to return (the bus starts it where D-Bus activation \
             is installed); then it watches anew and prints only what differs from the last line \
             printed. A bus that goes away is connected to again when it returns. With --daemon \
-            the monitor fails fast instead: reachd going away ends it (exit 2).
+            the monitor fails fast instead: reachd going away ends it (exit 255).
 
             \(KindOptions.discussion)
 
@@ -69,7 +69,7 @@ struct MonitorCommand: AsyncParsableCommand {
               reachctl monitor --kind wifi
               reachctl monitor --not-kind cellular --json
 
-            Stops on SIGINT (Ctrl-C) or SIGTERM. Exit status: 0 when stopped by a signal, 2 \
+            Stops on SIGINT (Ctrl-C) or SIGTERM. Exit status: 0 when stopped by a signal, 255 \
             error (an invalid target; with --daemon, reachd went away).
             """
     )

@@ -7,7 +7,7 @@ import Glibc
 /// `--json`, global as `CommonOptions` are, but a group of its own: `metrics` holds it without
 /// showing it (its format is Prometheus' own), so that its help does not offer what it refuses.
 struct OutputOptions: ParsableArguments {
-    @Flag(help: "Print JSON (lowerCamelCase D-Bus names) instead of text (every command but metrics).")
+    @Flag(help: "Print JSON (lowerCamelCase D-Bus names) instead of text (every command but metrics and hold, which refuse it).")
     var json = false
 
     @Flag(
@@ -48,7 +48,7 @@ struct CommonOptions: ParsableArguments {
 
     @Flag(
         name: .customLong("daemon"),
-        help: "Answer only from reachd: when it does not answer, fail (exit 2) instead of answering in-process; monitor and wait fail fast (exit 2) when reachd goes away instead of waiting for its return.")
+        help: "Answer only from reachd: when it does not answer, fail (exit 255) instead of answering in-process; monitor and wait fail fast (exit 255) when reachd goes away instead of waiting for its return.")
     var requireDaemon = false
 
     @Option(
@@ -104,15 +104,17 @@ struct CommonOptions: ParsableArguments {
     }
 
     /// The configuration reachd would read (`/etc/reachd`, or `--config-dir`). A bad one is
-    /// refused as reachd refuses it, every error as FILE:LINE: [Section] Key: message (exit 2).
+    /// refused as reachd refuses it, every error as FILE:LINE: [Section] Key: message (exit 255).
     /// `reporting: false`: nothing written, a rejection thrown as one error naming every problem.
     func settings(reporting: Bool = true) throws -> Configuration {
-        try Self.settings(directories: configDirectories.isEmpty ? Configuration.defaultDirectories : configDirectories, reporting: reporting)
+        try Self.settings(directories: configDirectories, reporting: reporting)
     }
 
-    /// `settings(reporting:)` from `directories`, for `is`'s quick path, which has no options.
+    /// `settings(reporting:)` from the `--config-dir` directories (none: /etc/reachd), for `is`'s
+    /// quick path, which has no options.
     static func settings(directories: [String], reporting: Bool) throws -> Configuration {
-        switch Configuration.load(directories: directories) {
+        let named = !directories.isEmpty
+        switch Configuration.load(directories: named ? directories : Configuration.defaultDirectories, named: named) {
         case let .success(configuration):
             guard reporting else { return configuration }
             for warning in configuration.warnings { Terminal.write("reachctl: warning: \(warning.description)\n", to: STDERR_FILENO) }
@@ -171,7 +173,7 @@ struct CommonOptions: ParsableArguments {
 
     /// Opens the source of answers: reachd when it answers a status call within `probeTimeout`,
     /// else the library in-process, saying so in one line on standard error. `--daemon` makes
-    /// a missing reachd an error (exit 2); `--netns` (and `--sysfs-root`) answer in-process
+    /// a missing reachd an error (exit 255); `--netns` (and `--sysfs-root`) answer in-process
     /// without asking reachd.
     /// `followsReachd`: updates wait for reachd across its restarts (unless `--daemon`); without,
     /// they end when it goes away.

@@ -14,7 +14,7 @@ struct Reachctl: AsyncParsableCommand {
             route the kernel would use right now leaves through a link that is up, has carrier and \
             has a usable address. It never waits for DNS.
 
-            Without a subcommand it runs `status`. Every subcommand but metrics takes --json for scripts. \
+            Without a subcommand it runs `status`. Every subcommand but metrics and hold (which refuse it) takes --json for scripts. \
             The options below are global: they go before or after the command \
             (reachctl --json interfaces, reachctl interfaces --json). A command may be shortened \
             to any unique prefix (reachctl st, reachctl int), as ip reads its objects.
@@ -26,7 +26,7 @@ struct Reachctl: AsyncParsableCommand {
             Examples:
               reachctl                     state, flags and usable interfaces
               reachctl interfaces          every interface: kind, flags, addresses
-              reachctl --json int          the same as JSON (a unique prefix names the command)
+              reachctl --json int          the same as JSON (a unique prefix names it)
               reachctl check example.org   can a packet get there now, and how
               reachctl why                 each layer from radio to probe, the first broken
               reachctl history --since 1d  outages of the last day: when, how long, why
@@ -38,8 +38,10 @@ struct Reachctl: AsyncParsableCommand {
               reachctl status >/dev/null && echo online
               reachctl metrics             the Prometheus metrics, once
 
-            Exit status: 0 online or success, 1 not online (why: a layer is broken), 2 usage or \
-            runtime error (is: 255, which makes ExecCondition= fail the unit instead of skipping it).
+            Exit status, the same rule for every command: 0 it holds (online, reachable, the \
+            condition met, success), 1 it does not (why: a layer is broken; wait: the timeout \
+            passed first), 255 usage or service error (which ExecCondition= takes as a failure, \
+            not a skip).
             """,
         // As reachd's, from the one BuildInfo (`reachd --version`, reachd_build_info).
         version: "reachctl \(BuildInfo.version)",
@@ -61,14 +63,18 @@ struct Reachctl: AsyncParsableCommand {
         valueOptions: ["--netns", "--bus-address", "--config-dir", "--resolv-conf", "--sysfs-root", "--generate-completion-script"],
         flags: ["--json", "--no-color", "--no-legend", "--verbose", "--daemon", "-h", "--help", "--version", "--experimental-dump-help"])
 
-    /// ArgumentParser's own main, except that usage errors exit with 2 (reachctl(1), "EXIT STATUS":
-    /// 1 means "not reachable", so it cannot also mean "you typed it wrong").
+    /// The options whose value is a time or a span, which may begin with a minus (`--since -2h`).
+    static let timeOptions: Set<String> = ["--since", "--timeout"]
+
+    /// ArgumentParser's own main, except that usage errors and any error it would exit 1 for exit
+    /// with `ExitStatus.error` (reachctl(1), "EXIT STATUS": 1 means "does not hold", so it cannot
+    /// also mean "you typed it wrong").
     static func main() async {
         if let status = IsCommand.quickStatus(Array(CommandLine.arguments.dropFirst())) { Glibc.exit(status) }
         let arguments: [String]
-        let command: String?
         do {
-            (arguments, command) = try commandWord.resolveCommand(Array(CommandLine.arguments.dropFirst()))
+            arguments = CommandWord.joiningSignedValues(
+                try commandWord.resolve(Array(CommandLine.arguments.dropFirst())), of: timeOptions)
         } catch {
             Terminal.write("reachctl: \(error)\nSee 'reachctl --help'.\n", to: STDERR_FILENO)
             Glibc.exit(ExitStatus.error.rawValue)
@@ -81,12 +87,9 @@ struct Reachctl: AsyncParsableCommand {
                 try command.run()
             }
         } catch {
-            if exitCode(for: error) == .validationFailure {
-                Terminal.write(fullMessage(for: error) + "\n", to: STDERR_FILENO)
-                // `is` fails the unit whose ExecCondition= holds a typo (IsCommand.errorStatus).
-                Glibc.exit(command == IsCommand._commandName ? IsCommand.errorStatus : ExitStatus.error.rawValue)
-            }
-            exit(withError: error)
+            if error is ExitCode || exitCode(for: error) == .success { exit(withError: error) }
+            Terminal.write(fullMessage(for: error) + "\n", to: STDERR_FILENO)
+            Glibc.exit(ExitStatus.error.rawValue)
         }
     }
 }
@@ -98,8 +101,11 @@ enum ExitStatus: Int32 {
     case success = 0
     /// Not online (status).
     case notReachable = 1
-    /// Usage error, or the answer could not be obtained.
-    case error = 2
+    /// Usage error, or the answer could not be obtained (no reachd with --daemon, no probe,
+    /// a bad configuration). 255, not 2: `ExecCondition=` takes 1-254 as "skip the unit
+    /// quietly" and only 255 as a failure (systemd.service(5)), so a typo in a unit's condition
+    /// fails where an admin sees it instead of skipping the unit at every start.
+    case error = 255
 
     var exitCode: ExitCode { ExitCode(rawValue) }
 }
@@ -111,7 +117,7 @@ struct ReachctlError: Error, CustomStringConvertible {
 }
 
 /// Runs `body`; any error other than an `ExitCode` is printed as `reachctl: <error>` on standard
-/// error and turned into exit status 2.
+/// error and turned into exit status 255.
 func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
     do {
         return try await body()

@@ -7,7 +7,7 @@ struct StatusCommand: AsyncParsableCommand {
         abstract: "Show whether this host is online, through which interface, and which others could carry traffic.",
         discussion: """
             Prints the connectivity state, the usable interfaces in priority order, the families \
-            and gateways of the internet path, whether a nameserver is reachable, and why the host \
+            and gateways of the internet path, whether a nameserver is routable (and lookups timed out), and why the host \
             is not online. States: online (the kernel's default route leaves through a ready \
             link), local (not online, but a link is ready with an address), offline (neither). \
             On a terminal the state is coloured: green online, yellow online but stalled or \
@@ -22,21 +22,32 @@ struct StatusCommand: AsyncParsableCommand {
             traffic through its path stopped flowing: segments leave and are retransmitted, nothing \
             comes back (passive stall detection, no probe sent); --verbose shows the figures.
 
+            Names or shell patterns after the command ask about those interfaces instead, as \
+            networkctl status does: each link's state, addresses, whether the host's path or a \
+            usable default route leaves through it, and whether it is metered; with --json, \
+            {"generation": N, "interfaces": [...]} as interfaces --json prints them. Exit \
+            status 0 when every one is ready, 1 when one is not or a name matches none.
+
             Examples:
               reachctl status
               reachctl status --json | jq -r .primaryInterface
               if reachctl status >/dev/null; then echo online; fi
+              reachctl status eth0
+              reachctl status 'wl*' --json | jq -r '.interfaces[].state'
 
             \(KindOptions.discussion)
 
             Examples with kinds:
               reachctl status --kind wifi
-              reachctl status --not-kind cellular --not-kind vpn --json | jq .availableInterfaces
+              reachctl status --not-kind cellular --json | jq .availableInterfaces
 
             Exit status: 0 online (with --kind/--not-kind: satisfied), 1 local or offline \
-            (unsatisfied), 2 error.
+            (unsatisfied), 255 error.
             """
     )
+
+    @Argument(help: ArgumentHelp("Ask about these interfaces (names or shell patterns, 'en*') instead of the host.", valueName: "interface"))
+    var names: [String] = []
 
     @OptionGroup var kinds: KindOptions
 
@@ -47,7 +58,14 @@ struct StatusCommand: AsyncParsableCommand {
     /// A global option (`reachctl --verbose` reads as `reachctl status --verbose`).
     var verbose: Bool { options.verbose }
 
+    func validate() throws {
+        if let name = names.first, kinds.restriction != nil {
+            throw ValidationError("'\(name)' and --kind/--not-kind: ask about interfaces by name or by kind, not both.")
+        }
+    }
+
     func run() async throws {
+        if !names.isEmpty { return try await links() }
         if let restriction = kinds.restriction {
             let satisfied = try await reportingErrors {
                 let monitor = try options.openPathMonitor(restriction).monitor
@@ -82,5 +100,24 @@ struct StatusCommand: AsyncParsableCommand {
             return snapshot.host.state == .online
         }
         if !online { throw ExitStatus.notReachable.exitCode }
+    }
+
+    /// `status IFACE...`: each link picked, ready or not (exit 1 when one is not, or a name
+    /// picks none).
+    private func links() async throws {
+        let allReady = try await reportingErrors {
+            let source = try options.openSource()
+            defer { source.stop() }
+            let snapshot = try await source.snapshot()
+            let (interfaces, allMatched) = InterfacesCommand.select(names, from: snapshot)
+            if output.json {
+                Terminal.writeLine(InterfacesCommand.json(interfaces, generation: snapshot.generation).serialized())
+            } else if !interfaces.isEmpty {
+                let style = output.textStyle(verbose: verbose)
+                Terminal.writeLine(interfaces.map { renderLinkStatus($0, host: snapshot.host, style: style) }.joined(separator: "\n\n"))
+            }
+            return allMatched && interfaces.allSatisfy { $0.flags.contains(.reachable) }
+        }
+        if !allReady { throw ExitStatus.notReachable.exitCode }
     }
 }

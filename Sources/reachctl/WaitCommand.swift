@@ -32,7 +32,7 @@ struct WaitCommand: AsyncParsableCommand {
                             without --interface, an IPv4 (IPv6) internet path
               --any         one of the --interface links is enough (without
                             --interface, online already means one link)
-              --dns         a configured nameserver is reachable too
+              --dns         a configured nameserver is routable too
             A link reachd does not list (absent, or ignored by configuration) never \
             counts. Conditions given together must all hold. A host (or a target) whose path \
             is stalled (its own TCP traffic stopped flowing: see reachctl status --verbose) \
@@ -48,8 +48,8 @@ struct WaitCommand: AsyncParsableCommand {
               reachctl wait --timeout '1h 30min'       systemd's time spans work too
               reachctl wait --target 192.0.2.1 --timeout 10s && mount /srv/backup
               reachctl wait --timeout 5s || echo "offline: using the cache"
-              reachctl wait --internet --timeout 1m    until reachd's probe says the internet answers
-              reachctl wait -i eth0 -i wlan0 --any -4  until eth0 or wlan0 is ready with IPv4
+              reachctl wait --internet --timeout 1m    until reachd's probe gets its answer
+              reachctl wait -i eth0 -i wlan0 --any -4  until eth0 or wlan0 has IPv4
               reachctl wait --interface eth0:routable --dns
 
             In a systemd unit, to start a service only once its server can be reached \
@@ -68,9 +68,9 @@ struct WaitCommand: AsyncParsableCommand {
 
             When reachd goes away while waiting (a restart), wait says so once on standard \
             error and goes on waiting for reachd to return, within the same --timeout; with \
-            --daemon it fails at once (exit 2).
+            --daemon it fails at once (exit 255).
 
-            Exit status: 0 the condition holds, 1 the timeout passed first, 2 usage or error \
+            Exit status: 0 the condition holds, 1 the timeout passed first, 255 usage or error \
             (an invalid target; with --daemon, reachd went away).
             """
     )
@@ -117,7 +117,7 @@ struct WaitCommand: AsyncParsableCommand {
     @Flag(help: "With --interface, one of the links is enough instead of all of them.")
     var any = false
 
-    @Flag(help: "Require a reachable nameserver too (SupportsDNS).")
+    @Flag(help: "Require a routable nameserver too (SupportsDNS).")
     var dns = false
 
     @OptionGroup var output: OutputOptions
@@ -131,7 +131,7 @@ struct WaitCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        // A bad reachd.conf is refused here, by FILE:LINE, as reachd refuses it (exit 2).
+        // A bad reachd.conf is refused here, by FILE:LINE, as reachd refuses it (exit 255).
         let settings = fromConfig ? try options.settings() : nil
         let timeout = self.timeout ?? settings?.waitOnlineTimeout ?? Self.defaultTimeout
         let target = self.target ?? settings?.waitOnlineTarget
@@ -172,7 +172,7 @@ struct WaitCommand: AsyncParsableCommand {
         } else {
             // One line that a journal reader understands alone: what was waited for, what was seen.
             Terminal.write(
-                "reachctl: still waiting after \(DurationText.format(timeout)) for \(condition.goal); saw: \(condition.missing(final))\n",
+                "reachctl: gave up after \(DurationText.format(timeout)) waiting for \(condition.goal); saw: \(condition.missing(final))\n",
                 to: STDERR_FILENO)
         }
         if !satisfied { throw ExitStatus.notReachable.exitCode }
@@ -211,7 +211,7 @@ struct WaitCommand: AsyncParsableCommand {
             [ipv4 ? "IPv4" : nil, ipv6 ? "IPv6" : nil].compactMap { $0 }.joined(separator: " and ")
         }
 
-        /// `eth0 ready with IPv4`, `one of eth0 ready, wlan0 ready`, `an IPv6 path`, `a reachable nameserver`.
+        /// `eth0 ready with IPv4`, `one of eth0 ready, wlan0 ready`, `an IPv6 path`, `a routable nameserver`.
         var goal: [String] {
             var parts: [String] = []
             let with = families.isEmpty ? "" : " with \(families)"
@@ -221,7 +221,7 @@ struct WaitCommand: AsyncParsableCommand {
             } else if !families.isEmpty {
                 parts.append("an \(families) internet path")
             }
-            if dns { parts.append("a reachable nameserver") }
+            if dns { parts.append("a routable nameserver") }
             return parts
         }
 
@@ -235,7 +235,7 @@ struct WaitCommand: AsyncParsableCommand {
                 (ipv4 && !facts.supportsIPv4) || (ipv6 && !facts.supportsIPv6) {
                 parts.append("no \(families) internet path")
             }
-            if dns, snapshot?.host.pathFacts.supportsDNS != true { parts.append("no nameserver reachable") }
+            if dns, snapshot?.host.pathFacts.supportsDNS != true { parts.append("no nameserver routable") }
             return parts
         }
     }

@@ -28,7 +28,7 @@ struct WhyCommand: AsyncParsableCommand {
               reachctl why 192.0.2.1
               reachctl why example.org --json | jq -r .brokenLayer
 
-            Exit status: 0 nothing broken, 1 a layer is broken, 2 usage error or invalid target.
+            Exit status: 0 nothing broken, 1 a layer is broken, 255 usage error or invalid target.
             """
     )
 

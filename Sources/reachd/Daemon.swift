@@ -36,7 +36,7 @@ final class Daemon {
     /// Runs the daemon; returns the process exit status.
     static func main(_ options: Options) -> Int32 {
         let configuration: Configuration
-        switch Configuration.load(directories: options.configDirectories) {
+        switch Configuration.load(directories: options.configDirectories, named: options.configDirectoriesNamed) {
         case let .success(loaded): configuration = loaded
         case let .failure(errors):
             for error in errors.errors { Log.error(error.description) }
@@ -54,7 +54,8 @@ final class Daemon {
             Log.debug("watch objects alive at exit: \(Watch.alive.load(ordering: .relaxed))")
             return code
         } catch {
-            Log.error("cannot start: \(error)")
+            // In words: a bus error's message names the bus and what failed (its name is errno's number).
+            Log.error("cannot start: \((error as? BusError)?.message ?? "\(error)")")
             return 1
         }
     }
@@ -104,7 +105,8 @@ final class Daemon {
         do {
             try start()
         } catch {
-            Log.error("cannot start: \(error)")
+            // In words: a bus error's message names the bus and what failed (its name is errno's number).
+            Log.error("cannot start: \((error as? BusError)?.message ?? "\(error)")")
             return 1
         }
         let code = loop.run()
@@ -233,7 +235,7 @@ final class Daemon {
     /// SIGHUP: re-read the configuration. A bad one is refused and the running one kept.
     private func reload() {
         ServiceManager.notify("RELOADING=1\nMONOTONIC_USEC=\(SystemClock.monotonicMicroseconds())")
-        switch Configuration.load(directories: options.configDirectories) {
+        switch Configuration.load(directories: options.configDirectories, named: options.configDirectoriesNamed) {
         case let .success(loaded):
             configuration = loaded
             watches.configure(loaded)

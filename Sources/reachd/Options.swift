@@ -8,6 +8,8 @@ import Glibc
 struct Options {
     var bus: BusConnection.Address = .system
     var configDirectories = Configuration.defaultDirectories
+    /// The directories were named (`--config-dir`): each must exist.
+    var configDirectoriesNamed = false
     var checkConfig = false
     var namespace: String?
     var sysfsRoot = "/sys"
@@ -28,7 +30,7 @@ struct Options {
           --bus-address ADDRESS  serve on the bus at ADDRESS (unix:path=/run/...), for tests
           --config-dir DIR       read DIR/reachd.conf and DIR/reachd.conf.d/*.conf instead of
                                  /etc/reachd (repeatable: searched in the order given, earlier
-                                 directories take precedence; see reachd.conf(5))
+                                 directories take precedence; each must exist; reachd.conf(5))
           --check-config         validate the configuration, print the merged result, and exit:
                                  0 valid, 2 invalid (every error as FILE:LINE: [Section] Key: ...)
           --netns NAME|PATH      watch a network namespace (`ip netns` NAME or a path)
@@ -43,7 +45,9 @@ struct Options {
 
         Signals: SIGHUP reloads the configuration (a bad one is refused and the old one kept);
         SIGTERM and SIGINT stop. Exit status: 0 stopped cleanly, 1 lost the bus or the name
-        (systemd restarts it), 2 bad usage or configuration.
+        (systemd restarts it), 2 bad usage or configuration (an unknown option, a missing value,
+        an address that is no D-Bus address, a --config-dir or --netns that does not exist; the
+        unit's RestartPreventExitStatus=2 does not restart it).
         """
 
     static let version = "reachd \(BuildInfo.version)"
@@ -72,6 +76,10 @@ struct Options {
             case "--user": options.bus = .user
             case "--bus-address":
                 guard let address = value(argument) else { return .exit(2) }
+                if let problem = BusAddressSyntax.problem(in: address) {
+                    Log.error("--bus-address '\(address)' is not a D-Bus address: \(problem); give TRANSPORT:KEY=VALUE, like \(BusAddressSyntax.example)")
+                    return .exit(2)
+                }
                 options.bus = .address(address)
             case "--config-dir":
                 guard let directory = value(argument) else { return .exit(2) }
@@ -79,7 +87,14 @@ struct Options {
             case "--check-config": options.checkConfig = true
             case "--netns":
                 guard let namespace = value(argument) else { return .exit(2) }
-                options.namespace = NetworkNamespace.path(forName: namespace)
+                let path = NetworkNamespace.path(forName: namespace)
+                // A name that names nothing is a mistake in the command line, not a lost bus:
+                // exit 2, which the unit does not restart on.
+                guard access(path, F_OK) == 0 else {
+                    Log.error("--netns '\(namespace)': no such network namespace (\(path))")
+                    return .exit(2)
+                }
+                options.namespace = path
             case "--sysfs-root":
                 guard let root = value(argument) else { return .exit(2) }
                 options.sysfsRoot = root
@@ -105,7 +120,7 @@ struct Options {
             }
             index += 1
         }
-        if !configDirectories.isEmpty { options.configDirectories = configDirectories }
+        if !configDirectories.isEmpty { (options.configDirectories, options.configDirectoriesNamed) = (configDirectories, true) }
         return .run(options)
     }
 }

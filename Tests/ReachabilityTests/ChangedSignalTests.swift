@@ -122,7 +122,7 @@ struct ChangedSignalTests {
         // Once the veth is ready (so the host, when the uplink goes, is "local" at once, not
         // "offline" first and "local" when the veth's readiness arrives later on a busy machine).
         let deadline = ContinuousClock.now + waitLimit
-        while !everything.output.contains(where: { $0.contains("\"name\":\"vethc2\",\"kind\":\"virtual\",\"flags\":[\"reachable\"") }) {
+        while !everything.output.contains(where: { $0.contains("\"name\":\"vethc2\",\"kind\":\"virtual\",\"state\":\"ready\",\"flags\":[\"reachable\"") }) {
             guard ContinuousClock.now < deadline else { throw TimedOut(what: "vethc2 ready: \(everything.output)") }
             try await Task.sleep(for: .milliseconds(5))
         }

@@ -84,9 +84,9 @@ struct InputEdgeBusTests {
             let advice = target == "host.123" ? "all digits" : "127.0.0.1"
             for command in [["check", target], ["monitor", target]] {
                 let daemon = try reachctl(command + ["--daemon", "--bus-address", harness.address])
-                #expect(daemon.status == 2 && daemon.stderr.contains("'\(target)'") && daemon.stderr.contains(advice), "\(command): \(daemon.stderr)")
+                #expect(daemon.status == 255 && daemon.stderr.contains("'\(target)'") && daemon.stderr.contains(advice), "\(command): \(daemon.stderr)")
                 let inProcess = try reachctl(command + ["--netns", scenario.ns.name])
-                #expect(inProcess.status == 2 && inProcess.stderr.contains("'\(target)'") && inProcess.stderr.contains(advice), "\(command) in-process: \(inProcess.stderr)")
+                #expect(inProcess.status == 255 && inProcess.stderr.contains("'\(target)'") && inProcess.stderr.contains(advice), "\(command) in-process: \(inProcess.stderr)")
             }
         }
         // A scope that names no interface: CheckAddress and Watch give the same refusal.
@@ -98,13 +98,13 @@ struct InputEdgeBusTests {
         for command in [["check", scoped], ["monitor", scoped]] {
             for source in [["--daemon", "--bus-address", harness.address], ["--netns", scenario.ns.name]] {
                 let result = try reachctl(command + source)
-                #expect(result.status == 2 && result.stderr.contains("no interface named 'nonexist'"), "\(command + source): \(result.stderr)")
+                #expect(result.status == 255 && result.stderr.contains("no interface named 'nonexist'"), "\(command + source): \(result.stderr)")
             }
         }
     }
 }
 
-/// reachctl refuses what it cannot honour, before doing anything, with exit status 2.
+/// reachctl refuses what it cannot honour, before doing anything, with exit status 255.
 @Suite("reachctl usage limits")
 struct ReachctlLimitTests {
     @Test(arguments: [
@@ -119,14 +119,14 @@ struct ReachctlLimitTests {
     ])
     func badTimeoutsAreRefusedNamingTheValue(_ arguments: [String], _ expected: String) throws {
         let result = try reachctl(arguments)
-        #expect(result.status == 2)
+        #expect(result.status == 255)
         #expect(result.stderr.contains(expected), "\(result.stderr)")
     }
 
     @Test func monitorRefusesMoreTargetsThanAWatchLimitHolds() throws {
         let targets = (1...65).map { "192.0.2.\($0)" }
         let result = try reachctl(["monitor"] + targets)
-        #expect(result.status == 2)
+        #expect(result.status == 255)
         #expect(result.stderr.contains("at most 64 targets") && result.stderr.contains("got 65"), "\(result.stderr)")
     }
 }

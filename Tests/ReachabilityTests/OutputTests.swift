@@ -29,10 +29,11 @@ private enum Fixture {
 
 @Suite("Snapshot and change JSON")
 struct SnapshotJSONTests {
-    @Test("an interface has index, name, kind, flags and addresses in that order")
+    @Test("an interface has index, name, kind, state, flags and addresses in that order")
     func interface() {
         let json = Fixture.wlan0.json
-        #expect(json.keys == ["index", "name", "kind", "flags", "addresses", "stalled", "expensiveReason", "networkID"])
+        #expect(json.keys == ["index", "name", "kind", "state", "flags", "addresses", "stalled", "expensiveReason", "networkID"])
+        #expect(json["state"] == .string("ready"))
         #expect(json["index"] == .int(3))
         #expect(json["name"] == "wlan0")
         #expect(json["kind"] == "wifi")
@@ -40,14 +41,14 @@ struct SnapshotJSONTests {
         #expect(json["addresses"]?.stringArrayValue == ["192.0.2.5/24", "2001:db8::5/64", "fe80::1/64"])
         #expect(
             Fixture.wwan0.json.serialized()
-                == #"{"index":12,"name":"wwan0","kind":"cellular","flags":["reachable","isWWAN","isExpensive"],"addresses":["198.51.100.7/30"],"stalled":false,"expensiveReason":"","networkID":""}"#
+                == #"{"index":12,"name":"wwan0","kind":"cellular","state":"ready","flags":["reachable","isWWAN","isExpensive"],"addresses":["198.51.100.7/30"],"stalled":false,"expensiveReason":"","networkID":""}"#
         )
     }
 
     @Test("an interface without flags or addresses has empty arrays, not null")
     func emptyInterface() {
         let bare = InterfaceStatus(index: 9, name: "dummy0", kind: .other, flags: [], addresses: [])
-        #expect(bare.json.serialized() == #"{"index":9,"name":"dummy0","kind":"other","flags":[],"addresses":[],"stalled":false,"expensiveReason":"","networkID":""}"#)
+        #expect(bare.json.serialized() == #"{"index":9,"name":"dummy0","kind":"other","state":"down","flags":[],"addresses":[],"stalled":false,"expensiveReason":"","networkID":""}"#)
     }
 
     @Test("flags list names in documented order, unnamed bits as hex")
@@ -134,14 +135,14 @@ struct StatusTextTests {
             renderStatus(Fixture.snapshot) == """
                 State: online via wlan0 (wifi)
                 Available: wlan0, wwan0
-                DNS: no nameserver reachable
+                DNS: no nameserver routable
                 """)
         #expect(
             renderStatus(Fixture.snapshot, style: TextStyle(verbose: true)) == """
                 State: online via wlan0 (wifi)
                 Flags: reachable|isWiFi
                 Available: wlan0, wwan0
-                DNS: no nameserver reachable
+                DNS: no nameserver routable
                 Generation: 7
                 """)
     }
@@ -151,7 +152,23 @@ struct StatusTextTests {
         var snapshot = Fixture.snapshot
         snapshot.host.pathFacts = PathFacts(supportsIPv4: true, gateways: [try #require(IPAddress("10.61.0.1"))], supportsDNS: true)
         let text = renderStatus(snapshot)
-        #expect(text.contains("\nPath: IPv4 via 10.61.0.1\nDNS: a nameserver is reachable"), "\(text)")
+        #expect(text.contains("\nPath: IPv4 via 10.61.0.1\nDNS: a nameserver is routable"), "\(text)")
+    }
+
+    /// issue 42: with DNS timeouts behind a stall, the State line and the DNS line tell one
+    /// story: routable, but the lookups timed out; never "reachable" beside "5 DNS timeouts".
+    @Test("the DNS line and the stall agree")
+    func dnsAndStallAgree() throws {
+        var snapshot = Fixture.snapshot
+        snapshot.host.pathFacts = PathFacts(supportsIPv4: true, gateways: [try #require(IPAddress("10.61.0.1"))], supportsDNS: true)
+        snapshot.host.stalled = true
+        var evidence = StallEvidence()
+        evidence.dnsTimeouts = 5
+        snapshot.stallEvidence = evidence
+        let text = renderStatus(snapshot)
+        #expect(text.hasPrefix("State: online via wlan0 (wifi), but traffic is stalled: 5 DNS timeouts in a row\n"), "\(text)")
+        #expect(text.contains("\nDNS: a nameserver is routable, but 5 lookups in a row timed out"), "\(text)")
+        #expect(!text.contains("reachable"), "\(text)")
     }
 
     @Test("colour paints the state words only, green online, yellow degraded, red offline")
@@ -191,7 +208,7 @@ struct StatusTextTests {
                 Available: wlan0, wwan0
                 Internet via: wwan0
                 Announced portal: https://portal.example/api
-                DNS: no nameserver reachable
+                DNS: no nameserver routable
                 """)
     }
 
@@ -214,7 +231,7 @@ struct StatusTextTests {
                 State: offline
                 Flags: none
                 Available: none
-                DNS: no nameserver reachable
+                DNS: no nameserver routable
                 Reason: noRoute
                 Generation: 0
                 """)
@@ -357,12 +374,12 @@ struct ChangeTextTests {
         )
     }
 
-    @Test("a change that leaves the host offline says so, with empty flags written as status writes them")
+    @Test("a change that leaves the host offline says so and why, with empty flags written as status writes them")
     func offline() {
         let change = ReachabilityChange(
             generation: 9, host: HostStatus(), hostChanged: true, changedInterfaces: [], removedInterfaces: [Fixture.wlan0])
-        #expect(renderChange(change) == "offline; wlan0 (wifi): removed")
-        #expect(renderChange(change, style: TextStyle(verbose: true)) == "gen 9: offline [none]; wlan0 (wifi): removed")
+        #expect(renderChange(change) == "offline: noRoute; wlan0 (wifi): removed")
+        #expect(renderChange(change, style: TextStyle(verbose: true)) == "gen 9: offline: noRoute [none]; wlan0 (wifi): removed")
     }
 
     @Test("the primary's kind is taken from host flags when the primary did not change")

@@ -21,7 +21,7 @@ struct ReachctlCommandLineTests {
         #expect(try verbose.json()["overruns"] != nil, "--verbose before the command adds the counters")
         // An option with a value before the command: its value is never taken for the command.
         let netns = try reachctl(["--netns", "no-such-ns-\(getpid())", "status"])
-        #expect(netns.status == 2)
+        #expect(netns.status == 255)
         #expect(netns.stderr.contains("no network namespace named 'no-such-ns-\(getpid())'"), "\(netns.stderr)")
         let missing = "unix:path=/nonexistent-\(getpid())/bus"
         let bus = try reachctl(["--bus-address", missing, "--json", "interfaces"])
@@ -50,7 +50,7 @@ struct ReachctlCommandLineTests {
             #expect(try result.json()[key] != nil, "\(arguments) runs the command that has \(key)")
         }
         let ambiguous = try reachctl(["m"])
-        #expect(ambiguous.status == 2)
+        #expect(ambiguous.status == 255)
         #expect(ambiguous.stderr.contains("'m' is ambiguous: it could be 'monitor' or 'metrics'; type more of it"), "\(ambiguous.stderr)")
         let help = try reachctl(["help", "int"])
         #expect(help.status == 0)
@@ -59,21 +59,21 @@ struct ReachctlCommandLineTests {
 
     @Test func unknownCommandsAreRefusedWithTheNearest() throws {
         let typo = try reachctl(["stauts"])
-        #expect(typo.status == 2)
+        #expect(typo.status == 255)
         #expect(typo.stdout == "")
         #expect(typo.stderr.hasPrefix("reachctl: unknown command 'stauts'; did you mean 'status'?"), "\(typo.stderr)")
         let afterOptions = try reachctl(["--json", "--netns=x", "intefaces"])
-        #expect(afterOptions.status == 2)
+        #expect(afterOptions.status == 255)
         #expect(afterOptions.stderr.contains("did you mean 'interfaces'?"), "\(afterOptions.stderr)")
         let help = try reachctl(["help", "stauts"])
-        #expect(help.status == 2)
+        #expect(help.status == 255)
         #expect(help.stdout == "", "no top-level help for a command that does not exist")
         #expect(help.stderr.hasPrefix("reachctl: help: unknown command 'stauts'; did you mean 'status'?"), "\(help.stderr)")
         let target = try reachctl(["example.org"])
-        #expect(target.status == 2)
+        #expect(target.status == 255)
         #expect(target.stderr.contains("reachctl check example.org"), "\(target.stderr)")
         let far = try reachctl(["frobnicate"])
-        #expect(far.status == 2)
+        #expect(far.status == 255)
         #expect(!far.stderr.contains("did you mean"), "no suggestion for a word far from every command: \(far.stderr)")
         #expect(far.stderr.contains("commands: status, interfaces, check, why, history, monitor, wait, is, hold, metrics, help"))
     }
@@ -81,13 +81,13 @@ struct ReachctlCommandLineTests {
     @Test func anAddressThatIsNoBusAddressIsAnError() throws {
         for (address, why) in [("garbage", "has no TRANSPORT:"), ("foo:bar=1", "unknown transport 'foo'"), ("unix:paht=/x", "unknown key 'paht'"), ("unix:", "needs abstract= or path=")] {
             let result = try reachctl(["status", "--json", "--bus-address", address])
-            #expect(result.status == 2, "\(address)")
+            #expect(result.status == 255, "\(address)")
             #expect(result.stdout == "", "no answer in-process for \(address)")
             #expect(result.stderr.contains("--bus-address '\(address)' is not a D-Bus address: "), "\(result.stderr)")
             #expect(result.stderr.contains(why), "\(result.stderr)")
         }
         let (environment, _) = try reachctl(["interfaces"], environment: ["REACHCTL_BUS_ADDRESS": "junk"])
-        #expect(environment.status == 2)
+        #expect(environment.status == 255)
         #expect(environment.stderr.contains("$REACHCTL_BUS_ADDRESS 'junk' is not a D-Bus address"), "\(environment.stderr)")
         // A well-formed address where no bus listens is a bus without reachd: the answer comes
         // in-process, with the notice (globalOptionsGoBeforeOrAfterTheCommand).
@@ -101,10 +101,10 @@ struct ReachctlCommandLineTests {
         }
         // 1h is read (as 60m) and then refused by check's own limit, naming both.
         let long = try reachctl(["check", "127.0.0.1", "--timeout", "1h"] + Self.local)
-        #expect(long.status == 2)
+        #expect(long.status == 255)
         #expect(long.stderr.contains("--timeout 60m is above the maximum of 5m"), "\(long.stderr)")
         let bad = try reachctl(["wait", "--timeout", "1h 30x"] + Self.local)
-        #expect(bad.status == 2)
+        #expect(bad.status == 255)
         #expect(bad.stderr.contains("invalid duration '1h 30x'"), "\(bad.stderr)")
         // wait reads the same spans: a short one ends at once, either way.
         let wait = try reachctl(["wait", "--timeout", "0.1s 100ms", "--json"] + Self.local)
@@ -120,7 +120,7 @@ struct ReachctlCommandLineTests {
         #expect(help.stdout.contains("--json is refused"), "its discussion says why")
         for arguments in [["metrics", "--json"], ["--json", "metrics"], ["--json", "me"]] {
             let result = try reachctl(arguments + Self.local)
-            #expect(result.status == 2, "\(arguments)")
+            #expect(result.status == 255, "\(arguments)")
             #expect(result.stdout == "")
             #expect(result.stderr.contains("--json: metrics are printed only in Prometheus' text format"), "\(result.stderr)")
         }
@@ -145,7 +145,7 @@ struct ReachctlCommandLineTests {
             let option = (names.contains { $0["kind"] == "long" } ? "--" : "-") + name
             let words = argument["kind"] as? String == "option" ? [option, "x", "stauts"] : [option, "stauts"]
             let result = try reachctl(words)
-            #expect(result.status == 2, "\(words)")
+            #expect(result.status == 255, "\(words)")
             #expect(result.stderr.hasPrefix("reachctl: unknown command 'stauts'"), "\(words): \(result.stderr)")
         }
     }

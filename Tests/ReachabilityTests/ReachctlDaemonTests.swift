@@ -94,15 +94,15 @@ struct ReachctlDaemonTests {
         }
         #expect(try reachctl(["check", "--json", "2001:db8:ffff::1"] + viaDaemon).json()["reason"] as? String == "noRoute")
 
-        // An invalid target: the same message and exit status 2 either way, text and JSON.
+        // An invalid target: the same message and exit status 255 either way, text and JSON.
         for target in ["192.0.2.999", "fe80::1%nosuchlink", "bad..name"] {
             let daemon = try reachctl(["check", target] + viaDaemon)
             let local = try reachctl(["check", target] + inProcess)
-            #expect(daemon.status == 2 && local.status == 2)
+            #expect(daemon.status == 255 && local.status == 255)
             #expect(daemon.stderr == local.stderr, "\(target)")
             #expect(daemon.stderr.hasPrefix("reachctl: invalid target: "))
             let json = try reachctl(["check", "--json", target] + viaDaemon)
-            #expect(json.status == 2)
+            #expect(json.status == 255)
             #expect(try json.json()["reason"] as? String == "invalidTarget")
             #expect(try json.json()["message"] as? String == (try reachctl(["check", "--json", target] + inProcess).json()["message"] as? String))
         }
@@ -122,7 +122,7 @@ struct ReachctlDaemonTests {
     @Test func daemonRequiredFailsWithTheReasonWhenNoReachdAnswers() throws {
         let missing = "unix:path=/nonexistent-\(getpid())/bus"
         let noBus = try reachctl(["status", "--daemon", "--bus-address", missing])
-        #expect(noBus.status == 2)
+        #expect(noBus.status == 255)
         #expect(noBus.stdout == "")
         #expect(
             noBus.stderr == "reachctl: reachd is not available: cannot connect to the bus at \(missing): No such file or directory\n")
@@ -131,7 +131,7 @@ struct ReachctlDaemonTests {
         let fixture = try ReachdFixture(namespace: nil)
         for command in [["status"], ["interfaces"], ["check", "192.0.2.1"], ["monitor"], ["wait", "--timeout", "5s"]] {
             let (result, elapsed) = try reachctl(command + ["--daemon", "--bus-address", fixture.address], environment: [:])
-            #expect(result.status == 2, "\(command)")
+            #expect(result.status == 255, "\(command)")
             #expect(
                 result.stderr == "reachctl: reachd is not available: org.reachd.Reachability1 is not on the bus at \(fixture.address)\n",
                 "\(command)")
@@ -141,7 +141,7 @@ struct ReachctlDaemonTests {
         // --netns is in-process by definition: asking for the daemon too is a usage error.
         let ns = try TestNamespace()
         let both = try reachctl(["status", "--daemon", "--netns", ns.name])
-        #expect(both.status == 2)
+        #expect(both.status == 255)
         #expect(both.stderr.contains("--netns"))
     }
 
@@ -181,7 +181,7 @@ struct ReachctlDaemonTests {
         #expect(elapsed < .milliseconds(1500), "\(elapsed)")
         #expect(try result.json()["state"] != nil)
         let (required, _) = try reachctl(["status", "--daemon", "--bus-address", fixture.address], environment: [:])
-        #expect(required.status == 2)
+        #expect(required.status == 255)
         #expect(required.stderr.hasPrefix("reachctl: reachd is not available: no answer on the bus at"))
     }
 

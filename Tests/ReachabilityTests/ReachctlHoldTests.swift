@@ -138,14 +138,14 @@ struct ReachctlHoldTests {
     }
 }
 
-/// `reachctl hold`'s usage errors: exit 2 (reachd-is@.service then fails, visibly, instead of
+/// `reachctl hold`'s usage errors: exit 255 (reachd-is@.service then fails, visibly, instead of
 /// restarting), the word named with the nearest condition.
 struct ReachctlHoldCommandLineTests {
     @Test func unknownAndMissingConditionsAreRefused() throws {
         let typo = try reachctl(["hold", "unmeterd"])
-        #expect(typo.status == 2, "\(typo.stderr)")
+        #expect(typo.status == 255, "\(typo.stderr)")
         #expect(typo.stderr.contains("unknown condition 'unmeterd'; did you mean 'unmetered'?"), "\(typo.stderr)")
         let none = try reachctl(["hold"])
-        #expect(none.status == 2 && none.stderr.contains("Name at least one condition"), "\(none.stderr)")
+        #expect(none.status == 255 && none.stderr.contains("Name at least one condition"), "\(none.stderr)")
     }
 }

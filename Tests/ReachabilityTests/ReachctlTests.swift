@@ -58,12 +58,12 @@ struct ReachctlTests {
         #expect(try offline.json()["state"] as? String == "local")
         #expect(try offline.json()["primaryInterface"] as? String == "")
 
-        // Errors: exit 2 with the offending value named.
+        // Errors: exit 255 with the offending value named.
         let missing = try reachctl(["status", "--netns", "no-such-ns-\(getpid())"])
-        #expect(missing.status == 2)
+        #expect(missing.status == 255)
         #expect(missing.stderr.contains("no-such-ns-\(getpid())"))
         let usage = try reachctl(["status", "--no-such-flag"])
-        #expect(usage.status == 2)
+        #expect(usage.status == 255)
         #expect(usage.stderr.contains("--no-such-flag"))
     }
 

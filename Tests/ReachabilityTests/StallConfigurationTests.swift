@@ -56,7 +56,7 @@ struct StallConfigurationTests {
         ("Detect=maybe", "t.conf:2: [Stall] Detect: invalid boolean 'maybe'; expected yes, no, true, false, on, off, 1 or 0"),
         ("MinSockets=0", "t.conf:2: [Stall] MinSockets: number 0 is out of range; expected a whole number from 1 to 1000"),
         ("After=1s", "t.conf:2: [Stall] After: duration '1s' is out of range: must be from 2s to 10m"),
-        ("After=lots", "t.conf:2: [Stall] After: invalid duration 'lots': it is not a duration; use a number with a unit ms, s or m (500ms, 2s, 1.5s, 1m) or a bare number of seconds"),
+        ("After=lots", "t.conf:2: [Stall] After: invalid duration 'lots': it is not a duration; use a systemd time span (500ms, 2s, 1.5s, 2min, 1h30s, 1h 30min; units us, ms, s, min, h, d, w) or a bare number of seconds"),
         ("DNSTimeouts=-1", "t.conf:2: [Stall] DNSTimeouts: invalid number '-1'; expected a whole number from 0 to 1000"),
         ("Interval=500ms", "t.conf:2: [Stall] Interval: duration '500ms' is out of range: must be from 1s to 60m"),
         ("Threshold=3", "t.conf:2: [Stall] Threshold: unknown key; valid keys are Detect, After, MinSockets, DNSTimeouts, Interval"),

@@ -210,3 +210,26 @@ struct StallStateTests {
         #expect(ReachabilitySnapshot(generation: 1, host: host, interfaces: []).json["stalled"] == .bool(false))
     }
 }
+
+/// issue 42: `why`'s traffic layer gives only the figures there are: a stall of DNS timeouts
+/// alone says so, never "0 of 0 socket(s) ... for 0s".
+struct StallExplanationTests {
+    static func explainHost(_ state: NetworkState) -> Explanation.Layer? {
+        let route = StallStateTests.defaultRoute(via: "192.0.2.1", dev: 2, metric: 100)
+        return state.explain(target: "", lookups: [(IPAddress("198.51.100.200")!, .route(route))], uid: nil).layers.first { $0.name == .traffic }
+    }
+
+    @Test func aStallOfDNSTimeoutsAloneNamesThemAndNoEmptySocketFigures() throws {
+        var state = StallStateTests.twoUplinks()
+        var evidence = StallEvidence()
+        evidence.dnsTimeouts = 5
+        _ = state.apply([.stalls([LinkStall(interfaceIndex: 2, verdict: .stalled, causes: .dnsTimeouts, evidence: evidence)])])
+        let traffic = try #require(Self.explainHost(state))
+        #expect(traffic.status == .broken)
+        #expect(traffic.evidence == ["eth0: stalled: 5 DNS timeouts in a row"], "\(traffic.evidence)")
+
+        _ = state.apply([.stalls([StallStateTests.verdict(2, .stalled)])])
+        let sockets = try #require(Self.explainHost(state))
+        #expect(sockets.evidence.first == "eth0: stalled: 3 of 4 socket(s) retransmit with nothing back for 38s", "\(sockets.evidence)")
+    }
+}

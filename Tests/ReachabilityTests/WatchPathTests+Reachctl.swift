@@ -83,7 +83,7 @@ extension WatchPathTests {
         #expect(wifi.status == 1, "unsatisfied exits 1")
         #expect(wifi.stdout == "kind wifi: unsatisfied (offline): linkDown\n", "\(wifi.stdout)")
         let bad = try reachctl(["status", "--not-kind", "modem"] + viaDaemon)
-        #expect(bad.status == 2 && bad.stderr.contains("unknown interface kind 'modem'"), "\(bad.stderr)")
+        #expect(bad.status == 255 && bad.stderr.contains("unknown interface kind 'modem'"), "\(bad.stderr)")
     }
 
     /// PathMonitor follows reachd's name: reachd leaving and returning change nothing a program
@@ -114,7 +114,7 @@ extension WatchPathTests {
         #expect(monitor.terminate() == 0)
     }
 
-    /// With --daemon, reachd is the only source: its leaving ends the monitor (exit 2, saying so),
+    /// With --daemon, reachd is the only source: its leaving ends the monitor (exit 255, saying so),
     /// and reachctl's own reading of reachd.conf never stands between a caller and reachd.
     @Test func monitorKindWithDaemonEndsWhenReachdGoes() async throws {
         // `far` holds pm0's peer: let go, it would take pm0 with it.
@@ -129,7 +129,7 @@ extension WatchPathTests {
         #expect(status.status == 0 && status.stderr == "", "reachd answers whatever reachctl makes of reachd.conf: \(status)")
         #expect(status.stdout.hasPrefix("kind wired: satisfied via pm0"), "\(status.stdout)")
         let local = try reachctl(["status", "--kind", "wired", "--netns", ns.name, "--config-dir", broken])
-        #expect(local.status == 2 && local.stderr.contains("modem"), "in-process, the bad value is named: \(local)")
+        #expect(local.status == 255 && local.stderr.contains("modem"), "in-process, the bad value is named: \(local)")
 
         let monitor = try ReachctlProcess(inNamespace: ns.name, [
             "monitor", "--json", "--kind", "wired", "--daemon", "--bus-address", harness.address,
@@ -139,7 +139,7 @@ extension WatchPathTests {
         #expect(try ReachctlDaemonTests.object(first[0])["status"] as? String == "satisfied")
         harness.stopDaemon()
         try await eventually("monitor --daemon --kind ends") { monitor.exitTime != nil }
-        #expect(monitor.terminate() == 2)
+        #expect(monitor.terminate() == 255)
         #expect(monitor.errorOutput == "reachctl: reachd went away (--daemon: not waiting for it to return)\n")
         #expect(monitor.output.count == 1, "nothing in-process after reachd left: \(monitor.output)")
 
@@ -156,7 +156,7 @@ extension WatchPathTests {
         #expect(unconfigured.errorOutput == "")
         harness.stopDaemon()
         try await eventually("monitor --kind ends without a usable reachd.conf") { unconfigured.exitTime != nil }
-        #expect(unconfigured.terminate() == 2)
+        #expect(unconfigured.terminate() == 255)
         #expect(unconfigured.errorOutput.hasPrefix("reachctl: reachd went away (cannot answer in-process: "), "\(unconfigured.errorOutput)")
         #expect(unconfigured.errorOutput.contains("unknown interface kind 'modem'"), "\(unconfigured.errorOutput)")
     }

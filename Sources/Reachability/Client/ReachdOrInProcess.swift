@@ -29,7 +29,7 @@ public enum ReachdOrInProcess {
         do {
             client = try ReachabilityClient(bus: bus, timeout: probeTimeout)
         } catch {
-            throw ReachdUnavailable(reason: "cannot connect to \(describe(bus)): \(systemText(error))")
+            throw ReachdUnavailable(reason: "cannot connect to the \(bus): \(systemText(error))")
         }
         let status: (host: HostStatus, generation: UInt64)
         do {
@@ -62,23 +62,15 @@ public enum ReachdOrInProcess {
         }
     }
 
-    static func describe(_ bus: BusConnection.Address) -> String {
-        switch bus {
-        case .system: "the system bus"
-        case .user: "the user bus"
-        case let .address(address): "the bus at \(address)"
-        }
-    }
-
     /// The probe's failure in a user's words.
     static func reason(for error: BusError, bus: BusConnection.Address, timeout: Duration) -> String {
         switch error.name {
         case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
-            return "\(ReachdContract.busName) is not on \(describe(bus))"
+            return "\(ReachdContract.busName) is not on the \(bus)"
         case "org.freedesktop.DBus.Error.Timeout", "org.freedesktop.DBus.Error.NoReply", "System.Error.\(ETIMEDOUT)":
-            return "no answer on \(describe(bus)) within \(DurationText.format(timeout))"
+            return "no answer on the \(bus) within \(DurationText.format(timeout))"
         case "org.freedesktop.DBus.Error.AccessDenied":
-            return "access denied on \(describe(bus)): \(error.message)"
+            return "access denied on the \(bus): \(error.message)"
         default:
             return systemText(error)
         }

@@ -21,9 +21,20 @@ extension Configuration {
     ///
     /// Every problem in every file is collected; any one fails the load, so a reload can keep the old
     /// configuration. Files are read with a bound (`maximumFileBytes`) and must be UTF-8 text.
-    package static func load(directories: [String] = defaultDirectories) -> Result<Configuration, ConfigurationErrors> {
+    ///
+    /// `named`: the directories were named by the user (`--config-dir`), so each must exist: a
+    /// typo read as "no configuration" would run with the defaults and say nothing.
+    package static func load(directories: [String] = defaultDirectories, named: Bool = false) -> Result<Configuration, ConfigurationErrors> {
         var configuration = Configuration.default
         var errors: [ConfigurationError] = []
+        if named {
+            errors = directories.compactMap { directory in
+                ConfigurationFileReader.directoryProblem(directory).map {
+                    ConfigurationError(file: directory, line: nil, message: "\($0) (named by --config-dir)")
+                }
+            }
+            if !errors.isEmpty { return .failure(ConfigurationErrors(errors)) }
+        }
 
         func apply(_ path: String, _ outcome: ConfigurationFileReader.Outcome) {
             switch outcome {
@@ -214,6 +225,13 @@ enum ConfigurationFileReader {
         var buffer = [CChar](repeating: 0, count: 4096)
         let count = readlink(path, &buffer, buffer.count - 1)
         return count > 0 ? String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
+    }
+
+    /// Why `path` is no directory to read configuration from; nil when it is one.
+    static func directoryProblem(_ path: String) -> String? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return errno == ENOENT ? "no such directory" : "cannot read: \(describe(errno))" }
+        return status.st_mode & S_IFMT == S_IFDIR ? nil : "not a directory"
     }
 
     private static func describe(_ code: Int32) -> String {

@@ -191,6 +191,9 @@ final class HostChecks {
         if let local = Self.localhostAddresses(request.name) {
             return request.completion(.success(route(local, request)))
         }
+        if Self.isReservedInvalid(request.name) {
+            return request.completion(.success(answer(.notFound, for: request)))
+        }
         if let cached = cache.lookup(request.name, now: now) {
             return request.completion(.success(answer(cached, for: request)))
         }
@@ -257,6 +260,14 @@ final class HostChecks {
         case let .failed(message):
             return CheckResult(target: name, reason: .dnsFailure, message: message)
         }
+    }
+
+    /// RFC 6761 6.4: `invalid` and names under it never exist; answered NXDOMAIN without asking
+    /// anyone, the same answer with DNS or without.
+    static func isReservedInvalid(_ name: String) -> Bool {
+        let lowered = name.lowercased()
+        let bare = lowered.hasSuffix(".") ? String(lowered.dropLast()) : lowered
+        return bare == "invalid" || bare.hasSuffix(".invalid")
     }
 
     /// RFC 6761 6.3: `localhost` and names under it are the loopback, without asking anyone.

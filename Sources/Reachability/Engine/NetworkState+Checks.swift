@@ -29,7 +29,7 @@ extension NetworkState {
             result.source = address
             return result
         }
-        let path = evaluate(route: route, family: address.family)
+        let path = evaluate(route: route, family: address.family, toward: address)
         result.flags = path.flags
         result.interface = path.interfaceName
         result.reason = path.reason

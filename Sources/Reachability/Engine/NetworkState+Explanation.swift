@@ -13,7 +13,7 @@ extension NetworkState {
             let route = lookup.route(family: family)
             return ExplainedPath(
                 destination: destination, route: route,
-                evaluation: route.map { evaluate(route: $0, family: family) } ?? .noRoute, lookup: lookup)
+                evaluation: route.map { evaluate(route: $0, family: family, toward: destination) } ?? .noRoute, lookup: lookup)
         }
         // The path the answer rests on: a working one, else one through a link, else a refusal.
         let chosen = paths.first { $0.evaluation.isReachable }
@@ -118,6 +118,11 @@ extension NetworkState {
     private func addressLayer(_ egress: LinkEntry?, _ chosen: ExplainedPath?, now: ContinuousClock.Instant) -> Explanation.Layer {
         guard let egress, let chosen else {
             let ready = links.values.contains { !$0.link.isLoopback && $0.link.isReady }
+            if let local = linkLocalOnly() {
+                return .init(
+                    name: .address, status: .broken, evidence: [Self.addressFacts(local.address, now: now)],
+                    fix: Self.linkLocalOnlyFix(local.name))
+            }
             if !readyLinks.isEmpty { return .init(name: .address, status: .ok, evidence: ["a ready link has a usable address"]) }
             return ready
                 ? .init(name: .address, status: .broken, evidence: ["no ready link has a usable address"],
@@ -135,8 +140,26 @@ extension NetworkState {
                 "duplicate address detection failed: another host uses that address; give \(egress.link.name) another one"
             } else if addresses.contains(where: { $0.flags.contains(.tentative) }) {
                 "the address is still tentative: duplicate address detection has not finished (it takes about a second per probe, net.ipv6.conf.\(egress.link.name).dad_transmits)"
+            } else if addresses.contains(where: \.address.isLinkLocal) {
+                Self.linkLocalOnlyFix(egress.link.name)
             } else { "no usable address on \(egress.link.name): check the DHCP client or SLAAC, or add one (ip addr add ... dev \(egress.link.name))" }
         return .init(name: .address, status: .broken, evidence: evidence, fix: fix)
+    }
+
+    /// A ready link's link-local address when no ready link holds one usable beyond its link:
+    /// the host gave itself 169.254/16 (or has only fe80::/10) and reaches nothing past it.
+    private func linkLocalOnly() -> (name: String, address: Address)? {
+        guard AddressFamily.allCases.allSatisfy({ sourceCapable[$0]?.isEmpty ?? true }) else { return nil }
+        for index in readyLinks.sorted() {
+            guard let entry = links[index] else { continue }
+            let local = entry.addresses.values.filter { $0.isUsable && $0.address.isLinkLocal }
+            if let first = local.min(by: { Self.addressOrder($0.prefix, $1.prefix) }) { return (entry.link.name, first) }
+        }
+        return nil
+    }
+
+    static func linkLocalOnlyFix(_ name: String) -> String {
+        "only a link-local address on \(name): it reaches that link's neighbours, not beyond; no DHCP server answered (check the DHCP client or SLAAC), or add an address (ip addr add ... dev \(name))"
     }
 
     static func addressFacts(_ address: Address, now: ContinuousClock.Instant) -> String {
@@ -144,7 +167,7 @@ extension NetworkState {
         if address.flags.contains(.tentative) { words.append("tentative") }
         if address.flags.contains(.dadFailed) { words.append("dadfailed") }
         if address.flags.contains(.deprecated) { words.append("deprecated") }
-        if address.scope == Address.scopeLink { words.append("link-local") }
+        if address.scope == Address.scopeLink || address.address.isLinkLocal { words.append("link-local") }
         if let until = address.validUntil { words.append("valid \(max(0, now.duration(to: until).components.seconds))s") }
         return address.prefix.description + (words.isEmpty ? "" : " (" + words.joined(separator: ", ") + ")")
     }
@@ -254,7 +277,13 @@ extension NetworkState {
         case .flowing:
             return .init(name: .traffic, status: .ok, evidence: ["\(name): flowing, \(figures.socketsJudged) socket(s) judged"])
         case .stalled:
-            var evidence = ["\(name): stalled: \(figures.socketsFailing) of \(figures.socketsJudged) socket(s) retransmit with nothing back for \(figures.waiting.components.seconds)s"]
+            // Only the figures there are: a stall of DNS timeouts alone judged no socket.
+            var why: [String] = []
+            if figures.socketsFailing > 0 {
+                why.append("\(figures.socketsFailing) of \(figures.socketsJudged) socket(s) retransmit with nothing back for \(figures.waiting.components.seconds)s")
+            }
+            if figures.dnsTimeouts > 0 { why.append("\(figures.dnsTimeouts) DNS timeouts in a row") }
+            var evidence = ["\(name): stalled" + (why.isEmpty ? "" : ": " + why.joined(separator: "; "))]
             if let since = figures.sinceReceive { evidence.append("last segment received \(since.components.seconds)s ago") }
             if figures.nameserverSilent { evidence.append("reachd's own DNS queries to a nameserver beyond \(name) went unanswered too") }
             return .init(

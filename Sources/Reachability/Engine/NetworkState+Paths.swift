@@ -77,8 +77,9 @@ extension NetworkState {
         index.flatMap { links[$0]?.link.isReady } ?? false
     }
 
-    /// Evaluates sending along `route` for an address of `family`.
-    public func evaluate(route: Route, family: AddressFamily) -> PathEvaluation {
+    /// Evaluates sending along `route` for an address of `family`; `destination`, when known,
+    /// lets a link-local one (169.254/16, fe80::/10) leave from a link-local source.
+    public func evaluate(route: Route, family: AddressFamily, toward destination: IPAddress? = nil) -> PathEvaluation {
         // Multicast and broadcast destinations leave through their link like unicast ones (the
         // kernel answers them with such routes); blackhole, unreachable and prohibit never leave,
         // by a policy someone set (a kill switch), which is not the same as no route at all.
@@ -92,7 +93,7 @@ extension NetworkState {
         if !entry.link.isReady {
             result.flags.insert(.connectionRequired)
             result.reason = .linkDown
-        } else if !hasSourceAddress(family: family, egress: entry, preferred: route.preferredSource) {
+        } else if !hasSourceAddress(family: family, egress: entry, toward: destination) {
             result.flags.insert(.connectionRequired)
             result.reason = .noAddress
         } else if gatewaysUnreachable(route) {
@@ -106,9 +107,16 @@ extension NetworkState {
     }
 
     /// Whether the kernel can pick a source address: the egress link's own first, else any ready
-    /// link's (IPv4 and IPv6 source selection both fall back to other interfaces).
-    private func hasSourceAddress(family: AddressFamily, egress: LinkEntry, preferred: IPAddress?) -> Bool {
+    /// link's (IPv4 and IPv6 source selection both fall back to other interfaces). Toward a
+    /// link-local destination the egress link's link-local addresses count too: a peer on the
+    /// same link answers 169.254.23.7 or fe80::2 (RFC 3927, RFC 4291), though nothing beyond it.
+    private func hasSourceAddress(family: AddressFamily, egress: LinkEntry, toward destination: IPAddress? = nil) -> Bool {
         if egress.addresses.values.contains(where: { $0.address.family == family && $0.isUsableBeyondLink }) {
+            return true
+        }
+        if destination?.isLinkLocal == true,
+            egress.addresses.values.contains(where: { $0.address.family == family && $0.isUsable && $0.scope != Address.scopeHost })
+        {
             return true
         }
         return !(sourceCapable[family]?.isEmpty ?? true)
@@ -178,7 +186,7 @@ extension NetworkState {
         var best: [Int32: (priority: Int, metric: UInt32)] = [:]
         forEachReadyDefaultHop { route, entry, classification in
             let index = entry.link.index
-            guard hasSourceAddress(family: route.destination.address.family, egress: entry, preferred: route.preferredSource)
+            guard hasSourceAddress(family: route.destination.address.family, egress: entry)
             else { return }
             let candidate = (classification.priority, route.metric)
             if let known = best[index], known <= candidate { return }

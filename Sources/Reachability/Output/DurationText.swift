@@ -9,15 +9,17 @@
 /// minutes, h hr hour hours, d day days, w week weeks, M month months, y year years (a month is
 /// 30.44 days, a year 365.25, as systemd counts them). No sign, no exponent, no digits left out
 /// around the point. Values are exact to the nanosecond; finer fractions are truncated. Zero is
-/// accepted; the largest value is `DurationText.maximum` (24 hours), so a typo such as `3000m`
-/// cannot turn a timeout into days.
+/// accepted; the largest value is `DurationText.maximum` (24 hours) unless the caller names
+/// another, so a typo such as `3000m` cannot turn a timeout into days (a period back in time,
+/// `HistorySince`, may reach further).
 package enum DurationText {
     /// The largest duration accepted: 24 hours.
     package static let maximum: Duration = .seconds(24 * 60 * 60)
 
     /// The accepted forms, as error messages and help texts name them: the commonest, not every
     /// unit name (the grammar above has them). The stall tests spell this text out, so it stays.
-    package static let acceptedForms = "a number with a unit ms, s or m (500ms, 2s, 1.5s, 1m) or a bare number of seconds"
+    package static let acceptedForms =
+        "a systemd time span (500ms, 2s, 1.5s, 2min, 1h30s, 1h 30min; units us, ms, s, min, h, d, w) or a bare number of seconds"
 
     /// The units and their length in nanoseconds, under every name systemd gives them.
     static let units: [String: UInt64] = {
@@ -36,8 +38,9 @@ package enum DurationText {
         return Dictionary(uniqueKeysWithValues: names.flatMap { words, length in words.map { ($0, length) } })
     }()
 
-    /// Parses `text`; throws a `DurationParseError` naming the text and the accepted forms.
-    package static func parse(_ text: String) throws(DurationParseError) -> Duration {
+    /// Parses `text`, no longer than `maximum`; throws a `DurationParseError` naming the text
+    /// and the accepted forms.
+    package static func parse(_ text: String, maximum: Duration = maximum) throws(DurationParseError) -> Duration {
         let bytes = Array(text.utf8)
         let limit = UInt128(maximum.attoseconds / 1_000_000_000)
         func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
@@ -54,7 +57,7 @@ package enum DurationText {
         guard i < bytes.count else { throw DurationParseError(text: text, problem: .empty) }
         if bytes[i] == UInt8(ascii: "-") { throw DurationParseError(text: text, problem: .negative) }
         // systemd's word for no limit: longer than any limit here.
-        if text.split(whereSeparator: { $0 == " " || $0 == "\t" }) == ["infinity"] { throw DurationParseError(text: text, problem: .tooLarge) }
+        if text.split(whereSeparator: { $0 == " " || $0 == "\t" }) == ["infinity"] { throw DurationParseError(text: text, problem: .tooLarge(maximum)) }
 
         var total: UInt128 = 0
         while i < bytes.count {
@@ -73,8 +76,8 @@ package enum DurationText {
             guard let unitNanoseconds = unitName.isEmpty ? units["s"] : units[unitName] else {
                 throw DurationParseError(text: text, problem: .malformed)
             }
-            total += try component(whole: whole, fraction: fraction, unit: UInt128(unitNanoseconds), text: text)
-            guard total <= limit else { throw DurationParseError(text: text, problem: .tooLarge) }
+            total += try component(whole: whole, fraction: fraction, unit: UInt128(unitNanoseconds), text: text, maximum: maximum)
+            guard total <= limit else { throw DurationParseError(text: text, problem: .tooLarge(maximum)) }
             skipBlanks()
         }
         return .nanoseconds(Int64(total))
@@ -82,7 +85,7 @@ package enum DurationText {
 
     /// One component's nanoseconds, truncated.
     private static func component(
-        whole: ArraySlice<UInt8>, fraction: ArraySlice<UInt8>, unit: UInt128, text: String
+        whole: ArraySlice<UInt8>, fraction: ArraySlice<UInt8>, unit: UInt128, text: String, maximum: Duration
     ) throws(DurationParseError) -> UInt128 {
         // Whole part: any value past 10^20 is far beyond the maximum; stopping there keeps the
         // arithmetic below inside UInt128 (10^20 * a year's 3.2*10^16 ns < 2^128).
@@ -90,7 +93,7 @@ package enum DurationText {
         for digit in whole {
             wholeValue = wholeValue * 10 + UInt128(digit - UInt8(ascii: "0"))
             if wholeValue > 100_000_000_000_000_000_000 {
-                throw DurationParseError(text: text, problem: .tooLarge)
+                throw DurationParseError(text: text, problem: .tooLarge(maximum))
             }
         }
         // Fraction: 18 digits are finer than a nanosecond of even a year (3.2*10^-2 ns), so the
@@ -122,6 +125,14 @@ package enum DurationText {
         return decimal(ns, per: 1_000_000, fractionDigits: 6) + "ms"
     }
 
+    /// A maximum in words: `24 hours (24h)`, `36500 days (36500d)` from two days up; else `format`.
+    static func words(_ duration: Duration) -> String {
+        let seconds = duration.components.seconds
+        if seconds >= 2 * 86_400, seconds % 86_400 == 0 { return "\(seconds / 86_400) days (\(seconds / 86_400)d)" }
+        if seconds >= 3_600, seconds % 3_600 == 0, duration.components.attoseconds == 0 { return "\(seconds / 3_600) hours (\(seconds / 3_600)h)" }
+        return format(duration)
+    }
+
     /// `value / per` written in decimal without trailing zeros (`1500, 1000` -> `1.5`).
     private static func decimal(_ value: UInt128, per: UInt128, fractionDigits: Int) -> String {
         let whole = value / per
@@ -144,8 +155,9 @@ package struct DurationParseError: Error, CustomStringConvertible, Equatable, Se
         case negative
         /// Not a time span (`2x`, `1.`, `1e3`, `2S`, `5 apples`).
         case malformed
-        /// Longer than `DurationText.maximum`, including values that overflow.
-        case tooLarge
+        /// Longer than the maximum asked for (`DurationText.maximum` unless another), including
+        /// values that overflow.
+        case tooLarge(Duration)
     }
 
     /// The text as given.
@@ -163,7 +175,7 @@ package struct DurationParseError: Error, CustomStringConvertible, Equatable, Se
         case .empty: why = "it is empty"
         case .negative: why = "durations cannot be negative"
         case .malformed: why = "it is not a duration"
-        case .tooLarge: why = "it is longer than the maximum of 24 hours (24h)"
+        case let .tooLarge(maximum): why = "it is longer than the maximum of \(DurationText.words(maximum))"
         }
         return "invalid duration '\(text)': \(why); use \(DurationText.acceptedForms)"
     }

@@ -7,8 +7,9 @@ extension ReachabilityFlags {
 }
 
 extension InterfaceStatus {
-    /// `{"index":3,"name":"wlan0","kind":"wifi","flags":["reachable","isWiFi"],"addresses":["192.0.2.5/24"],"stalled":false,"expensiveReason":"","networkID":""}`
-    /// (`stalled`: the link's own TCP traffic stopped flowing; the `stalled` flag too;
+    /// `{"index":3,"name":"wlan0","kind":"wifi","state":"ready","flags":["reachable","isWiFi"],"addresses":["192.0.2.5/24"],"stalled":false,"expensiveReason":"","networkID":""}`
+    /// (`state`: the text's STATE in one word, `ready`, `not ready`, `radio off` or `down`;
+    /// `stalled`: the link's own TCP traffic stopped flowing; the `stalled` flag too;
     /// `expensiveReason`: why `isExpensive` is among its flags, or empty; `networkID`: the name of
     /// the network it is attached to, or empty).
     package var json: JSONValue {
@@ -16,6 +17,7 @@ extension InterfaceStatus {
             ("index", .int(Int64(index))),
             ("name", .string(name)),
             ("kind", .string(kind.rawValue)),
+            ("state", .string(interfaceStateWords(flags)[0].word)),
             ("flags", flags.json),
             ("addresses", .array(addresses.map { .string($0.description) })),
             ("stalled", .bool(flags.contains(.stalled))),

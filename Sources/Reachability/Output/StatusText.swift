@@ -89,14 +89,15 @@ package func renderValidation(_ status: ConnectivityStatus) -> String {
 /// State: online via wlan0 (wifi)
 /// Available: wlan0, wwan0
 /// Path: IPv4, IPv6 via 192.0.2.1, fe80::1
-/// DNS: a nameserver is reachable
+/// DNS: a nameserver is routable
 /// ```
 /// with `Internet via: eth0, wlan0` after Available when the probe found the internet through
 /// some of them, `Announced portal: URI` when a router advertised one (RFC 8910), `NAT64: PREFIX
 /// (announced by ROUTER on LINK)` when a router announced one (RFC 8781), `Path:` the families
 /// and next hops the internet path carries, `DNS:` whether a configured nameserver can be
 /// reached (SupportsDNS: its own line, so that it never reads as DNS through the gateway) and
-/// `Reason: R` (why the host is not online). `style.verbose` adds `Flags:` (Apple's names, after
+/// `Reason: R` (why the host is not online), `Address: only link-local IPv4 (...)` when every IPv4
+/// address held is link-local and the host is not online. `style.verbose` adds `Flags:` (Apple's names, after
 /// State) and `Generation:` (last); `style.colour` paints the state.
 package func renderStatus(_ snapshot: ReachabilitySnapshot, style: TextStyle = .plain) -> String {
     let host = snapshot.host
@@ -113,11 +114,34 @@ package func renderStatus(_ snapshot: ReachabilitySnapshot, style: TextStyle = .
         let via = facts.gateways.isEmpty ? "" : " via " + facts.gateways.map(\.description).joined(separator: ", ")
         lines.append("Path: " + (families.isEmpty ? "no global address" : families.joined(separator: ", ")) + via)
     }
-    lines.append("DNS: " + (facts.supportsDNS ? style.paint("a nameserver is reachable", .good) : style.paint("no nameserver reachable", .bad)))
+    lines.append("DNS: " + renderDNS(facts, snapshot.stallEvidence, style: style))
     if let reason = facts.reason { lines.append("Reason: " + reason.rawValue) }
+    if host.state != .online, let only = renderLinkLocalOnly(snapshot.interfaces) { lines.append("Address: " + only) }
     if style.verbose, !host.networkID.isEmpty { lines.append("Network: \(host.networkID)") }
     if style.verbose { lines.append("Generation: \(snapshot.generation)") }
     return lines.joined(separator: "\n")
+}
+
+/// `only link-local IPv4 (169.254.23.7/16 on up0): it reaches that link's neighbours, not the
+/// internet; no DHCP server answered` when IPv4 addresses are held and every one is link-local
+/// (RFC 3927: what a host gives itself without a lease); nil otherwise.
+func renderLinkLocalOnly(_ interfaces: [InterfaceStatus]) -> String? {
+    let held = interfaces.flatMap { interface in
+        interface.addresses.filter { $0.address.family == .ipv4 && !$0.address.isLoopback }.map { (interface.name, $0) }
+    }
+    guard let first = held.first, held.allSatisfy({ $0.1.address.isLinkLocal }) else { return nil }
+    return "only link-local IPv4 (\(first.1) on \(first.0)): it reaches that link's neighbours, not the internet; "
+        + "no DHCP server answered"
+}
+
+/// The `DNS:` line in one vocabulary with the stall's figures: `a nameserver is routable` (a
+/// ready path leads to one; nothing was asked of it), `..., but 5 lookups in a row timed out`
+/// when reachd's own lookups say it does not answer, `no nameserver routable` otherwise.
+func renderDNS(_ facts: PathFacts, _ stall: StallEvidence?, style: TextStyle = .plain) -> String {
+    guard facts.supportsDNS else { return style.paint("no nameserver routable", .bad) }
+    let timeouts = stall?.dnsTimeouts ?? 0
+    guard timeouts > 0 else { return style.paint("a nameserver is routable", .good) }
+    return style.paint("a nameserver is routable", .degraded) + ", but \(timeouts) lookup\(timeouts == 1 ? "" : "s") in a row timed out"
 }
 
 /// Flags as Apple names them, `none` when there are none: the one spelling of empty flags in
@@ -185,8 +209,10 @@ package func renderInterfaceTable(_ interfaces: [InterfaceStatus], style: TextSt
     return lines.joined(separator: "\n")
 }
 
-/// One line per change for `reachctl monitor`, every line of one shape: the host summary, then
-/// each interface that changed with its kind and state, and each removed one:
+/// One line per change for `reachctl monitor`, every line of one shape: the host summary (with
+/// the reason when it is not online, unless the summary says it in words already: `local:
+/// noRoute`, `local, default route via eth0 (wired) not ready: linkDown`), then each interface
+/// that changed with its kind and state, and each removed one:
 /// `online via eth0 (wired); eth1 (wired): not ready; usb0 (cellular): removed`.
 /// `style.verbose` puts the generation first and Apple's flags after the host and each
 /// interface (`none` when empty, as status prints them):
@@ -195,6 +221,8 @@ package func renderInterfaceTable(_ interfaces: [InterfaceStatus], style: TextSt
 package func renderChange(_ change: ReachabilityChange, known: [InterfaceStatus] = [], style: TextStyle = .plain) -> String {
     let interfaces = change.changedInterfaces + known.filter { old in !change.changedInterfaces.contains { $0.index == old.index } }
     var host = renderSummary(change.host, interfaces: interfaces, style: style)
+    let summary = renderSummary(change.host, interfaces: interfaces)
+    if change.host.state != .online, !summary.contains(": "), let reason = change.host.pathFacts.reason { host += ": \(reason.rawValue)" }
     if style.verbose { host += " [\(renderFlags(change.host.flags))]" }
     // A source address went away or was replaced: what a client must act on, said always; the
     // aspects that moved, with --verbose.

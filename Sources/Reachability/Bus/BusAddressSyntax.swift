@@ -1,14 +1,15 @@
 /// Whether a text can be a D-Bus address that sd-bus connects to, and if not, why.
 ///
 /// sd-bus itself is no judge: it skips a transport it does not know and ends with "Connection
-/// refused", so `--bus-address garbage` looked like a bus without reachd and reachctl answered
-/// in-process with exit 0. An address that can never work is a usage error instead (exit 2,
-/// naming it); a well-formed one where nobody listens still falls back in-process.
+/// refused", so `--bus-address garbage` looked like a bus without reachd: reachctl answered
+/// in-process with exit 0, and reachd exited as if it had lost the bus (and was restarted). An
+/// address that can never work is a usage error of either instead, naming it; a well-formed one
+/// where nobody listens still falls back in-process (reachctl) or is a bus lost (reachd).
 ///
 /// The grammar is the D-Bus specification's: addresses separated by `;`, each
 /// `TRANSPORT:KEY=VALUE,...`, a `%` in a value followed by two hex digits; the transports and
 /// keys are those sd-bus reads. Other characters are left to sd-bus, which takes them as they are.
-enum BusAddressSyntax {
+package enum BusAddressSyntax {
     /// The keys sd-bus reads for each transport it knows, and those of them one is required of.
     private static let transports: [String: (keys: Set<String>, required: Set<String>)] = [
         "unix": (["path", "abstract", "guid"], ["path", "abstract"]),
@@ -17,10 +18,10 @@ enum BusAddressSyntax {
         "x-machine-unix": (["machine", "pid", "guid"], []),
     ]
 
-    static let example = "unix:path=/run/dbus/system_bus_socket"
+    package static let example = "unix:path=/run/dbus/system_bus_socket"
 
     /// Why `text` is not a usable address; nil when it is one.
-    static func problem(in text: String) -> String? {
+    package static func problem(in text: String) -> String? {
         let entries = text.split(separator: ";", omittingEmptySubsequences: true)
         guard !entries.isEmpty else { return "it is empty" }
         for entry in entries {
