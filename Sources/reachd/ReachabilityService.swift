@@ -82,107 +82,132 @@ final class ReachabilityService: BusObject {
     static let statusEntries: [(name: String, signature: String)] =
         HostProperty.all.map { ("\($0.name)", "\($0.signature)") } + [(HostProperty.generation, "t")]
 
+    /// The methods, by name: the contract's (`ReachdContract.serviceMembers`) each answered by
+    /// one function of this type, so a method added is one row and one function.
+    private static let methods: [String: @Sendable (ReachabilityService) -> (BusMessage) throws(BusError) -> BusReply] = [
+        "GetStatus": getStatus, "ListInterfaces": listInterfaces, "CheckAddress": checkAddress, "Explain": explain,
+        "CheckHost": { service in { message throws(BusError) in try service.checkHost(message) } },
+        "CheckHostAsUser": { service in { message throws(BusError) in try service.checkHost(message, asUser: true) } },
+        "Validate": validate, "GetMetrics": getMetrics, "GetHistory": getHistory, "Watch": watch, "WatchPath": watchPath,
+        "Unwatch": unwatch,
+    ]
+
     func call(_ method: String, _ message: BusMessage) throws(BusError) -> BusReply {
-        switch method {
-        case "GetStatus":
-            let snapshot = core.snapshot
-            let counters = core.shared.counters
-            let interfaces = snapshot.interfaces
-            return .now { reply throws(BusError) in
-                try reply.open("a", "{sv}")
-                for (name, signature) in Self.statusEntries {
-                    try reply.appendEntry(name, signature) { message throws(BusError) in try Self.append(name, of: snapshot, to: message) }
-                }
-                try reply.appendEntry("Overruns", "t") { message throws(BusError) in try message.append(counters.overruns) }
-                try reply.appendEntry("Resyncs", "t") { message throws(BusError) in try message.append(counters.resyncs) }
-                let reasons = interfaces.compactMap { status in status.expensiveReason.map { (status.name, $0.rawValue) } }
-                try Self.appendByInterface(reply, ReachdContract.interfaceExpensiveReasons, reasons)
-                let networks = interfaces.filter { !$0.networkID.isEmpty }.map { ($0.name, $0.networkID) }
-                try Self.appendByInterface(reply, ReachdContract.interfaceNetworkIDs, networks)
-                if let evidence = snapshot.stallEvidence { try Self.appendStallEvidence(reply, evidence) }
-                if let nat64 = snapshot.host.nat64Prefix {
-                    try reply.appendEntry(ReachdContract.Nat64Entry.router, "s") { message throws(BusError) in try message.append(nat64.router.description) }
-                    try reply.appendEntry(ReachdContract.Nat64Entry.interface, "s") { message throws(BusError) in try message.append(nat64.interfaceName) }
-                }
-                try reply.close()
+        guard let answer = Self.methods[method] else { throw BusError.unknownMethod(method) }
+        return try answer(self)(message)
+    }
+
+    private func getStatus(_ message: BusMessage) throws(BusError) -> BusReply {
+        let snapshot = core.snapshot
+        let counters = core.shared.counters
+        let interfaces = snapshot.interfaces
+        return .now { reply throws(BusError) in
+            try reply.open("a", "{sv}")
+            for (name, signature) in Self.statusEntries {
+                try reply.appendEntry(name, signature) { message throws(BusError) in try Self.append(name, of: snapshot, to: message) }
             }
-        case "ListInterfaces":
-            let interfaces = core.snapshot.interfaces
-            return .now { reply throws(BusError) in try Self.appendInterfaces(reply, interfaces) }
-        case "CheckAddress":
-            let target = try message.readString("address", maximumBytes: ReachdContract.Bound.address, refusal: ReachdContract.ErrorName.invalidTarget)
-            return try callers.identities.answering(message) { [core] uid throws(BusError) in
-                let result = core.shared.check(address: target, uid: uid)
-                if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address \(target.inertExcerpt())") }
-                return .now { reply throws(BusError) in
-                    try reply.append(result.flags.rawValue)
-                    try reply.append(result.interface)
-                    try reply.append(result.reason?.rawValue ?? "")
-                    try Self.appendDetails(reply, result)
-                }
+            try reply.appendEntry("Overruns", "t") { message throws(BusError) in try message.append(counters.overruns) }
+            try reply.appendEntry("Resyncs", "t") { message throws(BusError) in try message.append(counters.resyncs) }
+            let reasons = interfaces.compactMap { status in status.expensiveReason.map { (status.name, $0.rawValue) } }
+            try Self.appendByInterface(reply, ReachdContract.interfaceExpensiveReasons, reasons)
+            let networks = interfaces.filter { !$0.networkID.isEmpty }.map { ($0.name, $0.networkID) }
+            try Self.appendByInterface(reply, ReachdContract.interfaceNetworkIDs, networks)
+            if let evidence = snapshot.stallEvidence { try Self.appendStallEvidence(reply, evidence) }
+            if let nat64 = snapshot.host.nat64Prefix {
+                try reply.appendEntry(ReachdContract.Nat64Entry.router, "s") { message throws(BusError) in try message.append(nat64.router.description) }
+                try reply.appendEntry(ReachdContract.Nat64Entry.interface, "s") { message throws(BusError) in try message.append(nat64.interfaceName) }
             }
-        case "Explain":
-            // An address or "" (the host), answered from the mirror at once as the caller's traffic
-            // is routed; a host name is the caller's to resolve first (CheckHost), as reachctl does.
-            let target = try message.readString("target", maximumBytes: ReachdContract.Bound.address, refusal: ReachdContract.ErrorName.invalidTarget)
-            return try callers.identities.answering(message) { [core] uid throws(BusError) in
-                let explanation: Explanation
-                switch core.shared.explain(target, uid: uid) {
-                case let .success(found): explanation = found
-                case let .failure(refusal): throw Self.invalidTarget(refusal.description)
-                }
-                return .now { reply throws(BusError) in try Self.appendExplanation(reply, explanation) }
-            }
-        case "CheckHost":
-            return try checkHost(message)
-        case "CheckHostAsUser":
-            return try checkHost(message, asUser: true)
-        case "Validate":
-            // Replies when the probe answers (within its Timeout=), never blocking the loop.
-            let call = OwnedBusMessage(retaining: message)
-            try callers.withUser(of: message) { [unowned self] uid in
-                defer { self.callers.forgetIfIdle(call.message.sender ?? "") }
-                let known: UInt32
-                switch uid {
-                case let .success(uid): known = uid
-                case let .failure(error): return self.bus.reply(to: call.message, error: error)
-                }
-                self.validate(known) { status in
-                    do {
-                        try self.bus.reply(to: call.message) { reply throws(BusError) in
-                            try reply.append(status.verdict.rawValue)
-                            try reply.append(status.portal)
-                            try reply.append(status.detail)
-                        }
-                    } catch {
-                        Log.warning("cannot reply to Validate: \(error)")
-                    }
-                }
-            }
-            return .later
-        case "GetMetrics":
-            let text = metricsText()
-            return .now { reply throws(BusError) in try reply.append(text) }
-        case "GetHistory":
-            // Answered from memory at once: at most the ring's bound of records.
-            let since = try message.readUInt64()
-            return try callers.identities.answering(message) { [unowned self] uid throws(BusError) in
-                guard historyRate.admit(uid, now: .now) else { throw Self.historyRefusal(uid, historyRate.settings) }
-                let ring = history?.ring ?? HistoryRing()
-                let records = ring.records(since: since)
-                return .now { reply throws(BusError) in try Self.appendHistory(reply, oldest: ring.oldestHostRecord ?? 0, records) }
-            }
-        case "Watch":
-            return try watches.add(target: try message.readString("target", maximumBytes: ReachdContract.Bound.target, refusal: ReachdContract.ErrorName.invalidTarget), caller: message)
-        case "WatchPath":
-            return try watches.addPath(caller: message)
-        case "Unwatch":
-            let path = try message.readObjectPath("watch", maximumBytes: ReachdContract.Bound.watchPath)
-            try watches.remove(path: path, caller: message.sender ?? "")
-            return .now { _ in }
-        default:
-            throw BusError.unknownMethod(method)
+            try reply.close()
         }
+    }
+
+    private func listInterfaces(_ message: BusMessage) throws(BusError) -> BusReply {
+        let interfaces = core.snapshot.interfaces
+        return .now { reply throws(BusError) in try Self.appendInterfaces(reply, interfaces) }
+    }
+
+    private func checkAddress(_ message: BusMessage) throws(BusError) -> BusReply {
+        let target = try message.readString("address", maximumBytes: ReachdContract.Bound.address, refusal: ReachdContract.ErrorName.invalidTarget)
+        return try callers.identities.answering(message) { [core] uid throws(BusError) in
+            let result = core.shared.check(address: target, uid: uid)
+            if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address \(target.inertExcerpt())") }
+            return .now { reply throws(BusError) in
+                try reply.append(result.flags.rawValue)
+                try reply.append(result.interface)
+                try reply.append(result.reason?.rawValue ?? "")
+                try Self.appendDetails(reply, result)
+            }
+        }
+    }
+
+    /// An address or "" (the host), answered from the mirror at once as the caller's traffic is
+    /// routed; a host name is the caller's to resolve first (CheckHost), as reachctl does.
+    private func explain(_ message: BusMessage) throws(BusError) -> BusReply {
+        let target = try message.readString("target", maximumBytes: ReachdContract.Bound.address, refusal: ReachdContract.ErrorName.invalidTarget)
+        return try callers.identities.answering(message) { [core] uid throws(BusError) in
+            let explanation: Explanation
+            switch core.shared.explain(target, uid: uid) {
+            case let .success(found): explanation = found
+            case let .failure(refusal): throw Self.invalidTarget(refusal.description)
+            }
+            return .now { reply throws(BusError) in try Self.appendExplanation(reply, explanation) }
+        }
+    }
+
+    /// Replies when the probe answers (within its Timeout=), never blocking the loop.
+    private func validate(_ message: BusMessage) throws(BusError) -> BusReply {
+        let call = OwnedBusMessage(retaining: message)
+        try callers.withUser(of: message) { [unowned self] uid in
+            defer { self.callers.forgetIfIdle(call.message.sender ?? "") }
+            let known: UInt32
+            switch uid {
+            case let .success(uid): known = uid
+            case let .failure(error): return self.bus.reply(to: call.message, error: error)
+            }
+            self.validate(known) { status in
+                do {
+                    try self.bus.reply(to: call.message) { reply throws(BusError) in
+                        try reply.append(status.verdict.rawValue)
+                        try reply.append(status.portal)
+                        try reply.append(status.detail)
+                    }
+                } catch {
+                    Log.warning("cannot reply to Validate: \(error)")
+                }
+            }
+        }
+        return .later
+    }
+
+    private func getMetrics(_ message: BusMessage) throws(BusError) -> BusReply {
+        let text = metricsText()
+        return .now { reply throws(BusError) in try reply.append(text) }
+    }
+
+    /// Answered from memory at once: at most the ring's bound of records.
+    private func getHistory(_ message: BusMessage) throws(BusError) -> BusReply {
+        let since = try message.readUInt64()
+        return try callers.identities.answering(message) { [unowned self] uid throws(BusError) in
+            guard historyRate.admit(uid, now: .now) else { throw Self.historyRefusal(uid, historyRate.settings) }
+            let ring = history?.ring ?? HistoryRing()
+            let records = ring.records(since: since)
+            return .now { reply throws(BusError) in try Self.appendHistory(reply, oldest: ring.oldestHostRecord ?? 0, records) }
+        }
+    }
+
+    private func watch(_ message: BusMessage) throws(BusError) -> BusReply {
+        let target = try message.readString("target", maximumBytes: ReachdContract.Bound.target, refusal: ReachdContract.ErrorName.invalidTarget)
+        return try watches.add(target: target, caller: message)
+    }
+
+    private func watchPath(_ message: BusMessage) throws(BusError) -> BusReply {
+        try watches.addPath(caller: message)
+    }
+
+    private func unwatch(_ message: BusMessage) throws(BusError) -> BusReply {
+        let path = try message.readObjectPath("watch", maximumBytes: ReachdContract.Bound.watchPath)
+        try watches.remove(path: path, caller: message.sender ?? "")
+        return .now { _ in }
     }
 
     /// CheckHost replies later: a slow DNS answer must never delay other callers.
