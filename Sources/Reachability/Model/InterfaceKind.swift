@@ -2,6 +2,11 @@
 public enum InterfaceKind: String, Sendable, Hashable, CaseIterable {
     case loopback, wired, wifi, cellular, vpn, bridge, virtual, other
 
+    /// `.wired` by NWInterface.InterfaceType's name for it, so that code written against
+    /// NWPathMonitor (`requiredInterfaceType: .wiredEthernet`, `case .wiredEthernet:`) ports by
+    /// renaming the monitor's type alone.
+    public static let wiredEthernet = InterfaceKind.wired
+
     /// Preference when several links could carry traffic: lower is preferred.
     /// NetworkManager's default route metrics are the reference (VPN 50, Ethernet 100,
     /// Wi-Fi 600, WWAN 700); everything else comes after.

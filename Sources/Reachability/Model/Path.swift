@@ -20,6 +20,9 @@ public struct Path: Hashable, Sendable {
         public var name: String
         public var index: Int32
         public var kind: InterfaceKind
+        /// `kind` by NWInterface's name for it, so that `interface.type == .wiredEthernet` ports
+        /// as written.
+        public var type: InterfaceKind { kind }
 
         public init(name: String, index: Int32, kind: InterfaceKind) {
             self.name = name
