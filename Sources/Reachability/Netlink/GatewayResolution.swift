@@ -1,3 +1,4 @@
+import CNetlink
 #if canImport(Glibc)
 import Glibc
 #endif
