@@ -251,3 +251,35 @@ struct StallProfileTests {
         print("stall(nobody): the host's stall flagged \(flagged) beside nobody's download")
     }
 }
+
+extension StallProfileTests {
+    /// issue 51: www-data is one user like any other. Its two connections into a black hole (the
+    /// gateway drops 203.0.113.0/24; the path works) retransmit for 60 s with the shipped
+    /// defaults, judged as failing, and the host is never stalled: when every uid up to 999 was
+    /// the host's, it was flagged in 14 s.
+    @Test func aSystemAccountsConnectionsAloneNeverStallTheHost() async throws {
+        let topology = try Topology("spwww", shortRTO: false)
+        try topology.gateway.ip("route add blackhole 203.0.113.0/24")
+        let harness = try DaemonHarness(topology.client)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        let attempts = try Self.start(topology.client, #"""
+            import socket, threading, time
+            def one(i):
+                while True:
+                    try:
+                        s = socket.socket(); s.settimeout(60); s.connect(("203.0.113.%d" % (i + 1), 80)); s.close()
+                    except OSError: time.sleep(0.5)
+            for i in range(2): threading.Thread(target=one, args=(i,), daemon=True).start()
+            print("started", flush=True)
+            while True: time.sleep(3600)
+            """#, [], user: "33")
+        defer { attempts.kill() }
+        for _ in 0..<60 {
+            #expect(!(try Self.stalled(harness)), "www-data's black hole alone flagged the host")
+            try await Task.sleep(for: .seconds(1))
+        }
+        let figures = try StallDaemonTests.status(harness).stall
+        #expect((figures?.socketsFailing ?? 0) >= 2 && figures?.owners == 1, "www-data's attempts are judged, as one owner: \(String(describing: figures))")
+    }
+}
