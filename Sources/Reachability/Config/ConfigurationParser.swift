@@ -250,6 +250,7 @@ struct ConfigurationParser {
     }
 
     private mutating func apply(_ setting: ConfigurationSetting, _ value: String) throws(ValueProblem) {
+        if try applyToRule(setting, value) { return }
         switch setting {
         case .defaultTimeout:
             configuration.defaultTimeout = try ValueProblem.duration(value, in: Configuration.defaultTimeoutRange)
@@ -284,29 +285,6 @@ struct ConfigurationParser {
             configuration.connectivity.interval = try ValueProblem.duration(value, in: ConnectivitySettings.intervalRange)
         case .probeTimeout:
             configuration.connectivity.timeout = try ValueProblem.duration(value, in: ConnectivitySettings.timeoutRange)
-        case .name:
-            do { try InterfaceRule.validate(pattern: value) } catch { throw ValueProblem(message: error.description) }
-            pendingRule?.rule.pattern = value
-        case .kind:
-            pendingRule?.rule.kind = try ValueProblem.kind(value)
-        case .ignore:
-            pendingRule?.rule.ignore = try ValueProblem.boolean(value)
-        case .metered:
-            let metered = try ValueProblem.boolean(value)
-            if pendingRule?.network != nil { pendingRule?.network?.metered = metered } else { pendingRule?.rule.metered = metered }
-        case .constrained:
-            let constrained = try ValueProblem.boolean(value)
-            if pendingRule?.network != nil { pendingRule?.network?.constrained = constrained } else { pendingRule?.rule.constrained = constrained }
-        case .probe:
-            let probe = try ValueProblem.boolean(value)
-            if pendingRule?.network != nil { pendingRule?.network?.probe = probe } else { pendingRule?.rule.probe = probe }
-        case .networkID:
-            guard NetworkRule.isValid(id: value) else {
-                throw ValueProblem(message: "'\(value)' is not a network's name; expected 16 hexadecimal digits (lowercase) as reachctl status --verbose shows it")
-            }
-            pendingRule?.network?.id = value
-        case .rulePriority:
-            pendingRule?.rule.priority = try ValueProblem.integer(value, in: Configuration.priorityRange)
         case .waitTimeout:
             configuration.waitOnlineTimeout = try ValueProblem.duration(value, in: Configuration.waitOnlineTimeoutRange)
         case .waitTarget:
@@ -334,7 +312,41 @@ struct ConfigurationParser {
             let interval = try ValueProblem.duration(value, in: Configuration.stallIntervalRange)
             configuration.stall.pollInterval = interval
             configuration.stall.maximumPollInterval = interval * Configuration.stallBackOffFactor
+        case .name, .kind, .ignore, .metered, .constrained, .probe, .networkID, .rulePriority:
+            break  // a rule's: `applyToRule`
         }
+    }
+
+    /// The keys of the [Interface] or [Network] rule being read; false for any other key.
+    private mutating func applyToRule(_ setting: ConfigurationSetting, _ value: String) throws(ValueProblem) -> Bool {
+        switch setting {
+        case .name:
+            do { try InterfaceRule.validate(pattern: value) } catch { throw ValueProblem(message: error.description) }
+            pendingRule?.rule.pattern = value
+        case .kind:
+            pendingRule?.rule.kind = try ValueProblem.kind(value)
+        case .ignore:
+            pendingRule?.rule.ignore = try ValueProblem.boolean(value)
+        case .metered:
+            let metered = try ValueProblem.boolean(value)
+            if pendingRule?.network != nil { pendingRule?.network?.metered = metered } else { pendingRule?.rule.metered = metered }
+        case .constrained:
+            let constrained = try ValueProblem.boolean(value)
+            if pendingRule?.network != nil { pendingRule?.network?.constrained = constrained } else { pendingRule?.rule.constrained = constrained }
+        case .probe:
+            let probe = try ValueProblem.boolean(value)
+            if pendingRule?.network != nil { pendingRule?.network?.probe = probe } else { pendingRule?.rule.probe = probe }
+        case .networkID:
+            guard NetworkRule.isValid(id: value) else {
+                throw ValueProblem(message: "'\(value)' is not a network's name; expected 16 hexadecimal digits (lowercase) as reachctl status --verbose shows it")
+            }
+            pendingRule?.network?.id = value
+        case .rulePriority:
+            pendingRule?.rule.priority = try ValueProblem.integer(value, in: Configuration.priorityRange)
+        default:
+            return false
+        }
+        return true
     }
 
     private mutating func fail(

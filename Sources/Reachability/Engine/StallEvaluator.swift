@@ -160,55 +160,95 @@ public struct StallEvaluator: Sendable {
         var attribution = StallAttribution(addresses: addresses)
         for sample in samples where sample.state == .listen { attribution.listen(sample) }
         self.attribution = attribution
+        let sockets = tally(samples, at: now)
+        known = sockets.current
+        closedSincePoll = 0
+        polls &+= 1
+        let unanswered = takeAnswers(nameservers, at: now)
+        var judged: [Int32: Int] = [:]
+        for tally in sockets.tallies {
+            judged[tally.link] = tally.judged
+            for (owner, receipt) in tally.receipts.latest { memory[tally.link, default: LinkMemory()].receipts.received(owner, at: receipt) }
+        }
+        let verdicts = judgeLinks(judged: judged, failures: sockets.failures, unanswered: unanswered, dnsTimeouts: dnsTimeouts, at: now)
+        let links = verdicts.links
+        let nextPoll = schedule(suspected: verdicts.suspected || links.contains(where: \.isStalled), sockets)
+        // Asked while suspected, and while stalled only when the silence is what stalls it: a
+        // stall the sockets show alone needs no question (an outage of hours asks nothing).
+        let checks = links.filter { link in
+            let index = link.interfaceIndex
+            guard verdicts.suspectedLinks.contains(index), !link.isStalled || verdicts.corroborationStalled.contains(index) else { return false }
+            guard let answered = nameserverAnswers[index] else { return true }
+            // Failures the answer explained are not asked about again; one that began since is.
+            let failing = (memory[index]?.closed ?? []) + (sockets.failures[index] ?? [])
+            return failing.contains { $0.since > answered }
+        }.map(\.interfaceIndex)
+        var rechecks: [StallRecheck] = []
+        for link in links where link.causes.contains(.tcpRetransmissions) {
+            guard let choices = sockets.candidates[link.interfaceIndex], !choices.isEmpty else { continue }
+            rechecks.append(choices[polls % choices.count])
+        }
+        return StallReport(links: links, nextPoll: nextPoll, socketsIgnored: sockets.ignored, rechecks: rechecks, nameserverChecks: checks)
+    }
 
+    /// One poll's sockets, counted per link: what is known of each, each link's receipts, the
+    /// failures, the host's own connections that may be opened again.
+    private struct SocketTally {
         var current: [UInt64: KnownSocket] = [:]
-        current.reserveCapacity(known.count)
-        // Per link, in order of first appearance: a host has a handful of links and owners, so
-        // short arrays searched from the previous socket's slot beat dictionaries (a poll of
-        // 10,000 sockets does this 10,000 times).
         var tallies: [LinkTally] = []
-        var slot = 0
         var failures: [Int32: [Failure]] = [:]
         var candidates: [Int32: [StallRecheck]] = [:]
         var ignored = 0
-        var moved = closedSincePoll > 0
+        var moved = false
         var inFlight = false
+    }
+
+    private func tally(_ samples: [TCPSocketSample], at now: Duration) -> SocketTally {
+        var out = SocketTally()
+        out.current.reserveCapacity(known.count)
+        out.moved = closedSincePoll > 0
+        // Per link, in order of first appearance: a host has a handful of links and owners, so
+        // short arrays searched from the previous socket's slot beat dictionaries (a poll of
+        // 10,000 sockets does this 10,000 times).
+        var slot = 0
         for sample in samples where sample.state != .listen {
             guard let counters = sample.counters, let link = attribution.link(of: sample) else {
-                ignored += 1
+                out.ignored += 1
                 continue
             }
             let owner = TrafficOwner(uid: sample.owner ?? 0, systemUserMaximum: settings.systemUserMaximum)
             let before = known[sample.cookie]
-            if before?.segmentsIn != counters.segmentsIn || before?.segmentsOut != counters.segmentsOut { moved = true }
+            if before?.segmentsIn != counters.segmentsIn || before?.segmentsOut != counters.segmentsOut { out.moved = true }
             let firstSeen = before?.firstSeen ?? now
-            current[sample.cookie] = KnownSocket(
+            out.current[sample.cookie] = KnownSocket(
                 link: link, owner: owner, segmentsIn: counters.segmentsIn, segmentsOut: counters.segmentsOut,
                 firstSeen: firstSeen)
-            if slot >= tallies.count || tallies[slot].link != link {
-                slot = tallies.firstIndex { $0.link == link } ?? tallies.count
-                if slot == tallies.count { tallies.append(LinkTally(link: link)) }
+            if slot >= out.tallies.count || out.tallies[slot].link != link {
+                slot = out.tallies.firstIndex { $0.link == link } ?? out.tallies.count
+                if slot == out.tallies.count { out.tallies.append(LinkTally(link: link)) }
             }
-            tallies[slot].judged += 1
+            out.tallies[slot].judged += 1
             let moment = SocketMoment(sample, at: now)
             // In flight and not failing: one that already fails (a dead peer's) asks no sooner poll.
-            if counters.unacknowledged > 0, moment.waitingSince == nil { inFlight = true }
-            if let receipt = moment.receipt { tallies[slot].receipts.received(owner, at: receipt) }
+            if counters.unacknowledged > 0, moment.waitingSince == nil { out.inFlight = true }
+            if let receipt = moment.receipt { out.tallies[slot].receipts.received(owner, at: receipt) }
             if var since = moment.waitingSince {
                 if counters.segmentsIn == 0 { since = min(since, firstSeen) }
-                failures[link, default: []].append(Failure(owner: owner, since: since, end: now))
+                out.failures[link, default: []].append(Failure(owner: owner, since: since, end: now))
                 // Only the host's own connections are opened again: never a destination a user chose.
                 if owner == .host, sample.destinationPort != 0 {
-                    candidates[link, default: []].append(StallRecheck(
+                    out.candidates[link, default: []].append(StallRecheck(
                         interfaceIndex: link, source: sample.source, destination: sample.destination, port: sample.destinationPort))
                 }
             }
         }
-        known = current
-        closedSincePoll = 0
-        polls &+= 1
-        // Silence past its patience corroborates. An answer only withholds that: it is not a
-        // receipt, since a path can carry DNS to the provider's own servers and nothing else.
+        return out
+    }
+
+    /// The links whose nameserver stayed silent past its patience. Silence corroborates; an
+    /// answer only withholds that: it is not a receipt, since a path can carry DNS to the
+    /// provider's own servers and nothing else.
+    private mutating func takeAnswers(_ nameservers: [StallNameserverAnswer], at now: Duration) -> Set<Int32> {
         var unanswered: Set<Int32> = []
         for answer in nameservers {
             if answer.answered {
@@ -218,12 +258,14 @@ public struct StallEvaluator: Sendable {
             }
         }
         nameserverAnswers = nameserverAnswers.filter { now - $0.value < Self.answeredPause }
-        var judged: [Int32: Int] = [:]
-        for tally in tallies {
-            judged[tally.link] = tally.judged
-            for (owner, receipt) in tally.receipts.latest { memory[tally.link, default: LinkMemory()].receipts.received(owner, at: receipt) }
-        }
+        return unanswered
+    }
 
+    /// Each link's verdict: the sockets judged now, the failures remembered, the nameserver's
+    /// silence and the DNS timeouts.
+    private mutating func judgeLinks(
+        judged: [Int32: Int], failures: [Int32: [Failure]], unanswered: Set<Int32>, dnsTimeouts: [Int32: Int], at now: Duration
+    ) -> (links: [LinkStall], suspected: Bool, suspectedLinks: Set<Int32>, corroborationStalled: Set<Int32>) {
         var links: [LinkStall] = []
         var suspected = false
         var suspectedLinks: Set<Int32> = []
@@ -255,39 +297,27 @@ public struct StallEvaluator: Sendable {
             if verdict == .noEvidence, judgement.evidence.socketsFailing == 0 { continue }
             links.append(LinkStall(interfaceIndex: link, verdict: verdict, causes: causes, evidence: judgement.evidence))
         }
+        return (links, suspected, suspectedLinks, corroborationStalled)
+    }
 
-        let nextPoll: Duration?
-        if suspected || links.contains(where: \.isStalled) {
+    /// When the next poll comes: soon while anything is suspected or stalled, never without TCP
+    /// traffic, else backing off while nothing moves.
+    private mutating func schedule(suspected: Bool, _ sockets: SocketTally) -> Duration? {
+        if suspected {
             interval = settings.pollInterval
-            nextPoll = min(settings.suspectInterval, settings.pollInterval)
-        } else if current.isEmpty && !moved {
+            return min(settings.suspectInterval, settings.pollInterval)
+        }
+        if sockets.current.isEmpty && !sockets.moved {
             // No TCP traffic at all: no timer; a closing socket or the caller's trigger starts again.
             interval = settings.pollInterval
-            nextPoll = nil
-        } else {
-            let ceiling = max(settings.maximumPollInterval, settings.pollInterval)
-            interval = moved ? settings.pollInterval : min(interval * 2, ceiling)
-            // Data in flight at the poll (an upload, a request sent): the host waits on the path
-            // right now, and no closing socket will say so if it dies under a lone long transfer.
-            // Half the interval halves the wait for the first poll that can see it.
-            nextPoll = inFlight ? min(interval, settings.pollInterval / 2) : interval
+            return nil
         }
-        // Asked while suspected, and while stalled only when the silence is what stalls it: a
-        // stall the sockets show alone needs no question (an outage of hours asks nothing).
-        let checks = links.filter { link in
-            let index = link.interfaceIndex
-            guard suspectedLinks.contains(index), !link.isStalled || corroborationStalled.contains(index) else { return false }
-            guard let answered = nameserverAnswers[index] else { return true }
-            // Failures the answer explained are not asked about again; one that began since is.
-            let failing = (memory[index]?.closed ?? []) + (failures[index] ?? [])
-            return failing.contains { $0.since > answered }
-        }.map(\.interfaceIndex)
-        var rechecks: [StallRecheck] = []
-        for link in links where link.causes.contains(.tcpRetransmissions) {
-            guard let choices = candidates[link.interfaceIndex], !choices.isEmpty else { continue }
-            rechecks.append(choices[polls % choices.count])
-        }
-        return StallReport(links: links, nextPoll: nextPoll, socketsIgnored: ignored, rechecks: rechecks, nameserverChecks: checks)
+        let ceiling = max(settings.maximumPollInterval, settings.pollInterval)
+        interval = sockets.moved ? settings.pollInterval : min(interval * 2, ceiling)
+        // Data in flight at the poll (an upload, a request sent): the host waits on the path
+        // right now, and no closing socket will say so if it dies under a lone long transfer.
+        // Half the interval halves the wait for the first poll that can see it.
+        return sockets.inFlight ? min(interval, settings.pollInterval / 2) : interval
     }
 
     private struct Judgement {

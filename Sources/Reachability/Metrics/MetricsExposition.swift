@@ -41,6 +41,18 @@ package enum MetricsExposition {
 
     package static func render(_ sample: MetricsSample) -> String {
         var out = ExpositionText()
+        renderHost(sample, into: &out)
+        renderInterfaces(sample, into: &out)
+        renderCounters(sample, into: &out)
+        out.family("reachd_start_time_seconds", .gauge, "When reachd started, in seconds since the Unix epoch.")
+        out.sample("reachd_start_time_seconds", [], sample.startTime)
+        out.family("reachd_build_info", .gauge, "Always 1: the version of reachd.")
+        out.sample("reachd_build_info", [("version", sample.version)], 1)
+        return out.text
+    }
+
+    /// The host's answer: state, primary interface, flags, the probe's verdict, stalled.
+    private static func renderHost(_ sample: MetricsSample, into out: inout ExpositionText) {
         let host = sample.snapshot.host
         out.family("reachd_host_state", .gauge, "The host's connectivity state (1 for the current one): online when the default route leaves through a ready link, local when only a link is ready, offline otherwise.")
         for state in HostState.allCases {
@@ -61,7 +73,10 @@ package enum MetricsExposition {
 
         out.family("reachd_stalled", .gauge, "1 while the host's own TCP traffic through its path has stopped flowing (passive stall detection: sent, retransmitted, nothing received), 0 otherwise.")
         out.sample("reachd_stalled", [], host.stalled ? 1 : 0)
+    }
 
+    /// The interfaces by kind: present, ready, stalled (a fixed series count, whatever the links).
+    private static func renderInterfaces(_ sample: MetricsSample, into out: inout ExpositionText) {
         var present = [Int](repeating: 0, count: InterfaceKind.allCases.count)
         var ready = present
         var stalled = present
@@ -83,7 +98,10 @@ package enum MetricsExposition {
         for (index, kind) in InterfaceKind.allCases.enumerated() {
             out.sample("reachd_interfaces_stalled", [("kind", kind.rawValue)], Double(stalled[index]))
         }
+    }
 
+    /// What happened since start: signals, resyncs, announcements, checks, watches, probes, scrapes.
+    private static func renderCounters(_ sample: MetricsSample, into out: inout ExpositionText) {
         let counters = sample.counters
         out.counter("reachd_changed_events_total", "Changed signals sent: changes of the host's answer.", counters.changedEvents)
         out.counter("reachd_netlink_overruns_total", "Times the netlink receive buffer overran (ENOBUFS); each is followed by a resync.", sample.mirror.overruns)
@@ -119,12 +137,6 @@ package enum MetricsExposition {
         for (index, cut) in MetricsCutOff.allCases.enumerated() {
             out.sample("reachd_metrics_connections_cut_off_total", [("reason", cut.rawValue)], Double(counters.scrapesCutOff[index]))
         }
-
-        out.family("reachd_start_time_seconds", .gauge, "When reachd started, in seconds since the Unix epoch.")
-        out.sample("reachd_start_time_seconds", [], sample.startTime)
-        out.family("reachd_build_info", .gauge, "Always 1: the version of reachd.")
-        out.sample("reachd_build_info", [("version", sample.version)], 1)
-        return out.text
     }
 
     /// Label values as the format wants them: backslash, double quote and line feed escaped.
