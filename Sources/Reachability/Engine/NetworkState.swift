@@ -106,19 +106,6 @@ public struct NetworkState: Sendable {
         if refusedAnnouncements.count < Self.refusalsKept { refusedAnnouncements.append(refusal) }
     }
 
-    /// The prefixes of link `index` itself: its addresses' and its on-link (gateway-less) routes',
-    /// of any table but the default route.
-    func onLinkPrefixes(of index: Int32) -> [IPPrefix] {
-        var prefixes: [IPPrefix] = links[index]?.addresses.values.map { $0.prefix } ?? []
-        for key in routesByInterface[index] ?? [] {
-            guard let route = routes[key], !route.destination.isDefault,
-                route.nextHops.contains(where: { $0.interfaceIndex == index && $0.gateway == nil })
-            else { continue }
-            prefixes.append(route.destination)
-        }
-        return prefixes
-    }
-
     // MARK: input
 
     /// Applies one batch of kernel facts. Returns what a user can see changed, or nil when
@@ -396,30 +383,6 @@ public struct NetworkState: Sendable {
             generation: generation, host: host, hostChanged: hostChanged,
             changedInterfaces: changed.sorted { $0.index < $1.index },
             removedInterfaces: removed.sorted { $0.index < $1.index }, hostChange: description)
-    }
-
-    private func derive(_ entry: LinkEntry) -> InterfaceStatus? {
-        let classification = effectiveClassification(entry)
-        guard !classification.isIgnored else { return nil }
-        var flags = kindFlags(entry)
-        // On the interface only: a path through it (the host's flags) changes when the link does.
-        if radioBlocks[entry.link.index] != nil, [.wifi, .cellular].contains(classification.kind) { flags.insert(.radioOff) }
-        if entry.link.isAdminUp {
-            let ready = entry.link.isReady && entry.addresses.values.contains { $0.isUsable }
-            flags.insert(ready ? .reachable : .connectionRequired)
-            if ready, isStalled(entry.link.index) { flags.insert(.stalled) }
-        }
-        let addresses = entry.addresses.keys.map(\.prefix).sorted(by: Self.addressOrder)
-        return InterfaceStatus(
-            index: entry.link.index, name: entry.link.name, kind: classification.kind,
-            flags: flags, addresses: addresses, expensiveReason: expensiveReason(entry, classification),
-            networkID: networkID(of: entry.link.index))
-    }
-
-    static func addressOrder(_ a: IPPrefix, _ b: IPPrefix) -> Bool {
-        if a.address.family != b.address.family { return a.address.family < b.address.family }
-        let (x, y) = (a.address.bytes, b.address.bytes)
-        return x == y ? a.length < b.length : x.lexicographicallyPrecedes(y)
     }
 
     private mutating func updateReadiness(_ index: Int32) {
