@@ -4,12 +4,14 @@ import Glibc
 #endif
 
 /// reachd's composition root: one sd-event loop carrying the core (netlink, c-ares), the bus,
-/// signals and the watchdog, and the parts that follow the core's changes, in this order:
-/// the publisher (signals, STATUS=, journal, NetworkManager surface), the metrics, the history
+/// signals and the watchdog, and the parts that follow the core's updates, in this order: the
+/// service object (whose properties answer from the update last told), the publisher (signals,
+/// STATUS=, journal, NetworkManager surface), the metrics, the history
 /// (each change of an answer with its cause, in memory and the journal), the probes and
 /// the watches; and sleep, which hands a resume to the core and the probes. NetworkManager's
 /// devices, while it runs, are one more input to the core (`NetworkManagerDevices`). Each part
-/// gets what it needs at construction; none holds the daemon.
+/// gets what it needs at construction (the first update, the state's questions, a way to hand
+/// in inputs or start host checks); none holds the daemon or the core.
 final class Daemon {
     private let options: Options
     private var configuration: Configuration
@@ -132,29 +134,37 @@ final class Daemon {
         self.bus = bus
         // The journal says what happened (with the errno), not only that the daemon stopped.
         try bus.attach(to: loop) { cause in Log.error("lost the bus: \(cause); exiting so that systemd restarts reachd") }
-        let publisher = Publisher(bus: bus, mirror: core.shared)
+        let first = core.update
+        let publisher = Publisher(bus: bus, first: first)
         self.publisher = publisher
-        core.follow { [unowned publisher] in publisher.follow($0) }
-        core.follow { [unowned metrics] in metrics.follow($0) }
         let history = History(state: core.shared)
         self.history = history
         history.start()
-        core.follow { [unowned history] in history.follow($0) }
         let identities = try CallerIdentities(bus: bus)
         identities.asking = { Log.debug("asking the bus for the Unix user of \($0)") }
         let callers = Callers(identities: identities)
         self.callers = callers
-        let watches = WatchRegistry(core: core, bus: bus, callers: callers, loop: loop, metrics: metrics, configuration: configuration)
+        let watches = WatchRegistry(
+            checks: core, state: core.shared, first: first, bus: bus, callers: callers, loop: loop, metrics: metrics, configuration: configuration)
         self.watches = watches
         metrics.watchCount = { [unowned watches] in watches.count }
-        let probes = Probes(core: core, loop: loop, metrics: metrics, settings: configuration.connectivity)
+        let probes = Probes(parts: ProbeParts(inputs: core, checks: core, state: core.shared), loop: loop, metrics: metrics, settings: configuration.connectivity)
         self.probes = probes
-        let checks = HostCheckCalls(core: core, bus: bus, callers: callers, metrics: metrics)
+        core.stallPolled = { [unowned probes] in probes.stallPolled($0) }
+        let checks = HostCheckCalls(checks: core, bus: bus, callers: callers, metrics: metrics)
         self.checks = checks
-        service = ReachabilityService(
-            core: core, bus: bus, watches: watches, checks: checks, defaultTimeout: configuration.defaultTimeout,
+        let service = ReachabilityService(
+            state: core.shared, first: first, bus: bus, watches: watches, checks: checks, defaultTimeout: configuration.defaultTimeout,
             callers: callers, validate: { [unowned probes] uid, reply in probes.validate(for: uid, reply) }, metricsText: { [unowned metrics] in metrics.text })
+        self.service = service
         service.history = history
+        // The service first: the properties sd-bus reads as the publisher signals are the update's.
+        core.follow { [unowned service] in service.follow($0) }
+        core.follow { [unowned publisher] in publisher.follow($0) }
+        core.follow { [unowned metrics] in metrics.follow($0) }
+        core.follow { [unowned history] in history.follow($0) }
+        core.follow { [unowned probes] in probes.follow($0) }
+        core.follow { [unowned watches] in watches.follow($0) }
         busSlots.append(try bus.add(service, at: ReachdContract.objectPath, interface: ReachdContract.interface, vtable: ReachabilityService.vtable))
         // Losing the name (another owner replaced us) is as fatal as losing the bus.
         busSlots.append(try bus.matchSignal(
@@ -186,8 +196,6 @@ final class Daemon {
                 self.loop.exit(code: 1)
             }
         })
-        core.follow { [unowned probes] in probes.follow($0) }
-        core.follow { [unowned watches] in watches.follow($0) }
         // What a resume makes stale: the kernel mirror, DNS answers, targets (and their backoff,
         // through the core's update), the probe's verdict (dropped already when logind warned of
         // the sleep, so no early question after the resume gets the old one).

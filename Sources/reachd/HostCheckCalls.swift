@@ -13,7 +13,7 @@ final class HostCheckCalls {
     /// users at their share still leave root its reserve.
     static let inFlight = Quota(total: 4096, perOwner: 1024)
 
-    private let core: ReachabilityCore
+    private let checks: any HostCheckStarting
     private let bus: BusConnection
     private let callers: Callers
     /// Counts refusals and abandoned checks (`reachd_host_checks_refused_total`, `..._abandoned_total`).
@@ -48,8 +48,8 @@ final class HostCheckCalls {
         }
     }
 
-    init(core: ReachabilityCore, bus: BusConnection, callers: Callers, metrics: DaemonMetrics) {
-        self.core = core
+    init(checks: any HostCheckStarting, bus: BusConnection, callers: Callers, metrics: DaemonMetrics) {
+        self.checks = checks
         self.bus = bus
         self.callers = callers
         self.metrics = metrics
@@ -83,7 +83,7 @@ final class HostCheckCalls {
         count(pending.uid, +1)
         let box = UncheckedSendable((self, pending))
         // The core answers on the loop's thread; the box only crosses the type check.
-        let id = core.checkHost(
+        let id = checks.checkHost(
             pending.host, timeout: timeout, owner: LookupOwner(uid: pending.uid), routing: .asUser(pending.routedAs)
         ) { outcome in
             box.value.0.answered(box.value.1, outcome)
@@ -161,7 +161,7 @@ final class HostCheckCalls {
         guard let owned = calls.removeValue(forKey: sender) else { return }
         for (id, pending) in owned {
             pending.abandoned = true
-            core.cancelHostCheck(id)
+            checks.cancelHostCheck(id)
         }
         metrics.counters.checksAbandoned += UInt64(owned.count)
         metrics.changed()

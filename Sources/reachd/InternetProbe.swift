@@ -3,6 +3,18 @@ import Reachability
 import Glibc
 #endif
 
+/// What a probe uses of the core, and nothing more: its verdicts go in as inputs, its lookups
+/// start as host checks, and the path it judges is read from the state (the state's host is the
+/// update's while followers are told, and the latest input's between updates, so a probe reads
+/// back the verdict it just recorded).
+struct ProbeParts {
+    unowned let inputs: any CoreInputs
+    unowned let checks: any HostCheckStarting
+    let state: SharedState
+
+    var host: HostStatus { state.withState { $0.host } }
+}
+
 /// The opt-in connectivity probe (`[Connectivity]` in reachd.conf, issue 11): asks a known HTTP
 /// server through the host's path whether the internet answers, and feeds the verdict to the
 /// Engine as one more fact. On reachd's loop, never blocking: the name goes through the same
@@ -25,7 +37,8 @@ final class InternetProbe {
         case uplink(index: Int32, name: String)
     }
 
-    private unowned let core: ReachabilityCore
+    /// Where its verdicts go, its lookups start, and the path's facts are read.
+    private let parts: ProbeParts
     private let loop: EventLoop
     private unowned let metrics: DaemonMetrics
     let path: Path
@@ -64,8 +77,8 @@ final class InternetProbe {
         var exchange: HTTPExchange?
         var source: (any LoopSource)?
         init(deadline: ContinuousClock.Instant) { self.deadline = deadline }
-        func cancel(_ core: ReachabilityCore) {
-            if let check { core.cancelHostCheck(check) }
+        func cancel(_ checks: any HostCheckStarting) {
+            if let check { checks.cancelHostCheck(check) }
             check = nil
             source?.cancel()
             source = nil
@@ -73,8 +86,8 @@ final class InternetProbe {
         }
     }
 
-    init(core: ReachabilityCore, loop: EventLoop, metrics: DaemonMetrics, path: Path = .host) {
-        self.core = core
+    init(parts: ProbeParts, loop: EventLoop, metrics: DaemonMetrics, path: Path = .host) {
+        self.parts = parts
         self.loop = loop
         self.metrics = metrics
         self.path = path
@@ -94,7 +107,7 @@ final class InternetProbe {
 
     /// The verdict this probe last recorded.
     private var currentStatus: ConnectivityStatus {
-        path == .host ? core.host.connectivity : uplinkStatus
+        path == .host ? parts.host.connectivity : uplinkStatus
     }
 
     /// The uplink stopped being one (or the probe was turned off): its verdict is forgotten.
@@ -179,12 +192,12 @@ final class InternetProbe {
     }
 
     private func cancelAttempt() {
-        attempt?.cancel(core)
+        attempt?.cancel(parts.checks)
         attempt = nil
     }
 
     private func currentPathKey() -> PathKey {
-        core.withState { state in
+        parts.state.withState { state in
             if case let .uplink(index, name) = path {
                 let uplink = state.uplinks().first { $0.index == index }
                 return PathKey(state: uplink == nil ? .offline : .online, primary: name, underlying: "", uplink: uplink)
@@ -201,13 +214,13 @@ final class InternetProbe {
     private func probe(reason: String) {
         guard let url = settings.url else { return }
         nextProbe = nil
-        let reachable = path == .host ? core.host.state == .online : pathKey?.uplink != nil
+        let reachable = path == .host ? parts.host.state == .online : pathKey?.uplink != nil
         guard reachable else {
             // No route: nothing could answer, and nothing is sent. The next path change re-probes.
             finish(ProbeExpectation.failed("no route to the internet"), schedule: false)
             return
         }
-        if path == .host, let name = core.withState({ $0.unprobedHostInterface() }) {
+        if path == .host, let name = parts.state.withState({ $0.unprobedHostInterface() }) {
             // The administrator keeps the probe off this link: nothing is sent, nothing is judged.
             finish(ConnectivityStatus(detail: "not probed: \(name) has Probe=no"), schedule: false, counted: false)
             return
@@ -216,12 +229,12 @@ final class InternetProbe {
         self.attempt = attempt
         arm(attempt.deadline)
         if IPAddress(url.host) != nil {
-            connect(attempt, to: core.shared.check(address: url.host))
+            connect(attempt, to: parts.state.check(address: url.host))
             return
         }
         // Completions run on the loop's thread (HostChecks); the boxes only cross the type check.
         let box = UncheckedSendable((probe: self, attempt: attempt))
-        attempt.check = core.checkHost(url.host, timeout: settings.timeout) { outcome in
+        attempt.check = parts.checks.checkHost(url.host, timeout: settings.timeout) { outcome in
             guard case let .success(result) = outcome else { return }  // cancelled: the attempt is gone
             box.value.probe.resolved(result, for: box.value.attempt)
         }
@@ -315,10 +328,10 @@ final class InternetProbe {
 
     private func record(_ status: ConnectivityStatus) {
         switch path {
-        case .host: core.record(connectivity: status)
+        case .host: parts.inputs.record(connectivity: status)
         case let .uplink(index, _):
             uplinkStatus = status
-            core.record(uplink: index, connectivity: status.verdict)
+            parts.inputs.record(uplink: index, connectivity: status.verdict)
         }
     }
 

@@ -42,16 +42,17 @@ final class PathWatch: HeldWatch {
 /// The host's path is the system's view (uid 0), as the host's own properties are.
 final class PathWatches {
     private let bus: BusConnection
-    private let mirror: SharedState
+    /// The state the last update told (a new restriction's answer is derived from it).
+    private var snapshot: ReachabilitySnapshot
     private var views: [Path.Restriction: (paths: Set<String>, shown: Path)] = [:]
 
-    init(bus: BusConnection, mirror: SharedState) {
+    init(bus: BusConnection, first: ReachabilitySnapshot) {
         self.bus = bus
-        self.mirror = mirror
+        snapshot = first
     }
 
     func answer(for restriction: Path.Restriction) -> Path {
-        views[restriction]?.shown ?? Path(snapshot: mirror.snapshot, restriction: restriction)
+        views[restriction]?.shown ?? Path(snapshot: snapshot, restriction: restriction)
     }
 
     func attach(_ watch: PathWatch) {
@@ -65,9 +66,9 @@ final class PathWatches {
     }
 
     /// The host or an interface changed: each restriction's path derived anew, announced where it moved.
-    func networkChanged() {
+    func networkChanged(_ snapshot: ReachabilitySnapshot) {
+        self.snapshot = snapshot
         guard !views.isEmpty else { return }
-        let snapshot = mirror.snapshot
         for (restriction, view) in views {
             let path = Path(snapshot: snapshot, restriction: restriction)
             let names = PathProperty.changed(from: view.shown, to: path)

@@ -3,7 +3,7 @@ import Reachability
 /// The connectivity probes (`[Connectivity]`): one for the host's path and one per uplink other
 /// than the primary (`Uplink`), by ifindex; idle, with no timer and no uplink probe, when off.
 final class Probes {
-    private let core: ReachabilityCore
+    private let parts: ProbeParts
     private let loop: EventLoop
     private let metrics: DaemonMetrics
     private var settings: ConnectivitySettings
@@ -12,28 +12,27 @@ final class Probes {
     /// Stall polls in a row that found the host's path stalled (see `stallPolled`).
     private var stalledPolls = 0
 
-    init(core: ReachabilityCore, loop: EventLoop, metrics: DaemonMetrics, settings: ConnectivitySettings) {
-        self.core = core
+    init(parts: ProbeParts, loop: EventLoop, metrics: DaemonMetrics, settings: ConnectivitySettings) {
+        self.parts = parts
         self.loop = loop
         self.metrics = metrics
         self.settings = settings
-        host = InternetProbe(core: core, loop: loop, metrics: metrics)
+        host = InternetProbe(parts: parts, loop: loop, metrics: metrics)
         host.configure(settings)
         reconcile()
-        core.stallPolled = { [unowned self] report in self.stallPolled(report) }
     }
 
     /// A stall poll: while the host's path is stalled, the probe runs at once (so Connectivity
     /// follows within seconds, not at the next Interval=), then once per back-off step: at the
     /// 1st, 2nd, 4th, 8th... poll in a row that finds it stalled. Off, nothing is sent.
-    private func stallPolled(_ report: StallReport) {
-        guard core.host.stalled else {
+    func stallPolled(_ report: StallReport) {
+        guard parts.host.stalled else {
             stalledPolls = 0
             return
         }
         stalledPolls += 1
         guard settings.isEnabled, stalledPolls & (stalledPolls - 1) == 0 else { return }
-        Log.info("traffic stalled on \(core.host.primaryInterface): running the connectivity probe now")
+        Log.info("traffic stalled on \(parts.host.primaryInterface): running the connectivity probe now")
         host.validate { _ in }
     }
 
@@ -86,7 +85,7 @@ final class Probes {
     /// One pass over the default routes per change (`NetworkState.uplinks`).
     private func reconcile() {
         let wanted = settings.isEnabled
-            ? core.withState { state in
+            ? parts.state.withState { state in
                 Dictionary(state.uplinks().filter { $0.name != state.host.primaryInterface }.map { ($0.index, $0.name) }) { first, _ in first }
             }
             : [:]
@@ -96,7 +95,7 @@ final class Probes {
         }
         for probe in uplinks.values { probe.networkChanged() }
         for (index, name) in wanted where uplinks[index] == nil {
-            let probe = InternetProbe(core: core, loop: loop, metrics: metrics, path: .uplink(index: index, name: name))
+            let probe = InternetProbe(parts: parts, loop: loop, metrics: metrics, path: .uplink(index: index, name: name))
             uplinks[index] = probe
             probe.configure(settings)
         }

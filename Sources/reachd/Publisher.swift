@@ -4,7 +4,8 @@ import Reachability
 /// interface, STATUS= for systemd, and the NetworkManager surface when it is on.
 final class Publisher {
     private let bus: BusConnection
-    private let mirror: SharedState
+    /// The state the last update told.
+    private var snapshot: ReachabilitySnapshot
     private var lastStatus = ""
     /// The host's answer as its properties last told it: PropertiesChanged names only what
     /// moved since (nil before `ready`: then every one).
@@ -12,15 +13,14 @@ final class Publisher {
     /// `[Compatibility] NetworkManager=yes`: org.freedesktop.NetworkManager for GLib and Qt.
     private var networkManager: NetworkManagerSurface?
 
-    init(bus: BusConnection, mirror: SharedState) {
+    init(bus: BusConnection, first: CoreUpdate) {
         self.bus = bus
-        self.mirror = mirror
+        snapshot = first.snapshot
     }
 
     /// The one line STATUS= and the journal show.
     var summary: String {
-        let snapshot = mirror.snapshot
-        return renderSummary(snapshot.host, interfaces: snapshot.interfaces, stall: snapshot.stallEvidence)
+        renderSummary(snapshot.host, interfaces: snapshot.interfaces, stall: snapshot.stallEvidence)
     }
 
     /// READY=1 with the status, once reachd owns its name; and one PropertiesChanged with every
@@ -29,7 +29,7 @@ final class Publisher {
     func ready() {
         bus.emitPropertiesChanged(
             path: ReachdContract.objectPath, interface: ReachdContract.interface, names: ReachabilityService.vtable.changingProperties)
-        published = mirror.snapshot.host
+        published = snapshot.host
         lastStatus = summary
         ServiceManager.notify("READY=1\nSTATUS=\(lastStatus)")
         Log.info("ready on the bus as \(ReachdContract.busName): \(lastStatus)")
@@ -39,6 +39,7 @@ final class Publisher {
     /// (what changed, whether to rebind) right after it; interface-level changes have
     /// `InterfacesChanged`; all move `Generation`. Then the slower parts: logs and STATUS=.
     func follow(_ update: CoreUpdate) {
+        snapshot = update.snapshot
         guard let change = update.change else { return }
         if change.hostChanged {
             emit("Changed") { message throws(BusError) in
@@ -113,8 +114,7 @@ final class Publisher {
             Log.info("NetworkManager compatibility off: released \(name)")
             return
         }
-        let mirror = self.mirror
-        let surface = NetworkManagerSurface(bus: bus) { mirror.snapshot }
+        let surface = NetworkManagerSurface(bus: bus) { [unowned self] in self.snapshot }
         networkManager = surface
         do {
             try surface.start { [weak self, weak surface] refusal in

@@ -5,7 +5,11 @@ import Reachability
 /// Checks answer as the caller's traffic is routed (its Unix user from `CallerIdentities`); the
 /// host's properties are the system's view (uid 0).
 final class ReachabilityService: BusObject {
-    private let core: ReachabilityCore
+    /// The state, for the questions calls ask of it (address checks, explanations, counters).
+    private let state: SharedState
+    /// The update last told: every property read answers from it, so a client told of a change
+    /// reads the values the change's signals carried.
+    private var update: CoreUpdate
     private let bus: BusConnection
     private let watches: WatchRegistry
     private let checks: HostCheckCalls
@@ -25,12 +29,13 @@ final class ReachabilityService: BusObject {
     var defaultTimeout: Duration
 
     init(
-        core: ReachabilityCore, bus: BusConnection, watches: WatchRegistry, checks: HostCheckCalls, defaultTimeout: Duration,
+        state: SharedState, first: CoreUpdate, bus: BusConnection, watches: WatchRegistry, checks: HostCheckCalls, defaultTimeout: Duration,
         callers: Callers, validate: @escaping (UInt32, @escaping (ConnectivityStatus) -> Void) -> Void,
         metricsText: @escaping () -> String
     ) {
         self.callers = callers
-        self.core = core
+        self.state = state
+        update = first
         self.bus = bus
         self.watches = watches
         self.checks = checks
@@ -54,8 +59,12 @@ final class ReachabilityService: BusObject {
         BusError(name: ReachdContract.ErrorName.invalidTarget, message: message)
     }
 
+    /// The core's first follower: the properties read while the others are told (sd-bus reads
+    /// them as PropertiesChanged is sent) are the update's.
+    func follow(_ update: CoreUpdate) { self.update = update }
+
     func property(_ name: String, into reply: BusMessage) throws(BusError) {
-        try Self.append(name, of: core.snapshot, to: reply)
+        try Self.append(name, of: update.snapshot, to: reply)
     }
 
     /// The value of the property `name` in `snapshot`: what Get answers and GetStatus carries.
@@ -98,8 +107,8 @@ final class ReachabilityService: BusObject {
     }
 
     private func getStatus(_ message: BusMessage) throws(BusError) -> BusReply {
-        let snapshot = core.snapshot
-        let counters = core.shared.counters
+        let snapshot = update.snapshot
+        let counters = state.counters
         let interfaces = snapshot.interfaces
         return .now { reply throws(BusError) in
             try reply.open("a", "{sv}")
@@ -122,14 +131,14 @@ final class ReachabilityService: BusObject {
     }
 
     private func listInterfaces(_ message: BusMessage) throws(BusError) -> BusReply {
-        let interfaces = core.snapshot.interfaces
+        let interfaces = update.snapshot.interfaces
         return .now { reply throws(BusError) in try Self.appendInterfaces(reply, interfaces) }
     }
 
     private func checkAddress(_ message: BusMessage) throws(BusError) -> BusReply {
         let target = try message.readString("address", maximumBytes: ReachdContract.Bound.address, refusal: ReachdContract.ErrorName.invalidTarget)
-        return try callers.identities.answering(message) { [core] uid throws(BusError) in
-            let result = core.shared.check(address: target, uid: uid)
+        return try callers.identities.answering(message) { [state] uid throws(BusError) in
+            let result = state.check(address: target, uid: uid)
             if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address \(target.inertExcerpt())") }
             return .now { reply throws(BusError) in
                 try reply.append(result.flags.rawValue)
@@ -144,9 +153,9 @@ final class ReachabilityService: BusObject {
     /// routed; a host name is the caller's to resolve first (CheckHost), as reachctl does.
     private func explain(_ message: BusMessage) throws(BusError) -> BusReply {
         let target = try message.readString("target", maximumBytes: ReachdContract.Bound.address, refusal: ReachdContract.ErrorName.invalidTarget)
-        return try callers.identities.answering(message) { [core] uid throws(BusError) in
+        return try callers.identities.answering(message) { [state] uid throws(BusError) in
             let explanation: Explanation
-            switch core.shared.explain(target, uid: uid) {
+            switch state.explain(target, uid: uid) {
             case let .success(found): explanation = found
             case let .failure(refusal): throw Self.invalidTarget(refusal.description)
             }
@@ -222,8 +231,8 @@ final class ReachabilityService: BusObject {
         }
         let timeout = milliseconds == 0 ? defaultTimeout : .milliseconds(Int64(milliseconds))
         if AddressTarget.looksLikeAddress(host) {
-            return try callers.identities.answering(message) { [core] uid throws(BusError) in
-                let result = core.shared.check(address: host, uid: try Callers.routedAs(named, caller: uid))
+            return try callers.identities.answering(message) { [state] uid throws(BusError) in
+                let result = state.check(address: host, uid: try Callers.routedAs(named, caller: uid))
                 if result.reason == .invalidTarget { throw Self.invalidTarget(result.message ?? "invalid address \(host.inertExcerpt())") }
                 return .now { reply throws(BusError) in try Self.appendHostReply(reply, result) }
             }

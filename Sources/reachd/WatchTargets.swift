@@ -28,13 +28,13 @@ final class WatchTargets {
         var uid: UInt32
     }
 
-    init(core: ReachabilityCore, bus: BusConnection, loop: EventLoop) {
+    init(checks: any HostCheckStarting, state: SharedState, bus: BusConnection, loop: EventLoop) {
         self.bus = bus
-        mirror = core.shared
+        mirror = state
         // The one lookup of a target is routed once for each user's view (`routed`), not also
         // as reachd's own traffic first.
         targets = CoreTargets(
-            core: core, loop: loop, settings: .init(lookups: 64, hostTimeout: .seconds(5)), owner: .shared, routing: .none
+            checks: checks, state: state, loop: loop, settings: .init(lookups: 64, hostTimeout: .seconds(5)), owner: .shared, routing: .none
         ) { [unowned self] in
             publish($0, $1, previous: $2)
         }

@@ -4,7 +4,7 @@ import Reachability
 /// Limits hold per connection, and as a `Quota` per Unix user (learnt from the bus without
 /// blocking) and in all: users other than root together never take the reserve kept for root.
 final class WatchRegistry {
-    private let core: ReachabilityCore
+    private let state: SharedState
     private let bus: BusConnection
     private let callers: Callers
     private unowned let metrics: DaemonMetrics
@@ -22,13 +22,16 @@ final class WatchRegistry {
     /// The distinct kind restrictions the path watches share, and their answers.
     private let paths: PathWatches
 
-    init(core: ReachabilityCore, bus: BusConnection, callers: Callers, loop: EventLoop, metrics: DaemonMetrics, configuration: Configuration) {
-        self.core = core
+    init(
+        checks: any HostCheckStarting, state: SharedState, first: CoreUpdate, bus: BusConnection, callers: Callers, loop: EventLoop,
+        metrics: DaemonMetrics, configuration: Configuration
+    ) {
+        self.state = state
         self.bus = bus
         self.callers = callers
         self.metrics = metrics
-        targets = WatchTargets(core: core, bus: bus, loop: loop)
-        paths = PathWatches(bus: bus, mirror: core.shared)
+        targets = WatchTargets(checks: checks, state: state, bus: bus, loop: loop)
+        paths = PathWatches(bus: bus, first: first.snapshot)
         configure(configuration)
     }
 
@@ -54,7 +57,7 @@ final class WatchRegistry {
         if isAddress {
             // The whole check, not only the syntax: a scope naming no interface (fe80::1%nonexist)
             // is refused here exactly as CheckAddress refuses it.
-            let answer = core.shared.check(address: target)
+            let answer = state.check(address: target)
             if answer.reason == .invalidTarget { throw ReachabilityService.invalidTarget(answer.message ?? "invalid address \(target.inertExcerpt())") }
         } else if case let .failure(error) = HostName.validate(target) {
             throw ReachabilityService.invalidTarget(error.description)
@@ -179,6 +182,6 @@ final class WatchRegistry {
     /// once for all its watches.
     func follow(_ update: CoreUpdate) {
         if update.routingMoved { targets.networkChanged() }
-        if update.change != nil { paths.networkChanged() }
+        if update.change != nil { paths.networkChanged(update.snapshot) }
     }
 }

@@ -9,12 +9,13 @@ import Testing
 @Suite struct GatewayRechecksTests {
     /// A loop with timers only, armed and fired by the test.
     final class HandLoop: EventLoopProtocol {
-        final class Timer: LoopSource {
+        final class Timer: LoopSource, DeferredSource {
             var due: ContinuousClock.Instant?
             func cancel() { due = nil }
             func setEvents(_ events: IOEvents) {}
             func schedule(at instant: ContinuousClock.Instant) { due = instant }
             func disable() { due = nil }
+            func trigger() {}
         }
         var timers: [Timer] = []
         func addWatch(fd: Int32, events: IOEvents, _ handler: @escaping (IOEvents) -> Void) throws(SystemError) -> any LoopSource { Timer() }
@@ -22,6 +23,7 @@ import Testing
             timers.append(Timer())
             return timers.last!
         }
+        func addDeferred(_ handler: @escaping () -> Void) throws(SystemError) -> any DeferredSource { Timer() }
     }
 
     static let gateway = IPAddress("192.0.2.1")!

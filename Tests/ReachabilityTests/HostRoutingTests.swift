@@ -25,7 +25,7 @@ struct HostRoutingTests {
                 let before = core.shared.addressLookups
                 let answer = UncheckedSendable(Box())
                 // localhost answers at once (RFC 6761), with two addresses: no DNS server needed.
-                core.checkHost("localhost", timeout: .seconds(1), routing: routing) { answer.value.result = try? $0.get() }
+                core.checkHost("localhost", timeout: .seconds(1), owner: .system, routing: routing) { answer.value.result = try? $0.get() }
                 counted.append((core.shared.addressLookups - before, answer.value.result))
             }
             return counted

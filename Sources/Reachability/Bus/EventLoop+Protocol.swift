@@ -9,8 +9,17 @@ extension EventLoop: EventLoopProtocol {
         if urgent { timer.setPriority(Self.urgent) }
         return timer
     }
+
+    public func addDeferred(_ handler: @escaping () -> Void) throws(SystemError) -> any DeferredSource {
+        let source = try deferred(handler)
+        source.disable()
+        return source
+    }
 }
 
-extension EventSource: LoopSource {
+extension EventSource: LoopSource, DeferredSource {
+    /// Enables a defer source for one run (`EventLoopProtocol.addDeferred`).
+    public func trigger() { enableOnce() }
+
     public func schedule(at instant: ContinuousClock.Instant) { schedule(at: instant.monotonicMicroseconds) }
 }

@@ -42,6 +42,17 @@ public final class EventLoop {
         }
     }
 
+    /// A defer source: `handler` runs on the loop's next turn, without a wait, each time the
+    /// source is enabled for one shot (`EventSource.enableOnce`).
+    func deferred(_ handler: @escaping () -> Void) throws(SystemError) -> EventSource {
+        try add("sd_event_add_defer", EventSource.Handler(fire: handler)) { source, context in
+            sd_event_add_defer(event, &source, { _, context in
+                Unmanaged<EventSource.Handler>.fromOpaque(context!).takeUnretainedValue().fire?()
+                return 0
+            }, context)
+        }
+    }
+
     /// Calls `handler` after every turn of the loop that dispatched another source: work that
     /// rides on wake-ups the loop has anyway and never causes one of its own (sd_event_add_post).
     public func afterEachWake(_ handler: @escaping () -> Void) throws(SystemError) -> EventSource {
@@ -134,6 +145,12 @@ public final class EventSource {
     func schedule(at usec: UInt64) {
         guard let source else { return }
         sd_event_source_set_time(source, usec)
+        sd_event_source_set_enabled(source, Int32(SD_EVENT_ONESHOT))
+    }
+
+    /// Enables the source for one run: a defer source's next turn.
+    func enableOnce() {
+        guard let source else { return }
         sd_event_source_set_enabled(source, Int32(SD_EVENT_ONESHOT))
     }
 

@@ -4,7 +4,8 @@
 package final class CoreTargets: TargetFollowerDriver {
     package typealias Answered = (_ target: String, _ result: CheckResult, _ previous: CheckResult) -> Void
 
-    private let core: ReachabilityCore
+    private let checks: any HostCheckStarting
+    private let state: SharedState
     private let loop: any EventLoopProtocol
     private let onAnswer: Answered
     /// Whose lookups these are (reachd's watched targets are `.shared`).
@@ -16,10 +17,11 @@ package final class CoreTargets: TargetFollowerDriver {
     private var timer: (any LoopSource)?
 
     package init(
-        core: ReachabilityCore, loop: any EventLoopProtocol, settings: TargetFollower.Settings, owner: LookupOwner = .system,
-        routing: HostRouting = .asThisProcess, answered: @escaping Answered
+        checks: any HostCheckStarting, state: SharedState, loop: any EventLoopProtocol, settings: TargetFollower.Settings,
+        owner: LookupOwner = .system, routing: HostRouting = .asThisProcess, answered: @escaping Answered
     ) {
-        self.core = core
+        self.checks = checks
+        self.state = state
         self.owner = owner
         self.routing = routing
         self.loop = loop
@@ -29,7 +31,7 @@ package final class CoreTargets: TargetFollowerDriver {
 
     package var now: ContinuousClock.Instant { .now }
 
-    package func check(address: String) -> CheckResult { core.shared.check(address: address) }
+    package func check(address: String) -> CheckResult { state.check(address: address) }
 
     package func startHostCheck(_ name: String, timeout: Duration, done: @escaping (CheckResult?) -> Void) -> UInt64 {
         if case let .failure(error) = HostName.validate(name) {
@@ -38,10 +40,10 @@ package final class CoreTargets: TargetFollowerDriver {
         }
         // The core answers on this loop's thread: `done` never crosses.
         let done = UncheckedSendable(done)
-        return core.checkHost(name, timeout: timeout, owner: owner, routing: routing) { outcome in done.value(try? outcome.get()) }
+        return checks.checkHost(name, timeout: timeout, owner: owner, routing: routing) { outcome in done.value(try? outcome.get()) }
     }
 
-    package func cancelHostCheck(_ id: UInt64) { core.cancelHostCheck(id) }
+    package func cancelHostCheck(_ id: UInt64) { checks.cancelHostCheck(id) }
 
     package func scheduleTimer(at instant: ContinuousClock.Instant?) {
         if timer == nil, instant != nil {

@@ -2,37 +2,21 @@
 import Glibc
 #endif
 
-/// One change as every part of a front end hears of it.
-package struct CoreUpdate: Sendable {
-    /// What the host or an interface shows that changed; nil when nothing shown did.
-    package let change: ReachabilityChange?
-    /// A link, address, route or rule moved, whether or not anything shown did: the path of a
-    /// single target may have, so followers of targets check them again.
-    package let routingMoved: Bool
-    package let routingEpoch: UInt64
-}
-
 /// The one core of reachability, for whoever owns the loop (reachd's sd-event, the in-process
 /// monitor's poll thread): it owns the `NetworkState` (in `shared`, for readers on any thread),
 /// the kernel's source and the host checks. Every input, whether the kernel's events or a
 /// resync, a probe's or the stall watch's verdict, the radios, the clock, the nameservers or a
 /// reload, enters one way (`take`) and is followed by one sequence: incidents to the log, the
 /// timers re-armed, the host checks told of a routing change, stall detection told whether the
-/// host is online, then every follower, in the order they joined, when something moved. Updates
-/// reach followers in the order they happened, never one inside another (`undelivered`).
+/// host is online; and when something moved, the turn's update is gathered, to be told to every
+/// follower once the turn's inputs are in (`CoreUpdates`).
 /// Loop-thread only; `shared` may be read from any thread.
-package final class ReachabilityCore {
+package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     package let shared: SharedState
     private let source: KernelSource
     private let hostChecks: HostChecks
     private let warn: (String) -> Void
-    private var followers: [(CoreUpdate) -> Void] = []
-    /// Updates not yet told to every follower, oldest first. An input that arrives while
-    /// followers are being told (a probe follower recording a verdict from inside an update) is
-    /// applied at once, and its update waits here for the one being told to reach every follower:
-    /// as sd-event's defer sources, so followers hear updates in the order they happened.
-    private var undelivered: [CoreUpdate] = []
-    private var delivering = false
+    private let updates: CoreUpdates
     private var lastRoutingEpoch: UInt64
     private var netlinkWatch: (any LoopSource)?
     private var resyncTimer: (any LoopSource)?
@@ -79,6 +63,7 @@ package final class ReachabilityCore {
         let shared = try SharedState(state, namespacePath: configuration.namespacePath)
         shared.record(overruns: kernel.overrunCount, resyncs: kernel.resyncCount)
         self.shared = shared
+        updates = try CoreUpdates(loop: loop, first: shared.snapshot, routingEpoch: state.routingEpoch) { shared.snapshot }
         source = kernel
         netlinkReceiveBufferBytes = kernel.receiveBufferBytes
         self.warn = warn
@@ -178,21 +163,17 @@ package final class ReachabilityCore {
         warn("radios: \(radioSource)")
     }
 
-    /// `body` hears of every input after it was applied, from now on.
-    package func follow(_ body: @escaping (CoreUpdate) -> Void) { followers.append(body) }
+    /// `body` hears of every update from now on, after the followers that joined before it.
+    package func follow(_ body: @escaping (CoreUpdate) -> Void) { updates.follow(body) }
 
-    /// The state as the last input left it, for the loop's thread (followers, reachd's property
-    /// reads): made at most once per input, on the first read after it, read without the lock.
-    package var snapshot: ReachabilitySnapshot {
-        if let madeSnapshot { return madeSnapshot }
-        let made = shared.snapshot
-        madeSnapshot = made
-        return made
-    }
-    private var madeSnapshot: ReachabilitySnapshot?
+    /// The update last told to the followers; before the first, the state the core started from.
+    package var update: CoreUpdate { updates.last }
 
-    /// The host's answer as the last input left it (see `snapshot`).
-    package var host: HostStatus { snapshot.host }
+    /// The state as the last update told it.
+    package var snapshot: ReachabilitySnapshot { updates.last.snapshot }
+
+    /// The host's answer as the last update told it.
+    package var host: HostStatus { updates.last.host }
 
     /// Reads the state in place, without copying it (the Engine's questions: uplinks, routes).
     package func withState<T>(_ body: (borrowing NetworkState) -> T) -> T { shared.withState(body) }
@@ -250,7 +231,7 @@ package final class ReachabilityCore {
     /// `cancelHostCheck`. `completion` may run before this returns.
     @discardableResult
     package func checkHost(
-        _ name: String, timeout: Duration, owner: LookupOwner = .system, routing: HostRouting = .asThisProcess,
+        _ name: String, timeout: Duration, owner: LookupOwner, routing: HostRouting,
         completion: @escaping @Sendable (Result<CheckResult, CheckCancelled>) -> Void
     ) -> UInt64 {
         lastCheckID += 1
@@ -310,14 +291,16 @@ package final class ReachabilityCore {
     }
 
     /// The one way in: applies `input` (nil: none, only the source's own state moved, such as a
-    /// dump begun) to the state, then follows it with the one sequence (see the type).
+    /// dump begun) to the state, then follows it with the one sequence (see the type). While
+    /// followers are being told of an update, the input waits until every one of them was.
     /// `routingMoved`: the routing may have moved though the epoch did not (a resume).
     private func take(_ input: NetworkInput?, routingMoved: Bool = false) {
-        if input != nil { madeSnapshot = nil }
-        let (change, refusals, drops, epoch, online, expiry, failedGateways) = shared.change { state in
+        guard !updates.isDelivering else { return updates.hold { [unowned self] in self.take(input, routingMoved: routingMoved) } }
+        let told = updates.last.snapshot.stallEvidence
+        let (change, refusals, drops, epoch, online, expiry, failedGateways, evidenceMoved) = shared.change { state in
             let change = input.flatMap { state.take($0) }
             return (change, state.takeRefusedAnnouncements(), state.takeAnnouncementDrops(), state.routingEpoch,
-                    state.host.state == .online, state.nextExpiry, state.gatewaysToResolve)
+                    state.host.state == .online, state.nextExpiry, state.gatewaysToResolve, state.hostStallEvidence != told)
         }
         gatewayRechecks?.follow(failedGateways, now: .now)
         // The Engine refuses what it can judge only with the link's prefixes (NAT64); the
@@ -340,18 +323,8 @@ package final class ReachabilityCore {
             hostChecks.networkChanged()
         }
         // Followers hear only of what moved: a batch of facts that changed nothing anyone sees,
-        // nor the routing, is nobody's news.
-        guard change != nil || moved else { return }
-        undelivered.append(CoreUpdate(change: change, routingMoved: moved, routingEpoch: epoch))
-        guard !delivering else { return }
-        delivering = true
-        defer { delivering = false }
-        var next = 0
-        while next < undelivered.count {
-            let update = undelivered[next]
-            next += 1
-            for follower in followers { follower(update) }
-        }
-        undelivered.removeAll(keepingCapacity: true)
+        // nor the routing, nor the stall figures, is nobody's news.
+        guard change != nil || moved || evidenceMoved else { return }
+        updates.gather(change, routingMoved: moved, routingEpoch: epoch)
     }
 }

@@ -26,7 +26,7 @@ package final class MonitorTargets: Sendable {
         let side = side
         monitor.onStop { side.end() }
         monitor.onThread { core, loop in
-            let targets = CoreTargets(core: core, loop: loop, settings: settings) { target, result, _ in side.publish(target, result) }
+            let targets = CoreTargets(checks: core, state: core.shared, loop: loop, settings: settings) { target, result, _ in side.publish(target, result) }
             side.targets = targets
             core.follow { [weak targets] update in if update.routingMoved { targets?.follower.routingChanged() } }
         }

@@ -8,6 +8,18 @@ public protocol EventLoopProtocol: AnyObject {
     /// A disabled one-shot timer; `urgent` ones run before I/O that is ready in the same turn, so
     /// that a crowd of ready sockets never holds a deadline back.
     func addTimer(urgent: Bool, _ handler: @escaping () -> Void) throws(SystemError) -> any LoopSource
+    /// A disabled source that runs `handler` once after each `trigger()`, behind the sources
+    /// already ready in that turn: work that gathers what one turn's inputs did (sd-event's defer
+    /// sources, as systemd-networkd's dirty-link handler is one).
+    func addDeferred(_ handler: @escaping () -> Void) throws(SystemError) -> any DeferredSource
+}
+
+/// A deferred source (`EventLoopProtocol.addDeferred`); it ends when cancelled or released.
+public protocol DeferredSource: AnyObject {
+    /// Runs the handler once, soon: after the sources ready now, before the loop waits again.
+    /// Triggered again from its own handler, it runs on the next turn.
+    func trigger()
+    func cancel()
 }
 
 /// One registration on an `EventLoopProtocol`; it ends when cancelled or released.
