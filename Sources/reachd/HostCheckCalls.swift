@@ -81,8 +81,8 @@ final class HostCheckCalls {
             return
         }
         count(pending.uid, +1)
-        let box = UncheckedSendable((self, pending))
-        // The core answers on the loop's thread; the box only crosses the type check.
+        // The core answers on the loop's thread; the box checks that it does.
+        let box = LoopBound((self, pending))
         let id = checks.checkHost(
             pending.host, timeout: timeout, owner: LookupOwner(uid: pending.uid), routing: .asUser(pending.routedAs)
         ) { outcome in

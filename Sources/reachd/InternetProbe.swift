@@ -232,8 +232,8 @@ final class InternetProbe {
             connect(attempt, to: parts.state.check(address: url.host))
             return
         }
-        // Completions run on the loop's thread (HostChecks); the boxes only cross the type check.
-        let box = UncheckedSendable((probe: self, attempt: attempt))
+        // Completions run on the loop's thread (HostChecks); the box checks that they do.
+        let box = LoopBound((probe: self, attempt: attempt))
         attempt.check = parts.checks.checkHost(url.host, timeout: settings.timeout) { outcome in
             guard case let .success(result) = outcome else { return }  // cancelled: the attempt is gone
             box.value.probe.resolved(result, for: box.value.attempt)

@@ -38,8 +38,8 @@ package final class CoreTargets: TargetFollowerDriver {
             done(.invalid(name, error.description))
             return 0
         }
-        // The core answers on this loop's thread: `done` never crosses.
-        let done = UncheckedSendable(done)
+        // The core answers on this loop's thread: `done` never crosses (the box checks it).
+        let done = LoopBound(done)
         return checks.checkHost(name, timeout: timeout, owner: owner, routing: routing) { outcome in done.value(try? outcome.get()) }
     }
 

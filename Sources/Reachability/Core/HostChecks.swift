@@ -1,3 +1,4 @@
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -293,4 +294,15 @@ extension CheckResult {
         combined.addresses = addresses
         return combined
     }
+}
+
+/// The ids of a core's host checks: one sequence for every caller, whichever thread asks (the
+/// core's own callers on its loop, an in-process monitor's on any thread), so no two checks in
+/// the core's one table share an id.
+package final class HostCheckIDs: Sendable {
+    private let last = Atomic<UInt64>(0)
+
+    package init() {}
+
+    package func next() -> UInt64 { last.add(1, ordering: .relaxed).newValue }
 }

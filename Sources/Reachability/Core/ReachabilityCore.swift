@@ -30,7 +30,8 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     private var dumpWatch: (any LoopSource)?
     /// The monitor socket is unwatched while a dump runs (see `KernelSource.isDumping`).
     private var netlinkPaused = false
-    private var lastCheckID: UInt64 = 0
+    /// Ids of host checks, shared with whoever else starts checks here (`ReachabilityMonitor`).
+    private let checkIDs: HostCheckIDs
     /// Follows resolv.conf into the Engine's nameserver fact (`supportsDNS`).
     private let nameservers: NameserverWatch
     /// networkd's DHCP leases: a server's metered hint per link; nil when not read.
@@ -53,8 +54,10 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     /// Opens the netlink sockets, completes the first sync and starts watching on `loop`.
     /// `warn` gets the lines worth a warning in a journal (netlink incidents, loop failures).
     package init(
-        configuration: CoreConfiguration, loop: any EventLoopProtocol, warn: @escaping (String) -> Void = { _ in }
+        configuration: CoreConfiguration, loop: any EventLoopProtocol, checkIDs: HostCheckIDs = HostCheckIDs(),
+        warn: @escaping (String) -> Void = { _ in }
     ) throws(SystemError) {
+        self.checkIDs = checkIDs
         let files = configuration.resolverFiles(warn: warn)
         let start = try Self.start(configuration, files: files)
         let (kernel, state) = (start.kernel, start.state)
@@ -217,7 +220,7 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     package func checkHost(_ request: HostCheckRequest) {
         guard let answered = checkAnswered else { return hostChecks.start(request) }
         let started = ContinuousClock.now
-        let box = UncheckedSendable(answered)
+        let box = LoopBound(answered)
         hostChecks.start(HostCheckRequest(
             id: request.id, name: request.name, owner: request.owner, routing: request.routing, deadline: request.deadline
         ) { outcome in
@@ -234,8 +237,7 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
         _ name: String, timeout: Duration, owner: LookupOwner, routing: HostRouting,
         completion: @escaping @Sendable (Result<CheckResult, CheckCancelled>) -> Void
     ) -> UInt64 {
-        lastCheckID += 1
-        let id = lastCheckID
+        let id = checkIDs.next()
         checkHost(HostCheckRequest(id: id, name: name, owner: owner, routing: routing, deadline: .now + timeout, completion: completion))
         return id
     }

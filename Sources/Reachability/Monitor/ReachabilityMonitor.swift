@@ -23,7 +23,7 @@ public final class ReachabilityMonitor: Sendable {
     public init(configuration: CoreConfiguration = CoreConfiguration()) throws {
         let hub = try Hub()
         let loop = PollLoop(wakeup: hub.wakeup)
-        let core = try ReachabilityCore(configuration: configuration, loop: loop)
+        let core = try ReachabilityCore(configuration: configuration, loop: loop, checkIDs: hub.checkIDs)
         self.hub = hub
         mirror = core.shared
         core.follow { update in hub.publish(update) }
@@ -173,7 +173,7 @@ public final class ReachabilityMonitor: Sendable {
         let shared = Mutex(Shared())
         /// Work for the monitor's thread from other threads; `nil` once the thread is gone.
         private let inbox = Mutex<[LoopRequest]?>([])
-        private let checkIDs = Atomic<UInt64>(0)
+        let checkIDs = HostCheckIDs()
         let wakeup: WakeUpPipe
 
         enum LoopRequest: Sendable {
@@ -184,9 +184,8 @@ public final class ReachabilityMonitor: Sendable {
 
         init() throws(SystemError) { wakeup = try WakeUpPipe() }
 
-        /// With the top bit set: never one of the ids the core gives its own checks (`CoreTargets`'),
-        /// which count from 1 in the same table.
-        func nextCheckID() -> UInt64 { checkIDs.add(1, ordering: .relaxed).newValue | 1 << 63 }
+        /// From the core's own sequence: never one of the ids it gives its own checks (`CoreTargets`').
+        func nextCheckID() -> UInt64 { checkIDs.next() }
 
         /// Queues work for the thread and wakes it; false when the monitor has stopped.
         func submit(_ request: LoopRequest) -> Bool {
