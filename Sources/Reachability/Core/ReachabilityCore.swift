@@ -13,7 +13,7 @@ import Glibc
 /// Loop-thread only; `shared` may be read from any thread.
 package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     package let shared: SharedState
-    private let source: KernelSource
+    private let source: any KernelEdge
     private let hostChecks: HostChecks
     private let warn: (String) -> Void
     private let updates: CoreUpdates
@@ -53,13 +53,23 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
 
     /// Opens the netlink sockets, completes the first sync and starts watching on `loop`.
     /// `warn` gets the lines worth a warning in a journal (netlink incidents, loop failures).
-    package init(
+    package convenience init(
         configuration: CoreConfiguration, loop: any EventLoopProtocol, checkIDs: HostCheckIDs = HostCheckIDs(),
+        warn: @escaping (String) -> Void = { _ in }
+    ) throws(SystemError) {
+        try self.init(
+            configuration: configuration, kernel: KernelSource(options: configuration.sourceOptions), loop: loop, checkIDs: checkIDs,
+            warn: warn)
+    }
+
+    /// A core on `kernel`: the real one, or a test's fake (`KernelEdge`).
+    package init(
+        configuration: CoreConfiguration, kernel: any KernelEdge, loop: any EventLoopProtocol, checkIDs: HostCheckIDs = HostCheckIDs(),
         warn: @escaping (String) -> Void = { _ in }
     ) throws(SystemError) {
         self.checkIDs = checkIDs
         let files = configuration.resolverFiles(warn: warn)
-        let start = try Self.start(configuration, files: files)
+        let start = try Self.start(configuration, kernel: kernel, files: files)
         let (kernel, state) = (start.kernel, start.state)
         nameservers = start.nameservers
         leases = start.leases
@@ -89,7 +99,7 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
             self.source.resyncIfDue()
             self.take(nil)
         }
-        if let radios = kernel.radios.descriptor {
+        if let radios = kernel.radioDescriptor {
             radioWatch = try loop.addWatch(fd: radios, events: .readable) { [unowned self] _ in self.radiosReadable() }
         }
         expiryTimer = try loop.addTimer(urgent: false) { [unowned self] in
@@ -125,12 +135,11 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     /// routes to the nameservers resolv.conf names, networkd's DHCP leases. The core goes on
     /// from here; `snapshot(configuration:)` answers with it alone.
     private static func start(
-        _ configuration: CoreConfiguration, files: ResolverFiles
-    ) throws(SystemError) -> (kernel: KernelSource, state: NetworkState, nameservers: NameserverWatch, leases: DHCPLeases?) {
-        let kernel = try KernelSource(options: configuration.sourceOptions)
+        _ configuration: CoreConfiguration, kernel: any KernelEdge, files: ResolverFiles
+    ) throws(SystemError) -> (kernel: any KernelEdge, state: NetworkState, nameservers: NameserverWatch, leases: DHCPLeases?) {
         var state = configuration.initialState
         if let first = try kernel.synchronize(knowing: state) { _ = state.take(first) }
-        _ = kernel.takeIncidents()
+        _ = kernel.takeIncidentLines()
         let nameservers = NameserverWatch(files: files)
         if let routes = kernel.setNameservers(nameservers.nameservers()) { _ = state.take(routes) }
         let leases = configuration.dhcpLeasesDirectory.map(DHCPLeases.init)
@@ -142,7 +151,8 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     /// taken without a loop, a thread or a socket left open: for a process that asks once and
     /// exits (`reachctl is` without reachd, from every timer's ExecCondition=).
     package static func snapshot(configuration: CoreConfiguration) throws(SystemError) -> ReachabilitySnapshot {
-        try start(configuration, files: configuration.resolverFiles(warn: { _ in })).state.snapshot
+        let kernel = try KernelSource(options: configuration.sourceOptions)
+        return try start(configuration, kernel: kernel, files: configuration.resolverFiles(warn: { _ in })).state.snapshot
     }
 
     private func nameserversChanged() {
@@ -150,7 +160,7 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     }
 
     /// Where the radios' state comes from ("following /dev/rfkill", or why sysfs).
-    package var radioSource: String { source.radios.source.description }
+    package var radioSource: String { source.radioSourceDescription }
 
     /// The receive buffer the kernel granted the netlink monitor socket, in bytes.
     package let netlinkReceiveBufferBytes: Int
@@ -159,10 +169,10 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     /// are read from sysfs on link events from then on.
     private func radiosReadable() {
         take(source.readRadios())
-        guard source.radios.deviceEnded else { return }
+        guard source.radioDeviceEnded else { return }
         radioWatch?.cancel()
         radioWatch = nil
-        source.radios.closeDevice()
+        source.closeRadioDevice()
         warn("radios: \(radioSource)")
     }
 
@@ -312,7 +322,7 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
         let dumping = source.isDumping
         expiryTimer?.schedule(orDisableAt: dumping ? nil : expiry.map { $0 + Self.lifetimeMargin })
         stallWatch?.follow(online: online)
-        for incident in source.takeIncidents() { warn("netlink: \(incident)") }
+        for incident in source.takeIncidentLines() { warn("netlink: \(incident)") }
         for drop in drops { warn(Self.line(for: drop)) }
         resyncTimer?.schedule(orDisableAt: source.resyncDeadline)
         if dumping != netlinkPaused {
