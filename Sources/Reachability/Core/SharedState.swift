@@ -4,10 +4,13 @@ import Synchronization
 /// on its loop's thread (`take`, its one way in), and anyone reads it and checks addresses
 /// against it (the in-process monitor's callers do; in reachd every call comes from the loop, and
 /// the lock is never contended). Address checks ask the kernel for the route on a socket of
-/// their own, so a check never waits for the core's netlink reading. Unchecked: the state, the
-/// snapshot made from it and the route socket are touched only inside the lock.
+/// their own, so a check never waits for the core's netlink reading, and outside the state's
+/// lock, so the core's next input never waits for a check's round trip to the kernel.
+/// Unchecked: the state and the snapshot made from it are touched only inside `lock`, the route
+/// socket only inside `routeLock`.
 package final class SharedState: @unchecked Sendable {
     private let lock = Mutex(())
+    private let routeLock = Mutex(())
     private var current: NetworkState
     /// The snapshot of the current state, made on the first read after a change: at most once
     /// per input, however many readers ask.
@@ -59,7 +62,7 @@ package final class SharedState: @unchecked Sendable {
 
     /// Route lookups made for address checks so far: what a test counts to see that an answer
     /// is routed once per caller, not once per layer it passes.
-    var addressLookups: Int { lock.withLock { _ in lookups } }
+    var addressLookups: Int { routeLock.withLock { _ in lookups } }
 
     /// Overruns and resyncs so far, announcements held and dropped.
     package var counters: MirrorCounters {
@@ -81,12 +84,11 @@ package final class SharedState: @unchecked Sendable {
         case let .failure(error): return .invalid(text, error.description)
         case let .success(parsed): target = parsed
         }
-        // One hold of the lock: the scope's name is looked up in the state the check evaluates.
-        return lock.withLock { _ in
-            switch outputInterface(for: target.scope, of: text) {
-            case let .failure(refusal): .invalid(text, refusal.description)
-            case let .success(index): evaluate(target.address, outputInterface: index, uid: uid, target: text)
-            }
+        switch lock.withLock({ _ in outputInterface(for: target.scope, of: text) }) {
+        case let .failure(refusal): return .invalid(text, refusal.description)
+        case let .success(index):
+            let asked = paths(for: target.address, outputInterface: index, uid: uid)
+            return lock.withLock { _ in evaluate(target.address, paths: asked, target: text) }
         }
     }
 
@@ -95,15 +97,15 @@ package final class SharedState: @unchecked Sendable {
     /// explained through its addresses: check it first, then `Explanation.resolving`.
     /// Never touches DNS and never waits; an invalid address is `.failure` naming it.
     public func explain(_ target: String, uid: UInt32? = nil) -> Result<Explanation, ExplanationRefusal> {
-        if target.isEmpty { return .success(lock.withLock { _ in explain(nil, uid: uid, target: "") }) }
+        if target.isEmpty { return .success(explain(nil, outputInterface: nil, uid: uid, target: "")) }
         let parsed: AddressTarget
         switch AddressTarget.parse(target) {
         case let .failure(error): return .failure(ExplanationRefusal(description: error.description))
         case let .success(value): parsed = value
         }
-        return lock.withLock { _ in
-            if parsed.address.isUnspecified { return .success(explain(nil, uid: uid, target: "")) }
-            return outputInterface(for: parsed.scope, of: target).map { explain(parsed.address, outputInterface: $0, uid: uid, target: target) }
+        if parsed.address.isUnspecified { return .success(explain(nil, outputInterface: nil, uid: uid, target: "")) }
+        return lock.withLock { _ in outputInterface(for: parsed.scope, of: target) }.map {
+            explain(parsed.address, outputInterface: $0, uid: uid, target: target)
         }
     }
 
@@ -114,16 +116,48 @@ package final class SharedState: @unchecked Sendable {
     /// the route layer the answer is exact, and a route that went is told by the host's
     /// available interfaces.
     package func explainUplink(_ name: String) -> Explanation? {
-        lock.withLock { _ in
-            current.linkIndex(named: name).map { explain(nil, outputInterface: $0, uid: nil, target: "") }
-        }
+        lock.withLock { _ in current.linkIndex(named: name) }.map { explain(nil, outputInterface: $0, uid: nil, target: "") }
     }
 
     /// Checks each address of a host and combines the verdicts: reachable when any address is.
     /// `uid` as for `check(address:uid:)`.
     package func evaluate(addresses: [IPAddress], target: String, uid: UInt32? = nil) -> CheckResult {
-        let results = lock.withLock { _ in addresses.map { evaluate($0, outputInterface: nil, uid: uid, target: target) } }
+        let asked = addresses.map { paths(for: $0, outputInterface: nil, uid: uid) }
+        let results = lock.withLock { _ in zip(addresses, asked).map { evaluate($0, paths: $1, target: target) } }
         return .combining(results, target: target, addresses: addresses)
+    }
+
+    /// The kernel's routes one address is judged by, asked outside the state's lock: the route to
+    /// it as `uid`'s traffic goes; for `0.0.0.0` or `::` as a user's other than root, that user's
+    /// routes to the internet destinations; none for the system's general connectivity, which
+    /// the state holds.
+    private func paths(for address: IPAddress, outputInterface: Int32?, uid: UInt32?) -> [AddressFamily: RouteLookup] {
+        guard address.isUnspecified else { return [address.family: lookup(address, outputInterface: outputInterface, uid: uid)] }
+        guard let uid, uid != 0 else { return [:] }
+        var paths: [AddressFamily: RouteLookup] = [:]
+        for (family, destination) in KernelSource.internetDestinations {
+            paths[family] = lookup(destination, outputInterface: nil, uid: uid)
+        }
+        return paths
+    }
+
+    /// `address nil`: the host's answer, through the internet destinations; `uid` nil: the
+    /// system's view (uid 0), as the host's answer is. Routes asked first, then judged under the lock.
+    private func explain(_ address: IPAddress?, outputInterface: Int32?, uid: UInt32?, target: String) -> Explanation {
+        let destinations = address.map { [$0] } ?? KernelSource.internetDestinations.map(\.address)
+        let lookups = destinations.map { ($0, lookup($0, outputInterface: outputInterface, uid: uid ?? 0)) }
+        return lock.withLock { _ in current.explain(target: target, lookups: lookups, uid: uid) }
+    }
+
+    private func lookup(_ address: IPAddress, outputInterface: Int32?, uid: UInt32?) -> RouteLookup {
+        routeLock.withLock { _ in
+            lookups += 1
+            do throws(SystemError) {
+                return try routes.lookup(address, outputInterface: outputInterface, uid: uid)
+            } catch {
+                return .failed(errno: error.errno)
+            }
+        }
     }
 
     // MARK: under the lock
@@ -139,33 +173,12 @@ package final class SharedState: @unchecked Sendable {
         }
     }
 
-    /// One address as `uid`'s traffic is routed (nil: this process's own).
-    private func evaluate(_ address: IPAddress, outputInterface: Int32?, uid: UInt32?, target: String) -> CheckResult {
+    /// One address judged by the routes asked for it (`paths(for:outputInterface:uid:)`).
+    private func evaluate(_ address: IPAddress, paths: [AddressFamily: RouteLookup], target: String) -> CheckResult {
         if address.isUnspecified {
-            guard let uid, uid != 0 else { return current.evaluate(lookup: .failed(errno: 0), for: address, target: target) }
-            var paths: [AddressFamily: RouteLookup] = [:]
-            for (family, destination) in KernelSource.internetDestinations {
-                paths[family] = lookup(destination, outputInterface: nil, uid: uid)
-            }
+            guard !paths.isEmpty else { return current.evaluate(lookup: .failed(errno: 0), for: address, target: target) }
             return current.generalConnectivity(target: target, family: address.family, userPaths: paths)
         }
-        return current.evaluate(lookup: lookup(address, outputInterface: outputInterface, uid: uid), for: address, target: target)
-    }
-
-    /// `address` nil: the host's answer, through the internet destinations; `uid` nil: the
-    /// system's view (uid 0), as the host's answer is.
-    private func explain(_ address: IPAddress?, outputInterface: Int32? = nil, uid: UInt32?, target: String) -> Explanation {
-        let destinations = address.map { [$0] } ?? KernelSource.internetDestinations.map(\.address)
-        let lookups = destinations.map { ($0, lookup($0, outputInterface: outputInterface, uid: uid ?? 0)) }
-        return current.explain(target: target, lookups: lookups, uid: uid)
-    }
-
-    private func lookup(_ address: IPAddress, outputInterface: Int32?, uid: UInt32?) -> RouteLookup {
-        lookups += 1
-        do {
-            return try routes.lookup(address, outputInterface: outputInterface, uid: uid)
-        } catch {
-            return .failed(errno: error.errno)
-        }
+        return current.evaluate(lookup: paths[address.family] ?? .failed(errno: 0), for: address, target: target)
     }
 }
