@@ -151,7 +151,7 @@ final class Daemon {
         let probes = Probes(parts: ProbeParts(inputs: core, checks: core, state: core.shared), loop: loop, metrics: metrics, settings: configuration.connectivity)
         self.probes = probes
         core.stallPolled = { [unowned probes] in probes.stallPolled($0) }
-        let checks = HostCheckCalls(checks: core, bus: bus, callers: callers, metrics: metrics)
+        let checks = HostCheckCalls(checks: core, bus: bus, callers: callers, metrics: metrics, configuration: configuration)
         self.checks = checks
         let service = ReachabilityService(
             state: core.shared, first: first, bus: bus, watches: watches, checks: checks, defaultTimeout: configuration.defaultTimeout,
@@ -247,6 +247,7 @@ final class Daemon {
         case let .success(loaded):
             configuration = loaded
             watches.configure(loaded)
+            checks?.configure(loaded)
             service.defaultTimeout = loaded.defaultTimeout
             for warning in loaded.warnings { Log.warning(warning.description) }
             Log.info("configuration reloaded from \(loaded.sources.isEmpty ? "defaults" : loaded.sources.joined(separator: ", "))")

@@ -7,11 +7,9 @@ import Reachability
 /// reserve only root has. DNS is everyone's (one cached lookup); the addresses it gives are routed
 /// as the caller's traffic is (RTA_UID), or as the user CheckHostAsUser names.
 final class HostCheckCalls {
-    /// CheckHost calls in flight: 4096 from all callers together (each holds a message and,
-    /// while its lookup waits or runs, little else, so the bound is on memory rather than DNS),
-    /// the last quarter kept for root, and a quarter for one user other than root, so that three
-    /// users at their share still leave root its reserve.
-    static let inFlight = Quota(total: 4096, perOwner: 1024)
+    /// CheckHost calls in flight (`[Limits] MaxHostChecks=`, `MaxHostChecksPerUser=`): from all
+    /// callers together, the last quarter kept for root, and from one user other than root.
+    private var inFlight: Quota
 
     private let checks: any HostCheckStarting
     private let bus: BusConnection
@@ -48,7 +46,8 @@ final class HostCheckCalls {
         }
     }
 
-    init(checks: any HostCheckStarting, bus: BusConnection, callers: Callers, metrics: DaemonMetrics) {
+    init(checks: any HostCheckStarting, bus: BusConnection, callers: Callers, metrics: DaemonMetrics, configuration: Configuration) {
+        inFlight = Self.quota(configuration)
         self.checks = checks
         self.bus = bus
         self.callers = callers
@@ -100,6 +99,13 @@ final class HostCheckCalls {
         calls[sender, default: [:]][id] = pending
     }
 
+    /// A reload: calls in flight keep their slots; new ones meet the new bounds.
+    func configure(_ configuration: Configuration) { inFlight = Self.quota(configuration) }
+
+    private static func quota(_ configuration: Configuration) -> Quota {
+        Quota(total: configuration.maxHostChecks, perOwner: configuration.maxHostChecksPerUser)
+    }
+
     private func count(_ uid: UInt32, _ step: Int) {
         total += step
         guard uid != 0 else { return }
@@ -111,10 +117,11 @@ final class HostCheckCalls {
     /// Which limit refuses a new call of `uid`, and why, or nil.
     private func limit(_ uid: UInt32) -> (CheckRefusal, String)? {
         let ofUser = perUser[uid] ?? 0
-        switch Self.inFlight.refusal(system: uid == 0, held: total, ofOwner: ofUser, byOthers: unprivileged) {
+        switch inFlight.refusal(system: uid == 0, held: total, ofOwner: ofUser, byOthers: unprivileged) {
         case nil: return nil
-        case .total: return (.inFlightCap, "reachd already has \(total) host checks in flight, the most it holds")
-        case .owner: return (.shareFull, "Unix user \(uid) already has \(ofUser) host checks in flight, the most one user may have")
+        case .total: return (.inFlightCap, "reachd already has \(total) host checks in flight, the most it holds (MaxHostChecks=\(inFlight.total))")
+        case .owner:
+            return (.shareFull, "Unix user \(uid) already has \(ofUser) host checks in flight, the most one user may have (MaxHostChecksPerUser=\(inFlight.perOwner))")
         case .reserve:
             return (.shareFull, "users other than root already have \(unprivileged) host checks in flight; the rest is kept for the system")
         }

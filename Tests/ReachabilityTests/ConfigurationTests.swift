@@ -356,7 +356,7 @@ struct ConfigurationErrorTests {
         ("[Checks\n", "test.conf:1: invalid section header '[Checks'; expected [Name]"),
         ("[Checks]\nDefaultTimout=1s\n", "test.conf:2: [Checks] DefaultTimout: unknown key; did you mean 'DefaultTimeout'?"),
         ("[Checks]\ndefaulttimeout=1s\n", "test.conf:2: [Checks] defaulttimeout: unknown key; did you mean 'DefaultTimeout'?"),
-        ("[Limits]\nFoo=1\n", "test.conf:2: [Limits] Foo: unknown key; valid keys are MaxWatchesPerClient, MaxWatchesPerUser, MaxWatches"),
+        ("[Limits]\nFoo=1\n", "test.conf:2: [Limits] Foo: unknown key; valid keys are MaxWatchesPerClient, MaxWatchesPerUser, MaxWatches, MaxHostChecksPerUser, MaxHostChecks"),
         ("[Priorities]\nWi-Fi=1\n", "test.conf:2: [Priorities] Wi-Fi: unknown key; did you mean 'WiFi'?"),
         ("[Interface]\nName=a\nKnd=wifi\n", "test.conf:3: [Interface] Knd: unknown key; did you mean 'Kind'?"),
         ("DefaultTimeout=1s\n", "test.conf:1: DefaultTimeout: assignment outside any section; put it below a section header such as [Checks]"),
@@ -370,6 +370,8 @@ struct ConfigurationErrorTests {
         ("[Checks]\nMaxConcurrentLookups=lots\n", "test.conf:2: [Checks] MaxConcurrentLookups: invalid number 'lots'; expected a whole number from 1 to 4096"),
         ("[Checks]\nMaxConcurrentLookups=-1\n", "test.conf:2: [Checks] MaxConcurrentLookups: invalid number '-1'; expected a whole number from 1 to 4096"),
         ("[Checks]\nMaxConcurrentLookups=0\n", "test.conf:2: [Checks] MaxConcurrentLookups: number 0 is out of range; expected a whole number from 1 to 4096"),
+        ("[Limits]\nMaxHostChecks=0\n", "test.conf:2: [Limits] MaxHostChecks: number 0 is out of range; expected a whole number from 1 to 1000000"),
+        ("[Limits]\nMaxHostChecksPerUser=many\n", "test.conf:2: [Limits] MaxHostChecksPerUser: invalid number 'many'; expected a whole number from 1 to 1000000"),
         ("[Limits]\nMaxWatches=99999999999999999999999\n", "test.conf:2: [Limits] MaxWatches: number 99999999999999999999999 is out of range; expected a whole number from 1 to 1000000"),
         ("[Priorities]\nwifi=0x10\n", "test.conf:2: [Priorities] wifi: invalid number '0x10'; expected a whole number from 0 to 100000"),
         ("[Interface]\nName=a\nIgnore=maybe\n", "test.conf:3: [Interface] Ignore: invalid boolean 'maybe'; expected yes, no, true, false, on, off, 1 or 0"),
@@ -764,6 +766,8 @@ struct ConfigurationTextTests {
             MaxWatchesPerClient=64
             MaxWatchesPerUser=auto
             MaxWatches=4096
+            MaxHostChecksPerUser=1024
+            MaxHostChecks=4096
 
             [Priorities]
             VPN=50

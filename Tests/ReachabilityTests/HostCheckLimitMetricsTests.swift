@@ -73,4 +73,21 @@ struct HostCheckLimitMetricsTests {
         #expect(Self.refused(metrics, .inFlightCap) == 8)
         print("limit metrics: share_full 6, in_flight_cap 8, abandoned 4096, rate_limited \(rateRefusals.count) of 300")
     }
+
+    /// The bounds are reachd.conf's (`[Limits] MaxHostChecks=`, `MaxHostChecksPerUser=`), and each
+    /// refusal names the setting that refused it.
+    @Test func theLimitsAreConfiguredAndNamedInTheirRefusals() async throws {
+        let setup = try await FairDNSTests.Setup(config: "[Limits]\nMaxHostChecks=20\nMaxHostChecksPerUser=4\n")
+        defer { setup.stop() }
+        // nobody: 6 black-holed checks, 4 its share.
+        let nobody = try await Self.send(setup, as: 65534, 6, "hole.test", per: 6, errors: 2)
+        defer { nobody.kill() }
+        let share = nobody.lines.filter { $0.hasPrefix("error ") }
+        #expect(share.count == 2 && share.allSatisfy { $0.contains("(MaxHostChecksPerUser=4)") }, "\(share)")
+        // root: 20 more; 4 are nobody's, so 16 fit, the 4 past them are refused.
+        let root = try await Self.send(setup, as: nil, 20, "root.hole.test", per: 20, errors: 4)
+        defer { root.kill() }
+        let cap = root.lines.filter { $0.hasPrefix("error ") }
+        #expect(cap.count == 4 && cap.allSatisfy { $0.contains("(MaxHostChecks=20)") }, "\(cap)")
+    }
 }

@@ -22,6 +22,11 @@ package struct Configuration: Sendable, Equatable {
     package var maxWatches: Int
     /// `[Limits] MaxWatchesPerUser` as written: nil for `auto`, the default (see `maxWatchesPerUser`).
     package var maxWatchesPerUserSetting: Int?
+    /// `[Limits] MaxHostChecks`: CheckHost calls in flight from all callers together, the last
+    /// quarter kept for root.
+    package var maxHostChecks: Int
+    /// `[Limits] MaxHostChecksPerUser`: CheckHost calls in flight from one Unix user other than root.
+    package var maxHostChecksPerUser: Int
     /// `[Priorities]`: the priority of every kind (lower is preferred). Always holds every kind.
     package var priorities: [InterfaceKind: Int]
     /// `[Connectivity]`: the opt-in probe of the internet through the host's path.
@@ -72,6 +77,11 @@ package struct Configuration: Sendable, Equatable {
         maxWatches = 4096
         // auto: follows MaxWatches (see `maxWatchesPerUser`).
         maxWatchesPerUserSetting = nil
+        // Each holds a message and, while its lookup waits or runs, little else: a bound on
+        // memory rather than DNS. A quarter for one user leaves root its reserve with three at
+        // their share.
+        maxHostChecks = 4096
+        maxHostChecksPerUser = 1024
         priorities = Dictionary(uniqueKeysWithValues: InterfaceKind.allCases.map { ($0, $0.defaultPriority) })
         rules = []
         // Long enough for DHCP on a slow link, short enough that a boot without an uplink goes on
@@ -127,6 +137,8 @@ extension Configuration {
     /// The total bound on watch objects, and so on the daemon's memory for them.
     package static let maxWatchesRange: ClosedRange<Int> = 1 ... 1_000_000
     package static let maxWatchesPerUserRange: ClosedRange<Int> = 1 ... 1_000_000
+    /// At least one check must be possible; a million messages in flight is past any host's memory.
+    package static let maxHostChecksRange: ClosedRange<Int> = 1 ... 1_000_000
     /// The least `MaxWatchesPerUser=auto` gives (unless MaxWatches is smaller): one service (a
     /// monitoring agent, a fleet of containers) may watch that many targets.
     package static let minimumAutoWatchesPerUser = 2048

@@ -23,7 +23,7 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
     var settings: [ConfigurationSetting] {
         switch self {
         case .checks: [.defaultTimeout, .maxConcurrentLookups, .negativeCacheTime, .lookupsPerUserPerSecond, .lookupBurstPerUser]
-        case .limits: [.maxWatchesPerClient, .maxWatchesPerUser, .maxWatches]
+        case .limits: [.maxWatchesPerClient, .maxWatchesPerUser, .maxWatches, .maxHostChecksPerUser, .maxHostChecks]
         case .priorities: ConfigurationSetting.priorityOrder.map { .priority($0) }
         case .connectivity: [.probeURL, .expectedStatus, .expectedBody, .probeInterval, .probeTimeout]
         case .waitOnline: [.waitTimeout, .waitTarget, .waitKind]
@@ -53,7 +53,7 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
 /// One key of reachd.conf.
 enum ConfigurationSetting: Hashable, Sendable {
     case defaultTimeout, maxConcurrentLookups, negativeCacheTime, lookupsPerUserPerSecond, lookupBurstPerUser
-    case maxWatchesPerClient, maxWatchesPerUser, maxWatches
+    case maxWatchesPerClient, maxWatchesPerUser, maxWatches, maxHostChecksPerUser, maxHostChecks
     case priority(InterfaceKind)
     case probeURL, expectedStatus, expectedBody, probeInterval, probeTimeout
     case name, kind, ignore, metered, constrained, probe, rulePriority
@@ -80,6 +80,8 @@ enum ConfigurationSetting: Hashable, Sendable {
         case .maxWatchesPerClient: "MaxWatchesPerClient"
         case .maxWatchesPerUser: "MaxWatchesPerUser"
         case .maxWatches: "MaxWatches"
+        case .maxHostChecksPerUser: "MaxHostChecksPerUser"
+        case .maxHostChecks: "MaxHostChecks"
         case .priority(let kind): Self.priorityKey(kind)
         case .probeURL: "URL"
         case .expectedStatus: "ExpectedStatus"
@@ -117,6 +119,7 @@ enum ConfigurationSetting: Hashable, Sendable {
             .stallAfter:
             "a duration such as 5s or 500ms"
         case .maxConcurrentLookups, .lookupsPerUserPerSecond, .lookupBurstPerUser, .maxWatchesPerClient, .maxWatches, .priority,
+            .maxHostChecksPerUser, .maxHostChecks,
             .rulePriority, .stallMinSegments, .stallDNSTimeouts, .stallMinSockets:
             "a whole number"
         case .stallRetransmitPercent: "a percentage from 1 to 100"

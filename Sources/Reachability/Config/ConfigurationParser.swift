@@ -270,6 +270,8 @@ struct ConfigurationParser {
             configuration.maxWatches = try ValueProblem.integer(value, in: Configuration.maxWatchesRange)
         case .maxWatchesPerUser:
             configuration.maxWatchesPerUserSetting = try ValueProblem.integerOrAuto(value, in: Configuration.maxWatchesPerUserRange)
+        case .maxHostChecks: configuration.maxHostChecks = try ValueProblem.integer(value, in: Configuration.maxHostChecksRange)
+        case .maxHostChecksPerUser: configuration.maxHostChecksPerUser = try ValueProblem.integer(value, in: Configuration.maxHostChecksRange)
         case .priority(let kind):
             configuration.priorities[kind] = try ValueProblem.integer(value, in: Configuration.priorityRange)
         case .probeURL:

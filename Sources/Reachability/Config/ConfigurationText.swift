@@ -52,6 +52,8 @@ extension Configuration {
         case .maxWatchesPerClient: "\(maxWatchesPerClient)"
         case .maxWatchesPerUser: maxWatchesPerUserSetting.map { "\($0)" } ?? "auto"
         case .maxWatches: "\(maxWatches)"
+        case .maxHostChecks: "\(maxHostChecks)"
+        case .maxHostChecksPerUser: "\(maxHostChecksPerUser)"
         case .priority(let kind): "\(priorities[kind] ?? kind.defaultPriority)"
         case .probeURL: connectivity.url?.description
         case .expectedStatus: "\(connectivity.expectation.status)"
