@@ -457,3 +457,35 @@ import Testing
         #expect(report.links.isEmpty && report.nextPoll == nil)
     }
 }
+
+extension StallEvaluatorTests {
+    /// Issue 51: the nameserver check is bounded per stall. After an answer, one account's new
+    /// failing connections (nobody connecting into a black hole every second) are not asked
+    /// about again until the pause (30 s) is over: at most one question per 30 s on its behalf.
+    /// A new failure of the host's own, or a second owner's, is asked about at once.
+    @Test func oneUsersNewFailuresDoNotHaveTheNameserverAskedAtEveryPoll() {
+        var evaluator = Self.evaluator()
+        let nobody: UInt32 = 65534
+        func attempts(_ at: Int) -> [TCPSocketSample] {
+            // Two of nobody's connects, each begun 1.5 s before the poll, new cookies each time.
+            (0..<2).map {
+                Self.socket(UInt64(at * 10 + $0), waiting: .milliseconds(1500), received: nil, state: .synSent, sourcePort: UInt16(42000 + $0), owner: nobody)
+            }
+        }
+        let first = Self.poll(&evaluator, at: 100, attempts(100))
+        #expect(first.nameserverChecks == [Self.wired])
+        let answered = [StallNameserverAnswer(interfaceIndex: Self.wired, since: .seconds(100), answered: true)]
+        _ = Self.poll(&evaluator, at: 102, attempts(102), nameservers: answered)
+        var asked = 0
+        for second in stride(from: 104, to: 130, by: 2) {
+            let report = Self.poll(&evaluator, at: Double(second), attempts(second))
+            #expect(report.link(Self.wired).evidence.socketsFailing >= 2, "suspected: \(report.link(Self.wired))")
+            if !report.nameserverChecks.isEmpty { asked += 1 }
+        }
+        #expect(asked == 0, "asked \(asked) times within the pause on one account's behalf")
+        // A second owner's new failure, or the host's, is asked about at once.
+        var other = Self.socket(7, waiting: .seconds(1), received: .seconds(2), to: Self.otherPeer, owner: 1000)
+        other.sourcePort = 40007
+        #expect(Self.poll(&evaluator, at: 130, attempts(130) + [other]).nameserverChecks == [Self.wired])
+    }
+}

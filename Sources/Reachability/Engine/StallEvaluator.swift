@@ -185,9 +185,10 @@ public struct StallEvaluator: Sendable {
             let index = link.interfaceIndex
             guard verdicts.suspectedLinks.contains(index), !link.isStalled || verdicts.corroborationStalled.contains(index) else { return false }
             guard let answered = nameserverAnswers[index] else { return true }
-            // Failures the answer explained are not asked about again; one that began since is.
-            let failing = (memory[index]?.closed ?? []) + (sockets.failures[index] ?? [])
-            return failing.contains { $0.since > answered }
+            // Failures the answer explained are not asked about again; a new one is when it is the
+            // host's or two owners' (one account's connections must not have reachd ask for it).
+            let fresh = ((memory[index]?.closed ?? []) + (sockets.failures[index] ?? [])).filter { $0.since > answered }
+            return fresh.contains { $0.owner == .host } || Set(fresh.map(\.owner)).count >= 2
         }.map(\.interfaceIndex)
         var rechecks: [StallRecheck] = []
         for link in links where link.causes.contains(.tcpRetransmissions) {
@@ -368,8 +369,7 @@ public struct StallEvaluator: Sendable {
             // receiving is not worth them.
             if waited >= Self.suspicion { judgement.suspected = true }
         }
-        // What clears it: the host's own traffic received, or that of two users or more; never
-        // one user's alone, nor a receipt nobody can be named for.
+        // Cleared by the host's own receipts or two users': never one user's, nor nobody's (unattributed).
         let receivedLately = memory.receipts.latest.filter { now - $0.time < settings.window }
         let hostReceivedLately = receivedLately.contains { $0.owner == .host }
         let usersReceivedLately = receivedLately.count { $0.owner.isUser }
