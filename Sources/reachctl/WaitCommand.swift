@@ -68,10 +68,11 @@ struct WaitCommand: AsyncParsableCommand {
 
             When reachd goes away while waiting (a restart), wait says so once on standard \
             error and goes on waiting for reachd to return, within the same --timeout; with \
-            --daemon it fails at once (exit 255).
+            --daemon it fails at once (exit 255). A hung reachd is asked every 2 s and said \
+            within 5 s, once, and its return too; with --daemon it fails (exit 255).
 
             Exit status: 0 the condition holds, 1 the timeout passed first, 255 usage or error \
-            (an invalid target; with --daemon, reachd went away).
+            (an invalid target; with --daemon, reachd went away or stopped answering).
             """
     )
 
@@ -149,7 +150,7 @@ struct WaitCommand: AsyncParsableCommand {
                 throw ReachctlError("--internet needs reachd running with [Connectivity] URL= set in reachd.conf (the connectivity probe); reachd is not answering on the bus")
             }
             var final = try await Self.race(deadline: deadline) {
-                try await Self.follow(source, until: condition)
+                try await Self.follow(source, until: condition, failFast: options.requireDaemon)
             } timedOut: {
                 condition.state
             }
@@ -179,8 +180,9 @@ struct WaitCommand: AsyncParsableCommand {
     }
 
     /// Follows the source until the condition holds; returns the state then. Ends early (with
-    /// the state so far) when a target turns out invalid.
-    static func follow(_ source: any ReachabilitySource, until condition: Condition) async throws -> State {
+    /// the state so far) when a target turns out invalid. Asks reachd meanwhile whether it still
+    /// answers (`ReachdHeartbeat`): a hung reachd is said, or with `failFast` ends the wait.
+    static func follow(_ source: any ReachabilitySource, until condition: Condition, failFast: Bool = false) async throws -> State {
         let updates = try await source.updates()
         let answers: AsyncStream<TargetAnswer>? = if let target = condition.target {
             try await source.answers(for: [target])
@@ -196,6 +198,13 @@ struct WaitCommand: AsyncParsableCommand {
                 group.addTask {
                     for await answer in answers { if let done = condition.record(answer) { return done } }
                     return nil
+                }
+            }
+            if source is DaemonSource {
+                // Ends only by throwing (--daemon and a hang) or by being cancelled below.
+                group.addTask {
+                    try await ReachdHeartbeat.run(source, failFast: failFast)
+                    throw CancellationError()
                 }
             }
             while let finished = try await group.next() {

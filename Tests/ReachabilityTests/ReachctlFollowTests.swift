@@ -1,0 +1,71 @@
+import Foundation
+import Testing
+@testable import Reachability
+
+/// issue 51 item 6: `reachctl wait` and `reachctl monitor` notice a dead or a hung reachd within
+/// 5 s and say so (reachctl(1), "When reachd goes away or hangs"). A killed reachd loses its bus
+/// name, which the bus says at once; a stopped one (SIGSTOP: as a deadlock looks from outside)
+/// keeps it and goes quiet, so reachctl asks it every 2 s. Real reachd, private bus, private
+/// namespace; the host is local (no default route) so `wait` keeps waiting.
+@Suite(rootOnly)
+struct ReachctlFollowTests {
+    static func started(_ arguments: [String]) async throws -> (DaemonHarness, ChildProcess, TestNamespace) {
+        let ns = try ReachctlHoldTests.withoutDefaultRoute()
+        let harness = try DaemonHarness(ns, config: "[Interface]\nName=up0\nKind=wired\n")
+        try await harness.ready(state: "local")
+        let command = try ChildProcess(reachctlPath(), arguments + ["--bus-address", harness.address])
+        // Following reachd: a moment to subscribe before reachd is hurt.
+        try await Task.sleep(for: .seconds(1))
+        #expect(command.isRunning, "\(command.errorOutput)")
+        return (harness, command, ns)
+    }
+
+    @Test(arguments: [["wait", "--timeout", "2min"], ["monitor"]])
+    func aKilledReachdIsSaidWithinFiveSeconds(_ arguments: [String]) async throws {
+        let (harness, command, _) = try await Self.started(arguments)
+        defer { harness.shutdown() }
+        defer { command.kill() }
+        let killed = ContinuousClock.now
+        harness.killDaemon()
+        try command.waitForErrorLine(containing: "reachd went away", timeout: .seconds(5))
+        #expect(ContinuousClock.now - killed < .seconds(5), "\(command.errorOutput)")
+        #expect(command.isRunning, "it waits for reachd to return: \(command.errorOutput)")
+    }
+
+    @Test(arguments: [["wait", "--timeout", "2min"], ["monitor"]])
+    func aStoppedReachdIsSaidWithinFiveSecondsAndItsReturnToo(_ arguments: [String]) async throws {
+        let (harness, command, ns) = try await Self.started(arguments)
+        defer { harness.shutdown() }
+        defer { harness.daemon?.signal(SIGCONT) }
+        defer { command.kill() }
+        let stopped = ContinuousClock.now
+        harness.daemon?.signal(SIGSTOP)
+        try command.waitForErrorLine(containing: "reachd does not answer (no reply within 2s: hung or stopped?)", timeout: .seconds(5))
+        #expect(ContinuousClock.now - stopped < .seconds(5), "\(command.errorOutput)")
+        #expect(command.isRunning, "\(command.errorOutput)")
+        // Said once, not every 2 s.
+        try await Task.sleep(for: .seconds(5))
+        #expect(command.errorOutput.components(separatedBy: "does not answer").count == 2, "\(command.errorOutput)")
+        harness.daemon?.signal(SIGCONT)
+        try command.waitForErrorLine(containing: "reachd answers again", timeout: .seconds(5))
+        guard arguments[0] == "wait" else { return }
+        // Back to normal: the condition begins, wait returns.
+        try ns.ip(ReachctlHoldTests.addDefault)
+        #expect(try await command.exit(timeout: .seconds(5)) == 0, "\(command.errorOutput)")
+    }
+
+    /// With --daemon a hung reachd ends the command (exit 255), as a dead one does.
+    @Test(arguments: [["wait", "--timeout", "2min", "--daemon"], ["monitor", "--daemon"]])
+    func withDaemonAStoppedReachdEndsIt(_ arguments: [String]) async throws {
+        let (harness, command, _) = try await Self.started(arguments)
+        defer { harness.shutdown() }
+        defer { harness.daemon?.signal(SIGCONT) }
+        defer { command.kill() }
+        let stopped = ContinuousClock.now
+        harness.daemon?.signal(SIGSTOP)
+        let status = try await command.exit(timeout: .seconds(6))
+        #expect(status == 255, "\(command.errorOutput)")
+        #expect(try #require(command.exitTime) - stopped < .seconds(5))
+        #expect(command.errorOutput.contains("reachd does not answer"), "\(command.errorOutput)")
+    }
+}
