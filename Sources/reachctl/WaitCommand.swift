@@ -68,7 +68,8 @@ struct WaitCommand: AsyncParsableCommand {
 
             When reachd goes away while waiting (a restart), wait says so once on standard \
             error and goes on waiting for reachd to return, within the same --timeout; with \
-            --daemon it fails at once (exit 255). A hung reachd is asked every 2 s and said \
+            --daemon it fails at once (exit 255). With --internet and reachd's probe off, wait \
+            fails at once (exit 255) and says so: the verdict it waits for never comes. A hung reachd is asked every 2 s and said \
             within 5 s, once, and its return too; with --daemon it fails (exit 255).
 
             Exit status: 0 the condition holds, 1 the timeout passed first, 255 usage or error \
@@ -149,8 +150,12 @@ struct WaitCommand: AsyncParsableCommand {
                 // Only reachd probes: in-process the answer would stay unknown until the timeout.
                 throw ReachctlError("--internet needs reachd running with [Connectivity] URL= set in reachd.conf (the connectivity probe); reachd is not answering on the bus")
             }
+            let internet = self.internet
             var final = try await Self.race(deadline: deadline) {
-                try await Self.follow(source, until: condition, failFast: options.requireDaemon)
+                if internet, let daemon = source as? DaemonSource, try await Self.probeIsOff(daemon) {
+                    throw ReachctlError(Self.probeOff)
+                }
+                return try await Self.follow(source, until: condition, failFast: options.requireDaemon)
             } timedOut: {
                 condition.state
             }
@@ -219,6 +224,18 @@ struct WaitCommand: AsyncParsableCommand {
             }
             throw ReachctlError("nothing to wait for")
         }
+    }
+
+    static let probeOff = "--internet waits for the verdict of reachd's connectivity probe, and the probe is off: "
+        + "set [Connectivity] URL= in reachd.conf to turn it on, or wait without --internet"
+
+    /// Whether reachd's probe is off: --internet would wait for a verdict that never comes, and
+    /// a timeout's exit status (1) reads as "skip" to ExecCondition=. Asked (Validate, which
+    /// says `ConnectivityStatus.probeOff` exactly then) only while the verdict is unknown, under
+    /// the deadline; an older reachd that does not say it is waited for as before.
+    static func probeIsOff(_ daemon: DaemonSource) async throws -> Bool {
+        guard try await daemon.snapshot().host.connectivity.verdict == .unknown else { return false }
+        return try await daemon.validate().isProbeOff
     }
 
     /// Runs `body` against a deadline; whichever ends first wins. The loser is cancelled and

@@ -69,3 +69,24 @@ struct ReachctlFollowTests {
         #expect(command.errorOutput.contains("reachd does not answer"), "\(command.errorOutput)")
     }
 }
+
+/// issue 42: `reachctl wait --internet` with reachd running and its probe off ([Connectivity]
+/// URL= not set): the verdict it waits for never comes. It must not wait out its timeout
+/// silently for an exit status 1, which ExecCondition= takes for "skip", but fail at once with
+/// 255 (reachctl(1)'s rule for errors) and say why; with the probe on it waits as before.
+@Suite(rootOnly)
+struct ReachctlWaitInternetTests {
+    @Test func withTheProbeOffItFailsAtOnceAndSaysWhy() async throws {
+        let ns = try TestNamespace()
+        try KernelMonitorTests.uplink(ns, "up0", "192.0.2.2/24", gateway: "192.0.2.1", metric: 100)
+        let harness = try DaemonHarness(ns, config: "[Interface]\nName=up0\nKind=wired\n")
+        defer { harness.shutdown() }
+        try await harness.ready()
+        let (result, elapsed) = try reachctl(["wait", "--internet", "--timeout", "2min", "--bus-address", harness.address], environment: [:])
+        #expect(result.status == 255, "\(result)")
+        #expect(elapsed < .seconds(5), "at once, not after the timeout: \(elapsed)")
+        #expect(result.stderr.contains("the probe is off: set [Connectivity] URL= in reachd.conf"), "\(result.stderr)")
+        // The plain wait still works beside it: the host is online.
+        #expect(try reachctl(["wait", "--timeout", "10s", "--bus-address", harness.address]).status == 0)
+    }
+}
