@@ -43,6 +43,34 @@ enum ReachdHeartbeat {
         }
     }
 
+    /// `source`'s updates, ended when reachd stops answering (said once on standard error), as
+    /// they end when it goes away: for `hold`, whose answer must not outlive the reachd it
+    /// came from.
+    static func updatesUntilHung(_ source: any ReachabilitySource) async throws -> AsyncStream<ReachabilityUpdate> {
+        let inner = try await source.updates()
+        guard source is DaemonSource else { return inner }
+        let (stream, continuation) = AsyncStream.makeStream(of: ReachabilityUpdate.self, bufferingPolicy: .unbounded)
+        let forward = Task {
+            for await update in inner { continuation.yield(update) }
+            continuation.finish()
+        }
+        let beat = Task {
+            do {
+                try await run(source, failFast: true)
+            } catch is ReachctlError {
+                Terminal.write("reachctl: \(hung(""))\n", to: STDERR_FILENO)
+                continuation.finish()
+            } catch {
+                return
+            }
+        }
+        continuation.onTermination = { _ in
+            forward.cancel()
+            beat.cancel()
+        }
+        return stream
+    }
+
     static func hung(_ then: String) -> String {
         "reachd does not answer (no reply within \(DurationText.format(DaemonSource.callTimeout)): hung or stopped?)\(then)"
     }

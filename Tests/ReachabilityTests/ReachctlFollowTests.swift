@@ -90,3 +90,31 @@ struct ReachctlWaitInternetTests {
         #expect(try reachctl(["wait", "--timeout", "10s", "--bus-address", harness.address]).status == 0)
     }
 }
+
+extension ReachctlFollowTests {
+    /// issue 51: a stopped reachd's last answer is nobody's either. `hold` says within 5 s that it
+    /// does not answer and goes on in-process; the condition then ending still ends it at once.
+    @Test func holdGoesOnInProcessWhenReachdIsStopped() async throws {
+        let ns = try TestNamespace()
+        try KernelMonitorTests.uplink(ns, "up0", "192.0.2.2/24", gateway: "192.0.2.1", metric: 100)
+        let harness = try DaemonHarness(ns, config: "[Interface]\nName=up0\nKind=wired\n")
+        defer { harness.shutdown() }
+        defer { harness.daemon?.signal(SIGCONT) }
+        try await harness.ready()
+        let notify = try DaemonHarness.NotifySocket(path: harness.directory + "/hold-notify")
+        defer { notify.close() }
+        let hold = try ReachctlHoldTests.hold(["online", "--bus-address", harness.busPathAddress], notify: notify, in: ns)
+        defer { hold.kill() }
+        try await notify.wait(for: "READY=1", ReachctlHoldTests.isReady)
+
+        let stopped = ContinuousClock.now
+        harness.daemon?.signal(SIGSTOP)
+        try hold.waitForErrorLine(containing: "reachd went away; holding online in-process from now on", timeout: .seconds(5))
+        #expect(ContinuousClock.now - stopped < .seconds(5), "\(hold.errorOutput)")
+        #expect(hold.errorOutput.contains("reachd does not answer"), "\(hold.errorOutput)")
+        let ended = ContinuousClock.now
+        try ns.ip("route del default")
+        #expect(try await hold.exit(timeout: .seconds(5)) == 0, "\(hold.errorOutput)")
+        #expect(try #require(hold.exitTime) - ended < .seconds(1))
+    }
+}
