@@ -7,7 +7,7 @@ let package = Package(
     products: [
         .library(name: "Reachability", targets: ["Reachability"]),
         // Apple's SCNetworkReachability API over the library, for code written for Apple platforms.
-        // Linux only: on Apple platforms the system framework has this name (docs/porting.md).
+        // Linux only: on Apple platforms the system framework has this name (Reachability.docc/PortingFromSCNetworkReachability.md).
         .library(name: "SystemConfiguration", targets: ["SystemConfiguration"]),
         .executable(name: "reachd", targets: ["reachd"]),
         .executable(name: "reachctl", targets: ["reachctl"]),

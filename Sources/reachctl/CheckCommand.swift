@@ -40,7 +40,7 @@ struct CheckCommand: AsyncParsableCommand {
               reachctl check --validate --json | jq -r .connectivity
 
             Exit status: 0 reachable, 1 not reachable, 255 invalid target or error. With \
-            --validate: 0 full, 1 portal, limited or none, 255 error (reachd not answering, or its \
+            --validate: 0 full, 1 portal, limited, none or no verdict yet, 255 error (reachd not answering, or its \
             probe off).
             """
     )
@@ -136,9 +136,13 @@ struct CheckCommand: AsyncParsableCommand {
         switch status.verdict {
         case .full: return
         case .portal, .limited, .none: throw ExitStatus.notReachable.exitCode
-        case .unknown:
+        // No verdict because the probe is off (said so, or an older reachd's bare unknown): an
+        // error (255). No verdict yet, with its reason (the host went to sleep): not known (1).
+        case .unknown where status.isProbeOff || status.detail.isEmpty:
             Terminal.write("reachctl: reachd's connectivity probe is off: set [Connectivity] URL= in reachd.conf to turn it on\n", to: 2)
             throw ExitStatus.error.exitCode
+        case .unknown:
+            throw ExitStatus.notReachable.exitCode
         }
     }
 }

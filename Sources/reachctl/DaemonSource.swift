@@ -82,6 +82,9 @@ final class DaemonSource: ReachabilitySource {
     }
 
     func stop() { thread.stop() }
+
+    /// One status call: whether reachd still answers within `callTimeout` (`ReachdHeartbeat`).
+    func ping() async throws { _ = try await thread.perform { try $0.client.status() } }
 }
 
 /// What lives on the client thread: the client and the subscribers it feeds.

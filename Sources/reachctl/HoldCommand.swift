@@ -21,7 +21,8 @@ struct HoldCommand: AsyncParsableCommand {
             standard error and exits 0. It follows reachd's signals (or, without reachd, the \
             kernel's events in-process); it never polls. When reachd goes away (killed, restarted, \
             or ended by its watchdog when hung) it says so and goes on in-process, from the \
-            kernel's own events; with --daemon it fails instead (exit 255). It prints no answer \
+            kernel's own events; so it does when reachd hangs (asked every 2 s, said within 5 s). \
+            With --daemon it fails instead (exit 255). It prints no answer \
             to parse: --json is refused.
 
             Made for the template unit reachd-is@.service, which runs `reachctl hold %i` and \
@@ -38,7 +39,7 @@ struct HoldCommand: AsyncParsableCommand {
               reachctl hold unmetered && echo "the network became metered"
 
             Exit status: 0 the conditions held and then one ended, 255 usage or error (an \
-            unknown condition; with --daemon, reachd went away).
+            unknown condition; with --daemon, reachd went away or stopped answering).
             """
     )
 
@@ -93,7 +94,8 @@ private struct Holding {
 
     /// Follows `source` until a condition that held ends (true) or its updates end (false).
     mutating func follow(_ source: any ReachabilitySource) async throws -> Bool {
-        let updates = try await source.updates()
+        // Through reachd they end when it stops answering, too (asked every 2 s).
+        let updates = try await ReachdHeartbeat.updatesUntilHung(source)
         // Keeps the picture whole from the first snapshot and each change after it, as
         // `wait` does; its own condition (online) is not what is asked here.
         let picture = WaitCommand.Condition(target: nil, kind: nil)

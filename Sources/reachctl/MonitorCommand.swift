@@ -57,8 +57,10 @@ struct MonitorCommand: AsyncParsableCommand {
             When reachd goes away (a restart, an upgrade, a crash), the monitor says so once on \
             standard error and waits for it to return (the bus starts it where D-Bus activation \
             is installed); then it watches anew and prints only what differs from the last line \
-            printed. A bus that goes away is connected to again when it returns. With --daemon \
-            the monitor fails fast instead: reachd going away ends it (exit 255).
+            printed. A bus that goes away is connected to again when it returns. A hung reachd \
+            (stopped, deadlocked) keeps its name and goes quiet: the monitor asks it every 2 s \
+            and says so within 5 s, once, and its return too. With --daemon the monitor fails \
+            fast instead: reachd going away or not answering ends it (exit 255).
 
             \(KindOptions.discussion)
 
@@ -70,7 +72,7 @@ struct MonitorCommand: AsyncParsableCommand {
               reachctl monitor --not-kind cellular --json
 
             Stops on SIGINT (Ctrl-C) or SIGTERM. Exit status: 0 when stopped by a signal, 255 \
-            error (an invalid target; with --daemon, reachd went away).
+            error (an invalid target; with --daemon, reachd went away or stopped answering).
             """
     )
 
@@ -117,11 +119,14 @@ struct MonitorCommand: AsyncParsableCommand {
             }
             let source = try options.openSource()
             defer { source.stop() }
+            // A hung reachd keeps its name and goes quiet: asked every 2 s, and said.
+            let failFast = options.requireDaemon
+            let heartbeat: @Sendable () async throws -> Void = { try await ReachdHeartbeat.run(source, failFast: failFast) }
             if targets.isEmpty {
                 let updates = try await source.updates()
                 let interfaces = self.interfaces
                 let known = KnownInterfaces()
-                try await Self.untilSignalled(updates) { update in
+                try await Self.untilSignalled(updates, alongside: heartbeat) { update in
                     // Every update, shown or not, keeps the kinds known for the lines to come.
                     let before = known.record(update)
                     guard let shown = Self.shown(update, interfaces: interfaces) else { return }
@@ -130,7 +135,7 @@ struct MonitorCommand: AsyncParsableCommand {
             } else {
                 let answers = try await source.answers(for: targets)
                 let shown = ShownAnswers()
-                try await Self.untilSignalled(answers) { answer in
+                try await Self.untilSignalled(answers, alongside: heartbeat) { answer in
                     if answer.result.reason == .invalidTarget {
                         throw ReachctlError("invalid target: \(answer.result.message ?? answer.result.target)")
                     }
@@ -143,9 +148,10 @@ struct MonitorCommand: AsyncParsableCommand {
 
     /// Runs `body` for each element until SIGINT or SIGTERM (a normal end), or until `stream`
     /// ends on its own (an error saying `whyItEnds`: only a source that fails fast ends) or
-    /// `body` throws (an error).
+    /// `body` throws (an error). `alongside` runs meanwhile; only its error ends the monitor.
     private static func untilSignalled<Stream: AsyncSequence & Sendable>(
-        _ stream: Stream, whyItEnds: String = "reachd went away (--daemon: not waiting for it to return)", _ body: @escaping @Sendable (Stream.Element) throws -> Void
+        _ stream: Stream, whyItEnds: String = "reachd went away (--daemon: not waiting for it to return)",
+        alongside: (@Sendable () async throws -> Void)? = nil, _ body: @escaping @Sendable (Stream.Element) throws -> Void
     ) async throws where Stream.Element: Sendable, Stream.Failure == Never {
         let stopSignals = SignalStream(signals: [SIGINT, SIGTERM])
         defer { stopSignals.close() }
@@ -161,6 +167,20 @@ struct MonitorCommand: AsyncParsableCommand {
             group.addTask {
                 for await _ in stopSignals.stream { return .signalled }
                 return .signalled
+            }
+            if let alongside {
+                group.addTask {
+                    do {
+                        try await alongside()
+                    } catch is CancellationError {
+                        return .signalled
+                    } catch {
+                        return .failed(String(describing: error))
+                    }
+                    // Done without a word (no reachd to ask): waits for the others.
+                    while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+                    return .signalled
+                }
             }
             let first = await group.next() ?? .updatesEnded
             group.cancelAll()

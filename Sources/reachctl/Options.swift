@@ -48,7 +48,7 @@ struct CommonOptions: ParsableArguments {
 
     @Flag(
         name: .customLong("daemon"),
-        help: "Answer only from reachd: when it does not answer, fail (exit 255) instead of answering in-process; monitor and wait fail fast (exit 255) when reachd goes away instead of waiting for its return.")
+        help: "Answer only from reachd: when it does not answer, fail (exit 255) instead of answering in-process; monitor and wait fail fast (exit 255) when reachd goes away or stops answering instead of waiting for its return.")
     var requireDaemon = false
 
     @Option(

@@ -7,7 +7,7 @@ struct StatusCommand: AsyncParsableCommand {
         abstract: "Show whether this host is online, through which interface, and which others could carry traffic.",
         discussion: """
             Prints the connectivity state, the usable interfaces in priority order, the families \
-            and gateways of the internet path, whether a nameserver is routable (and lookups timed out), and why the host \
+            and gateways of the internet path, the nameservers and whether each is routable (and lookups timed out), and why the host \
             is not online. States: online (the kernel's default route leaves through a ready \
             link), local (not online, but a link is ready with an address), offline (neither). \
             On a terminal the state is coloured: green online, yellow online but stalled or \

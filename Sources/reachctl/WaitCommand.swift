@@ -68,10 +68,12 @@ struct WaitCommand: AsyncParsableCommand {
 
             When reachd goes away while waiting (a restart), wait says so once on standard \
             error and goes on waiting for reachd to return, within the same --timeout; with \
-            --daemon it fails at once (exit 255).
+            --daemon it fails at once (exit 255). With --internet and reachd's probe off, wait \
+            fails at once (exit 255) and says so: the verdict it waits for never comes. A hung reachd is asked every 2 s and said \
+            within 5 s, once, and its return too; with --daemon it fails (exit 255).
 
             Exit status: 0 the condition holds, 1 the timeout passed first, 255 usage or error \
-            (an invalid target; with --daemon, reachd went away).
+            (an invalid target; with --daemon, reachd went away or stopped answering).
             """
     )
 
@@ -148,8 +150,12 @@ struct WaitCommand: AsyncParsableCommand {
                 // Only reachd probes: in-process the answer would stay unknown until the timeout.
                 throw ReachctlError("--internet needs reachd running with [Connectivity] URL= set in reachd.conf (the connectivity probe); reachd is not answering on the bus")
             }
+            let internet = self.internet
             var final = try await Self.race(deadline: deadline) {
-                try await Self.follow(source, until: condition)
+                if internet, let daemon = source as? DaemonSource, try await Self.probeIsOff(daemon) {
+                    throw ReachctlError(Self.probeOff)
+                }
+                return try await Self.follow(source, until: condition, failFast: options.requireDaemon)
             } timedOut: {
                 condition.state
             }
@@ -179,8 +185,9 @@ struct WaitCommand: AsyncParsableCommand {
     }
 
     /// Follows the source until the condition holds; returns the state then. Ends early (with
-    /// the state so far) when a target turns out invalid.
-    static func follow(_ source: any ReachabilitySource, until condition: Condition) async throws -> State {
+    /// the state so far) when a target turns out invalid. Asks reachd meanwhile whether it still
+    /// answers (`ReachdHeartbeat`): a hung reachd is said, or with `failFast` ends the wait.
+    static func follow(_ source: any ReachabilitySource, until condition: Condition, failFast: Bool = false) async throws -> State {
         let updates = try await source.updates()
         let answers: AsyncStream<TargetAnswer>? = if let target = condition.target {
             try await source.answers(for: [target])
@@ -198,6 +205,13 @@ struct WaitCommand: AsyncParsableCommand {
                     return nil
                 }
             }
+            if source is DaemonSource {
+                // Ends only by throwing (--daemon and a hang) or by being cancelled below.
+                group.addTask {
+                    try await ReachdHeartbeat.run(source, failFast: failFast)
+                    throw CancellationError()
+                }
+            }
             while let finished = try await group.next() {
                 if let state = finished {
                     group.cancelAll()
@@ -210,6 +224,18 @@ struct WaitCommand: AsyncParsableCommand {
             }
             throw ReachctlError("nothing to wait for")
         }
+    }
+
+    static let probeOff = "--internet waits for the verdict of reachd's connectivity probe, and the probe is off: "
+        + "set [Connectivity] URL= in reachd.conf to turn it on, or wait without --internet"
+
+    /// Whether reachd's probe is off: --internet would wait for a verdict that never comes, and
+    /// a timeout's exit status (1) reads as "skip" to ExecCondition=. Asked (Validate, which
+    /// says `ConnectivityStatus.probeOff` exactly then) only while the verdict is unknown, under
+    /// the deadline; an older reachd that does not say it is waited for as before.
+    static func probeIsOff(_ daemon: DaemonSource) async throws -> Bool {
+        guard try await daemon.snapshot().host.connectivity.verdict == .unknown else { return false }
+        return try await daemon.validate().isProbeOff
     }
 
     /// Runs `body` against a deadline; whichever ends first wins. The loser is cancelled and

@@ -143,8 +143,13 @@ final class InternetProbe {
     /// resume, before reachd has heard of it, cannot be the old one either.
     func suspending() {
         guard settings.isEnabled else { return }
+        asleep = true
         record(ConnectivityStatus(detail: "not judged since the host went to sleep"))
     }
+
+    /// Between logind's warning of the sleep and the resume: `Validate` answers without probing,
+    /// since a verdict made then would be one from before the sleep again.
+    private var asleep = false
 
     /// The host resumed from sleep: the verdict is from before it (another network, perhaps), so
     /// it is dropped at once, and the path judged again with the retries started afresh. Until
@@ -152,6 +157,7 @@ final class InternetProbe {
     /// fires on resume waits for this network's answer instead of passing on the old one.
     func resumed() {
         guard settings.isEnabled else { return }
+        asleep = false
         record(ConnectivityStatus(detail: "judging again after the host resumed from sleep"))
         probeAfresh(currentPathKey(), reason: "the host resumed from sleep")
     }
@@ -173,7 +179,8 @@ final class InternetProbe {
 
     /// `Validate`: probes now (or joins the probe in flight) and answers with its verdict.
     func validate(_ reply: @escaping (ConnectivityStatus) -> Void) {
-        guard settings.isEnabled else { return reply(.unknown) }
+        guard settings.isEnabled else { return reply(.probeOff) }
+        if asleep { return reply(currentStatus) }
         // Callers asking in a loop get the fresh verdict, not a probe each.
         if attempt == nil, let last = lastVerdict, ContinuousClock.now - last < .seconds(2) {
             return reply(currentStatus)

@@ -102,3 +102,25 @@ struct NameserverCheckTests {
         return server.port
     }
 }
+
+extension NameserverCheckTests {
+    /// Issue 51: a question's first poll sends 16 queries, each later poll 4: a stall of any
+    /// length costs at most 2 queries a second after its first 16.
+    @Test func laterPollsOfAnUnansweredQuestionSendFewerQueries() throws {
+        let silent = try LoopbackServer(replies: false)
+        let check = try #require(NameserverCheck(interfaceIndex: 1, server: IPAddress("127.0.0.1")!, at: .zero, port: silent.port))
+        func received() -> Int {
+            var count = 0
+            var buffer = [UInt8](repeating: 0, count: 512)
+            while recv(silent.fd, &buffer, buffer.count, Int32(MSG_DONTWAIT)) > 0 { count += 1 }
+            return count
+        }
+        check.ask()
+        #expect(received() == NameserverCheck.queriesPerPoll)
+        for _ in 0..<5 {
+            check.ask()
+            #expect(received() == NameserverCheck.queriesPerLaterPoll)
+        }
+        #expect(NameserverCheck.queriesPerLaterPoll == 4)
+    }
+}

@@ -60,7 +60,7 @@ struct SnapshotJSONTests {
     @Test("a snapshot has the documented keys in the documented order")
     func snapshot() {
         let json = Fixture.snapshot.json
-        #expect(json.keys == ["flags", "state", "primaryInterface", "availableInterfaces", "underlyingInterface", "connectivity", "portal", "announcedPortal", "nat64Prefix", "nat64Router", "nat64Interface", "validatedInterfaces", "stalled", "expensiveReason", "networkID", "supportsIPv4", "supportsIPv6", "supportsDNS", "gateways", "reason", "generation", "interfaces"])
+        #expect(json.keys == ["flags", "state", "primaryInterface", "availableInterfaces", "underlyingInterface", "connectivity", "portal", "announcedPortal", "nat64Prefix", "nat64Router", "nat64Interface", "validatedInterfaces", "stalled", "expensiveReason", "networkID", "supportsIPv4", "supportsIPv6", "supportsDNS", "nameservers", "gateways", "reason", "generation", "interfaces"])
         #expect(json["flags"]?.stringArrayValue == ["reachable", "isWiFi"])
         #expect(json["state"] == "online")
         #expect(json["primaryInterface"] == "wlan0")
@@ -69,7 +69,7 @@ struct SnapshotJSONTests {
         #expect(json["interfaces"]?.arrayValue?.count == 4)
         #expect(json["interfaces"]?[0] == Fixture.loopback.json)
         #expect(json["interfaces"]?[3]?["name"] == "wwan0")
-        #expect(json.serialized().hasPrefix(#"{"flags":["reachable","isWiFi"],"state":"online","primaryInterface":"wlan0","availableInterfaces":["wlan0","wwan0"],"underlyingInterface":"","connectivity":"unknown","portal":"","announcedPortal":"","nat64Prefix":"","nat64Router":"","nat64Interface":"","validatedInterfaces":[],"stalled":false,"expensiveReason":"","networkID":"","supportsIPv4":false,"supportsIPv6":false,"supportsDNS":false,"gateways":[],"reason":"","generation":7,"interfaces":[{"index":1,"name":"lo""#))
+        #expect(json.serialized().hasPrefix(#"{"flags":["reachable","isWiFi"],"state":"online","primaryInterface":"wlan0","availableInterfaces":["wlan0","wwan0"],"underlyingInterface":"","connectivity":"unknown","portal":"","announcedPortal":"","nat64Prefix":"","nat64Router":"","nat64Interface":"","validatedInterfaces":[],"stalled":false,"expensiveReason":"","networkID":"","supportsIPv4":false,"supportsIPv6":false,"supportsDNS":false,"nameservers":[],"gateways":[],"reason":"","generation":7,"interfaces":[{"index":1,"name":"lo""#))
     }
 
     @Test("an offline snapshot keeps every key: empty primary, empty lists")
@@ -77,7 +77,7 @@ struct SnapshotJSONTests {
         let snapshot = ReachabilitySnapshot(generation: 0, host: HostStatus(), interfaces: [])
         #expect(
             snapshot.json.serialized()
-                == #"{"flags":[],"state":"offline","primaryInterface":"","availableInterfaces":[],"underlyingInterface":"","connectivity":"unknown","portal":"","announcedPortal":"","nat64Prefix":"","nat64Router":"","nat64Interface":"","validatedInterfaces":[],"stalled":false,"expensiveReason":"","networkID":"","supportsIPv4":false,"supportsIPv6":false,"supportsDNS":false,"gateways":[],"reason":"noRoute","generation":0,"interfaces":[]}"#
+                == #"{"flags":[],"state":"offline","primaryInterface":"","availableInterfaces":[],"underlyingInterface":"","connectivity":"unknown","portal":"","announcedPortal":"","nat64Prefix":"","nat64Router":"","nat64Interface":"","validatedInterfaces":[],"stalled":false,"expensiveReason":"","networkID":"","supportsIPv4":false,"supportsIPv6":false,"supportsDNS":false,"nameservers":[],"gateways":[],"reason":"noRoute","generation":0,"interfaces":[]}"#
         )
     }
 
@@ -98,7 +98,7 @@ struct SnapshotJSONTests {
         let json = change.json
         #expect(
             json.keys == [
-                "flags", "state", "primaryInterface", "availableInterfaces", "underlyingInterface", "connectivity", "portal", "announcedPortal", "nat64Prefix", "nat64Router", "nat64Interface", "validatedInterfaces", "stalled", "expensiveReason", "networkID", "supportsIPv4", "supportsIPv6", "supportsDNS", "gateways", "reason", "generation", "changedInterfaces",
+                "flags", "state", "primaryInterface", "availableInterfaces", "underlyingInterface", "connectivity", "portal", "announcedPortal", "nat64Prefix", "nat64Router", "nat64Interface", "validatedInterfaces", "stalled", "expensiveReason", "networkID", "supportsIPv4", "supportsIPv6", "supportsDNS", "nameservers", "gateways", "reason", "generation", "changedInterfaces",
                 "removedInterfaces", "changed", "rebind",
             ])
         // No description given (a change from an older source): nothing named, no rebind.
@@ -169,6 +169,21 @@ struct StatusTextTests {
         #expect(text.hasPrefix("State: online via wlan0 (wifi), but traffic is stalled: 5 DNS timeouts in a row\n"), "\(text)")
         #expect(text.contains("\nDNS: a nameserver is routable, but 5 lookups in a row timed out"), "\(text)")
         #expect(!text.contains("reachable"), "\(text)")
+
+        // The servers named, each with what is known of it (issue 42).
+        snapshot.host.pathFacts.nameservers = [try #require(IPAddress("203.0.113.53")), try #require(IPAddress("10.9.9.9"))]
+        snapshot.host.pathFacts.routableNameservers = [try #require(IPAddress("203.0.113.53"))]
+        evidence.nameserverSilent = true
+        snapshot.stallEvidence = evidence
+        let named = renderStatus(snapshot)
+        #expect(
+            named.hasSuffix("\nDNS: 203.0.113.53 routable; 10.9.9.9 not routable, but 5 lookups in a row timed out, and reachd's own queries went unanswered"),
+            "\(named)")
+        snapshot.host.pathFacts.nameservers.append(try #require(IPAddress("203.0.113.54")))
+        snapshot.host.pathFacts.routableNameservers.append(try #require(IPAddress("203.0.113.54")))
+        snapshot.stallEvidence = nil
+        snapshot.host.stalled = false
+        #expect(renderStatus(snapshot).hasSuffix("\nDNS: 203.0.113.53 and 203.0.113.54 routable; 10.9.9.9 not routable"), "\(renderStatus(snapshot))")
     }
 
     @Test("colour paints the state words only, green online, yellow degraded, red offline")

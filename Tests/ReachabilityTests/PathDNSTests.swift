@@ -70,7 +70,7 @@ struct PathDNSTests {
         #expect(try Self.property(harness, "SupportsDNS") == "b true")
         #expect(try Self.status(inProcess) == Self.status(["--bus-address", harness.address]))
         let text = try reachctl(["status", "--bus-address", harness.address]).stdout
-        #expect(text.contains("Path: IPv4 via 192.0.2.1\nDNS: a nameserver is routable"), "\(text)")
+        #expect(text.contains("Path: IPv4 via 192.0.2.1\nDNS: 198.51.100.53 routable"), "\(text)")
 
         // Its route made unreachable: the host stays online, only SupportsDNS moves.
         try scenario.ns.ip("route add unreachable 198.51.100.53/32")

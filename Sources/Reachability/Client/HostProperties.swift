@@ -65,6 +65,10 @@ public struct HostProperty: Sendable {
         .bool("SupportsIPv4", { $0.pathFacts.supportsIPv4 }, { $0.pathFacts.supportsIPv4 = $1 }),
         .bool("SupportsIPv6", { $0.pathFacts.supportsIPv6 }, { $0.pathFacts.supportsIPv6 = $1 }),
         .bool("SupportsDNS", { $0.pathFacts.supportsDNS }, { $0.pathFacts.supportsDNS = $1 }),
+        .strings("Nameservers", { $0.pathFacts.nameservers.map(\.description) }, { $0.pathFacts.nameservers = $1.compactMap(IPAddress.init) }),
+        .strings("RoutableNameservers", { $0.pathFacts.routableNameservers.map(\.description) }, {
+            $0.pathFacts.routableNameservers = $1.compactMap(IPAddress.init)
+        }),
         .strings("Gateways", { $0.pathFacts.gateways.map(\.description) }, { $0.pathFacts.gateways = $1.compactMap(IPAddress.init) }),
         .string("Reason", { $0.pathFacts.reason?.rawValue ?? "" }, { $0.pathFacts.reason = Reason(rawValue: $1) }),
         .bool("Constrained", { $0.flags.contains(.isConstrained) }, nil),

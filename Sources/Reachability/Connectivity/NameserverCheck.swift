@@ -23,11 +23,20 @@ final class NameserverCheck {
     /// back before the next query goes, and the kernel hands it to that send).
     private var refused = false
     private var random = SystemRandomNumberGenerator()
+    /// Polls that asked so far: the first asks `queriesPerPoll`, the later ones fewer.
+    private var rounds = 0
 
     /// Queries sent at each poll. Random loss takes each one independently: at 40% each way one
     /// round trip in three gets through, and 16 lost together is about one in a thousand.
     /// About 700 bytes out and 16 small answers back per 2 s poll, only while a link is suspected.
     static let queriesPerPoll = 16
+
+    /// Queries sent at each later poll while the question stays unanswered. Its patience was
+    /// judged on the first 16; what follows only has to see the server answer again when the
+    /// path returns (at 40% loss each way, 4 all lost is one chance in six: a poll later). So a
+    /// stall of any length costs at most 2 queries a second after its first 16 (issue 51: the
+    /// check went on at 8 a second for as long as one account's failing connections lasted).
+    static let queriesPerLaterPoll = 4
 
     /// nil when no socket can be made or connected (no route, say): nothing to ask.
     init?(interfaceIndex: Int32, server: IPAddress, at since: Duration, port: UInt16 = 53) {
@@ -44,7 +53,9 @@ final class NameserverCheck {
 
     /// Sends this poll's queries (a full socket buffer loses some: the next poll sends more).
     func ask() {
-        for _ in 0..<Self.queriesPerPoll {
+        let count = rounds == 0 ? Self.queriesPerPoll : Self.queriesPerLaterPoll
+        rounds += 1
+        for _ in 0..<count {
             let identifier = UInt16.random(in: .min ... .max, using: &random)
             identifiers.insert(identifier)
             let query = Self.query(identifier: identifier)

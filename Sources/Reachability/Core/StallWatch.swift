@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// What a poll is judged against, read from the core's state as the dump completes.
 struct StallContext {
     var addresses: [Address]
@@ -55,7 +59,7 @@ final class StallWatch {
     ) throws(SystemError) {
         // One dump of both families: half the fixed cost of a poll (BENCHMARKS.md).
         dumper = try TCPSocketDumper(namespacePath: namespacePath, request: .bothFamilies)
-        evaluator = StallEvaluator(settings: settings)
+        evaluator = StallEvaluator(settings: settings, ownUID: geteuid())
         self.warn = warn
         self.context = context
         self.verdicts = verdicts
@@ -83,7 +87,7 @@ final class StallWatch {
         get { evaluator.settings }
         set {
             guard newValue != evaluator.settings else { return }
-            evaluator = StallEvaluator(settings: newValue)
+            evaluator = StallEvaluator(settings: newValue, ownUID: geteuid())
             if active { plan(at: .now) }
         }
     }

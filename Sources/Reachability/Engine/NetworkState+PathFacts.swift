@@ -30,7 +30,9 @@ extension NetworkState {
             case .ipv6: facts.supportsIPv6 = global
             }
         }
-        facts.supportsDNS = supportsDNS(online: online)
+        facts.nameservers = nameservers.map(\.address)
+        facts.routableNameservers = nameservers.filter { isRoutable($0, online: online) }.map(\.address)
+        facts.supportsDNS = !facts.routableNameservers.isEmpty
         if !online {
             // A dead link, a missing address or a gateway that stopped answering ARP/ND says
             // more than a family with no route at all, and a blocking rule (a kill switch)
@@ -49,11 +51,14 @@ extension NetworkState {
     /// routable, but it answers only with what it can ask upstream: it counts while the host
     /// is online (the adapter hands in resolved's upstream servers instead when it knows them).
     func supportsDNS(online: Bool) -> Bool {
-        nameservers.contains { server in
-            if server.address.isLoopback || server.route?.type == .local { return online }
-            guard let route = server.route else { return false }
-            return evaluate(route: route, family: server.address.family).isReachable
-        }
+        nameservers.contains { isRoutable($0, online: online) }
+    }
+
+    /// `supportsDNS`'s rule for one server.
+    func isRoutable(_ server: NameserverRoute, online: Bool) -> Bool {
+        if server.address.isLoopback || server.route?.type == .local { return online }
+        guard let route = server.route else { return false }
+        return evaluate(route: route, family: server.address.family).isReachable
     }
 
     /// No uplink can carry traffic, and a visible Wi-Fi or cellular link has its radio switched

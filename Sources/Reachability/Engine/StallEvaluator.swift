@@ -9,12 +9,13 @@
 ///   answered); a socket that closed so (its last counters arrive with the kernel's destroy
 ///   event) still counts for `window`;
 /// - any segment received by a socket of that owner on the link (`tcpi_last_ack_recv`,
-///   `tcpi_last_data_recv`, or a closing socket's) ends the owner's suspicion;
+///   `tcpi_last_data_recv`, or as it closes, when a poll saw it before) ends the owner's
+///   suspicion;
 /// - the owner's traffic is stalled when at least `minimumSockets` sockets failed since its last
 ///   receive and the oldest has waited `window` (8 s) with nothing received.
 /// The link is stalled for everyone when the host's own traffic is, or that of at least two users,
-/// and the host's own traffic received nothing within `window`. Or when DNS timed out
-/// `dnsTimeouts` times in a row on the link's servers.
+/// and within `window` neither the host's own traffic received anything nor that of two users
+/// or more. Or when DNS timed out `dnsTimeouts` times in a row on the link's servers.
 ///
 /// One failing socket alone cannot tell a dead path from a dead or a very lossy peer. While any
 /// owner's traffic is suspected, reachd asks one of the link's nameservers beyond its gateway
@@ -28,9 +29,10 @@
 /// Why it cannot be steered by one unprivileged user: its sockets are one owner, which alone
 /// neither flags a link nor clears what another owner's sockets show; sockets toward the link's
 /// own subnet (the gateway) and connections a peer opened to a local service are not judged. A
-/// closing socket carries no owner: its failure only hastens the next poll, and what it received
-/// counts as the host's (a short connection that got its answer is the commonest sign of a
-/// working path, and the closing moment is the only time it is seen).
+/// socket first seen as it closes names no owner: its failure only hastens the next poll, and
+/// what it received speaks for nobody (as the host's, one account's short GETs once a second
+/// cleared root's real stall in 2 s: issue 51). A path that returns is seen by reachd's own
+/// rechecks of the host's failing connections: it clears within a poll or two.
 ///
 /// Where this differs from Android's rule (TcpSocketTracker: per poll, 10 segments sent since the
 /// last receive, 80% of them retransmitted): counters between polls mix the moments before and
@@ -113,8 +115,12 @@ public struct StallEvaluator: Sendable {
         func receipt(_ owner: TrafficOwner) -> Duration? { receipts.receipt(owner) }
     }
 
-    public init(settings: StallSettings = StallSettings()) {
+    /// reachd's own uid: its sockets are the host's (see `TrafficOwner`).
+    private let ownUID: UInt32?
+
+    public init(settings: StallSettings = StallSettings(), ownUID: UInt32? = nil) {
         self.settings = settings
+        self.ownUID = ownUID
         interval = settings.pollInterval
     }
 
@@ -134,8 +140,8 @@ public struct StallEvaluator: Sendable {
         guard let link = previous?.link ?? attribution.link(of: sample) else { return .ignored }
         closedSincePoll += 1
         let moment = SocketMoment(sample, at: now)
-        // A closing socket carries no owner: its receipts count as the host's (see the type's doc).
-        if let receipt = moment.receipt { memory[link, default: LinkMemory()].receipts.received(previous?.owner ?? .host, at: receipt) }
+        // A closing socket no poll saw carries no owner: its receipt speaks for nobody (the type's doc).
+        if let receipt = moment.receipt { memory[link, default: LinkMemory()].receipts.received(previous?.owner ?? .unattributed, at: receipt) }
         guard var since = moment.waitingSince else { return .traffic }
         if let previous, sample.counters?.segmentsIn == 0 { since = min(since, previous.firstSeen) }
         // Unattributed failures are not evidence: anyone may close a socket that failed.
@@ -179,9 +185,10 @@ public struct StallEvaluator: Sendable {
             let index = link.interfaceIndex
             guard verdicts.suspectedLinks.contains(index), !link.isStalled || verdicts.corroborationStalled.contains(index) else { return false }
             guard let answered = nameserverAnswers[index] else { return true }
-            // Failures the answer explained are not asked about again; one that began since is.
-            let failing = (memory[index]?.closed ?? []) + (sockets.failures[index] ?? [])
-            return failing.contains { $0.since > answered }
+            // Failures the answer explained are not asked about again; a new one is when it is the
+            // host's or two owners' (one account's connections must not have reachd ask for it).
+            let fresh = ((memory[index]?.closed ?? []) + (sockets.failures[index] ?? [])).filter { $0.since > answered }
+            return fresh.contains { $0.owner == .host } || Set(fresh.map(\.owner)).count >= 2
         }.map(\.interfaceIndex)
         var rechecks: [StallRecheck] = []
         for link in links where link.causes.contains(.tcpRetransmissions) {
@@ -216,7 +223,7 @@ public struct StallEvaluator: Sendable {
                 out.ignored += 1
                 continue
             }
-            let owner = TrafficOwner(uid: sample.owner ?? 0, systemUserMaximum: settings.systemUserMaximum)
+            let owner = TrafficOwner(uid: sample.owner ?? 0, systemUserMaximum: settings.systemUserMaximum, own: ownUID)
             let before = known[sample.cookie]
             if before?.segmentsIn != counters.segmentsIn || before?.segmentsOut != counters.segmentsOut { out.moved = true }
             let firstSeen = before?.firstSeen ?? now
@@ -362,9 +369,12 @@ public struct StallEvaluator: Sendable {
             // receiving is not worth them.
             if waited >= Self.suspicion { judgement.suspected = true }
         }
-        let hostReceivedLately = memory.receipt(.host).map { now - $0 < settings.window } ?? false
+        // Cleared by the host's own receipts or two users': never one user's, nor nobody's (unattributed).
+        let receivedLately = memory.receipts.latest.filter { now - $0.time < settings.window }
+        let hostReceivedLately = receivedLately.contains { $0.owner == .host }
+        let usersReceivedLately = receivedLately.count { $0.owner.isUser }
         let bySockets = hostStalled || usersStalled >= 2
-        judgement.stalled = (bySockets || corroboratedOnly) && !hostReceivedLately
+        judgement.stalled = (bySockets || corroboratedOnly) && !hostReceivedLately && usersReceivedLately < 2
         judgement.byCorroboration = judgement.stalled && !bySockets
         judgement.evidence.owners = byOwner.count
         judgement.evidence.nameserverSilent = corroborated

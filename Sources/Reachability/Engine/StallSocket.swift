@@ -1,12 +1,22 @@
 /// Who a judged socket's evidence speaks for. Root is the host's own: no other user can open a
-/// socket as root. Every other uid, a system account such as www-data too, is one user.
+/// socket as root; so is reachd's own account (its rechecks of the host's failing connections
+/// and the administrator's probe). Every other uid, a system account such as www-data too, is
+/// one user.
 enum TrafficOwner: Hashable, Sendable {
     case host
     case user(UInt32)
+    /// A socket first seen as it closed: the kernel's destroy event names no owner, so its
+    /// receipt may be anyone's, one user's short requests included. It speaks for nobody: it
+    /// neither ends an owner's suspicion nor counts as a second owner.
+    case unattributed
 
-    init(uid: UInt32, systemUserMaximum: UInt32) {
+    init(uid: UInt32, systemUserMaximum: UInt32, own: UInt32? = nil) {
         // nobody (65534) is above any SYS_UID_MAX: anyone may run as nobody.
-        self = uid <= systemUserMaximum ? .host : .user(uid)
+        self = uid <= systemUserMaximum || uid == own ? .host : .user(uid)
+    }
+
+    var isUser: Bool {
+        if case .user = self { true } else { false }
     }
 }
 

@@ -37,6 +37,13 @@ public struct ConnectivityStatus: Sendable, Hashable {
 
     public static let unknown = ConnectivityStatus()
 
+    /// reachd's `Validate` answer when its probe is off (`[Connectivity] URL=` not set): unknown,
+    /// and saying why, so that a client can tell "never judged" from "not judged yet".
+    public static let probeOff = ConnectivityStatus(detail: "the connectivity probe is off: [Connectivity] URL= is not set")
+
+    /// Whether this is `probeOff`: no verdict will ever come.
+    public var isProbeOff: Bool { verdict == .unknown && detail == Self.probeOff.detail }
+
     /// The flags the answer adds to the host's: `interventionRequired` for a portal,
     /// `validated` for full.
     public var flags: ReachabilityFlags {

@@ -9,6 +9,11 @@ public struct PathFacts: Hashable, Sendable {
     /// A configured nameserver is routable through a ready link (the Engine's `supportsDNS`
     /// says how a stub on loopback counts).
     public var supportsDNS: Bool
+    /// The nameservers `supportsDNS` judges, in resolv.conf's order (resolved's upstream servers
+    /// behind its stub), and those of them that are routable by its rule: so that a DNS line
+    /// names them and says what is known of each, never just "a nameserver".
+    public var nameservers: [IPAddress] = []
+    public var routableNameservers: [IPAddress] = []
     /// The next hops of the internet paths that can carry traffic, IPv4's first.
     public var gateways: [IPAddress]
     /// Why the host is not online; nil when it is.

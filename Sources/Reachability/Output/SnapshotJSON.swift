@@ -58,6 +58,9 @@ extension HostStatus {
             ("supportsIPv4", .bool(pathFacts.supportsIPv4)),
             ("supportsIPv6", .bool(pathFacts.supportsIPv6)),
             ("supportsDNS", .bool(pathFacts.supportsDNS)),
+            ("nameservers", .array(pathFacts.nameservers.map { server in
+                .object([("address", .string(server.description)), ("routable", .bool(pathFacts.routableNameservers.contains(server)))])
+            })),
             ("gateways", .array(pathFacts.gateways.map { .string($0.description) })),
             ("reason", .string(pathFacts.reason?.rawValue ?? "")),
         ]

@@ -134,14 +134,36 @@ func renderLinkLocalOnly(_ interfaces: [InterfaceStatus]) -> String? {
         + "no DHCP server answered"
 }
 
-/// The `DNS:` line in one vocabulary with the stall's figures: `a nameserver is routable` (a
-/// ready path leads to one; nothing was asked of it), `..., but 5 lookups in a row timed out`
-/// when reachd's own lookups say it does not answer, `no nameserver routable` otherwise.
+/// The `DNS:` line in one vocabulary with the stall's figures, naming the servers and what is
+/// known of each: `192.0.2.53 routable` (a ready path leads to it; nothing was asked of it),
+/// `10.0.0.9 not routable`, then `, but 5 lookups in a row timed out` when the system's lookups
+/// say they do not answer and `, and reachd's own queries went unanswered` when the stall's
+/// question did. `no nameserver routable` when none is configured; an older reachd that names
+/// none gets `a nameserver is routable`.
 func renderDNS(_ facts: PathFacts, _ stall: StallEvidence?, style: TextStyle = .plain) -> String {
-    guard facts.supportsDNS else { return style.paint("no nameserver routable", .bad) }
     let timeouts = stall?.dnsTimeouts ?? 0
-    guard timeouts > 0 else { return style.paint("a nameserver is routable", .good) }
-    return style.paint("a nameserver is routable", .degraded) + ", but \(timeouts) lookup\(timeouts == 1 ? "" : "s") in a row timed out"
+    var servers: String
+    if facts.nameservers.isEmpty {
+        guard facts.supportsDNS else { return style.paint("no nameserver routable", .bad) }
+        servers = "a nameserver is routable"
+    } else {
+        let routable = facts.nameservers.filter(facts.routableNameservers.contains)
+        let unroutable = facts.nameservers.filter { !facts.routableNameservers.contains($0) }
+        servers = [routable.isEmpty ? nil : spokenList(routable) + " routable", unroutable.isEmpty ? nil : spokenList(unroutable) + " not routable"]
+            .compactMap { $0 }.joined(separator: "; ")
+    }
+    let tone: TextStyle.Tone = !facts.supportsDNS ? .bad : timeouts > 0 || stall?.nameserverSilent == true ? .degraded : .good
+    var line = style.paint(servers, tone)
+    if timeouts > 0 { line += ", but \(timeouts) lookup\(timeouts == 1 ? "" : "s") in a row timed out" }
+    if stall?.nameserverSilent == true { line += (timeouts > 0 ? ", and" : ", but") + " reachd's own queries went unanswered" }
+    return line
+}
+
+/// `a`, `a and b`, `a, b and c`.
+private func spokenList(_ addresses: [IPAddress]) -> String {
+    let words = addresses.map(\.description)
+    guard words.count > 1 else { return words.first ?? "" }
+    return words.dropLast().joined(separator: ", ") + " and " + words[words.count - 1]
 }
 
 /// Flags as Apple names them, `none` when there are none: the one spelling of empty flags in
