@@ -146,35 +146,13 @@ final class DaemonContext: ReachabilityClientOwner {
             guard let now = fresh, now.generation > subscriber.last.generation else { continue }
             generation = max(generation ?? 0, now.generation)
             let described = descriptions.filter { $0.key > subscriber.last.generation && $0.key <= now.generation }
-            subscriber.continuation.yield(.change(Self.change(from: subscriber.last, to: now, described: described)))
+            subscriber.continuation.yield(.change(ReachabilityChange(
+                from: subscriber.last, to: now, described: described.sorted { $0.key < $1.key }.map(\.value))))
             updateSubscribers[id]?.last = now
         }
         // Descriptions every subscriber has been given (or that none will be) are dropped.
         let oldest = updateSubscribers.values.map(\.last.generation).min() ?? generation ?? 0
         descriptions = descriptions.filter { $0.key > oldest }
-    }
-
-    /// What changed between two snapshots, as the in-process monitor reports it. The generation
-    /// is that of the state read, which is the signal's unless more changes came meanwhile; the
-    /// host change is what reachd described of the generations between them, in order, as one.
-    /// A host change whose description has not arrived yet (read ahead under a burst) is
-    /// described by the snapshots alone: the aspects they show are added, its rebind is not known.
-    static func change(
-        from old: ReachabilitySnapshot, to new: ReachabilitySnapshot, described: [UInt64: HostChange] = [:]
-    ) -> ReachabilityChange {
-        let before = Dictionary(old.interfaces.map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
-        let after = Set(new.interfaces.map(\.index))
-        var description = described.sorted { $0.key < $1.key }.map(\.value).reduce(nil as HostChange?) { $0?.followed(by: $1) ?? $1 }
-        if old.host != new.host {
-            let shown = HostChange(from: old.host, HostAddressing(), to: new.host, HostAddressing())
-            description = description.map { HostChange(
-                changed: $0.changed + shown.changed, rebind: $0.rebind, sourceAddress: $0.sourceAddress,
-                previousSourceAddress: $0.previousSourceAddress) } ?? shown
-        }
-        return ReachabilityChange(
-            generation: new.generation, host: new.host, hostChanged: old.host != new.host || description != nil,
-            changedInterfaces: new.interfaces.filter { before[$0.index] != $0 },
-            removedInterfaces: old.interfaces.filter { !after.contains($0.index) }, hostChange: description)
     }
 
     func addUpdates(_ id: UInt64, _ continuation: AsyncStream<ReachabilityUpdate>.Continuation) throws {
@@ -247,8 +225,8 @@ final class DaemonContext: ReachabilityClientOwner {
             let fresh = try client.snapshot()
             generation = fresh.generation
             for (id, subscriber) in updateSubscribers {
-                let change = Self.change(from: subscriber.last, to: fresh)
-                if change.hostChanged || !change.changedInterfaces.isEmpty || !change.removedInterfaces.isEmpty {
+                let change = ReachabilityChange(from: subscriber.last, to: fresh)
+                if !change.isEmpty {
                     subscriber.continuation.yield(.change(change))
                 }
                 updateSubscribers[id]?.last = fresh

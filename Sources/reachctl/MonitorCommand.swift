@@ -239,18 +239,15 @@ struct MonitorCommand: AsyncParsableCommand {
 /// The interfaces seen so far, kept whole from the snapshot and each change, so that every line
 /// names the kind of the interfaces it mentions, the primary's too when it did not change.
 final class KnownInterfaces: Sendable {
-    private let byIndex = Mutex<[Int32: InterfaceStatus]>([:])
+    private let picture = Mutex<ReachabilitySnapshot?>(nil)
 
     /// Takes in `update`; returns the interfaces known before it, by index.
     func record(_ update: ReachabilityUpdate) -> [InterfaceStatus] {
-        byIndex.withLock { byIndex in
-            let before = byIndex.values.sorted { $0.index < $1.index }
+        picture.withLock { picture in
+            let before = picture?.interfaces ?? []
             switch update {
-            case let .snapshot(snapshot):
-                byIndex = Dictionary(snapshot.interfaces.map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
-            case let .change(change):
-                for interface in change.removedInterfaces { byIndex[interface.index] = nil }
-                for interface in change.changedInterfaces { byIndex[interface.index] = interface }
+            case let .snapshot(snapshot): picture = snapshot
+            case let .change(change): picture = picture?.applying(change)
             }
             return before
         }
