@@ -83,8 +83,8 @@ extension ReachabilityClient {
     }
 
     /// Takes a part of the generation in flight (nothing when no snapshot is followed). From a
-    /// reachd that sends no FactsChanged, the part's generation is read at once instead (its
-    /// PropertiesChanged may not follow every change).
+    /// reachd that sends no FactsChanged, the snapshot is read at the part instead, as clients
+    /// did before it (its PropertiesChanged may not follow every change).
     func record(_ part: RawEvent, into events: inout [Event]) throws(BusError) {
         guard let last = followed else { return }
         switch part {
@@ -105,6 +105,8 @@ extension ReachabilityClient {
         default:
             return
         }
+        // Changed's description follows at once: read after it, so that the change carries it.
+        if case .event(.changed) = part { return }
         if !sendsFacts, let generation = signalled.generation, generation > last.generation {
             let described = signalled.description.map { [$0] } ?? []
             signalled = SignalledChange()
