@@ -65,11 +65,26 @@ final class DaemonSource: ReachabilitySource {
 
     func updates() async throws -> AsyncStream<ReachabilityUpdate> {
         let (stream, continuation) = AsyncStream.makeStream(of: ReachabilityUpdate.self, bufferingPolicy: .unbounded)
-        let id = ids.add(1, ordering: .relaxed).newValue
-        try await thread.perform { try $0.addUpdates(id, continuation) }
-        let thread = self.thread
-        continuation.onTermination = { _ in thread.submit { $0.removeUpdates(id) } }
+        try await addUpdates(delivered: { continuation.yield($0) }, until: continuation)
         return stream
+    }
+
+    /// Each update handed to `body` on the client thread as the signals are applied: a monitor
+    /// line is written by the thread that read the signals, with no wake-up of a task between.
+    func updates(handledBy body: @escaping @Sendable (ReachabilityUpdate) -> Void) async throws -> AsyncStream<Never> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Never.self)
+        try await addUpdates(delivered: body, until: continuation)
+        return stream
+    }
+
+    /// A subscriber whose updates go to `deliver`, and which ends with `end` (either way).
+    private func addUpdates<Element>(
+        delivered deliver: @escaping @Sendable (ReachabilityUpdate) -> Void, until end: AsyncStream<Element>.Continuation
+    ) async throws {
+        let id = ids.add(1, ordering: .relaxed).newValue
+        try await thread.perform { try $0.addUpdates(id, DaemonContext.Subscriber(deliver: deliver, finish: { end.finish() })) }
+        let thread = self.thread
+        end.onTermination = { _ in thread.submit { $0.removeUpdates(id) } }
     }
 
     func answers(for targets: [String]) async throws -> AsyncStream<TargetAnswer> {
@@ -89,8 +104,12 @@ final class DaemonSource: ReachabilitySource {
 /// every change the client applied, with no call per change.
 final class DaemonContext: ReachabilityClientOwner {
     let client: ReachabilityClient
-    /// `updates()` streams.
-    private var updateSubscribers: [UInt64: AsyncStream<ReachabilityUpdate>.Continuation] = [:]
+    /// Where an `updates()` subscriber's updates go, and how it is ended.
+    struct Subscriber {
+        let deliver: @Sendable (ReachabilityUpdate) -> Void
+        let finish: @Sendable () -> Void
+    }
+    private var updateSubscribers: [UInt64: Subscriber] = [:]
     /// `answers(for:)` streams, their targets and the watch paths each holds.
     private var targetSubscribers: [UInt64: (continuation: AsyncStream<TargetAnswer>.Continuation, targets: [String], paths: [String])] = [:]
     private var watchOwners: [String: UInt64] = [:]
@@ -118,7 +137,7 @@ final class DaemonContext: ReachabilityClientOwner {
                 try resume()
             case let .change(change):
                 generation = change.generation
-                for subscriber in updateSubscribers.values { subscriber.yield(.change(change)) }
+                for subscriber in updateSubscribers.values { subscriber.deliver(.change(change)) }
             case let .watch(path, result):
                 guard let id = watchOwners[path], let subscriber = targetSubscribers[id],
                     !ReachabilityClient.isPending(result)
@@ -131,11 +150,11 @@ final class DaemonContext: ReachabilityClientOwner {
         }
     }
 
-    func addUpdates(_ id: UInt64, _ continuation: AsyncStream<ReachabilityUpdate>.Continuation) throws {
+    func addUpdates(_ id: UInt64, _ subscriber: Subscriber) throws {
         let snapshot = try client.followSnapshot()
         generation = max(generation ?? 0, snapshot.generation)
-        continuation.yield(.snapshot(snapshot))
-        updateSubscribers[id] = continuation
+        subscriber.deliver(.snapshot(snapshot))
+        updateSubscribers[id] = subscriber
     }
 
     func removeUpdates(_ id: UInt64) {

@@ -118,15 +118,16 @@ struct MonitorCommand: AsyncParsableCommand {
             let source = try options.openSource()
             defer { source.stop() }
             if targets.isEmpty {
-                let updates = try await source.updates()
                 let interfaces = self.interfaces
                 let known = KnownInterfaces()
-                try await Self.untilSignalled(updates) { update in
+                // Written where each update arrives (reachd's client thread): no task woken per line.
+                let updates = try await source.updates { update in
                     // Every update, shown or not, keeps the kinds known for the lines to come.
                     let before = known.record(update)
                     guard let shown = Self.shown(update, interfaces: interfaces) else { return }
                     Terminal.writeLine(Self.render(shown, json: json, style: style, interfaces: interfaces, known: before))
                 }
+                try await Self.untilSignalled(updates) { _ in }
             } else {
                 let answers = try await source.answers(for: targets)
                 let shown = ShownAnswers()
