@@ -154,7 +154,7 @@ final class SCDaemonThread: ReachabilityClientOwner {
                 leave()
             case .serviceReturned:
                 try rejoin()
-            case .changed, .interfacesChanged, .hostChangeDescribed, .path:
+            case .changed, .interfacesChanged, .hostChangeDescribed, .path, .change:
                 continue
             }
         }

@@ -65,11 +65,26 @@ final class DaemonSource: ReachabilitySource {
 
     func updates() async throws -> AsyncStream<ReachabilityUpdate> {
         let (stream, continuation) = AsyncStream.makeStream(of: ReachabilityUpdate.self, bufferingPolicy: .unbounded)
-        let id = ids.add(1, ordering: .relaxed).newValue
-        try await thread.perform { try $0.addUpdates(id, continuation) }
-        let thread = self.thread
-        continuation.onTermination = { _ in thread.submit { $0.removeUpdates(id) } }
+        try await addUpdates(delivered: { continuation.yield($0) }, until: continuation)
         return stream
+    }
+
+    /// Each update handed to `body` on the client thread as the signals are applied: a monitor
+    /// line is written by the thread that read the signals, with no wake-up of a task between.
+    func updates(handledBy body: @escaping @Sendable (ReachabilityUpdate) -> Void) async throws -> AsyncStream<Never> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Never.self)
+        try await addUpdates(delivered: body, until: continuation)
+        return stream
+    }
+
+    /// A subscriber whose updates go to `deliver`, and which ends with `end` (either way).
+    private func addUpdates<Element>(
+        delivered deliver: @escaping @Sendable (ReachabilityUpdate) -> Void, until end: AsyncStream<Element>.Continuation
+    ) async throws {
+        let id = ids.add(1, ordering: .relaxed).newValue
+        try await thread.perform { try $0.addUpdates(id, DaemonContext.Subscriber(deliver: deliver, finish: { end.finish() })) }
+        let thread = self.thread
+        end.onTermination = { _ in thread.submit { $0.removeUpdates(id) } }
     }
 
     func answers(for targets: [String]) async throws -> AsyncStream<TargetAnswer> {
@@ -87,25 +102,29 @@ final class DaemonSource: ReachabilitySource {
     func ping() async throws { _ = try await thread.perform { try $0.client.status() } }
 }
 
-/// What lives on the client thread: the client and the subscribers it feeds.
+/// What lives on the client thread: the client and the subscribers it feeds. The client keeps
+/// reachd's snapshot from its signals (`followSnapshot()`): each subscriber gets it once, then
+/// every change the client applied, with no call per change.
 final class DaemonContext: ReachabilityClientOwner {
     let client: ReachabilityClient
-    /// `updates()` streams, each with the last snapshot it was given (changes are diffs against it).
-    private var updateSubscribers: [UInt64: (continuation: AsyncStream<ReachabilityUpdate>.Continuation, last: ReachabilitySnapshot)] = [:]
+    /// Where an `updates()` subscriber's updates go, and how it is ended.
+    struct Subscriber {
+        let deliver: @Sendable (ReachabilityUpdate) -> Void
+        let finish: @Sendable () -> Void
+    }
+    private var updateSubscribers: [UInt64: Subscriber] = [:]
     /// `answers(for:)` streams, their targets and the watch paths each holds.
     private var targetSubscribers: [UInt64: (continuation: AsyncStream<TargetAnswer>.Continuation, targets: [String], paths: [String])] = [:]
     private var watchOwners: [String: UInt64] = [:]
-    /// The newest generation seen (Changed signals, snapshots) of the reachd we talk to.
+    /// The newest generation seen (changes, snapshots) of the reachd we talk to.
     private var generation: UInt64?
     /// reachd went away and was said to (once), and has not returned yet.
     private var away = false
-    /// `HostChangeDescribed` by generation, until every subscriber has been given it.
-    private var descriptions: [UInt64: HostChange] = [:]
 
     init(client: ReachabilityClient) { self.client = client }
 
     func ended(lost: Bool) {
-        for subscriber in updateSubscribers.values { subscriber.continuation.finish() }
+        for subscriber in updateSubscribers.values { subscriber.finish() }
         for subscriber in targetSubscribers.values { subscriber.continuation.finish() }
         updateSubscribers.removeAll()
         targetSubscribers.removeAll()
@@ -113,79 +132,32 @@ final class DaemonContext: ReachabilityClientOwner {
 
     /// Turns events into updates and answers.
     func handle(_ events: [ReachabilityClient.Event]) throws {
-        var fresh: ReachabilitySnapshot?
         for event in events {
             switch event {
             case .serviceLost:
                 lost()
             case .serviceReturned:
                 try resume()
-            case .changed:
-                // Its description follows at once (`HostChangeDescribed`): the change is read then,
-                // so that it carries what changed.
-                continue
-            case let .hostChangeDescribed(description, signalled):
-                descriptions[signalled] = description
-                try read(upTo: signalled, &fresh)
-            case let .interfacesChanged(signalled):
-                try read(upTo: signalled, &fresh)
+            case let .change(change):
+                generation = change.generation
+                for subscriber in updateSubscribers.values { subscriber.deliver(.change(change)) }
             case let .watch(path, result):
                 guard let id = watchOwners[path], let subscriber = targetSubscribers[id],
                     !ReachabilityClient.isPending(result)
                 else { continue }
                 subscriber.continuation.yield(TargetAnswer(result: result, generation: generation))
-            case .path:
+            case .changed, .hostChangeDescribed, .interfacesChanged, .path:
+                // The client applies these to its snapshot and says so with `.change`.
                 continue
             }
         }
     }
 
-    /// Gives each subscriber behind `signalled` what changed since its last snapshot: one read
-    /// serves every subscriber, and every signal it already covers.
-    private func read(upTo signalled: UInt64, _ fresh: inout ReachabilitySnapshot?) throws {
-        generation = max(generation ?? 0, signalled)
-        for (id, subscriber) in updateSubscribers where subscriber.last.generation < signalled {
-            if fresh.map({ $0.generation < signalled }) ?? true { fresh = try client.snapshot() }
-            guard let now = fresh, now.generation > subscriber.last.generation else { continue }
-            generation = max(generation ?? 0, now.generation)
-            let described = descriptions.filter { $0.key > subscriber.last.generation && $0.key <= now.generation }
-            subscriber.continuation.yield(.change(Self.change(from: subscriber.last, to: now, described: described)))
-            updateSubscribers[id]?.last = now
-        }
-        // Descriptions every subscriber has been given (or that none will be) are dropped.
-        let oldest = updateSubscribers.values.map(\.last.generation).min() ?? generation ?? 0
-        descriptions = descriptions.filter { $0.key > oldest }
-    }
-
-    /// What changed between two snapshots, as the in-process monitor reports it. The generation
-    /// is that of the state read, which is the signal's unless more changes came meanwhile; the
-    /// host change is what reachd described of the generations between them, in order, as one.
-    /// A host change whose description has not arrived yet (read ahead under a burst) is
-    /// described by the snapshots alone: the aspects they show are added, its rebind is not known.
-    static func change(
-        from old: ReachabilitySnapshot, to new: ReachabilitySnapshot, described: [UInt64: HostChange] = [:]
-    ) -> ReachabilityChange {
-        let before = Dictionary(old.interfaces.map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
-        let after = Set(new.interfaces.map(\.index))
-        var description = described.sorted { $0.key < $1.key }.map(\.value).reduce(nil as HostChange?) { $0?.followed(by: $1) ?? $1 }
-        if old.host != new.host {
-            let shown = HostChange(from: old.host, HostAddressing(), to: new.host, HostAddressing())
-            description = description.map { HostChange(
-                changed: $0.changed + shown.changed, rebind: $0.rebind, sourceAddress: $0.sourceAddress,
-                previousSourceAddress: $0.previousSourceAddress) } ?? shown
-        }
-        return ReachabilityChange(
-            generation: new.generation, host: new.host, hostChanged: old.host != new.host || description != nil,
-            changedInterfaces: new.interfaces.filter { before[$0.index] != $0 },
-            removedInterfaces: old.interfaces.filter { !after.contains($0.index) }, hostChange: description)
-    }
-
-    func addUpdates(_ id: UInt64, _ continuation: AsyncStream<ReachabilityUpdate>.Continuation) throws {
-        try client.subscribe()
-        let snapshot = try client.snapshot()
+    func addUpdates(_ id: UInt64, _ subscriber: Subscriber) throws {
+        let snapshot = try client.followSnapshot()
         generation = max(generation ?? 0, snapshot.generation)
-        continuation.yield(.snapshot(snapshot))
-        updateSubscribers[id] = (continuation, snapshot)
+        subscriber.deliver(.snapshot(snapshot))
+        updateSubscribers[id] = subscriber
     }
 
     func removeUpdates(_ id: UInt64) {
@@ -241,22 +213,11 @@ final class DaemonContext: ReachabilityClientOwner {
         Terminal.write("reachctl: reachd went away; waiting for it to return\n", to: STDERR_FILENO)
     }
 
-    /// reachd is back (the client subscribed to it): each subscriber gets what differs from what
-    /// it was last given, and the targets are watched anew. Its generation counts from its start.
+    /// reachd is back (the client subscribed to it, and read its snapshot anew when one is
+    /// followed: what differs comes as a change), and the targets are watched anew. Its
+    /// generation counts from its start.
     private func resume() throws {
-        generation = nil
-        descriptions.removeAll()
-        if !updateSubscribers.isEmpty {
-            let fresh = try client.snapshot()
-            generation = fresh.generation
-            for (id, subscriber) in updateSubscribers {
-                let change = Self.change(from: subscriber.last, to: fresh)
-                if change.hostChanged || !change.changedInterfaces.isEmpty || !change.removedInterfaces.isEmpty {
-                    subscriber.continuation.yield(.change(change))
-                }
-                updateSubscribers[id]?.last = fresh
-            }
-        }
+        generation = client.followed?.generation
         if !targetSubscribers.isEmpty {
             if generation == nil { generation = try client.status().generation }
             for (id, subscriber) in targetSubscribers {

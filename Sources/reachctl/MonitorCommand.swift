@@ -123,15 +123,16 @@ struct MonitorCommand: AsyncParsableCommand {
             let failFast = options.requireDaemon
             let heartbeat: @Sendable () async throws -> Void = { try await ReachdHeartbeat.run(source, failFast: failFast) }
             if targets.isEmpty {
-                let updates = try await source.updates()
                 let interfaces = self.interfaces
                 let known = KnownInterfaces()
-                try await Self.untilSignalled(updates, alongside: heartbeat) { update in
+                // Written where each update arrives (reachd's client thread): no task woken per line.
+                let updates = try await source.updates { update in
                     // Every update, shown or not, keeps the kinds known for the lines to come.
                     let before = known.record(update)
                     guard let shown = Self.shown(update, interfaces: interfaces) else { return }
                     Terminal.writeLine(Self.render(shown, json: json, style: style, interfaces: interfaces, known: before))
                 }
+                try await Self.untilSignalled(updates, alongside: heartbeat) { _ in }
             } else {
                 let answers = try await source.answers(for: targets)
                 let shown = ShownAnswers()
@@ -259,18 +260,15 @@ struct MonitorCommand: AsyncParsableCommand {
 /// The interfaces seen so far, kept whole from the snapshot and each change, so that every line
 /// names the kind of the interfaces it mentions, the primary's too when it did not change.
 final class KnownInterfaces: Sendable {
-    private let byIndex = Mutex<[Int32: InterfaceStatus]>([:])
+    private let picture = Mutex<ReachabilitySnapshot?>(nil)
 
     /// Takes in `update`; returns the interfaces known before it, by index.
     func record(_ update: ReachabilityUpdate) -> [InterfaceStatus] {
-        byIndex.withLock { byIndex in
-            let before = byIndex.values.sorted { $0.index < $1.index }
+        picture.withLock { picture in
+            let before = picture?.interfaces ?? []
             switch update {
-            case let .snapshot(snapshot):
-                byIndex = Dictionary(snapshot.interfaces.map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
-            case let .change(change):
-                for interface in change.removedInterfaces { byIndex[interface.index] = nil }
-                for interface in change.changedInterfaces { byIndex[interface.index] = interface }
+            case let .snapshot(snapshot): picture = snapshot
+            case let .change(change): picture = picture?.applying(change)
             }
             return before
         }

@@ -16,6 +16,8 @@ protocol ReachabilitySource: Sendable {
     func metrics() async throws -> String
     /// The current snapshot, then every change, until `stop()`.
     func updates() async throws -> AsyncStream<ReachabilityUpdate>
+    /// The same, each given to `body` where it arrives; the stream ends when they do.
+    func updates(handledBy body: @escaping @Sendable (ReachabilityUpdate) -> Void) async throws -> AsyncStream<Never>
     /// Checks an address (at once) or a host name (within `timeout`; nil: the configured
     /// DefaultTimeout= of reachd.conf, reachd's own when reachd answers); with `uid`, as that
     /// Unix user's traffic is routed (`reachctl check --user`).
@@ -29,6 +31,20 @@ protocol ReachabilitySource: Sendable {
     func answers(for targets: [String]) async throws -> AsyncStream<TargetAnswer>
     /// Releases the source; pending update streams finish.
     func stop()
+}
+
+extension ReachabilitySource {
+    /// `updates()` iterated by a task of its own, for sources with no thread to hand them on.
+    func updates(handledBy body: @escaping @Sendable (ReachabilityUpdate) -> Void) async throws -> AsyncStream<Never> {
+        let updates = try await self.updates()
+        return AsyncStream { continuation in
+            let task = Task {
+                for await update in updates { body(update) }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
 }
 
 /// The library's own monitor, watching the kernel from inside this process.

@@ -96,17 +96,7 @@ extension WaitCommand {
             seen.withLock { state in
                 switch update {
                 case let .snapshot(snapshot): state.snapshot = snapshot
-                case let .change(change):
-                    guard var snapshot = state.snapshot else { break }
-                    snapshot.generation = change.generation
-                    snapshot.host = change.host
-                    let gone = Set(change.removedInterfaces.map(\.index))
-                    var byIndex = Dictionary(
-                        snapshot.interfaces.filter { !gone.contains($0.index) }.map { ($0.index, $0) },
-                        uniquingKeysWith: { first, _ in first })
-                    for interface in change.changedInterfaces { byIndex[interface.index] = interface }
-                    snapshot.interfaces = byIndex.values.sorted { $0.index < $1.index }
-                    state.snapshot = snapshot
+                case let .change(change): state.snapshot = state.snapshot?.applying(change)
                 }
                 return holds(state) ? state : nil
             }

@@ -61,6 +61,7 @@ final class Publisher {
         }
         // Only what moved: each subscriber's sd-bus or GDBus reads every property named, and a
         // flap of a link that is not the primary moves none of the host's. Generation always.
+        emitFacts(of: change, previous: published)
         let moved = published.map { HostProperty.changed(from: $0, to: change.host) } ?? HostProperty.all.map { "\($0.name)" }
         published = change.host
         bus.emitPropertiesChanged(path: ReachdContract.objectPath, interface: ReachdContract.interface, names: moved + [HostProperty.generation])
@@ -95,7 +96,7 @@ final class Publisher {
         try message.close()
     }
 
-    private func emit(_ member: String, _ arguments: (BusMessage) throws(BusError) -> Void) {
+    func emit(_ member: String, _ arguments: (BusMessage) throws(BusError) -> Void) {
         do {
             try bus.emitSignal(path: ReachdContract.objectPath, interface: ReachdContract.interface, member: member, arguments)
         } catch {

@@ -121,6 +121,9 @@ final class ReachabilityService: BusObject {
             try Self.appendByInterface(reply, ReachdContract.interfaceExpensiveReasons, reasons)
             let networks = interfaces.filter { !$0.networkID.isEmpty }.map { ($0.name, $0.networkID) }
             try Self.appendByInterface(reply, ReachdContract.interfaceNetworkIDs, networks)
+            try reply.appendEntry(ReachdContract.interfaceFacts, "a{sa{sv}}") { message throws(BusError) in
+                try InterfaceFact.append(interfaces, to: message)
+            }
             if let evidence = snapshot.stallEvidence { try Self.appendStallEvidence(reply, evidence) }
             if let nat64 = snapshot.host.nat64Prefix {
                 try reply.appendEntry(ReachdContract.Nat64Entry.router, "s") { message throws(BusError) in try message.append(nat64.router.description) }

@@ -228,7 +228,7 @@ struct ReachctlDaemonTests {
                 case let .watch(eventPath, result):
                     #expect(eventPath == path)
                     watched = result
-                case .interfacesChanged, .hostChangeDescribed, .path:
+                case .interfacesChanged, .hostChangeDescribed, .path, .change:
                     break
                 case .serviceLost, .serviceReturned:
                     Issue.record("reachd is still there")

@@ -17,6 +17,7 @@ extension ReachabilityClient {
         owner = nil
         watches = [:]
         paths = [:]
+        signalled = SignalledChange()
     }
 
     /// The bus connection failed: forgets it and schedules a new one. Returns whether a reachd was

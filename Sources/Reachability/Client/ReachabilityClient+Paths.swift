@@ -38,7 +38,23 @@ extension ReachabilityClient {
             member: "GetAll", timeout: timeout
         ) { message throws(BusError) in try message.append(ReachdContract.pathInterface) }
         var path = Path(status: .unsatisfied)
-        let message = reply.message
+        try Self.readPathProperties(reply.message, into: &path)
+        guard paths[object] != nil else { return }
+        paths[object] = path
+    }
+
+    /// A path watch's PropertiesChanged (its interface name read): the values it carries applied
+    /// to the path last known, as they name only what moved; read anew (GetAll) only when a
+    /// property was invalidated without its value.
+    func apply(_ message: BusMessage, toPath object: String) throws(BusError) {
+        guard var path = paths[object] else { return }
+        try Self.readPathProperties(message, into: &path)
+        paths[object] = path
+        if try !message.readStringArray().isEmpty { try refresh(path: object) }
+    }
+
+    /// An `a{sv}` of path properties into `path`; unknown names and types are skipped.
+    static func readPathProperties(_ message: BusMessage, into path: inout Path) throws(BusError) {
         guard try message.enter("a", "{sv}") else { throw Self.badReply("GetAll", "expected a{sv}") }
         while try message.enter("e", "sv") {
             let name = try message.readString()
@@ -50,7 +66,5 @@ extension ReachabilityClient {
             try message.exit()
         }
         try message.exit()
-        guard paths[object] != nil else { return }
-        paths[object] = path
     }
 }

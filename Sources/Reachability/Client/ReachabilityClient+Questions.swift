@@ -53,11 +53,12 @@ extension ReachabilityClient {
 
     /// `GetStatus` with the mirror's counters (nil from a reachd that does not send them).
     /// `stall`: the figures behind `Stalled` (nil when reachd sends none).
-    /// `expensiveReasons`: each expensive interface's reason, by name; `networkIDs`: each
-    /// interface's network name, by name (both empty from an older reachd).
+    /// `interfaceFacts`: each interface's facts beyond ListInterfaces' struct, by name then
+    /// fact (`InterfaceFact`), from its two older tables when reachd sends no InterfaceFacts;
+    /// `sendsFactsChanged`: it does, and so sends FactsChanged.
     public func fullStatus() throws(BusError) -> (
         host: HostStatus, generation: UInt64, counters: MirrorCounters?, stall: StallEvidence?,
-        expensiveReasons: [String: ExpensiveReason], networkIDs: [String: String]
+        interfaceFacts: [String: [String: String]], sendsFactsChanged: Bool
     ) {
         let reply = try call("GetStatus")
         let message = reply.message
@@ -70,8 +71,8 @@ extension ReachabilityClient {
         // once per timer, and key paths' generic metadata costs the runtime a scan of every
         // protocol conformance in the binary.
         var nat64: (prefix: String?, router: String?, interface: String?)
-        var expensiveReasons: [String: ExpensiveReason] = [:]
-        var networkIDs: [String: String] = [:]
+        var interfaceFacts: [String: [String: String]]?
+        var olderTables: [String: [String: String]] = [:]
         guard try message.enter("a", "{sv}") else { throw Self.badReply("GetStatus", "expected a{sv}") }
         while try message.enter("e", "sv") {
             let key = try message.readString()
@@ -92,10 +93,16 @@ extension ReachabilityClient {
                 if let value = try Self.variant(message, "t", { m throws(BusError) in try m.readUInt64() }) {
                     counters = MirrorCounters(overruns: counters?.overruns ?? 0, resyncs: value)
                 }
-            case ReachdContract.interfaceExpensiveReasons:
-                for (name, value) in try Self.byInterface(message) { expensiveReasons[name] = ExpensiveReason(rawValue: value) }
-            case ReachdContract.interfaceNetworkIDs:
-                networkIDs = try Self.byInterface(message)
+            case ReachdContract.interfaceFacts:
+                if try message.enterVariant(holding: "a{sa{sv}}") {
+                    interfaceFacts = try InterfaceFact.read(message)
+                    try message.exit()
+                } else {
+                    try message.skip("v")
+                }
+            case ReachdContract.interfaceExpensiveReasons, ReachdContract.interfaceNetworkIDs:
+                let fact = key == ReachdContract.interfaceNetworkIDs ? "NetworkID" : "ExpensiveReason"
+                for (name, value) in try Self.byInterface(message) { olderTables[name, default: [:]][fact] = value }
             case "Nat64Prefix", ReachdContract.Nat64Entry.router, ReachdContract.Nat64Entry.interface:
                 let value = try Self.variant(message, "s", { m throws(BusError) in try m.readString() })
                 switch key {
@@ -112,7 +119,7 @@ extension ReachabilityClient {
         if let prefix = nat64.prefix.flatMap(IPPrefix.init), let router = nat64.router.flatMap(IPAddress.init) {
             host.nat64Prefix = Nat64Prefix(prefix: prefix, router: router, interfaceName: nat64.interface ?? "")
         }
-        return (host, generation, counters, stall, expensiveReasons, networkIDs)
+        return (host, generation, counters, stall, interfaceFacts ?? olderTables, interfaceFacts != nil)
     }
 
     /// A GetStatus entry's `a{ss}` of values by interface name; empty when it holds another type.
@@ -138,9 +145,13 @@ extension ReachabilityClient {
     /// version cannot parse is left out.
     public func interfaces() throws(BusError) -> [InterfaceStatus] {
         let reply = try call("ListInterfaces")
-        let message = reply.message
+        return try withExtendedLifetime(reply) { () throws(BusError) in try Self.readInterfaces(reply.message, "ListInterfaces") }
+    }
+
+    /// ListInterfaces' and InterfacesChanged's `a(issuas)`.
+    static func readInterfaces(_ message: BusMessage, _ member: String) throws(BusError) -> [InterfaceStatus] {
         var interfaces: [InterfaceStatus] = []
-        guard try message.enter("a", "(issuas)") else { throw Self.badReply("ListInterfaces", "expected a(issuas)") }
+        guard try message.enter("a", "(issuas)") else { throw Self.badReply(member, "expected a(issuas)") }
         while try message.enter("r", "issuas") {
             let index = try message.readInt32()
             let name = try message.readString()
@@ -158,33 +169,18 @@ extension ReachabilityClient {
     /// slipped in between them, so the interfaces belong to the generation reported.
     public func snapshot() throws(BusError) -> ReachabilitySnapshot {
         var status = try self.fullStatus()
+        var interfaces = try self.interfaces()
         for _ in 0..<3 {
-            let interfaces = try self.interfaces()
             let after = try self.fullStatus()
-            if after.generation == status.generation {
-                return ReachabilitySnapshot(
-                    generation: status.generation, host: status.host, interfaces: Self.with((after.expensiveReasons, after.networkIDs), interfaces),
-                    stallEvidence: after.stall)
-            }
+            if after.generation == status.generation { break }
+            // Changing faster than we can read: after three tries the latest of each is still a true answer.
             status = after
+            interfaces = try self.interfaces()
         }
-        // Changing faster than we can read: the latest of each is still a true answer.
+        sendsFacts = status.sendsFactsChanged
         return ReachabilitySnapshot(
-            generation: status.generation, host: status.host, interfaces: Self.with((status.expensiveReasons, status.networkIDs), try interfaces()),
+            generation: status.generation, host: status.host, interfaces: InterfaceFact.with(status.interfaceFacts, interfaces),
             stallEvidence: status.stall)
-    }
-
-    /// `interfaces` with what GetStatus adds to ListInterfaces' fixed struct: the reasons of the
-    /// expensive ones, and the networks' names.
-    static func with(
-        _ full: (expensiveReasons: [String: ExpensiveReason], networkIDs: [String: String]), _ interfaces: [InterfaceStatus]
-    ) -> [InterfaceStatus] {
-        interfaces.map { status in
-            var status = status
-            status.expensiveReason = full.expensiveReasons[status.name]
-            status.networkID = full.networkIDs[status.name] ?? ""
-            return status
-        }
     }
 
     /// `CheckAddress`: at once, from the kernel's routing truth. An invalid address is an answer

@@ -45,6 +45,10 @@ public final class ReachabilityClient {
         /// reachd is on the bus again (`followsService` only): the client is subscribed to it,
         /// its watches are still gone (make them anew), its generation counts from its start.
         case serviceReturned
+        /// The snapshot followed (`followSnapshot()`) moved: the change, from the signals of one
+        /// generation, or from one read when they do not link it to the last (a missed signal,
+        /// reachd back after a restart). The snapshot is `followed`'s after it.
+        case change(ReachabilityChange)
     }
 
     /// The bus connection; a new one after the bus came back (`followsService`).
@@ -76,6 +80,13 @@ public final class ReachabilityClient {
     var watches: [String: CheckResult] = [:]
     /// Our path watches and their last known answers.
     var paths: [String: Path] = [:]
+    /// The snapshot kept from the signals since `followSnapshot()`; nil before.
+    public internal(set) var followed: ReachabilitySnapshot?
+    /// The signals of the generation in flight (`followSnapshot()`).
+    var signalled = SignalledChange()
+    /// Whether reachd sends FactsChanged (its GetStatus has InterfaceFacts): else the snapshot is
+    /// read on each generation's signal, as before it did.
+    var sendsFacts = false
 
     /// Connects to `bus`. Does not talk to reachd yet: the first call does (use `status()` as
     /// a probe). Throws when the bus itself cannot be reached.
@@ -159,29 +170,10 @@ public final class ReachabilityClient {
     func subscribe(to owner: String) throws(BusError) {
         let inbox = self.inbox
         var slots: [BusSlot] = []
-        slots.append(try connection.addMatch(
-            "type='signal',sender='\(owner)',path='\(Contract.objectPath)',interface='\(Contract.interface)',member='Changed'"
-        ) { message in
-            guard let flags = try? message.readUInt32(), let primary = try? message.readString(),
-                let generation = try? message.readUInt64()
-            else { return }
-            inbox.append(.event(.changed(flags: ReachabilityFlags(rawValue: flags), primaryInterface: primary, generation: generation)))
-        })
-        slots.append(try connection.addMatch(
-            "type='signal',sender='\(owner)',path='\(Contract.objectPath)',interface='\(Contract.interface)',member='HostChangeDescribed'"
-        ) { message in
-            guard let (description, generation) = try? Self.readHostChange(message) else { return }
-            inbox.append(.event(.hostChangeDescribed(description, generation: generation)))
-        })
-        slots.append(try connection.addMatch(
-            "type='signal',sender='\(owner)',path='\(Contract.objectPath)',interface='\(Contract.interface)',member='InterfacesChanged'"
-        ) { message in
-            // The generation is last, after the interfaces: the snapshot read that follows carries
-            // them, so only the generation is taken here.
-            guard (try? message.skip("a(issuas)")) != nil, (try? message.skip("as")) != nil,
-                let generation = try? message.readUInt64()
-            else { return }
-            inbox.append(.event(.interfacesChanged(generation: generation)))
+        // One match for every signal of the service object (its own and its PropertiesChanged):
+        // one AddMatch round trip instead of one per member.
+        slots.append(try connection.addMatch("type='signal',sender='\(owner)',path='\(Contract.objectPath)'") { message in
+            Self.readServiceSignal(message, into: inbox)
         })
         slots.append(try connection.addMatch(
             "type='signal',sender='\(owner)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
@@ -194,7 +186,9 @@ public final class ReachabilityClient {
             "type='signal',sender='\(owner)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
                 + "path_namespace='\(Contract.watchPathNamespace)',arg0='\(Contract.pathInterface)'"
         ) { message in
-            if let path = message.path { inbox.append(.pathChanged(path: path)) }
+            // The values are read when applied, onto the path last known.
+            guard let path = message.path, (try? message.readString()) != nil else { return }
+            inbox.append(.pathChanged(path: path, properties: OwnedBusMessage(retaining: message)))
         })
         self.slots = slots
         self.owner = owner
@@ -220,13 +214,24 @@ public final class ReachabilityClient {
     private func dispatch(into events: inout [Event]) throws(BusError) {
         if reconnectAt != nil {
             guard reconnectIfDue() else { return }
-            if owner != nil { events.append(.serviceReturned) }
+            if owner != nil {
+                events.append(.serviceReturned)
+                try rereadAfterReturn(into: &events)
+            }
         }
         while try connection.process() {}
         for raw in inbox.take() {
             switch raw {
             case let .event(event):
                 events.append(event)
+                try record(raw, into: &events)
+            case let .interfaces(_, _, generation):
+                events.append(.interfacesChanged(generation: generation))
+                try record(raw, into: &events)
+            case .facts:
+                try record(raw, into: &events)
+            case let .hostProperties(owned):
+                if let change = try complete(owned.message) { events.append(.change(change)) }
             case let .ownerChanged(old, new):
                 if let owner, old == owner {
                     forgetService()
@@ -237,6 +242,7 @@ public final class ReachabilityClient {
                     try subscribe(to: new)
                     activation = nil
                     events.append(.serviceReturned)
+                    try rereadAfterReturn(into: &events)
                 }
             case let .watch(path, properties, invalidated):
                 guard var result = watches[path] else { continue }
@@ -244,10 +250,9 @@ public final class ReachabilityClient {
                 watches[path] = result
                 if !invalidated.isEmpty { try refresh(watch: path) }
                 if let result = watches[path] { events.append(.watch(path: path, result: result)) }
-            case let .pathChanged(path):
-                // Read anew whole: the path's properties are one answer, read as one.
+            case let .pathChanged(path, properties):
                 guard paths[path] != nil else { continue }
-                try refresh(path: path)
+                try apply(properties.message, toPath: path)
                 if let value = paths[path] { events.append(.path(path: path, value: value)) }
             }
         }
@@ -316,10 +321,15 @@ public final class ReachabilityClient {
 
     /// What a signal handler saw, before `dispatch()` makes events of it.
     enum RawEvent {
-        /// A signal that is an event as it stands (`changed`, `interfacesChanged`).
+        /// A signal that is an event as it stands (`changed`, `hostChangeDescribed`).
         case event(Event)
+        /// InterfacesChanged's arguments; FactsChanged's; the service object's PropertiesChanged,
+        /// read when applied (`followSnapshot()`).
+        case interfaces(changed: [InterfaceStatus], removed: [String], generation: UInt64)
+        case facts(interfaces: [String: [String: String]], nat64: (router: String?, interface: String?)?, generation: UInt64)
+        case hostProperties(OwnedBusMessage)
         case watch(path: String, properties: WatchProperties, invalidated: [String])
-        case pathChanged(path: String)
+        case pathChanged(path: String, properties: OwnedBusMessage)
         /// NameOwnerChanged for reachd's name: `old` left it, `new` took it (empty: nobody).
         case ownerChanged(old: String, new: String)
     }

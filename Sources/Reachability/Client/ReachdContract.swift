@@ -79,6 +79,10 @@ public enum ReachdContract {
     public static let interfaceExpensiveReasons = "InterfaceExpensiveReasons"
     /// GetStatus's `a{ss}`: each interface's network name (`NetworkID`), for those that have one.
     public static let interfaceNetworkIDs = "InterfaceNetworkIDs"
+    /// GetStatus's `a{sa{sv}}`: every interface's facts beyond ListInterfaces' struct, by
+    /// interface name then fact name (`InterfaceFact.all`); the two tables above repeat two of
+    /// them for older clients. Its presence also tells a client that reachd sends `FactsChanged`.
+    public static let interfaceFacts = "InterfaceFacts"
 
     /// GetStatus's entries on where `Nat64Prefix` came from (s each): the announcing router and
     /// the link it was announced on; absent when no prefix is.
@@ -111,6 +115,7 @@ public enum ReachdContract {
         .signal("Changed", signature: "ust", names: "flags\0primary_interface\0generation\0"),
         .signal("InterfacesChanged", signature: "a(issuas)ast", names: "changed\0removed\0generation\0"),
         .signal("HostChangeDescribed", signature: "a{sv}", names: "description\0"),
+        .signal("FactsChanged", signature: "a{sa{sv}}a{sv}t", names: "interfaces\0host\0generation\0"),
     ]
 
     /// The entries of `HostChangeDescribed`, sent right after each `Changed` of the same
@@ -123,6 +128,13 @@ public enum ReachdContract {
         public static let sourceAddress = "sourceAddress"  // s, empty without one
         public static let previousSourceAddress = "previousSourceAddress"  // s, empty without one
     }
+
+    /// `FactsChanged(a{sa{sv}} interfaces, a{sv} host, t generation)`: what the other signals'
+    /// fixed shapes cannot carry, sent before the PropertiesChanged of the same generation when a
+    /// changed interface has facts (`interfaces`: `InterfaceFact.all` of each changed interface
+    /// that has any; one left out has none) or the host's NAT64 prefix moved (`host`: the
+    /// `Nat64Entry` entries of the prefix now, none without one). With Changed, InterfacesChanged
+    /// and the values of PropertiesChanged, a client keeps its snapshot without asking.
 
     /// The members of `watchInterface` on each watch object.
     public static let watchMembers: [BusVTable.Member] = [

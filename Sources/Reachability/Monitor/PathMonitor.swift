@@ -135,8 +135,8 @@ public final class PathMonitor: AsyncSequence, Sendable {
         /// A monitor of this iteration's own (`.inProcess`): released, so stopped, with it.
         var owned: ReachabilityMonitor?
         let restriction: Path.Restriction
-        var host = HostStatus()
-        var interfaces: [Int32: InterfaceStatus] = [:]
+        /// The picture the paths are derived from, kept current by applying each change.
+        var snapshot = ReachabilitySnapshot(generation: 0, host: HostStatus(), interfaces: [])
         var last: Path?
         var hostChanges: (@Sendable (HostChange) -> Void)?
 
@@ -164,16 +164,13 @@ public final class PathMonitor: AsyncSequence, Sendable {
             if paths != nil { return await paths!.next() }
             guard let update = await updates?.next() else { return nil }
             switch update {
-            case let .snapshot(snapshot):
-                host = snapshot.host
-                interfaces = Dictionary(snapshot.interfaces.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
+            case let .snapshot(first):
+                snapshot = first
             case let .change(change):
                 if let description = change.hostChange { hostChanges?(description) }
-                host = change.host
-                for removed in change.removedInterfaces { interfaces[removed.index] = nil }
-                for changed in change.changedInterfaces { interfaces[changed.index] = changed }
+                snapshot = snapshot.applying(change)
             }
-            return Path(host: host, interfaces: interfaces, restriction: restriction)
+            return Path(snapshot: snapshot, restriction: restriction)
         }
     }
 }

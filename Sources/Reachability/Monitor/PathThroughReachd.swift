@@ -162,7 +162,7 @@ final class PathFollower: ReachabilityClientOwner {
                 away()
             case .serviceReturned:
                 try watch()
-            case .path, .changed, .interfacesChanged, .hostChangeDescribed, .watch:
+            case .path, .changed, .interfacesChanged, .hostChangeDescribed, .watch, .change:
                 continue
             }
         }
