@@ -14,6 +14,9 @@ final class Callers {
     let identities: CallerIdentities
     private var clients: [String: Client] = [:]
 
+    /// Clients recorded now: those that hold something, or wait to learn their user.
+    var count: Int { clients.count }
+
     private final class Client {
         /// What each part undoes when the client leaves.
         var departures: [Part: () -> Void] = [:]

@@ -153,6 +153,9 @@ final class Daemon {
         core.stallPolled = { [unowned probes] in probes.stallPolled($0) }
         let checks = HostCheckCalls(checks: core, bus: bus, callers: callers, metrics: metrics, configuration: configuration)
         self.checks = checks
+        metrics.heldForCallers = { [unowned checks, unowned callers, unowned core] in
+            HeldForCallers(hostCheckCalls: checks.inFlightCount, hostChecksRunning: core.hostChecksRunning, clients: callers.count)
+        }
         let service = ReachabilityService(
             state: core.shared, first: first, bus: bus, watches: watches, checks: checks, defaultTimeout: configuration.defaultTimeout,
             callers: callers, validate: { [unowned probes] uid, reply in probes.validate(for: uid, reply) }, metricsText: { [unowned metrics] in metrics.text })

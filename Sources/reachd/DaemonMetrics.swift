@@ -10,6 +10,8 @@ final class DaemonMetrics {
     var counters = MetricsCounters()
     /// Distinct watches served, for the exposition (the watch registry knows).
     var watchCount: () -> Int = { 0 }
+    /// What the callers hold besides watches, ledger by ledger.
+    var heldForCallers: () -> HeldForCallers = { HeldForCallers() }
     private let loop: EventLoop
     private let mirror: SharedState
     /// When reachd started, in seconds since the Unix epoch (`reachd_start_time_seconds`).
@@ -28,8 +30,10 @@ final class DaemonMetrics {
 
     /// The exposition every output prints.
     var text: String {
-        MetricsExposition.render(MetricsSample(
-            snapshot: mirror.snapshot, mirror: mirror.counters, counters: counters, watches: watchCount(), startTime: startTime))
+        var sample = MetricsSample(
+            snapshot: mirror.snapshot, mirror: mirror.counters, counters: counters, watches: watchCount(), startTime: startTime)
+        sample.held = heldForCallers()
+        return MetricsExposition.render(sample)
     }
 
     /// Something the metrics show moved: the textfile is rewritten soon (coalesced).

@@ -99,6 +99,9 @@ final class HostCheckCalls {
         calls[sender, default: [:]][id] = pending
     }
 
+    /// Calls whose reply is still owed.
+    var inFlightCount: Int { total }
+
     /// A reload: calls in flight keep their slots; new ones meet the new bounds.
     func configure(_ configuration: Configuration) { inFlight = Self.quota(configuration) }
 

@@ -66,6 +66,8 @@ final class HostChecks {
     private let evaluate: Evaluate
     private var cache: HostCache
     private var running: [UInt64: (request: HostCheckRequest, lookup: HostResolver.RequestID)] = [:]
+    /// Checks running now, each with its lookup.
+    var runningCount: Int { running.count }
     private var sources: ResolverSources!
     /// New lookups per user; nil: no bound (the in-process monitor serves one user).
     var rate: LookupRate?

@@ -254,6 +254,9 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
 
     package func cancelHostCheck(_ id: UInt64) { hostChecks.cancel(id) }
 
+    /// Host checks running now (metrics: a ledger that reads 0 when nobody waits).
+    package var hostChecksRunning: Int { hostChecks.runningCount }
+
     /// Ends every host check (the front end is stopping).
     package func cancelHostChecks() { hostChecks.cancelAll() }
 

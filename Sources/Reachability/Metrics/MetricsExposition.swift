@@ -5,6 +5,8 @@ package struct MetricsSample: Sendable {
     package var counters: MetricsCounters
     /// Watch objects served now (reachd); 0 in-process, where there are none.
     package var watches: Int
+    /// What reachd holds for its callers besides watches (0 in-process).
+    package var held = HeldForCallers()
     /// When the process started, in seconds since the Unix epoch.
     package var startTime: Double
     package var version: String
@@ -19,6 +21,21 @@ package struct MetricsSample: Sendable {
         self.watches = watches
         self.startTime = startTime
         self.version = version
+    }
+}
+
+/// What reachd holds for its callers now, by ledger: each reads 0 once they are all gone, so a
+/// ledger that does not is a leak an operator (and a test) sees.
+package struct HeldForCallers: Sendable, Equatable {
+    /// CheckHost calls whose reply is still owed (`HostCheckCalls`).
+    package var hostCheckCalls = 0
+    /// Host checks the core runs (the calls', the watches' and the probe's), with their lookups.
+    package var hostChecksRunning = 0
+    /// Bus clients reachd keeps a record of, for what they hold (`Callers`).
+    package var clients = 0
+
+    package init(hostCheckCalls: Int = 0, hostChecksRunning: Int = 0, clients: Int = 0) {
+        (self.hostCheckCalls, self.hostChecksRunning, self.clients) = (hostCheckCalls, hostChecksRunning, clients)
     }
 }
 
@@ -126,6 +143,12 @@ package enum MetricsExposition {
 
         out.family("reachd_watches", .gauge, "Watch objects served to D-Bus clients now.")
         out.sample("reachd_watches", [], Double(sample.watches))
+        out.family("reachd_host_check_calls_in_flight", .gauge, "CheckHost calls whose reply is still owed.")
+        out.sample("reachd_host_check_calls_in_flight", [], Double(sample.held.hostCheckCalls))
+        out.family("reachd_host_checks_running", .gauge, "Host checks running now (CheckHost's, the watches', the probe's), each with its DNS lookup.")
+        out.sample("reachd_host_checks_running", [], Double(sample.held.hostChecksRunning))
+        out.family("reachd_bus_clients_holding", .gauge, "D-Bus clients holding watches or host checks now.")
+        out.sample("reachd_bus_clients_holding", [], Double(sample.held.clients))
         out.counter("reachd_watches_refused_total", "Watch calls refused by MaxWatchesPerClient, MaxWatchesPerUser or MaxWatches.", counters.watchesRefused)
 
         out.family("reachd_connectivity_probes_total", .counter, "Connectivity probes finished, by verdict.")
