@@ -10,6 +10,8 @@ final class DaemonMetrics {
     var counters = MetricsCounters()
     /// Distinct watches served, for the exposition (the watch registry knows).
     var watchCount: () -> Int = { 0 }
+    /// The outage counters as they stand now (the outage clock knows).
+    var outage: () -> OutageTotals? = { nil }
     private let loop: EventLoop
     private let mirror: SharedState
     /// When reachd started, in seconds since the Unix epoch (`reachd_start_time_seconds`).
@@ -29,7 +31,8 @@ final class DaemonMetrics {
     /// The exposition every output prints.
     var text: String {
         MetricsExposition.render(MetricsSample(
-            snapshot: mirror.snapshot, mirror: mirror.counters, counters: counters, watches: watchCount(), startTime: startTime))
+            snapshot: mirror.snapshot, mirror: mirror.counters, counters: counters, watches: watchCount(), startTime: startTime,
+            outage: outage()))
     }
 
     /// Something the metrics show moved: the textfile is rewritten soon (coalesced).

@@ -17,6 +17,8 @@ final class History {
     private var lastPrimary = ""
     /// Uplinks seen stalled (their interface flags), by name.
     private var stalledUplinks: Set<String> = []
+    /// Told each record kept, as it is kept (the outage clock counts the time between them).
+    var recorded: (HistoryRecord) -> Void = { _ in }
 
     init(state: SharedState, journal: JournalEntry? = JournalEntry()) {
         self.state = state
@@ -64,6 +66,7 @@ final class History {
         if let latest = ring.latest(record.lane), latest.sameAnswer(as: record) { return }
         ring.append(record)
         journal?.send(record.journalFields)
+        recorded(record)
     }
 
     /// nil when the host stays down for the same reason (nothing to ask the kernel again).
