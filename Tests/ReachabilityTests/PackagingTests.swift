@@ -803,7 +803,7 @@ private let expectedPackageContents: Set<String> = [
     "usr/share/", "usr/share/dbus-1/", "usr/share/dbus-1/system.d/", "usr/share/dbus-1/system.d/org.reachd.Reachability1.conf",
     "usr/share/dbus-1/system.d/reachd-networkmanager.conf", "usr/share/reachd/", "usr/share/reachd/reachd-networkmanager.conf",
     "usr/share/reachd/reachd-alerts.yml", "usr/share/reachd/reachd-alerts.test.yml", "usr/share/reachd/reachd-dashboard.json",
-    "usr/share/reachd/enable-textfile",
+    "usr/share/reachd/reachd-npd.json", "usr/share/reachd/enable-textfile",
     "usr/share/dbus-1/system-services/", "usr/share/dbus-1/system-services/org.reachd.Reachability1.service",
     "usr/share/dbus-1/interfaces/", "usr/share/dbus-1/interfaces/org.reachd.Reachability1.xml",
     "usr/share/man/", "usr/share/man/man1/", "usr/share/man/man1/reachctl.1.gz", "usr/share/man/man5/",
@@ -875,7 +875,7 @@ struct PackagingDebianTests {
         let bash = try String(contentsOfFile: tree + "/usr/share/bash-completion/completions/reachctl", encoding: .utf8)
         #expect(!bash.hasPrefix("#!") && bash.contains("reachctl"))
         // The monitoring files as they are in the repository; the one step is executable.
-        for file in ["reachd-alerts.yml", "reachd-alerts.test.yml", "reachd-dashboard.json", "enable-textfile"] {
+        for file in ["reachd-alerts.yml", "reachd-alerts.test.yml", "reachd-dashboard.json", "reachd-npd.json", "enable-textfile"] {
             #expect(FileManager.default.contentsEqual(atPath: tree + "/usr/share/reachd/" + file, andPath: packaging + "/" + file), "\(file)")
         }
         #expect(FileManager.default.isExecutableFile(atPath: tree + "/usr/share/reachd/enable-textfile"))
