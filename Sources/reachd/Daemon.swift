@@ -117,6 +117,7 @@ final class Daemon {
         watches?.releaseAll()
         callers?.releaseAll()
         metrics.stop()
+        history?.stopped()
         outageClock?.stop()
         ServiceManager.notify("STOPPING=1")
         Log.info(code == 0 ? "stopped" : "stopping after an error (exit \(code))")
@@ -207,11 +208,13 @@ final class Daemon {
         // What a resume makes stale: the kernel mirror, DNS answers, targets (and their backoff,
         // through the core's update), the probe's verdict (dropped already when logind warned of
         // the sleep, so no early question after the resume gets the old one).
-        sleep = try Sleep(bus: bus, loop: loop, suspending: { [unowned probes, unowned outageClock] in
+        sleep = try Sleep(bus: bus, loop: loop, suspending: { [unowned probes, unowned outageClock, unowned history] in
             outageClock.sleeping()
+            history.sleeping()
             probes.suspending()
-        }) { [unowned core, unowned probes, unowned outageClock] how in
+        }) { [unowned core, unowned probes, unowned outageClock, unowned history] how in
             outageClock.resumed()
+            history.resumed()
             Log.info("the host resumed from sleep (\(how)): resyncing, forgetting DNS answers, asking targets and probing again")
             core.resumed()
             probes.resumed()

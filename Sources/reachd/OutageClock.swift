@@ -62,6 +62,8 @@ final class OutageClock {
 
     /// A change of an answer, as the history recorded it.
     func record(_ record: HistoryRecord) {
+        // Sleep and stop are counted from their own signals, not from the history's word of them.
+        guard record.condition != .unobserved else { return }
         let now = Self.now()
         let cause = OutageCause(record.cause)
         if record.lane.isEmpty {
@@ -69,6 +71,7 @@ final class OutageClock {
             case .up: ledger.host(.up, at: now)
             case .degraded: ledger.host(.degraded(cause == .traffic ? .traffic : .portal), at: now)
             case .down: ledger.host(.down(cause), at: now)
+            case .unobserved: break
             }
         } else {
             let kind = state.snapshot.interfaces.first { $0.name == record.lane }?.kind ?? kinds[record.lane] ?? .other

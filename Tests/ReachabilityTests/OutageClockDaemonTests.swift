@@ -24,21 +24,22 @@ struct OutageClockDaemonTests {
 
     static func value(_ text: String, _ series: String) -> Double { MetricsDaemonTests.value(text, series) ?? -1 }
 
-    /// How long the host's State stayed `state` as the test saw it (polled every 5 ms), from the
-    /// fault `breakIt` to `mend`, holding it `hold` once seen.
+    /// How long the fault lasted, from just before `breakIt` to just after `mend`, held `hold`
+    /// once the host's State was seen to be `state`: what reachd saw lies within it (a loaded
+    /// machine delays what the test sees, not reachd's timestamps).
     static func outage(
         _ harness: DaemonHarness, _ state: String, hold: Duration, _ breakIt: () throws -> Void, during: () async throws -> Void = {},
         _ mend: () throws -> Void
     ) async throws -> Double {
         let client = try harness.connect()
+        let start = ContinuousClock.now
         try breakIt()
         try await eventually("State \(state); \(harness.diagnostics)") { (try? DaemonHarness.property(client, "State") as String) == state }
-        let seen = ContinuousClock.now
         try await during()
         try await Task.sleep(for: hold)
         try mend()
+        let span = ContinuousClock.now - start
         try await eventually("online again") { (try? DaemonHarness.property(client, "State") as String) == "online" }
-        let span = ContinuousClock.now - seen
         return Double(span.components.seconds) + Double(span.components.attoseconds) / 1e18
     }
 
@@ -57,7 +58,7 @@ struct OutageClockDaemonTests {
         // one datagram toward the internet makes the kernel resolve the gateway and give up.
         _ = try scenario.ns.exec("/usr/sbin/sysctl", ["-qw", "net.ipv4.neigh.up0.retrans_time_ms=100"])
         let send = { _ = try scenario.ns.exec("/usr/bin/python3", ["-c", "import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('193.0.14.129', 9))"]) }
-        let seen = try await Self.outage(harness, "local", hold: .seconds(5), {
+        let fault = try await Self.outage(harness, "local", hold: .seconds(5), {
             try scenario.far.ip("addr del 192.0.2.1/24 dev up0p")
             try scenario.ns.ip("neigh flush dev up0")
             try send()
@@ -67,9 +68,13 @@ struct OutageClockDaemonTests {
         }
         let after = try Self.metrics(harness)
         let counted = Self.value(after, gateway)
-        #expect(abs(counted - seen) < 0.3, "counted \(counted) s of a gateway outage seen for \(seen) s")
+        #expect(counted >= 5 && counted <= fault + 0.05, "counted \(counted) s of a gateway fault of \(fault) s held 5 s")
+        // To the record: the history's outage, timed by the same changes.
+        let outage = try HistoryDaemonTests.history(harness).intervals.first { $0["lane"] as? String == "host" && $0["cause"] as? String == "gateway" }
+        let recorded = Double(outage?["durationUSec"] as? UInt64 ?? 0) / 1e6
+        #expect(abs(counted - recorded) < 0.05, "counted \(counted) s, the history's outage \(recorded) s")
         #expect(Self.value(after, #"reachd_outages_total{cause="gateway"}"#) == 1)
-        #expect(Self.value(after, #"reachd_uplink_down_seconds_total{kind="virtual",cause="gateway"}"#) > seen - 0.5, "\(after)")
+        #expect(Self.value(after, #"reachd_uplink_down_seconds_total{kind="virtual",cause="gateway"}"#) >= 5, "\(after)")
         #expect(Self.value(after, #"reachd_unobserved_seconds_total{reason="asleep"}"#) == 0)
 
         // Stopped for about two seconds: not offline, not reset, the outage not counted again.
@@ -96,7 +101,7 @@ struct OutageClockDaemonTests {
         try await harness.ready()
         let logind = SleepResumeTests.logind.replacingOccurrences(of: "GLib.timeout_add(300,", with: "GLib.timeout_add(3000,")
         #expect(logind != SleepResumeTests.logind)
-        let seen = try await Self.outage(harness, "offline", hold: .seconds(1), { try scenario.carrier(false) }, during: {
+        let fault = try await Self.outage(harness, "offline", hold: .seconds(1), { try scenario.carrier(false) }, during: {
             let sleeper = try ChildProcess("/usr/bin/python3", ["-c", logind, harness.address])
             defer { sleeper.kill() }
             try await eventually("logind's resume; \(sleeper.errorLines); \(harness.diagnostics)", timeout: .seconds(20)) {
@@ -106,9 +111,18 @@ struct OutageClockDaemonTests {
         let text = try Self.metrics(harness)
         let asleep = Self.value(text, #"reachd_unobserved_seconds_total{reason="asleep"}"#)
         let offline = Self.value(text, #"reachd_offline_seconds_total{cause="link"}"#)
-        #expect(asleep > 2.8 && asleep < 3.5, "asleep \(asleep) s")
-        #expect(abs(offline + asleep - seen) < 0.3, "offline \(offline) s and asleep \(asleep) s of \(seen) s")
+        #expect(asleep > 2.8 && asleep < 4.5, "asleep \(asleep) s of a 3 s suspend")
+        #expect(offline >= 1 && offline + asleep <= fault + 0.05, "offline \(offline) s and asleep \(asleep) s of a fault of \(fault) s")
         #expect(Self.value(text, #"reachd_outages_total{cause="link"}"#) == 1)
+
+        // The history keeps the sleep apart: an interval of its own, not offline.
+        let (json, intervals) = try HistoryDaemonTests.history(harness)
+        let slept = intervals.filter { $0["lane"] as? String == "host" && $0["kind"] as? String == "asleep" }
+        let sleptSeconds = Double(slept.first?["durationUSec"] as? UInt64 ?? 0) / 1e6
+        #expect(slept.count == 1 && abs(sleptSeconds - asleep) < 0.3, "\(intervals)")
+        let summary = json["summary"] as? [String: Any] ?? [:]
+        let offlineSeconds = Double(summary["offlineUSec"] as? UInt64 ?? 0) / 1e6
+        #expect(abs(offlineSeconds - offline) < 0.05, "history offline \(offlineSeconds) s, counter \(offline) s: \(json)")
     }
 
     /// A hostile state file costs one journal line and itself: the counters start from zero, and
