@@ -143,4 +143,39 @@ struct OutageClockDaemonTests {
             ((try? String(contentsOfFile: state.path, encoding: .utf8)) ?? "").contains("host up")
         }
     }
+
+    /// The state file is written at changes, but at most once per 30 s: a flap right after the
+    /// start's write is held back and written once the 30 s are over, by a timer that exists only
+    /// then; while nothing changes, nothing wakes reachd.
+    @Test func theFileIsWrittenAtMostEvery30s_andNothingWakesWhileIdle() async throws {
+        let scenario = try Scenario()
+        try scenario.ns.waitForCarrier("up0")
+        let state = try Self.stateFile()
+        defer { removeTree(state.directory) }
+        let harness = try DaemonHarness(scenario.ns, arguments: state.arguments)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        let pid = try #require(harness.daemon?.pid)
+        func written() -> Date? { (try? FileManager.default.attributesOfItem(atPath: state.path))?[.modificationDate] as? Date }
+        try await eventually("the start's write") { written() != nil }
+        let first = try #require(written())
+
+        // Idle with the clock on: stall detection's baseline poll comes a second after ready.
+        try await Task.sleep(for: StallWatch.baselineDelay + .milliseconds(700))
+        let before = MetricsDaemonTests.wakeUps(pid)
+        try await Task.sleep(for: .seconds(3))
+        #expect(MetricsDaemonTests.wakeUps(pid) == before, "reachd woke up while idle")
+
+        let client = try harness.connect()
+        try scenario.carrier(false)
+        try await eventually("offline") { (try? DaemonHarness.property(client, "State") as String) == "offline" }
+        try scenario.carrier(true)
+        try await eventually("online again") { (try? DaemonHarness.property(client, "State") as String) == "online" }
+        #expect(written() == first, "two changes within 30 s of the last write are held back")
+        try await eventually("the held write", timeout: .seconds(40)) { written() != first }
+        let held = try #require(written())
+        #expect(held.timeIntervalSince(first) >= 29.5, "written \(held.timeIntervalSince(first)) s after the last")
+        let text = try String(contentsOfFile: state.path, encoding: .utf8)
+        #expect(text.contains("offline link ") && text.contains("outages link 1") && text.contains("host up"), "\(text)")
+    }
 }

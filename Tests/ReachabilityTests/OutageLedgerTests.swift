@@ -68,6 +68,14 @@ import Testing
         #expect(totals.unobserved == [.asleep: 90])
     }
 
+    /// The two clocks are read one after the other: a microsecond between them is no sleep.
+    @Test func theClocksJitterIsNoSleep() {
+        var ledger = OutageLedger()
+        ledger.host(.down(.gateway), at: Instant(boot: 0, suspended: 7))
+        let totals = ledger.totals(at: Instant(boot: 10_000_000, suspended: 9))
+        #expect(totals.offline == [.gateway: 10] && totals.unobserved.isEmpty, "\(totals)")
+    }
+
     /// A restart carries the totals on, adds the time stopped, and an outage that went on
     /// through the restart is not counted again.
     @Test func aRestartNeitherResetsNorCountsTwice() throws {

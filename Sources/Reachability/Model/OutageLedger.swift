@@ -76,6 +76,11 @@ package struct OutageLedger: Sendable {
     /// not get here: only uplinks that once carried a default route do) are not counted.
     package static let maximumUplinks = 64
 
+    /// Less than this gained by CLOCK_BOOTTIME on CLOCK_MONOTONIC is no sleep: the two clocks are
+    /// read one after the other, so their difference moves by a microsecond or so between any two
+    /// readings. No suspend of a host lasts less.
+    package static let sleepThreshold = 0.5
+
     package private(set) var totals: OutageTotals
     private var host: HostStanding?
     /// Uplinks down now, by interface name (in memory only: the counters carry kinds, not names).
@@ -153,7 +158,8 @@ package struct OutageLedger: Sendable {
         defer { last = now }
         guard let last, now.boot > last.boot else { return }
         let elapsed = Double(now.boot - last.boot) / 1_000_000
-        let slept = now.suspended > last.suspended ? Double(now.suspended - last.suspended) / 1_000_000 : 0
+        let gained = now.suspended > last.suspended ? Double(now.suspended - last.suspended) / 1_000_000 : 0
+        let slept = gained >= Self.sleepThreshold ? gained : 0
         let unobserved = asleep ? elapsed : min(slept, elapsed)
         if unobserved > 0 { totals.unobserved[.asleep, default: 0] += unobserved }
         let watched = elapsed - unobserved
