@@ -15,7 +15,9 @@ struct HistoryCommand: AsyncParsableCommand {
             those records into outages (the host not online; an uplink without its default \
             route) and degradations (online, but the traffic stalled or the probe met a portal \
             or no internet), each with its start, end, duration, cause, reason and interface, \
-            and a summary line: how many outages, the total offline time, the longest.
+            and a summary line: how many outages, the total offline time, the longest. Time \
+            nobody watched (the host asleep, reachd stopped) is kept apart, as intervals of \
+            kind asleep and stopped, never counted offline.
 
             The records come from reachd's memory (the last 1,024 changes per lane; D-Bus \
             GetHistory) and, for what lies before it (reachd restarted, or the period is \

@@ -25,12 +25,21 @@ struct IsCommand: AsyncParsableCommand {
                             not metered by DHCP or NetworkManager's setting
               no-portal     the probe met no captive portal (holds without it)
               not-stalled   the host's TCP traffic has not stopped flowing
+              dns           a configured nameserver is routable through a
+                            ready link
               via-KIND      online through a link of KIND: wired (or ethernet),
                             wifi, cellular, vpn, bridge, virtual, other; under a
                             VPN the kind of the link beneath it counts too
 
+            With --npd, node-problem-detector's custom plugin protocol instead: exit 0 \
+            when every condition holds, 1 when one does not, 2 when there is no answer \
+            (reachd does not answer with --daemon, a bad configuration or usage), and one \
+            line on standard output that NPD makes the condition's message \
+            (packaging/reachd-npd.json, installed in /usr/share/reachd).
+
             Examples:
               ExecCondition=/usr/bin/reachctl is unmetered internet
+              reachctl is online --npd
               reachctl is via-vpn || exit 0
               reachctl is --json online unmetered | jq .holds
             """
@@ -45,6 +54,9 @@ struct IsCommand: AsyncParsableCommand {
     @Flag(name: .customLong("quiet"), help: "Say nothing when a condition does not hold: the exit status only.")
     var quiet = false
 
+    @Flag(name: .customLong("npd"), help: "Answer as a node-problem-detector custom plugin: exit 0 ok, 1 a problem, 2 unknown, and one line on standard output.")
+    var npd = false
+
     @OptionGroup var output: OutputOptions
 
     @OptionGroup var options: CommonOptions
@@ -52,6 +64,9 @@ struct IsCommand: AsyncParsableCommand {
     func validate() throws {
         try Self.validate(conditions)
         if quiet, output.json { throw ValidationError("--quiet and --json: --json says everything on standard output; drop one.") }
+        if npd, quiet || output.json {
+            throw ValidationError("--npd and \(quiet ? "--quiet" : "--json"): --npd says one line on standard output, for node-problem-detector; drop one.")
+        }
     }
 
     /// At least one condition, each a word `is` takes: what `is` and `hold` refuse alike.
@@ -81,12 +96,23 @@ struct IsCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let snapshot = try await reportingErrors {
-            let source = try options.openSource()
-            defer { source.stop() }
-            return try await source.snapshot()
+        let snapshot: ReachabilitySnapshot
+        do {
+            snapshot = try await reportingErrors {
+                let source = try options.openSource()
+                defer { source.stop() }
+                return try await source.snapshot()
+            }
+        } catch let code as ExitCode where npd && code != .success {
+            throw ExitCode(NodeProblemDetector.cannotTell())
         }
-        let status = Self.report(conditions.compactMap(HostCondition.init(word:)), in: snapshot, json: output.json, quiet: quiet)
+        let conditions = conditions.compactMap(HostCondition.init(word:))
+        if npd {
+            let status = NodeProblemDetector.report(conditions, in: snapshot)
+            if status != NodeProblemDetector.ok { throw ExitCode(status) }
+            return
+        }
+        let status = Self.report(conditions, in: snapshot, json: output.json, quiet: quiet)
         if status != ExitStatus.success.rawValue { throw ExitCode(status) }
     }
 
@@ -127,7 +153,7 @@ extension IsCommand {
     static func quickStatus(_ arguments: [String]) -> Int32? {
         guard arguments.first == name else { return nil }
         var conditions: [HostCondition] = []
-        var json = false, quiet = false, requireDaemon = false
+        var json = false, quiet = false, requireDaemon = false, npd = false
         var busAddress: String?
         var configDirectories: [String] = []
         var rest = arguments.dropFirst()[...]
@@ -137,9 +163,14 @@ extension IsCommand {
             let argument = equals.map { String(word[..<$0]) } ?? word
             let attached = equals.map { String(word[word.index(after: $0)...]) }
             switch argument {
-            case "--json", "--quiet", "--daemon":
+            case "--json", "--quiet", "--daemon", NodeProblemDetector.flag:
                 guard attached == nil else { return nil }
-                if argument == "--json" { json = true } else if argument == "--quiet" { quiet = true } else { requireDaemon = true }
+                switch argument {
+                case "--json": json = true
+                case "--quiet": quiet = true
+                case "--daemon": requireDaemon = true
+                default: npd = true
+                }
             case "--bus-address", "--config-dir":
                 // A value that looks like an option is the parser's to refuse.
                 guard let value = attached ?? rest.popFirst(), !value.isEmpty, attached != nil || !value.hasPrefix("-") else { return nil }
@@ -149,16 +180,17 @@ extension IsCommand {
                 conditions.append(condition)
             }
         }
-        guard !conditions.isEmpty, !(json && quiet), !(requireDaemon && !configDirectories.isEmpty) else { return nil }
+        guard !conditions.isEmpty, !(json && quiet), !(npd && (json || quiet)), !(requireDaemon && !configDirectories.isEmpty) else { return nil }
         let bus = CommonOptions.bus(option: busAddress)
         if case let .address(address) = bus, address.isEmpty || BusAddressSyntax.problem(in: address) != nil { return nil }
         let (client, status): (ReachabilityClient, (host: HostStatus, generation: UInt64))
         do {
             (client, status) = try ReachdOrInProcess.probe(bus, probeTimeout: CommonOptions.probeTimeout, callTimeout: CommonOptions.probeTimeout)
         } catch {
-            return inProcessStatus(
-                conditions, json: json, quiet: quiet, requireDaemon: requireDaemon,
+            let status = inProcessStatus(
+                conditions, json: json, quiet: quiet, npd: npd, requireDaemon: requireDaemon,
                 configDirectories: configDirectories, unavailable: error)
+            return npd && status == ExitStatus.error.rawValue ? NodeProblemDetector.cannotTell() : status
         }
         // The interfaces only where a condition needs their kinds or a failure names them.
         var snapshot = ReachabilitySnapshot(generation: status.generation, host: status.host, interfaces: [])
@@ -167,21 +199,21 @@ extension IsCommand {
             guard let interfaces = try? client.interfaces() else { return nil }
             snapshot.interfaces = interfaces
         }
-        return report(conditions, in: snapshot, json: json, quiet: quiet)
+        return npd ? NodeProblemDetector.report(conditions, in: snapshot) : report(conditions, in: snapshot, json: json, quiet: quiet)
     }
 
     /// `quickStatus` when reachd does not answer: what the full path says and answers in-process
     /// (the notice, or with `--daemon` the error; the configuration's warnings or errors), from
     /// the state an in-process monitor starts with, with no thread, loop or parser.
     static func inProcessStatus(
-        _ conditions: [HostCondition], json: Bool, quiet: Bool, requireDaemon: Bool, configDirectories: [String],
+        _ conditions: [HostCondition], json: Bool, quiet: Bool, npd: Bool, requireDaemon: Bool, configDirectories: [String],
         unavailable: ReachdUnavailable
     ) -> Int32 {
         do {
             try CommonOptions.notice(unavailable, requireDaemon: requireDaemon)
             let settings = try CommonOptions.settings(directories: configDirectories, reporting: true)
             let snapshot = try ReachabilityCore.snapshot(configuration: CommonOptions.coreConfiguration(settings))
-            return report(conditions, in: snapshot, json: json, quiet: quiet)
+            return npd ? NodeProblemDetector.report(conditions, in: snapshot) : report(conditions, in: snapshot, json: json, quiet: quiet)
         } catch is ExitCode {
             return ExitStatus.error.rawValue
         } catch {

@@ -90,6 +90,8 @@ struct Reachctl: AsyncParsableCommand {
         } catch {
             if error is ExitCode || exitCode(for: error) == .success { exit(withError: error) }
             Terminal.write(fullMessage(for: error) + "\n", to: STDERR_FILENO)
+            // node-problem-detector reads 2 as unknown; 255 is for ExecCondition=.
+            if NodeProblemDetector.requested(arguments) { Glibc.exit(NodeProblemDetector.cannotTell("usage error; see reachctl's standard error")) }
             Glibc.exit(ExitStatus.error.rawValue)
         }
     }

@@ -32,6 +32,7 @@ final class Daemon {
     private var service: ReachabilityService!
     private var sleep: Sleep!
     private var history: History!
+    private var outageClock: OutageClock!
     /// NetworkManager's devices' `Metered`, while NetworkManager runs.
     private var networkManagerDevices: NetworkManagerDevices?
 
@@ -116,6 +117,8 @@ final class Daemon {
         watches?.releaseAll()
         callers?.releaseAll()
         metrics.stop()
+        history?.stopped()
+        outageClock?.stop()
         ServiceManager.notify("STOPPING=1")
         Log.info(code == 0 ? "stopped" : "stopping after an error (exit \(code))")
         return code
@@ -139,6 +142,11 @@ final class Daemon {
         self.publisher = publisher
         let history = History(state: core.shared)
         self.history = history
+        // Before the history's first record: the clock counts from it.
+        let outageClock = OutageClock(path: options.outageClock, state: core.shared, loop: loop)
+        self.outageClock = outageClock
+        history.recorded = { [unowned outageClock] in outageClock.record($0) }
+        metrics.outage = { [unowned outageClock] in outageClock.totals }
         history.start()
         let identities = try CallerIdentities(bus: bus)
         identities.asking = { Log.debug("asking the bus for the Unix user of \($0)") }
@@ -166,6 +174,7 @@ final class Daemon {
         core.follow { [unowned publisher] in publisher.follow($0) }
         core.follow { [unowned metrics] in metrics.follow($0) }
         core.follow { [unowned history] in history.follow($0) }
+        core.follow { [unowned outageClock] in outageClock.follow($0) }
         core.follow { [unowned probes] in probes.follow($0) }
         core.follow { [unowned watches] in watches.follow($0) }
         busSlots.append(try bus.add(service, at: ReachdContract.objectPath, interface: ReachdContract.interface, vtable: ReachabilityService.vtable))
@@ -202,7 +211,13 @@ final class Daemon {
         // What a resume makes stale: the kernel mirror, DNS answers, targets (and their backoff,
         // through the core's update), the probe's verdict (dropped already when logind warned of
         // the sleep, so no early question after the resume gets the old one).
-        sleep = try Sleep(bus: bus, loop: loop, suspending: { [unowned probes] in probes.suspending() }) { [unowned core, unowned probes] how in
+        sleep = try Sleep(bus: bus, loop: loop, suspending: { [unowned probes, unowned outageClock, unowned history] in
+            outageClock.sleeping()
+            history.sleeping()
+            probes.suspending()
+        }) { [unowned core, unowned probes, unowned outageClock, unowned history] how in
+            outageClock.resumed()
+            history.resumed()
             Log.info("the host resumed from sleep (\(how)): resyncing, forgetting DNS answers, asking targets and probing again")
             core.resumed()
             probes.resumed()

@@ -12,6 +12,8 @@ final class DaemonMetrics {
     var watchCount: () -> Int = { 0 }
     /// What the callers hold besides watches, ledger by ledger.
     var heldForCallers: () -> HeldForCallers = { HeldForCallers() }
+    /// The outage counters as they stand now (the outage clock knows).
+    var outage: () -> OutageTotals? = { nil }
     private let loop: EventLoop
     private let mirror: SharedState
     /// When reachd started, in seconds since the Unix epoch (`reachd_start_time_seconds`).
@@ -31,7 +33,8 @@ final class DaemonMetrics {
     /// The exposition every output prints.
     var text: String {
         var sample = MetricsSample(
-            snapshot: mirror.snapshot, mirror: mirror.counters, counters: counters, watches: watchCount(), startTime: startTime)
+            snapshot: mirror.snapshot, mirror: mirror.counters, counters: counters, watches: watchCount(), startTime: startTime,
+            outage: outage())
         sample.held = heldForCallers()
         return MetricsExposition.render(sample)
     }

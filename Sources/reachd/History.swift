@@ -17,6 +17,8 @@ final class History {
     private var lastPrimary = ""
     /// Uplinks seen stalled (their interface flags), by name.
     private var stalledUplinks: Set<String> = []
+    /// Told each record kept, as it is kept (the outage clock counts the time between them).
+    var recorded: (HistoryRecord) -> Void = { _ in }
 
     init(state: SharedState, journal: JournalEntry? = JournalEntry()) {
         self.state = state
@@ -31,6 +33,31 @@ final class History {
         let snapshot = state.snapshot
         for status in snapshot.interfaces where status.flags.contains(.stalled) { stalledUplinks.insert(status.name) }
         record(snapshot.host, generation: snapshot.generation, touched: [], routingMoved: true)
+    }
+
+    /// logind said the host goes to sleep: until the resume nothing is watched, which is neither
+    /// an outage nor online. Said on the host's lane, and on each uplink's that is down or
+    /// degraded (its interval would otherwise run through the sleep).
+    func sleeping() { unobserved(HistoryRecord.Condition.asleep) }
+
+    /// The host is back: each lane's answer as it stands, whether or not it changed (a lane
+    /// said asleep needs its answer again to end that).
+    func resumed() {
+        let snapshot = state.snapshot
+        record(snapshot.host, generation: snapshot.generation, touched: [], routingMoved: true)
+    }
+
+    /// reachd stops: until the next reachd's first record, nothing is watched (the journal keeps
+    /// this record; the memory goes with reachd).
+    func stopped() { unobserved(HistoryRecord.Condition.stopped) }
+
+    private func unobserved(_ reason: String) {
+        let now = Self.wallMicroseconds()
+        let generation = state.snapshot.generation
+        let uplinks = ring.laneNames.filter { !$0.isEmpty && [.down, .degraded].contains(ring.latest($0)?.condition) }
+        for lane in [""] + uplinks.sorted() {
+            keep(HistoryRecord(time: now, lane: lane, condition: .unobserved, state: reason, reason: reason, generation: generation))
+        }
     }
 
     func follow(_ update: CoreUpdate) {
@@ -64,6 +91,7 @@ final class History {
         if let latest = ring.latest(record.lane), latest.sameAnswer(as: record) { return }
         ring.append(record)
         journal?.send(record.journalFields)
+        recorded(record)
     }
 
     /// nil when the host stays down for the same reason (nothing to ask the kernel again).

@@ -17,6 +17,8 @@ struct Options {
     var resolvConf: String?
     var dhcpLeases: String? = "/run/systemd/netif/leases"
     var verbose = false
+    /// The outage counters' state file; nil: none, the counters start from zero at each start.
+    var outageClock: String? = Options.defaultOutageClock()
 
     static let usage = """
         Usage: reachd [OPTIONS]
@@ -39,6 +41,10 @@ struct Options {
                                  /run/systemd/netif/leases ("none": read none), for tests
           --rfkill-device PATH   follow radio switches on PATH instead of /dev/rfkill ("none":
                                  read them from sysfs on each link event), for tests
+          --outage-clock PATH    keep the outage counters across restarts in PATH ("none": keep
+                                 them in memory only); by default outage-clock in the unit's
+                                 StateDirectory= ($STATE_DIRECTORY, /var/lib/reachd), none
+                                 when started without one
           --verbose              log debug lines too
           --help                 show this help
           --version              show the version
@@ -51,6 +57,16 @@ struct Options {
         """
 
     static let version = "reachd \(BuildInfo.version)"
+
+    /// `outage-clock` in the first directory of `$STATE_DIRECTORY` (systemd sets it from
+    /// StateDirectory=, and makes it writable under ProtectSystem=strict); nil without one: a
+    /// reachd started by hand or by a test writes nothing outside what it was told.
+    static func defaultOutageClock() -> String? {
+        guard let value = getenv("STATE_DIRECTORY"), let first = String(cString: value).split(separator: ":").first,
+            first.hasPrefix("/")
+        else { return nil }
+        return first + "/outage-clock"
+    }
 
     enum Parsed {
         case run(Options)
@@ -107,6 +123,13 @@ struct Options {
             case "--resolv-conf":
                 guard let path = value(argument) else { return .exit(2) }
                 options.resolvConf = path
+            case "--outage-clock":
+                guard let path = value(argument) else { return .exit(2) }
+                guard path == "none" || path.hasPrefix("/") else {
+                    Log.error("--outage-clock '\(path)': give an absolute path, or none")
+                    return .exit(2)
+                }
+                options.outageClock = path == "none" ? nil : path
             case "--verbose": options.verbose = true
             case "--help", "-h":
                 print(usage)

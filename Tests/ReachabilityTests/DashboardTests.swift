@@ -99,7 +99,8 @@ import Testing
             "reachd_host_state", "reachd_stalled", "reachd_connectivity", "reachd_host_info", "reachd_interfaces",
             "reachd_interfaces_ready", "reachd_interfaces_stalled", "reachd_netlink_overruns_total", "reachd_netlink_resyncs_total",
             "reachd_changed_events_total", "reachd_watches", "reachd_host_check_duration_seconds_bucket",
-            "reachd_dns_deadline_hits_total", "reachd_build_info",
+            "reachd_dns_deadline_hits_total", "reachd_build_info", "reachd_offline_seconds_total", "reachd_degraded_seconds_total",
+            "reachd_uplink_down_seconds_total", "reachd_unobserved_seconds_total",
         ] {
             #expect(all.range(of: #"\b\#(name)\{"#, options: .regularExpression) != nil, "no panel shows \(name)")
         }

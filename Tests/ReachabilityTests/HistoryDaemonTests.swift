@@ -239,6 +239,10 @@ struct HistoryDaemonTests {
         #expect(json["source"] as? String == "reachd+journal", "\(json)")
         Self.expectOutage(intervals, lane: "host", cause: "link", around: carrier)
         Self.expectOutage(intervals, lane: "up0", cause: "link", around: carrier)
+        // The time it was stopped is its own interval (issue 46), ended by the new reachd's first record.
+        let stopped = intervals.filter { $0["lane"] as? String == "host" && $0["kind"] as? String == "stopped" }
+        #expect(stopped.count == 1 && stopped.first?["ongoing"] as? Bool == false && stopped.first?["cause"] is NSNull, "\(intervals)")
+        #expect(((json["summary"] as? [String: Any])?["stoppedUSec"] as? UInt64 ?? 0) > 0, "\(json)")
 
         // Without reachd, the journal alone.
         reachd.kill()

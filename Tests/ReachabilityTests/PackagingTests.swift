@@ -643,11 +643,14 @@ struct PackagingSandboxTests {
         let address = "unix:path=\(directory)/bus"
         try await waitForFile(directory + "/bus", while: bus)
         try FileManager.default.createDirectory(atPath: directory + "/config", withIntermediateDirectories: true)
+        // What StateDirectory= makes writable, as systemd tells it: the outage clock's file goes there.
+        let state = directory + "/state"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         let trace = directory + "/trace"
         let tracer = try ChildProcess("/usr/sbin/ip", [
             "netns", "exec", scenario.client.name, "/usr/bin/strace", "-f", "-qq", "-o", trace, productPath("reachd"),
             "--bus-address", address, "--config-dir", directory + "/config", "--resolv-conf", scenario.resolvConf.path,
-        ], environment: plainEnvironment)
+        ], environment: plainEnvironment.merging(["STATE_DIRECTORY": state]) { $1 })
         defer { tracer.kill() }
         let busctl = { (arguments: [String]) async throws -> Ran in
             try await execute("/usr/bin/busctl", ["--address=\(address)"] + arguments)
@@ -706,8 +709,9 @@ struct PackagingSandboxTests {
                 #expect(allowed, "ProcSubset=pid hides \(path)")
             }
             let writes = ["O_WRONLY", "O_RDWR", "O_CREAT"].contains { open.arguments.contains($0) }
-            #expect(!writes || path == "/dev/null", "ProtectSystem=strict: reachd opens \(path) to write")
+            #expect(!writes || path == "/dev/null" || path.hasPrefix(state + "/"), "ProtectSystem=strict: reachd opens \(path) to write")
         }
+        #expect(FileManager.default.fileExists(atPath: state + "/outage-clock"), "the outage clock's file, written in StateDirectory=")
         for name in ["setns", "unshare"] { #expect(!calls.contains { $0.name == name }, "RestrictNamespaces=: \(name)") }
         #expect(!calls.contains { $0.name.hasPrefix("clone") && $0.arguments.contains("CLONE_NEW") })
     }
@@ -799,7 +803,7 @@ private let expectedPackageContents: Set<String> = [
     "usr/share/", "usr/share/dbus-1/", "usr/share/dbus-1/system.d/", "usr/share/dbus-1/system.d/org.reachd.Reachability1.conf",
     "usr/share/dbus-1/system.d/reachd-networkmanager.conf", "usr/share/reachd/", "usr/share/reachd/reachd-networkmanager.conf",
     "usr/share/reachd/reachd-alerts.yml", "usr/share/reachd/reachd-alerts.test.yml", "usr/share/reachd/reachd-dashboard.json",
-    "usr/share/reachd/enable-textfile",
+    "usr/share/reachd/reachd-npd.json", "usr/share/reachd/enable-textfile",
     "usr/share/dbus-1/system-services/", "usr/share/dbus-1/system-services/org.reachd.Reachability1.service",
     "usr/share/dbus-1/interfaces/", "usr/share/dbus-1/interfaces/org.reachd.Reachability1.xml",
     "usr/share/man/", "usr/share/man/man1/", "usr/share/man/man1/reachctl.1.gz", "usr/share/man/man5/",
@@ -871,7 +875,7 @@ struct PackagingDebianTests {
         let bash = try String(contentsOfFile: tree + "/usr/share/bash-completion/completions/reachctl", encoding: .utf8)
         #expect(!bash.hasPrefix("#!") && bash.contains("reachctl"))
         // The monitoring files as they are in the repository; the one step is executable.
-        for file in ["reachd-alerts.yml", "reachd-alerts.test.yml", "reachd-dashboard.json", "enable-textfile"] {
+        for file in ["reachd-alerts.yml", "reachd-alerts.test.yml", "reachd-dashboard.json", "reachd-npd.json", "enable-textfile"] {
             #expect(FileManager.default.contentsEqual(atPath: tree + "/usr/share/reachd/" + file, andPath: packaging + "/" + file), "\(file)")
         }
         #expect(FileManager.default.isExecutableFile(atPath: tree + "/usr/share/reachd/enable-textfile"))

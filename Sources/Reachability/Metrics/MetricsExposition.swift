@@ -10,11 +10,14 @@ package struct MetricsSample: Sendable {
     /// When the process started, in seconds since the Unix epoch.
     package var startTime: Double
     package var version: String
+    /// The outage counters (reachd); nil in-process, where nothing keeps them.
+    package var outage: OutageTotals?
 
     package init(
         snapshot: ReachabilitySnapshot, mirror: MirrorCounters, counters: MetricsCounters = MetricsCounters(),
-        watches: Int = 0, startTime: Double, version: String = BuildInfo.version
+        watches: Int = 0, startTime: Double, version: String = BuildInfo.version, outage: OutageTotals? = nil
     ) {
+        self.outage = outage
         self.snapshot = snapshot
         self.mirror = mirror
         self.counters = counters
@@ -61,6 +64,7 @@ package enum MetricsExposition {
         renderHost(sample, into: &out)
         renderInterfaces(sample, into: &out)
         renderCounters(sample, into: &out)
+        if let outage = sample.outage { renderOutage(outage, into: &out) }
         out.family("reachd_start_time_seconds", .gauge, "When reachd started, in seconds since the Unix epoch.")
         out.sample("reachd_start_time_seconds", [], sample.startTime)
         out.family("reachd_build_info", .gauge, "Always 1: the version of reachd.")
@@ -190,7 +194,7 @@ package enum MetricsExposition {
 }
 
 /// Builds the text: one `# HELP`/`# TYPE` header per family, then its samples.
-private struct ExpositionText {
+struct ExpositionText {
     enum Kind: String { case gauge, counter, histogram }
 
     var text = ""

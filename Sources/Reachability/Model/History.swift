@@ -12,6 +12,14 @@ package struct HistoryRecord: Hashable, Sendable {
         case degraded
         /// Not online (the host), or no longer carrying a default route (an uplink).
         case down
+        /// Nobody watched: the host was asleep (reason `asleep`, from logind's warning to the
+        /// resume) or reachd stopped (reason `stopped`, until the next reachd's first record).
+        /// Neither an outage nor online: the lane's next record ends it.
+        case unobserved
+
+        /// The reasons an `unobserved` record gives.
+        package static let asleep = "asleep"
+        package static let stopped = "stopped"
     }
 
     /// Wall-clock microseconds since the Unix epoch (CLOCK_REALTIME), as the journal stamps.
@@ -160,6 +168,11 @@ package struct HistoryTimeline: Hashable, Sendable {
     package var totalOffline: UInt64 { hostOutages.reduce(0) { $0 + clipped($1) } }
     package var longestOutage: UInt64 { hostOutages.map(clipped).max() ?? 0 }
     package var degradationCount: Int { intervals.count(where: { $0.lane.isEmpty && $0.condition == .degraded }) }
+    /// The host's time unobserved in the period, in microseconds, by reason (`asleep`,
+    /// `stopped`): time that is neither offline nor online.
+    package func totalUnobserved(_ reason: String) -> UInt64 {
+        intervals.filter { $0.lane.isEmpty && $0.condition == .unobserved && $0.reason == reason }.reduce(0) { $0 + clipped($1) }
+    }
 
     private var hostOutages: [Interval] { intervals.filter { $0.lane.isEmpty && $0.condition == .down } }
     private func clipped(_ interval: Interval) -> UInt64 {

@@ -68,13 +68,15 @@ extension HistoryRecord {
             if !reason.isEmpty { text += " (\(reason))" }
             if !interface.isEmpty { text += " on \(interface)" }
             return text
+        case .unobserved:
+            return "\(whose) not watched: " + (reason == Condition.stopped ? "reachd stopped" : "the host is asleep")
         }
     }
 
     /// The entry's fields, MESSAGE first.
     package var journalFields: [(String, String)] {
         [
-            ("MESSAGE", message), ("MESSAGE_ID", Self.journalMessageID), ("PRIORITY", condition == .up ? "6" : "4"),
+            ("MESSAGE", message), ("MESSAGE_ID", Self.journalMessageID), ("PRIORITY", condition == .up || condition == .unobserved ? "6" : "4"),
             (JournalField.state, state), (JournalField.condition, condition.rawValue), (JournalField.lane, lane),
             (JournalField.primary, primary), (JournalField.reason, reason), (JournalField.causeLayer, cause?.rawValue ?? ""),
             (JournalField.interface, interface), (JournalField.generation, String(generation)), (JournalField.time, String(time)),

@@ -16,13 +16,16 @@ public enum HostCondition: Hashable, Sendable {
     case noPortal
     /// The host's own TCP traffic through its path has not stopped flowing (stall detection).
     case notStalled
+    /// A configured nameserver is routable through a ready link (`PathFacts.supportsDNS`): names
+    /// can be looked up, online or not (a nameserver on the local network counts).
+    case dns
     /// Online, and the host's path leaves through a link of this kind: the primary interface's,
     /// or under a tunnel the carrier's too (a VPN over Wi-Fi is `via-vpn` and `via-wifi`).
     case via(InterfaceKind)
 
     /// Every condition with its word, in the documented order (reachctl(1), `reachctl is`).
     public static let all: [HostCondition] =
-        [.online, .internet, .unmetered, .noPortal, .notStalled]
+        [.online, .internet, .unmetered, .noPortal, .notStalled, .dns]
         + InterfaceKind.allCases.filter { $0 != .loopback }.map { .via($0) }
 
     /// Other words for a condition: `ethernet` is what most users call a wired link.
@@ -36,6 +39,7 @@ public enum HostCondition: Hashable, Sendable {
         case .unmetered: "unmetered"
         case .noPortal: "no-portal"
         case .notStalled: "not-stalled"
+        case .dns: "dns"
         case let .via(kind): "via-" + kind.rawValue
         }
     }
@@ -78,6 +82,8 @@ public enum HostCondition: Hashable, Sendable {
             return "the connectivity probe met a captive portal\(location)"
         case .notStalled:
             return host.stalled ? "the host's traffic via \(Self.path(snapshot)) stopped flowing (stalled)" : nil
+        case .dns:
+            return host.pathFacts.supportsDNS ? nil : "no configured nameserver is routable through a ready link"
         case let .via(kind):
             if !online { return Self.notOnline(host) }
             return Self.pathKinds(snapshot).contains(kind) ? nil : "the host's path is via \(Self.path(snapshot))"

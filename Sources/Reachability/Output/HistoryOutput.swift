@@ -13,6 +13,8 @@ package enum HistoryOutput {
     ]
     /// A cause that is not known (an older record): grey-brown.
     package static let unknownColour = "#6e5a4b"
+    /// Time nobody watched (asleep, reachd stopped): pale grey, neither an outage's colour nor online's.
+    package static let unobservedColour = "#95a5a6"
 
     package static func timestamp(_ usec: UInt64, utc: Bool = false) -> String {
         let stamp = Timestamp(seconds: Int(usec / 1_000_000), milliseconds: Int(usec % 1_000_000 / 1000))
@@ -33,7 +35,15 @@ package enum HistoryOutput {
     }
 
     static func laneName(_ lane: String) -> String { lane.isEmpty ? "host" : lane }
-    static func kind(_ condition: HistoryRecord.Condition) -> String { condition == .down ? "outage" : "degradation" }
+    /// `outage`, `degradation`, or for time nobody watched its reason: `asleep` or `stopped`.
+    static func kind(_ interval: HistoryTimeline.Interval) -> String {
+        switch interval.condition {
+        case .down: "outage"
+        case .degraded: "degradation"
+        case .unobserved: interval.reason == HistoryRecord.Condition.stopped ? "stopped" : "asleep"
+        case .up: "up"
+        }
+    }
 
     /// The summary line: the host's outages in the period.
     package static func summary(_ timeline: HistoryTimeline) -> String {
@@ -44,6 +54,11 @@ package enum HistoryOutput {
         }
         let degraded = timeline.degradationCount
         if degraded > 0 { text += "; \(degraded) degradation\(degraded == 1 ? "" : "s")" }
+        // Apart from the outages: time asleep or with reachd stopped was not offline.
+        let asleep = timeline.totalUnobserved(HistoryRecord.Condition.asleep)
+        let stopped = timeline.totalUnobserved(HistoryRecord.Condition.stopped)
+        if asleep > 0 { text += "; \(duration(asleep)) asleep" }
+        if stopped > 0 { text += "; \(duration(stopped)) with reachd stopped" }
         return text + " since \(timestamp(timeline.since))"
     }
 
@@ -53,7 +68,7 @@ package enum HistoryOutput {
         for interval in timeline.intervals {
             rows.append([
                 timestamp(interval.start), interval.end.map { timestamp($0) } ?? "ongoing", duration(interval.duration(now: timeline.now)),
-                laneName(interval.lane), kind(interval.condition), interval.cause?.rawValue ?? "-",
+                laneName(interval.lane), kind(interval), interval.cause?.rawValue ?? "-",
                 interval.reason.isEmpty ? "-" : interval.reason, interval.interface.isEmpty ? "-" : interval.interface,
             ])
         }
@@ -78,7 +93,7 @@ package enum HistoryOutput {
         let intervals: [JSONValue] = timeline.intervals.map { interval in
             .object([
                 ("lane", .string(laneName(interval.lane))), ("scope", .string(interval.lane.isEmpty ? "host" : "uplink")),
-                ("kind", .string(kind(interval.condition))),
+                ("kind", .string(kind(interval))),
                 ("start", .string(timestamp(interval.start, utc: true))), ("startUSec", .uint(interval.start)),
                 ("end", interval.end.map { .string(timestamp($0, utc: true)) } ?? .null), ("endUSec", interval.end.map { .uint($0) } ?? .null),
                 ("durationUSec", .uint(interval.duration(now: timeline.now))), ("ongoing", .bool(interval.end == nil)),
@@ -93,6 +108,8 @@ package enum HistoryOutput {
             ("summary", .object([
                 ("outages", .uint(UInt64(timeline.outageCount))), ("offlineUSec", .uint(timeline.totalOffline)),
                 ("longestUSec", .uint(timeline.longestOutage)), ("degradations", .uint(UInt64(timeline.degradationCount))),
+                ("asleepUSec", .uint(timeline.totalUnobserved(HistoryRecord.Condition.asleep))),
+                ("stoppedUSec", .uint(timeline.totalUnobserved(HistoryRecord.Condition.stopped))),
             ])),
         ])
     }
@@ -155,14 +172,16 @@ package enum HistoryOutput {
             for interval in timeline.intervals where interval.lane == lane {
                 let barStart = x(max(interval.start, timeline.since))
                 let barEnd = x(interval.end ?? timeline.now)
-                let colour = interval.cause.flatMap { colours[$0] } ?? unknownColour
-                let tip = "\(laneName(lane)) \(kind(interval.condition)): \(interval.cause?.rawValue ?? "unknown cause")"
+                let unobserved = interval.condition == .unobserved
+                let colour = unobserved ? unobservedColour : interval.cause.flatMap { colours[$0] } ?? unknownColour
+                let what = unobserved ? "not watched" : interval.cause?.rawValue ?? "unknown cause"
+                let tip = "\(laneName(lane)) \(kind(interval)): \(what)"
                     + (interval.reason.isEmpty ? "" : " (\(interval.reason))") + (interval.interface.isEmpty ? "" : " on \(interval.interface)")
                     + ", \(timestamp(interval.start)) to \(interval.end.map { timestamp($0) } ?? "now"), \(duration(interval.duration(now: timeline.now)))"
-                svg += "<rect class=\"\(kind(interval.condition))\" data-lane=\"\(escaped(laneName(lane)))\" data-cause=\"\(interval.cause?.rawValue ?? "")\" "
+                svg += "<rect class=\"\(kind(interval))\" data-lane=\"\(escaped(laneName(lane)))\" data-cause=\"\(interval.cause?.rawValue ?? "")\" "
                     + "data-start-usec=\"\(interval.start)\" data-duration-usec=\"\(interval.duration(now: timeline.now))\" "
                     + "x=\"\(number(barStart))\" y=\"\(number(y + 4))\" width=\"\(number(max(barEnd - barStart, 2)))\" height=\"\(number(laneHeight - 8))\" "
-                    + "fill=\"\(colour)\" fill-opacity=\"\(interval.condition == .down ? "1" : "0.45")\"><title>\(escaped(tip))</title></rect>\n"
+                    + "fill=\"\(colour)\" fill-opacity=\"\(interval.condition == .down || unobserved ? "1" : "0.45")\"><title>\(escaped(tip))</title></rect>\n"
             }
         }
         // The legend: every cause, whether or not it appears, so colours read the same in every plot.
@@ -172,7 +191,7 @@ package enum HistoryOutput {
             svg += "<text x=\"\(number(legendX + 20))\" y=\"\(number(legendTop + 12))\">\(layer.rawValue)</text>\n"
         }
         svg += "<text x=\"10\" y=\"\(number(legendTop + 12))\">cause</text>\n"
-        svg += "<text x=\"\(number(left))\" y=\"\(number(legendTop + 40))\" fill=\"#555555\">solid: outage; pale: degradation (online, but stalled or behind a portal)</text>\n"
+        svg += "<text x=\"\(number(left))\" y=\"\(number(legendTop + 40))\" fill=\"#555555\">solid: outage; pale: degradation (online, but stalled or behind a portal); grey: asleep or reachd stopped (not watched, not offline)</text>\n"
         svg += "</svg>\n"
         return svg
     }
