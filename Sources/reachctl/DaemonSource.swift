@@ -98,8 +98,8 @@ final class DaemonSource: ReachabilitySource {
 
     func stop() { thread.stop() }
 
-    /// One status call: whether reachd still answers within `callTimeout` (`ReachdHeartbeat`).
-    func ping() async throws { _ = try await thread.perform { try $0.client.status() } }
+    /// One Peer.Ping: whether reachd's loop still answers within `callTimeout` (`ReachdHeartbeat`).
+    func ping() async throws { try await thread.perform { try $0.client.ping() } }
 }
 
 /// What lives on the client thread: the client and the subscribers it feeds. The client keeps

@@ -307,6 +307,15 @@ public final class ReachabilityClient {
             member: member, timeout: timeout ?? self.timeout, build)
     }
 
+    /// Whether reachd's loop still answers: `org.freedesktop.DBus.Peer.Ping`, which sd-bus answers
+    /// on reachd's loop without reading any state (a hung loop leaves it unanswered). Asks nothing
+    /// of the reachability interface, so a client that follows signals makes no call about them.
+    public func ping() throws(BusError) {
+        _ = try connection.call(
+            destination: owner ?? Contract.busName, path: Contract.objectPath, interface: "org.freedesktop.DBus.Peer",
+            member: "Ping", timeout: timeout)
+    }
+
     /// Reads a watch's properties anew (GetAll), replacing what we knew.
     private func refresh(watch path: String) throws(BusError) {
         let reply = try connection.call(
