@@ -66,9 +66,10 @@ final class Daemon {
     init(options: Options, configuration: Configuration) throws {
         self.options = options
         self.configuration = configuration
+        // What systemd passed is sorted before reachd opens anything of its own (see PassedSockets).
+        let passed = PassedSockets.take()
         loop = try EventLoop()
         var settings = Self.coreConfiguration(options, configuration)
-        let passed = PassedSockets.take()
         metricsSockets = passed.metrics
         settings.monitorSocket = passed.netlink
         core = try ReachabilityCore(configuration: settings, loop: loop) { Log.event(.incidents, $0, warning: true) }

@@ -74,12 +74,9 @@ final class DaemonMetrics {
     /// /metrics on every socket reachd-metrics.socket passed; one that is not a listening
     /// stream socket (a drop-in gone wrong) is closed with a warning.
     func serve(_ sockets: [Int32]) {
+        // Listening stream sockets, each (PassedSockets checked them before reachd opened any).
         for descriptor in sockets {
             let owned = Descriptor(descriptor)  // closed unless an endpoint takes it
-            guard ServiceManager.isListeningStreamSocket(descriptor) else {
-                Log.warning("metrics: systemd passed file descriptor \(descriptor) named \(MetricsEndpoint.socketName), not a listening stream socket: closing it")
-                continue
-            }
             do {
                 endpoints.append(try MetricsEndpoint(loop: loop, listening: owned) { [unowned self] in self.text } refused: { [unowned self] in
                     self.counters.scrapesRefused += 1

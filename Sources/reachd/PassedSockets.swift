@@ -6,15 +6,35 @@ import Glibc
 /// What systemd passed at start, sorted: reachd-metrics.socket's listening sockets (named
 /// "metrics" by `FileDescriptorName=`) and reachd.socket's one rtnetlink socket. Anything else
 /// (a drop-in gone wrong) is closed, and reachd then watches through a socket of its own, as
-/// when started by hand.
+/// when started by hand. Taken first thing, before reachd opens a descriptor of its own: a
+/// number systemd names but never passed (LISTEN_FDS past what is open) is dropped unclosed, so
+/// no later close can hit a descriptor reachd opened under that number since.
 struct PassedSockets {
     var metrics: [Int32] = []
     var netlink: Int32?
 
     static func take() -> PassedSockets {
-        let passed = ServiceManager.listenedDescriptors()
+        // Read first: the call below unsets it.
+        let said = getenv("LISTEN_FDS").map { String(cString: $0) } ?? ""
+        let passed: [(descriptor: Int32, name: String)]
+        do {
+            passed = try ServiceManager.listenedDescriptors()
+        } catch {
+            // LISTEN_FDS names a descriptor that is not open (a wrapper closed it): none is taken.
+            Log.warning("systemd's LISTEN_FDS=\(said) names descriptors reachd was not given (\(error)): taking none, opening its own")
+            return PassedSockets()
+        }
         var sockets = PassedSockets()
-        sockets.metrics = passed.filter { $0.name == MetricsEndpoint.socketName }.map(\.descriptor)
+        // A metrics descriptor that is no listening socket is closed now, while its number is
+        // still the one systemd passed.
+        for (descriptor, name) in passed where name == MetricsEndpoint.socketName {
+            guard ServiceManager.isListeningStreamSocket(descriptor) else {
+                Log.warning("metrics: systemd passed file descriptor \(descriptor) named \(name), not a listening stream socket: closing it")
+                Descriptor(descriptor).close()
+                continue
+            }
+            sockets.metrics.append(descriptor)
+        }
         switch passed.filter({ $0.name != MetricsEndpoint.socketName }).map(\.descriptor) {
         case []: break
         case let descriptors where descriptors.count == 1 && isRouteNetlinkSocket(descriptors[0]):

@@ -28,14 +28,15 @@ struct SocketActivationTests {
             try self.init(harness, ns, sockets: [socket])
         }
 
-        /// `sockets` as fds 3, 4, ...; `names` as LISTEN_FDNAMES (FileDescriptorName=) when given.
-        init(_ harness: DaemonHarness, _ ns: TestNamespace, sockets: [Int32], names: [String]? = nil) throws {
+        /// `sockets` as fds 3, 4, ...; `names` as LISTEN_FDNAMES (FileDescriptorName=) when given;
+        /// `said`: LISTEN_FDS, when it is to claim another number than `sockets` holds.
+        init(_ harness: DaemonHarness, _ ns: TestNamespace, sockets: [Int32], names: [String]? = nil, said: Int? = nil) throws {
             var environment = ProcessInfo.processInfo.environment
             for key in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "JOURNAL_STREAM"] {
                 environment.removeValue(forKey: key)
             }
             environment["NOTIFY_SOCKET"] = harness.notify.path
-            environment["LISTEN_FDS"] = "\(sockets.count)"
+            environment["LISTEN_FDS"] = "\(said ?? sockets.count)"
             if let names { environment["LISTEN_FDNAMES"] = names.joined(separator: ":") }
             let arguments = [productPath("reachd"), "--bus-address", harness.address, "--netns", ns.name, "--config-dir", harness.configDirectory]
             child = try ChildProcess(
@@ -104,6 +105,22 @@ struct SocketActivationTests {
         let client = try harness.connect()
         try scenario.carrier(false)
         try await eventually("not online after carrier loss") { try DaemonHarness.property(client, "State") as String != "online" }
+    }
+
+    /// LISTEN_FDS=1 with nothing open as descriptor 3 (a wrapper that closed it): reachd says
+    /// so, takes nothing, and runs; no later close can hit a descriptor it opened under that number.
+    @Test func aDescriptorSaidPassedButNotOpenIsIgnoredNotClosedLater() async throws {
+        let scenario = try DaemonBusTests.Scenario()
+        let harness = try DaemonHarness(scenario.ns, start: false)
+        defer { harness.shutdown() }
+        let daemon = try ActivatedDaemon(harness, scenario.ns, sockets: [], names: ["metrics"], said: 1)
+        defer { daemon.stop() }
+        try await harness.ready()
+        #expect(daemon.text.contains("systemd's LISTEN_FDS=1 names descriptors reachd was not given"), "\(daemon.text)")
+        let client = try harness.connect()
+        try scenario.carrier(false)
+        try await eventually("not online after carrier loss") { try DaemonHarness.property(client, "State") as String != "online" }
+        #expect(kill(daemon.pid, 0) == 0, "reachd still runs: \(daemon.text)")
     }
 
     /// reachd.socket lives on while reachd restarts: what it queued meanwhile (here up to an

@@ -18,9 +18,11 @@ public enum ServiceManager {
     /// process), from fd 3 on, each with its name (`FileDescriptorName=`, by default the socket
     /// unit's name; "unknown" when LISTEN_FDNAMES is unset); empty when none. The variables are
     /// cleared, so children do not inherit them. What they are is for the caller to check.
-    public static func listenedDescriptors() -> [(descriptor: Int32, name: String)] {
+    /// A failure (LISTEN_FDS naming a descriptor that is not open) is thrown with its errno.
+    public static func listenedDescriptors() throws(SystemError) -> [(descriptor: Int32, name: String)] {
         var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
         let count = sd_listen_fds_with_names(1, &names)
+        if count < 0 { throw SystemError("sd_listen_fds_with_names", errno: -count) }
         guard count > 0 else { return [] }
         defer {
             for index in 0..<Int(count) { free(names?[index]) }
