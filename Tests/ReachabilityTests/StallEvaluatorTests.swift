@@ -130,6 +130,29 @@ import Testing
         #expect(cleared.link(Self.wired).verdict == .flowing)
     }
 
+    /// issue 48: an application that retries through a dead path has, between two attempts,
+    /// one failing socket (the new one) where MinSockets asks two: the stall holds, and ends
+    /// only on a receipt; a user's lone failure does not hold the host's stall.
+    @Test func aStallHoldsWhileTheHostStillFailsBelowMinSocketsAndEndsOnAReceipt() {
+        var evaluator = Self.evaluator()
+        let failing = { (at: Double) in [
+            Self.socket(1, waiting: .seconds(at - 100), received: .seconds(at - 99)),
+            Self.socket(2, waiting: .seconds(at - 100), received: .seconds(at - 99)),
+        ] }
+        #expect(Self.poll(&evaluator, at: 112, failing(112)).link(Self.wired).isStalled)
+        // Both gave up; the next attempt alone is in back-off (a SYN retransmitted).
+        let between = [Self.socket(3, waiting: .seconds(1), received: nil, state: .synSent)]
+        #expect(Self.poll(&evaluator, at: 122, between).link(Self.wired).isStalled, "cleared for want of a second failure")
+        // Its retransmission is answered: traffic flows.
+        let answered = Self.poll(&evaluator, at: 124, [Self.socket(3, received: .milliseconds(100))])
+        #expect(answered.link(Self.wired).verdict == .flowing)
+
+        // Stalled again; then only one user's socket fails: the host's stall is not held by it.
+        #expect(Self.poll(&evaluator, at: 140, failing(140)).link(Self.wired).isStalled)
+        let usersOnly = [Self.socket(4, waiting: .seconds(2), received: nil, state: .synSent, sourcePort: 40004, owner: 1000)]
+        #expect(!Self.poll(&evaluator, at: 150, usersOnly).link(Self.wired).isStalled)
+    }
+
     @Test func waitingBeganAfterAnIdlePeriod_theIdleTimeIsNotWaiting() {
         var evaluator = Self.evaluator()
         // Idle for a minute (last receive 60 s ago), then requests sent 1.5 s ago retransmitted

@@ -15,7 +15,10 @@
 ///   receive and the oldest has waited `window` (8 s) with nothing received.
 /// The link is stalled for everyone when the host's own traffic is, or that of at least two users,
 /// and within `window` neither the host's own traffic received anything nor that of two users
-/// or more. Or when DNS timed out `dnsTimeouts` times in a row on the link's servers.
+/// or more. Or when DNS timed out `dnsTimeouts` times in a row on the link's servers. Once the
+/// sockets showed a stall, it stays while the host's traffic (or two users') still fails,
+/// however few sockets: only a receipt ends it, never the failures of the moment dipping below
+/// `minimumSockets` between two attempts of an application that retries.
 ///
 /// One failing socket alone cannot tell a dead path from a dead or a very lossy peer. While any
 /// owner's traffic is suspected, reachd asks one of the link's nameservers beyond its gateway
@@ -75,7 +78,7 @@ public struct StallEvaluator: Sendable {
     }
 
     /// A socket that failed: while it waits (`end` is the poll's time) or as it closed.
-    private struct Failure: Sendable {
+    struct Failure: Sendable {
         var owner: TrafficOwner
         var since: Duration
         var end: Duration
@@ -83,7 +86,7 @@ public struct StallEvaluator: Sendable {
 
     /// Each owner's latest receive on one link. A host has a handful of owners: a short array
     /// beats a dictionary (a poll of 10,000 sockets updates it 10,000 times).
-    private struct Receipts: Sendable {
+    struct Receipts: Sendable {
         private(set) var latest: [(owner: TrafficOwner, time: Duration)] = []
 
         func receipt(_ owner: TrafficOwner) -> Duration? { latest.first { $0.owner == owner }?.time }
@@ -106,11 +109,14 @@ public struct StallEvaluator: Sendable {
         var receipts = Receipts()
     }
 
-    private struct LinkMemory: Sendable {
+    struct LinkMemory: Sendable {
         /// When each owner's judged sockets last received a segment.
         var receipts = Receipts()
         /// Sockets that closed failing, kept for `window`.
         var closed: [Failure] = []
+        /// The link's sockets showed a stall at the last poll (see `judge`: it holds); one
+        /// corroborated by the nameserver's silence alone ends when it answers.
+        var stalledBySockets = false
 
         func receipt(_ owner: TrafficOwner) -> Duration? { receipts.receipt(owner) }
     }
@@ -294,6 +300,7 @@ public struct StallEvaluator: Sendable {
                 memory[link] = nil
                 continue
             }
+            remembered.stalledBySockets = judgement.stalled && !judgement.byCorroboration
             memory[link] = remembered
             var causes: StallCauses = judgement.stalled ? .tcpRetransmissions : []
             if settings.dnsTimeouts > 0, judgement.evidence.dnsTimeouts >= settings.dnsTimeouts { causes.insert(.dnsTimeouts) }
@@ -326,66 +333,6 @@ public struct StallEvaluator: Sendable {
         // Half the interval halves the wait for the first poll that can see it.
         return sockets.inFlight ? min(interval, settings.pollInterval / 2) : interval
     }
-
-    private struct Judgement {
-        var stalled = false
-        /// Something fails that has not (yet) made a stall: worth polling soon.
-        var suspected = false
-        /// Stalled only because the nameserver is silent too: keep asking, to see it clear.
-        var byCorroboration = false
-        var evidence = StallEvidence()
-    }
-
-    /// The rule of the type's doc, for one link. `corroborated`: reachd's own question to the
-    /// link's nameserver went unanswered for its patience, one more failing connection for every
-    /// owner, and the host's evidence beyond any one user's.
-    private func judge(_ memory: LinkMemory, failing: [Failure], corroborated: Bool, at now: Duration) -> Judgement {
-        var judgement = Judgement()
-        var byOwner: [TrafficOwner: [Failure]] = [:]
-        for failure in failing {
-            // A failure that ended before its owner's last receipt is over.
-            if let receipt = memory.receipt(failure.owner), failure.end <= receipt { continue }
-            byOwner[failure.owner, default: []].append(failure)
-        }
-        var hostStalled = false
-        var corroboratedOnly = false
-        var usersStalled = 0
-        var longest = Duration.zero
-        for (owner, failures) in byOwner {
-            let oldest = failures.map(\.since).min() ?? now
-            let since = max(oldest, memory.receipt(owner) ?? oldest)
-            let waited = now - since
-            longest = max(longest, waited)
-            judgement.evidence.socketsFailing += failures.count
-            if failures.count >= max(settings.minimumSockets, 1), waited >= settings.window {
-                if owner == .host { hostStalled = true } else { usersStalled += 1 }
-            } else if corroborated, failures.count + 1 >= max(settings.minimumSockets, 1), waited >= settings.window {
-                // The host's own question failed beside this owner's sockets: two destinations,
-                // one of them no user chose.
-                corroboratedOnly = true
-            }
-            // Suspected while the owner received nothing for a while: polls come often until it
-            // is confirmed or cleared. A socket to a dead peer beside traffic that keeps
-            // receiving is not worth them.
-            if waited >= Self.suspicion { judgement.suspected = true }
-        }
-        // Cleared by the host's own receipts or two users': never one user's, nor nobody's (unattributed).
-        let receivedLately = memory.receipts.latest.filter { now - $0.time < settings.window }
-        let hostReceivedLately = receivedLately.contains { $0.owner == .host }
-        let usersReceivedLately = receivedLately.count { $0.owner.isUser }
-        let bySockets = hostStalled || usersStalled >= 2
-        judgement.stalled = (bySockets || corroboratedOnly) && !hostReceivedLately && usersReceivedLately < 2
-        judgement.byCorroboration = judgement.stalled && !bySockets
-        judgement.evidence.owners = byOwner.count
-        judgement.evidence.nameserverSilent = corroborated
-        judgement.evidence.waiting = longest
-        judgement.evidence.sinceReceive = memory.receipts.newest.map { now - $0 }
-        return judgement
-    }
-
-    /// How long an owner's sockets must fail with nothing received before polls come every
-    /// `suspectInterval`: past one retransmission timeout at its 200 ms minimum, twice over.
-    static let suspicion: Duration = .seconds(1)
 
     /// Forgets every socket and link: after the namespace or the host's paths were replaced
     /// wholesale, or while the host is offline.
