@@ -70,8 +70,7 @@ struct Reachctl: AsyncParsableCommand {
     /// with `ExitStatus.error` (reachctl(1), "EXIT STATUS": 1 means "does not hold", so it cannot
     /// also mean "you typed it wrong").
     static func main() async {
-        let given = Array(CommandLine.arguments.dropFirst())
-        if let status = IsCommand.quickStatus(given) ?? StatusCommand.quickStatus(given) { Glibc.exit(status) }
+        if let status = IsCommand.quickStatus(Array(CommandLine.arguments.dropFirst())) { Glibc.exit(status) }
         let arguments: [String]
         do {
             arguments = CommandWord.joiningSignedValues(
