@@ -188,9 +188,6 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     /// The host's answer as the last update told it.
     package var host: HostStatus { updates.last.host }
 
-    /// Reads the state in place, without copying it (the Engine's questions: uplinks, routes).
-    package func withState<T>(_ body: (borrowing NetworkState) -> T) -> T { shared.withState(body) }
-
     /// The connectivity probe's verdict joins the host's answer.
     package func record(connectivity: ConnectivityStatus) {
         take(.events([.connectivity(connectivity)]))
