@@ -160,8 +160,16 @@ struct OutageClockDaemonTests {
         try await eventually("the start's write") { written() != nil }
         let first = try #require(written())
 
-        // Idle with the clock on: stall detection's baseline poll comes a second after ready.
+        // Idle with the clock on: stall detection's baseline poll comes a second after ready, later
+        // on a loaded machine; idle from the first second in which reachd did not wake.
         try await Task.sleep(for: StallWatch.baselineDelay + .milliseconds(700))
+        var settled = MetricsDaemonTests.wakeUps(pid)
+        for _ in 0..<10 {
+            try await Task.sleep(for: .seconds(1))
+            let now = MetricsDaemonTests.wakeUps(pid)
+            if now == settled { break }
+            settled = now
+        }
         let before = MetricsDaemonTests.wakeUps(pid)
         try await Task.sleep(for: .seconds(3))
         #expect(MetricsDaemonTests.wakeUps(pid) == before, "reachd woke up while idle")
