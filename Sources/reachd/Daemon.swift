@@ -138,6 +138,16 @@ final class Daemon {
         self.bus = bus
         // The journal says what happened (with the errno), not only that the daemon stopped.
         try bus.attach(to: loop) { cause in Log.error("lost the bus: \(cause); exiting so that systemd restarts reachd") }
+        try makeParts(on: bus)
+        try serve(on: bus)
+        try followSleep(on: bus)
+        metrics.apply(configuration.metrics)
+        metrics.serve(metricsSockets)
+    }
+
+    /// The parts that follow the core's updates, each given what it needs, and their order as
+    /// followers (see the type).
+    private func makeParts(on bus: BusConnection) throws {
         let first = core.update
         let publisher = Publisher(bus: bus, first: first)
         self.publisher = publisher
@@ -178,6 +188,11 @@ final class Daemon {
         core.follow { [unowned outageClock] in outageClock.follow($0) }
         core.follow { [unowned probes] in probes.follow($0) }
         core.follow { [unowned watches] in watches.follow($0) }
+    }
+
+    /// The service object, NetworkManager's devices and surface, and reachd's name: READY=1 once
+    /// the name is owned.
+    private func serve(on bus: BusConnection) throws {
         busSlots.append(try bus.add(service, at: ReachdContract.objectPath, interface: ReachdContract.interface, vtable: ReachabilityService.vtable))
         // Losing the name (another owner replaced us) is as fatal as losing the bus.
         busSlots.append(try bus.matchSignal(
@@ -209,9 +224,13 @@ final class Daemon {
                 self.loop.exit(code: 1)
             }
         })
-        // What a resume makes stale: the kernel mirror, DNS answers, targets (and their backoff,
-        // through the core's update), the probe's verdict (dropped already when logind warned of
-        // the sleep, so no early question after the resume gets the old one).
+    }
+
+    /// What a resume makes stale: the kernel mirror, DNS answers, targets (and their backoff,
+    /// through the core's update), the probe's verdict (dropped already when logind warned of the
+    /// sleep, so no early question after the resume gets the old one).
+    private func followSleep(on bus: BusConnection) throws {
+        let (core, probes, outageClock, history) = (self.core, self.probes!, self.outageClock!, self.history!)
         sleep = try Sleep(bus: bus, loop: loop, suspending: { [unowned probes, unowned outageClock, unowned history] in
             outageClock.sleeping()
             history.sleeping()
@@ -223,8 +242,6 @@ final class Daemon {
             core.resumed()
             probes.resumed()
         }
-        metrics.apply(configuration.metrics)
-        metrics.serve(metricsSockets)
     }
 
     /// Another connection owns the name: say which (its unique name and PID, as the bus tells
