@@ -11,7 +11,8 @@ struct WhyCommand: AsyncParsableCommand {
             radio (rfkill), link (carrier, operstate, dormant), address (tentative, deprecated, \
             lifetimes), gateway (the kernel's own ARP/ND state of the next hop and how fresh its \
             last answer is: FAILED means nobody answered the kernel's fresh resolutions either), route (the table and type the kernel \
-            chose for your uid: an unreachable or prohibit rule is a kill switch), dns \
+            chose for your uid: an unreachable or prohibit rule is a kill switch), firewall (the \
+            host's own rules dropping the path's retransmissions before they leave), dns \
             (nameservers, routable or not, lookups timing out), traffic (passive stall \
             detection) and portal (the connectivity probe, reachd only). Then what would fix the \
             first broken layer.
@@ -20,7 +21,7 @@ struct WhyCommand: AsyncParsableCommand {
             its first address, or the host's when it did not resolve.
 
             With --json it prints one object: target ("" for the host), uid, brokenLayer (radio, \
-            link, address, gateway, route, dns, traffic or portal; "" when nothing is broken) \
+            link, address, gateway, route, firewall, dns, traffic or portal; "" when nothing is broken) \
             and layers (each: layer, status, evidence, fix).
 
             Examples:

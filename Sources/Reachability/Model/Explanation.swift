@@ -15,6 +15,9 @@ public struct Explanation: Hashable, Sendable {
         case gateway
         /// The kernel has a route for the caller's traffic and does not refuse it.
         case route
+        /// The host's own firewall lets the path's traffic leave: no retransmission of a failing
+        /// connection was refused inside the host.
+        case firewall
         /// A nameserver is routable and lookups do not keep timing out.
         case dns
         /// The host's own TCP traffic through the path is not stalled.
