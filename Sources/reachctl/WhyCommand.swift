@@ -12,7 +12,9 @@ struct WhyCommand: AsyncParsableCommand {
             lifetimes), gateway (the kernel's own ARP/ND state of the next hop and how fresh its \
             last answer is: FAILED means nobody answered the kernel's fresh resolutions either), route (the table and type the kernel \
             chose for your uid: an unreachable or prohibit rule is a kill switch), firewall (the \
-            host's own rules dropping the path's retransmissions before they leave), dns \
+            host's own rules: as root, its nftables output and postrouting rules judged for a \
+            TCP connection, or --udp, to --port; for anyone, connections whose segments the \
+            host refuses to send while the path is stalled), dns \
             (nameservers, routable or not, lookups timing out), traffic (passive stall \
             detection) and portal (the connectivity probe, reachd only). Then what would fix the \
             first broken layer.
@@ -27,6 +29,7 @@ struct WhyCommand: AsyncParsableCommand {
             Examples:
               reachctl why
               reachctl why 192.0.2.1
+              sudo reachctl why 198.51.100.7 --port 443
               reachctl why example.org --json | jq -r .brokenLayer
 
             Exit status: 0 nothing broken, 1 a layer is broken, 255 usage error or invalid target.
@@ -36,21 +39,27 @@ struct WhyCommand: AsyncParsableCommand {
     @Argument(help: "An IPv4/IPv6 address or a host name; without it, the host's own answer.")
     var target: String?
 
+    @OptionGroup var firewall: FirewallOptions
+
     @OptionGroup var output: OutputOptions
 
     @OptionGroup var options: CommonOptions
 
     func run() async throws {
-        let explanation = try await reportingErrors { () async throws -> Explanation in
+        var (explanation, destination) = try await reportingErrors { () async throws -> (Explanation, IPAddress?) in
             let source = try options.openSource()
             defer { source.stop() }
             guard let target, !target.isEmpty, !AddressTarget.looksLikeAddress(target) else {
-                return try await source.explain(target ?? "")
+                return (try await source.explain(target ?? ""), target.flatMap(IPAddress.init))
             }
             let resolved = try await source.check(target, timeout: nil, asUser: nil)
             if resolved.reason == .invalidTarget { throw ReachctlError("invalid target: \(resolved.message ?? target)") }
             let below = try await source.explain(resolved.addresses.first?.description ?? "")
-            return below.resolving(resolved)
+            return (below.resolving(resolved), resolved.addresses.first)
+        }
+        // The host's own rules, for one destination (the host's answer has none to judge).
+        if let destination, let (judgement, question) = firewall.judge(destination, uid: nil, namespacePath: try options.netns.map(CommonOptions.namespacePath(for:))) {
+            explanation = judgement.applied(to: explanation, question)
         }
         Terminal.writeLine(output.json ? explanation.json.serialized() : renderExplanation(explanation))
         if explanation.brokenLayer != nil { throw ExitStatus.notReachable.exitCode }

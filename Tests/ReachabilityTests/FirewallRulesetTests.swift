@@ -202,3 +202,87 @@ struct NftablesDecoderGarbageTests {
         }
     }
 }
+
+/// `reachctl check|why --port` as root against a real ruleset (issue 48): the host's own reject
+/// is named at once, what a real connection meets agrees, and without root nothing is claimed.
+@Suite(rootOnly, .enabled(if: FileManager.default.fileExists(atPath: "/usr/sbin/nft"), "needs nft"))
+struct FirewallCheckTests {
+    static func uplink() throws -> TestNamespace {
+        let namespace = try TestNamespace()
+        try namespace.ip("link add up0 type veth peer name up1")
+        try namespace.ip("link set up0 up")
+        try namespace.ip("link set up1 up")
+        try namespace.ip("addr add 192.0.2.2/24 dev up0")
+        try namespace.ip("route add default via 192.0.2.1")
+        _ = try FirewallRulesetTests.ruleset("""
+            table inet wall {
+                chain out {
+                    type filter hook output priority 0;
+                    ip daddr 198.51.100.2 tcp dport 8080 reject
+                    ip daddr 198.51.100.2 udp dport 53 drop
+                }
+            }
+            """, in: namespace)
+        return namespace
+    }
+
+    @Test func checkNamesTheRuleThatRefusesAndOnlyForItsPort() throws {
+        let namespace = try Self.uplink()
+        let refused = try reachctl(["check", "198.51.100.2", "--port", "8080", "--json", "--netns", namespace.name])
+        let json = try refused.json()
+        #expect(refused.status == 1 && json["reason"] as? String == "firewallRefused", "\(refused)")
+        let message = json["message"] as? String ?? ""
+        #expect(message.contains("rejects tcp port 8080 to 198.51.100.2: table inet wall chain out rule handle "), "\(message)")
+        #expect(message.contains("nft -a list chain inet wall out"), "\(message)")
+        let text = try reachctl(["check", "198.51.100.2", "--port", "8080", "--netns", namespace.name])
+        #expect(text.status == 1 && text.stdout.contains("firewall"), "\(text)")
+        // Another port, no port (the rule may refuse: not claimed), UDP to its own rule.
+        #expect(try reachctl(["check", "198.51.100.2", "--port", "8081", "--netns", namespace.name]).status == 0)
+        #expect(try reachctl(["check", "198.51.100.2", "--netns", namespace.name]).status == 0)
+        let udp = try reachctl(["check", "198.51.100.2", "--port", "53", "--udp", "--json", "--netns", namespace.name])
+        let udpMessage = try udp.json()["message"] as? String ?? ""
+        #expect(udp.status == 1 && udpMessage.contains("drops udp port 53"), "\(udp)")
+        // What a program meets: the kernel refuses that connection at once, not the other.
+        let connect = """
+            import socket, sys
+            s = socket.socket(); s.settimeout(0.3)
+            try:
+                s.connect(("198.51.100.2", int(sys.argv[1]))); print("connected")
+            except ConnectionRefusedError: print("refused")
+            except OSError as e: print("other")
+            """
+        let met = try namespace.exec("/usr/bin/python3", ["-c", connect, "8080"])
+        let other = try namespace.exec("/usr/bin/python3", ["-c", connect, "8081"])
+        #expect(met.contains("refused") && !other.contains("refused"), "\(met) / \(other)")
+    }
+
+    @Test func whyNamesTheFirewallLayerAtOnce() throws {
+        let namespace = try Self.uplink()
+        let why = try reachctl(["why", "198.51.100.2", "--port", "8080", "--json", "--netns", namespace.name])
+        let json = try why.json()
+        #expect(why.status == 1 && json["brokenLayer"] as? String == "firewall", "\(why)")
+        let layer = (json["layers"] as? [[String: Any]])?.first { $0["layer"] as? String == "firewall" }
+        #expect((layer?["evidence"] as? [String])?.first?.contains("rejects tcp port 8080 to 198.51.100.2") == true, "\(json)")
+        let open = try reachctl(["why", "198.51.100.2", "--port", "8081", "--json", "--netns", namespace.name]).json()
+        let fine = (open["layers"] as? [[String: Any]])?.first { $0["layer"] as? String == "firewall" }
+        #expect(fine?["status"] as? String == "ok" && open["brokenLayer"] as? String != "firewall", "\(open)")
+    }
+
+    @Test func withoutRootNothingIsClaimedAndTheNoteSaysWhy() throws {
+        let namespace = try Self.uplink()
+        let child = try ChildProcess(
+            "/usr/sbin/ip", ["netns", "exec", namespace.name, "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                reachctlPath(), "check", "198.51.100.2", "--port", "8080"])
+        let (status, stdout, stderr) = try child.finish(timeout: .seconds(30))
+        #expect(status == 0 && stderr.contains("can be read only as root"), "\(status) \(stdout) \(stderr)")
+    }
+
+    @Test func badPortsAreRefusedNamingTheValue() throws {
+        let zero = try reachctl(["check", "192.0.2.1", "--port", "0"])
+        #expect(zero.status == 255 && zero.stderr.contains("--port 0"), "\(zero)")
+        let big = try reachctl(["check", "192.0.2.1", "--port", "70000"])
+        #expect(big.status == 255 && big.stderr.contains("70000"), "\(big)")
+        let udp = try reachctl(["why", "192.0.2.1", "--udp"])
+        #expect(udp.status == 255 && udp.stderr.contains("--udp needs --port"), "\(udp)")
+    }
+}
