@@ -91,6 +91,7 @@ final class Daemon {
         settings.rfkillDevicePath = options.rfkillDevice
         settings.resolvConfPath = options.resolvConf
         settings.dhcpLeasesDirectory = options.dhcpLeases
+        settings.dhcpClientLeasesDirectory = options.dhcpClientLeases
         configuration.apply(to: &settings)
         // No caller may take reachd to its descriptor limit: what DNS may hold is kept under it.
         let limit = DescriptorBudget.softLimit
