@@ -9,8 +9,10 @@ import Testing
 @Suite(rootOnly)
 struct PortalDHCPTests {
     /// dnsmasq serving leases with option 114 set to `value` on `link`'s far end; dhclient on
-    /// `link` asking for it, its leases in `directory`/leases. Returns the pid files to kill.
-    static func lease(_ uplinks: DaemonBusTests.Scenario, _ link: String, option value: String, in directory: String) throws -> [String] {
+    /// `link` asking for it, its leases in `leases` (`directory`/leases unless told). Returns the pid files to kill.
+    static func lease(
+        _ uplinks: DaemonBusTests.Scenario, _ link: String, option value: String, in directory: String, leases: String? = nil
+    ) throws -> [String] {
         let pids = ["\(directory)/dnsmasq.pid", "\(directory)/dhclient.pid"]
         try uplinks.far.exec(
             "/usr/sbin/dnsmasq",
@@ -24,7 +26,7 @@ struct PortalDHCPTests {
         // -sf /bin/true: the lease is recorded, the namespace's own address and route stay.
         try uplinks.ns.exec(
             "/sbin/dhclient",
-            ["-1", "-cf", "\(directory)/dhclient.conf", "-lf", "\(directory)/leases/dhclient.\(link).leases", "-pf", pids[1], "-sf", "/bin/true", link])
+            ["-1", "-cf", "\(directory)/dhclient.conf", "-lf", "\(leases ?? directory + "/leases")/dhclient.\(link).leases", "-pf", pids[1], "-sf", "/bin/true", link])
         return pids
     }
 

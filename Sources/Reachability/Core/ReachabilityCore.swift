@@ -207,6 +207,11 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
         take(.events(said.map { .networkManagerMetered(interface: $0.interface, $0.metered) }))
     }
 
+    /// A link's captive-portal API answered (`PortalAnswer`), a verdict like the probe's.
+    package func record(portal index: Int32, api: String, _ answer: PortalAnswer?) {
+        take(.events([.portalAnswer(index: index, api: api, answer)]))
+    }
+
     /// New interface rules, priorities and resolver settings (a reload).
     package func reconfigure(_ configuration: CoreConfiguration) {
         hostChecks.reconfigure(configuration.resolverOptions, rate: configuration.lookupRate)
