@@ -51,6 +51,9 @@ final class PortalSessions {
         for (index, link) in links where announced[index]?.api != link.api || announced[index]?.name != link.name {
             link.timer?.cancel()
             links.removeValue(forKey: index)
+            // The answer goes with the announcement: should the link announce the same API again,
+            // nothing of the old session shows before the API is asked anew.
+            inputs.record(portal: index, api: link.api, nil)
         }
         for (index, said) in announced where links[index] == nil {
             links[index] = Link(name: said.name, api: said.api)

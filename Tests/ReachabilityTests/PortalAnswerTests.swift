@@ -116,6 +116,15 @@ import Testing
         }
     }
 
+    /// GLib and Qt read the NetworkManager subset: the API's captive is its PORTAL (2), at SITE (60).
+    @Test func gLibAndQtSeeTheAPIsCaptiveAsNetworkManagersPortal() {
+        var host = HostStatus(flags: [.reachable, .isWired], state: .online, primaryInterface: "eth0", availableInterfaces: ["eth0"])
+        #expect(NetworkManagerValues(host: host, interfaces: []).connectivity == NetworkManagerValues.connectivityFull)
+        host.portalSession = PortalSession(captive: true, loginURL: "https://login.example/")
+        let values = NetworkManagerValues(host: host, interfaces: [])
+        #expect(values.connectivity == NetworkManagerValues.connectivityPortal && values.state == NetworkManagerValues.stateConnectedSite)
+    }
+
     /// The Engine: a DHCP portal on the primary link, then its API's answer, then the lead time.
     @Test func theSessionFollowsTheAPIsAnswerAndTheClock() throws {
         var state = try ExpensiveReasonTests.uplink()
