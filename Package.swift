@@ -31,9 +31,15 @@ let package = Package(
             pkgConfig: "libcares",
             providers: [.apt(["libc-ares-dev"])]
         ),
+        // libcurl's declarations for the captive-portal API's HTTPS (Connectivity/PortalAPI.swift):
+        // loaded with dlopen when first needed, so not linked; typed calls of its variadic setopt.
+        .systemLibrary(
+            name: "CCurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         .target(
             name: "Reachability",
-            dependencies: ["CNetlink", "CAres", "CSystemd"]
+            dependencies: ["CNetlink", "CAres", "CSystemd", "CCurl"]
         ),
         .target(
             name: "SystemConfiguration",

@@ -25,6 +25,7 @@ final class Daemon {
     private var bus: BusConnection!
     private var publisher: Publisher!
     private var probes: Probes!
+    private var portals: PortalSessions!
     private var watches: WatchRegistry!
     /// The clients that hold watches or checks in flight, and their host checks.
     private var callers: Callers?
@@ -91,6 +92,7 @@ final class Daemon {
         settings.rfkillDevicePath = options.rfkillDevice
         settings.resolvConfPath = options.resolvConf
         settings.dhcpLeasesDirectory = options.dhcpLeases
+        settings.dhcpClientLeasesDirectory = options.dhcpClientLeases
         configuration.apply(to: &settings)
         // No caller may take reachd to its descriptor limit: what DNS may hold is kept under it.
         let limit = DescriptorBudget.softLimit
@@ -170,6 +172,8 @@ final class Daemon {
         let probes = Probes(parts: ProbeParts(inputs: core, checks: core, state: core.shared), loop: loop, metrics: metrics, settings: configuration.connectivity)
         self.probes = probes
         core.stallPolled = { [unowned probes] in probes.stallPolled($0) }
+        let portals = PortalSessions(inputs: core, loop: loop, settings: configuration.portal)
+        self.portals = portals
         let checks = HostCheckCalls(checks: core, bus: bus, callers: callers, metrics: metrics, configuration: configuration)
         self.checks = checks
         metrics.heldForCallers = { [unowned checks, unowned callers, unowned core] in
@@ -188,6 +192,7 @@ final class Daemon {
         core.follow { [unowned outageClock] in outageClock.follow($0) }
         core.follow { [unowned history] in history.follow($0) }
         core.follow { [unowned probes] in probes.follow($0) }
+        core.follow { [unowned portals] in portals.follow($0) }
         core.follow { [unowned watches] in watches.follow($0) }
     }
 
@@ -291,6 +296,7 @@ final class Daemon {
             // Rules, priorities and resolver settings; the change goes out like any other.
             core.reconfigure(Self.coreConfiguration(options, loaded))
             probes.configure(loaded.connectivity)
+            portals.configure(loaded.portal)
             publisher.networkManagerCompatibility(loaded.networkManagerCompatibility)
             metrics.apply(loaded.metrics)
             ServiceManager.notify("READY=1\nSTATUS=\(publisher.summary)")

@@ -16,6 +16,7 @@ struct Options {
     var rfkillDevice: String? = "/dev/rfkill"
     var resolvConf: String?
     var dhcpLeases: String? = "/run/systemd/netif/leases"
+    var dhcpClientLeases: String? = "/var/lib/dhcp"
     var verbose = false
     /// The outage counters' state file; nil: none, the counters start from zero at each start.
     var outageClock: String? = Options.defaultOutageClock()
@@ -39,6 +40,9 @@ struct Options {
           --resolv-conf PATH     read nameservers from PATH instead of /etc/resolv.conf
           --dhcp-leases DIR      read networkd's DHCP leases from DIR instead of
                                  /run/systemd/netif/leases ("none": read none), for tests
+          --dhcp-client-leases DIR
+                                 read dhclient's leases (captive-portal URIs) from DIR instead
+                                 of /var/lib/dhcp ("none": read none), for tests
           --rfkill-device PATH   follow radio switches on PATH instead of /dev/rfkill ("none":
                                  read them from sysfs on each link event), for tests
           --outage-clock PATH    keep the outage counters across restarts in PATH ("none": keep
@@ -120,6 +124,9 @@ struct Options {
             case "--dhcp-leases":
                 guard let path = value(argument) else { return .exit(2) }
                 options.dhcpLeases = path == "none" ? nil : path
+            case "--dhcp-client-leases":
+                guard let path = value(argument) else { return .exit(2) }
+                options.dhcpClientLeases = path == "none" ? nil : path
             case "--resolv-conf":
                 guard let path = value(argument) else { return .exit(2) }
                 options.resolvConf = path

@@ -435,7 +435,7 @@ struct ConfigurationErrorTests {
     @Test func linesAfterAnUnknownSectionAreNotReportedAgain() {
         let (_, errors) = parsed("[Resolve]\nDNS=1.1.1.1\nDomains=~.\n[Checks]\nFoo=1\n")
         #expect(errors == [
-            "test.conf:1: unknown section [Resolve]; valid sections are [Checks], [Limits], [Priorities], [Connectivity], [WaitOnline], [Compatibility], [Metrics], [Stall], [Interface], [Network]",
+            "test.conf:1: unknown section [Resolve]; valid sections are [Checks], [Limits], [Priorities], [Connectivity], [Portal], [WaitOnline], [Compatibility], [Metrics], [Stall], [Interface], [Network]",
             "test.conf:5: [Checks] Foo: unknown key; valid keys are DefaultTimeout, MaxConcurrentLookups, NegativeCacheTime, LookupsPerUserPerSecond, LookupBurstPerUser",
         ])
     }
@@ -782,6 +782,9 @@ struct ConfigurationTextTests {
             [Connectivity]
             # URL= not set: the connectivity probe is off
 
+            [Portal]
+            EndingLead=1m
+
             [WaitOnline]
             Timeout=30s
 
@@ -925,7 +928,7 @@ struct ConfigurationTextTests {
         #expect(configuration == .default)
         // [WaitOnline] Target= and Kind= and [Metrics] TextfileDirectory= have no default: the
         // file shows them as examples.
-        let scalarKeys = [ConfigurationSection.checks, .limits, .priorities, .compatibility, .stall].flatMap(\.keyNames) + ["Timeout", "TextfileInterval"]
+        let scalarKeys = [ConfigurationSection.checks, .limits, .priorities, .compatibility, .stall].flatMap(\.keyNames) + ["Timeout", "TextfileInterval", "EndingLead"]
         #expect(keys == Set(scalarKeys))
     }
 }

@@ -883,7 +883,9 @@ extension EngineTests {
             .link(Fact.ethernet(3, "eth1"), device: DeviceFacts()),
             .link(Fact.ethernet(4, "eth2", carrier: false), device: DeviceFacts()),
         ])
-        #expect(state.apply([Self.announced("http://eth1.example/", on: 3)]) == nil, "eth1 carries no path of the host")
+        let change = state.apply([Self.announced("http://eth1.example/", on: 3)])
+        #expect(change?.hostChanged == false, "eth1 carries no path of the host")
+        #expect(change?.changedInterfaces.map(\.portal) == ["http://eth1.example/"], "the interface shows its own")
         #expect(state.host.announcedPortal == "")
         // A stale message for a link without carrier, or one never seen, is dropped.
         _ = state.apply([Self.announced("http://eth2.example/", on: 4), Self.announced("http://gone.example/", on: 99)])

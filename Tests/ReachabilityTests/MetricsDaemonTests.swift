@@ -184,8 +184,8 @@ struct MetricsDaemonTests {
             Self.value(try client.metrics(), virtual) == virtualBefore
         }
         #expect(Self.labelledSeries(try client.metrics()) == series)
-        // The figure docs/fleets.md gives: the in-process 96 and the outage counters' 62.
-        #expect(series.count == 161, "\(series.count) series")
+        // The figure docs/fleets.md gives: the in-process 103 and the outage counters' 62.
+        #expect(series.count == 165, "\(series.count) series")
     }
 
     /// Every sample's name with its labels (not its value).

@@ -32,7 +32,7 @@ struct SnapshotJSONTests {
     @Test("an interface has index, name, kind, state, flags and addresses in that order")
     func interface() {
         let json = Fixture.wlan0.json
-        #expect(json.keys == ["index", "name", "kind", "state", "flags", "addresses", "stalled", "expensiveReason", "networkID"])
+        #expect(json.keys == ["index", "name", "kind", "state", "flags", "addresses", "stalled", "expensiveReason", "networkID", "portal", "portalSource"])
         #expect(json["state"] == .string("ready"))
         #expect(json["index"] == .int(3))
         #expect(json["name"] == "wlan0")
@@ -41,14 +41,14 @@ struct SnapshotJSONTests {
         #expect(json["addresses"]?.stringArrayValue == ["192.0.2.5/24", "2001:db8::5/64", "fe80::1/64"])
         #expect(
             Fixture.wwan0.json.serialized()
-                == #"{"index":12,"name":"wwan0","kind":"cellular","state":"ready","flags":["reachable","isWWAN","isExpensive"],"addresses":["198.51.100.7/30"],"stalled":false,"expensiveReason":"","networkID":""}"#
+                == #"{"index":12,"name":"wwan0","kind":"cellular","state":"ready","flags":["reachable","isWWAN","isExpensive"],"addresses":["198.51.100.7/30"],"stalled":false,"expensiveReason":"","networkID":"","portal":"","portalSource":""}"#
         )
     }
 
     @Test("an interface without flags or addresses has empty arrays, not null")
     func emptyInterface() {
         let bare = InterfaceStatus(index: 9, name: "dummy0", kind: .other, flags: [], addresses: [])
-        #expect(bare.json.serialized() == #"{"index":9,"name":"dummy0","kind":"other","state":"down","flags":[],"addresses":[],"stalled":false,"expensiveReason":"","networkID":""}"#)
+        #expect(bare.json.serialized() == #"{"index":9,"name":"dummy0","kind":"other","state":"down","flags":[],"addresses":[],"stalled":false,"expensiveReason":"","networkID":"","portal":"","portalSource":""}"#)
     }
 
     @Test("flags list names in documented order, unnamed bits as hex")
@@ -60,7 +60,7 @@ struct SnapshotJSONTests {
     @Test("a snapshot has the documented keys in the documented order")
     func snapshot() {
         let json = Fixture.snapshot.json
-        #expect(json.keys == ["flags", "state", "primaryInterface", "availableInterfaces", "underlyingInterface", "connectivity", "portal", "announcedPortal", "nat64Prefix", "nat64Router", "nat64Interface", "validatedInterfaces", "stalled", "expensiveReason", "networkID", "supportsIPv4", "supportsIPv6", "supportsDNS", "nameservers", "gateways", "reason", "generation", "interfaces"])
+        #expect(json.keys == ["flags", "state", "primaryInterface", "availableInterfaces", "underlyingInterface", "connectivity", "portal", "announcedPortal", "portalSession", "nat64Prefix", "nat64Router", "nat64Interface", "validatedInterfaces", "stalled", "expensiveReason", "networkID", "supportsIPv4", "supportsIPv6", "supportsDNS", "nameservers", "gateways", "reason", "generation", "interfaces"])
         #expect(json["flags"]?.stringArrayValue == ["reachable", "isWiFi"])
         #expect(json["state"] == "online")
         #expect(json["primaryInterface"] == "wlan0")
@@ -69,7 +69,7 @@ struct SnapshotJSONTests {
         #expect(json["interfaces"]?.arrayValue?.count == 4)
         #expect(json["interfaces"]?[0] == Fixture.loopback.json)
         #expect(json["interfaces"]?[3]?["name"] == "wwan0")
-        #expect(json.serialized().hasPrefix(#"{"flags":["reachable","isWiFi"],"state":"online","primaryInterface":"wlan0","availableInterfaces":["wlan0","wwan0"],"underlyingInterface":"","connectivity":"unknown","portal":"","announcedPortal":"","nat64Prefix":"","nat64Router":"","nat64Interface":"","validatedInterfaces":[],"stalled":false,"expensiveReason":"","networkID":"","supportsIPv4":false,"supportsIPv6":false,"supportsDNS":false,"nameservers":[],"gateways":[],"reason":"","generation":7,"interfaces":[{"index":1,"name":"lo""#))
+        #expect(json.serialized().hasPrefix(#"{"flags":["reachable","isWiFi"],"state":"online","primaryInterface":"wlan0","availableInterfaces":["wlan0","wwan0"],"underlyingInterface":"","connectivity":"unknown","portal":"","announcedPortal":"","portalSession":{"captive":false,"loginURL":"","venueURL":"","ends":0,"bytesRemaining":-1,"canExtend":false,"ending":false},"nat64Prefix":"","nat64Router":"","nat64Interface":"","validatedInterfaces":[],"stalled":false,"expensiveReason":"","networkID":"","supportsIPv4":false,"supportsIPv6":false,"supportsDNS":false,"nameservers":[],"gateways":[],"reason":"","generation":7,"interfaces":[{"index":1,"name":"lo""#))
     }
 
     @Test("an offline snapshot keeps every key: empty primary, empty lists")
@@ -77,7 +77,7 @@ struct SnapshotJSONTests {
         let snapshot = ReachabilitySnapshot(generation: 0, host: HostStatus(), interfaces: [])
         #expect(
             snapshot.json.serialized()
-                == #"{"flags":[],"state":"offline","primaryInterface":"","availableInterfaces":[],"underlyingInterface":"","connectivity":"unknown","portal":"","announcedPortal":"","nat64Prefix":"","nat64Router":"","nat64Interface":"","validatedInterfaces":[],"stalled":false,"expensiveReason":"","networkID":"","supportsIPv4":false,"supportsIPv6":false,"supportsDNS":false,"nameservers":[],"gateways":[],"reason":"noRoute","generation":0,"interfaces":[]}"#
+                == #"{"flags":[],"state":"offline","primaryInterface":"","availableInterfaces":[],"underlyingInterface":"","connectivity":"unknown","portal":"","announcedPortal":"","portalSession":{"captive":false,"loginURL":"","venueURL":"","ends":0,"bytesRemaining":-1,"canExtend":false,"ending":false},"nat64Prefix":"","nat64Router":"","nat64Interface":"","validatedInterfaces":[],"stalled":false,"expensiveReason":"","networkID":"","supportsIPv4":false,"supportsIPv6":false,"supportsDNS":false,"nameservers":[],"gateways":[],"reason":"noRoute","generation":0,"interfaces":[]}"#
         )
     }
 
@@ -98,7 +98,7 @@ struct SnapshotJSONTests {
         let json = change.json
         #expect(
             json.keys == [
-                "flags", "state", "primaryInterface", "availableInterfaces", "underlyingInterface", "connectivity", "portal", "announcedPortal", "nat64Prefix", "nat64Router", "nat64Interface", "validatedInterfaces", "stalled", "expensiveReason", "networkID", "supportsIPv4", "supportsIPv6", "supportsDNS", "nameservers", "gateways", "reason", "generation", "changedInterfaces",
+                "flags", "state", "primaryInterface", "availableInterfaces", "underlyingInterface", "connectivity", "portal", "announcedPortal", "portalSession", "nat64Prefix", "nat64Router", "nat64Interface", "validatedInterfaces", "stalled", "expensiveReason", "networkID", "supportsIPv4", "supportsIPv6", "supportsDNS", "nameservers", "gateways", "reason", "generation", "changedInterfaces",
                 "removedInterfaces", "changed", "rebind",
             ])
         // No description given (a change from an older source): nothing named, no rebind.

@@ -97,6 +97,10 @@ public struct BusMessage {
         try readBasic("i", as: Int32.self, what: "an int32")
     }
 
+    public func readInt64() throws(BusError) -> Int64 {
+        try readBasic("x", as: Int64.self, what: "an int64")
+    }
+
     private func readBasic<T: FixedWidthInteger>(_ type: Unicode.Scalar, as: T.Type, what: String) throws(BusError) -> T {
         var value: T = 0
         let result = withUnsafeMutablePointer(to: &value) { sd_bus_message_read_basic(pointer, CChar(UInt8(ascii: type)), $0) }
@@ -153,6 +157,7 @@ public struct BusMessage {
     public func append(_ value: UInt32) throws(BusError) { try appendBasic("u", value) }
     public func append(_ value: UInt64) throws(BusError) { try appendBasic("t", value) }
     public func append(_ value: Int32) throws(BusError) { try appendBasic("i", value) }
+    public func append(_ value: Int64) throws(BusError) { try appendBasic("x", value) }
     /// A boolean: sd-bus takes `b` as a C int.
     public func append(_ value: Bool) throws(BusError) { try appendBasic("b", Int32(value ? 1 : 0)) }
 

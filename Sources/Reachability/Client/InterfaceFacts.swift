@@ -12,13 +12,16 @@ public struct InterfaceFact: Sendable {
     /// Sets the fact from a value sent ("" when none was: the default).
     let set: @Sendable (inout InterfaceStatus, String) -> Void
 
-    /// The rows. Both facts are strings today; a fact of another type would carry its own
+    /// The rows. Every fact is a string today; a fact of another type would carry its own
     /// signature and value closures.
     public static let all: [InterfaceFact] = [
         InterfaceFact(
             name: "ExpensiveReason", signature: "s", value: { $0.expensiveReason?.rawValue },
             set: { $0.expensiveReason = ExpensiveReason(rawValue: $1) }),
         InterfaceFact(name: "NetworkID", signature: "s", value: { $0.networkID.isEmpty ? nil : $0.networkID }, set: { $0.networkID = $1 }),
+        InterfaceFact(name: "Portal", signature: "s", value: { $0.portal.isEmpty ? nil : $0.portal }, set: { $0.portal = $1 }),
+        InterfaceFact(
+            name: "PortalSource", signature: "s", value: { $0.portalSource?.rawValue }, set: { $0.portalSource = PortalSource(rawValue: $1) }),
     ]
 
     /// Appends `a{sa{sv}}`: each of `interfaces` that has a fact, with its facts.

@@ -31,6 +31,8 @@ package struct Configuration: Sendable, Equatable {
     package var priorities: [InterfaceKind: Int]
     /// `[Connectivity]`: the opt-in probe of the internet through the host's path.
     package var connectivity = ConnectivitySettings()
+    /// `[Portal]`: the network's own captive-portal API.
+    package var portal = PortalSettings()
     /// `[Metrics]`: the opt-in node_exporter textfile.
     package var metrics = MetricsSettings()
     /// `[Interface]` sections, in order: for each property the first matching rule that sets it wins.

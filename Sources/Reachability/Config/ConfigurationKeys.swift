@@ -4,6 +4,8 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
     case limits = "Limits"
     case priorities = "Priorities"
     case connectivity = "Connectivity"
+    /// The network's own captive-portal API.
+    case portal = "Portal"
     /// What reachd-wait-online.service waits for (`reachctl wait --from-config`).
     case waitOnline = "WaitOnline"
     /// Surfaces for programs that never heard of reachd (the NetworkManager D-Bus subset).
@@ -26,6 +28,7 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
         case .limits: [.maxWatchesPerClient, .maxWatchesPerUser, .maxWatches, .maxHostChecksPerUser, .maxHostChecks]
         case .priorities: ConfigurationSetting.priorityOrder.map { .priority($0) }
         case .connectivity: [.probeURL, .expectedStatus, .expectedBody, .probeInterval, .probeTimeout]
+        case .portal: [.portalEndingLead, .portalCAFile]
         case .waitOnline: [.waitTimeout, .waitTarget, .waitKind]
         case .compatibility: [.networkManager]
         case .metrics: [.textfileDirectory, .textfileInterval]
@@ -56,6 +59,7 @@ enum ConfigurationSetting: Hashable, Sendable {
     case maxWatchesPerClient, maxWatchesPerUser, maxWatches, maxHostChecksPerUser, maxHostChecks
     case priority(InterfaceKind)
     case probeURL, expectedStatus, expectedBody, probeInterval, probeTimeout
+    case portalEndingLead, portalCAFile
     case name, kind, ignore, metered, constrained, probe, rulePriority
     case networkID
     case waitTimeout, waitTarget, waitKind
@@ -88,6 +92,8 @@ enum ConfigurationSetting: Hashable, Sendable {
         case .expectedBody: "ExpectedBody"
         case .probeInterval: "Interval"
         case .probeTimeout: "Timeout"
+        case .portalEndingLead: "EndingLead"
+        case .portalCAFile: "CAFile"
         case .name: "Name"
         case .kind: "Kind"
         case .ignore: "Ignore"
@@ -115,7 +121,7 @@ enum ConfigurationSetting: Hashable, Sendable {
     /// What a value looks like, for the message about an empty one.
     var expected: String {
         switch self {
-        case .defaultTimeout, .negativeCacheTime, .probeInterval, .probeTimeout, .waitTimeout, .textfileInterval, .stallInterval,
+        case .defaultTimeout, .negativeCacheTime, .probeInterval, .probeTimeout, .portalEndingLead, .waitTimeout, .textfileInterval, .stallInterval,
             .stallAfter:
             "a duration such as 5s or 500ms"
         case .maxConcurrentLookups, .lookupsPerUserPerSecond, .lookupBurstPerUser, .maxWatchesPerClient, .maxWatches, .priority,
@@ -133,6 +139,7 @@ enum ConfigurationSetting: Hashable, Sendable {
         case .ignore, .metered, .constrained, .probe, .networkManager, .stallDetect: "yes or no"
         case .waitTarget: "an address or a host name"
         case .textfileDirectory: "an absolute directory path such as /var/lib/prometheus/node-exporter"
+        case .portalCAFile: "an absolute path of a PEM file of CA certificates"
         case .waitKind: "one of " + Configuration.waitOnlineKinds.map(\.rawValue).joined(separator: ", ")
         }
     }

@@ -287,6 +287,11 @@ struct ConfigurationParser {
             configuration.connectivity.interval = try ValueProblem.duration(value, in: ConnectivitySettings.intervalRange)
         case .probeTimeout:
             configuration.connectivity.timeout = try ValueProblem.duration(value, in: ConnectivitySettings.timeoutRange)
+        case .portalEndingLead:
+            configuration.portal.endingLead = try ValueProblem.duration(value, in: PortalSettings.endingLeadRange)
+        case .portalCAFile:
+            guard value.hasPrefix("/") else { throw ValueProblem(message: "'\(value)' is not an absolute path; expected a PEM file such as /etc/reachd/portal-ca.pem") }
+            configuration.portal.caFile = value
         case .waitTimeout:
             configuration.waitOnlineTimeout = try ValueProblem.duration(value, in: Configuration.waitOnlineTimeoutRange)
         case .waitTarget:

@@ -60,6 +60,8 @@ extension Configuration {
         case .expectedBody: connectivity.expectation.body.isEmpty ? nil : connectivity.expectation.body
         case .probeInterval: DurationText.format(connectivity.interval)
         case .probeTimeout: DurationText.format(connectivity.timeout)
+        case .portalEndingLead: DurationText.format(portal.endingLead)
+        case .portalCAFile: portal.caFile
         case .waitTimeout: DurationText.format(waitOnlineTimeout)
         case .waitTarget: waitOnlineTarget
         case .waitKind: waitOnlineKind?.rawValue

@@ -27,6 +27,9 @@ public struct CoreConfiguration: Sendable {
     /// Where systemd-networkd records its DHCP leases, one file per link (`DHCPLeases`: a
     /// server's metered hint); nil reads none. Tests point it elsewhere.
     public var dhcpLeasesDirectory: String? = "/run/systemd/netif/leases"
+    /// Where ISC dhclient records its leases (`DHCPClientLeases`: the captive-portal URIs of
+    /// DHCPv4 option 114 and DHCPv6 option 103); nil: not read.
+    public var dhcpClientLeasesDirectory: String? = "/var/lib/dhcp"
     /// Follows changes to resolv.conf with inotify (one instance per core, of the 128 a user
     /// has by default); off, the nameservers are read once. Tests with no DNS turn it off.
     public var followsResolvConf = true

@@ -27,6 +27,8 @@ package protocol CoreInputs: AnyObject {
     func record(uplink index: Int32, connectivity: ConnectivityVerdict)
     /// NetworkManager's word on its devices' cost, by interface name (`unknown`: forget).
     func record(networkManagerMetered said: [(interface: String, metered: NetworkManagerMetered)])
+    /// What the captive-portal API `api` of link `index` answered (nil: forget the last answer).
+    func record(portal index: Int32, api: String, _ answer: PortalAnswer?)
 }
 
 /// Host checks through the core's resolver, for a front end's parts: started and cancelled on

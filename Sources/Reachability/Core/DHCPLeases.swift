@@ -2,21 +2,27 @@
 import Glibc
 #endif
 
-/// What the host's DHCP client recorded of each link's lease that speaks of cost: whether the
-/// server sent option 43 (vendor-specific information) carrying `ANDROID_METERED`, the hint
-/// Android's hotspots give (NetworkManager honours it the same way). systemd-networkd writes
-/// each link's lease to /run/systemd/netif/leases/IFINDEX as KEY=VALUE lines, the option as
-/// `VENDOR_SPECIFIC=` in hexadecimal, and writes the file anew on each renewal. The directory
-/// is followed with inotify (any event reads it again: it holds one small file per link), and
-/// each file is read without trust (`UntrustedFile`: a regular file of at most `fileLimit`
-/// bytes, at most `filesRead` of them). Without networkd the directory is absent and nothing
-/// is read. Loop-thread only.
+/// What the host's DHCP client recorded of each link's lease: whether the server sent option 43
+/// (vendor-specific information) carrying `ANDROID_METERED`, the hint Android's hotspots give
+/// (NetworkManager honours it the same way), and the captive-portal URI of options 114 and 103
+/// (`DHCPClientLeases`: ISC dhclient's lease files). systemd-networkd writes each link's lease to
+/// /run/systemd/netif/leases/IFINDEX as KEY=VALUE lines, the option as `VENDOR_SPECIFIC=` in
+/// hexadecimal, and writes the file anew on each renewal. The directories are followed with
+/// inotify (any event reads them again: they hold a few small files), and each file is read
+/// without trust (`UntrustedFile`: a regular file of at most `fileLimit` bytes, at most
+/// `filesRead` of them). A directory that is absent (no networkd, no dhclient) is not read.
+/// Loop-thread only.
 final class DHCPLeases {
-    let directory: String
+    let directory: String?
+    /// Where dhclient keeps its leases (`/var/lib/dhcp`); nil: not read.
+    let clientDirectory: String?
     private var watch: DirectoryWatch?
     private var source: (any LoopSource)?
     /// The links said metered at the last read.
     private var metered: Set<Int32> = []
+    /// The portals the client recorded at the last read, and the refusals told.
+    private var portals: [DHCPPortal] = []
+    private var refused: Set<String> = []
 
     /// networkd's leases hold a few hundred bytes; far more is no lease.
     static let fileLimit = 64 << 10
@@ -25,24 +31,35 @@ final class DHCPLeases {
     static let hint = Array("ANDROID_METERED".utf8)
     private static let key = Array("VENDOR_SPECIFIC=".utf8)
 
-    init(directory: String) {
+    init(directory: String?, clientDirectory: String?) {
         self.directory = directory
+        self.clientDirectory = clientDirectory
     }
 
-    /// The links whose verdict moved since the last read, as facts.
-    func changes() -> [NetworkEvent] {
-        let now = Self.meteredLinks(in: directory)
+    /// What moved since the last read, as facts, and the refusals not told before (one journal
+    /// line each: a refused value is told again only after it went away).
+    func changes() -> (events: [NetworkEvent], refusals: [String]) {
+        let now = directory.map(Self.meteredLinks) ?? []
         defer { metered = now }
-        return now.subtracting(metered).sorted().map { .dhcpMetered(index: $0, true) }
+        var events: [NetworkEvent] = now.subtracting(metered).sorted().map { .dhcpMetered(index: $0, true) }
             + metered.subtracting(now).sorted().map { .dhcpMetered(index: $0, false) }
+        let read = clientDirectory.map { DHCPClientLeases.portals(in: $0) } ?? (portals: [], refusals: [])
+        if read.portals != portals { events.append(.dhcpPortals(read.portals)) }
+        portals = read.portals
+        let new = read.refusals.filter { !refused.contains($0) }
+        refused = Set(read.refusals)
+        return (events, new)
     }
 
-    /// Follows the directory on `loop`; `changed` runs after anything in it changed. A missing
-    /// directory (no networkd) is not followed, and is no error.
+    /// Follows the directories on `loop`; `changed` runs after anything in them changed. A
+    /// missing directory is not followed, and is no error.
     func start(on loop: any EventLoopProtocol, changed: @escaping () -> Void) throws(SystemError) {
-        guard access(directory, F_OK) == 0 else { return }
+        let present = [(directory, false), (clientDirectory, true)].compactMap { path, appends in
+            path.flatMap { access($0, F_OK) == 0 ? ($0, appends) : nil }
+        }
+        guard !present.isEmpty else { return }
         let watch = try DirectoryWatch()
-        try watch.watch(directory)
+        for (directory, appends) in present { try watch.watch(directory, appends: appends) }
         self.watch = watch
         source = try loop.addWatch(fd: watch.fd, events: .readable) { [watch] _ in
             _ = watch.drain()

@@ -34,7 +34,7 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     private let checkIDs: HostCheckIDs
     /// Follows resolv.conf into the Engine's nameserver fact (`supportsDNS`).
     private let nameservers: NameserverWatch
-    /// networkd's DHCP leases: a server's metered hint per link; nil when not read.
+    /// The DHCP client's leases: a server's metered hint per link, portal URIs; nil when not read.
     private let leases: DHCPLeases?
     /// inotify was refused: resolv.conf's identity is compared on each netlink wake-up instead.
     private var nameserversByIdentity = false
@@ -115,11 +115,12 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
         gatewayRechecks?.follow(state.gatewaysToResolve, now: .now)
         do {
             try leases?.start(on: loop) { [unowned self] in
-                guard let said = self.leases?.changes(), !said.isEmpty else { return }
-                self.take(.events(said))
+                guard let said = self.leases?.changes() else { return }
+                for line in said.refusals { self.warn(line) }
+                if !said.events.isEmpty { self.take(.events(said.events)) }
             }
         } catch {
-            warn("DHCP leases in \(configuration.dhcpLeasesDirectory ?? "") are read once, not followed: \(error)")
+            warn("DHCP leases are read once, not followed: \(error)")
         }
         do {
             guard configuration.followsResolvConf else { return }
@@ -142,8 +143,9 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
         _ = kernel.takeIncidentLines()
         let nameservers = NameserverWatch(files: files)
         if let routes = kernel.setNameservers(nameservers.nameservers()) { _ = state.take(routes) }
-        let leases = configuration.dhcpLeasesDirectory.map(DHCPLeases.init)
-        if let said = leases?.changes(), !said.isEmpty { _ = state.take(.events(said)) }
+        let (directory, client) = (configuration.dhcpLeasesDirectory, configuration.dhcpClientLeasesDirectory)
+        let leases = directory == nil && client == nil ? nil : DHCPLeases(directory: directory, clientDirectory: client)
+        if let said = leases?.changes(), !said.events.isEmpty { _ = state.take(.events(said.events)) }
         return (kernel, state, nameservers, leases)
     }
 
@@ -203,6 +205,11 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     package func record(networkManagerMetered said: [(interface: String, metered: NetworkManagerMetered)]) {
         guard !said.isEmpty else { return }
         take(.events(said.map { .networkManagerMetered(interface: $0.interface, $0.metered) }))
+    }
+
+    /// A link's captive-portal API answered (`PortalAnswer`), a verdict like the probe's.
+    package func record(portal index: Int32, api: String, _ answer: PortalAnswer?) {
+        take(.events([.portalAnswer(index: index, api: api, answer)]))
     }
 
     /// New interface rules, priorities and resolver settings (a reload).

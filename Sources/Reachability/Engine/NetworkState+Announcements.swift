@@ -53,7 +53,11 @@ extension NetworkState {
     /// latest one's time: several routers heard in one batch are one publication.
     mutating func showHeardAnnouncements() {
         guard !heardAnnouncements.isEmpty else { return }
-        for (index, received) in heardAnnouncements { announcements[index]?.follow(at: received) }
+        // The links are derived again: each interface shows its portal (`InterfaceStatus.portal`).
+        for (index, received) in heardAnnouncements {
+            announcements[index]?.follow(at: received)
+            dirty.insert(index)
+        }
         heardAnnouncements.removeAll()
     }
 
@@ -67,6 +71,7 @@ extension NetworkState {
     /// announcements (a few links; each costs at most its capacity).
     mutating func clockAnnouncements(at now: ContinuousClock.Instant) {
         for index in announcements.keys {
+            dirty.insert(index)
             guard let count = announcements[index]?.clock(now) else { continue }
             pendingAnnouncementDrops.append(AnnouncementDrops(interfaceName: links[index]?.link.name ?? "#\(index)", count: count))
         }
@@ -129,6 +134,7 @@ extension NetworkState {
         for hop in route.nextHops {
             guard let index = hop.interfaceIndex, let gateway = hop.gateway else { continue }
             announcements[index]?.forget(router: gateway)
+            dirty.insert(index)
         }
     }
 }

@@ -271,6 +271,16 @@ extension NetworkState {
         var evidence: [String] = []
         let announced = host.announcedPortal
         if !announced.isEmpty, announced != AnnouncedPortal.unrestricted { evidence.append("the network announces a portal: \(announced)") }
+        let session = host.portalSession
+        if session.captive {
+            let login = session.loginURL.isEmpty ? "" : ": \(session.loginURL)"
+            return .init(
+                name: .portal, status: .broken, evidence: evidence + ["the network's portal API says the host is captive"],
+                fix: "log in at the captive portal\(login)")
+        }
+        if session != .none {
+            evidence.append(session.ending ? "the portal API says the session ends soon" : "the portal API says the host is not captive")
+        }
         // The probe judges the host's path: it says nothing of a target that leaves elsewhere.
         guard egress == nil || egress?.link.name == host.primaryInterface else {
             return .init(name: .portal, status: .unknown, evidence: evidence + ["the probe judges the host's path, not this one"])

@@ -27,10 +27,11 @@ extension NetworkState {
             if ready, isStalled(entry.link.index) { flags.insert(.stalled) }
         }
         let addresses = entry.addresses.keys.map(\.prefix).sorted(by: Self.addressOrder)
+        let portal = linkPortal(on: entry.link.index)
         return InterfaceStatus(
             index: entry.link.index, name: entry.link.name, kind: classification.kind,
             flags: flags, addresses: addresses, expensiveReason: expensiveReason(entry, classification),
-            networkID: networkID(of: entry.link.index))
+            networkID: networkID(of: entry.link.index), portal: portal?.uri ?? "", portalSource: portal?.source)
     }
 
     static func addressOrder(_ a: IPPrefix, _ b: IPPrefix) -> Bool {

@@ -9,6 +9,13 @@
 /// deadline held may be stale: the adapter confirms with a fresh dump before it brings the time
 /// (`nextLapse`), and the dump carries the deadlines as they are now.
 extension NetworkState {
+    /// The time now (`NetworkEvent.clock`): what was due by then happens, in one order.
+    mutating func clock(at now: ContinuousClock.Instant) {
+        clockAnnouncements(at: now)
+        clockPortals(at: now)
+        lapse(at: now)
+    }
+
     /// Drops the routes whose expiry and the addresses whose valid lifetime passed by `now`.
     mutating func lapse(at now: ContinuousClock.Instant) {
         var lapsed = false
@@ -34,8 +41,8 @@ extension NetworkState {
     }
 
     /// The one instant the adapter's timer must fire at (with `NetworkEvent.clock`): the first
-    /// lapse of a route, an address or an announced NAT64 prefix; nil when nothing has a lifetime.
+    /// lapse of a route, an address or an announced NAT64 prefix, a portal session's lead; nil when nothing has a lifetime.
     public var nextExpiry: ContinuousClock.Instant? {
-        [nextLapse, nextAnnouncementDeadline].compactMap { $0 }.min()
+        [nextLapse, nextAnnouncementDeadline, nextPortalDeadline].compactMap { $0 }.min()
     }
 }

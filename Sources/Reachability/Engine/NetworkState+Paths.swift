@@ -150,9 +150,13 @@ extension NetworkState {
         // The probe's verdict counts only for a path packets can take.
         if chosen.path.isReachable { flags.formUnion(connectivity.flags) }
         let announcing = [chosen.path.interfaceIndex, underlying.isEmpty ? nil : linkIndexByName[underlying]]
-        let announced = announcing.lazy.compactMap { $0.flatMap { self.announcedPortal(on: $0) } }.first
+        let announcer = announcing.lazy.compactMap { $0 }.first { self.linkPortal(on: $0) != nil }
+        let announced = announcer.flatMap { linkPortal(on: $0)?.uri }
+        let session = announcer.flatMap { portalSession(on: $0) } ?? .none
+        // The API's word counts as the probe's does: only for a path packets can take.
+        if chosen.path.isReachable, session.captive { flags.insert(.interventionRequired) }
         let available = availableInterfaces(primary: chosen.path.isReachable ? chosen.path.interfaceIndex : nil)
-        return HostStatus(
+        var host = HostStatus(
             flags: flags, state: chosen.path.isReachable ? .online : (readyLinks.isEmpty ? .offline : .local),
             primaryInterface: chosen.path.interfaceName, availableInterfaces: available,
             underlyingInterface: underlying, connectivity: connectivity, announcedPortal: announced ?? "",
@@ -162,6 +166,8 @@ extension NetworkState {
             nat64Prefix: nat64Prefix(on: announcing, gateway: chosen.path.gateway),
             expensiveReason: flags.contains(.isExpensive) ? reason : nil,
             networkID: chosen.path.isReachable ? attached.interfaceIndex.map { networkID(of: $0) } ?? "" : "")
+        host.portalSession = session
+        return host
     }
 
 

@@ -64,6 +64,8 @@ public struct NetworkState: Sendable {
     private(set) var radioBlocks: [Int32: RadioBlock] = [:]
     /// Links whose DHCP lease says the network is metered (`NetworkEvent.dhcpMetered`).
     private(set) var dhcpMetered: Set<Int32> = []
+    /// DHCP's portal URIs and the portal APIs' answers (NetworkState+Portals).
+    var portals = LinkPortals()
     /// What NetworkManager says of each device's cost, by interface name
     /// (`NetworkEvent.networkManagerMetered`); a name absent has nothing said (`unknown`).
     private(set) var networkManagerMetered: [String: NetworkManagerMetered] = [:]
@@ -146,11 +148,7 @@ public struct NetworkState: Sendable {
     }
 
     private mutating func ingest(_ event: NetworkEvent) {
-        switch event {
-        case .internetPath, .connectivity, .announcedPortal, .nat64Prefix, .clock, .uplinkConnectivity, .stalls, .nameservers, .radio, .dhcpMetered,
-            .networkManagerMetered, .neighbour, .neighbourRemoved: break
-        default: routingEpoch &+= 1
-        }
+        if !event.movesNoRoute { routingEpoch &+= 1 }
         switch event {
         case let .link(link, device):
             updateLink(link, device: device)
@@ -182,9 +180,7 @@ public struct NetworkState: Sendable {
             hear(portal, received: received)
         case let .nat64Prefix(announced, received):
             hear(announced, received: received)
-        case let .clock(now):
-            clockAnnouncements(at: now)
-            lapse(at: now)
+        case let .clock(now): clock(at: now)
         case let .uplinkConnectivity(index, verdict):
             guard verdict != .unknown, links[index]?.link.isReady == true else {
                 uplinkVerdicts.removeValue(forKey: index)
@@ -208,6 +204,8 @@ public struct NetworkState: Sendable {
             guard links[index] != nil, dhcpMetered.contains(index) != metered else { return }
             if metered { dhcpMetered.insert(index) } else { dhcpMetered.remove(index) }
             dirty.insert(index)
+        case let .dhcpPortals(list): hearDHCPPortals(list)
+        case let .portalAnswer(index, api, answer): hearPortalAnswer(index: index, api: api, answer)
         case let .networkManagerMetered(interface, said):
             guard networkManagerMetered[interface] ?? .unknown != said else { return }
             networkManagerMetered[interface] = said == .unknown ? nil : said
@@ -279,6 +277,7 @@ public struct NetworkState: Sendable {
         linkStalls.removeValue(forKey: index)
         radioBlocks.removeValue(forKey: index)
         dhcpMetered.remove(index)
+        forgetPortalAnswer(of: index)
         for router in gatewayNeighbours.keys where router.interfaceIndex == index { gatewayNeighbours.removeValue(forKey: router) }
         dirty.insert(index)
     }

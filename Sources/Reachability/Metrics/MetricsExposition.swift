@@ -92,6 +92,17 @@ package enum MetricsExposition {
             out.sample("reachd_connectivity", [("verdict", verdict.rawValue)], host.connectivity.verdict == verdict ? 1 : 0)
         }
 
+        // The portal API's session, never its URLs: a login URL carries a session token.
+        let session = host.portalSession
+        out.family("reachd_portal_captive", .gauge, "1 while the network's captive-portal API (RFC 8908) says the host is captive, 0 otherwise.")
+        out.sample("reachd_portal_captive", [], session.captive ? 1 : 0)
+        out.family("reachd_portal_ending", .gauge, "1 while the portal session ends within [Portal] EndingLead= (no-portal is false), 0 otherwise.")
+        out.sample("reachd_portal_ending", [], session.ending ? 1 : 0)
+        out.family("reachd_portal_session_end_seconds", .gauge, "When the portal session ends, as the API said, in seconds since the epoch; 0 when it said no time.")
+        out.sample("reachd_portal_session_end_seconds", [], Double(session.ends) / 1e6)
+        out.family("reachd_portal_bytes_remaining", .gauge, "The bytes the portal session has left, as the API said; -1 when it said none.")
+        out.sample("reachd_portal_bytes_remaining", [], Double(session.bytesRemaining))
+
         out.family("reachd_stalled", .gauge, "1 while the host's own TCP traffic through its path has stopped flowing (passive stall detection: sent, retransmitted, nothing received), 0 otherwise.")
         out.sample("reachd_stalled", [], host.stalled ? 1 : 0)
     }

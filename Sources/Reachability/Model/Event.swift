@@ -55,6 +55,13 @@ public enum NetworkEvent: Hashable, Sendable {
     /// (option 43 carrying `ANDROID_METERED`, as Android's hotspots send it), read from the lease
     /// the host's DHCP client records (`DHCPLeases`). Counts toward `isExpensive`, moves no route.
     case dhcpMetered(index: Int32, Bool)
+    /// Not from rtnetlink: every captive-portal URI the host's DHCP client records now (DHCPv4
+    /// option 114, DHCPv6 option 103; `DHCPLeases`), replacing those said before. Shown for a
+    /// ready link of that name that no router announced a portal on. Moves no route.
+    case dhcpPortals([DHCPPortal])
+    /// Not from the kernel: a link's captive-portal API answered (`PortalAnswer`), or, with
+    /// a nil session, was found wanting (the answer before it no longer holds). Moves no route.
+    case portalAnswer(index: Int32, api: String, PortalAnswer?)
     /// Not from rtnetlink: what NetworkManager, while it runs, says of the cost of the device
     /// whose IP interface has this name (its `Metered`); `unknown` forgets it (the device went,
     /// or NetworkManager did). By name, as NetworkManager names its devices, so it holds for a

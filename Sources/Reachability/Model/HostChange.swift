@@ -64,7 +64,7 @@ public struct HostChange: Hashable, Sendable {
         case stall
         /// The connectivity probe's verdict.
         case connectivity
-        /// A captive portal: the probe's or the one a router announced.
+        /// A captive portal: the probe's, the one a router or DHCP announced, or its API's session.
         case portal
         /// The NAT64 prefix announced on the path.
         case nat64
@@ -111,7 +111,7 @@ public struct HostChange: Hashable, Sendable {
         note(.constrained, old.flags.contains(.isConstrained) != new.flags.contains(.isConstrained))
         note(.stall, old.stalled != new.stalled || old.flags.contains(.stalled) != new.flags.contains(.stalled))
         note(.connectivity, old.connectivity.verdict != new.connectivity.verdict || old.connectivity.detail != new.connectivity.detail)
-        note(.portal, old.connectivity.portal != new.connectivity.portal || old.announcedPortal != new.announcedPortal)
+        note(.portal, old.connectivity.portal != new.connectivity.portal || old.announcedPortal != new.announcedPortal || old.portalSession != new.portalSession)
         note(.nat64, old.nat64Prefix != new.nat64Prefix)
         note(.interfaces, old.availableInterfaces != new.availableInterfaces || old.validatedInterfaces != new.validatedInterfaces)
         note(.network, old.networkID != new.networkID)

@@ -11,8 +11,9 @@ public enum HostCondition: Hashable, Sendable {
     /// Online through a path that is not expensive (no `ExpensiveReason`: not cellular, not
     /// configured metered, not a phone's tether or hotspot, nor a tunnel over such a link).
     case unmetered
-    /// The connectivity probe did not meet a captive portal. Without the probe nothing is known
-    /// of portals, and this holds.
+    /// No captive portal holds the host: the network's portal API (RFC 8908) does not say
+    /// captive, its session does not end within the lead time, and the connectivity probe did not
+    /// meet a portal. Without an API or the probe nothing is known of portals, and this holds.
     case noPortal
     /// The host's own TCP traffic through its path has not stopped flowing (stall detection).
     case notStalled
@@ -77,6 +78,11 @@ public enum HostCondition: Hashable, Sendable {
             guard host.flags.contains(.isExpensive) else { return nil }
             return "the host's path via \(Self.path(snapshot)) is metered" + (host.expensiveReason.map { " (\($0.text))" } ?? "")
         case .noPortal:
+            let session = host.portalSession
+            if session.captive {
+                return "the network's portal API says the host is captive" + (session.loginURL.isEmpty ? "" : " (log in at \(session.loginURL))")
+            }
+            if session.ending { return "the network's portal API says the session ends within the lead time ([Portal] EndingLead=)" }
             guard host.connectivity.verdict == .portal else { return nil }
             let location = host.connectivity.portal.isEmpty ? "" : " (redirected to \(host.connectivity.portal))"
             return "the connectivity probe met a captive portal\(location)"

@@ -13,11 +13,18 @@ public struct InterfaceStatus: Hashable, Sendable {
     /// The name of the network the interface is attached to, as the host's `networkID` (empty
     /// without a default route through it, or before its gateway answered ARP/ND once).
     public var networkID: String
+    /// The captive-portal API URI announced on this link (RFC 8910: a router's option 37, or
+    /// DHCP's option 114 or 103 as the host's DHCP client records it); empty when none.
+    public var portal: String
+    /// Where `portal` came from; nil when there is none.
+    public var portalSource: PortalSource?
 
     public init(
         index: Int32, name: String, kind: InterfaceKind, flags: ReachabilityFlags, addresses: [IPPrefix],
-        expensiveReason: ExpensiveReason? = nil, networkID: String = ""
+        expensiveReason: ExpensiveReason? = nil, networkID: String = "", portal: String = "", portalSource: PortalSource? = nil
     ) {
+        self.portal = portal
+        self.portalSource = portalSource
         self.expensiveReason = expensiveReason
         self.networkID = networkID
         self.index = index
@@ -44,10 +51,13 @@ public struct HostStatus: Hashable, Sendable {
     /// (`[Connectivity]` in reachd.conf); `unknown` without it.
     public var connectivity: ConnectivityStatus
     /// The captive-portal URI the network announced on the primary interface (or, under a
-    /// tunnel, on the link beneath it) in an IPv6 router advertisement (RFC 8910), probe or no
-    /// probe; empty when none was. `urn:ietf:params:capport:unrestricted` means the network says
-    /// it has no portal.
+    /// tunnel, on the link beneath it) in an IPv6 router advertisement or DHCP (RFC 8910), probe
+    /// or no probe; empty when none was. `urn:ietf:params:capport:unrestricted` means the network
+    /// says it has no portal.
     public var announcedPortal: String
+    /// What that URI's captive-portal API (RFC 8908) last said of the host's session, while the
+    /// link announces it; `PortalSession.none` when no API answered.
+    public var portalSession = PortalSession.none
     /// The NAT64 prefix a router announced (RFC 8781) on the same link as `announcedPortal`;
     /// nil when none was or its lifetime ended.
     public var nat64Prefix: Nat64Prefix?

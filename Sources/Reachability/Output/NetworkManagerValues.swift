@@ -11,7 +11,8 @@ package struct NetworkManagerValues: Hashable, Sendable {
     package var state: UInt32
     /// NMConnectivityState: 4 FULL when online, else 1 NONE. Without a probe NetworkManager does
     /// the same: full when a default route through a ready link exists. With reachd's probe on,
-    /// its verdict: 2 PORTAL, 3 LIMITED, 1 NONE.
+    /// its verdict: 2 PORTAL, 3 LIMITED, 1 NONE; 2 PORTAL too while the network's captive-portal
+    /// API says the host is captive (`PortalSession.captive`).
     package var connectivity: UInt32
     /// NMMetered of the device `PrimaryConnection` leads to; 0 UNKNOWN when there is none.
     package var metered: UInt32
@@ -41,6 +42,10 @@ package struct NetworkManagerValues: Hashable, Sendable {
 
     package init(host: HostStatus, interfaces: [InterfaceStatus]) {
         switch host.state {
+        case .online where host.portalSession.captive:
+            // The network's own captive-portal API says so: PORTAL, as NetworkManager's probe would.
+            state = Self.stateConnectedSite
+            connectivity = Self.connectivityPortal
         case .online where [.portal, .limited, .none].contains(host.connectivity.verdict):
             // The probe ([Connectivity]) says the route does not reach the internet: NetworkManager's
             // CONNECTED_SITE with its PORTAL (2), LIMITED (3) or NONE (1).

@@ -23,6 +23,8 @@ extension InterfaceStatus {
             ("stalled", .bool(flags.contains(.stalled))),
             ("expensiveReason", .string(expensiveReason?.rawValue ?? "")),
             ("networkID", .string(networkID)),
+            ("portal", .string(portal)),
+            ("portalSource", .string(portalSource?.rawValue ?? "")),
         ])
     }
 }
@@ -31,7 +33,8 @@ extension HostStatus {
     /// The host members shared by snapshots and changes, in documented order:
     /// `flags`, `state`, `primaryInterface`, `availableInterfaces`, `underlyingInterface`,
     /// `connectivity` (the probe's verdict: `unknown` without it), `portal` (where the probe was
-    /// redirected, or empty), `announcedPortal` (the RFC 8910 URI a router advertised, or empty),
+    /// redirected, or empty), `announcedPortal` (the RFC 8910 URI a router or DHCP announced, or
+    /// empty), `portalSession` (what that URI's RFC 8908 API said: `PortalSession.json`),
     /// `nat64Prefix`, `nat64Router`, `nat64Interface` (the NAT64 prefix a router announced, RFC
     /// 8781, which router and on which link; each empty when none is),
     /// `validatedInterfaces` (the available interfaces the probe found the internet through),
@@ -48,6 +51,7 @@ extension HostStatus {
             ("connectivity", .string(connectivity.verdict.rawValue)),
             ("portal", .string(connectivity.portal)),
             ("announcedPortal", .string(announcedPortal)),
+            ("portalSession", portalSession.json),
             ("nat64Prefix", .string(nat64Prefix?.prefix.description ?? "")),
             ("nat64Router", .string(nat64Prefix?.router.description ?? "")),
             ("nat64Interface", .string(nat64Prefix?.interfaceName ?? "")),
@@ -138,5 +142,21 @@ extension CheckResult {
         if let source { members.append(("source", .string(source.description))) }
         if let message { members.append(("message", .string(message))) }
         return .object(members)
+    }
+}
+
+extension PortalSession {
+    /// `{"captive":false,"loginURL":"","venueURL":"","ends":0,"bytesRemaining":-1,"canExtend":false,"ending":false}`:
+    /// `ends` in microseconds since the epoch (0: not said), `bytesRemaining` -1 when not said.
+    var json: JSONValue {
+        .object([
+            ("captive", .bool(captive)),
+            ("loginURL", .string(loginURL)),
+            ("venueURL", .string(venueURL)),
+            ("ends", .uint(ends)),
+            ("bytesRemaining", .int(bytesRemaining)),
+            ("canExtend", .bool(canExtend)),
+            ("ending", .bool(ending)),
+        ])
     }
 }

@@ -107,6 +107,7 @@ package func renderStatus(_ snapshot: ReachabilitySnapshot, style: TextStyle = .
     if !host.validatedInterfaces.isEmpty { lines.append("Internet via: " + host.validatedInterfaces.joined(separator: ", ")) }
     if host.flags.contains(.isExpensive) { lines.append("Metered: yes" + (host.expensiveReason.map { " (\($0.text))" } ?? "")) }
     if !host.announcedPortal.isEmpty { lines.append("Announced portal: " + host.announcedPortal) }
+    if let portal = renderPortalSession(host.portalSession) { lines.append("Portal session: " + portal) }
     if let nat64 = host.nat64Prefix { lines.append("NAT64: \(nat64.prefix) (announced by \(nat64.router) on \(nat64.interfaceName))") }
     let facts = host.pathFacts
     let families = [facts.supportsIPv4 ? "IPv4" : nil, facts.supportsIPv6 ? "IPv6" : nil].compactMap { $0 }
@@ -302,4 +303,16 @@ package func renderCheck(_ result: CheckResult, style: TextStyle = .plain) -> St
     let resolved = result.addresses.map(\.description)
     if !resolved.isEmpty, resolved != [result.target] { line += "\n  addresses: " + resolved.joined(separator: ", ") }
     return line
+}
+
+/// What the network's portal API said, in a line: captive or not, the login page, the end (local
+/// time), the bytes left, ending; nil when no API answered.
+func renderPortalSession(_ session: PortalSession) -> String? {
+    guard session != .none else { return nil }
+    var words = [session.captive ? "captive" : "logged in"]
+    if !session.loginURL.isEmpty { words.append("login at " + session.loginURL.escapingControlCharacters()) }
+    if session.ends > 0 { words.append("ends " + HistoryOutput.timestamp(session.ends)) }
+    if session.bytesRemaining >= 0 { words.append("\(session.bytesRemaining) bytes left") }
+    if session.ending { words.append("ending soon") }
+    return words.joined(separator: ", ")
 }

@@ -21,8 +21,10 @@ public final class DirectoryWatch {
 
     /// Follows the files in `directory`; the error when it cannot (a directory that does not
     /// exist, the user's watches used up).
-    public func watch(_ directory: String) throws(SystemError) {
-        guard inotify_add_watch(fd, directory, Self.fileChanges) >= 0 else {
+    /// `appends`: also each write to a file held open (ISC dhclient appends each lease to its
+    /// file and flushes it, never closing it).
+    public func watch(_ directory: String, appends: Bool = false) throws(SystemError) {
+        guard inotify_add_watch(fd, directory, Self.fileChanges | (appends ? UInt32(IN_MODIFY) : 0)) >= 0 else {
             throw SystemError("inotify_add_watch \(directory)", errno: errno)
         }
     }

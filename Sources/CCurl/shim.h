@@ -1,0 +1,62 @@
+// libcurl, loaded with dlopen(3) the first time a network announces a captive-portal API, so a
+// reachd that never meets one maps none of it (BENCHMARKS.md has what it costs). Its
+// declarations come from curl/curl.h (libcurl4-openssl-dev); reachd is not linked with it. The
+// functions are looked up once; Swift cannot call curl_easy_setopt, a variadic function, so the
+// typed wrappers below pass one argument of each kind through the variadic pointer. No logic.
+#include <curl/curl.h>
+#include <dlfcn.h>
+#include <stddef.h>
+
+typedef struct {
+    CURL *(*easy_init)(void);
+    CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+    CURLcode (*easy_perform)(CURL *);
+    CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+    void (*easy_cleanup)(CURL *);
+    const char *(*easy_strerror)(CURLcode);
+    struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+    void (*slist_free_all)(struct curl_slist *);
+    CURLcode (*global_init)(long);
+} reachd_curl;
+
+// 0 when every function was found in `library` (kept open for the process's life), else -1;
+// dlerror() says why.
+static inline int reachd_curl_load(const char *library, reachd_curl *curl) {
+    void *handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) return -1;
+    curl->easy_init = (CURL * (*)(void)) dlsym(handle, "curl_easy_init");
+    curl->easy_setopt = (CURLcode(*)(CURL *, CURLoption, ...))dlsym(handle, "curl_easy_setopt");
+    curl->easy_perform = (CURLcode(*)(CURL *))dlsym(handle, "curl_easy_perform");
+    curl->easy_getinfo = (CURLcode(*)(CURL *, CURLINFO, ...))dlsym(handle, "curl_easy_getinfo");
+    curl->easy_cleanup = (void (*)(CURL *))dlsym(handle, "curl_easy_cleanup");
+    curl->easy_strerror = (const char *(*)(CURLcode))dlsym(handle, "curl_easy_strerror");
+    curl->slist_append = (struct curl_slist * (*)(struct curl_slist *, const char *)) dlsym(handle, "curl_slist_append");
+    curl->slist_free_all = (void (*)(struct curl_slist *))dlsym(handle, "curl_slist_free_all");
+    curl->global_init = (CURLcode(*)(long))dlsym(handle, "curl_global_init");
+    if (!curl->easy_init || !curl->easy_setopt || !curl->easy_perform || !curl->easy_getinfo || !curl->easy_cleanup
+        || !curl->easy_strerror || !curl->slist_append || !curl->slist_free_all || !curl->global_init)
+        return -1;
+    return 0;
+}
+
+static inline CURLcode reachd_curl_setopt_long(const reachd_curl *curl, CURL *easy, CURLoption option, long value) {
+    return curl->easy_setopt(easy, option, value);
+}
+
+static inline CURLcode reachd_curl_setopt_pointer(const reachd_curl *curl, CURL *easy, CURLoption option, const void *value) {
+    return curl->easy_setopt(easy, option, value);
+}
+
+typedef size_t (*reachd_curl_write)(char *data, size_t size, size_t count, void *context);
+
+static inline CURLcode reachd_curl_setopt_write(const reachd_curl *curl, CURL *easy, reachd_curl_write function) {
+    return curl->easy_setopt(easy, CURLOPT_WRITEFUNCTION, function);
+}
+
+static inline CURLcode reachd_curl_getinfo_long(const reachd_curl *curl, CURL *easy, CURLINFO info, long *value) {
+    return curl->easy_getinfo(easy, info, value);
+}
+
+static inline CURLcode reachd_curl_getinfo_string(const reachd_curl *curl, CURL *easy, CURLINFO info, char **value) {
+    return curl->easy_getinfo(easy, info, value);
+}
