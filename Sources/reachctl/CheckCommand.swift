@@ -26,6 +26,14 @@ struct CheckCommand: AsyncParsableCommand {
             unreachable, prohibit or blackhole route or rule: a kill switch), dnsTimeout, \
             dnsNotFound, dnsFailure, invalidTarget.
 
+            --unit NAME answers as the systemd service NAME's traffic would go (reachd only): \
+            reachd reads its sandbox from systemd and routes as its user, in its network \
+            namespace (NetworkNamespacePath=, PrivateNetwork=), then applies its \
+            RestrictAddressFamilies=, IPAddressAllow=/IPAddressDeny= and RestrictNetworkInterfaces=; \
+            what denies is the message (reason policyBlocked), and `why --unit` names it in its \
+            policy layer. Without a target, the internet. Root may ask about any service, \
+            another user about the services that run as that user.
+
             --validate (no target) asks whether the internet really answers through the host's \
             path: reachd's connectivity probe runs now (or the one in flight is joined) and its \
             verdict is printed: full, portal (with where it was redirected), limited or none, \
@@ -38,6 +46,7 @@ struct CheckCommand: AsyncParsableCommand {
               reachctl check --json fe80::1%wlan0 | jq -r .reason
               sudo reachctl check --user nobody 198.51.100.7
               reachctl check --validate --json | jq -r .connectivity
+              reachctl check --unit backup.service 198.51.100.7
 
             Exit status: 0 reachable, 1 not reachable, 255 invalid target or error. With \
             --validate: 0 full, 1 portal, limited, none or no verdict yet, 255 error (reachd not answering, or its \
@@ -64,6 +73,13 @@ struct CheckCommand: AsyncParsableCommand {
         help: ArgumentHelp("Answer as this user's traffic is routed (a name or a uid; only root may name another user).", valueName: "user"))
     var user: String?
 
+    @Option(
+        name: .customLong("unit"),
+        help: ArgumentHelp(
+            "Answer as this systemd service's traffic would go: its user, namespace and IPAddressDeny=, RestrictNetworkInterfaces=, RestrictAddressFamilies= (reachd only).",
+            valueName: "unit"))
+    var unit: String?
+
     @OptionGroup var output: OutputOptions
 
     @OptionGroup var options: CommonOptions
@@ -88,7 +104,11 @@ struct CheckCommand: AsyncParsableCommand {
                 throw ValidationError("--user \(user): only root may ask as another user (you are uid \(getuid())).")
             }
         }
-        if !validateInternet, target == nil {
+        if let unit {
+            if validateInternet || user != nil { throw ValidationError("--unit \(unit) takes neither --validate nor --user: the unit's own user and sandbox decide.") }
+            if case let .failure(refusal) = UnitName.validate(unit) { throw ValidationError("--unit: \(refusal.description).") }
+        }
+        if !validateInternet, target == nil, unit == nil {
             throw ValidationError("Missing expected argument '<target>' (an address or a host name), or --validate.")
         }
         if let timeout, timeout > ReachdContract.maximumCheckTimeout {
@@ -102,12 +122,20 @@ struct CheckCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let unit {
+            let result = try await reportingErrors { try await UnitQuestion.ask(unit, target ?? "", options: options, timeout: timeout).result }
+            return try report(result)
+        }
         guard let target else { return try await runValidation() }
         let result = try await reportingErrors {
             let source = try options.openSource()
             defer { source.stop() }
             return try await source.check(target, timeout: timeout, asUser: user.flatMap(Self.uid(of:)))
         }
+        try report(result)
+    }
+
+    private func report(_ result: CheckResult) throws {
         if result.reason == .invalidTarget, !output.json {
             Terminal.write("reachctl: invalid target: \(result.message ?? result.target)\n", to: 2)
             throw ExitStatus.error.exitCode

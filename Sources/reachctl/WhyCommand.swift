@@ -16,17 +16,25 @@ struct WhyCommand: AsyncParsableCommand {
             detection) and portal (the connectivity probe, reachd only). Then what would fix the \
             first broken layer.
 
+            --unit NAME explains as the systemd service NAME's traffic would go (reachd only): \
+            a policy layer after the route names what of its sandbox denies \
+            ("IPAddressDeny=any of backup.service: 203.0.113.9 is denied", \
+            "RestrictNetworkInterfaces=wg0 of ...", "PrivateNetwork=yes of ...", \
+            "NetworkNamespacePath=... of ...: that namespace has no way to ..."); in a namespace of \
+            its own the host's layers are unknown. The JSON then carries "unit".
+
             A host name is resolved first (as `check` does); the layers below DNS are those of \
             its first address, or the host's when it did not resolve.
 
             With --json it prints one object: target ("" for the host), uid, brokenLayer (radio, \
-            link, address, gateway, route, dns, traffic or portal; "" when nothing is broken) \
+            link, address, gateway, route, policy, dns, traffic or portal; "" when nothing is broken) \
             and layers (each: layer, status, evidence, fix).
 
             Examples:
               reachctl why
               reachctl why 192.0.2.1
               reachctl why example.org --json | jq -r .brokenLayer
+              reachctl why --unit backup.service 203.0.113.9
 
             Exit status: 0 nothing broken, 1 a layer is broken, 255 usage error or invalid target.
             """
@@ -35,12 +43,20 @@ struct WhyCommand: AsyncParsableCommand {
     @Argument(help: "An IPv4/IPv6 address or a host name; without it, the host's own answer.")
     var target: String?
 
+    @Option(
+        name: .customLong("unit"),
+        help: ArgumentHelp(
+            "Explain as this systemd service's traffic would go, with a policy layer naming what of its sandbox denies (reachd only).",
+            valueName: "unit"))
+    var unit: String?
+
     @OptionGroup var output: OutputOptions
 
     @OptionGroup var options: CommonOptions
 
     func run() async throws {
         let explanation = try await reportingErrors { () async throws -> Explanation in
+            if let unit { return try await UnitQuestion.ask(unit, target ?? "", options: options).explanation }
             let source = try options.openSource()
             defer { source.stop() }
             guard let target, !target.isEmpty, !AddressTarget.looksLikeAddress(target) else {

@@ -19,6 +19,8 @@ final class ReachabilityService: BusObject {
     private let callers: Callers
     /// `GetMetrics`: the exposition.
     private let metricsText: () -> String
+    /// `CheckUnit`: a service's answer, judged by its sandbox.
+    private let units: UnitChecks
     /// `GetHistory`: the recorded changes of answers (set once the history follows the core).
     var history: History?
     /// GetHistory's replies are the largest reachd makes (176 KB with the ring full): each user
@@ -42,6 +44,7 @@ final class ReachabilityService: BusObject {
         self.defaultTimeout = defaultTimeout
         self.validate = validate
         self.metricsText = metricsText
+        units = UnitChecks(state: state, bus: bus, callers: callers)
     }
 
     static let vtable = BusVTable(ReachdContract.serviceMembers)
@@ -98,7 +101,7 @@ final class ReachabilityService: BusObject {
         "CheckHost": { service in { message throws(BusError) in try service.checkHost(message) } },
         "CheckHostAsUser": { service in { message throws(BusError) in try service.checkHost(message, asUser: true) } },
         "Validate": validate, "GetMetrics": getMetrics, "GetHistory": getHistory, "Watch": watch, "WatchPath": watchPath,
-        "Unwatch": unwatch,
+        "Unwatch": unwatch, "CheckUnit": { service in { message throws(BusError) in try service.units.check(message) } },
     ]
 
     func call(_ method: String, _ message: BusMessage) throws(BusError) -> BusReply {

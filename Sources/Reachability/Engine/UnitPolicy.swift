@@ -103,3 +103,31 @@ public enum UnitPolicy {
         return Explanation(target: host.target, uid: host.uid, layers: layers)
     }
 }
+
+extension UnitPolicy {
+    /// The answer for `address` in a namespace reachd does not follow (a unit's own), from the
+    /// kernel's route there and its egress link alone: reachable through a link that is up with
+    /// carrier; a refusing route is a kill switch, as on the host.
+    public static func namespaceAnswer(_ lookup: RouteLookup, link: Link?, for address: IPAddress, target: String) -> CheckResult {
+        var result = CheckResult(target: target, addresses: [address])
+        switch lookup {
+        case let .failed(errno):
+            result.reason = RouteType(refusal: errno) != nil ? .policyBlocked : .noRoute
+        case let .route(route) where route.type == .local:
+            result.flags = [.reachable, .isLocalAddress, .isDirect]
+            result.interface = link?.name ?? ""
+        case let .route(route) where route.type.isBlocking:
+            result.reason = .policyBlocked
+        case let .route(route):
+            result.interface = link?.name ?? ""
+            result.gateway = route.nextHops.first?.gateway
+            result.source = route.preferredSource
+            guard let link, link.isReady || link.isLoopback else {
+                result.reason = .linkDown
+                return result
+            }
+            result.flags = result.gateway == nil ? [.reachable, .isDirect] : [.reachable]
+        }
+        return result
+    }
+}

@@ -54,6 +54,9 @@ public struct Explanation: Hashable, Sendable {
     public var target: String
     /// Whose traffic the route was looked up for; nil when the lookup was the system's (uid 0).
     public var uid: UInt32?
+    /// The systemd service whose traffic is explained (`reachctl why --unit`); nil for the
+    /// host's or the caller's.
+    public var unit: String?
     /// Every layer of `hostLayers` in its order, and for a unit its `policy` after the route's.
     public var layers: [Layer]
 
