@@ -10,9 +10,11 @@ final class ServiceSandboxes {
     static let busName = "org.freedesktop.systemd1"
     static let unitInterface = "org.freedesktop.systemd1.Unit"
     static let serviceInterface = "org.freedesktop.systemd1.Service"
+    static let managerInterface = "org.freedesktop.systemd1.Manager"
+    static let managerPath = "/org/freedesktop/systemd1"
     /// systemd answers a property in well under a millisecond; one that does not in 2 s is
     /// not waited on (the caller's own bus timeout is 25 s).
-    static let timeout: Duration = .seconds(2)
+    static let timeout = ReachdContract.systemdTimeout
     static let readingLimit = 32
     /// More than any real unit's lists (systemd takes what its unit file says, unbounded).
     static let listLimit = 1024
@@ -33,6 +35,8 @@ final class ServiceSandboxes {
 
     private struct Values {
         var loadState = ""
+        /// The manager's build features ("+PAM ... -BPF_FRAMEWORK ...").
+        var features = ""
         var mainPID: UInt32 = 0
         var user = ""
         var dynamicUser = false
@@ -47,7 +51,7 @@ final class ServiceSandboxes {
     /// The properties read, with their interfaces (LoadState is every unit's; the rest a
     /// service's exec and cgroup settings).
     private static let properties: [(interface: String, name: String)] =
-        [(unitInterface, "LoadState")]
+        [(unitInterface, "LoadState"), (managerInterface, "Features")]
         + ["MainPID", "User", "DynamicUser", "PrivateNetwork", "NetworkNamespacePath", "IPAddressAllow", "IPAddressDeny",
            "RestrictNetworkInterfaces", "RestrictAddressFamilies"].map { (serviceInterface, $0) }
 
@@ -55,6 +59,7 @@ final class ServiceSandboxes {
     private static func read(_ name: String, _ message: BusMessage, into values: inout Values) throws(BusError) {
         switch name {
         case "LoadState": values.loadState = try readString(message, name)
+        case "Features": values.features = try readString(message, name)
         case "MainPID": values.mainPID = try variant(message, "u") { message throws(BusError) in try message.readUInt32() }
         case "User": values.user = try readString(message, name)
         case "DynamicUser": values.dynamicUser = try variant(message, "b") { message throws(BusError) in try message.readBool() }
@@ -97,7 +102,7 @@ final class ServiceSandboxes {
         for property in Self.properties {
             current.pending += 1
             current.slots.append(try bus.callAsync(
-                destination: Self.busName, path: path, interface: "org.freedesktop.DBus.Properties", member: "Get", timeout: Self.timeout,
+                destination: Self.busName, path: property.interface == Self.managerInterface ? Self.managerPath : path, interface: "org.freedesktop.DBus.Properties", member: "Get", timeout: Self.timeout,
                 { message throws(BusError) in
                     try message.append(property.interface)
                     try message.append(property.name)
@@ -140,7 +145,8 @@ final class ServiceSandboxes {
             else { UnitRoutes.uid(ofUser: values.user).map { .known($0) } ?? .unresolved(values.user) }
         return .success(UnitSandbox(
             unit: current.unit, user: user, namespacePath: values.namespacePath, privateNetwork: values.privateNetwork,
-            addressAllow: values.addressAllow, addressDeny: values.addressDeny, interfaces: values.interfaces, families: values.families,
+            addressAllow: values.addressAllow, addressDeny: values.addressDeny, interfaces: values.interfaces,
+            interfacesEnforced: !values.features.split(separator: " ").contains("-BPF_FRAMEWORK"), families: values.families,
             mainPID: values.mainPID))
     }
 

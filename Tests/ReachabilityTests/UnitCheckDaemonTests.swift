@@ -28,6 +28,7 @@ struct UnitCheckDaemonTests {
             return "".join(c if c.isalpha() or (c.isdigit() and i > 0) else "_%02x" % ord(c) for i, c in enumerate(name))
         info = Gio.DBusNodeInfo.new_for_xml('''<node>
           <interface name="org.freedesktop.systemd1.Unit"><property name="LoadState" type="s" access="read"/></interface>
+          <interface name="org.freedesktop.systemd1.Manager"><property name="Features" type="s" access="read"/></interface>
           <interface name="org.freedesktop.systemd1.Service">
             <property name="MainPID" type="u" access="read"/><property name="User" type="s" access="read"/>
             <property name="DynamicUser" type="b" access="read"/><property name="PrivateNetwork" type="b" access="read"/>
@@ -48,8 +49,10 @@ struct UnitCheckDaemonTests {
             return get
         for name, settings in units.items():
             path = "/org/freedesktop/systemd1/unit/" + label(name)
-            for interface in info.interfaces:
+            for interface in info.interfaces[:1] + info.interfaces[2:]:
                 connection.register_object(path, interface, None, getter(settings), None)
+        connection.register_object("/org/freedesktop/systemd1", info.interfaces[1], None,
+            lambda c, s, p, i, n: GLib.Variant("s", "+PAM +SECCOMP +BPF_FRAMEWORK"), None)
         own()
         if sys.argv[2:] == ["mute"]: time.sleep(3600)
         GLib.MainLoop().run()
@@ -89,7 +92,13 @@ struct UnitCheckDaemonTests {
         let harness = try DaemonHarness(scenario.ns)
         defer { harness.shutdown() }
         try await harness.ready()
-        let owner = try Self.startOwner(harness, Self.units)
+        let isolated = try TestNamespace("isolated")
+        let units = Self.units.replacingOccurrences(of: "\"plain.service\": {},", with: """
+            "plain.service": {},
+            "tunnel.service": {"NetworkNamespacePath": ["s", "\(scenario.far.path)"]},
+            "confined.service": {"NetworkNamespacePath": ["s", "\(isolated.path)"]},
+            """)
+        let owner = try Self.startOwner(harness, units)
         defer { owner.kill() }
 
         let far = "198.51.100.7"
@@ -102,6 +111,11 @@ struct UnitCheckDaemonTests {
             ("private.service", far, false, "PrivateNetwork=yes of private.service: its namespace has a loopback only, no way to 198.51.100.7"),
             ("prohibited.service", far, false, nil),
             ("nobody.service", far, true, nil),
+            // far holds 192.0.2.1/24 on up0p: 192.0.2.2 is on its link, 198.51.100.7 beyond any route.
+            ("tunnel.service", "192.0.2.2", true, nil),
+            ("tunnel.service", far, false, "NetworkNamespacePath=\(scenario.far.path) of tunnel.service: that namespace has no way to 198.51.100.7 (noRoute)"),
+            ("confined.service", "192.0.2.2", false,
+             "NetworkNamespacePath=\(isolated.path) of confined.service: that namespace has no way to 192.0.2.2 (noRoute)"),
         ]
         for item in expected {
             let check = try Self.ask(harness, "check", item.unit, item.target)
@@ -115,6 +129,11 @@ struct UnitCheckDaemonTests {
             #expect((policy?["status"] as? String) == (item.message == nil ? "ok" : "broken"), "\(item.unit): \(why.json)")
             if let message = item.message { #expect((policy?["evidence"] as? [String])?.first == message, "\(why.json)") }
         }
+        let tunnel = try Self.ask(harness, "check", "tunnel.service", "192.0.2.2")
+        #expect(tunnel.json["interface"] as? String == "up0p", "\(tunnel.json)")
+        let inside = try Self.ask(harness, "why", "tunnel.service", "192.0.2.2")
+        let link = (inside.json["layers"] as? [[String: Any]])?.first { $0["layer"] as? String == "link" }
+        #expect(link?["status"] as? String == "unknown", "the host's link says nothing of the namespace's: \(inside.json)")
         // The uid's prohibit rule is the route's, not the sandbox's.
         let prohibited = try Self.ask(harness, "why", "prohibited.service", far)
         #expect(prohibited.json["brokenLayer"] as? String == "route", "\(prohibited.json)")

@@ -42,6 +42,10 @@ import Testing
         let denyList = UnitSandbox(unit: "no-up.service", interfaces: .init(allows: false, names: ["up0"]))
         #expect(judge(denyList).result.message?.hasPrefix("RestrictNetworkInterfaces=~up0 of no-up.service") == true)
         #expect(judge(denyList, route: viaTunnel).result.isReachable)
+        var ignored = allowList
+        ignored.interfacesEnforced = false
+        #expect(judge(ignored).result.isReachable)
+        #expect(judge(ignored).layer.evidence.contains { $0.contains("not enforced: this systemd is built without BPF_FRAMEWORK") })
     }
 
     @Test func restrictAddressFamilies_refusesTheFamily_beforeAnyRoute() {

@@ -288,7 +288,7 @@ extension ReachabilityClient {
     /// CheckUnit: the answer for `target` (an address, "" for the internet) as the systemd service
     /// `unit`'s traffic would go, judged by its sandbox, and its explanation with the `policy` layer.
     public func checkUnit(_ unit: String, _ target: String) throws(BusError) -> (result: CheckResult, explanation: Explanation) {
-        let reply = try call("CheckUnit") { message throws(BusError) in
+        let reply = try call("CheckUnit", timeout: ReachdContract.checkUnitTimeout) { message throws(BusError) in
             try message.append(unit)
             try message.append(target)
         }

@@ -58,6 +58,11 @@ public enum ReachdContract {
     /// client. The client clamps longer ones.
     public static let maximumCheckTimeout: Duration = .seconds(300)
 
+    /// How long reachd waits for systemd's answers to CheckUnit's questions; a client waits
+    /// longer (`checkUnitTimeout`), so that it hears reachd say systemd did not answer.
+    public static let systemdTimeout: Duration = .seconds(2)
+    public static let checkUnitTimeout: Duration = .seconds(5)
+
     /// GetStatus's entries with the figures behind `Stalled`, for the host's path at the last
     /// poll; absent when that path had nothing to judge (or detection is off).
     public enum StallEntry {

@@ -54,7 +54,9 @@ public enum UnitPolicy {
                 "IPAddressDeny=\(spelled(deny))", "\(destination) is denied",
                 fix: "add \(destination) (or its subnet) to IPAddressAllow= of \(sandbox.unit) if it must reach it", interface: result.interface)
         }
-        if !sandbox.interfaces.isEmpty, !sandbox.interfaces.permits(result.interface) {
+        if !sandbox.interfaces.isEmpty, !sandbox.interfacesEnforced {
+            evidence.append("RestrictNetworkInterfaces= is not enforced: this systemd is built without BPF_FRAMEWORK and ignores it")
+        } else if !sandbox.interfaces.isEmpty, !sandbox.interfaces.permits(result.interface) {
             return denied(
                 "RestrictNetworkInterfaces=\(sandbox.interfaces.description)", "the route to \(destination) leaves through \(result.interface)",
                 fix: "route \(sandbox.unit)'s traffic through an interface it may use (a uid or namespace of its own), or allow \(result.interface)",

@@ -40,13 +40,17 @@ public struct UnitSandbox: Hashable, Sendable {
     public var addressAllow: [IPPrefix]
     public var addressDeny: [IPPrefix]
     public var interfaces: NameList
+    /// Whether systemd enforces `RestrictNetworkInterfaces=`: it needs systemd built with
+    /// BPF_FRAMEWORK (Debian 12's systemd 252 is not), and without it systemd ignores the setting.
+    public var interfacesEnforced: Bool
     public var families: NameList
     /// The main process while the unit runs; 0 when it does not.
     public var mainPID: UInt32
 
     public init(
         unit: String, user: User = .known(0), namespacePath: String = "", privateNetwork: Bool = false, addressAllow: [IPPrefix] = [],
-        addressDeny: [IPPrefix] = [], interfaces: NameList = .init(), families: NameList = .init(), mainPID: UInt32 = 0
+        addressDeny: [IPPrefix] = [], interfaces: NameList = .init(), interfacesEnforced: Bool = true, families: NameList = .init(),
+        mainPID: UInt32 = 0
     ) {
         self.unit = unit
         self.user = user
@@ -55,6 +59,7 @@ public struct UnitSandbox: Hashable, Sendable {
         self.addressAllow = addressAllow
         self.addressDeny = addressDeny
         self.interfaces = interfaces
+        self.interfacesEnforced = interfacesEnforced
         self.families = families
         self.mainPID = mainPID
     }
