@@ -140,6 +140,12 @@ struct UnitCheckDaemonTests {
         let check = try Self.ask(harness, "check", "prohibited.service", far)
         #expect(check.json["reason"] as? String == "policyBlocked", "\(check.json)")
 
+        // `is --unit` for ExecCondition=: the host is online, and the unit's own traffic decides.
+        let plainIs = try reachctl(["is", "--unit", "plain.service", "online", "--bus-address", harness.address, "--daemon"])
+        #expect(plainIs.status == 0, "\(plainIs)")
+        let backupIs = try reachctl(["is", "--unit", "backup.service", "online", "--bus-address", harness.address, "--daemon"])
+        #expect(backupIs.status == 1 && backupIs.stderr.contains("online: no, IPAddressDeny=any of backup.service: 193.0.14.129 is denied"), "\(backupIs)")
+
         // Refusals, each naming the value, and reachd answering throughout.
         let hostile = try reachctl(["check", "--unit", "../../etc/passwd", far, "--bus-address", harness.address, "--daemon"])
         #expect(hostile.status == 255 && hostile.stderr.contains("invalid unit name '../../etc/passwd'"), "\(hostile)")
