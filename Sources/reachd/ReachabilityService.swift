@@ -33,7 +33,7 @@ final class ReachabilityService: BusObject {
     init(
         state: SharedState, first: CoreUpdate, bus: BusConnection, watches: WatchRegistry, checks: HostCheckCalls, defaultTimeout: Duration,
         callers: Callers, validate: @escaping (UInt32, @escaping (ConnectivityStatus) -> Void) -> Void,
-        metricsText: @escaping () -> String
+        metricsText: @escaping () -> String, units: UnitChecks
     ) {
         self.callers = callers
         self.state = state
@@ -44,7 +44,7 @@ final class ReachabilityService: BusObject {
         self.defaultTimeout = defaultTimeout
         self.validate = validate
         self.metricsText = metricsText
-        units = UnitChecks(state: state, bus: bus, callers: callers)
+        self.units = units
     }
 
     static let vtable = BusVTable(ReachdContract.serviceMembers)

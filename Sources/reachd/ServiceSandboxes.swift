@@ -75,7 +75,12 @@ final class ServiceSandboxes {
     private let bus: BusConnection
     private var reading = 0
 
-    init(bus: BusConnection) { self.bus = bus }
+    private let sysfsRoot: String
+
+    init(bus: BusConnection, sysfsRoot: String) {
+        self.bus = bus
+        self.sysfsRoot = sysfsRoot
+    }
 
     /// systemd's object path of `unit` (its bus label: every byte but a letter or a digit,
     /// and a leading digit, as `_xx`).
@@ -115,7 +120,7 @@ final class ServiceSandboxes {
                     return self.finish(current, .failure(Self.refusal(error, unit: unit, property: property.name)))
                 }
                 current.pending -= 1
-                if current.pending == 0 { self.finish(current, Self.sandbox(current)) }
+                if current.pending == 0 { self.finish(current, Self.sandbox(current, sysfsRoot: self.sysfsRoot)) }
             })
         }
     }
@@ -131,7 +136,7 @@ final class ServiceSandboxes {
         withExtendedLifetime(slots) {}
     }
 
-    private static func sandbox(_ current: Reading) -> Result<UnitSandbox, BusError> {
+    private static func sandbox(_ current: Reading, sysfsRoot: String) -> Result<UnitSandbox, BusError> {
         let values = current.values
         guard values.loadState == "loaded" else {
             return .failure(BusError(
@@ -143,11 +148,13 @@ final class ServiceSandboxes {
             else if values.dynamicUser { .dynamic }
             else if values.user.isEmpty { .known(0) }
             else { UnitRoutes.uid(ofUser: values.user).map { .known($0) } ?? .unresolved(values.user) }
-        return .success(UnitSandbox(
+        var sandbox = UnitSandbox(
             unit: current.unit, user: user, namespacePath: values.namespacePath, privateNetwork: values.privateNetwork,
             addressAllow: values.addressAllow, addressDeny: values.addressDeny, interfaces: values.interfaces,
             interfacesEnforced: !values.features.split(separator: " ").contains("-BPF_FRAMEWORK"), families: values.families,
-            mainPID: values.mainPID))
+            mainPID: values.mainPID)
+        sandbox.addressFilterEnforced = UnitRoutes.addressFilterEnforced(sysfsRoot: sysfsRoot)
+        return .success(sandbox)
     }
 
     /// What the caller is told when systemd did not answer a Get.

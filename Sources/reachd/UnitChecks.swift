@@ -14,11 +14,13 @@ final class UnitChecks {
     private let callers: Callers
     private let sandboxes: ServiceSandboxes
 
-    init(state: SharedState, bus: BusConnection, callers: Callers) {
+    /// `sysfsRoot`: where sysfs is (`--sysfs-root`), whose fs/cgroup tells whether systemd can
+    /// enforce IP address filters.
+    init(state: SharedState, bus: BusConnection, callers: Callers, sysfsRoot: String) {
         self.state = state
         self.bus = bus
         self.callers = callers
-        sandboxes = ServiceSandboxes(bus: bus)
+        sandboxes = ServiceSandboxes(bus: bus, sysfsRoot: sysfsRoot)
     }
 
     /// `CheckUnit(s unit, s target)`: replies once systemd answered (or did not, by its deadline).

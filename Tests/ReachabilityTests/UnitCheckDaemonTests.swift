@@ -89,7 +89,16 @@ struct UnitCheckDaemonTests {
     @Test func eachUnitIsJudgedByItsSandbox_andWhyNamesWhatDenies() async throws {
         let scenario = try DaemonBusTests.Scenario()
         try scenario.ns.ip("rule add uidrange 4242-4242 prohibit")
-        let harness = try DaemonHarness(scenario.ns)
+        // systemd filters IP addresses only on cgroup v2: reachd reads that from its sysfs root,
+        // which here holds one (scripts/test's fresh sysfs has none at fs/cgroup).
+        let sysfs = try makeScratchDirectory("unit-sysfs")
+        try FileManager.default.createDirectory(atPath: sysfs + "/fs/cgroup", withIntermediateDirectories: true)
+        _ = try run("/bin/mount", ["-t", "cgroup2", "none", sysfs + "/fs/cgroup"])
+        defer {
+            _ = try? run("/bin/umount", [sysfs + "/fs/cgroup"])
+            removeTree(sysfs)
+        }
+        let harness = try DaemonHarness(scenario.ns, arguments: ["--sysfs-root", sysfs])
         defer { harness.shutdown() }
         try await harness.ready()
         let isolated = try TestNamespace("isolated")

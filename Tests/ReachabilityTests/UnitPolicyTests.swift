@@ -30,6 +30,10 @@ import Testing
         #expect(!denied.result.isReachable && denied.result.reason == .policyBlocked)
         #expect(denied.result.message == "IPAddressDeny=any of backup.service: 203.0.113.9 is denied")
         #expect(denied.layer.status == .broken && denied.layer.name == .policy && denied.layer.fix.contains("IPAddressAllow="))
+        var legacy = sandbox
+        legacy.addressFilterEnforced = false
+        let ignored = judge(legacy, to: Self.other, route: CheckResult(target: "203.0.113.9", flags: [.reachable], interface: "up0"))
+        #expect(ignored.result.isReachable && ignored.layer.evidence.contains { $0.contains("not enforced: systemd filters only on the unified cgroup hierarchy") })
     }
 
     @Test func restrictNetworkInterfaces_judgesTheRoutesInterface() {

@@ -1,3 +1,4 @@
+import CNetlink
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,6 +24,17 @@ package enum UnitRoutes {
         var process = stat()
         guard stat("/proc/self/ns/net", &ours) == 0, stat(theirs, &process) == 0 else { return .host }
         return ours.st_ino == process.st_ino && ours.st_dev == process.st_dev ? .host : .path(theirs)
+    }
+
+    /// Whether systemd can enforce a unit's IP address filter: it attaches a BPF program to the
+    /// unit's cgroup, which needs systemd's hierarchy to be cgroup v2 (unified, or hybrid's
+    /// /sys/fs/cgroup/unified); on the legacy hierarchy (some containers) it ignores the settings.
+    package static func addressFilterEnforced(sysfsRoot: String = "/sys") -> Bool {
+        func isCgroup2(_ path: String) -> Bool {
+            var info = statfs()
+            return statfs(path, &info) == 0 && UInt(bitPattern: Int(info.f_type)) == 0x6367_7270  // CGROUP2_SUPER_MAGIC
+        }
+        return isCgroup2(sysfsRoot + "/fs/cgroup") || isCgroup2(sysfsRoot + "/fs/cgroup/unified")
     }
 
     /// The real uid of process `pid` (`Uid:` of /proc/PID/status); nil when it is gone.

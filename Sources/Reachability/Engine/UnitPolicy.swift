@@ -47,7 +47,10 @@ public enum UnitPolicy {
             evidence.insert("the route denies, not \(sandbox.unit)'s sandbox", at: 0)
             return Verdict(result: result, layer: .init(name: .policy, status: .ok, evidence: evidence))
         }
-        if let allowed = sandbox.addressAllow.first(where: { $0.contains(destination) }) {
+        let filters = !sandbox.addressAllow.isEmpty || !sandbox.addressDeny.isEmpty
+        if filters, !sandbox.addressFilterEnforced {
+            evidence.append("IPAddressAllow= and IPAddressDeny= are not enforced: systemd filters only on the unified cgroup hierarchy (cgroup v2), which this system does not use")
+        } else if let allowed = sandbox.addressAllow.first(where: { $0.contains(destination) }) {
             evidence.insert("IPAddressAllow=\(allowed)\(of) allows \(destination)", at: 0)
         } else if let deny = sandbox.addressDeny.first(where: { $0.contains(destination) }) {
             return denied(

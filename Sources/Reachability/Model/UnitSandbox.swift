@@ -39,6 +39,9 @@ public struct UnitSandbox: Hashable, Sendable {
     /// `IPAddressAllow=` and `IPAddressDeny=`.
     public var addressAllow: [IPPrefix]
     public var addressDeny: [IPPrefix]
+    /// Whether systemd enforces `IPAddressAllow=`/`IPAddressDeny=`: its BPF filter needs the
+    /// unified cgroup hierarchy (cgroup v2); on the legacy one systemd ignores both.
+    public var addressFilterEnforced = true
     public var interfaces: NameList
     /// Whether systemd enforces `RestrictNetworkInterfaces=`: it needs systemd built with
     /// BPF_FRAMEWORK (Debian 12's systemd 252 is not), and without it systemd ignores the setting.
