@@ -1643,9 +1643,9 @@ private func checkUnitsUnderSystemd(_ inside: ([String]) async throws -> Ran) as
         #expect(try await inside(["sh", "-c", "printf \"$0\" >/run/systemd/system/\(name).service", file]).status == 0)
     }
     #expect(try await inside(["systemctl", "daemon-reload"]).status == 0)
-    // systemd filters IP addresses only on cgroup v2; this container may boot on the legacy
-    // hierarchy (then systemd ignores IPAddressDeny=, and reachd must say so, not deny).
-    let hierarchy = "stat -f -c %T /sys/fs/cgroup /sys/fs/cgroup/unified 2>/dev/null | grep -q cgroup2"
+    // systemd filters IP addresses only on the unified hierarchy; this container boots on a
+    // hybrid one (then systemd ignores IPAddressDeny=, and reachd must say so, not deny).
+    let hierarchy = "stat -f -c %T /sys/fs/cgroup | grep -q cgroup2"
     let filtered = try await inside(["sh", "-c", hierarchy]).status == 0
 
     for var unit in units {
