@@ -73,12 +73,9 @@ struct CheckCommand: AsyncParsableCommand {
         help: ArgumentHelp("Answer as this user's traffic is routed (a name or a uid; only root may name another user).", valueName: "user"))
     var user: String?
 
-    @Option(
-        name: .customLong("unit"),
-        help: ArgumentHelp(
-            "Answer as this systemd service's traffic would go: its user, namespace and IPAddressDeny=, RestrictNetworkInterfaces=, RestrictAddressFamilies= (reachd only).",
-            valueName: "unit"))
-    var unit: String?
+    @OptionGroup var unitOption: UnitQuestion.Option
+
+    var unit: String? { unitOption.unit }
 
     @OptionGroup var output: OutputOptions
 
@@ -106,7 +103,6 @@ struct CheckCommand: AsyncParsableCommand {
         }
         if let unit {
             if validateInternet || user != nil { throw ValidationError("--unit \(unit) takes neither --validate nor --user: the unit's own user and sandbox decide.") }
-            if case let .failure(refusal) = UnitName.validate(unit) { throw ValidationError("--unit: \(refusal.description).") }
         }
         if !validateInternet, target == nil, unit == nil {
             throw ValidationError("Missing expected argument '<target>' (an address or a host name), or --validate.")

@@ -64,12 +64,9 @@ struct IsCommand: AsyncParsableCommand {
     @Flag(name: .customLong("npd"), help: "Answer as a node-problem-detector custom plugin: exit 0 ok, 1 a problem, 2 unknown, and one line on standard output.")
     var npd = false
 
-    @Option(
-        name: .customLong("unit"),
-        help: ArgumentHelp(
-            "Hold only when this systemd service's own traffic reaches the internet too (its user, namespace and sandbox; reachd only).",
-            valueName: "unit"))
-    var unit: String?
+    @OptionGroup var unitOption: UnitQuestion.Option
+
+    var unit: String? { unitOption.unit }
 
     @OptionGroup var output: OutputOptions
 
@@ -77,7 +74,6 @@ struct IsCommand: AsyncParsableCommand {
 
     func validate() throws {
         try Self.validate(conditions)
-        if let unit, case let .failure(refusal) = UnitName.validate(unit) { throw ValidationError("--unit: \(refusal.description).") }
         if unit != nil, npd { throw ValidationError("--unit and --npd: node-problem-detector asks about the node, not one service; drop one.") }
         if quiet, output.json { throw ValidationError("--quiet and --json: --json says everything on standard output; drop one.") }
         if npd, quiet || output.json {

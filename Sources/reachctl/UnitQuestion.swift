@@ -1,3 +1,4 @@
+import ArgumentParser
 import Reachability
 
 /// `--unit NAME` of check, why, is and status: reachd's CheckUnit, never in-process (the unit's
@@ -5,6 +6,20 @@ import Reachability
 /// host resolves it (CheckHost), then each of its addresses is judged for the unit until one is
 /// reachable; without a target, the internet ("").
 enum UnitQuestion {
+    /// `--unit NAME`, as check, why and is take it.
+    struct Option: ParsableArguments {
+        @ArgumentParser.Option(
+            name: .customLong("unit"),
+            help: ArgumentHelp(
+                "Answer as this systemd service's own traffic would go: its user, namespace, IPAddressDeny=, RestrictNetworkInterfaces=, RestrictAddressFamilies= (reachd only).",
+                valueName: "unit"))
+        var unit: String?
+
+        func validate() throws {
+            if let unit, case let .failure(refusal) = UnitName.validate(unit) { throw ValidationError("--unit: \(refusal.description).") }
+        }
+    }
+
     static let needsReachd = "--unit needs reachd running: it reads the unit's sandbox from systemd and routes as the unit's traffic goes"
 
     static func ask(_ unit: String, _ target: String, options: CommonOptions, timeout: Duration? = nil) async throws

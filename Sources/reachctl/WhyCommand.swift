@@ -43,12 +43,9 @@ struct WhyCommand: AsyncParsableCommand {
     @Argument(help: "An IPv4/IPv6 address or a host name; without it, the host's own answer.")
     var target: String?
 
-    @Option(
-        name: .customLong("unit"),
-        help: ArgumentHelp(
-            "Explain as this systemd service's traffic would go, with a policy layer naming what of its sandbox denies (reachd only).",
-            valueName: "unit"))
-    var unit: String?
+    @OptionGroup var unitOption: UnitQuestion.Option
+
+    var unit: String? { unitOption.unit }
 
     @OptionGroup var output: OutputOptions
 

@@ -192,7 +192,11 @@ extension ReachabilityClient {
         } catch where error.name == ReachdContract.ErrorName.invalidTarget {
             return CheckResult(target: address, reason: .invalidTarget, message: error.message)
         }
-        let message = reply.message
+        return try withExtendedLifetime(reply) { () throws(BusError) -> CheckResult in try Self.readAddressCheck(reply.message, address) }
+    }
+
+    /// `u flags, s interface, s reason, a{sv} details`: CheckAddress's reply, CheckUnit's first part.
+    static func readAddressCheck(_ message: BusMessage, _ address: String) throws(BusError) -> CheckResult {
         var result = CheckResult(target: address, addresses: Self.addresses(ofTarget: address))
         result.flags = ReachabilityFlags(rawValue: try message.readUInt32())
         result.interface = try message.readString()
@@ -293,13 +297,8 @@ extension ReachabilityClient {
             try message.append(target)
         }
         return try withExtendedLifetime(reply) { () throws(BusError) -> (result: CheckResult, explanation: Explanation) in
-            let message = reply.message
-            var result = CheckResult(target: target, addresses: Self.addresses(ofTarget: target))
-            result.flags = ReachabilityFlags(rawValue: try message.readUInt32())
-            result.interface = try message.readString()
-            result.reason = Reason(rawValue: try message.readString())
-            try Self.readDetails(message, into: &result)
-            let layers = try Self.readLayers(message, "CheckUnit")
+            let result = try Self.readAddressCheck(reply.message, target)
+            let layers = try Self.readLayers(reply.message, "CheckUnit")
             var explanation = Explanation(target: target, uid: nil, layers: layers)
             explanation.unit = (try? UnitName.validate(unit).get()) ?? unit
             return (result, explanation)
