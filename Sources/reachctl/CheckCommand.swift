@@ -24,7 +24,13 @@ struct CheckCommand: AsyncParsableCommand {
 
             Reasons when not reachable: noRoute, linkDown, noAddress, policyBlocked (an \
             unreachable, prohibit or blackhole route or rule: a kill switch), dnsTimeout, \
-            dnsNotFound, dnsFailure, invalidTarget.
+            dnsNotFound, dnsFailure, invalidTarget, firewallRefused.
+
+            As root, the host's own firewall is judged too: the nftables rules of its output \
+            and postrouting hooks, for a TCP connection (or --udp) to --port. A rule certain to \
+            drop or reject it makes the answer firewallRefused, naming the rule; one that \
+            depends on what is not known before the connection (its source port, a rate) \
+            does not. reachd runs unprivileged and cannot read them.
 
             --unit NAME answers as the systemd service NAME's traffic would go (reachd only): \
             reachd reads its sandbox from systemd and routes as its user, in its network \
@@ -45,6 +51,7 @@ struct CheckCommand: AsyncParsableCommand {
               reachctl check example.org --timeout 500ms
               reachctl check --json fe80::1%wlan0 | jq -r .reason
               sudo reachctl check --user nobody 198.51.100.7
+              sudo reachctl check 198.51.100.7 --port 443
               reachctl check --validate --json | jq -r .connectivity
               reachctl check --unit backup.service 198.51.100.7
 
@@ -76,6 +83,8 @@ struct CheckCommand: AsyncParsableCommand {
     @OptionGroup var unitOption: UnitQuestion.Option
 
     var unit: String? { unitOption.unit }
+
+    @OptionGroup var firewall: FirewallOptions
 
     @OptionGroup var output: OutputOptions
 
@@ -123,10 +132,13 @@ struct CheckCommand: AsyncParsableCommand {
             return try report(result)
         }
         guard let target else { return try await runValidation() }
-        let result = try await reportingErrors {
+        var result = try await reportingErrors {
             let source = try options.openSource()
             defer { source.stop() }
             return try await source.check(target, timeout: timeout, asUser: user.flatMap(Self.uid(of:)))
+        }
+        if result.isReachable, let address = result.addresses.first, let (judgement, question) = firewall.judge(address, uid: user.flatMap(Self.uid(of:)), namespacePath: try options.netns.map(CommonOptions.namespacePath(for:))) {
+            result = judgement.applied(to: result, question)
         }
         try report(result)
     }

@@ -11,7 +11,10 @@ struct WhyCommand: AsyncParsableCommand {
             radio (rfkill), link (carrier, operstate, dormant), address (tentative, deprecated, \
             lifetimes), gateway (the kernel's own ARP/ND state of the next hop and how fresh its \
             last answer is: FAILED means nobody answered the kernel's fresh resolutions either), route (the table and type the kernel \
-            chose for your uid: an unreachable or prohibit rule is a kill switch), dns \
+            chose for your uid: an unreachable or prohibit rule is a kill switch), firewall (the \
+            host's own rules: as root, its nftables output and postrouting rules judged for a \
+            TCP connection, or --udp, to --port; for anyone, connections whose segments the \
+            host refuses to send while the path is stalled), dns \
             (nameservers, routable or not, lookups timing out), traffic (passive stall \
             detection) and portal (the connectivity probe, reachd only). Then what would fix the \
             first broken layer.
@@ -27,12 +30,13 @@ struct WhyCommand: AsyncParsableCommand {
             its first address, or the host's when it did not resolve.
 
             With --json it prints one object: target ("" for the host), uid, brokenLayer (radio, \
-            link, address, gateway, route, policy, dns, traffic or portal; "" when nothing is broken) \
+            link, address, gateway, route, policy, firewall, dns, traffic or portal; "" when nothing is broken) \
             and layers (each: layer, status, evidence, fix).
 
             Examples:
               reachctl why
               reachctl why 192.0.2.1
+              sudo reachctl why 198.51.100.7 --port 443
               reachctl why example.org --json | jq -r .brokenLayer
               reachctl why --unit backup.service 203.0.113.9
 
@@ -47,22 +51,29 @@ struct WhyCommand: AsyncParsableCommand {
 
     var unit: String? { unitOption.unit }
 
+    @OptionGroup var firewall: FirewallOptions
+
     @OptionGroup var output: OutputOptions
 
     @OptionGroup var options: CommonOptions
 
     func run() async throws {
-        let explanation = try await reportingErrors { () async throws -> Explanation in
-            if let unit { return try await UnitQuestion.ask(unit, target ?? "", options: options).explanation }
+        var (explanation, destination) = try await reportingErrors { () async throws -> (Explanation, IPAddress?) in
+            // A unit's explanation is reachd's; the host's own rules are judged for the host's traffic.
+            if let unit { return (try await UnitQuestion.ask(unit, target ?? "", options: options).explanation, nil) }
             let source = try options.openSource()
             defer { source.stop() }
             guard let target, !target.isEmpty, !AddressTarget.looksLikeAddress(target) else {
-                return try await source.explain(target ?? "")
+                return (try await source.explain(target ?? ""), target.flatMap(IPAddress.init))
             }
             let resolved = try await source.check(target, timeout: nil, asUser: nil)
             if resolved.reason == .invalidTarget { throw ReachctlError("invalid target: \(resolved.message ?? target)") }
             let below = try await source.explain(resolved.addresses.first?.description ?? "")
-            return below.resolving(resolved)
+            return (below.resolving(resolved), resolved.addresses.first)
+        }
+        // The host's own rules, for one destination (the host's answer has none to judge).
+        if let destination, let (judgement, question) = firewall.judge(destination, uid: nil, namespacePath: try options.netns.map(CommonOptions.namespacePath(for:))) {
+            explanation = judgement.applied(to: explanation, question)
         }
         Terminal.writeLine(output.json ? explanation.json.serialized() : renderExplanation(explanation))
         if explanation.brokenLayer != nil { throw ExitStatus.notReachable.exitCode }

@@ -154,7 +154,7 @@ final class Daemon {
         let history = History(state: core.shared)
         self.history = history
         // Before the history's first record: the clock counts from it.
-        let outageClock = OutageClock(path: options.outageClock, state: core.shared, loop: loop)
+        let outageClock = OutageClock(path: options.outageClock, first: first, loop: loop)
         self.outageClock = outageClock
         history.recorded = { [unowned outageClock] in outageClock.record($0) }
         metrics.outage = { [unowned outageClock] in outageClock.totals }
@@ -185,8 +185,9 @@ final class Daemon {
         core.follow { [unowned service] in service.follow($0) }
         core.follow { [unowned publisher] in publisher.follow($0) }
         core.follow { [unowned metrics] in metrics.follow($0) }
-        core.follow { [unowned history] in history.follow($0) }
+        // The clock before the history: the history's records of an update are counted with its kinds.
         core.follow { [unowned outageClock] in outageClock.follow($0) }
+        core.follow { [unowned history] in history.follow($0) }
         core.follow { [unowned probes] in probes.follow($0) }
         core.follow { [unowned watches] in watches.follow($0) }
     }

@@ -164,6 +164,7 @@ final class History {
         case .noAddress?: .address
         case .gatewayUnreachable?: .gateway
         case .noRoute?, .policyBlocked?: .route
+        case .firewallRefused?: .firewall
         case .dnsTimeout?, .dnsNotFound?, .dnsFailure?: .dns
         case .invalidTarget?, nil: nil
         }

@@ -6,7 +6,9 @@ import Glibc
 /// The outage counters (reachd(8), "METRICS"): time offline, degraded and down by cause, outages
 /// by cause, time asleep or stopped, kept in an `OutageLedger` and carried across restarts in a
 /// small state file (`--outage-clock`). It hears each change of an answer from the history (which
-/// already names its cause), each sleep from `Sleep`, and the uplinks' kinds from the state.
+/// already names its cause), each sleep from `Sleep`, and the uplinks' kinds from the updates it
+/// follows (a follower before the history, so that the update a record comes from is the one
+/// whose kinds it reads).
 ///
 /// Time accrues by timestamps: the totals are computed when read (a scrape, the textfile) and at
 /// changes, so nothing wakes up while nothing changes. The file is written at changes, at most
@@ -18,7 +20,8 @@ final class OutageClock {
 
     private var ledger: OutageLedger
     private let path: String?
-    private let state: SharedState
+    /// The interfaces of the last update told.
+    private var interfaces: [InterfaceStatus]
     private let loop: EventLoop
     /// The one-shot timer of a write held back by `writeInterval`; nil while none is.
     private var heldWrite: (any LoopSource)?
@@ -28,9 +31,9 @@ final class OutageClock {
     /// The last failure to write, so a directory that stays unwritable is logged once.
     private var lastFailure: String?
 
-    init(path: String?, state: SharedState, loop: EventLoop) {
+    init(path: String?, first: CoreUpdate, loop: EventLoop) {
         self.path = path
-        self.state = state
+        interfaces = first.snapshot.interfaces
         self.loop = loop
         ledger = OutageLedger()
         guard let path else {
@@ -57,6 +60,7 @@ final class OutageClock {
     /// Keeps the uplinks' kinds while they exist (a removed uplink keeps the kind it had).
     func follow(_ update: CoreUpdate) {
         guard let change = update.change else { return }
+        interfaces = update.snapshot.interfaces
         for status in change.changedInterfaces where kinds[status.name] != nil { kinds[status.name] = status.kind }
     }
 
@@ -74,7 +78,7 @@ final class OutageClock {
             case .unobserved: break
             }
         } else {
-            let kind = state.snapshot.interfaces.first { $0.name == record.lane }?.kind ?? kinds[record.lane] ?? .other
+            let kind = interfaces.first { $0.name == record.lane }?.kind ?? kinds[record.lane] ?? .other
             if kinds[record.lane] == nil, kinds.count >= OutageLedger.maximumUplinks { kinds.removeAll() }
             kinds[record.lane] = kind
             let down = record.condition == .down ? OutageTotals.UplinkKey(kind: kind, cause: OutageCause.uplinkCauses.contains(cause) ? cause : .route) : nil

@@ -10,6 +10,7 @@ import Testing
         .init(name: .address, status: .ok, evidence: []),
         .init(name: .gateway, status: .unknown, evidence: ["no route: no gateway to look at"]),
         .init(name: .route, status: .broken, evidence: ["none"], fix: "add one"),
+        .init(name: .firewall, status: .unknown, evidence: ["w"]),
         .init(name: .dns, status: .ok, evidence: ["x"]),
         .init(name: .traffic, status: .unknown, evidence: ["y"]),
         .init(name: .portal, status: .unknown, evidence: ["z"]),
@@ -29,15 +30,16 @@ import Testing
         let lines = renderExplanation(Self.sample).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         #expect(lines == [
             "this host (as uid 1000): broken at the link layer",
-            "  radio    ok       eth0: no radio switched off",
-            "  link     BROKEN   eth0: up, no carrier, operstate lowerlayerdown",
-            "                    second fact",
-            "  address  ok",
-            "  gateway  unknown  no route: no gateway to look at",
-            "  route    BROKEN   none",
-            "  dns      ok       x",
-            "  traffic  unknown  y",
-            "  portal   unknown  z",
+            "  radio     ok       eth0: no radio switched off",
+            "  link      BROKEN   eth0: up, no carrier, operstate lowerlayerdown",
+            "                     second fact",
+            "  address   ok",
+            "  gateway   unknown  no route: no gateway to look at",
+            "  route     BROKEN   none",
+            "  firewall  unknown  w",
+            "  dns       ok       x",
+            "  traffic   unknown  y",
+            "  portal    unknown  z",
             "Fix: plug it in",
         ], "\(lines)")
     }

@@ -141,6 +141,27 @@ private enum DiagWire {
         #expect(batch.messages[2].message == .done)
     }
 
+    /// issue 48: data queued, nothing in flight, backed off with the peer's window open is data
+    /// the host refuses to send (a drop rule of its own output hook); a zero window's probes
+    /// and a kernel without tcpi_snd_wnd say nothing.
+    @Test func backedOffWithDataQueuedAndTheWindowOpenIsASendTheHostRefused() {
+        func counters(backoff: UInt8, notSent: UInt32, window: UInt32, size: Int = 232) -> TCPCounters? {
+            var info = DiagWire.tcpInfo(out: 8, in: 1, retransmitted: 0, size: size)
+            info[2] = 0  // tcpi_retransmits
+            info[4] = backoff  // tcpi_backoff
+            for index in 24..<28 { info[index] = 0 }  // tcpi_unacked
+            for (index, byte) in DiagWire.u32(notSent).enumerated() where 144 + index < size { info[144 + index] = byte }
+            for (index, byte) in DiagWire.u32(window).enumerated() where 228 + index < size { info[228 + index] = byte }
+            guard case let .socket(sample)? = SocketDiagDecoder.decode(DiagWire.socketV4(info: info)).messages.first?.message else { return nil }
+            return sample.counters
+        }
+        #expect(counters(backoff: 5, notSent: 1000, window: 65160)?.sendsRefused == 5)
+        #expect(counters(backoff: 5, notSent: 1000, window: 0)?.sendsRefused == 0, "a zero window's probes")
+        #expect(counters(backoff: 5, notSent: 0, window: 65160)?.sendsRefused == 0, "nothing queued")
+        #expect(counters(backoff: 0, notSent: 1000, window: 65160)?.sendsRefused == 0, "not backed off")
+        #expect(counters(backoff: 5, notSent: 1000, window: 65160, size: 160)?.sendsRefused == 0, "before Linux 5.4")
+    }
+
     @Test func socketWithoutInfoHasNoCounters() {
         let batch = SocketDiagDecoder.decode(DiagWire.socketV4(info: nil))
         #expect(batch.errors.isEmpty)

@@ -215,8 +215,12 @@ struct StallStateTests {
 /// alone says so, never "0 of 0 socket(s) ... for 0s".
 struct StallExplanationTests {
     static func explainHost(_ state: NetworkState) -> Explanation.Layer? {
+        explain(state).layers.first { $0.name == .traffic }
+    }
+
+    static func explain(_ state: NetworkState) -> Explanation {
         let route = StallStateTests.defaultRoute(via: "192.0.2.1", dev: 2, metric: 100)
-        return state.explain(target: "", lookups: [(IPAddress("198.51.100.200")!, .route(route))], uid: nil).layers.first { $0.name == .traffic }
+        return state.explain(target: "", lookups: [(IPAddress("198.51.100.200")!, .route(route))], uid: nil)
     }
 
     @Test func aStallOfDNSTimeoutsAloneNamesThemAndNoEmptySocketFigures() throws {
@@ -230,6 +234,6 @@ struct StallExplanationTests {
 
         _ = state.apply([.stalls([StallStateTests.verdict(2, .stalled)])])
         let sockets = try #require(Self.explainHost(state))
-        #expect(sockets.evidence.first == "eth0: stalled: 3 of 4 socket(s) retransmit with nothing back for 38s", "\(sockets.evidence)")
+        #expect(sockets.evidence.first == "eth0: stalled: 3 connection(s) retransmit (3 open of 4 judged) with nothing back for 38s", "\(sockets.evidence)")
     }
 }

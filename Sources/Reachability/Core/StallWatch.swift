@@ -49,6 +49,8 @@ final class StallWatch {
     /// poll while the link stays suspected, dropped once answered or no longer asked for.
     private var nameserverChecks: [Int32: NameserverCheck] = [:]
     private(set) var lastReport: StallReport?
+    /// The sockets judged are of reachd's own namespace, whose counters /proc/self/net reads.
+    private let ownNamespace: Bool
     /// Told of every completed poll while online (reachd runs its probe on a suspicion).
     var polled: ((StallReport) -> Void)?
 
@@ -59,6 +61,7 @@ final class StallWatch {
     ) throws(SystemError) {
         // One dump of both families: half the fixed cost of a poll (BENCHMARKS.md).
         dumper = try TCPSocketDumper(namespacePath: namespacePath, request: .bothFamilies)
+        ownNamespace = namespacePath == nil
         evaluator = StallEvaluator(settings: settings, ownUID: geteuid())
         self.warn = warn
         self.context = context
@@ -177,9 +180,10 @@ final class StallWatch {
         let answers = nameserverChecks.values.map {
             StallNameserverAnswer(interfaceIndex: $0.interfaceIndex, since: $0.since, answered: $0.answered())
         }
+        // The count is of reachd's own namespace: for another one's sockets it says nothing.
         let report = evaluator.poll(
             at: now - origin, samples: samples, addresses: context.addresses, dnsTimeouts: context.dnsTimeouts,
-            nameservers: answers)
+            nameservers: answers, retransmissionsRefused: ownNamespace ? RefusedRetransmissions.read() : nil)
         lastReport = report
         rechecks = report.rechecks.compactMap(RecheckConnection.init)
         ask(report.nameserverChecks, servers: context.nameservers, answered: answers, at: now - origin)

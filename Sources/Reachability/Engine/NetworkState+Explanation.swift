@@ -33,6 +33,7 @@ extension NetworkState {
             addressLayer(egress, chosen, now: now),
             gatewayLayer(egress, chosen, now: now),
             routeLayer(chosen, target: target, uid: uid),
+            firewallLayer(egress),
             dnsLayer(target: target),
             trafficLayer(egress),
             portalLayer(egress),
@@ -264,32 +265,6 @@ extension NetworkState {
                 fix: "the nameservers do not answer: check them (resolvectl status, /etc/resolv.conf) or name others")
         }
         return .init(name: .dns, status: .ok, evidence: evidence)
-    }
-
-    private func trafficLayer(_ egress: LinkEntry?) -> Explanation.Layer {
-        guard let egress else { return .init(name: .traffic, status: .unknown, evidence: ["no path: no traffic to judge"]) }
-        let stall = stall(of: egress.link.index)
-        let name = egress.link.name
-        let figures = stall.evidence
-        switch stall.verdict {
-        case .noEvidence:
-            return .init(name: .traffic, status: .unknown, evidence: ["\(name): no TCP traffic to judge (or stall detection is off)"])
-        case .flowing:
-            return .init(name: .traffic, status: .ok, evidence: ["\(name): flowing, \(figures.socketsJudged) socket(s) judged"])
-        case .stalled:
-            // Only the figures there are: a stall of DNS timeouts alone judged no socket.
-            var why: [String] = []
-            if figures.socketsFailing > 0 {
-                why.append("\(figures.socketsFailing) of \(figures.socketsJudged) socket(s) retransmit with nothing back for \(figures.waiting.components.seconds)s")
-            }
-            if figures.dnsTimeouts > 0 { why.append("\(figures.dnsTimeouts) DNS timeouts in a row") }
-            var evidence = ["\(name): stalled" + (why.isEmpty ? "" : ": " + why.joined(separator: "; "))]
-            if let since = figures.sinceReceive { evidence.append("last segment received \(since.components.seconds)s ago") }
-            if figures.nameserverSilent { evidence.append("reachd's own DNS queries to a nameserver beyond \(name) went unanswered too") }
-            return .init(
-                name: .traffic, status: .broken, evidence: evidence,
-                fix: "packets leave and nothing comes back: the network beyond the gateway is down (check the modem or the provider)")
-        }
     }
 
     private func portalLayer(_ egress: LinkEntry?) -> Explanation.Layer {

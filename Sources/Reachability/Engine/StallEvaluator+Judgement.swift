@@ -29,6 +29,8 @@ extension StallEvaluator {
             let waited = now - since
             longest = max(longest, waited)
             judgement.evidence.socketsFailing += failures.count
+            judgement.evidence.socketsClosedFailing += failures.count { $0.end < now }
+            judgement.evidence.socketsHeldInHost += failures.count(where: \.inHost)
             if failures.count >= max(settings.minimumSockets, 1), waited >= settings.window {
                 if owner == .host { hostStalled = true } else { usersStalled += 1 }
             } else if corroborated, failures.count + 1 >= max(settings.minimumSockets, 1), waited >= settings.window {

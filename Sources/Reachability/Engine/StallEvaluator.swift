@@ -60,6 +60,8 @@ public struct StallEvaluator: Sendable {
     /// failures of then (a dead peer's): asked again only for a failure that began since, or
     /// after `answeredPause`.
     private var nameserverAnswers: [Int32: Duration] = [:]
+    /// The host's count of retransmissions refused inside it, at the last poll that had one.
+    private var refusedCount: UInt64?
 
     /// How long an answer stands for failures that began before it. A connection to a dead peer
     /// stays in back-off, suspected, for up to 15 minutes (tcp_retries2): asked at every poll,
@@ -82,6 +84,8 @@ public struct StallEvaluator: Sendable {
         var owner: TrafficOwner
         var since: Duration
         var end: Duration
+        /// The host itself refuses to send its data (`SocketMoment.heldInHost`).
+        var inHost = false
     }
 
     /// Each owner's latest receive on one link. A host has a handful of owners: a short array
@@ -117,6 +121,8 @@ public struct StallEvaluator: Sendable {
         /// The link's sockets showed a stall at the last poll (see `judge`: it holds); one
         /// corroborated by the nameserver's silence alone ends when it answers.
         var stalledBySockets = false
+        /// Retransmissions refused inside the host while this link's connections failed, by poll.
+        var refused: [(time: Duration, count: Int)] = []
 
         func receipt(_ owner: TrafficOwner) -> Duration? { receipts.receipt(owner) }
     }
@@ -165,9 +171,12 @@ public struct StallEvaluator: Sendable {
     ///     (its bound interface first, when it has one).
     ///   - dnsTimeouts: consecutive DNS timeouts per link (interface index), as the resolver counts them.
     ///   - nameservers: what the questions the last report asked for came to.
+    ///   - retransmissionsRefused: the host's count of TCP retransmissions that failed inside it
+    ///     (TcpExt TCPRetransFail), when it can be read: what it grew by since the last poll is told
+    ///     for each link whose connections fail now.
     public mutating func poll(
         at now: Duration, samples: [TCPSocketSample], addresses: [Address], dnsTimeouts: [Int32: Int] = [:],
-        nameservers: [StallNameserverAnswer] = []
+        nameservers: [StallNameserverAnswer] = [], retransmissionsRefused: UInt64? = nil
     ) -> StallReport {
         var attribution = StallAttribution(addresses: addresses)
         for sample in samples where sample.state == .listen { attribution.listen(sample) }
@@ -177,6 +186,7 @@ public struct StallEvaluator: Sendable {
         closedSincePoll = 0
         polls &+= 1
         let unanswered = takeAnswers(nameservers, at: now)
+        takeRefused(retransmissionsRefused, failing: sockets.failures, at: now)
         var judged: [Int32: Int] = [:]
         for tally in sockets.tallies {
             judged[tally.link] = tally.judged
@@ -247,7 +257,7 @@ public struct StallEvaluator: Sendable {
             if let receipt = moment.receipt { out.tallies[slot].receipts.received(owner, at: receipt) }
             if var since = moment.waitingSince {
                 if counters.segmentsIn == 0 { since = min(since, firstSeen) }
-                out.failures[link, default: []].append(Failure(owner: owner, since: since, end: now))
+                out.failures[link, default: []].append(Failure(owner: owner, since: since, end: now, inHost: moment.heldInHost))
                 // Only the host's own connections are opened again: never a destination a user chose.
                 if owner == .host, sample.destinationPort != 0 {
                     out.candidates[link, default: []].append(StallRecheck(
@@ -287,6 +297,7 @@ public struct StallEvaluator: Sendable {
         for link in involved.sorted() {
             var remembered = memory[link] ?? LinkMemory()
             remembered.closed.removeAll { now - $0.end > settings.window }
+            remembered.refused.removeAll { now - $0.time > settings.window }
             var judgement = judge(
                 remembered, failing: remembered.closed + (failures[link] ?? []), corroborated: unanswered.contains(link), at: now)
             suspected = suspected || judgement.suspected
@@ -294,6 +305,7 @@ public struct StallEvaluator: Sendable {
             if judgement.byCorroboration { corroborationStalled.insert(link) }
             judgement.evidence.socketsJudged = judged[link] ?? 0
             judgement.evidence.dnsTimeouts = dnsTimeouts[link] ?? 0
+            judgement.evidence.retransmissionsRefused = remembered.refused.reduce(0) { $0 + $1.count }
             // A link with nothing judged, no failure remembered and no DNS evidence is forgotten:
             // its receipts predate anything that may fail later.
             if judged[link] == nil, remembered.closed.isEmpty, judgement.evidence.dnsTimeouts == 0 {
@@ -343,5 +355,17 @@ public struct StallEvaluator: Sendable {
         closedSincePoll = 0
         interval = settings.pollInterval
         nameserverAnswers = [:]
+        refusedCount = nil
+    }
+
+    /// What the host's count of refused retransmissions grew by since the last poll, told to
+    /// each link whose connections fail now: the count is the host's, and a link whose traffic
+    /// flows lost nothing to it. A count that went back (another namespace's, a reset) starts over.
+    private mutating func takeRefused(_ count: UInt64?, failing: [Int32: [Failure]], at now: Duration) {
+        guard let count else { return }
+        defer { refusedCount = count }
+        guard let before = refusedCount, count > before else { return }
+        let grown = Int(clamping: count - before)
+        for link in failing.keys { memory[link, default: LinkMemory()].refused.append((now, grown)) }
     }
 }

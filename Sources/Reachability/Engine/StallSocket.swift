@@ -84,6 +84,8 @@ struct SocketMoment {
     /// When it began waiting, when it waits for an acknowledgement through at least one
     /// retransmission timeout (or its SYN was retransmitted); nil when it does not.
     var waitingSince: Duration?
+    /// It waits because the host itself refuses to send its data (`TCPCounters.sendsRefused`).
+    var heldInHost = false
 
     /// The kernel's times since an event are jiffies differences: a field never set (an ACK on a
     /// socket that never had one) reads as the time since boot or garbage. Past a day it is read
@@ -104,6 +106,18 @@ struct SocketMoment {
 
         // A closed socket's queue is purged before its last counters are taken: timeouts in a
         // row at its end say it closed waiting (an application that gave up on a dead path).
+        if counters.sendsRefused > 0, sample.state == .established {
+            // Each refused send backs off from the base timeout the kernel reports: k of them
+            // add up to rto * (2^k - 1), never more than since the last ACK.
+            let k = Int(min(counters.sendsRefused, 30))
+            var waited = Duration.microseconds(Int64(counters.retransmissionTimeoutMicroseconds)) * ((1 << k) - 1)
+            if counters.millisecondsSinceAckReceived < Self.plausible {
+                waited = min(waited, .milliseconds(counters.millisecondsSinceAckReceived))
+            }
+            heldInHost = true
+            waitingSince = now - waited
+            return
+        }
         let outstanding = sample.state == .synSent || sample.state == .closed || counters.unacknowledged > 0
         guard outstanding, counters.consecutiveTimeouts > 0 else { return }
         // A lower bound on how long the oldest unacknowledged segment has waited: timeouts in a

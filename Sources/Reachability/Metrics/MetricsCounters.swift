@@ -105,6 +105,8 @@ extension Reason {
         case .radioOff: 1
         // A dead gateway is a route that cannot carry traffic: noRoute, for the series.
         case .gatewayUnreachable: 0
+        // Only reachctl says it (reachd cannot read the ruleset): never a daemon's check.
+        case .firewallRefused: 0
         }
     }
 }

@@ -18,6 +18,9 @@ public struct Explanation: Hashable, Sendable {
         /// A systemd service's sandbox lets its traffic out (`UnitPolicy`): in a unit's
         /// explanations only (`reachctl why --unit`), never the host's.
         case policy
+        /// The host's own firewall lets the path's traffic leave: no retransmission of a failing
+        /// connection was refused inside the host.
+        case firewall
         /// A nameserver is routable and lookups do not keep timing out.
         case dns
         /// The host's own TCP traffic through the path is not stalled.

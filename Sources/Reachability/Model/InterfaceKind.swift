@@ -46,6 +46,9 @@ public enum Reason: String, Sendable, Hashable, CaseIterable {
     /// (ARP, IPv6 ND) gave up on every gateway of that route: the neighbour entry is FAILED,
     /// and the fresh resolutions the core had the kernel make failed too (`GatewayNeighbour`).
     case gatewayUnreachable
+    /// The host's own firewall drops or rejects the packet before it leaves: a rule of its
+    /// nftables output or postrouting hook, as `reachctl check --port` reads them as root.
+    case firewallRefused
 }
 
 /// The host's overall connectivity, as the `State` property names it.

@@ -83,6 +83,17 @@ public struct StallEvidence: Hashable, Sendable {
     /// reachd's own queries to a nameserver beyond the link went unanswered past their
     /// patience: one more failing connection beside each owner's (`StallNameserverAnswer`).
     public var nameserverSilent: Bool = false
+    /// Retransmissions the host itself refused to send within the window, while this link's
+    /// connections failed: the kernel's count of retransmissions that failed inside the host
+    /// (TcpExt TCPRetransFail: a firewall rule of the output or postrouting hook, or a queue
+    /// discipline, dropped the segment before it left). Counted for the whole host, so told
+    /// for each link whose connections failed as it grew.
+    public var retransmissionsRefused: Int = 0
+    /// Of `socketsFailing`, those that closed failing within the window (the rest are open).
+    public var socketsClosedFailing: Int = 0
+    /// Of `socketsFailing`, those whose data the host itself refuses to send
+    /// (`TCPCounters.sendsRefused`): nothing of theirs left.
+    public var socketsHeldInHost: Int = 0
 
     public init() {}
 }

@@ -52,6 +52,12 @@ public struct TCPCounters: Hashable, Sendable {
     public var millisecondsSinceDataSent: UInt32
     /// `tcpi_unacked`: segments sent and not yet acknowledged (a FIN counts), 0 when all arrived.
     public var unacknowledged: UInt32
+    /// Times in a row the kernel tried to send data the socket holds queued, with nothing in
+    /// flight and the peer's window open, and the host itself refused it (a drop rule of its
+    /// output hook: the send fails before the segment leaves, so nothing is ever unacknowledged
+    /// and no retransmission timeout runs; the kernel backs off instead). 0 otherwise, and on
+    /// kernels before 5.4, whose tcp_info has no send window.
+    public var sendsRefused: UInt8 = 0
 
     public init(
         segmentsOut: UInt32, segmentsIn: UInt32, totalRetransmits: UInt32, consecutiveTimeouts: UInt8 = 0,

@@ -28,13 +28,15 @@ struct NetlinkSocket: ~Copyable {
         20,
     ]
 
-    /// Opens a NETLINK_ROUTE socket, or NETLINK_SOCK_DIAG with `sockDiag` (in `namespacePath`'s
-    /// namespace when given: either kind speaks for the namespace it was created in).
-    init(nonBlocking: Bool, namespacePath: String? = nil, sockDiag: Bool = false) throws(SystemError) {
+    /// Opens a NETLINK_ROUTE socket, NETLINK_SOCK_DIAG with `sockDiag`, or NETLINK_NETFILTER
+    /// with `netfilter` (in `namespacePath`'s namespace when given: each kind speaks for the
+    /// namespace it was created in).
+    init(nonBlocking: Bool, namespacePath: String? = nil, sockDiag: Bool = false, netfilter: Bool = false) throws(SystemError) {
         let flags = Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | (nonBlocking ? Int32(SOCK_NONBLOCK.rawValue) : 0)
-        let name = sockDiag ? "sock_diag" : "rtnetlink"
+        let name = netfilter ? "nf_tables" : sockDiag ? "sock_diag" : "rtnetlink"
+        let kind = netfilter ? Nftables.netlinkProtocol : sockDiag ? SockDiag.netlinkProtocol : NETLINK_ROUTE
         let open = { () -> Result<Int32, SystemError> in
-            let fd = socket(AF_NETLINK, flags, sockDiag ? SockDiag.netlinkProtocol : NETLINK_ROUTE)
+            let fd = socket(AF_NETLINK, flags, kind)
             return fd >= 0 ? .success(fd) : .failure(SystemError("socket(AF_NETLINK) for \(name)"))
         }
         let opened = if let namespacePath { Result { () throws(SystemError) in try NetworkNamespace.run(in: namespacePath, open) } } else { open() }

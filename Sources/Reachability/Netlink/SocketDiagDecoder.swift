@@ -39,6 +39,7 @@ enum SockDiag {
 
     // `struct tcp_info` offsets (linux/tcp.h; stable: the struct only ever grows at its end).
     static let infoRetransmits = 2
+    static let infoBackoff = 4
     static let infoRTO = 8
     static let infoUnacknowledged = 24
     static let infoLastDataSent = 44
@@ -47,6 +48,10 @@ enum SockDiag {
     static let infoTotalRetransmits = 100
     static let infoSegmentsOut = 136
     static let infoSegmentsIn = 140
+    /// Linux 4.6.
+    static let infoNotSentBytes = 144
+    /// Linux 5.4: the peer's window, told apart from a zero window's probes.
+    static let infoSendWindow = 228
     /// The shortest tcp_info that has every field read here (Linux 4.2 added tcpi_segs_in).
     static let infoMinimumSize = 144
 }
@@ -208,11 +213,20 @@ package enum SocketDiagDecoder {
             let out = value.integer(at: SockDiag.infoSegmentsOut, as: UInt32.self),
             let received = value.integer(at: SockDiag.infoSegmentsIn, as: UInt32.self)
         else { throw .truncatedTCPInfo(length: value.count, needed: SockDiag.infoMinimumSize) }
-        return TCPCounters(
+        var counters = TCPCounters(
             segmentsOut: out, segmentsIn: received, totalRetransmits: total, consecutiveTimeouts: retransmits,
             retransmissionTimeoutMicroseconds: rto, millisecondsSinceDataReceived: lastData,
             millisecondsSinceAckReceived: lastAck, millisecondsSinceDataSent: lastDataSent,
             unacknowledged: unacknowledged)
+        // Backed off with nothing in flight, data queued and the window open: the host refused
+        // to send it (see `TCPCounters.sendsRefused`). Absent fields (older kernels) say nothing.
+        if unacknowledged == 0, let backoff = value.integer(at: SockDiag.infoBackoff, as: UInt8.self), backoff > 0,
+            let queued = value.integer(at: SockDiag.infoNotSentBytes, as: UInt32.self), queued > 0,
+            let window = value.integer(at: SockDiag.infoSendWindow, as: UInt32.self), window > 0
+        {
+            counters.sendsRefused = backoff
+        }
+        return counters
     }
 }
 

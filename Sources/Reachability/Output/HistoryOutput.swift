@@ -9,7 +9,7 @@ package enum HistoryOutput {
     /// Each cause's colour in the SVG, in the layers' order; a degradation is drawn lighter.
     package static let colours: [Explanation.LayerName: String] = [
         .radio: "#8e44ad", .link: "#c0392b", .address: "#d35400", .gateway: "#e67e22",
-        .route: "#b7950b", .dns: "#2e86c1", .traffic: "#16a085", .portal: "#7f8c8d",
+        .route: "#b7950b", .firewall: "#943126", .dns: "#2e86c1", .traffic: "#16a085", .portal: "#7f8c8d",
     ]
     /// A cause that is not known (an older record): grey-brown.
     package static let unknownColour = "#6e5a4b"

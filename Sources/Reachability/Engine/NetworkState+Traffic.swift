@@ -1,0 +1,71 @@
+/// `explain`'s layers of the host's traffic through a path, from the stall detector's figures:
+/// whether the host's own firewall lets it leave, and whether anything comes back.
+extension NetworkState {
+    /// Broken while the link is stalled and the host itself kept its connections' segments in:
+    /// connections whose queued data it refuses to send (`StallEvidence.socketsHeldInHost`), or
+    /// retransmissions it refused (`retransmissionsRefused`). Nothing of theirs left, so the
+    /// network beyond the gateway is not the one to blame. A rule that rejects shows no failing
+    /// connection at all (the connection is refused at once); this layer sees drops.
+    func firewallLayer(_ egress: LinkEntry?) -> Explanation.Layer {
+        guard let egress else { return .init(name: .firewall, status: .unknown, evidence: ["no path: no traffic to judge"]) }
+        let stall = stall(of: egress.link.index)
+        let name = egress.link.name
+        let figures = stall.evidence
+        guard stall.verdict != .noEvidence else {
+            return .init(name: .firewall, status: .unknown, evidence: ["\(name): no TCP traffic to judge (or stall detection is off)"])
+        }
+        guard Self.keptInHost(figures) else {
+            return .init(name: .firewall, status: .ok, evidence: ["\(name): nothing the host's connections sent was refused inside the host"])
+        }
+        var evidence: [String] = []
+        if figures.socketsHeldInHost > 0 {
+            evidence.append("\(figures.socketsHeldInHost) of \(figures.socketsFailing) failing connection(s) through \(name) hold data the host refuses to send (backed off with nothing in flight and the peer's window open)")
+        }
+        if figures.retransmissionsRefused > 0 {
+            evidence.append("\(figures.retransmissionsRefused) retransmission(s) refused inside the host within the stall window (the kernel's TcpExt TCPRetransFail)")
+        }
+        return .init(
+            name: .firewall, status: stall.isStalled ? .broken : .ok, evidence: evidence,
+            fix: "the host's own firewall (or a queue discipline) drops them before they leave: look at the output and postrouting hooks (nft list ruleset; iptables -S OUTPUT)")
+    }
+
+    static func keptInHost(_ figures: StallEvidence) -> Bool {
+        figures.socketsFailing > 0 && (figures.socketsHeldInHost > 0 || figures.retransmissionsRefused > 0)
+    }
+
+    func trafficLayer(_ egress: LinkEntry?) -> Explanation.Layer {
+        guard let egress else { return .init(name: .traffic, status: .unknown, evidence: ["no path: no traffic to judge"]) }
+        let stall = stall(of: egress.link.index)
+        let name = egress.link.name
+        let figures = stall.evidence
+        switch stall.verdict {
+        case .noEvidence:
+            return .init(name: .traffic, status: .unknown, evidence: ["\(name): no TCP traffic to judge (or stall detection is off)"])
+        case .flowing:
+            return .init(name: .traffic, status: .ok, evidence: ["\(name): flowing, \(figures.socketsJudged) socket(s) judged"])
+        case .stalled:
+            // Only the figures there are: a stall of DNS timeouts alone judged no socket.
+            var why: [String] = []
+            if figures.socketsFailing > 0 {
+                why.append("\(Self.failingPhrase(figures)) with nothing back for \(figures.waiting.components.seconds)s")
+            }
+            if figures.dnsTimeouts > 0 { why.append("\(figures.dnsTimeouts) DNS timeouts in a row") }
+            var evidence = ["\(name): stalled" + (why.isEmpty ? "" : ": " + why.joined(separator: "; "))]
+            if let since = figures.sinceReceive { evidence.append("last segment received \(since.components.seconds)s ago") }
+            if figures.nameserverSilent { evidence.append("reachd's own DNS queries to a nameserver beyond \(name) went unanswered too") }
+            let fix = Self.keptInHost(figures)
+                ? "the host's own firewall keeps them in (see the firewall layer)"
+                : "packets leave and nothing comes back: the network beyond the gateway is down (check the modem or the provider)"
+            return .init(name: .traffic, status: .broken, evidence: evidence, fix: fix)
+        }
+    }
+
+    /// "3 connection(s) retransmit (2 open of 5 judged, 1 closed so)": true counts, the open
+    /// ones out of those judged now and those that closed failing within the window apart.
+    static func failingPhrase(_ figures: StallEvidence) -> String {
+        let open = figures.socketsFailing - figures.socketsClosedFailing
+        var phrase = "\(figures.socketsFailing) connection(s) retransmit (\(open) open of \(figures.socketsJudged) judged"
+        if figures.socketsClosedFailing > 0 { phrase += ", \(figures.socketsClosedFailing) closed so" }
+        return phrase + ")"
+    }
+}

@@ -1,0 +1,103 @@
+import Testing
+@testable import Reachability
+
+/// The host's own walls (issue 48): retransmissions refused inside the host are told for the
+/// links whose connections fail as the count grows, for the window, and `why` blames the host's
+/// firewall for them rather than the provider.
+@Suite struct RefusedRetransmissionsTests {
+    typealias Evaluator = StallEvaluatorTests
+
+    static func poll(_ evaluator: inout StallEvaluator, at seconds: Double, _ samples: [TCPSocketSample], refused: UInt64?) -> StallReport {
+        evaluator.poll(
+            at: .milliseconds(Int64(seconds * 1000)), samples: samples, addresses: Evaluator.addresses, retransmissionsRefused: refused)
+    }
+
+    @Test func whatTheCountGrewByIsToldForTheLinksThatFail_forTheWindow() {
+        var evaluator = Evaluator.evaluator()
+        // The first reading is a baseline: whatever the host refused before is not this stall's.
+        _ = Self.poll(&evaluator, at: 100, [Evaluator.socket(1), Evaluator.socket(2)], refused: 40)
+        let failing = [
+            Evaluator.socket(1, waiting: .seconds(12), received: .seconds(13)),
+            Evaluator.socket(2, waiting: .seconds(12), received: .seconds(13)),
+        ]
+        let stalled = Self.poll(&evaluator, at: 113, failing, refused: 46).link(Evaluator.wired)
+        #expect(stalled.isStalled && stalled.evidence.retransmissionsRefused == 6, "\(stalled.evidence)")
+        let later = Self.poll(&evaluator, at: 115, failing, refused: 48).link(Evaluator.wired)
+        #expect(later.evidence.retransmissionsRefused == 8)
+        // Past the window the early refusals are forgotten; nothing read is nothing told.
+        let forgotten = Self.poll(&evaluator, at: 124, failing, refused: nil).link(Evaluator.wired)
+        #expect(forgotten.evidence.retransmissionsRefused == 0, "\(forgotten.evidence)")
+    }
+
+    @Test func aLinkWhoseTrafficFlowsIsToldNothing_andACountThatWentBackStartsOver() {
+        var evaluator = Evaluator.evaluator()
+        _ = Self.poll(&evaluator, at: 100, [Evaluator.socket(1)], refused: 10)
+        let flowing = Self.poll(&evaluator, at: 102, [Evaluator.socket(1)], refused: 20).link(Evaluator.wired)
+        #expect(flowing.verdict == .flowing && flowing.evidence.retransmissionsRefused == 0)
+        let failing = [Evaluator.socket(1, waiting: .seconds(3), received: .seconds(4))]
+        let reset = Self.poll(&evaluator, at: 104, failing, refused: 3).link(Evaluator.wired)
+        #expect(reset.evidence.retransmissionsRefused == 0, "a count that went back is a new baseline")
+        let grown = Self.poll(&evaluator, at: 106, failing, refused: 5).link(Evaluator.wired)
+        #expect(grown.evidence.retransmissionsRefused == 2)
+    }
+
+    /// Connections whose data the host refuses to send fail as any other, are told as held in
+    /// the host, and flag the link after the window as a dead path would.
+    @Test func connectionsTheHostRefusesToSendFailAndAreToldAsHeldInTheHost() {
+        func held(_ cookie: UInt64, backoffs: UInt8, lastAck: UInt32) -> TCPSocketSample {
+            var sample = Evaluator.socket(cookie)
+            sample.counters?.sendsRefused = backoffs
+            sample.counters?.retransmissionTimeoutMicroseconds = 204_000
+            sample.counters?.millisecondsSinceAckReceived = lastAck
+            sample.counters?.millisecondsSinceDataReceived = lastAck
+            return sample
+        }
+        var evaluator = Evaluator.evaluator()
+        _ = Self.poll(&evaluator, at: 100, [Evaluator.socket(1), Evaluator.socket(2)], refused: nil)
+        // 3 back-offs from 204 ms: 1.4 s held, after an hour idle: waiting 1.4 s, not an hour.
+        let early = Self.poll(&evaluator, at: 102, [held(1, backoffs: 3, lastAck: 3_600_000), held(2, backoffs: 3, lastAck: 3_600_000)], refused: nil)
+        #expect(!early.link(Evaluator.wired).isStalled && early.link(Evaluator.wired).evidence.socketsHeldInHost == 2)
+        #expect(early.link(Evaluator.wired).evidence.waiting < .seconds(2), "\(early.link(Evaluator.wired).evidence)")
+        // 6 back-offs: 12.9 s, bounded by the last ACK 10 s ago.
+        let late = Self.poll(&evaluator, at: 112, [held(1, backoffs: 6, lastAck: 10_000), held(2, backoffs: 6, lastAck: 10_000)], refused: nil)
+        let link = late.link(Evaluator.wired)
+        #expect(link.isStalled && link.evidence.socketsHeldInHost == 2 && link.evidence.socketsFailing == 2, "\(link.evidence)")
+    }
+
+    @Test func theCountIsReadFromTheTcpExtLinesAndAnythingElseIsNil() {
+        let netstat = Array("""
+            TcpExt: SyncookiesSent TCPRetransFail TCPAbortOnData
+            TcpExt: 0 17 4
+            IpExt: InNoRoutes TCPRetransFail
+            IpExt: 1 99
+
+            """.utf8)
+        #expect(RefusedRetransmissions.parse(netstat) == 17)
+        let garbage: [[UInt8]] = [
+            [], [0xff, 0xfe, 0x0a], Array("TcpExt: TCPRetransFail\n".utf8), Array("TcpExt: TCPRetransFail\nTcpExt:\n".utf8),
+            Array("TcpExt: TCPRetransFail\nTcpExt: -1\n".utf8), Array("TcpExt: TCPRetransFail\nTcpExt: 1x\n".utf8),
+            Array("IpExt: TCPRetransFail\nIpExt: 3\n".utf8), Array("TcpExt: A B\nTcpExt: 1 2\n".utf8),
+            Array("TcpExt: TCPRetransFail\nTcpExt: \u{ff}\n".utf8),
+        ]
+        for bytes in garbage { #expect(RefusedRetransmissions.parse(bytes) == nil, "\(bytes)") }
+        // This host's own file: the field is there on Linux 6.
+        #expect(RefusedRetransmissions.read() != nil)
+        #expect(RefusedRetransmissions.read("/nonexistent/netstat") == nil)
+    }
+
+    @Test func whyBlamesTheHostsFirewallNotTheProvider_whenRetransmissionsWereRefused() throws {
+        var state = StallStateTests.twoUplinks()
+        var evidence = StallStateTests.verdict(2, .stalled).evidence
+        evidence.retransmissionsRefused = 6
+        _ = state.apply([.stalls([LinkStall(interfaceIndex: 2, verdict: .stalled, causes: .tcpRetransmissions, evidence: evidence)])])
+        let explanation = StallExplanationTests.explain(state)
+        #expect(explanation.brokenLayer == .firewall, "\(explanation.layers)")
+        #expect(explanation[.firewall]?.evidence.first?.hasPrefix("6 retransmission(s) refused inside the host") == true)
+        #expect(explanation[.traffic]?.fix.contains("provider") == false)
+
+        _ = state.apply([.stalls([StallStateTests.verdict(2, .stalled)])])
+        let beyond = StallExplanationTests.explain(state)
+        #expect(beyond.brokenLayer == .traffic && beyond[.firewall]?.status == .ok, "\(beyond.layers)")
+        #expect(beyond[.traffic]?.fix.contains("provider") == true)
+    }
+}

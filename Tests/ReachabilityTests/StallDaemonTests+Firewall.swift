@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+@testable import Reachability
+
+extension StallDaemonTests {
+    /// issue 48, the host's own walls: a drop rule of the client's own output hook keeps its
+    /// connections' retransmissions in. reachd flags the stall as it would a dead upstream, and
+    /// `why` names the host's firewall (not the provider beyond the gateway) with the kernel's
+    /// count of refused retransmissions; without the rule the stall clears. Shipped defaults.
+    /// `aGatewayThatStopsForwardingIsOneChangedAndRecoveryClearsIt` is the other side: a
+    /// gateway that drops names the traffic layer.
+    @Test func aDropRuleOfTheHostsOwnOutputHookIsNamedNotTheProvider() async throws {
+        let topology = try Topology("sdfw", shortRTO: false)
+        let server = try topology.startServer()
+        defer { server.kill() }
+        let clients = try topology.startClients(to: Topology.serverV4, count: 16)
+        defer { clients.kill() }
+        let harness = try DaemonHarness(topology.client)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        try await eventually("a judged poll of the client's traffic", timeout: .seconds(45), every: .milliseconds(500)) {
+            (try Self.status(harness).stall?.socketsJudged ?? 0) >= 16
+        }
+
+        try topology.client.exec("/usr/sbin/nft", ["add", "table", "inet", "wall"])
+        try topology.client.exec("/usr/sbin/nft", ["add", "chain", "inet", "wall", "out", "{ type filter hook output priority 0 ; }"])
+        try topology.client.exec(
+            "/usr/sbin/nft", ["add", "rule", "inet", "wall", "out", "ip", "daddr", Topology.serverV4, "tcp", "dport", "\(StallKernelTests.port)", "drop"])
+        let flagged = try await Self.until("reachd's Stalled behind the host's own drop rule", harness, timeout: .seconds(45)) { $0.stalled }
+        let why = try reachctl(["why", "--json", "--bus-address", harness.address, "--daemon"])
+        let explained = try why.json()
+        #expect(why.status == 1 && explained["brokenLayer"] as? String == "firewall", "\(why)")
+        let layers = explained["layers"] as? [[String: Any]] ?? []
+        let firewall = layers.first { $0["layer"] as? String == "firewall" }
+        let evidence = ((firewall?["evidence"] as? [String]) ?? []).joined(separator: "; ")
+        // Established connections with data queued: the host refuses each send, nothing in flight.
+        #expect(evidence.contains("16 of 16 failing connection(s) through c0 hold data the host refuses to send"), "\(explained)")
+        #expect((firewall?["fix"] as? String)?.contains("nft list ruleset") == true, "\(explained)")
+        let traffic = layers.first { $0["layer"] as? String == "traffic" }
+        #expect((traffic?["fix"] as? String)?.contains("provider") == false, "\(explained)")
+        print("stall(firewall): flagged \(flagged) after the drop rule; why: \(evidence)")
+
+        try topology.client.exec("/usr/sbin/nft", ["delete", "table", "inet", "wall"])
+        let cleared = try await Self.until("Stalled cleared once the rule is gone", harness, timeout: .seconds(40)) { !$0.stalled }
+        print("stall(firewall): cleared \(cleared) after the rule went")
+    }
+}
