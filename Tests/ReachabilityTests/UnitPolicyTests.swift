@@ -89,7 +89,7 @@ import Testing
         let host = Explanation(target: "198.51.100.7", uid: 0, layers: Explanation.hostLayers.map { .init(name: $0, status: .ok, evidence: ["host"]) })
         let verdict = judge(UnitSandbox(unit: "confined.service"), .path("/run/netns/vpn"), route: Self.noRoute)
         let inNamespace = UnitPolicy.explanation(host, verdict, namespace: .path("/run/netns/vpn"), unit: "confined.service")
-        #expect(inNamespace.layers.map(\.name) == [.radio, .link, .address, .gateway, .route, .policy, .dns, .traffic, .portal])
+        #expect(inNamespace.layers.map(\.name) == [.radio, .link, .address, .gateway, .route, .policy, .firewall, .dns, .traffic, .portal])
         #expect(inNamespace.brokenLayer == .policy)
         #expect(inNamespace[.link]?.status == .unknown)
         let onHost = UnitPolicy.explanation(host, judge(UnitSandbox(unit: "plain.service")), namespace: .host, unit: "plain.service")
