@@ -155,6 +155,12 @@ struct UnitCheckDaemonTests {
         let backupIs = try reachctl(["is", "--unit", "backup.service", "online", "--bus-address", harness.address, "--daemon"])
         #expect(backupIs.status == 1 && backupIs.stderr.contains("online: no, IPAddressDeny=any of backup.service: 193.0.14.129 is denied"), "\(backupIs)")
 
+        // `status --unit`: the service's own path to the internet.
+        let plainStatus = try reachctl(["status", "--unit", "plain", "--json", "--bus-address", harness.address, "--daemon"])
+        #expect(plainStatus.status == 0 && (try? plainStatus.json())?["interface"] as? String == "up0", "\(plainStatus)")
+        let backupStatus = try reachctl(["status", "--unit", "backup.service", "--bus-address", harness.address, "--daemon"])
+        #expect(backupStatus.status == 1 && backupStatus.stdout.hasPrefix("backup.service: offline via up0: policyBlocked (IPAddressDeny=any of backup.service"), "\(backupStatus)")
+
         // Refusals, each naming the value, and reachd answering throughout.
         let hostile = try reachctl(["check", "--unit", "../../etc/passwd", far, "--bus-address", harness.address, "--daemon"])
         #expect(hostile.status == 255 && hostile.stderr.contains("invalid unit name '../../etc/passwd'"), "\(hostile)")
