@@ -26,8 +26,8 @@ struct CheckCommand: AsyncParsableCommand {
             unreachable, prohibit or blackhole route or rule: a kill switch), dnsTimeout, \
             dnsNotFound, dnsFailure, invalidTarget, firewallRefused.
 
-            As root, the host's own firewall is judged too: the nftables rules of its output \
-            and postrouting hooks, for a TCP connection (or --udp) to --port. A rule certain to \
+            With --port, as root, the host's own firewall is judged too: the nftables rules of \
+            its output and postrouting hooks, for a TCP connection (or --udp) to that port. A rule certain to \
             drop or reject it makes the answer firewallRefused, naming the rule; one that \
             depends on what is not known before the connection (its source port, a rate) \
             does not. reachd runs unprivileged and cannot read them.

@@ -19,11 +19,13 @@ struct FirewallOptions: ParsableArguments {
         if udp, port == nil { throw ValidationError("--udp needs --port: the firewall's rules are judged for one port.") }
     }
 
-    /// The ruleset's judgement for a connection to `destination`; nil when not root (said once
-    /// on standard error when a port was asked for) or when the rules cannot be read (said).
+    /// The ruleset's judgement for a connection to `destination`, asked for with `--port`; nil
+    /// without it, when not root (said on standard error) or when the rules cannot be read
+    /// (said). Only when asked: reading nf_tables on a host that never loaded it would load it.
     func judge(_ destination: IPAddress, uid: UInt32?, namespacePath: String?) -> (FirewallJudgement, HostFirewall.Question)? {
+        guard port != nil else { return nil }
         guard geteuid() == 0 else {
-            if port != nil { Terminal.write("reachctl: --port: the host's firewall rules can be read only as root; answering from the routes alone\n", to: 2) }
+            Terminal.write("reachctl: --port: the host's firewall rules can be read only as root; answering from the routes alone\n", to: 2)
             return nil
         }
         let question = HostFirewall.Question(destination: destination, udp: udp, port: port, uid: uid)

@@ -220,6 +220,7 @@ struct FirewallCheckTests {
                     type filter hook output priority 0;
                     ip daddr 198.51.100.2 tcp dport 8080 reject
                     ip daddr 198.51.100.2 udp dport 53 drop
+                    ip daddr 198.51.100.9 drop
                 }
             }
             """, in: namespace)
@@ -239,6 +240,9 @@ struct FirewallCheckTests {
         // Another port, no port (the rule may refuse: not claimed), UDP to its own rule.
         #expect(try reachctl(["check", "198.51.100.2", "--port", "8081", "--netns", namespace.name]).status == 0)
         #expect(try reachctl(["check", "198.51.100.2", "--netns", namespace.name]).status == 0)
+        // The rules are read only when a port is asked about: a drop of every port shows then.
+        #expect(try reachctl(["check", "198.51.100.9", "--netns", namespace.name]).status == 0)
+        #expect(try reachctl(["check", "198.51.100.9", "--port", "1", "--netns", namespace.name]).status == 1)
         let udp = try reachctl(["check", "198.51.100.2", "--port", "53", "--udp", "--json", "--netns", namespace.name])
         let udpMessage = try udp.json()["message"] as? String ?? ""
         #expect(udp.status == 1 && udpMessage.contains("drops udp port 53"), "\(udp)")
