@@ -32,6 +32,14 @@ struct CheckCommand: AsyncParsableCommand {
             depends on what is not known before the connection (its source port, a rate) \
             does not. reachd runs unprivileged and cannot read them.
 
+            --unit NAME answers as the systemd service NAME's traffic would go (reachd only): \
+            reachd reads its sandbox from systemd and routes as its user, in its network \
+            namespace (NetworkNamespacePath=, PrivateNetwork=), then applies its \
+            RestrictAddressFamilies=, IPAddressAllow=/IPAddressDeny= and RestrictNetworkInterfaces=; \
+            what denies is the message (reason policyBlocked), and `why --unit` names it in its \
+            policy layer. Without a target, the internet. Root may ask about any service, \
+            another user about the services that run as that user.
+
             --validate (no target) asks whether the internet really answers through the host's \
             path: reachd's connectivity probe runs now (or the one in flight is joined) and its \
             verdict is printed: full, portal (with where it was redirected), limited or none, \
@@ -45,6 +53,7 @@ struct CheckCommand: AsyncParsableCommand {
               sudo reachctl check --user nobody 198.51.100.7
               sudo reachctl check 198.51.100.7 --port 443
               reachctl check --validate --json | jq -r .connectivity
+              reachctl check --unit backup.service 198.51.100.7
 
             Exit status: 0 reachable, 1 not reachable, 255 invalid target or error. With \
             --validate: 0 full, 1 portal, limited, none or no verdict yet, 255 error (reachd not answering, or its \
@@ -70,6 +79,10 @@ struct CheckCommand: AsyncParsableCommand {
         name: .customLong("user"),
         help: ArgumentHelp("Answer as this user's traffic is routed (a name or a uid; only root may name another user).", valueName: "user"))
     var user: String?
+
+    @OptionGroup var unitOption: UnitQuestion.Option
+
+    var unit: String? { unitOption.unit }
 
     @OptionGroup var firewall: FirewallOptions
 
@@ -97,7 +110,10 @@ struct CheckCommand: AsyncParsableCommand {
                 throw ValidationError("--user \(user): only root may ask as another user (you are uid \(getuid())).")
             }
         }
-        if !validateInternet, target == nil {
+        if let unit {
+            if validateInternet || user != nil { throw ValidationError("--unit \(unit) takes neither --validate nor --user: the unit's own user and sandbox decide.") }
+        }
+        if !validateInternet, target == nil, unit == nil {
             throw ValidationError("Missing expected argument '<target>' (an address or a host name), or --validate.")
         }
         if let timeout, timeout > ReachdContract.maximumCheckTimeout {
@@ -111,6 +127,10 @@ struct CheckCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let unit {
+            let result = try await reportingErrors { try await UnitQuestion.ask(unit, target ?? "", options: options, timeout: timeout).result }
+            return try report(result)
+        }
         guard let target else { return try await runValidation() }
         var result = try await reportingErrors {
             let source = try options.openSource()
@@ -120,6 +140,10 @@ struct CheckCommand: AsyncParsableCommand {
         if result.isReachable, let address = result.addresses.first, let (judgement, question) = firewall.judge(address, uid: user.flatMap(Self.uid(of:)), namespacePath: try options.netns.map(CommonOptions.namespacePath(for:))) {
             result = judgement.applied(to: result, question)
         }
+        try report(result)
+    }
+
+    private func report(_ result: CheckResult) throws {
         if result.reason == .invalidTarget, !output.json {
             Terminal.write("reachctl: invalid target: \(result.message ?? result.target)\n", to: 2)
             throw ExitStatus.error.exitCode

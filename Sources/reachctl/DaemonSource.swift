@@ -58,7 +58,16 @@ final class DaemonSource: ReachabilitySource {
         }
     }
 
-        /// reachd's connectivity probe, asked now (`reachctl check --validate`).
+    /// CheckUnit: `target` (an address, "" for the internet) as the service `unit`'s traffic.
+    func checkUnit(_ unit: String, _ target: String) async throws -> (result: CheckResult, explanation: Explanation) {
+        do {
+            return try await thread.perform { try $0.client.checkUnit(unit, target) }
+        } catch let error as BusError {
+            throw ReachctlError(error.message)
+        }
+    }
+
+    /// reachd's connectivity probe, asked now (`reachctl check --validate`).
     func validate() async throws -> ConnectivityStatus {
         try await thread.perform { try $0.client.validate() }
     }

@@ -31,6 +31,12 @@ struct IsCommand: AsyncParsableCommand {
                             wifi, cellular, vpn, bridge, virtual, other; under a
                             VPN the kind of the link beneath it counts too
 
+            With --unit NAME (reachd only), every condition also needs the systemd service \
+            NAME's own traffic to reach the internet, judged as `check --unit` judges it (its \
+            user, its namespace, IPAddressDeny=, RestrictNetworkInterfaces=, \
+            RestrictAddressFamilies=): a service its sandbox keeps off fails each condition, \
+            naming the setting. For ExecCondition= of a unit that depends on NAME's reach.
+
             With --npd, node-problem-detector's custom plugin protocol instead: exit 0 \
             when every condition holds, 1 when one does not, 2 when there is no answer \
             (reachd does not answer with --daemon, a bad configuration or usage), and one \
@@ -42,6 +48,7 @@ struct IsCommand: AsyncParsableCommand {
               reachctl is online --npd
               reachctl is via-vpn || exit 0
               reachctl is --json online unmetered | jq .holds
+              ExecCondition=/usr/bin/reachctl is --unit backup.service internet
             """
     )
 
@@ -57,12 +64,17 @@ struct IsCommand: AsyncParsableCommand {
     @Flag(name: .customLong("npd"), help: "Answer as a node-problem-detector custom plugin: exit 0 ok, 1 a problem, 2 unknown, and one line on standard output.")
     var npd = false
 
+    @OptionGroup var unitOption: UnitQuestion.Option
+
+    var unit: String? { unitOption.unit }
+
     @OptionGroup var output: OutputOptions
 
     @OptionGroup var options: CommonOptions
 
     func validate() throws {
         try Self.validate(conditions)
+        if unit != nil, npd { throw ValidationError("--unit and --npd: node-problem-detector asks about the node, not one service; drop one.") }
         if quiet, output.json { throw ValidationError("--quiet and --json: --json says everything on standard output; drop one.") }
         if npd, quiet || output.json {
             throw ValidationError("--npd and \(quiet ? "--quiet" : "--json"): --npd says one line on standard output, for node-problem-detector; drop one.")
@@ -97,11 +109,18 @@ struct IsCommand: AsyncParsableCommand {
 
     func run() async throws {
         let snapshot: ReachabilitySnapshot
+        var unitFailure: String?
         do {
             snapshot = try await reportingErrors {
                 let source = try options.openSource()
                 defer { source.stop() }
                 return try await source.snapshot()
+            }
+            if let unit {
+                let answer = try await reportingErrors { try await UnitQuestion.ask(unit, "", options: options).result }
+                if !answer.isReachable {
+                    unitFailure = "\(answer.message ?? "\(unit)'s traffic cannot reach the internet (\(answer.reason?.rawValue ?? "noRoute"))")"
+                }
             }
         } catch let code as ExitCode where npd && code != .success {
             throw ExitCode(NodeProblemDetector.cannotTell())
@@ -112,14 +131,15 @@ struct IsCommand: AsyncParsableCommand {
             if status != NodeProblemDetector.ok { throw ExitCode(status) }
             return
         }
-        let status = Self.report(conditions, in: snapshot, json: output.json, quiet: quiet)
+        let status = Self.report(conditions, in: snapshot, json: output.json, quiet: quiet, unitFailure: unitFailure)
         if status != ExitStatus.success.rawValue { throw ExitCode(status) }
     }
 
     /// Says what `conditions` make of `snapshot` (nothing when all hold, one line on standard
     /// error naming each that does not, or the JSON object) and returns the exit status.
-    static func report(_ conditions: [HostCondition], in snapshot: ReachabilitySnapshot, json: Bool, quiet: Bool) -> Int32 {
-        let verdicts = conditions.map { (condition: $0, failure: $0.failure(in: snapshot)) }
+    /// `unitFailure`: why `--unit`'s service cannot reach the internet, which fails every condition.
+    static func report(_ conditions: [HostCondition], in snapshot: ReachabilitySnapshot, json: Bool, quiet: Bool, unitFailure: String? = nil) -> Int32 {
+        let verdicts = conditions.map { (condition: $0, failure: $0.failure(in: snapshot) ?? unitFailure) }
         let failed = verdicts.filter { $0.failure != nil }
         if json {
             let members: [JSONValue] = verdicts.map { verdict in

@@ -28,8 +28,14 @@ struct StatusCommand: AsyncParsableCommand {
             {"generation": N, "interfaces": [...]} as interfaces --json prints them. Exit \
             status 0 when every one is ready, 1 when one is not or a name matches none.
 
+            With --unit NAME (reachd only), the systemd service NAME's own path to the internet \
+            instead, judged as `check --unit` judges it: online or offline, the interface, what \
+            of its sandbox denies, and the facts it was judged by (its uid, its namespace, its \
+            settings); --json: unit, online, interface, reason, message, policy.
+
             Examples:
               reachctl status
+              reachctl status --unit backup.service
               reachctl status --json | jq -r .primaryInterface
               if reachctl status >/dev/null; then echo online; fi
               reachctl status eth0
@@ -51,6 +57,8 @@ struct StatusCommand: AsyncParsableCommand {
 
     @OptionGroup var kinds: KindOptions
 
+    @OptionGroup var unitOption: UnitQuestion.Option
+
     @OptionGroup var output: OutputOptions
 
     @OptionGroup var options: CommonOptions
@@ -59,12 +67,16 @@ struct StatusCommand: AsyncParsableCommand {
     var verbose: Bool { options.verbose }
 
     func validate() throws {
+        if let unit = unitOption.unit, !names.isEmpty || kinds.restriction != nil {
+            throw ValidationError("--unit \(unit) and interfaces or kinds: ask about the service's path or about the host's, not both.")
+        }
         if let name = names.first, kinds.restriction != nil {
             throw ValidationError("'\(name)' and --kind/--not-kind: ask about interfaces by name or by kind, not both.")
         }
     }
 
     func run() async throws {
+        if let unit = unitOption.unit { return try await unitStatus(unit) }
         if !names.isEmpty { return try await links() }
         if let restriction = kinds.restriction {
             let satisfied = try await reportingErrors {
@@ -100,6 +112,27 @@ struct StatusCommand: AsyncParsableCommand {
             return snapshot.host.state == .online
         }
         if !online { throw ExitStatus.notReachable.exitCode }
+    }
+
+    /// `status --unit NAME`: whether the service's own traffic reaches the internet (CheckUnit),
+    /// through which interface, and its policy layer's facts; exit 1 when it does not.
+    private func unitStatus(_ unit: String) async throws {
+        let (result, explanation) = try await reportingErrors { try await UnitQuestion.ask(unit, "", options: options) }
+        let name = explanation.unit ?? unit
+        let policy = explanation[.policy]?.evidence ?? []
+        if output.json {
+            Terminal.writeLine(JSONValue.object([
+                ("unit", .string(name)), ("online", .bool(result.isReachable)), ("interface", .string(result.interface)),
+                ("reason", .string(result.reason?.rawValue ?? "")), ("message", .string(result.message ?? "")),
+                ("policy", .array(policy.map { .string($0) })),
+            ]).serialized())
+        } else {
+            var line = "\(name): " + (result.isReachable ? "online" : "offline")
+            if !result.interface.isEmpty { line += " via \(result.interface)" }
+            if let reason = result.reason { line += ": \(reason.rawValue)" + (result.message.map { " (\($0))" } ?? "") }
+            Terminal.writeLine(([line] + policy.map { "  " + $0 }).joined(separator: "\n"))
+        }
+        if !result.isReachable { throw ExitStatus.notReachable.exitCode }
     }
 
     /// `status IFACE...`: each link picked, ready or not (exit 1 when one is not, or a name

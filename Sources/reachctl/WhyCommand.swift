@@ -19,11 +19,18 @@ struct WhyCommand: AsyncParsableCommand {
             detection) and portal (the connectivity probe, reachd only). Then what would fix the \
             first broken layer.
 
+            --unit NAME explains as the systemd service NAME's traffic would go (reachd only): \
+            a policy layer after the route names what of its sandbox denies \
+            ("IPAddressDeny=any of backup.service: 203.0.113.9 is denied", \
+            "RestrictNetworkInterfaces=wg0 of ...", "PrivateNetwork=yes of ...", \
+            "NetworkNamespacePath=... of ...: that namespace has no way to ..."); in a namespace of \
+            its own the host's layers are unknown. The JSON then carries "unit".
+
             A host name is resolved first (as `check` does); the layers below DNS are those of \
             its first address, or the host's when it did not resolve.
 
             With --json it prints one object: target ("" for the host), uid, brokenLayer (radio, \
-            link, address, gateway, route, firewall, dns, traffic or portal; "" when nothing is broken) \
+            link, address, gateway, route, policy, firewall, dns, traffic or portal; "" when nothing is broken) \
             and layers (each: layer, status, evidence, fix).
 
             Examples:
@@ -31,6 +38,7 @@ struct WhyCommand: AsyncParsableCommand {
               reachctl why 192.0.2.1
               sudo reachctl why 198.51.100.7 --port 443
               reachctl why example.org --json | jq -r .brokenLayer
+              reachctl why --unit backup.service 203.0.113.9
 
             Exit status: 0 nothing broken, 1 a layer is broken, 255 usage error or invalid target.
             """
@@ -38,6 +46,10 @@ struct WhyCommand: AsyncParsableCommand {
 
     @Argument(help: "An IPv4/IPv6 address or a host name; without it, the host's own answer.")
     var target: String?
+
+    @OptionGroup var unitOption: UnitQuestion.Option
+
+    var unit: String? { unitOption.unit }
 
     @OptionGroup var firewall: FirewallOptions
 
@@ -47,6 +59,8 @@ struct WhyCommand: AsyncParsableCommand {
 
     func run() async throws {
         var (explanation, destination) = try await reportingErrors { () async throws -> (Explanation, IPAddress?) in
+            // A unit's explanation is reachd's; the host's own rules are judged for the host's traffic.
+            if let unit { return (try await UnitQuestion.ask(unit, target ?? "", options: options).explanation, nil) }
             let source = try options.openSource()
             defer { source.stop() }
             guard let target, !target.isEmpty, !AddressTarget.looksLikeAddress(target) else {

@@ -181,7 +181,8 @@ final class Daemon {
         }
         let service = ReachabilityService(
             state: core.shared, first: first, bus: bus, watches: watches, checks: checks, defaultTimeout: configuration.defaultTimeout,
-            callers: callers, validate: { [unowned probes] uid, reply in probes.validate(for: uid, reply) }, metricsText: { [unowned metrics] in metrics.text })
+            callers: callers, validate: { [unowned probes] uid, reply in probes.validate(for: uid, reply) }, metricsText: { [unowned metrics] in metrics.text },
+            units: UnitChecks(state: core.shared, bus: bus, callers: callers, sysfsRoot: options.sysfsRoot))
         self.service = service
         service.history = history
         // The service first: the properties sd-bus reads as the publisher signals are the update's.

@@ -19,6 +19,8 @@ final class ReachabilityService: BusObject {
     private let callers: Callers
     /// `GetMetrics`: the exposition.
     private let metricsText: () -> String
+    /// `CheckUnit`: a service's answer, judged by its sandbox.
+    private let units: UnitChecks
     /// `GetHistory`: the recorded changes of answers (set once the history follows the core).
     var history: History?
     /// GetHistory's replies are the largest reachd makes (176 KB with the ring full): each user
@@ -31,7 +33,7 @@ final class ReachabilityService: BusObject {
     init(
         state: SharedState, first: CoreUpdate, bus: BusConnection, watches: WatchRegistry, checks: HostCheckCalls, defaultTimeout: Duration,
         callers: Callers, validate: @escaping (UInt32, @escaping (ConnectivityStatus) -> Void) -> Void,
-        metricsText: @escaping () -> String
+        metricsText: @escaping () -> String, units: UnitChecks
     ) {
         self.callers = callers
         self.state = state
@@ -42,6 +44,7 @@ final class ReachabilityService: BusObject {
         self.defaultTimeout = defaultTimeout
         self.validate = validate
         self.metricsText = metricsText
+        self.units = units
     }
 
     static let vtable = BusVTable(ReachdContract.serviceMembers)
@@ -98,7 +101,7 @@ final class ReachabilityService: BusObject {
         "CheckHost": { service in { message throws(BusError) in try service.checkHost(message) } },
         "CheckHostAsUser": { service in { message throws(BusError) in try service.checkHost(message, asUser: true) } },
         "Validate": validate, "GetMetrics": getMetrics, "GetHistory": getHistory, "Watch": watch, "WatchPath": watchPath,
-        "Unwatch": unwatch,
+        "Unwatch": unwatch, "CheckUnit": { service in { message throws(BusError) in try service.units.check(message) } },
     ]
 
     func call(_ method: String, _ message: BusMessage) throws(BusError) -> BusReply {

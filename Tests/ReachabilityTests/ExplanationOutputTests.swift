@@ -50,6 +50,6 @@ import Testing
         #expect(timedOut[.dns]?.status == .broken && timedOut[.dns]?.evidence == ["example.org: no answer within 300ms"])
         let found = Self.sample.resolving(CheckResult(target: "example.org", addresses: [IPAddress("192.0.2.7")!]))
         #expect(found[.dns]?.status == .ok && found[.dns]?.evidence == ["example.org is 192.0.2.7"])
-        #expect(found.layers.map(\.name) == Explanation.LayerName.allCases)
+        #expect(found.layers.map(\.name) == Explanation.hostLayers)
     }
 }

@@ -113,7 +113,7 @@ import Testing
     @Test func anOnlineHost_hasNothingBroken() {
         let explanation = Self.explain(Self.online(), .route(Fact.defaultV4(via: "192.0.2.1", dev: 2)))
         #expect(explanation.brokenLayer == nil)
-        #expect(explanation.layers.map(\.name) == Explanation.LayerName.allCases)
+        #expect(explanation.layers.map(\.name) == Explanation.hostLayers)
         #expect(explanation[.link]?.evidence == ["eth0: up, carrier, operstate up"])
     }
 

@@ -244,7 +244,7 @@ struct HistoryTests {
         #expect(try values("fill") == [HistoryOutput.colours[.link], HistoryOutput.colours[.route]].map { $0 ?? "" })
         #expect(try values("data-lane").last == "up<0>&")
         let texts = try document.nodes(forXPath: "//*[local-name()='text']").map { $0.stringValue ?? "" }
-        for layer in Explanation.LayerName.allCases { #expect(texts.contains(layer.rawValue), "legend: \(layer)") }
+        for layer in Explanation.hostLayers { #expect(texts.contains(layer.rawValue), "legend: \(layer)") }
     }
 
     @Test func theJSON_hasEachIntervalAndTheSummary() throws {

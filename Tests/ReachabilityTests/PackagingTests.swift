@@ -1014,6 +1014,7 @@ struct PackagingDebianTests {
         try await checkUnmeteredUnit(inside)
         try await checkVPNRecipe(inside)
         try await checkWaitRecipe(inside)
+        try await checkUnitsUnderSystemd(inside)
 
         #expect(try await inside(["systemctl", "reload", "reachd"]).status == 0)
         let stop = try await inside(["systemctl", "stop", "reachd"])
@@ -1588,6 +1589,100 @@ private func checkWaitRecipe(_ inside: ([String]) async throws -> Ran) async thr
         }
         _ = try await inside(["systemctl", "reset-failed", name])
     }
+}
+
+/// `reachctl check --unit` under the real PID 1, beside each unit's real outcome: a web server
+/// beyond a gateway (namespace ustore: 192.0.2.1 on the container's link, 203.0.113.9 behind it),
+/// units whose ExecStart= is curl to it with one sandbox each, started by systemd; reachd (as
+/// packaged) must agree with what curl met, and `why --unit` name the setting that denies.
+/// Two answers differ from curl's by what the shipped unit withholds from reachd, and the test
+/// says so rather than hides it: a namespace of the unit's own (entering it needs CAP_SYS_ADMIN:
+/// reachd says it cannot), and a uid routed by an `ip rule uidrange` (reachd's PrivateUsers=yes
+/// maps no other uid, so the kernel routes its RTA_UID lookups as no user: a known issue).
+private func checkUnitsUnderSystemd(_ inside: ([String]) async throws -> Ran) async throws {
+    let setup = """
+        ip netns add ustore && ip netns add uisolated && ip netns add utunnel
+        ip link add up1 type veth peer name up1p netns ustore
+        ip addr add 192.0.2.2/24 dev up1 && ip link set up1 up && ip route add default via 192.0.2.1 dev up1
+        ip -n ustore addr add 192.0.2.1/24 dev up1p && ip -n ustore addr add 203.0.113.9/32 dev up1p
+        ip -n ustore link set up1p up && ip -n ustore link set lo up
+        ip link add tun1 netns utunnel type veth peer name tun1p netns ustore
+        ip -n utunnel addr add 10.9.0.2/24 dev tun1 && ip -n utunnel link set tun1 up && ip -n utunnel link set lo up
+        ip -n utunnel route add default via 10.9.0.1 && ip -n ustore addr add 10.9.0.1/24 dev tun1p && ip -n ustore link set tun1p up
+        ip rule add uidrange 4242-4242 prohibit
+        systemd-run --unit=ustore-http ip netns exec ustore /usr/bin/python3 -m http.server 8080 --bind 0.0.0.0
+        for i in $(seq 50); do curl -s -m 1 -o /dev/null http://203.0.113.9:8080/ && exit 0; sleep 0.2; done; exit 1
+        """
+    let ready = try await inside(["sh", "-c", setup])
+    try #require(ready.status == 0, "the server answers: \(ready)")
+
+    let far = "203.0.113.9"
+    // (unit, its settings, target, what denies when it does)
+    let units: [(name: String, settings: String, target: String, denies: String?)] = [
+        ("u-plain", "", far, nil),
+        ("u-allow-one", "IPAddressDeny=any\nIPAddressAllow=192.0.2.1", far, "IPAddressDeny=any of u-allow-one.service"),
+        ("u-allow-one-ok", "IPAddressDeny=any\nIPAddressAllow=192.0.2.1", "192.0.2.1", nil),
+        ("u-deny-one", "IPAddressDeny=203.0.113.9", far, "IPAddressDeny=203.0.113.9/32 of u-deny-one.service"),
+        ("u-interfaces", "RestrictNetworkInterfaces=wg0", far, nil),
+        ("u-private", "PrivateNetwork=yes", far, "PrivateNetwork=yes of u-private.service"),
+        ("u-unix", "RestrictAddressFamilies=AF_UNIX", far, "RestrictAddressFamilies=AF_UNIX of u-unix.service"),
+        ("u-no-inet", "RestrictAddressFamilies=~AF_INET", far, "RestrictAddressFamilies=~AF_INET of u-no-inet.service"),
+        ("u-dynamic", "DynamicUser=yes", far, nil),
+        ("u-nobody", "User=nobody", far, nil),
+        ("u-unix-inet", "RestrictAddressFamilies=AF_UNIX AF_INET", far, nil),
+        ("u-local", "IPAddressDeny=any\nIPAddressAllow=localhost", "192.0.2.1", "IPAddressDeny=any of u-local.service"),
+    ]
+    for unit in units {
+        let file = "[Service]\nType=oneshot\nExecStart=/usr/bin/curl -sS -m 3 -o /dev/null http://\(unit.target):8080/\n\(unit.settings)\n"
+        #expect(try await inside(["sh", "-c", "printf \"$0\" >/run/systemd/system/\(unit.name).service", file]).status == 0)
+    }
+    for name in ["u-netns-none", "u-netns-uplink", "u-uid"] {
+        let setting = ["u-netns-none": "NetworkNamespacePath=/run/netns/uisolated", "u-netns-uplink": "NetworkNamespacePath=/run/netns/utunnel",
+                       "u-uid": "User=4242"][name]!
+        let file = "[Service]\nType=oneshot\nExecStart=/usr/bin/curl -sS -m 3 -o /dev/null http://\(far):8080/\n\(setting)\n"
+        #expect(try await inside(["sh", "-c", "printf \"$0\" >/run/systemd/system/\(name).service", file]).status == 0)
+    }
+    #expect(try await inside(["systemctl", "daemon-reload"]).status == 0)
+    // systemd filters IP addresses only on the unified hierarchy; this container boots on a
+    // hybrid one (then systemd ignores IPAddressDeny=, and reachd must say so, not deny). Booted
+    // unified (SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1) on these machines, systemd ignored them too,
+    // saying nothing, and reachd, which cannot see why, said denied: not covered here.
+    let hierarchy = "stat -f -c %T /sys/fs/cgroup | grep -q cgroup2"
+    let filtered = try await inside(["sh", "-c", hierarchy]).status == 0
+
+    for var unit in units {
+        if !filtered, unit.settings.contains("IPAddress") { unit.denies = nil }
+        let real = try await inside(["systemctl", "start", unit.name])
+        let said = try await inside(["reachctl", "check", "--unit", unit.name, unit.target, "--json"])
+        #expect(said.status == (real.status == 0 ? 0 : 1), "\(unit.name): curl \(real.status == 0 ? "reached" : "did not reach") \(unit.target); reachctl: \(said)")
+        #expect((unit.denies == nil) == (real.status == 0), "\(unit.name): the real outcome is the one expected: \(real)")
+        if !filtered, unit.settings.contains("IPAddress") {
+            let why = try await inside(["reachctl", "why", "--unit", unit.name, unit.target])
+            #expect(why.stdout.contains("IPAddressAllow= and IPAddressDeny= are not enforced"), "\(unit.name): \(why)")
+        }
+        if let denies = unit.denies {
+            let why = try await inside(["reachctl", "why", "--unit", unit.name, unit.target])
+            #expect(why.stdout.contains("broken at the policy layer") && why.stdout.contains(denies), "\(unit.name): \(why)")
+        }
+        _ = try await inside(["systemctl", "reset-failed", unit.name])
+    }
+    // Their real outcomes, and reachd's word on them as packaged.
+    for (name, reaches) in [("u-netns-none", false), ("u-netns-uplink", true), ("u-uid", false)] {
+        let real = try await inside(["systemctl", "start", name])
+        #expect((real.status == 0) == reaches, "\(name): \(real)")
+        _ = try await inside(["systemctl", "reset-failed", name])
+    }
+    for name in ["u-netns-none", "u-netns-uplink"] {
+        let said = try await inside(["reachctl", "check", "--unit", name, far])
+        #expect(said.status == 255 && said.stderr.contains("reachd cannot route in \(name).service's network namespace /run/netns/"), "\(name): \(said)")
+    }
+    await withKnownIssue("reachd.service's PrivateUsers=yes maps no uid but reachd's: its RTA_UID lookups as uid 4242 are routed as no user") {
+        let said = try await inside(["reachctl", "check", "--unit", "u-uid", far])
+        #expect(said.status == 1, "u-uid: curl was refused by the uid's prohibit rule; reachctl: \(said)")
+    }
+    let cleanup = "systemctl stop ustore-http; ip rule del uidrange 4242-4242 prohibit; ip link del up1; "
+        + "ip netns del utunnel; ip netns del uisolated; ip netns del ustore"
+    _ = try await inside(["sh", "-c", cleanup])
 }
 
 // MARK: - Processes

@@ -45,7 +45,7 @@ struct WhyDaemonTests {
             return last.allSatisfy { $0.brokenLayer == layer && $0.status == (layer.isEmpty ? 0 : 1) }
         }
         for answer in last {
-            #expect(answer.layers.map { $0["layer"] as? String ?? "" } == Explanation.LayerName.allCases.map(\.rawValue), "\(answer.source)")
+            #expect(answer.layers.map { $0["layer"] as? String ?? "" } == Explanation.hostLayers.map(\.rawValue), "\(answer.source)")
             let first = answer.layers.first { $0["status"] as? String == "broken" }
             #expect((first?["layer"] as? String ?? "") == layer, "\(answer.source): \(answer.json)")
             let fix = first?["fix"] as? String

@@ -4,6 +4,7 @@
 // (function-like macros, _GNU_SOURCE-only calls). No logic lives here.
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <sys/vfs.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/if_link.h>

@@ -117,3 +117,17 @@ extension BusMessage {
         return BusError(name: refusal, message: "\(argument) is \(length) bytes, at most \(maximumBytes): \(excerpt)")
     }
 }
+
+extension BusMessage {
+    /// The next argument, an `ay` of at most `maximumCount` bytes, read in place.
+    public func readBytes(_ argument: String, maximumCount: Int) throws(BusError) -> [UInt8] {
+        var data: UnsafeRawPointer?
+        var size = 0
+        guard sd_bus_message_read_array(pointer, CChar(UInt8(ascii: "y")), &data, &size) >= 0 else {
+            throw Self.invalidArguments("expected bytes for \(argument)")
+        }
+        guard size <= maximumCount else { throw Self.invalidArguments("\(argument) has \(size) bytes, more than the \(maximumCount) reachd takes") }
+        guard let data, size > 0 else { return [] }
+        return Array(UnsafeRawBufferPointer(start: data, count: size))
+    }
+}

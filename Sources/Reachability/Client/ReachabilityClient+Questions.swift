@@ -192,7 +192,11 @@ extension ReachabilityClient {
         } catch where error.name == ReachdContract.ErrorName.invalidTarget {
             return CheckResult(target: address, reason: .invalidTarget, message: error.message)
         }
-        let message = reply.message
+        return try withExtendedLifetime(reply) { () throws(BusError) -> CheckResult in try Self.readAddressCheck(reply.message, address) }
+    }
+
+    /// `u flags, s interface, s reason, a{sv} details`: CheckAddress's reply, CheckUnit's first part.
+    static func readAddressCheck(_ message: BusMessage, _ address: String) throws(BusError) -> CheckResult {
         var result = CheckResult(target: address, addresses: Self.addresses(ofTarget: address))
         result.flags = ReachabilityFlags(rawValue: try message.readUInt32())
         result.interface = try message.readString()
@@ -278,25 +282,45 @@ extension ReachabilityClient {
     /// or statuses this client does not know (a newer reachd's) are skipped.
     public func explain(_ target: String) throws(BusError) -> Explanation {
         let reply = try call("Explain") { message throws(BusError) in try message.append(target) }
-        let message = reply.message
         return try withExtendedLifetime(reply) { () throws(BusError) -> Explanation in
-            _ = try message.readString()  // the first broken layer: the layers below say it again
-            var layers: [Explanation.Layer] = []
-            guard try message.enter("a", "(ssass)") else { throw Self.badReply("Explain", "expected a(ssass)") }
-            while try message.enter("r", "ssass") {
-                let name = try message.readString()
-                let status = try message.readString()
-                let evidence = try message.readStringArray()
-                let fix = try message.readString()
-                try message.exit()
-                guard let layer = Explanation.LayerName(rawValue: name), let known = Explanation.Status(rawValue: status) else { continue }
-                layers.append(Explanation.Layer(name: layer, status: known, evidence: evidence, fix: fix))
-            }
-            try message.exit()
             // reachd answers as the caller's uid: this process's. `0.0.0.0` and `::` are the host.
             let host = target.isEmpty || (try? AddressTarget.parse(target).get())?.address.isUnspecified == true
-            return Explanation(target: host ? "" : target, uid: getuid(), layers: layers)
+            return Explanation(target: host ? "" : target, uid: getuid(), layers: try Self.readLayers(reply.message, "Explain"))
         }
+    }
+
+    /// CheckUnit: the answer for `target` (an address, "" for the internet) as the systemd service
+    /// `unit`'s traffic would go, judged by its sandbox, and its explanation with the `policy` layer.
+    public func checkUnit(_ unit: String, _ target: String) throws(BusError) -> (result: CheckResult, explanation: Explanation) {
+        let reply = try call("CheckUnit", timeout: ReachdContract.checkUnitTimeout) { message throws(BusError) in
+            try message.append(unit)
+            try message.append(target)
+        }
+        return try withExtendedLifetime(reply) { () throws(BusError) -> (result: CheckResult, explanation: Explanation) in
+            let result = try Self.readAddressCheck(reply.message, target)
+            let layers = try Self.readLayers(reply.message, "CheckUnit")
+            var explanation = Explanation(target: target, uid: nil, layers: layers)
+            explanation.unit = (try? UnitName.validate(unit).get()) ?? unit
+            return (result, explanation)
+        }
+    }
+
+    /// `s broken_layer, a(ssass) layers` of Explain and CheckUnit; unknown layers are skipped.
+    static func readLayers(_ message: BusMessage, _ method: String) throws(BusError) -> [Explanation.Layer] {
+        _ = try message.readString()  // the first broken layer: the layers below say it again
+        var layers: [Explanation.Layer] = []
+        guard try message.enter("a", "(ssass)") else { throw Self.badReply(method, "expected a(ssass)") }
+        while try message.enter("r", "ssass") {
+            let name = try message.readString()
+            let status = try message.readString()
+            let evidence = try message.readStringArray()
+            let fix = try message.readString()
+            try message.exit()
+            guard let layer = Explanation.LayerName(rawValue: name), let known = Explanation.Status(rawValue: status) else { continue }
+            layers.append(Explanation.Layer(name: layer, status: known, evidence: evidence, fix: fix))
+        }
+        try message.exit()
+        return layers
     }
 
     /// What an address check evaluates, as the in-process check reports it: the address itself.

@@ -25,6 +25,8 @@ public enum ReachdContract {
         public static let invalidTarget = "org.reachd.Reachability1.Error.InvalidTarget"
         public static let limitExceeded = "org.reachd.Reachability1.Error.LimitExceeded"
         public static let timeout = "org.reachd.Reachability1.Error.Timeout"
+        /// CheckUnit: systemd has no such unit, does not run, or cannot tell its sandbox.
+        public static let noSuchUnit = "org.reachd.Reachability1.Error.NoSuchUnit"
     }
 
     /// The most a caller's argument may hold, checked while it is read: a string's bytes are
@@ -39,6 +41,8 @@ public enum ReachdContract {
         /// CheckHost's `host`, CheckHostAsUser's and Watch's `target` (a name or an address): the
         /// longest host name and its trailing dot.
         public static let target = HostName.maximumLength + 1
+        /// CheckUnit's `unit`: systemd's longest unit name.
+        public static let unit = UnitName.maximumLength
         /// Unwatch's `watch`: reachd's own watch paths are about 40 bytes.
         public static let watchPath = 255
         /// WatchPath's `options`: each key's bytes. Each known key may appear once, and an unknown
@@ -53,6 +57,11 @@ public enum ReachdContract {
     /// The longest CheckHost timeout (`timeout_ms`) reachd accepts: a check is not a way to hang a
     /// client. The client clamps longer ones.
     public static let maximumCheckTimeout: Duration = .seconds(300)
+
+    /// How long reachd waits for systemd's answers to CheckUnit's questions; a client waits
+    /// longer (`checkUnitTimeout`), so that it hears reachd say systemd did not answer.
+    public static let systemdTimeout: Duration = .seconds(2)
+    public static let checkUnitTimeout: Duration = .seconds(5)
 
     /// GetStatus's entries with the figures behind `Stalled`, for the host's path at the last
     /// poll; absent when that path had nothing to judge (or detection is off).
@@ -107,6 +116,9 @@ public enum ReachdContract {
             names: "target\0timeout_ms\0uid\0flags\0interface\0addresses\0reason\0details\0"),
         .method("Validate", signature: "", result: "sss", names: "connectivity\0portal\0detail\0"),
         .method("Explain", signature: "s", result: "sa(ssass)", names: "target\0broken_layer\0layers\0"),
+        .method(
+            "CheckUnit", signature: "ss", result: "ussa{sv}sa(ssass)",
+            names: "unit\0target\0flags\0interface\0reason\0details\0broken_layer\0layers\0"),
         .method("GetMetrics", signature: "", result: "s", names: "exposition\0"),
         .method("GetHistory", signature: "t", result: "ta(tssssssst)", names: "since_usec\0oldest_usec\0records\0"),
         .method("Watch", signature: "s", result: "o", names: "target\0watch\0"),

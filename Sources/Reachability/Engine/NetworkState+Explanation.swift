@@ -25,7 +25,7 @@ extension NetworkState {
             let own = Explanation.Layer(name: .route, status: .ok, evidence: ["\(chosen.destination) is an address of this host"])
             return Explanation(
                 target: target, uid: uid,
-                layers: Explanation.LayerName.allCases.map { $0 == .route ? own : Explanation.Layer(name: $0, status: .ok, evidence: []) })
+                layers: Explanation.hostLayers.map { $0 == .route ? own : Explanation.Layer(name: $0, status: .ok, evidence: []) })
         }
         let layers = [
             radioLayer(egress, carries: chosen?.evaluation.isReachable ?? false),

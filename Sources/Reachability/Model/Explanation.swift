@@ -15,6 +15,9 @@ public struct Explanation: Hashable, Sendable {
         case gateway
         /// The kernel has a route for the caller's traffic and does not refuse it.
         case route
+        /// A systemd service's sandbox lets its traffic out (`UnitPolicy`): in a unit's
+        /// explanations only (`reachctl why --unit`), never the host's.
+        case policy
         /// The host's own firewall lets the path's traffic leave: no retransmission of a failing
         /// connection was refused inside the host.
         case firewall
@@ -54,7 +57,10 @@ public struct Explanation: Hashable, Sendable {
     public var target: String
     /// Whose traffic the route was looked up for; nil when the lookup was the system's (uid 0).
     public var uid: UInt32?
-    /// Every layer of `LayerName`, in its order.
+    /// The systemd service whose traffic is explained (`reachctl why --unit`); nil for the
+    /// host's or the caller's.
+    public var unit: String?
+    /// Every layer of `hostLayers` in its order, and for a unit its `policy` after the route's.
     public var layers: [Layer]
 
     public init(target: String, uid: UInt32?, layers: [Layer]) {
@@ -65,6 +71,9 @@ public struct Explanation: Hashable, Sendable {
 
     /// The first layer that fails; nil when none does.
     public var brokenLayer: LayerName? { layers.first { $0.status == .broken }?.name }
+
+    /// The layers of the host's and a caller's explanations: all but `policy`, a unit's alone.
+    public static let hostLayers = LayerName.allCases.filter { $0 != .policy }
 
     public subscript(name: LayerName) -> Layer? { layers.first { $0.name == name } }
 

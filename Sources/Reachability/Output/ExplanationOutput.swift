@@ -1,12 +1,13 @@
 extension Explanation {
     /// `reachctl why --json`, and the same keys for every client: `target` ("" for the host),
     /// `uid` (null when the lookup was the system's), `brokenLayer` (the first broken layer's
-    /// name, "" when none is), `layers` (each `layer`, `status`: ok, broken or unknown,
+    /// name, "" when none is), for a unit's (`why --unit`) `unit` before it, `layers` (each `layer`, `status`: ok, broken or unknown,
     /// `evidence`: strings, `fix`: "" unless broken), every layer in order.
     package var json: JSONValue {
         .object([
             ("target", .string(target)),
             ("uid", uid.map { .uint(UInt64($0)) } ?? .null),
+        ] + (unit.map { [("unit", JSONValue.string($0))] } ?? []) + [
             ("brokenLayer", .string(brokenLayer?.rawValue ?? "")),
             ("layers", .array(layers.map { layer in
                 .object([
@@ -24,7 +25,8 @@ extension Explanation {
 /// on lines of their own below it), then what would fix the first broken layer. Read at a glance:
 /// the broken layer's status is upper case.
 package func renderExplanation(_ explanation: Explanation) -> String {
-    let subject = explanation.target.isEmpty ? "this host" : explanation.target
+    var subject = explanation.target.isEmpty ? "this host" : explanation.target
+    if let unit = explanation.unit { subject = "\(unit) to \(explanation.target.isEmpty ? "the internet" : explanation.target)" }
     let whose = explanation.uid.map { " (as uid \($0))" } ?? ""
     var lines: [String] = []
     if let broken = explanation.brokenLayer {

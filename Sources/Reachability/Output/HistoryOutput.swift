@@ -185,7 +185,7 @@ package enum HistoryOutput {
             }
         }
         // The legend: every cause, whether or not it appears, so colours read the same in every plot.
-        for (column, layer) in Explanation.LayerName.allCases.enumerated() {
+        for (column, layer) in Explanation.hostLayers.enumerated() {
             let legendX = left + Double(column) * 110
             svg += "<rect x=\"\(number(legendX))\" y=\"\(number(legendTop))\" width=\"14\" height=\"14\" fill=\"\(colours[layer] ?? unknownColour)\"/>"
             svg += "<text x=\"\(number(legendX + 20))\" y=\"\(number(legendTop + 12))\">\(layer.rawValue)</text>\n"
