@@ -112,6 +112,11 @@ struct CheckCommand: AsyncParsableCommand {
         }
         if let unit {
             if validateInternet || user != nil { throw ValidationError("--unit \(unit) takes neither --validate nor --user: the unit's own user and sandbox decide.") }
+            if let port = firewall.port {
+                throw ValidationError(
+                    "--unit \(unit) takes no --port \(port): the service may run in a network namespace whose firewall reachctl does not read; "
+                        + "`reachctl check TARGET --port \(port)` judges the host's own rules.")
+            }
         }
         if !validateInternet, target == nil, unit == nil {
             throw ValidationError("Missing expected argument '<target>' (an address or a host name), or --validate.")

@@ -57,6 +57,14 @@ struct WhyCommand: AsyncParsableCommand {
 
     @OptionGroup var options: CommonOptions
 
+    func validate() throws {
+        if let unit, let port = firewall.port {
+            throw ValidationError(
+                "--unit \(unit) takes no --port \(port): the service may run in a network namespace whose firewall reachctl does not read; "
+                    + "`reachctl why TARGET --port \(port)` judges the host's own rules.")
+        }
+    }
+
     func run() async throws {
         var (explanation, destination) = try await reportingErrors { () async throws -> (Explanation, IPAddress?) in
             // A unit's explanation is reachd's; the host's own rules are judged for the host's traffic.

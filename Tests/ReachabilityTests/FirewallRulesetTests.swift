@@ -288,5 +288,9 @@ struct FirewallCheckTests {
         #expect(big.status == 255 && big.stderr.contains("70000"), "\(big)")
         let udp = try reachctl(["why", "192.0.2.1", "--udp"])
         #expect(udp.status == 255 && udp.stderr.contains("--udp needs --port"), "\(udp)")
+        for command in ["check", "why"] {
+            let unit = try reachctl([command, "--unit", "backup.service", "192.0.2.1", "--port", "443"])
+            #expect(unit.status == 255 && unit.stderr.contains("--unit backup.service takes no --port 443"), "\(unit)")
+        }
     }
 }
