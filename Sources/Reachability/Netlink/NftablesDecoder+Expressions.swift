@@ -33,7 +33,6 @@ struct Attributes {
 
     func value(_ type: UInt16) -> ByteReader? { values.last { $0.type == type }?.value }
     func all(_ type: UInt16) -> [ByteReader] { values.filter { $0.type == type }.map(\.value) }
-    func nested(_ type: UInt16) throws(NftablesDecoder.Failure) -> ByteReader? { value(type) }
 
     func string(_ type: UInt16) -> String {
         guard let value = value(type) else { return "" }
@@ -78,7 +77,7 @@ extension NftablesDecoder {
         var expressions: [FirewallExpression] = []
         for element in try Attributes(list, from: 0, type: type).all(Nftables.listElement) {
             let fields = try Attributes(element, from: 0, type: type)
-            let data = try fields.nested(Nftables.expressionData).map { nested throws(Failure) in try Attributes(nested, from: 0, type: type) }
+            let data = try fields.value(Nftables.expressionData).map { nested throws(Failure) in try Attributes(nested, from: 0, type: type) }
             expressions.append(try expression(fields.string(Nftables.expressionName), data, type: type))
         }
         return expressions

@@ -7,7 +7,7 @@ enum NftablesDecoder {
     enum Message {
         case chain(FirewallChain)
         case rule(family: UInt8, table: String, chain: String, FirewallRule)
-        case set(FirewallSetKey, FirewallSet, isMap: Bool)
+        case set(FirewallSetKey, FirewallSet)
         /// Elements of one set: each key, and whether it ends an interval.
         case elements(FirewallSetKey, [(key: [UInt8], end: Bool)])
         case done
@@ -59,17 +59,17 @@ enum NftablesDecoder {
         switch type & 0xff {
         case Nftables.newChain: return .chain(try chain(attributes, family: family, type: type))
         case Nftables.newRule:
-            let expressions = try attributes.nested(Nftables.ruleExpressions).map { list throws(Failure) in try self.expressions(list, type: type) } ?? []
+            let expressions = try attributes.value(Nftables.ruleExpressions).map { list throws(Failure) in try self.expressions(list, type: type) } ?? []
             let rule = FirewallRule(handle: attributes.big64(Nftables.ruleHandle) ?? 0, expressions: expressions)
             return .rule(family: family, table: attributes.string(Nftables.ruleTable), chain: attributes.string(Nftables.ruleChain), rule)
         case Nftables.newSet:
             let flags = attributes.big32(Nftables.setFlags) ?? 0
             let key = FirewallSetKey(family: family, table: attributes.string(Nftables.setTable), name: attributes.string(Nftables.setName))
-            let isMap = flags & Nftables.setMap != 0
+            // A map or a concatenation is kept unjudged: a lookup in it makes the rule uncertain.
             let set = FirewallSet(
                 keyLength: Int(attributes.big32(Nftables.setKeyLength) ?? 0), isInterval: flags & Nftables.setInterval != 0,
-                isJudged: !isMap && flags & Nftables.setConcat == 0)
-            return .set(key, set, isMap: isMap)
+                isJudged: flags & Nftables.setMap == 0 && flags & Nftables.setConcat == 0)
+            return .set(key, set)
         case Nftables.newSetElement:
             let key = FirewallSetKey(family: family, table: attributes.string(Nftables.elementsTable), name: attributes.string(Nftables.elementsSet))
             return .elements(key, try elements(attributes, type: type))
@@ -79,7 +79,7 @@ enum NftablesDecoder {
 
     private static func chain(_ attributes: Attributes, family: UInt8, type: UInt16) throws(Failure) -> FirewallChain {
         var chain = FirewallChain(family: family, table: attributes.string(Nftables.chainTable), name: attributes.string(Nftables.chainName))
-        if let hook = try attributes.nested(Nftables.chainHook) {
+        if let hook = attributes.value(Nftables.chainHook) {
             let hookAttributes = try Attributes(hook, from: 0, type: type)
             if let number = hookAttributes.big32(Nftables.hookNumber) {
                 let priority = Int32(bitPattern: hookAttributes.big32(Nftables.hookPriority) ?? 0)
@@ -90,7 +90,7 @@ enum NftablesDecoder {
     }
 
     private static func elements(_ attributes: Attributes, type: UInt16) throws(Failure) -> [(key: [UInt8], end: Bool)] {
-        guard let list = try attributes.nested(Nftables.elementsList) else { return [] }
+        guard let list = attributes.value(Nftables.elementsList) else { return [] }
         var found: [(key: [UInt8], end: Bool)] = []
         for element in try Attributes(list, from: 0, type: type).all(Nftables.listElement) {
             let fields = try Attributes(element, from: 0, type: type)

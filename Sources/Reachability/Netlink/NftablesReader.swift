@@ -30,7 +30,6 @@ package enum NftablesReader {
             throw .failed("\(error)")
         }
         var ruleset = FirewallRuleset()
-        var maps: Set<FirewallSetKey> = []
         for message in try dump.run(Nftables.getChain, family: 0) { if case let .chain(chain) = message { ruleset.chains.append(chain) } }
         var rules: [String: [FirewallRule]] = [:]
         for message in try dump.run(Nftables.getRule, family: 0) {
@@ -41,9 +40,8 @@ package enum NftablesReader {
             ruleset.chains[index].rules = rules[FirewallEvaluation.key(chain.family, chain.table, chain.name)] ?? []
         }
         for message in try dump.run(Nftables.getSet, family: 0) {
-            guard case let .set(key, set, isMap) = message else { continue }
+            guard case let .set(key, set) = message else { continue }
             ruleset.sets[key] = set
-            if isMap { maps.insert(key) }
         }
         for (key, set) in ruleset.sets where set.isJudged {
             var attributes: [UInt8] = []
