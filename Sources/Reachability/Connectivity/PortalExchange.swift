@@ -43,6 +43,9 @@ struct PortalExchange {
         set(CURLOPT_TIMEOUT_MS, milliseconds)
         set(CURLOPT_CONNECTTIMEOUT_MS, milliseconds)
         set(CURLOPT_NOSIGNAL, 1)
+        // Past the timeout, a name lookup still running is left to end on its own: without this,
+        // libcurl waits for it (glibc's resolver: 5 s per try, twice) and the next question with it.
+        _ = reachd_curl_setopt_long(curl, easy, CURLOPT_QUICK_EXIT, 1)
         set(CURLOPT_MAXFILESIZE, PortalAPI.maximumBody)
         set(CURLOPT_NOPROXY, "*")
         set(CURLOPT_USERAGENT, "reachd")
