@@ -67,16 +67,7 @@ struct ProcessUsage: Sendable {
 
 /// The names in a directory (without . and ..).
 func directoryEntries(_ path: String) -> [String] {
-    guard let directory = opendir(path) else { return [] }
-    defer { closedir(directory) }
-    var names: [String] = []
-    while let entry = readdir(directory) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-        }
-        if name != "." && name != ".." { names.append(name) }
-    }
-    return names
+    (try? DirectoryNames.list(path).get()) ?? []
 }
 
 /// Per-thread CPU and run-queue time of this process (/proc/self/task/*/schedstat), to tell
