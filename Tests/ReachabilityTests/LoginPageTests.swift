@@ -34,6 +34,25 @@ struct LoginPageOpeningsTests {
         #expect(openings.record(Self.redirected("http://login.hotel.test/"), at: start + .seconds(83)) == .nothing)
     }
 
+    /// The API's page first; where the API names none, the page reachd's probe was sent to; a
+    /// portal that names no page at all is said, once.
+    @Test func theAPIsPageFirstElseWhereTheProbeWasRedirected() {
+        var both = Self.captive("https://api.login.test/")
+        both.connectivity = ConnectivityStatus(verdict: .portal, portal: "http://probe.login.test/")
+        var openings = LoginPageOpenings()
+        #expect(openings.record(both, at: .now) == .open("https://api.login.test/"))
+        var silentAPI = Self.captive("")
+        silentAPI.connectivity = ConnectivityStatus(verdict: .portal, portal: "http://probe.login.test/")
+        openings = LoginPageOpenings()
+        #expect(openings.record(silentAPI, at: .now) == .open("http://probe.login.test/"))
+        openings = LoginPageOpenings()
+        guard case .refuse = openings.record(Self.redirected(""), at: .now) else {
+            Issue.record("a portal without a page opened something")
+            return
+        }
+        #expect(openings.record(Self.redirected(""), at: .now) == .nothing)
+    }
+
     /// Whatever a bus peer publishes, a browser is handed only an http(s) URL of printable ASCII,
     /// and the refusal names it inertly, once per session.
     @Test func hostileURLsAreRefusedNamingThem() {

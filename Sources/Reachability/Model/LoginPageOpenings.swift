@@ -49,13 +49,13 @@ package struct LoginPageOpenings: Sendable {
         return .open(url)
     }
 
-    /// The login page while the host is captive: the portal API's (which reachd publishes only
-    /// while captive), else where reachd's probe was redirected to. nil while not captive; ""
-    /// when captive without a page to show.
+    /// The login page while the host is captive: the portal API's, else where reachd's probe was
+    /// redirected to. nil while not captive; "" when captive without a page to show.
     static func loginURL(_ host: HostStatus) -> String? {
-        if host.portalSession.captive { return host.portalSession.loginURL }
-        if host.connectivity.verdict == .portal { return host.connectivity.portal }
-        return nil
+        let (session, probe) = (host.portalSession, host.connectivity)
+        if session.captive, !session.loginURL.isEmpty { return session.loginURL }
+        if probe.verdict == .portal, !probe.portal.isEmpty { return probe.portal }
+        return session.captive || probe.verdict == .portal ? "" : nil
     }
 
     /// Why `url` is no page to hand a browser: not http or https, too long, or with a byte
