@@ -124,9 +124,10 @@ struct WatchPathTests {
         let many = refusal("ProhibitedKinds", "as") { message throws(BusError) in try message.append(Array(repeating: "vpn", count: 33)) }
         #expect(many?.message == "ProhibitedKinds has more than 32 entries, the most reachd takes", "\(String(describing: many))")
         #expect(refusal("ProhibitedKinds", "as") { message throws(BusError) in try message.append(Array(repeating: "vpn", count: 32)) } == nil)
-        let hostile = "\u{202E}" + String(repeating: "x", count: 100_000)
+        // 60,000 bytes: within the call's 64 KiB, so the argument's own bound refuses it.
+        let hostile = "\u{202E}" + String(repeating: "x", count: 60_000)
         let long = refusal("RequiredKind", "s") { message throws(BusError) in try message.append(hostile) }
-        #expect(long?.message == "RequiredKind is 100003 bytes, at most 32: '\\u{202e}\(String(repeating: "x", count: 63))'…(100003 bytes)",
+        #expect(long?.message == "RequiredKind is 60003 bytes, at most 32: '\\u{202e}\(String(repeating: "x", count: 63))'…(60003 bytes)",
             "\(String(describing: long))")
         let bidi = refusal("RequiredKind", "s") { message throws(BusError) in try message.append("wi\u{202E}fi") }
         #expect(bidi?.message.contains("'wi\\u{202e}fi'") == true, "\(String(describing: bidi))")
