@@ -146,6 +146,9 @@ public struct StallEvaluator: Sendable {
         case failing
     }
 
+    /// Whether the last poll judged the socket `cookie`.
+    public func knows(_ cookie: UInt64) -> Bool { known[cookie] != nil }
+
     /// Takes a socket's last counters as it closes (sock_diag's destroy event).
     public mutating func closed(_ sample: TCPSocketSample, at now: Duration) -> Closure {
         let previous = known.removeValue(forKey: sample.cookie)
