@@ -322,7 +322,7 @@ struct ConfigurationParser {
         case .unitsWatch:
             for word in value.split(whereSeparator: { $0 == " " || $0 == "\t" }) {
                 switch UnitName.validate(String(word)) {
-                case let .failure(refusal): throw ValueProblem(message: refusal.description)
+                case let .failure(refusal): throw ValueProblem(message: "'\(word)' is not a unit to watch (\(refusal.description))")
                 case let .success(unit) where !configuration.watchedUnits.contains(unit):
                     guard configuration.watchedUnits.count < Configuration.watchedUnitsLimit else {
                         throw ValueProblem(message: "more than \(Configuration.watchedUnitsLimit) units to watch: \(unit) is one too many")
