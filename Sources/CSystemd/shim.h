@@ -2,6 +2,7 @@
 #define REACHD_CSYSTEMD_SHIM_H
 // libsystemd for Swift: the public headers, plus static inline constructors for sd_bus_vtable
 // entries, whose SD_BUS_* macros Swift cannot import. No logic lives here.
+#include <malloc.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <systemd/sd-bus.h>

@@ -122,9 +122,10 @@ struct ArgumentScreenDaemonTests {
         defer { withExtendedLifetime(scenario) { harness.shutdown() } }
         try await harness.ready()
         let client = try harness.connect()
-        // A 1 MiB address takes its reader milliseconds; GetStatus, without arguments, would be
-        // answered at once by the loop, ahead of it, if it did not wait behind it.
-        let big = String(repeating: "a", count: 1 << 20)
+        // A 60,000-byte address (under the calls' size bound) takes its reader a while; GetStatus,
+        // without arguments, would be answered at once by the loop, ahead of it, if it did not
+        // wait behind it.
+        let big = String(repeating: "a", count: 60_000)
         var order: [String] = []
         var slots: [BusSlot] = []
         for round in 0..<5 {
@@ -132,7 +133,7 @@ struct ArgumentScreenDaemonTests {
                 destination: DaemonHarness.busName, path: DaemonHarness.objectPath, interface: DaemonHarness.interface,
                 member: "CheckAddress", { message throws(BusError) in try message.append(big) }
             ) { result in
-                if case let .failure(error) = result, error.message.hasPrefix("address is 1048576 bytes, at most 64") { order.append("check \(round)") }
+                if case let .failure(error) = result, error.message.hasPrefix("address is 60000 bytes, at most 64") { order.append("check \(round)") }
             })
             slots.append(try client.callAsync(
                 destination: DaemonHarness.busName, path: DaemonHarness.objectPath, interface: DaemonHarness.interface, member: "GetStatus"

@@ -3,11 +3,13 @@ import Synchronization
 import Testing
 @testable import Reachability
 
-/// issue 35: one unprivileged call must not hold reachd's loop. User nobody sends WatchPath with
-/// the largest message the bus passes (32 MiB: ProhibitedKinds of 2.8 million strings, or one
-/// kind name of 32 MiB), written as raw D-Bus bytes so no client library shapes it. It is
-/// refused by name at the 33rd entry (or the 33rd byte), and meanwhile root's CheckAddress calls,
-/// made back to back from another connection, keep being answered.
+/// issues 35 and 48: one unprivileged call must not hold reachd's loop, nor four users' calls its
+/// memory. User nobody sends WatchPath with the largest message the bus passes (32 MiB:
+/// ProhibitedKinds of 2.8 million strings, or one kind name of 32 MiB), written as raw D-Bus
+/// bytes so no client library shapes it. It is refused from its size before anything reads it
+/// (`CallSizeBound`); a call under that bound with a 60,000-byte name is refused by the name's
+/// measure (`ArgumentScreen`). Meanwhile root's CheckAddress calls, made back to back from
+/// another connection, keep being answered.
 @Suite(rootOnly, .serialized, .enabled(if: FileManager.default.fileExists(atPath: "/usr/bin/setpriv"), "needs setpriv"))
 struct HostileCallerTests {
     /// `ADDRESS MODE`: connects, authenticates (EXTERNAL), says Hello, then sends one WatchPath
@@ -17,7 +19,7 @@ struct HostileCallerTests {
     static let client = #"""
         import os, re, socket, struct, sys, time
         address, mode = sys.argv[1], sys.argv[2]
-        limit = 32 * 1024 * 1024
+        limit = 60000 + 400 + 48 if mode == "small" else 32 * 1024 * 1024
         negotiate_fds = False
         """# + "\n" + RawDBusClient.preamble + "\n" + #"""
         # a{sv} with one entry: the array's length, padding to 8, the key, the variant's
@@ -35,7 +37,7 @@ struct HostileCallerTests {
                 count = (room - 48) // 12
                 array = ((struct.pack("<I", 4) + b"wifi\0\0\0\0") * count)[:-3]
                 value = struct.pack("<I", len(array)) + array
-            else:  # name, flood
+            else:  # name, small, flood
                 key, variant = "RequiredKind", "s"
                 name = b"k" * (room - 48)
                 value = struct.pack("<I", len(name)) + name + b"\0"
@@ -43,8 +45,8 @@ struct HostileCallerTests {
             body = struct.pack("<I", len(entry) - 8) + entry[4:]
             call = message(2, "org.reachd.Reachability1", "/org/reachd/Reachability1", "org.reachd.Reachability1", "WatchPath", "a{sv}", body)
         assert len(call) <= limit, len(call)
-        # MODE flood: 16 of them back to back, each answer awaited only after all were sent.
-        copies = 16 if mode == "flood" else 1
+        # MODE flood: COPIES of them back to back, each answer awaited only after all were sent.
+        copies = int(sys.argv[3]) if mode == "flood" else 1
         call = bytearray(call)
         start = time.monotonic()
         for serial in range(2, 2 + copies):
@@ -56,11 +58,13 @@ struct HostileCallerTests {
             kind, data = receive()
             if kind in (2, 3):
                 name = re.search(rb"org\.[A-Za-z0-9.]+Error\.[A-Za-z]+", data)
-                text = re.search(rb"(ProhibitedKinds|RequiredKind|interface)[^\0]*", data)
+                text = re.search(rb"(ProhibitedKinds|RequiredKind|interface|the call is)[^\0]*", data)
                 key = name.group(0).decode() if name else "-"
                 names[key] = names.get(key, 0) + 1
                 answers.append("%s %s" % (key, text.group(0)[:300].decode(errors="replace") if text else "-"))
-        first = next((a for a in answers if a.startswith("org.freedesktop.DBus.Error.InvalidArgs")), answers[0])
+        # reachd's refusal if there is one: under load, the bus itself refuses some of a flood
+        # (LimitsExceeded too) while reachd's queue there is full.
+        first = next((a for a in answers if "the call is" in a), answers[0])
         print("answer %.1f %s; all: %s" % ((time.monotonic() - start) * 1000, first, names), flush=True)
         """#
 
@@ -114,14 +118,16 @@ struct HostileCallerTests {
         var description: String { "\(count) during it, slowest \(worst), before it \(before) at most" }
     }
 
-    /// Sends nobody's `mode` call while two probers run: root's CheckAddress through the bus
+    /// Sends each user's `mode` call while two probers run: root's CheckAddress through the bus
     /// (what a caller feels, dbus-daemon's own work on the 32 MiB included) and a scrape of
     /// reachd's /metrics, which reachd's loop answers directly (the loop alone: how long the call
-    /// held it). `interface`/`member`: the call, WatchPath on reachd's object by default.
-    /// `peakGrowth`: a bound on how far reachd's peak resident memory may rise over what it was.
-    /// `loopBound`: the longest reachd's loop may be held (the issue's 50 ms for one call).
+    /// held it). `users`: the uids sending at once (nobody alone by default); `copies`, each
+    /// one's calls in MODE flood. `peakGrowth`: a bound on how far reachd's peak resident memory
+    /// may rise over what it was. `loopBound`: the longest reachd's loop may be held (the issue's
+    /// 50 ms for one call). `rootPercentile99`: a bound on root's calls' 99th percentile.
     static func attack(
-        _ mode: String, expecting fragment: String, peakGrowth: Int? = nil, loopBound: Duration = .milliseconds(50)
+        _ mode: String, users: [Int] = [65534], copies: Int = 16, expecting error: String = "org.freedesktop.DBus.Error.LimitsExceeded",
+        _ fragment: String, peakGrowth: Int? = nil, loopBound: Duration = .milliseconds(50), rootPercentile99: Duration? = nil
     ) async throws {
         let scenario = try DaemonBusTests.Scenario("hostile" + mode)
         let harness = try DaemonHarness(scenario.ns, start: false, anyUser: true)
@@ -139,14 +145,17 @@ struct HostileCallerTests {
         // Writing 5 resets the peak (VmHWM) to what is resident now.
         try "5".write(toFile: "/proc/\(daemon.pid)/clear_refs", atomically: false, encoding: .utf8)
         let began = ContinuousClock.now - origin
-        let nobody = try ChildProcess("/usr/bin/setpriv", [
-            "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", client, harness.address, mode,
-        ])
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !nobody.lines.contains(where: { $0.hasPrefix("answer ") }) {
-            guard ContinuousClock.now < deadline, nobody.isRunning || nobody.lines.contains(where: { $0.hasPrefix("answer ") }) else {
+        let senders = try users.map { uid in
+            try ChildProcess("/usr/bin/setpriv", [
+                "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/python3", "-c", client, harness.address, mode, "\(copies)",
+            ])
+        }
+        let deadline = ContinuousClock.now + .seconds(90)
+        func answered(_ sender: ChildProcess) -> Bool { sender.lines.contains { $0.hasPrefix("answer ") } }
+        while !senders.allSatisfy(answered) {
+            guard ContinuousClock.now < deadline, senders.allSatisfy({ $0.isRunning || answered($0) }) else {
                 _ = (root.stop(), loop.stop())
-                throw TimedOut(what: "nobody's answer: \(nobody.lines) \(nobody.errorLines) \(daemon.text)")
+                throw TimedOut(what: "the answers: \(senders.map { $0.lines + $0.errorLines }) \(daemon.text)")
             }
             try await Task.sleep(for: .milliseconds(10))
         }
@@ -154,15 +163,24 @@ struct HostileCallerTests {
         try await Task.sleep(for: .milliseconds(200))
         let calls = Overlap(root.stop(), from: began, to: ended)
         let scrapes = Overlap(loop.stop(), from: began, to: ended)
-        let answer = try #require(nobody.lines.first { $0.hasPrefix("answer ") })
-        #expect(answer.contains("org.freedesktop.DBus.Error.InvalidArgs") && answer.contains(fragment), "\(answer)")
-        print("hostile \(mode): \(nobody.lines.joined(separator: "; ")); root's CheckAddress: \(calls); reachd's loop (/metrics): \(scrapes)")
+        let p99 = DescriptorFloodTests.percentile99(root: calls)
+        print("hostile \(mode) from \(users.count) user(s): \(senders.map { $0.lines.joined(separator: "; ") }); root's CheckAddress: \(calls), p99 \(p99); reachd's loop (/metrics): \(scrapes)")
+        for sender in senders {
+            let answer = try #require(sender.lines.first { $0.hasPrefix("answer ") })
+            #expect(answer.contains(error) && answer.contains(fragment), "\(answer)")
+            // The size refused is the call's own: what was sent, and the sender's name the bus adds.
+            if let refused = Self.number(after: "the call is ", in: answer), let sent = Self.number(after: "sent ", in: sender.lines.joined(), word: 1) {
+                let each = sent / (mode == "flood" ? copies : 1)
+                #expect(refused >= each && refused < each + 64, "refused as \(refused) bytes, sent \(each)")
+            }
+        }
         #expect(calls.count >= 3, "root's calls kept being answered: \(calls)")
         #expect(scrapes.count >= 3, "reachd's loop kept answering: \(scrapes)")
         // Through the bus, dbus-daemon's own reading of the 32 MiB counts too (BENCHMARKS.md has
         // its share); reachd's loop alone must stay within the issue's 50 ms.
-        #expect(calls.worst < .seconds(1), "root waited \(calls.worst) while nobody's call was read")
-        #expect(scrapes.worst < loopBound, "reachd's loop was held \(scrapes.worst) while nobody's call was read")
+        #expect(calls.worst < .seconds(1), "root waited \(calls.worst) while the calls were read")
+        if let rootPercentile99 { #expect(p99 <= rootPercentile99, "root's calls: p99 \(p99), \(calls)") }
+        #expect(scrapes.worst < loopBound, "reachd's loop was held \(scrapes.worst) while the calls were read")
         if let peakGrowth {
             let grown = Self.memory(daemon.pid, "VmHWM") - resident
             print("hostile \(mode): reachd's peak resident memory rose \(grown >> 20) MiB")
@@ -172,6 +190,13 @@ struct HostileCallerTests {
         #expect(try DaemonBusTests.status(try harness.connect()) == DaemonBusTests.online)
     }
 
+    /// The integer that is word `word` after `prefix` in `text`.
+    static func number(after prefix: String, in text: String, word: Int = 0) -> Int? {
+        guard let range = text.range(of: prefix) else { return nil }
+        let words = text[range.upperBound...].split(separator: " ")
+        return words.count > word ? Int(words[word]) : nil
+    }
+
     /// A field of /proc/PID/status, in bytes.
     static func memory(_ pid: pid_t, _ field: String) -> Int {
         let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
@@ -179,25 +204,37 @@ struct HostileCallerTests {
         return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) << 10
     }
 
-    /// Sixteen 32 MiB calls sent back to back, more than the two readers take at once: each is
-    /// freed once refused, and the broker passes them one at a time, slower than a reader reads
-    /// one, so reachd never holds more than a few of them.
+    /// Sixteen 32 MiB calls sent back to back: each is refused from its size and freed before
+    /// sd-bus reads the next, so reachd holds one at a time.
     @Test func aFloodOf32MiBCallsWaitsInTheBrokerNotInReachd() async throws {
-        // For 2.5 s both readers, dbus-daemon and the sender keep the two cores busy beside the
-        // loop: its slowest scrape was 13-47 ms; one call's 50 ms is for one call.
+        try await Self.attack("flood", "the call is 335", peakGrowth: 40 << 20, loopBound: .milliseconds(100))
+    }
+
+    /// Issue 48: four users sending 32 MiB calls at once: reachd's peak memory at most 64 MB
+    /// higher (one call at a time: 31-32 MiB; all at once before: 78-128 MiB). Root's
+    /// CheckAddress waits behind them in the bus's queue to reachd, which the bus refills 200 KB
+    /// at a time: the issue's p99 of 100 ms holds on a quiet machine (BENCHMARKS.md); beside
+    /// other tests on 2 cores it was 26-342 ms, so the bound here is 500 ms.
+    @Test func fourUsersSending32MiBCallsRaiseReachdsPeakByLessThan64MB() async throws {
         try await Self.attack(
-            "flood", expecting: "RequiredKind is 33553984 bytes, at most 32: 'kkkk", peakGrowth: 128 << 20, loopBound: .milliseconds(100))
+            "flood", users: [65534, 33, 1, 2], copies: 4, "the call is 335", peakGrowth: 64_000_000, loopBound: .milliseconds(100),
+            rootPercentile99: .milliseconds(500))
     }
 
-    @Test func aWatchPathOf32MiBOfKindsIsRefusedAtThe33rdWhileTheLoopIsFree() async throws {
-        try await Self.attack("kinds", expecting: "ProhibitedKinds has more than 32 entries")
+    @Test func aWatchPathOf32MiBOfKindsIsRefusedFromItsSizeWhileTheLoopIsFree() async throws {
+        try await Self.attack("kinds", "the call is 335")
     }
 
-    @Test func aPropertiesGetWithA32MiBInterfaceNameIsRefusedWhileTheLoopIsFree() async throws {
-        try await Self.attack("property", expecting: "interface is 33553984 bytes, at most 255: 'kkkk")
+    @Test func aPropertiesGetWithA32MiBInterfaceNameIsRefusedFromItsSizeWhileTheLoopIsFree() async throws {
+        try await Self.attack("property", "the call is 335")
     }
 
-    @Test func aWatchPathWithA32MiBKindNameIsRefusedWhileTheLoopIsFree() async throws {
-        try await Self.attack("name", expecting: "RequiredKind is 33553984 bytes, at most 32: 'kkkk")
+    @Test func aWatchPathWithA32MiBKindNameIsRefusedFromItsSizeWhileTheLoopIsFree() async throws {
+        try await Self.attack("name", "the call is 335")
+    }
+
+    /// Under the size bound, a 60,000-byte kind name is refused from the readers' measure.
+    @Test func aWatchPathWithA60000ByteKindNameIsRefusedFromItsMeasure() async throws {
+        try await Self.attack("small", expecting: "org.freedesktop.DBus.Error.InvalidArgs", "RequiredKind is 60000 bytes, at most 32: 'kkkk")
     }
 }

@@ -79,6 +79,7 @@ public final class BusConnection {
     private var driver: BusLoopDriver?
     /// Reads served calls' arguments off the loop, once `attach` was called.
     private let screen = ArgumentScreen()
+    private let sizeBound = CallSizeBound()
 
     deinit {
         driver = nil
@@ -95,6 +96,8 @@ public final class BusConnection {
         driver = try BusLoopDriver(self, loop: loop, onLoss: onLoss)
         do { try screen.start(on: loop) } catch { throw BusError("watch the argument readers' pipe", code: -error.errno) }
         try screen.takeProperties(of: self)
+        // sd-bus runs the filter added last first: the bound comes before every reading.
+        try sizeBound.install(on: bus)
     }
 
     // MARK: serving

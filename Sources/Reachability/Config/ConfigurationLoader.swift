@@ -197,28 +197,11 @@ enum ConfigurationFileReader {
 
     /// The names in a directory; an empty list when it does not exist.
     static func list(_ path: String) -> Result<[String], ConfigurationError> {
-        guard let directory = opendir(path) else {
-            let code = errno
-            if code == ENOENT || code == ENOTDIR { return .success([]) }
-            return .failure(ConfigurationError(file: path, line: nil, message: "cannot list: \(describe(code))"))
+        switch DirectoryNames.list(path) {
+        case let .success(names): return .success(names)
+        case let .failure(error) where error.errno == ENOENT || error.errno == ENOTDIR: return .success([])
+        case let .failure(error): return .failure(ConfigurationError(file: path, line: nil, message: "cannot list: \(describe(error.errno))"))
         }
-        defer { closedir(directory) }
-        var names: [String] = []
-        while true {
-            errno = 0
-            guard let entry = readdir(directory) else {
-                let code = errno
-                guard code == 0 else {
-                    return .failure(ConfigurationError(file: path, line: nil, message: "cannot list: \(describe(code))"))
-                }
-                break
-            }
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return .success(names)
     }
 
     private static func linkTarget(_ path: String) -> String {

@@ -29,13 +29,7 @@ enum DHCPClientLeases {
 
     /// The portals in the lease files of `directory`, with the refusals for the journal.
     static func portals(in directory: String) -> (portals: [DHCPPortal], refusals: [String]) {
-        guard let stream = opendir(directory) else { return ([], []) }
-        defer { closedir(stream) }
-        var names: [String] = []
-        while names.count < filesRead, let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name.hasPrefix("dhclient"), name.hasSuffix(".leases") { names.append(name) }
-        }
+        let names = (try? DirectoryNames.list(directory, limit: filesRead) { $0.hasPrefix("dhclient") && $0.hasSuffix(".leases") }.get()) ?? []
         var found: [String: DHCPPortal] = [:]
         var refusals: [String] = []
         // In name order, so that two files naming one interface give the same answer each time.

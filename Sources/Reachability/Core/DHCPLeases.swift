@@ -69,17 +69,13 @@ final class DHCPLeases {
 
     /// The links (by index: the files' names) whose lease carries the hint.
     static func meteredLinks(in directory: String) -> Set<Int32> {
-        guard let stream = opendir(directory) else { return [] }
-        defer { closedir(stream) }
+        let names = (try? DirectoryNames.list(directory, limit: filesRead) { Int32($0).map { $0 > 0 } ?? false }.get()) ?? []
         var found: Set<Int32> = []
-        var read = 0
-        while read < filesRead, let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard let index = Int32(name), index > 0 else { continue }
-            read += 1
-            if case let .success(text) = UntrustedFile.contents(of: directory + "/" + name, limit: fileLimit), saysMetered(text) {
-                found.insert(index)
-            }
+        for name in names {
+            guard let index = Int32(name), case let .success(text) = UntrustedFile.contents(of: directory + "/" + name, limit: fileLimit),
+                saysMetered(text)
+            else { continue }
+            found.insert(index)
         }
         return found
     }

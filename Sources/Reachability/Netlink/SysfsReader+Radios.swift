@@ -58,16 +58,8 @@ extension SysfsReader {
 
     /// The `rfkillN` entries of a folder with their N, at most `radioSwitchLimit`.
     static func rfkillEntries(in directory: String) -> [(UInt32, String)] {
-        guard let folder = opendir(directory) else { return [] }
-        defer { closedir(folder) }
-        var entries: [(UInt32, String)] = []
-        while entries.count < radioSwitchLimit, let entry = readdir(folder) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if let index = rfkillIndex(name) { entries.append((index, name)) }
-        }
-        return entries.sorted { $0.0 < $1.0 }
+        let names = (try? DirectoryNames.list(directory, limit: radioSwitchLimit) { rfkillIndex($0) != nil }.get()) ?? []
+        return names.compactMap { name in rfkillIndex(name).map { ($0, name) } }.sorted { $0.0 < $1.0 }
     }
 
     /// N of a name `rfkillN` (decimal, as the kernel names them); nil for any other name.
