@@ -55,6 +55,29 @@ import Testing
         #expect(!Stall.poll(&rootHost, at: 113, rootFailing).link(Stall.wired).isStalled, "the host's other traffic received")
     }
 
+    /// The host's verdict of the same sockets: a watched unit is one owner there, like a user,
+    /// so a root service whose connections fail alone flags it (and the host not); two watched
+    /// units failing with nothing else received flag the host as two users do.
+    @Test func aWatchedUnitIsOneOwnerToTheHostsVerdict() {
+        func host(separate: Set<UInt64>, _ failingGroups: [UInt64]) -> Bool {
+            var host = Stall.evaluator()
+            host.separateGroups = separate
+            let sockets = failingGroups.enumerated().flatMap { offset, group in
+                [UInt64(2 * offset + 1), UInt64(2 * offset + 2)].map { Self.grouped(Stall.socket($0), group) }
+            }
+            _ = Stall.poll(&host, at: 100, sockets)
+            let failing = failingGroups.enumerated().flatMap { offset, group in
+                [UInt64(2 * offset + 1), UInt64(2 * offset + 2)].map {
+                    Self.grouped(Stall.socket($0, waiting: .seconds(12), received: .seconds(13)), group)
+                }
+            }
+            return Stall.poll(&host, at: 113, failing).link(Stall.wired).isStalled
+        }
+        #expect(host(separate: [], [77]), "unwatched, root's failing connections are the host's")
+        #expect(!host(separate: [77], [77]), "a watched root unit alone never flags the host")
+        #expect(host(separate: [77, 88], [77, 88]), "two watched units failing, nothing else received")
+    }
+
     @Test func onlyReceiptsClearAGroupAndAnUnwatchedGroupIsForgotten() {
         var groups = ControlGroupStalls()
         groups.groups = [77]

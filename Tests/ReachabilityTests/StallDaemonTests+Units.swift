@@ -11,7 +11,8 @@ extension StallDaemonTests {
     /// output hook that matches the cgroup (`socket cgroupv2`) marks its packets and the gateway
     /// drops them, silently, as a path that drops one service's traffic does. The unit is
     /// flagged within 15 s (status --unit, CheckUnit's traffic layer, reachd_unit_stalled) and
-    /// the host's Stalled stays false throughout; without the rule the unit's verdict clears.
+    /// the host's Stalled stays false throughout, also once the unit's root-owned connections are
+    /// the only ones left; without the rule the unit's verdict clears.
     @Test func aUnitsDroppedTrafficFlagsTheUnitAndNeverTheHost() async throws {
         let topology = try Topology("sdunit", shortRTO: false)
         let root = try makeScratchDirectory("reachd-units")
@@ -80,6 +81,14 @@ extension StallDaemonTests {
             try await Task.sleep(for: .milliseconds(500))
         }
         #expect(hostStalled == 0, "the host's Stalled was true in \(hostStalled) reads")
+        // Root's other traffic ends: the unit's failing connections (root's too) are all the
+        // host has, and a watched unit is one owner to the host's rule: still not the host's.
+        others.kill()
+        for _ in 0..<24 {
+            if try Self.status(harness).host.stalled { hostStalled += 1 }
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        #expect(hostStalled == 0, "the host's Stalled was true in \(hostStalled) reads with the unit's traffic alone")
         let status = try unitStatus()
         #expect(status["stalled"] as? Bool == true, "\(status)")
         let text = try reachctl(["status", "--unit", "sdunit.service", "--bus-address", harness.address]).stdout

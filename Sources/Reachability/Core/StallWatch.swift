@@ -95,6 +95,7 @@ final class StallWatch {
             guard newValue != evaluator.settings else { return }
             evaluator = StallEvaluator(settings: newValue, ownUID: geteuid())
             let watched = groups.groups
+            evaluator.separateGroups = watched
             groups = ControlGroupStalls(settings: newValue)
             groups.groups = watched
             if active { plan(at: .now) }
@@ -105,7 +106,10 @@ final class StallWatch {
     /// judged from the next poll.
     var controlGroups: Set<UInt64> {
         get { groups.groups }
-        set { groups.groups = newValue }
+        set {
+            groups.groups = newValue
+            evaluator.separateGroups = groups.groups
+        }
     }
 
     /// After every input: polling starts (with a first poll `baselineDelay` later) when the
