@@ -82,6 +82,11 @@ final class UnitTraffic {
             guard var watched = units[unit] else { continue }
             watched.group = hierarchy.flatMap { Self.groupID($0, watched.controlGroup) } ?? 0
             if watched.group == 0 {
+                // Stopped: its verdict goes with it (said, and the metrics written again).
+                if watched.stalled {
+                    Log.info("\(unit): its own traffic is no longer judged: the unit does not run")
+                    flipped()
+                }
                 watched.verdicts = []
                 if !watched.reading, watched.lastRead.map({ now - $0 >= Self.rereadInterval }) ?? true { read(unit, &watched, at: now) }
             }
