@@ -521,19 +521,23 @@ struct DaemonBusTests {
         let byBusctl = try harness.busctl(["call", DaemonHarness.busName, DaemonHarness.objectPath, DaemonHarness.interface, "CheckAddress", "u", "5"])
         #expect(byBusctl.status != 0 && byBusctl.stderr.contains("Invalid arguments 'u'"), "\(byBusctl)")
 
-        // 100 KB strings: refused as they are read, naming the argument and its bound, quoting
-        // an excerpt (issue 35).
-        let big = String(repeating: "a", count: 100_000)
-        expectError("CheckAddress", invalidTarget, ["address is 100000 bytes, at most 64", "'…(100000 bytes)"]) { message throws(BusError) in try message.append(big) }
-        expectError("CheckHost", invalidTarget, ["host is 100000 bytes, at most 254"]) { message throws(BusError) in
+        // 60 KB strings (within the call's 64 KiB): refused as they are read, naming the argument
+        // and its bound, quoting an excerpt (issue 35).
+        let big = String(repeating: "a", count: 60_000)
+        expectError("CheckAddress", invalidTarget, ["address is 60000 bytes, at most 64", "'…(60000 bytes)"]) { message throws(BusError) in try message.append(big) }
+        expectError("CheckHost", invalidTarget, ["host is 60000 bytes, at most 254"]) { message throws(BusError) in
             try message.append(big)
             try message.append(UInt32(0))
         }
-        expectError("Watch", invalidTarget, ["target is 100000 bytes, at most 254"]) { message throws(BusError) in try message.append(big) }
-        let bigDots = String(repeating: "1.", count: 50_000)
-        expectError("CheckHost", invalidTarget, ["100000 bytes"]) { message throws(BusError) in
+        expectError("Watch", invalidTarget, ["target is 60000 bytes, at most 254"]) { message throws(BusError) in try message.append(big) }
+        let bigDots = String(repeating: "1.", count: 30_000)
+        expectError("CheckHost", invalidTarget, ["60000 bytes"]) { message throws(BusError) in
             try message.append(bigDots)
             try message.append(UInt32(0))
+        }
+        // A call past 64 KiB: refused from its size before any argument is read (issue 48).
+        expectError("CheckAddress", "org.freedesktop.DBus.Error.LimitsExceeded", ["the call is 100", "bytes, at most 65536"]) { message throws(BusError) in
+            try message.append(String(repeating: "a", count: 100_000))
         }
         // A 250-byte name with a bad character: the error names the character and its position...
         let bigSpace = "a b" + String(repeating: "a", count: 247)

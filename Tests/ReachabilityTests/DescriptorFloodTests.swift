@@ -236,6 +236,11 @@ extension DescriptorFloodTests {
         #expect(abandoned >= 32 && abandoned + refused == 1000, "held until the caller died, then abandoned: \(abandoned), refused \(refused)")
         #expect(settled != nil, "reachd's descriptors back to \(idle) within 1 s of the caller's death: \(Self.descriptors(pid))")
         #expect(grown < 8 << 20, "reachd's peak resident memory rose \(grown) bytes")
+        // Every ledger of what callers hold reads 0 once they are gone (issue 44): the calls
+        // whose reply is owed, the checks and their lookups, the clients holding anything.
+        for ledger in ["reachd_host_check_calls_in_flight", "reachd_host_checks_running", "reachd_bus_clients_holding"] {
+            #expect(MetricsDaemonTests.value(metrics, ledger) == 0, "\(ledger) after every caller left: \(MetricsDaemonTests.value(metrics, ledger) ?? -1)")
+        }
         #expect(try DaemonBusTests.status(try harness.connect()) == DaemonBusTests.online)
     }
 }

@@ -185,6 +185,31 @@ struct NftablesDecoderGarbageTests {
         #expect(judged == .refused(FirewallRuleName(family: "inet", table: "t", chain: "c", handle: 3), rejects: false))
     }
 
+    /// The fuzz target's seed of a whole ruleset, recorded from the kernel (a chain dump, a rule
+    /// dump, a set dump and two sets' elements in one buffer), assembled by the reader's own
+    /// `ruleset(_:)` and judged: the rules it holds decide as `nft` wrote them.
+    @Test func aRecordedDumpAssemblesIntoTheRulesetItDescribes() throws {
+        let seed = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Fuzz/Corpus/nftables/whole-ruleset")
+        let decoded = NftablesDecoder.decode(Array(try Data(contentsOf: seed)))
+        #expect(decoded.errors.isEmpty, "\(decoded.errors)")
+        let ruleset = NftablesReader.ruleset(decoded.messages)
+        #expect(Set(ruleset.chains.map(\.name)) == ["out", "more", "post", "tail"])
+        #expect(ruleset.sets.values.contains { $0.isInterval && $0.ranges.count >= 2 }, "10.0.0.0/8 and 192.0.2.0/24")
+        func judge(_ address: String, _ port: UInt16, uid: UInt32 = 0) -> FirewallJudgement {
+            FirewallEvaluation(ruleset: ruleset, packet: FirewallPacket(destination: IPAddress(address)!, transport: 6, port: port, uid: uid)).judge()
+        }
+        // `ip daddr @blocked tcp dport 443 reject`, in the set's elements.
+        guard case .refused(let name, rejects: true) = judge("192.0.2.7", 443) else { Issue.record("\(judge("192.0.2.7", 443))"); return }
+        #expect(name.table == "wall" && name.chain == "out")
+        // `tcp dport { 22, 80-90 } drop` in the chain jumped to, for an address out of the set.
+        guard case .refused(_, rejects: false) = judge("10.1.2.3", 85) else { Issue.record("\(judge("10.1.2.3", 85))"); return }
+        // Past every filter rule, the nat chain's policy drop for what is not in its interval set,
+        // unless its `goto tail` to a rate limit may accept first: never a certain answer there.
+        #expect(judge("10.1.2.3", 8080) == .leaves)
+        #expect(judge("203.0.113.1", 8080) != .leaves)
+    }
+
     @Test func everyTruncationAndTwentyThousandRandomBuffersNeverTrap() {
         let rule = Self.rule
         for length in 0..<rule.count {

@@ -77,8 +77,8 @@ public final class BusConnection {
 
     /// Runs this connection on a loop, once `attach` was called.
     private var driver: BusLoopDriver?
-    /// Reads served calls' arguments off the loop, once `attach` was called.
-    private let screen = ArgumentScreen()
+    /// Answers Properties calls to served objects, once `attach` was called.
+    private let properties = PropertyCalls()
     private let sizeBound = CallSizeBound()
 
     deinit {
@@ -94,8 +94,7 @@ public final class BusConnection {
     /// latest of each kind, instead of queueing without bound (`BusLoopDriver`).
     public func attach(to loop: EventLoop, onLoss: @escaping (_ cause: String) -> Void) throws(BusError) {
         driver = try BusLoopDriver(self, loop: loop, onLoss: onLoss)
-        do { try screen.start(on: loop) } catch { throw BusError("watch the argument readers' pipe", code: -error.errno) }
-        try screen.takeProperties(of: self)
+        try properties.takeProperties(of: self)
         // sd-bus runs the filter added last first: the bound comes before every reading.
         try sizeBound.install(on: bus)
     }
@@ -181,12 +180,12 @@ public final class BusConnection {
     public func add(
         _ object: any BusObject, at path: String, interface: String, vtable: BusVTable, retaining: Bool = true
     ) throws(BusError) -> BusSlot {
-        let registration = BusRegistration(object: object, vtable: vtable, path: path, interface: interface, retaining: retaining, screen: screen)
+        let registration = BusRegistration(object: object, vtable: vtable, path: path, interface: interface, retaining: retaining, properties: properties)
         var slot: OpaquePointer?
         let context = Unmanaged.passUnretained(registration).toOpaque()
         let result = sd_bus_add_object_vtable(bus, &slot, path, interface, vtable.entries.baseAddress, context)
         guard result >= 0 else { throw BusError("serve \(interface) at \(path)", code: result) }
-        screen.serve(registration)
+        properties.serve(registration)
         return BusSlot(slot, keepAlive: registration)
     }
 

@@ -46,18 +46,9 @@ public struct BusError: Error, Hashable, Sendable, CustomStringConvertible {
 /// naming what was expected, so a caller with the wrong signature gets a clear answer.
 public struct BusMessage {
     public let pointer: OpaquePointer
-    /// For a call read through by `ArgumentScreen`: its strings' measures, which the bounded
-    /// readers consult before sd-bus reads a string (and checks it whole).
-    let measured: MeasuredStrings?
 
     public init(_ pointer: OpaquePointer) {
         self.pointer = pointer
-        measured = nil
-    }
-
-    init(_ pointer: OpaquePointer, measured: MeasuredStrings) {
-        self.pointer = pointer
-        self.measured = measured
     }
 
     public var sender: String? { sd_bus_message_get_sender(pointer).map { String(cString: $0) } }

@@ -94,20 +94,20 @@ final class BusRegistration {
     let vtable: BusVTable
     let path: String
     let interface: String
-    /// Where calls with arguments are read first (nil: read by the method at once).
-    let screen: ArgumentScreen?
-    /// False once the slot is released: a call read meanwhile finds no object to answer it.
+    /// Where its Properties calls are answered (nil: by sd-bus).
+    let properties: PropertyCalls?
+    /// False once the slot is released.
     var isServed = true {
-        didSet { if !isServed { screen?.forget(self) } }
+        didSet { if !isServed { properties?.forget(self) } }
     }
 
-    init(object: any BusObject, vtable: BusVTable, path: String, interface: String, retaining: Bool, screen: ArgumentScreen?) {
+    init(object: any BusObject, vtable: BusVTable, path: String, interface: String, retaining: Bool, properties: PropertyCalls?) {
         self.object = object
         retained = retaining ? object : nil
         self.vtable = vtable
         self.path = path
         self.interface = interface
-        self.screen = screen
+        self.properties = properties
     }
 
     /// Runs `call` on the object and sends what it answers now, if anything; an error is left
@@ -132,26 +132,11 @@ final class BusRegistration {
         }
     }
 
-    /// `answer`, for a call sd-bus handed over earlier: its error is sent here.
-    func answerLater(_ call: BusMessage) {
-        var error = csystemd_error_null()
-        defer { sd_bus_error_free(&error) }
-        let result = answer(call, replyError: &error)
-        if sd_bus_error_is_set(&error) != 0 {
-            sd_bus_reply_method_error(call.pointer, &error)
-        } else if result < 0 {
-            sd_bus_reply_method_errno(call.pointer, result, nil)
-        }
-    }
 }
 
 let methodTrampoline: sd_bus_message_handler_t = { message, context, replyError in
     guard let message, let context else { return -EINVAL }
     let registration = Unmanaged<BusRegistration>.fromOpaque(context).takeUnretainedValue()
-    if let screen = registration.screen, screen.takes(message) {
-        screen.submit(message, to: registration)
-        return 1
-    }
     return registration.answer(BusMessage(message), replyError: replyError)
 }
 

@@ -11,7 +11,9 @@ import Glibc
 /// freed before sd-bus reads the next message from the socket, so one is held at a time.
 ///
 /// sd-bus gives no message's size; `ReceivedMessageSize` reads it from the message's own
-/// header. A call whose size cannot be read goes on as before (to the argument readers).
+/// header (found within 4 KiB of its path: dbus-daemon forwards only the header fields it
+/// knows, each at most 255 bytes). A call whose size cannot be read goes on to its method, which
+/// reads it within bounds as any other.
 final class CallSizeBound {
     static let maximumBytes = 64 << 10
 

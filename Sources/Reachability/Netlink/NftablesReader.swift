@@ -29,30 +29,36 @@ package enum NftablesReader {
         do { dump = Dump(socket: try NetlinkSocket(nonBlocking: true, namespacePath: namespacePath, netfilter: true)) } catch {
             throw .failed("\(error)")
         }
+        var messages = try dump.run(Nftables.getChain, family: 0) + dump.run(Nftables.getRule, family: 0) + dump.run(Nftables.getSet, family: 0)
+        for (key, set) in ruleset(messages).sets where set.isJudged {
+            var attributes: [UInt8] = []
+            NetlinkRequest.appendAttribute(Nftables.elementsTable, Array(key.table.utf8) + [0], to: &attributes)
+            NetlinkRequest.appendAttribute(Nftables.elementsSet, Array(key.name.utf8) + [0], to: &attributes)
+            messages += try dump.run(Nftables.getSetElement, family: key.family, attributes: attributes)
+        }
+        return ruleset(messages)
+    }
+
+    /// The ruleset the dumps' messages describe, whatever their order: each rule in its chain
+    /// (in the order given), each judged set with its elements. Pure, for the fuzz target too.
+    static func ruleset(_ messages: [NftablesDecoder.Message]) -> FirewallRuleset {
         var ruleset = FirewallRuleset()
-        for message in try dump.run(Nftables.getChain, family: 0) { if case let .chain(chain) = message { ruleset.chains.append(chain) } }
         var rules: [String: [FirewallRule]] = [:]
-        for message in try dump.run(Nftables.getRule, family: 0) {
-            if case let .rule(family, table, chain, rule) = message { rules[FirewallEvaluation.key(family, table, chain), default: []].append(rule) }
+        var elements: [FirewallSetKey: [(key: [UInt8], end: Bool)]] = [:]
+        for message in messages {
+            switch message {
+            case let .chain(chain): ruleset.chains.append(chain)
+            case let .rule(family, table, chain, rule): rules[FirewallEvaluation.key(family, table, chain), default: []].append(rule)
+            case let .set(key, set): ruleset.sets[key] = set
+            case let .elements(key, found): elements[key, default: []] += found
+            case .done, .error, .ignored: continue
+            }
         }
         for index in ruleset.chains.indices {
             let chain = ruleset.chains[index]
             ruleset.chains[index].rules = rules[FirewallEvaluation.key(chain.family, chain.table, chain.name)] ?? []
         }
-        for message in try dump.run(Nftables.getSet, family: 0) {
-            guard case let .set(key, set) = message else { continue }
-            ruleset.sets[key] = set
-        }
-        for (key, set) in ruleset.sets where set.isJudged {
-            var attributes: [UInt8] = []
-            NetlinkRequest.appendAttribute(Nftables.elementsTable, Array(key.table.utf8) + [0], to: &attributes)
-            NetlinkRequest.appendAttribute(Nftables.elementsSet, Array(key.name.utf8) + [0], to: &attributes)
-            var elements: [(key: [UInt8], end: Bool)] = []
-            for message in try dump.run(Nftables.getSetElement, family: key.family, attributes: attributes) {
-                if case let .elements(_, found) = message { elements += found }
-            }
-            ruleset.sets[key] = Self.filled(set, with: elements)
-        }
+        for (key, set) in ruleset.sets where set.isJudged { ruleset.sets[key] = filled(set, with: elements[key] ?? []) }
         return ruleset
     }
 

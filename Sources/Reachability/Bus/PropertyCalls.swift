@@ -3,13 +3,17 @@ import CSystemd
 import Glibc
 #endif
 
-/// sd-bus answers Properties calls itself, and reads their two names with the same whole check
-/// of a string as any method's: a 32 MiB interface name in Get held reachd's loop 540 ms (and
-/// sd-bus quoted it whole in its error). So a filter takes Properties calls to the objects
-/// served here before sd-bus's own dispatch; they go through the readers like any call and are
-/// answered here from the same vtables, with sd-bus's error names (every property of reachd's
-/// is read-only, as Set says).
-extension ArgumentScreen {
+/// sd-bus answers Properties calls itself, and quotes a caller's interface or property name
+/// whole in its errors. So a filter takes Properties calls to the objects served here before
+/// sd-bus's own dispatch, reads their names within bounds (255 bytes, as D-Bus names are) and
+/// answers them from the same vtables, with sd-bus's error names and an excerpt of a bad name
+/// (every property of reachd's is read-only, as Set says). A call too large to be read never
+/// reaches it (`CallSizeBound`).
+final class PropertyCalls {
+    /// The objects served, by path: whose properties Properties calls read.
+    private var served: [String: [BusRegistration]] = [:]
+    private var propertiesFilter: BusSlot?
+
     func serve(_ registration: BusRegistration) { served[registration.path, default: []].append(registration) }
 
     func forget(_ registration: BusRegistration) {
@@ -27,7 +31,7 @@ extension ArgumentScreen {
 
     /// Whether the filter takes `call`: a Properties call to a path served here.
     func takesProperties(_ call: OpaquePointer) -> Bool {
-        guard work != nil, sd_bus_message_is_method_call(call, Self.properties, nil) > 0,
+        guard sd_bus_message_is_method_call(call, Self.properties, nil) > 0,
             let path = sd_bus_message_get_path(call)
         else { return false }
         return served[String(cString: path)] != nil
@@ -88,12 +92,12 @@ extension ArgumentScreen {
     }
 }
 
-/// sd-bus's filter: Properties calls to served paths go to the readers (1: taken), the rest
+/// sd-bus's filter: Properties calls to served paths are answered here (1: taken), the rest go
 /// on to sd-bus's own dispatch (0).
 private let propertiesFilterTrampoline: sd_bus_message_handler_t = { message, context, _ in
     guard let message, let context else { return 0 }
-    let screen = Unmanaged<ArgumentScreen>.fromOpaque(context).takeUnretainedValue()
-    guard screen.takesProperties(message) else { return 0 }
-    screen.submit(message, to: nil)
+    let calls = Unmanaged<PropertyCalls>.fromOpaque(context).takeUnretainedValue()
+    guard calls.takesProperties(message) else { return 0 }
+    calls.answerProperties(BusMessage(message))
     return 1
 }

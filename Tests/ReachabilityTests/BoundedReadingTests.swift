@@ -3,12 +3,12 @@ import Foundation
 import Testing
 @testable import Reachability
 
-/// issue 35: calls' arguments are read through off the loop (`ArgumentScreen`), so that sd-bus's
-/// check of a huge string's UTF-8 never runs on the loop, and the loop's bounded readers refuse
-/// such a string from the reader's measure with the method's own message. Messages here are
-/// real sd-bus messages, built and sealed on a connection to a private dbus-daemon.
+/// The loop's bounded reading of a call's arguments (`BusMessage+Bounded.swift`): a string past
+/// its bound is refused with the method's own message, naming the argument and the bound and
+/// quoting an excerpt. Messages here are real sd-bus messages, built and sealed on a connection
+/// to a private dbus-daemon.
 @Suite(.serialized)
-struct ArgumentScreenTests {
+struct BoundedReadingTests {
     /// A sealed method call with the arguments `build` appends, read from its start.
     static func sealedCall(_ bus: BusConnection, _ build: (BusMessage) throws(BusError) -> Void) throws -> OpaquePointer {
         var call: OpaquePointer?
@@ -29,33 +29,7 @@ struct ArgumentScreenTests {
 
     static let long = String(repeating: "b", count: 10_000)
 
-    @Test func stringsAreMeasuredInTheOrderAMethodReadsThemAndTheCallIsLeftToReadAgain() throws {
-        try Self.withBus { bus in
-            let call = try Self.sealedCall(bus) { message throws(BusError) in
-                try message.append("short")
-                try message.append(UInt32(5))
-                try message.open("a", "{sv}")
-                try message.appendEntry("Kinds", "as") { entry throws(BusError) in try entry.append(["wifi", Self.long]) }
-                try message.close()
-                try message.append(objectPath: "/a/b")
-            }
-            defer { sd_bus_message_unref(call) }
-            let measures = ArgumentReading.read(call)
-            #expect(measures.isComplete)
-            let shapes = measures.strings.map { measure -> String in
-                switch measure {
-                case .short: "short"
-                case let .long(length, beginning): "long \(length) \(beginning.count) \(String(decoding: beginning.prefix(3), as: UTF8.self))"
-                case let .unreadable(code): "unreadable \(code)"
-                }
-            }
-            // "short", the key "Kinds", "wifi", the long one, the object path.
-            #expect(shapes == ["short", "short", "short", "long 10000 256 bbb", "short"], "\(shapes)")
-            #expect(try BusMessage(call).readString() == "short", "the call is rewound for its method")
-        }
-    }
-
-    @Test func aStringMeasuredLongIsRefusedWithTheMethodsMessageWithoutBeingRead() throws {
+    @Test func aStringPastItsBoundIsRefusedWithTheMethodsMessageAndAnExcerpt() throws {
         try Self.withBus { bus in
             let call = try Self.sealedCall(bus) { message throws(BusError) in
                 try message.append("wifi")
@@ -64,7 +38,7 @@ struct ArgumentScreenTests {
                 try message.close()
             }
             defer { sd_bus_message_unref(call) }
-            let message = BusMessage(call, measured: MeasuredStrings(ArgumentReading.read(call)))
+            let message = BusMessage(call)
             #expect(try message.readString("kind", maximumBytes: 32) == "wifi")
             #expect(try message.enter("a", "{sv}"))
             #expect(try message.enter("e", "sv"))
@@ -73,49 +47,14 @@ struct ArgumentScreenTests {
             #expect(throws: BusError(name: "org.reachd.Test.Error.Refused", message: "RequiredKind is 10000 bytes, at most 32: '\(String(repeating: "b", count: 64))'…(10000 bytes)")) {
                 try message.readString("RequiredKind", maximumBytes: 32, refusal: "org.reachd.Test.Error.Refused")
             }
-
-            // The measure, not the string, decides: a measure that says 99 bytes is believed
-            // (so the loop never reads a string measured long), and with no measures left in a
-            // call read through only partly, the next string is refused unread.
-            sd_bus_message_rewind(call, 1)
-            let lying = StringMeasures(strings: [.long(length: 99, beginning: Array("wi".utf8))], isComplete: false)
-            let told = BusMessage(call, measured: MeasuredStrings(lying))
-            #expect(throws: BusError(name: "org.freedesktop.DBus.Error.InvalidArgs", message: "kind is 99 bytes, at most 32: 'wi'…(99 bytes)")) {
-                try told.readString("kind", maximumBytes: 32)
-            }
-            sd_bus_message_rewind(call, 1)
-            let none = BusMessage(call, measured: MeasuredStrings(StringMeasures(strings: [], isComplete: false)))
-            #expect(throws: BusError.self) { try none.readString("kind", maximumBytes: 32) }
-        }
-    }
-
-    @Test func readingStopsAtTheValuesBoundAndAMethodReadingPastItIsRefused() throws {
-        try Self.withBus { bus in
-            let many = Array(repeating: "vpn", count: ArgumentScreen.maximumValues + 100)
-            let call = try Self.sealedCall(bus) { message throws(BusError) in try message.append(many) }
-            defer { sd_bus_message_unref(call) }
-            let measures = ArgumentReading.read(call)
-            #expect(!measures.isComplete)
-            // The array itself is a value: one string fewer than the bound.
-            #expect(measures.strings.count == ArgumentScreen.maximumValues - 1)
-            let message = BusMessage(call, measured: MeasuredStrings(measures))
-            // A method bounded below the bound refuses by its own rule...
-            #expect(throws: BusError(name: "org.freedesktop.DBus.Error.InvalidArgs", message: "kinds has more than 32 entries, the most reachd takes")) {
-                try message.readStrings("kinds", maximumCount: 32, maximumBytes: 32)
-            }
-            // ...one that would read further is refused where the measures end.
-            sd_bus_message_rewind(call, 1)
-            let again = BusMessage(call, measured: MeasuredStrings(measures))
-            let error = try #require(throws: BusError.self) { try again.readStrings("kinds", maximumCount: many.count, maximumBytes: 32) }
-            #expect(error.message == "kinds lies past the 4096 values reachd reads of one call, far more than any of its methods takes", "\(error)")
         }
     }
 }
 
-/// Through reachd: a caller's calls are answered in the order it sent them, although the ones
-/// with arguments are read on another thread first.
+/// Through reachd: a caller's calls are answered in the order it sent them, and Properties calls,
+/// which reachd answers itself (`PropertyCalls`), as sd-bus would.
 @Suite(rootOnly, .serialized)
-struct ArgumentScreenDaemonTests {
+struct PropertyCallsDaemonTests {
     @Test func aCallersCallsAreAnsweredInTheOrderSent() async throws {
         let scenario = try DaemonBusTests.Scenario("screenorder")
         let harness = try DaemonHarness(scenario.ns)
