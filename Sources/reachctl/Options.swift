@@ -7,7 +7,7 @@ import Glibc
 /// `--json`, global as `CommonOptions` are, but a group of its own: `metrics` holds it without
 /// showing it (its format is Prometheus' own), so that its help does not offer what it refuses.
 struct OutputOptions: ParsableArguments {
-    @Flag(help: "Print JSON (lowerCamelCase D-Bus names) instead of text (every command but metrics and hold, which refuse it).")
+    @Flag(help: "Print JSON (lowerCamelCase D-Bus names) instead of text (every command but metrics, hold and login-page, which refuse it).")
     var json = false
 
     @Flag(

@@ -14,7 +14,7 @@ struct Reachctl: AsyncParsableCommand {
             route the kernel would use right now leaves through a link that is up, has carrier and \
             has a usable address. It never waits for DNS.
 
-            Without a subcommand it runs `status`. Every subcommand but metrics and hold (which refuse it) takes --json for scripts. \
+            Without a subcommand it runs `status`. Every subcommand but metrics, hold and login-page (which refuse it) takes --json for scripts. \
             The options below are global: they go before or after the command \
             (reachctl --json interfaces, reachctl interfaces --json). A command may be shortened \
             to any unique prefix (reachctl st, reachctl int), as ip reads its objects.
@@ -45,7 +45,7 @@ struct Reachctl: AsyncParsableCommand {
             """,
         // As reachd's, from the one BuildInfo (`reachd --version`, reachd_build_info).
         version: "reachctl \(BuildInfo.version)",
-        subcommands: [StatusCommand.self, InterfacesCommand.self, CheckCommand.self, WhyCommand.self, HistoryCommand.self, MonitorCommand.self, WaitCommand.self, IsCommand.self, HoldCommand.self, MetricsCommand.self],
+        subcommands: [StatusCommand.self, InterfacesCommand.self, CheckCommand.self, WhyCommand.self, HistoryCommand.self, MonitorCommand.self, WaitCommand.self, IsCommand.self, HoldCommand.self, LoginPageCommand.self, MetricsCommand.self],
         defaultSubcommand: StatusCommand.self
     )
 

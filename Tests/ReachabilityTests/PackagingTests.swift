@@ -120,6 +120,43 @@ struct PackagingUnitTests {
         #expect(try unitSettings()["Conflicts"] == nil)
     }
 
+    /// reachd-login-page.service, a user unit: clean for the user manager's systemd-analyze (with
+    /// reachctl where it is built, the man pages beside it; a misspelt value would not be), run with
+    /// the graphical session, retried after a failure, and stopping reachctl only, never the
+    /// browser it started; shipped disabled (postinst enables nothing for users).
+    @Test func loginPageUserUnitIsCleanAndLeavesTheBrowserAlone() async throws {
+        let scratch = try makeScratchDirectory("reachd-user-unit")
+        defer { removeTree(scratch) }
+        for page in ["reachd.8", "reachctl.1"] {
+            let directory = scratch + "/man/man" + page.split(separator: ".").last!
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: packaging + "/man/" + page, toPath: directory + "/" + page)
+        }
+        var environment = ProcessInfo.processInfo.environment
+        (environment["XDG_RUNTIME_DIR"], environment["MANPATH"]) = (scratch, scratch + "/man")
+        let shipped = try String(contentsOfFile: packaging + "/reachd-login-page.service", encoding: .utf8)
+        func verify(_ text: String) async throws -> Ran {
+            let unit = scratch + "/reachd-login-page.service"
+            try text.replacingOccurrences(of: "/usr/bin/reachctl", with: productPath("reachctl")).write(toFile: unit, atomically: true, encoding: .utf8)
+            return try await execute("/usr/bin/systemd-analyze", ["--user", "verify", unit], environment: environment)
+        }
+        let clean = try await verify(shipped)
+        #expect(clean.status == 0 && clean.stdout.isEmpty && clean.stderr.isEmpty, "\(clean)")
+        let broken = try await verify(shipped.replacingOccurrences(of: "KillMode=process", with: "KillMode=perhaps"))
+        #expect(broken.stderr.contains("perhaps"), "\(broken)")
+        let settings = try unitSettings("reachd-login-page.service")
+        for (key, value) in [
+            ("ExecStart", "/usr/bin/reachctl login-page"), ("Restart", "on-failure"), ("KillMode", "process"),
+            ("WantedBy", "graphical-session.target"), ("PartOf", "graphical-session.target"), ("After", "graphical-session.target"),
+        ] {
+            #expect(settings[key] == [value], "\(key)=\(value): have \(settings[key] ?? [])")
+        }
+        // The browser inherits whatever the unit sets: no NoNewPrivileges= to break its sandbox.
+        #expect(settings["NoNewPrivileges"] == nil && settings["User"] == nil)
+        let postinst = try String(contentsOfFile: packaging + "/debian/postinst", encoding: .utf8)
+        #expect(!postinst.contains("reachd-login-page"), "shipped disabled")
+    }
+
     @Test func exposureStaysAtTheDocumentedFigure() async throws {
         let result = try await execute(
             "/usr/bin/systemd-analyze", ["security", "--offline=true", "--no-pager", packaging + "/reachd.service"])
@@ -363,7 +400,8 @@ struct PackagingDocumentationTests {
         let section = try #require(page.components(separatedBy: ".SH COMMANDS\n").last?.components(separatedBy: "\n.SH ").first)
         let documented = Set(section.components(separatedBy: ".TP\n").dropFirst().compactMap { entry -> String? in
             let words = entry.split(separator: "\n").first?.split(separator: " ") ?? []
-            return words.count > 1 ? String(words[1]) : nil
+            // roff's `\-` is the hyphen of a name (login\-page).
+            return words.count > 1 ? String(words[1]).replacingOccurrences(of: "\\-", with: "-") : nil
         })
         #expect(documented == codeCommands, "reachctl(1) COMMANDS vs. reachctl's subcommands")
     }
@@ -800,6 +838,7 @@ private let expectedPackageContents: Set<String> = [
     "usr/lib/", "usr/lib/systemd/", "usr/lib/systemd/system/", "usr/lib/systemd/system/reachd.service", "usr/lib/systemd/system/reachd.socket",
     "usr/lib/systemd/system/reachd-wait-online.service", "usr/lib/systemd/system/reachd-metrics.socket",
     "usr/lib/systemd/system/reachd-is@.service",
+    "usr/lib/systemd/user/", "usr/lib/systemd/user/reachd-login-page.service",
     "usr/lib/sysusers.d/", "usr/lib/sysusers.d/reachd.conf",
     "usr/share/", "usr/share/dbus-1/", "usr/share/dbus-1/system.d/", "usr/share/dbus-1/system.d/org.reachd.Reachability1.conf",
     "usr/share/dbus-1/system.d/reachd-networkmanager.conf", "usr/share/reachd/", "usr/share/reachd/reachd-networkmanager.conf",
@@ -905,6 +944,15 @@ struct PackagingDebianTests {
         let verify = try await execute("/usr/bin/systemd-analyze", ["verify", "/usr/lib/systemd/system/reachd.service"])
         #expect(verify.status == 0 && verify.stdout.isEmpty && verify.stderr.isEmpty, "\(verify)")
         #expect(FileManager.default.fileExists(atPath: "/etc/systemd/system/multi-user.target.wants/reachd.service"), "enabled")
+        // The login page's user unit, installed where the user manager finds it, valid there, not enabled.
+        let runtime = try makeScratchDirectory("reachd-user-runtime")
+        defer { removeTree(runtime) }
+        var userScope = ProcessInfo.processInfo.environment
+        userScope["XDG_RUNTIME_DIR"] = runtime
+        let userUnit = try await execute(
+            "/usr/bin/systemd-analyze", ["--user", "verify", "/usr/lib/systemd/user/reachd-login-page.service"], environment: userScope)
+        #expect(userUnit.status == 0 && userUnit.stdout.isEmpty && userUnit.stderr.isEmpty, "\(userUnit)")
+        #expect(!FileManager.default.fileExists(atPath: "/etc/systemd/user/graphical-session.target.wants/reachd-login-page.service"))
         // /metrics is opt-in: the socket unit is installed, not enabled.
         #expect(FileManager.default.fileExists(atPath: "/usr/lib/systemd/system/reachd-metrics.socket"))
         #expect(!FileManager.default.fileExists(atPath: "/etc/systemd/system/sockets.target.wants/reachd-metrics.socket"), "shipped disabled")

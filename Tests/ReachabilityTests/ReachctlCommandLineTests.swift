@@ -75,7 +75,7 @@ struct ReachctlCommandLineTests {
         let far = try reachctl(["frobnicate"])
         #expect(far.status == 255)
         #expect(!far.stderr.contains("did you mean"), "no suggestion for a word far from every command: \(far.stderr)")
-        #expect(far.stderr.contains("commands: status, interfaces, check, why, history, monitor, wait, is, hold, metrics, help"))
+        #expect(far.stderr.contains("commands: status, interfaces, check, why, history, monitor, wait, is, hold, login-page, metrics, help"))
     }
 
     @Test func anAddressThatIsNoBusAddressIsAnError() throws {
