@@ -31,7 +31,9 @@ struct StatusCommand: AsyncParsableCommand {
             With --unit NAME (reachd only), the systemd service NAME's own path to the internet \
             instead, judged as `check --unit` judges it: online or offline, the interface, what \
             of its sandbox denies, and the facts it was judged by (its uid, its namespace, its \
-            settings); --json: unit, online, interface, reason, message, policy.
+            settings); for a unit reachd.conf's [Units] Watch= names, whether its own TCP \
+            traffic is stalled, judged from its cgroup's sockets apart from the host's; --json: \
+            unit, online, interface, reason, message, policy, stalled, traffic.
 
             Examples:
               reachctl status
@@ -120,17 +122,23 @@ struct StatusCommand: AsyncParsableCommand {
         let (result, explanation) = try await reportingErrors { try await UnitQuestion.ask(unit, "", options: options) }
         let name = explanation.unit ?? unit
         let policy = explanation[.policy]?.evidence ?? []
+        // A watched unit's own traffic (reachd.conf [Units] Watch=) stands in for the host's.
+        let own = explanation[.traffic].flatMap { $0.evidence.first?.hasPrefix("\(name)'s own traffic") == true ? $0 : nil }
+        let stalled = own?.status == .broken
         if output.json {
             Terminal.writeLine(JSONValue.object([
                 ("unit", .string(name)), ("online", .bool(result.isReachable)), ("interface", .string(result.interface)),
                 ("reason", .string(result.reason?.rawValue ?? "")), ("message", .string(result.message ?? "")),
-                ("policy", .array(policy.map { .string($0) })),
+                ("policy", .array(policy.map { .string($0) })), ("stalled", .bool(stalled)),
+                ("traffic", .array((own?.evidence ?? []).map { .string($0) })),
             ]).serialized())
         } else {
             var line = "\(name): " + (result.isReachable ? "online" : "offline")
             if !result.interface.isEmpty { line += " via \(result.interface)" }
             if let reason = result.reason { line += ": \(reason.rawValue)" + (result.message.map { " (\($0))" } ?? "") }
-            Terminal.writeLine(([line] + policy.map { "  " + $0 }).joined(separator: "\n"))
+            if stalled { line += ", but its own traffic is stalled" }
+            let traffic = (own?.evidence ?? []) + (own.map { $0.fix.isEmpty ? [] : ["fix: " + $0.fix] } ?? [])
+            Terminal.writeLine(([line] + (policy + traffic).map { "  " + $0 }).joined(separator: "\n"))
         }
         if !result.isReachable { throw ExitStatus.notReachable.exitCode }
     }

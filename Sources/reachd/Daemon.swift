@@ -25,6 +25,8 @@ final class Daemon {
     private var bus: BusConnection!
     private var publisher: Publisher!
     private var probes: Probes!
+    /// The watched units' own traffic (`[Units] Watch=`).
+    private var traffic: UnitTraffic!
     private var portals: PortalSessions!
     private var watches: WatchRegistry!
     /// The clients that hold watches or checks in flight, and their host checks.
@@ -171,7 +173,16 @@ final class Daemon {
         metrics.watchCount = { [unowned watches] in watches.count }
         let probes = Probes(parts: ProbeParts(inputs: core, checks: core, state: core.shared), loop: loop, metrics: metrics, settings: configuration.connectivity)
         self.probes = probes
-        core.stallPolled = { [unowned probes] in probes.stallPolled($0) }
+        let traffic = UnitTraffic(bus: bus, sysfsRoot: options.sysfsRoot)
+        self.traffic = traffic
+        traffic.judge = { [unowned core] in core.stallControlGroups = $0 }
+        core.stallPolled = { [unowned probes, unowned traffic] in
+            probes.stallPolled($0)
+            traffic.polled($0)
+        }
+        traffic.configure(configuration.watchedUnits)
+        metrics.unitStalls = { [unowned traffic] in traffic.stalls }
+        traffic.flipped = { [unowned metrics] in metrics.changed() }
         let portals = PortalSessions(inputs: core, loop: loop, settings: configuration.portal)
         self.portals = portals
         let checks = HostCheckCalls(checks: core, bus: bus, callers: callers, metrics: metrics, configuration: configuration)
@@ -182,7 +193,7 @@ final class Daemon {
         let service = ReachabilityService(
             state: core.shared, first: first, bus: bus, watches: watches, checks: checks, defaultTimeout: configuration.defaultTimeout,
             callers: callers, validate: { [unowned probes] uid, reply in probes.validate(for: uid, reply) }, metricsText: { [unowned metrics] in metrics.text },
-            units: UnitChecks(state: core.shared, bus: bus, callers: callers, sysfsRoot: options.sysfsRoot))
+            units: UnitChecks(state: core.shared, bus: bus, callers: callers, sysfsRoot: options.sysfsRoot, traffic: traffic))
         self.service = service
         service.history = history
         // The service first: the properties sd-bus reads as the publisher signals are the update's.
@@ -297,6 +308,7 @@ final class Daemon {
             // Rules, priorities and resolver settings; the change goes out like any other.
             core.reconfigure(Self.coreConfiguration(options, loaded))
             probes.configure(loaded.connectivity)
+            traffic.configure(loaded.watchedUnits)
             portals.configure(loaded.portal)
             publisher.networkManagerCompatibility(loaded.networkManagerCompatibility)
             metrics.apply(loaded.metrics)

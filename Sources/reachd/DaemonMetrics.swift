@@ -14,6 +14,8 @@ final class DaemonMetrics {
     var heldForCallers: () -> HeldForCallers = { HeldForCallers() }
     /// The outage counters as they stand now (the outage clock knows).
     var outage: () -> OutageTotals? = { nil }
+    /// The watched units' own verdicts (`UnitTraffic`).
+    var unitStalls: () -> [(unit: String, stalled: Bool)] = { [] }
     private let loop: EventLoop
     private let mirror: SharedState
     /// When reachd started, in seconds since the Unix epoch (`reachd_start_time_seconds`).
@@ -36,6 +38,7 @@ final class DaemonMetrics {
             snapshot: mirror.snapshot, mirror: mirror.counters, counters: counters, watches: watchCount(), startTime: startTime,
             outage: outage())
         sample.held = heldForCallers()
+        sample.unitStalls = unitStalls()
         return MetricsExposition.render(sample)
     }
 

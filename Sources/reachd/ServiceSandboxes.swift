@@ -46,6 +46,7 @@ final class ServiceSandboxes {
         var addressDeny: [IPPrefix] = []
         var interfaces = UnitSandbox.NameList()
         var families = UnitSandbox.NameList()
+        var controlGroup = ""
     }
 
     /// The properties read, with their interfaces (LoadState is every unit's; the rest a
@@ -53,7 +54,7 @@ final class ServiceSandboxes {
     private static let properties: [(interface: String, name: String)] =
         [(unitInterface, "LoadState"), (managerInterface, "Features")]
         + ["MainPID", "User", "DynamicUser", "PrivateNetwork", "NetworkNamespacePath", "IPAddressAllow", "IPAddressDeny",
-           "RestrictNetworkInterfaces", "RestrictAddressFamilies"].map { (serviceInterface, $0) }
+           "RestrictNetworkInterfaces", "RestrictAddressFamilies", "ControlGroup"].map { (serviceInterface, $0) }
 
     /// Reads the variant of the property `name` into `values`.
     private static func read(_ name: String, _ message: BusMessage, into values: inout Values) throws(BusError) {
@@ -68,6 +69,7 @@ final class ServiceSandboxes {
         case "IPAddressAllow": values.addressAllow = try readPrefixes(message, name)
         case "IPAddressDeny": values.addressDeny = try readPrefixes(message, name)
         case "RestrictNetworkInterfaces": values.interfaces = try readNameList(message, name)
+        case "ControlGroup": values.controlGroup = try readString(message, name)
         default: values.families = try readNameList(message, name)
         }
     }
@@ -154,6 +156,7 @@ final class ServiceSandboxes {
             interfacesEnforced: !values.features.split(separator: " ").contains("-BPF_FRAMEWORK"), families: values.families,
             mainPID: values.mainPID)
         sandbox.addressFilterEnforced = UnitRoutes.addressFilterEnforced(sysfsRoot: sysfsRoot)
+        sandbox.controlGroup = values.controlGroup
         return .success(sandbox)
     }
 

@@ -13,11 +13,14 @@ final class UnitChecks {
     private let bus: BusConnection
     private let callers: Callers
     private let sandboxes: ServiceSandboxes
+    /// A watched unit's own traffic stands in its explanation for the host's.
+    private let traffic: UnitTraffic
 
     /// `sysfsRoot`: where sysfs is (`--sysfs-root`), whose fs/cgroup tells whether systemd can
     /// enforce IP address filters.
-    init(state: SharedState, bus: BusConnection, callers: Callers, sysfsRoot: String) {
+    init(state: SharedState, bus: BusConnection, callers: Callers, sysfsRoot: String, traffic: UnitTraffic) {
         self.state = state
+        self.traffic = traffic
         self.bus = bus
         self.callers = callers
         sandboxes = ServiceSandboxes(bus: bus, sysfsRoot: sysfsRoot)
@@ -115,6 +118,9 @@ final class UnitChecks {
         }
         var explanation = UnitPolicy.explanation(host, chosen, namespace: namespace, unit: sandbox.unit)
         explanation.target = target
+        if let own = traffic.verdicts(of: sandbox.unit), let index = explanation.layers.firstIndex(where: { $0.name == .traffic }) {
+            explanation.layers[index] = state.withState { $0.unitTrafficLayer(sandbox.unit, own) }
+        }
         return (chosen.result, explanation)
     }
 }

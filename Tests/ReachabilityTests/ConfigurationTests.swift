@@ -435,7 +435,7 @@ struct ConfigurationErrorTests {
     @Test func linesAfterAnUnknownSectionAreNotReportedAgain() {
         let (_, errors) = parsed("[Resolve]\nDNS=1.1.1.1\nDomains=~.\n[Checks]\nFoo=1\n")
         #expect(errors == [
-            "test.conf:1: unknown section [Resolve]; valid sections are [Checks], [Limits], [Priorities], [Connectivity], [Portal], [WaitOnline], [Compatibility], [Metrics], [Stall], [Interface], [Network]",
+            "test.conf:1: unknown section [Resolve]; valid sections are [Checks], [Limits], [Priorities], [Connectivity], [Portal], [WaitOnline], [Compatibility], [Metrics], [Stall], [Units], [Interface], [Network]",
             "test.conf:5: [Checks] Foo: unknown key; valid keys are DefaultTimeout, MaxConcurrentLookups, NegativeCacheTime, LookupsPerUserPerSecond, LookupBurstPerUser",
         ])
     }
@@ -802,7 +802,28 @@ struct ConfigurationTextTests {
             DNSTimeouts=5
             Interval=20s
 
+            [Units]
+            # Watch= not set: no unit's traffic is judged apart
+
             """)
+    }
+
+    /// [Units] Watch=: names add up in order (a bare name is its .service), once each, at most
+    /// 32; a name systemd would not take is refused by name; the merged text reads back.
+    @Test func watchedUnitsParseAddUpAndAreBounded() {
+        var configuration = Configuration.default
+        let errors = Configuration.parse("[Units]\nWatch=backup.service web\nWatch=backup\n", file: "reachd.conf", into: &configuration)
+        #expect(errors.isEmpty, "\(errors)")
+        #expect(configuration.watchedUnits == ["backup.service", "web.service"])
+        #expect(configuration.mergedText.contains("[Units]\nWatch=backup.service web.service\n"))
+        var again = Configuration.default
+        #expect(Configuration.parse(configuration.mergedText, file: "merged", into: &again).isEmpty && again.watchedUnits == configuration.watchedUnits)
+        var hostile = Configuration.default
+        let refused = Configuration.parse("[Units]\nWatch=ok.service ../etc/passwd\n", file: "reachd.conf", into: &hostile).map(\.description)
+        #expect(refused.count == 1 && refused.first?.contains("'../etc/passwd' is not a unit to watch") == true, "\(refused)")
+        var many = Configuration.default
+        let over = Configuration.parse("[Units]\nWatch=" + (0...32).map { "u\($0)" }.joined(separator: " ") + "\n", file: "reachd.conf", into: &many)
+        #expect(over.count == 1 && over.first?.description.contains("more than 32 units to watch: u32.service is one too many") == true, "\(over)")
     }
 
     /// issue 11: the probe's keys, parsed, merged and read back; its URL refused by reason.

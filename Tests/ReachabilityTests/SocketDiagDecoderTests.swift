@@ -80,6 +80,7 @@ private enum DiagWire {
         #expect(MemoryLayout<inet_diag_msg>.offset(of: \inet_diag_msg.id)! + MemoryLayout<inet_diag_sockid>.offset(of: \inet_diag_sockid.idiag_cookie)! == SockDiag.cookieOffset)
         #expect(Int32(SOCK_DIAG_BY_FAMILY) == Int32(SockDiag.byFamily))
         #expect(Int32(INET_DIAG_INFO) == Int32(SockDiag.attributeInfo))
+        #expect(Int32(INET_DIAG_CGROUP_ID) == Int32(SockDiag.attributeControlGroup))
         #expect(NETLINK_SOCK_DIAG == SockDiag.netlinkProtocol)
     }
 
@@ -160,6 +161,21 @@ private enum DiagWire {
         #expect(counters(backoff: 5, notSent: 0, window: 65160)?.sendsRefused == 0, "nothing queued")
         #expect(counters(backoff: 0, notSent: 1000, window: 65160)?.sendsRefused == 0, "not backed off")
         #expect(counters(backoff: 5, notSent: 1000, window: 65160, size: 160)?.sendsRefused == 0, "before Linux 5.4")
+    }
+
+    /// INET_DIAG_CGROUP_ID: the socket's cgroup v2 id, u64 in host order; a short one is no group.
+    @Test func controlGroupIdIsRead() {
+        var full = DiagWire.socketV4()
+        full += DiagWire.attribute(21, DiagWire.u32(0x1234) + DiagWire.u32(0x1))
+        let length = UInt32(full.count)
+        full.replaceSubrange(0..<4, with: DiagWire.u32(length))
+        guard case let .socket(sample) = SocketDiagDecoder.decode(full).messages.first?.message else { Issue.record("no socket"); return }
+        #expect(sample.controlGroup == 0x1_0000_1234)
+        var short = DiagWire.socketV4()
+        short += DiagWire.attribute(21, [1, 2])
+        short.replaceSubrange(0..<4, with: DiagWire.u32(UInt32(short.count)))
+        guard case let .socket(none) = SocketDiagDecoder.decode(short).messages.first?.message else { Issue.record("no socket"); return }
+        #expect(none.controlGroup == 0 && none.counters != nil)
     }
 
     @Test func socketWithoutInfoHasNoCounters() {

@@ -35,11 +35,12 @@ struct UnitCheckDaemonTests {
             <property name="NetworkNamespacePath" type="s" access="read"/>
             <property name="IPAddressAllow" type="a(iayu)" access="read"/><property name="IPAddressDeny" type="a(iayu)" access="read"/>
             <property name="RestrictNetworkInterfaces" type="(bas)" access="read"/>
-            <property name="RestrictAddressFamilies" type="(bas)" access="read"/></interface></node>''')
+            <property name="RestrictAddressFamilies" type="(bas)" access="read"/>
+            <property name="ControlGroup" type="s" access="read"/></interface></node>''')
         defaults = {"LoadState": ["s", "loaded"], "MainPID": ["u", 0], "User": ["s", ""], "DynamicUser": ["b", False],
             "PrivateNetwork": ["b", False], "NetworkNamespacePath": ["s", ""], "IPAddressAllow": ["a(iayu)", []],
             "IPAddressDeny": ["a(iayu)", []], "RestrictNetworkInterfaces": ["(bas)", [False, []]],
-            "RestrictAddressFamilies": ["(bas)", [False, []]]}
+            "RestrictAddressFamilies": ["(bas)", [False, []]], "ControlGroup": ["s", ""]}
         def getter(settings):
             def get(connection, sender, path, interface, name):
                 signature, value = settings.get(name, defaults[name])

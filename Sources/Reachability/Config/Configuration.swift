@@ -53,6 +53,12 @@ package struct Configuration: Sendable, Equatable {
     package var stallDetection = true
     /// `[Stall]`'s thresholds and poll interval (Android's defaults).
     package var stall = StallSettings()
+    /// `[Units] Watch=`: the services whose own traffic reachd judges apart, in the order
+    /// written (each line adds; at most `watchedUnitsLimit`). None by default.
+    package var watchedUnits: [String] = []
+    /// Each watched unit is one evaluator's memory, one cgroup looked up per poll and, with
+    /// metrics, one series: a bound an administrator's list of services stays well within.
+    package static let watchedUnitsLimit = 32
     /// The files read, in the order they were applied; empty for the built-in defaults.
     package var sources: [String]
     /// What was odd but not wrong (a dangling symbolic link among the drop-ins), to be logged.

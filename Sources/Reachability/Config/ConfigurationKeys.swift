@@ -14,6 +14,8 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
     case metrics = "Metrics"
     /// Passive stall detection: the switch, the rule's thresholds and the poll interval.
     case stall = "Stall"
+    /// The systemd services whose own traffic is judged apart (stall verdicts per unit).
+    case units = "Units"
     /// Repeats: each one is a rule.
     case interface = "Interface"
     /// Repeats: each one is a rule for one network, by its name (`NetworkID`).
@@ -33,6 +35,7 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
         case .compatibility: [.networkManager]
         case .metrics: [.textfileDirectory, .textfileInterval]
         case .stall: [.stallDetect, .stallAfter, .stallMinSockets, .stallDNSTimeouts, .stallInterval]
+        case .units: [.unitsWatch]
         case .interface: [.name, .kind, .ignore, .metered, .constrained, .probe, .rulePriority]
         case .network: [.networkID, .metered, .constrained, .probe]
         }
@@ -66,6 +69,7 @@ enum ConfigurationSetting: Hashable, Sendable {
     case networkManager
     case textfileDirectory, textfileInterval
     case stallDetect, stallAfter, stallMinSockets, stallDNSTimeouts, stallInterval
+    case unitsWatch
     /// The thresholds of the delta rule stall detection used before it judged each socket's own
     /// state: still accepted, so an older reachd.conf keeps loading, and ignored with a warning.
     case stallMinSegments, stallRetransmitPercent
@@ -115,6 +119,7 @@ enum ConfigurationSetting: Hashable, Sendable {
         case .stallRetransmitPercent: "RetransmitPercent"
         case .stallDNSTimeouts: "DNSTimeouts"
         case .stallInterval: "Interval"
+        case .unitsWatch: "Watch"
         }
     }
 
@@ -129,6 +134,7 @@ enum ConfigurationSetting: Hashable, Sendable {
             .rulePriority, .stallMinSegments, .stallDNSTimeouts, .stallMinSockets:
             "a whole number"
         case .stallRetransmitPercent: "a percentage from 1 to 100"
+        case .unitsWatch: "service names separated by spaces, such as backup.service"
         case .probeURL: "an http:// URL, such as http://nmcheck.gnome.org/check_network_status.txt"
         case .expectedStatus: "an HTTP status such as 204"
         case .expectedBody: "the text the answer's body starts with"

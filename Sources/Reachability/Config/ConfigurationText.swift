@@ -18,6 +18,9 @@ extension Configuration {
                 lines.append("# URL= not set: the connectivity probe is off")
                 continue
             }
+            if section == .units, watchedUnits.isEmpty {
+                lines.append("# Watch= not set: no unit's traffic is judged apart")
+            }
             if section == .metrics, metrics.textfileDirectory == nil {
                 lines.append("# TextfileDirectory= not set: no node_exporter textfile")
             }
@@ -74,6 +77,7 @@ extension Configuration {
         case .stallMinSegments, .stallRetransmitPercent: nil
         case .stallDNSTimeouts: "\(stall.dnsTimeouts)"
         case .stallInterval: DurationText.format(stall.pollInterval)
+        case .unitsWatch: watchedUnits.isEmpty ? nil : watchedUnits.joined(separator: " ")
         case .name, .kind, .ignore, .metered, .constrained, .probe, .rulePriority, .networkID: nil  // written per rule
         }
     }

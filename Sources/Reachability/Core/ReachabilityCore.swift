@@ -48,6 +48,11 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     package var stallPolled: ((StallReport) -> Void)? {
         didSet { stallWatch?.polled = stallPolled }
     }
+    /// The control groups (cgroup v2 ids) whose own traffic the stall polls judge apart
+    /// (`StallReport.controlGroups`): reachd's watched units.
+    package var stallControlGroups: Set<UInt64> = [] {
+        didSet { stallWatch?.controlGroups = stallControlGroups }
+    }
     /// Told of every host check that answered, with how long it took (metrics).
     package var checkAnswered: ((CheckResult, Duration) -> Void)?
 
@@ -289,6 +294,7 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
                 },
                 verdicts: { [unowned self] verdicts in self.take(.events([.stalls(verdicts)])) })
             watch.polled = stallPolled
+            watch.controlGroups = stallControlGroups
             stallWatch = watch
             hostChecks.dnsTimedOut = { [unowned self] in self.stallWatch?.evidenceArrived() }
             watch.follow(online: host.state == .online)

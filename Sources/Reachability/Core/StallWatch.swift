@@ -26,6 +26,8 @@ final class StallWatch {
     private var closures: TCPClosures?
     private var neighbours: NeighbourActivity?
     private var evaluator: StallEvaluator
+    /// The watched units' own verdicts, from the same dumps.
+    private var groups: ControlGroupStalls
     private var sources: [any LoopSource] = []
     private var timer: (any LoopSource)?
     /// When the timer is armed for, nil while disarmed.
@@ -63,6 +65,7 @@ final class StallWatch {
         dumper = try TCPSocketDumper(namespacePath: namespacePath, request: .bothFamilies)
         ownNamespace = namespacePath == nil
         evaluator = StallEvaluator(settings: settings, ownUID: geteuid())
+        groups = ControlGroupStalls(settings: settings)
         self.warn = warn
         self.context = context
         self.verdicts = verdicts
@@ -91,7 +94,21 @@ final class StallWatch {
         set {
             guard newValue != evaluator.settings else { return }
             evaluator = StallEvaluator(settings: newValue, ownUID: geteuid())
+            let watched = groups.groups
+            evaluator.separateGroups = watched
+            groups = ControlGroupStalls(settings: newValue)
+            groups.groups = watched
             if active { plan(at: .now) }
+        }
+    }
+
+    /// The control groups (cgroup v2 ids) whose own traffic is judged apart; a new one is
+    /// judged from the next poll.
+    var controlGroups: Set<UInt64> {
+        get { groups.groups }
+        set {
+            groups.groups = newValue
+            evaluator.separateGroups = groups.groups
         }
     }
 
@@ -101,6 +118,7 @@ final class StallWatch {
         guard online != active else { return }
         active = online
         evaluator.reset()
+        groups.reset()
         lastReport = nil
         rechecks = []
         nameserverChecks = [:]
@@ -181,9 +199,12 @@ final class StallWatch {
             StallNameserverAnswer(interfaceIndex: $0.interfaceIndex, since: $0.since, answered: $0.answered())
         }
         // The count is of reachd's own namespace: for another one's sockets it says nothing.
-        let report = evaluator.poll(
+        var report = evaluator.poll(
             at: now - origin, samples: samples, addresses: context.addresses, dnsTimeouts: context.dnsTimeouts,
             nameservers: answers, retransmissionsRefused: ownNamespace ? RefusedRetransmissions.read() : nil)
+        let own = groups.poll(at: now - origin, samples: samples, addresses: context.addresses)
+        report.controlGroups = own.verdicts
+        if let wanted = own.nextPoll { report.nextPoll = min(report.nextPoll ?? wanted, wanted) }
         lastReport = report
         rechecks = report.rechecks.compactMap(RecheckConnection.init)
         ask(report.nameserverChecks, servers: context.nameservers, answered: answers, at: now - origin)
@@ -220,6 +241,7 @@ final class StallWatch {
         let now = ContinuousClock.now
         var soon = false
         for sample in samples {
+            if groups.closed(sample, at: now - origin) == .failing { soon = true }
             switch evaluator.closed(sample, at: now - origin) {
             case .ignored: break
             case .failing: soon = true

@@ -31,11 +31,18 @@ package enum UnitRoutes {
     /// legacy one, and on a hybrid one as the package test's container boots (a cgroup v2 at
     /// /sys/fs/cgroup/unified beside v1), systemd was seen to ignore the settings.
     package static func addressFilterEnforced(sysfsRoot: String = "/sys") -> Bool {
-        func isCgroup2(_ path: String) -> Bool {
-            var info = statfs()
-            return statfs(path, &info) == 0 && UInt(bitPattern: Int(info.f_type)) == 0x6367_7270  // CGROUP2_SUPER_MAGIC
-        }
-        return isCgroup2(sysfsRoot + "/fs/cgroup")
+        isCgroup2(sysfsRoot + "/fs/cgroup")
+    }
+
+    /// Where the unified cgroup hierarchy is mounted, whose paths systemd's `ControlGroup`
+    /// names: /sys/fs/cgroup, or on a hybrid system /sys/fs/cgroup/unified; nil on neither.
+    package static func unifiedHierarchy(sysfsRoot: String = "/sys") -> String? {
+        [sysfsRoot + "/fs/cgroup", sysfsRoot + "/fs/cgroup/unified"].first(where: isCgroup2)
+    }
+
+    private static func isCgroup2(_ path: String) -> Bool {
+        var info = statfs()
+        return statfs(path, &info) == 0 && UInt(bitPattern: Int(info.f_type)) == 0x6367_7270  // CGROUP2_SUPER_MAGIC
     }
 
     /// The real uid of process `pid` (`Uid:` of /proc/PID/status); nil when it is gone.

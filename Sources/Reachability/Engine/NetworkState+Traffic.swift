@@ -35,8 +35,30 @@ extension NetworkState {
 
     func trafficLayer(_ egress: LinkEntry?) -> Explanation.Layer {
         guard let egress else { return .init(name: .traffic, status: .unknown, evidence: ["no path: no traffic to judge"]) }
-        let stall = stall(of: egress.link.index)
-        let name = egress.link.name
+        return Self.trafficLayer(egress.link.name, stall(of: egress.link.index))
+    }
+
+    /// The traffic layer of a watched unit (`[Units] Watch=`): its own sockets' verdicts, the
+    /// stalled link's first, else the first judged; in place of the host's, whose verdict a
+    /// unit's traffic neither makes nor breaks.
+    package func unitTrafficLayer(_ unit: String, _ verdicts: [LinkStall]) -> Explanation.Layer {
+        let chosen = verdicts.first(where: \.isStalled) ?? verdicts.first
+        guard let chosen, let name = links[chosen.interfaceIndex]?.link.name else {
+            return .init(name: .traffic, status: .unknown, evidence: ["\(unit)'s own traffic: no TCP connection of its to judge"])
+        }
+        var layer = Self.trafficLayer(name, chosen)
+        layer.evidence = layer.evidence.enumerated().map { $0.offset == 0 ? "\(unit)'s own traffic: \($0.element)" : $0.element }
+        if layer.status == .broken {
+            layer.fix = Self.keptInHost(chosen.evidence)
+                ? "the host's own firewall keeps the service's connections in (a rule on its cgroup or its user?)"
+                : "the service's own connections get nothing back: what they connect to, or a rule on the way that drops its traffic "
+                    + "alone (the host's own traffic is judged apart: the traffic layer of reachctl why)"
+        }
+        return layer
+    }
+
+    /// One link's traffic layer from its verdict.
+    static func trafficLayer(_ name: String, _ stall: LinkStall) -> Explanation.Layer {
         let figures = stall.evidence
         switch stall.verdict {
         case .noEvidence:

@@ -3,7 +3,8 @@
 /// and no clock: the caller gives each input's time.
 ///
 /// The rule judges what is true at the instant of a poll, not counters between two polls. Per
-/// link and per owner (root is the host's own, each other uid, system accounts included, one):
+/// link and per owner (root is the host's own, each other uid, system accounts included, one;
+/// a watched unit's cgroup one, whatever its uid: `separateGroups`):
 /// - a socket *fails* while it waits for an acknowledgement through at least one retransmission
 ///   timeout in a row (`tcpi_retransmits`, with data or a FIN unacknowledged, or a SYN never
 ///   answered); a socket that closed so (its last counters arrive with the kernel's destroy
@@ -44,6 +45,9 @@
 /// socket says at once how long it has been waiting.
 public struct StallEvaluator: Sendable {
     public var settings: StallSettings
+    /// Watched units' cgroups: their sockets are each group's, one owner like a user
+    /// (`TrafficOwner.group`), whatever uid they run as.
+    public var separateGroups: Set<UInt64> = []
 
     /// What the last poll learnt of each judged socket, by cookie: who its evidence speaks for,
     /// when its last counters are handed over as it closes.
@@ -146,6 +150,9 @@ public struct StallEvaluator: Sendable {
         case failing
     }
 
+    /// Whether the last poll judged the socket `cookie`.
+    public func knows(_ cookie: UInt64) -> Bool { known[cookie] != nil }
+
     /// Takes a socket's last counters as it closes (sock_diag's destroy event).
     public mutating func closed(_ sample: TCPSocketSample, at now: Duration) -> Closure {
         let previous = known.removeValue(forKey: sample.cookie)
@@ -239,7 +246,8 @@ public struct StallEvaluator: Sendable {
                 out.ignored += 1
                 continue
             }
-            let owner = TrafficOwner(uid: sample.owner ?? 0, systemUserMaximum: settings.systemUserMaximum, own: ownUID)
+            let owner = sample.controlGroup != 0 && separateGroups.contains(sample.controlGroup)
+                ? .group(sample.controlGroup) : TrafficOwner(uid: sample.owner ?? 0, systemUserMaximum: settings.systemUserMaximum, own: ownUID)
             let before = known[sample.cookie]
             if before?.segmentsIn != counters.segmentsIn || before?.segmentsOut != counters.segmentsOut { out.moved = true }
             let firstSeen = before?.firstSeen ?? now

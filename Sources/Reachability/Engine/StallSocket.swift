@@ -9,6 +9,10 @@ enum TrafficOwner: Hashable, Sendable {
     /// receipt may be anyone's, one user's short requests included. It speaks for nobody: it
     /// neither ends an owner's suspicion nor counts as a second owner.
     case unattributed
+    /// A watched unit's cgroup (`StallEvaluator.separateGroups`), whatever its uid: one owner
+    /// as a user is, so one unit's failing connections never flag the host alone (its own
+    /// verdict is `ControlGroupStalls`'), nor do its receipts clear another owner's.
+    case group(UInt64)
 
     init(uid: UInt32, systemUserMaximum: UInt32, own: UInt32? = nil) {
         // nobody (65534) is above any SYS_UID_MAX: anyone may run as nobody.
@@ -16,7 +20,10 @@ enum TrafficOwner: Hashable, Sendable {
     }
 
     var isUser: Bool {
-        if case .user = self { true } else { false }
+        switch self {
+        case .user, .group: true
+        case .host, .unattributed: false
+        }
     }
 }
 

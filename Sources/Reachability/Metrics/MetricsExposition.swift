@@ -12,6 +12,9 @@ package struct MetricsSample: Sendable {
     package var version: String
     /// The outage counters (reachd); nil in-process, where nothing keeps them.
     package var outage: OutageTotals?
+    /// `[Units] Watch=`'s units in order, each with whether its own traffic is stalled (reachd):
+    /// one series per configured unit, none without.
+    package var unitStalls: [(unit: String, stalled: Bool)] = []
 
     package init(
         snapshot: ReachabilitySnapshot, mirror: MirrorCounters, counters: MetricsCounters = MetricsCounters(),
@@ -105,6 +108,9 @@ package enum MetricsExposition {
 
         out.family("reachd_stalled", .gauge, "1 while the host's own TCP traffic through its path has stopped flowing (passive stall detection: sent, retransmitted, nothing received), 0 otherwise.")
         out.sample("reachd_stalled", [], host.stalled ? 1 : 0)
+        guard !sample.unitStalls.isEmpty else { return }
+        out.family("reachd_unit_stalled", .gauge, "1 while the own TCP traffic of a unit of [Units] Watch= has stopped flowing (its cgroup's sockets, judged apart from the host's), 0 otherwise.")
+        for (unit, stalled) in sample.unitStalls { out.sample("reachd_unit_stalled", [("unit", unit)], stalled ? 1 : 0) }
     }
 
     /// The interfaces by kind: present, ready, stalled (a fixed series count, whatever the links).

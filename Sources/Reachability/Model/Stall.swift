@@ -169,6 +169,9 @@ public struct StallReport: Hashable, Sendable {
     /// beyond its gateway until the next poll, which hands the outcome back
     /// (`StallNameserverAnswer`).
     public var nameserverChecks: [Int32]
+    /// The verdicts of each watched control group's own sockets, by cgroup id
+    /// (`ControlGroupStalls`); a group without evidence has none listed.
+    public var controlGroups: [UInt64: [LinkStall]] = [:]
 
     public init(
         links: [LinkStall], nextPoll: Duration?, socketsIgnored: Int = 0, rechecks: [StallRecheck] = [],

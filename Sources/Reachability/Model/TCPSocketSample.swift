@@ -95,11 +95,15 @@ public struct TCPSocketSample: Hashable, Sendable {
     /// `idiag_uid`: the user that owns the socket, nil when unknown (a destroy event carries 0
     /// whoever owned it, so it is never read from one).
     public var owner: UInt32?
+    /// INET_DIAG_CGROUP_ID: the cgroup v2 id (the inode number of its directory) of the
+    /// process that created the socket, which a systemd unit's traffic shares; 0 when the
+    /// kernel did not say (before 5.7).
+    public var controlGroup: UInt64
 
     public init(
         cookie: UInt64, state: TCPState = .established, source: IPAddress, sourcePort: UInt16 = 0,
         destination: IPAddress, destinationPort: UInt16 = 0, boundInterface: Int32 = 0, counters: TCPCounters?,
-        owner: UInt32? = 0
+        owner: UInt32? = 0, controlGroup: UInt64 = 0
     ) {
         self.cookie = cookie
         self.state = state
@@ -110,5 +114,6 @@ public struct TCPSocketSample: Hashable, Sendable {
         self.boundInterface = boundInterface
         self.counters = counters
         self.owner = owner
+        self.controlGroup = controlGroup
     }
 }

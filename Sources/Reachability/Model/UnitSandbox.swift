@@ -49,6 +49,9 @@ public struct UnitSandbox: Hashable, Sendable {
     public var families: NameList
     /// The main process while the unit runs; 0 when it does not.
     public var mainPID: UInt32
+    /// `ControlGroup`: its cgroup's path under the unified hierarchy (`/system.slice/NAME`)
+    /// while it runs; empty when it does not.
+    public var controlGroup = ""
 
     public init(
         unit: String, user: User = .known(0), namespacePath: String = "", privateNetwork: Bool = false, addressAllow: [IPPrefix] = [],

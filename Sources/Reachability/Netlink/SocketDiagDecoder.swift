@@ -29,6 +29,9 @@ enum SockDiag {
     /// INET_DIAG_INFO: the attribute carrying `struct tcp_info`; asked for with bit
     /// 1 << (INET_DIAG_INFO - 1) in `idiag_ext`.
     static let attributeInfo: UInt16 = 2
+    /// INET_DIAG_CGROUP_ID (u64, Linux 5.7): the socket's cgroup v2 id, sent with every socket
+    /// unasked (its request bit would not fit `idiag_ext`).
+    static let attributeControlGroup: UInt16 = 21
     /// The sockets stall detection reads: those that carry traffic or try to (ESTABLISHED,
     /// SYN_SENT), those closed with data or a FIN still unacknowledged (FIN_WAIT1, CLOSE_WAIT,
     /// LAST_ACK, CLOSING: an application that gave up on a dead path leaves these behind,
@@ -173,8 +176,11 @@ package enum SocketDiagDecoder {
         else { throw .unknownFamily(family) }
 
         var counters: TCPCounters?
+        var controlGroup: UInt64 = 0
         try NetlinkHeader.forEachAttribute(in: payload, from: SockDiag.messageSize) { (attribute, value) throws(SocketDiagDecodingError) in
             if attribute == SockDiag.attributeInfo { counters = try tcpInfo(value) }
+            // A short value is read as no group: the socket is still judged for its link.
+            if attribute == SockDiag.attributeControlGroup { controlGroup = value.integer(at: 0, as: UInt64.self) ?? 0 }
         } invalid: { .invalidAttributeLength(attribute: $0, declared: $1, available: $2) }
         let unmappedSource = source.unmappedV4 ?? source
         let unmappedDestination = destination.unmappedV4 ?? destination
@@ -182,7 +188,7 @@ package enum SocketDiagDecoder {
             cookie: UInt64(cookieHigh) << 32 | UInt64(cookieLow), state: TCPState(rawValue: state),
             source: unmappedSource, sourcePort: UInt16(bigEndian: sourcePort),
             destination: unmappedDestination, destinationPort: UInt16(bigEndian: destinationPort),
-            boundInterface: Int32(bitPattern: interface), counters: counters, owner: uid)
+            boundInterface: Int32(bitPattern: interface), counters: counters, owner: uid, controlGroup: controlGroup)
     }
 
     /// An address of `inet_diag_sockid` (16 bytes reserved, the first 4 used by AF_INET).
