@@ -320,19 +320,24 @@ struct ConfigurationParser {
             configuration.stall.pollInterval = interval
             configuration.stall.maximumPollInterval = interval * Configuration.stallBackOffFactor
         case .unitsWatch:
-            for word in value.split(whereSeparator: { $0 == " " || $0 == "\t" }) {
-                switch UnitName.validate(String(word)) {
-                case let .failure(refusal): throw ValueProblem(message: "'\(word)' is not a unit to watch (\(refusal.description))")
-                case let .success(unit) where !configuration.watchedUnits.contains(unit):
-                    guard configuration.watchedUnits.count < Configuration.watchedUnitsLimit else {
-                        throw ValueProblem(message: "more than \(Configuration.watchedUnitsLimit) units to watch: \(unit) is one too many")
-                    }
-                    configuration.watchedUnits.append(unit)
-                case .success: break
-                }
-            }
+            try watchUnits(value)
         case .name, .kind, .ignore, .metered, .constrained, .probe, .networkID, .rulePriority:
             break  // a rule's: `applyToRule`
+        }
+    }
+
+    /// `[Units] Watch=`: each unit named is added once, up to `Configuration.watchedUnitsLimit`.
+    private mutating func watchUnits(_ value: String) throws(ValueProblem) {
+        for word in value.split(whereSeparator: { $0 == " " || $0 == "\t" }) {
+            switch UnitName.validate(String(word)) {
+            case let .failure(refusal): throw ValueProblem(message: "'\(word)' is not a unit to watch (\(refusal.description))")
+            case let .success(unit) where !configuration.watchedUnits.contains(unit):
+                guard configuration.watchedUnits.count < Configuration.watchedUnitsLimit else {
+                    throw ValueProblem(message: "more than \(Configuration.watchedUnitsLimit) units to watch: \(unit) is one too many")
+                }
+                configuration.watchedUnits.append(unit)
+            case .success: break
+            }
         }
     }
 
