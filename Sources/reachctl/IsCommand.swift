@@ -35,7 +35,9 @@ struct IsCommand: AsyncParsableCommand {
             NAME's own traffic to reach the internet, judged as `check --unit` judges it (its \
             user, its namespace, IPAddressDeny=, RestrictNetworkInterfaces=, \
             RestrictAddressFamilies=): a service its sandbox keeps off fails each condition, \
-            naming the setting. For ExecCondition= of a unit that depends on NAME's reach.
+            naming the setting, and so does a service reachd watches ([Units] Watch=) whose \
+            own traffic stopped flowing. For ExecCondition= of a unit that depends on NAME's \
+            reach.
 
             With --npd, node-problem-detector's custom plugin protocol instead: exit 0 \
             when every condition holds, 1 when one does not, 2 when there is no answer \
@@ -117,9 +119,12 @@ struct IsCommand: AsyncParsableCommand {
                 return try await source.snapshot()
             }
             if let unit {
-                let answer = try await reportingErrors { try await UnitQuestion.ask(unit, "", options: options).result }
+                let (answer, explanation) = try await reportingErrors { try await UnitQuestion.ask(unit, "", options: options) }
                 if !answer.isReachable {
                     unitFailure = "\(answer.message ?? "\(unit)'s traffic cannot reach the internet (\(answer.reason?.rawValue ?? "noRoute"))")"
+                } else if let own = UnitQuestion.ownTraffic(explanation, unit: unit), own.status == .broken {
+                    // A watched unit whose own traffic stopped flowing reaches nothing, whatever its route.
+                    unitFailure = "\(explanation.unit ?? unit)'s own traffic stopped flowing (stalled)"
                 }
             }
         } catch let code as ExitCode where npd && code != .success {

@@ -93,6 +93,9 @@ extension StallDaemonTests {
         #expect(status["stalled"] as? Bool == true, "\(status)")
         let text = try reachctl(["status", "--unit", "sdunit.service", "--bus-address", harness.address]).stdout
         #expect(text.contains("but its own traffic is stalled") && text.contains("sdunit.service's own traffic: c0: stalled: "), "\(text)")
+        // A unit that depends on it (ExecCondition=reachctl is --unit …) is held back, naming why.
+        let condition = try reachctl(["is", "--unit", "sdunit.service", "online", "--bus-address", harness.address])
+        #expect(condition.status == 1 && condition.stderr.contains("sdunit.service's own traffic stopped flowing"), "\(condition)")
         let why = try reachctl(["why", "--unit", "sdunit.service", "--json", "--bus-address", harness.address]).json()
         #expect(why["brokenLayer"] as? String == "traffic", "\(why)")
         let metrics = try reachctl(["metrics", "--bus-address", harness.address]).stdout
