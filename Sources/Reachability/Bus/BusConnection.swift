@@ -31,7 +31,7 @@ public final class BusSlot {
 
     deinit {
         if let slot { sd_bus_slot_unref(slot) }
-        (keepAlive as? BusRegistration)?.isServed = false
+        (keepAlive as? BusRegistration)?.release()
     }
 }
 

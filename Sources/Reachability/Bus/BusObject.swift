@@ -94,14 +94,10 @@ final class BusRegistration {
     let vtable: BusVTable
     let path: String
     let interface: String
-    /// Where its Properties calls are answered (nil: by sd-bus).
-    let properties: PropertyCalls?
-    /// False once the slot is released.
-    var isServed = true {
-        didSet { if !isServed { properties?.forget(self) } }
-    }
+    /// Where its Properties calls are answered.
+    let properties: PropertyCalls
 
-    init(object: any BusObject, vtable: BusVTable, path: String, interface: String, retaining: Bool, properties: PropertyCalls?) {
+    init(object: any BusObject, vtable: BusVTable, path: String, interface: String, retaining: Bool, properties: PropertyCalls) {
         self.object = object
         retained = retaining ? object : nil
         self.vtable = vtable
@@ -109,6 +105,9 @@ final class BusRegistration {
         self.interface = interface
         self.properties = properties
     }
+
+    /// Its slot is released: no Properties call finds the object any more.
+    func release() { properties.forget(self) }
 
     /// Runs `call` on the object and sends what it answers now, if anything; an error is left
     /// in `replyError` for sd-bus to send.
