@@ -30,7 +30,7 @@ package enum NftablesReader {
             throw .failed("\(error)")
         }
         var messages = try dump.run(Nftables.getChain, family: 0) + dump.run(Nftables.getRule, family: 0) + dump.run(Nftables.getSet, family: 0)
-        for (key, set) in ruleset(messages).sets where set.isJudged {
+        for case let .set(key, set) in messages where set.isJudged {
             var attributes: [UInt8] = []
             NetlinkRequest.appendAttribute(Nftables.elementsTable, Array(key.table.utf8) + [0], to: &attributes)
             NetlinkRequest.appendAttribute(Nftables.elementsSet, Array(key.name.utf8) + [0], to: &attributes)
