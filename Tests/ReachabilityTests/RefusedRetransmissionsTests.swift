@@ -85,6 +85,18 @@ import Testing
         #expect(RefusedRetransmissions.read("/nonexistent/netstat") == nil)
     }
 
+    /// The count is the watched namespace's or none: read by a thread inside it (reachd's loop
+    /// with `--netns`), never the reading thread's other namespace's.
+    @Test(rootOnly) func theCountIsReadOnlyInsideTheWatchedNamespace() throws {
+        let namespace = try TestNamespace("refused")
+        #expect(RefusedRetransmissions.counts(nil) != nil)
+        #expect(RefusedRetransmissions.counts(namespace.path) == nil)
+        #expect(RefusedRetransmissions.counts("/nonexistent/netns") == nil)
+        let inside = try NetworkNamespace.run(in: namespace.path) { .success(RefusedRetransmissions.counts(namespace.path)) }
+        // A fresh namespace has refused nothing yet.
+        #expect(inside == 0)
+    }
+
     @Test func whyBlamesTheHostsFirewallNotTheProvider_whenRetransmissionsWereRefused() throws {
         var state = StallStateTests.twoUplinks()
         var evidence = StallStateTests.verdict(2, .stalled).evidence

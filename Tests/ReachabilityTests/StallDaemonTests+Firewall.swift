@@ -44,4 +44,52 @@ extension StallDaemonTests {
         let cleared = try await Self.until("Stalled cleared once the rule is gone", harness, timeout: .seconds(40)) { !$0.stalled }
         print("stall(firewall): cleared \(cleared) after the rule went")
     }
+
+    /// Connection attempts only (a connect every second, 5 s to answer, closed at once), as an
+    /// application that keeps trying does: behind the same drop rule no attempt holds data, so
+    /// what tells the host's own wall is the kernel's count of SYN retransmissions it refused
+    /// (TcpExt TCPRetransFail), read in the namespace reachd watches (`--netns`: the loop thread
+    /// is in it). Before that count was read there, `why` blamed the provider. Shipped defaults.
+    @Test func connectionAttemptsBehindTheHostsOwnDropRuleNameTheFirewall() async throws {
+        let topology = try Topology("sdfa", shortRTO: false)
+        let server = try topology.startServer()
+        defer { server.kill() }
+        let attempts = try ChildProcess(
+            "/usr/sbin/ip", ["netns", "exec", topology.client.name, "/usr/bin/python3", "-c", Self.attempts, Topology.serverV4, "\(StallKernelTests.port)"])
+        defer { attempts.kill() }
+        _ = try attempts.firstLine(timeout: .seconds(20))
+        let harness = try DaemonHarness(topology.client)
+        defer { harness.shutdown() }
+        try await harness.ready()
+        try await Task.sleep(for: .seconds(3))
+
+        try topology.client.exec("/usr/sbin/nft", ["add", "table", "inet", "wall"])
+        try topology.client.exec("/usr/sbin/nft", ["add", "chain", "inet", "wall", "out", "{ type filter hook output priority 0 ; }"])
+        try topology.client.exec(
+            "/usr/sbin/nft", ["add", "rule", "inet", "wall", "out", "ip", "daddr", Topology.serverV4, "tcp", "dport", "\(StallKernelTests.port)", "drop"])
+        let flagged = try await Self.until("reachd's Stalled behind the host's own drop rule", harness, timeout: .seconds(45)) { $0.stalled }
+        let why = try reachctl(["why", "--json", "--bus-address", harness.address, "--daemon"])
+        let explained = try why.json()
+        #expect(why.status == 1 && explained["brokenLayer"] as? String == "firewall", "\(why)")
+        let layers = explained["layers"] as? [[String: Any]] ?? []
+        let firewall = layers.first { $0["layer"] as? String == "firewall" }
+        let evidence = ((firewall?["evidence"] as? [String]) ?? []).joined(separator: "; ")
+        #expect(evidence.contains("retransmission(s) refused inside the host"), "\(explained)")
+        print("stall(firewall, attempts): flagged \(flagged) after the drop rule; why: \(evidence)")
+    }
+
+    /// A connect every second, each given 5 s, closed at once.
+    static let attempts = #"""
+        import socket, sys, threading, time
+        host, port = sys.argv[1], int(sys.argv[2])
+        def attempt():
+            try:
+                socket.create_connection((host, port), timeout=5).close()
+            except OSError:
+                pass
+        print("started", flush=True)
+        while True:
+            threading.Thread(target=attempt, daemon=True).start()
+            time.sleep(1)
+        """#
 }

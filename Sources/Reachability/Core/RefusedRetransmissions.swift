@@ -1,14 +1,25 @@
 /// The host's count of TCP retransmissions that failed inside it (`TcpExt TCPRetransFail` of
-/// /proc/self/net/netstat, the namespace's own): a firewall rule of the output or postrouting
-/// hook, or a queue discipline, dropped the segment before it left. A drop beyond the host
-/// never shows in it, so it tells "the host's own wall" from "the network beyond the gateway"
-/// for the stall detector's failing connections. Read at each poll (a few kilobytes of procfs,
-/// which never blocks) through `UntrustedFile`.
+/// netstat): a firewall rule of the output or postrouting hook, or a queue discipline, dropped
+/// the segment before it left. A drop beyond the host never shows in it, so it tells "the host's
+/// own wall" from "the network beyond the gateway" for the stall detector's failing connections.
+/// Read at each poll (a few kilobytes of procfs, which never blocks) through `UntrustedFile`.
+///
+/// procfs answers for the reading thread's namespace (`thread-self`), and the count is read only
+/// while that is the watched one (`counts(_:)`): reachd's loop thread enters the namespace of
+/// `--netns`, so the counters are the watched namespace's there as at home, and a loop that stays
+/// outside the watched namespace reads none rather than another namespace's.
 enum RefusedRetransmissions {
-    static let path = "/proc/self/net/netstat"
+    static let path = "/proc/thread-self/net/netstat"
     /// The file holds two lines per protocol group, about 4 KB on Linux 6.
     static let limit = 32 << 10
     static let field = "TCPRetransFail"
+
+    /// The count of the namespace at `namespacePath` (nil: the calling thread's own), read when the
+    /// calling thread is in it; nil otherwise, or when the count cannot be read.
+    static func counts(_ namespacePath: String?) -> UInt64? {
+        guard namespacePath.map(NetworkNamespace.holdsCallingThread) ?? true else { return nil }
+        return read()
+    }
 
     /// The count now; nil when the file or the field is not there (an old kernel, no procfs).
     static func read(_ path: String = path) -> UInt64? {

@@ -51,8 +51,8 @@ final class StallWatch {
     /// poll while the link stays suspected, dropped once answered or no longer asked for.
     private var nameserverChecks: [Int32: NameserverCheck] = [:]
     private(set) var lastReport: StallReport?
-    /// The sockets judged are of reachd's own namespace, whose counters /proc/self/net reads.
-    private let ownNamespace: Bool
+    /// The namespace whose sockets are judged (nil: the loop's own), whose counters are read too.
+    private let namespacePath: String?
     /// Told of every completed poll while online (reachd runs its probe on a suspicion).
     var polled: ((StallReport) -> Void)?
 
@@ -63,7 +63,7 @@ final class StallWatch {
     ) throws(SystemError) {
         // One dump of both families: half the fixed cost of a poll (BENCHMARKS.md).
         dumper = try TCPSocketDumper(namespacePath: namespacePath, request: .bothFamilies)
-        ownNamespace = namespacePath == nil
+        self.namespacePath = namespacePath
         evaluator = StallEvaluator(settings: settings, ownUID: geteuid())
         groups = ControlGroupStalls(settings: settings)
         self.warn = warn
@@ -201,7 +201,7 @@ final class StallWatch {
         // The count is of reachd's own namespace: for another one's sockets it says nothing.
         var report = evaluator.poll(
             at: now - origin, samples: samples, addresses: context.addresses, dnsTimeouts: context.dnsTimeouts,
-            nameservers: answers, retransmissionsRefused: ownNamespace ? RefusedRetransmissions.read() : nil)
+            nameservers: answers, retransmissionsRefused: RefusedRetransmissions.counts(namespacePath))
         let own = groups.poll(at: now - origin, samples: samples, addresses: context.addresses)
         report.controlGroups = own.verdicts
         if let wanted = own.nextPoll { report.nextPoll = min(report.nextPoll ?? wanted, wanted) }

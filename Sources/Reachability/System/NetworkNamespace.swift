@@ -20,6 +20,14 @@ public enum NetworkNamespace {
         }.get()
     }
 
+    /// Whether the calling thread is in the namespace at `path`: the same namespace inode.
+    static func holdsCallingThread(_ path: String) -> Bool {
+        var watched = stat()
+        var own = stat()
+        guard stat(path, &watched) == 0, stat("/proc/thread-self/ns/net", &own) == 0 else { return false }
+        return watched.st_dev == own.st_dev && watched.st_ino == own.st_ino
+    }
+
     /// Moves the calling thread into the namespace at `path`. Only for a thread the caller owns
     /// for good (reachd's main thread, `ReachabilityMonitor`'s, `run`'s throwaway one): never a pooled one.
     public static func enter(_ path: String) throws(SystemError) {
