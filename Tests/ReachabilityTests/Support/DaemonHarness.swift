@@ -29,6 +29,8 @@ final class DaemonHarness: @unchecked Sendable {
     private let verbose: Bool
     /// More of reachd's options (`--sysfs-root DIR`, `--rfkill-device PATH`).
     private let arguments: [String]
+    /// A program reachd is started through, with its arguments (`setpriv ... --`), or nothing.
+    private let launcher: [String]
 
     /// Starts a private bus (and, unless `start` is false, reachd on it). `config` becomes
     /// `reachd.conf`; `environment` is added to reachd's (e.g. `WATCHDOG_USEC`). `anyUser`: a bus
@@ -36,10 +38,11 @@ final class DaemonHarness: @unchecked Sendable {
     init(
         _ namespace: TestNamespace?, config: String? = nil, resolvConf: String? = nil,
         environment: [String: String] = [:], start: Bool = true, anyUser: Bool = false, verbose: Bool = false,
-        arguments: [String] = []
+        arguments: [String] = [], launcher: [String] = []
     ) throws {
         self.namespace = namespace
         self.arguments = arguments
+        self.launcher = launcher
         self.resolvConf = resolvConf
         self.verbose = verbose
         var template = Array("/tmp/rdh-XXXXXX".utf8CString)
@@ -151,7 +154,8 @@ final class DaemonHarness: @unchecked Sendable {
         var arguments = ["--bus-address", address, "--netns", namespace.name, "--config-dir", configDirectory]
         if let resolvConf { arguments += ["--resolv-conf", resolvConf] }
         if verbose { arguments.append("--verbose") }
-        daemon = try ChildProcess(productPath("reachd"), arguments + self.arguments, environment: environment)
+        let command = launcher + [productPath("reachd")] + arguments + self.arguments
+        daemon = try ChildProcess(command[0], Array(command.dropFirst()), environment: environment)
     }
 
     /// Waits for the first `READY=1` (started by `init`), then until `State` is `state`.
