@@ -15,7 +15,7 @@ import Glibc
 /// again their watches are made anew, the followers are taken back (`back`) and reachd's answers
 /// go out; a reference's callback fires only where they differ from what it last saw.
 final class SCDaemonBackend: SCBackend {
-    private let bus: BusConnection.Address
+    private let bus: BusAddress
     private let callTimeout: Duration
     private let hostTimeout: Duration
     private let thread: ReachabilityClientThread<SCDaemonThread>
@@ -26,7 +26,7 @@ final class SCDaemonBackend: SCBackend {
     /// checks' own connections. `away` gets the followers whenever reachd leaves the bus (or one
     /// is made while it is away); `back` gets the ids of those reachd serves again once it returned.
     init(
-        client: sending ReachabilityClient, bus: BusConnection.Address, callTimeout: Duration, hostTimeout: Duration,
+        client: sending ReachabilityClient, bus: BusAddress, callTimeout: Duration, hostTimeout: Duration,
         away: @escaping @Sendable ([SCFollower]) -> Void, back: @escaping @Sendable ([UInt64]) -> Void
     ) throws(SystemError) {
         self.bus = bus

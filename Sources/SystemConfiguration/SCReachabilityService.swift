@@ -15,7 +15,7 @@ import Synchronization
 final class SCReachabilityService: Sendable {
     struct Settings: Sendable {
         /// Where to ask reachd; nil: never (answer in-process).
-        var bus: BusConnection.Address? = .system
+        var bus: BusAddress? = .system
         /// How long reachd has to answer the first call before the library answers in-process.
         var probeTimeout: Duration = .milliseconds(500)
         /// How long later calls to reachd may take (it answers from memory, at once).

@@ -28,7 +28,7 @@ final class DaemonSource: ReachabilitySource {
     }
 
     /// reachd on `bus` for one question, or the reason it does not answer within `probeTimeout`.
-    static func open(_ bus: BusConnection.Address, probeTimeout: Duration) throws -> DaemonSource {
+    static func open(_ bus: BusAddress, probeTimeout: Duration) throws -> DaemonSource {
         try DaemonSource(
             client: ReachdOrInProcess.connect(bus, probeTimeout: probeTimeout, callTimeout: max(probeTimeout, callTimeout)),
             follows: false)

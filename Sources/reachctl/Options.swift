@@ -158,11 +158,11 @@ struct CommonOptions: ParsableArguments {
 
     /// The bus where reachd is asked: `--bus-address`, else $REACHCTL_BUS_ADDRESS, else the
     /// system bus (whose own $DBUS_SYSTEM_BUS_ADDRESS sd-bus honours).
-    var bus: BusConnection.Address { Self.bus(option: busAddress) }
+    var bus: BusAddress { Self.bus(option: busAddress) }
 
     /// The bus `--bus-address` (nil: not given) names, as `bus` reads it: `is` reads its quick
     /// command lines without ArgumentParser (`IsCommand.quickStatus`) and asks the same bus.
-    static func bus(option busAddress: String?) -> BusConnection.Address {
+    static func bus(option busAddress: String?) -> BusAddress {
         if let busAddress { return .address(busAddress) }
         if let value = getenv(busAddressVariable), value.pointee != 0 { return .address(String(cString: value)) }
         return .system

@@ -6,7 +6,7 @@ import Glibc
 /// reachd's command line. Parsed by hand: the daemon links no argument parser (and so no
 /// Foundation), which keeps its memory small.
 struct Options {
-    var bus: BusConnection.Address = .system
+    var bus: BusAddress = .system
     var configDirectories = Configuration.defaultDirectories
     /// The directories were named (`--config-dir`): each must exist.
     var configDirectoriesNamed = false

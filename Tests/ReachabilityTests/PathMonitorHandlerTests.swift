@@ -91,7 +91,7 @@ struct PathMonitorHandlerTests {
     @Test func pathsArriveWhileTheCooperativePoolIsHeld() async throws {
         let (ns, _, harness) = try WatchPathTests.scenario()
         defer { harness.shutdown() }
-        for bus in [nil, BusConnection.Address.address(harness.address)] {
+        for bus in [nil, BusAddress.address(harness.address)] {
             let monitor = PathMonitor(configuration: ns.configuration(), bus: bus)
             let arrived = DispatchSemaphore(value: 0)
             monitor.pathUpdateHandler = { _ in arrived.signal() }
@@ -156,7 +156,7 @@ struct PathMonitorHandlerTests {
         try KernelMonitorTests.uplink(ns, "pm0", "192.0.2.2/24", gateway: "192.0.2.1", metric: 100)
         let silent = try SilentBusPeer()
         defer { silent.close() }
-        let buses: [(String, BusConnection.Address)] = [
+        let buses: [(String, BusAddress)] = [
             ("a dead socket", .address("unix:path=\(silent.directory)/nobody-listens")),
             ("a silent peer", .address("unix:path=\(silent.path)")),
         ]
@@ -193,7 +193,7 @@ struct PathMonitorHandlerTests {
     @Test func aSilentBusAnswersNoWithinTheProbesTimeout() throws {
         let silent = try SilentBusPeer()
         defer { silent.close() }
-        let bus = BusConnection.Address.address("unix:path=\(silent.path)")
+        let bus = BusAddress.address("unix:path=\(silent.path)")
         let clock = ContinuousClock()
         let start = clock.now
         #expect {

@@ -2,9 +2,20 @@
 import Glibc
 #endif
 
+/// Which bus to talk to reachd on: the system bus (where reachd serves), the user's session bus, or
+/// an explicit address.
+public enum BusAddress: Sendable, Hashable {
+    /// The system bus (`DBUS_SYSTEM_BUS_ADDRESS` honoured).
+    case system
+    /// The user's session bus (`DBUS_SESSION_BUS_ADDRESS`, else `$XDG_RUNTIME_DIR/bus`).
+    case user
+    /// An explicit address (`unix:path=...`), for tests and development.
+    case address(String)
+}
+
 /// Where each kind of bus is, found as sd-bus's own `sd_bus_open_system` and `sd_bus_open_user`
 /// find it: `BusConnection` makes its connections itself, to decline descriptors before Hello.
-extension BusConnection.Address: CustomStringConvertible {
+extension BusAddress: CustomStringConvertible {
     public var description: String {
         switch self {
         case .system: "system bus"

@@ -4,7 +4,7 @@ import Glibc
 #endif
 
 /// An sd_bus_message this side holds a reference to (a reply, or a call answered later).
-public final class OwnedBusMessage {
+package final class OwnedBusMessage {
     public let message: BusMessage
 
     /// Takes over a reference the caller already owns.
@@ -20,7 +20,7 @@ public final class OwnedBusMessage {
 }
 
 /// A registration on the bus (object, match, name request); removed when released.
-public final class BusSlot {
+package final class BusSlot {
     private var slot: OpaquePointer?
     private let keepAlive: AnyObject?
 
@@ -37,17 +37,10 @@ public final class BusSlot {
 
 /// A connection to a D-Bus bus. The daemon attaches it to its `EventLoop`; reachctl uses the
 /// synchronous `call` with a timeout. One thread only.
-public final class BusConnection {
+package final class BusConnection {
     public let bus: OpaquePointer
 
-    public enum Address: Sendable, Hashable {
-        /// The system bus (`DBUS_SYSTEM_BUS_ADDRESS` honoured).
-        case system
-        /// The user's session bus (`DBUS_SESSION_BUS_ADDRESS`, else `$XDG_RUNTIME_DIR/bus`).
-        case user
-        /// An explicit address (`unix:path=...`), for tests and development.
-        case address(String)
-    }
+    package typealias Address = BusAddress
 
     /// Connects and says Hello. The connection never takes file descriptors: no method of
     /// reachd's has one among its arguments and nothing a client reads carries one, yet the bus

@@ -44,7 +44,7 @@ public struct BusError: Error, Hashable, Sendable, CustomStringConvertible {
 
 /// A borrowed or owned sd_bus_message with typed reads and appends. Reads fail with a BusError
 /// naming what was expected, so a caller with the wrong signature gets a clear answer.
-public struct BusMessage {
+package struct BusMessage {
     public let pointer: OpaquePointer
 
     public init(_ pointer: OpaquePointer) {

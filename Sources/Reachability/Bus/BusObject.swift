@@ -4,7 +4,7 @@ import Glibc
 #endif
 
 /// How a method call is answered.
-public enum BusReply {
+package enum BusReply {
     /// Reply now with the arguments `build` appends.
     case now((BusMessage) throws(BusError) -> Void)
     /// The object keeps the call (`OwnedBusMessage(retaining:)`) and replies later.
@@ -13,7 +13,7 @@ public enum BusReply {
 
 /// An object served on the bus. The vtable names its members; calls and property reads arrive
 /// here by name. Errors thrown become D-Bus error replies with their name and message.
-public protocol BusObject: AnyObject {
+package protocol BusObject: AnyObject {
     func call(_ method: String, _ message: BusMessage) throws(BusError) -> BusReply
     func property(_ name: String, into reply: BusMessage) throws(BusError)
 }
@@ -27,7 +27,7 @@ extension BusObject {
 
 /// The members of an interface, as sd-bus wants them. Names and signatures are `StaticString`s:
 /// sd-bus keeps their pointers for as long as the object is served, and static strings never move.
-public final class BusVTable: @unchecked Sendable {  // immutable after init
+package final class BusVTable: @unchecked Sendable {  // immutable after init
     public enum Member: Sendable {
         /// `names`: argument names each followed by "\0", inputs then outputs.
         case method(StaticString, signature: StaticString, result: StaticString, names: StaticString)

@@ -6,7 +6,7 @@
 ///
 /// A service answers each caller as that caller would be routed, and holds limits per user, from
 /// this one cache. Loop-thread only, like the bus it uses.
-public final class CallerIdentities {
+package final class CallerIdentities {
     private let bus: BusConnection
     private var known: [String: UInt32] = [:]
     private var pending: [String: Lookup] = [:]

@@ -6,7 +6,7 @@ import Glibc
 /// The daemon's one event loop: an sd-event carrying netlink, the bus, c-ares sockets, timers,
 /// signals and the watchdog. Every source owns its sd_event_source and its Swift handler; the
 /// source ends when its `EventSource` is released or cancelled. One thread only.
-public final class EventLoop {
+package final class EventLoop {
     let event: OpaquePointer
 
     public init() throws(SystemError) {
@@ -111,7 +111,7 @@ public final class EventLoop {
 }
 
 /// An event source: owns its sd_event_source and handler. Released or cancelled, it ends.
-public final class EventSource {
+package final class EventSource {
     final class Handler {
         let io: ((IOEvents) -> Void)?
         let fire: (() -> Void)?

@@ -4,7 +4,7 @@
 /// PropertiesChanged (only the names whose values moved) and the client's reading of GetStatus
 /// all follow from this table: a host property added is one row here, as `PathProperty` is for
 /// paths. `Generation`, the snapshot's and not the host's, is the one property beside them.
-public struct HostProperty: Sendable {
+package struct HostProperty: Sendable {
     public let name: StaticString
     public let signature: StaticString
     let append: @Sendable (HostStatus, BusMessage) throws(BusError) -> Void

@@ -3,7 +3,7 @@
 /// how `ReachabilityClient` reads it back. GetStatus's `InterfaceFacts` and `FactsChanged`'s
 /// interfaces are `a{sa{sv}}` (interface name -> fact name -> value) from these rows, so a new
 /// per-interface fact is one row here, not a new side table and a new reader.
-public struct InterfaceFact: Sendable {
+package struct InterfaceFact: Sendable {
     public let name: StaticString
     public let signature: StaticString
     /// The value to send; nil when the interface has none (the entry is left out, and a reader

@@ -3,7 +3,7 @@
 /// path a program gets through reachd is the path it would derive in-process. A property added
 /// to the path is one row here: the contract's members, reachd's Get and PropertiesChanged and
 /// the client's reading all follow from this table.
-public struct PathProperty: Sendable {
+package struct PathProperty: Sendable {
     public let name: StaticString
     public let signature: StaticString
     let append: @Sendable (Path, BusMessage) throws(BusError) -> Void

@@ -56,7 +56,7 @@ extension ReachabilityClient {
     /// `interfaceFacts`: each interface's facts beyond ListInterfaces' struct, by name then
     /// fact (`InterfaceFact`), from its two older tables when reachd sends no InterfaceFacts;
     /// `sendsFactsChanged`: it does, and so sends FactsChanged.
-    public func fullStatus() throws(BusError) -> (
+    package func fullStatus() throws(BusError) -> (
         host: HostStatus, generation: UInt64, counters: MirrorCounters?, stall: StallEvidence?,
         interfaceFacts: [String: [String: String]], sendsFactsChanged: Bool
     ) {
@@ -280,7 +280,7 @@ extension ReachabilityClient {
     /// `Explain`: the layers behind reachd's answer for `target` (an address, or "" for the host),
     /// as this caller's traffic is routed. An invalid target throws reachd's InvalidTarget. Layers
     /// or statuses this client does not know (a newer reachd's) are skipped.
-    public func explain(_ target: String) throws(BusError) -> Explanation {
+    package func explain(_ target: String) throws(BusError) -> Explanation {
         let reply = try call("Explain") { message throws(BusError) in try message.append(target) }
         return try withExtendedLifetime(reply) { () throws(BusError) -> Explanation in
             // reachd answers as the caller's uid: this process's. `0.0.0.0` and `::` are the host.
@@ -291,7 +291,7 @@ extension ReachabilityClient {
 
     /// CheckUnit: the answer for `target` (an address, "" for the internet) as the systemd service
     /// `unit`'s traffic would go, judged by its sandbox, and its explanation with the `policy` layer.
-    public func checkUnit(_ unit: String, _ target: String) throws(BusError) -> (result: CheckResult, explanation: Explanation) {
+    package func checkUnit(_ unit: String, _ target: String) throws(BusError) -> (result: CheckResult, explanation: Explanation) {
         let reply = try call("CheckUnit", timeout: ReachdContract.checkUnitTimeout) { message throws(BusError) in
             try message.append(unit)
             try message.append(target)

@@ -52,9 +52,9 @@ public final class ReachabilityClient {
     }
 
     /// The bus connection; a new one after the bus came back (`followsService`).
-    public internal(set) var connection: BusConnection
+    package internal(set) var connection: BusConnection
     /// Where `connection` leads, to connect again.
-    let address: BusConnection.Address
+    let address: BusAddress
     /// Whether the client outlives reachd and the bus: after `serviceLost` it keeps listening for
     /// reachd's name, asks the bus to activate it, and reconnects to a bus that went away. Off by
     /// default (`dispatch()` then throws when the bus fails, and a lost reachd stays lost).
@@ -90,7 +90,7 @@ public final class ReachabilityClient {
 
     /// Connects to `bus`. Does not talk to reachd yet: the first call does (use `status()` as
     /// a probe). Throws when the bus itself cannot be reached.
-    public init(bus: BusConnection.Address, timeout: Duration = .milliseconds(500)) throws(BusError) {
+    public init(bus: BusAddress, timeout: Duration = .milliseconds(500)) throws(BusError) {
         connection = try BusConnection(bus, description: "reachability-client")
         address = bus
         self.timeout = timeout

@@ -2,7 +2,7 @@ import Synchronization
 
 /// What lives on a `ReachabilityClientThread`: the client and whatever it feeds (subscribers,
 /// followers). Used from that thread only.
-public protocol ReachabilityClientOwner: AnyObject, SendableMetatype {
+package protocol ReachabilityClientOwner: AnyObject, SendableMetatype {
     var client: ReachabilityClient { get }
     /// reachd's signals and watch answers, in order. Unless the client `followsService`,
     /// `serviceLost` never reaches it (the thread ends instead) and throwing ends the thread as if
@@ -18,7 +18,7 @@ public protocol ReachabilityClientOwner: AnyObject, SendableMetatype {
 /// pool): sd-bus wants one thread per connection, and its waits block. Every use of the client
 /// is a job run there; between jobs the thread dispatches bus events to its owner and waits on
 /// the bus and a wake-up pipe. The one such thread of reachctl and of SystemConfiguration.
-public final class ReachabilityClientThread<Owner: ReachabilityClientOwner>: Sendable {
+package final class ReachabilityClientThread<Owner: ReachabilityClientOwner>: Sendable {
     /// A job's fate when the thread has ended before running it.
     public struct Closed: Error, CustomStringConvertible {
         public var description: String { "the connection to reachd was closed" }

@@ -2,7 +2,7 @@
 /// errors and the bounds that reachd serves and `ReachabilityClient` asks for.
 /// packaging/org.reachd.Reachability1.xml documents it and .conf grants it; `BusContractTests`
 /// checks both against this file, and DaemonBusTests checks the live daemon against the XML.
-public enum ReachdContract {
+package enum ReachdContract {
     public static let busName = "org.reachd.Reachability1"
     public static let objectPath = "/org/reachd/Reachability1"
     public static let interface = "org.reachd.Reachability1"

@@ -15,7 +15,7 @@ public enum ReachdOrInProcess {
     /// calls may take `callTimeout`. Throws the reason when no reachd answers: no bus, nobody owns
     /// the name, no reply in time, or an answer this library cannot read.
     public static func connect(
-        _ bus: BusConnection.Address, probeTimeout: Duration, callTimeout: Duration
+        _ bus: BusAddress, probeTimeout: Duration, callTimeout: Duration
     ) throws(ReachdUnavailable) -> ReachabilityClient {
         try probe(bus, probeTimeout: probeTimeout, callTimeout: callTimeout).client
     }
@@ -23,7 +23,7 @@ public enum ReachdOrInProcess {
     /// `connect`, keeping the probe's answer: what a process that asks once needs (`reachctl
     /// is`: one GetStatus is the probe and the answer).
     package static func probe(
-        _ bus: BusConnection.Address, probeTimeout: Duration, callTimeout: Duration
+        _ bus: BusAddress, probeTimeout: Duration, callTimeout: Duration
     ) throws(ReachdUnavailable) -> (client: ReachabilityClient, status: (host: HostStatus, generation: UInt64)) {
         let client: ReachabilityClient
         do {
@@ -44,8 +44,8 @@ public enum ReachdOrInProcess {
     /// `daemon` with reachd's client (and its bus) when reachd answers on `bus` (nil: never asked), else
     /// `inProcess` with the reason it did not (nil when not asked, or when `daemon` threw).
     public static func choose<Source, Failure: Error>(
-        bus: BusConnection.Address?, probeTimeout: Duration, callTimeout: Duration,
-        daemon: (sending ReachabilityClient, BusConnection.Address) throws -> Source,
+        bus: BusAddress?, probeTimeout: Duration, callTimeout: Duration,
+        daemon: (sending ReachabilityClient, BusAddress) throws -> Source,
         inProcess: (ReachdUnavailable?) throws(Failure) -> Source
     ) throws(Failure) -> Source {
         guard let bus else { return try inProcess(nil) }
@@ -63,7 +63,7 @@ public enum ReachdOrInProcess {
     }
 
     /// The probe's failure in a user's words.
-    static func reason(for error: BusError, bus: BusConnection.Address, timeout: Duration) -> String {
+    static func reason(for error: BusError, bus: BusAddress, timeout: Duration) -> String {
         switch error.name {
         case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
             return "\(ReachdContract.busName) is not on the \(bus)"

@@ -1,6 +1,6 @@
 /// What the core watches and how: the in-process monitor's settings, and reachd's (filled from
 /// reachd.conf by `Configuration.apply(to:)`).
-public struct CoreConfiguration: Sendable {
+package struct CoreConfiguration: Sendable {
     /// Where sysfs is mounted; tests point this at a fake tree.
     public var sysfsRoot: String = "/sys"
     /// rfkill's event device (read-only, no privilege needed); nil, or a path that cannot be

@@ -41,7 +41,7 @@ package struct HostCheckRequest: Sendable {
 }
 
 /// Why a host check ended without an answer: cancelled, or refused by the per-user lookup rate.
-public struct CheckCancelled: Error, CustomStringConvertible {
+package struct CheckCancelled: Error, CustomStringConvertible {
     /// Why the check was refused (a limit); nil when it was cancelled.
     public var refusal: String?
 

@@ -3,7 +3,7 @@
 /// A pure function of the kernel's facts (`Link`), sysfs facts (`DeviceFacts`) and the configuration:
 /// no I/O. Configuration rules come first; then the kind is read from the most specific fact the kernel
 /// offers down to the vaguest (`kindSteps`), and the first step with an answer wins.
-public struct Classifier: Sendable {
+package struct Classifier: Sendable {
     /// Config rules in file order: for each property, the first matching rule that sets it wins.
     public var rules: [InterfaceRule]
     /// Config priorities per kind, replacing `InterfaceKind.defaultPriority`.

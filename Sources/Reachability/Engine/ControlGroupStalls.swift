@@ -6,7 +6,7 @@
 ///
 /// Bounded: only the groups the caller names are judged (reachd's `[Units] Watch=`), each with
 /// one evaluator's memory; the dump is the host's, taken once.
-public struct ControlGroupStalls: Sendable {
+package struct ControlGroupStalls: Sendable {
     private var evaluators: [UInt64: StallEvaluator] = [:]
     public private(set) var settings: StallSettings
 

@@ -2,7 +2,7 @@
 ///
 /// Every property but the pattern is optional; when several rules match one link, the first matching
 /// rule that sets a property decides that property (see `Classifier`).
-public struct InterfaceRule: Sendable, Hashable {
+package struct InterfaceRule: Sendable, Hashable {
     /// Shell glob on the interface name: `*` (any run of bytes), `?` (one byte), `[...]` (one byte from a
     /// set, with ranges `a-z` and negation `[!...]` or `[^...]`; a `]` right after the `[` is literal), and
     /// `\` to take the next byte literally. Matching is byte-wise, like the kernel's names.
@@ -64,7 +64,7 @@ public struct InterfaceRule: Sendable, Hashable {
 }
 
 /// Why an interface pattern was rejected. Every description names the pattern.
-public enum InterfaceRuleError: Error, Sendable, Hashable, CustomStringConvertible {
+package enum InterfaceRuleError: Error, Sendable, Hashable, CustomStringConvertible {
     case emptyPattern
     case patternTooLong(pattern: String, length: Int)
     case unbalancedBracket(pattern: String)

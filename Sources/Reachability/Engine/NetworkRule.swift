@@ -2,7 +2,7 @@
 /// keyed by the name reachd gives the network (`NetworkID`, as `reachctl status --verbose`
 /// shows it). It wins over interface rules and over reachd's own guesses, so "my phone's
 /// hotspot is metered" or "the office is not" holds on any adapter, and only there.
-public struct NetworkRule: Sendable, Hashable {
+package struct NetworkRule: Sendable, Hashable {
     /// The network's name: 16 lowercase hexadecimal digits.
     public var id: String
     public var metered: Bool?

@@ -6,7 +6,7 @@ struct LinkRouter: Hashable, Sendable {
 
 /// Announcements dropped on one link for want of room (`LinkAnnouncements.routerCapacity`), for
 /// one journal line: the first drop is told at once, the rest at most once a minute per link.
-public struct AnnouncementDrops: Hashable, Sendable {
+package struct AnnouncementDrops: Hashable, Sendable {
     public var interfaceName: String
     public var count: Int
 }

@@ -150,7 +150,7 @@ extension NetworkState {
 }
 
 /// A gateway the kernel last failed to resolve (`NetworkState.gatewaysToResolve`).
-public struct GatewayToResolve: Hashable, Sendable {
+package struct GatewayToResolve: Hashable, Sendable {
     public var interfaceIndex: Int32
     public var address: IPAddress
     /// Resolutions that failed in a row, this one included.

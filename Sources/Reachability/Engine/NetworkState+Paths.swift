@@ -1,5 +1,5 @@
 /// How a packet would leave this host along one route, as far as reachability cares.
-public struct PathEvaluation: Hashable, Sendable {
+package struct PathEvaluation: Hashable, Sendable {
     public var flags: ReachabilityFlags
     public var interfaceIndex: Int32?
     /// The egress link's name, empty when there is none.

@@ -1,7 +1,7 @@
 /// A link that could carry the internet by itself: ready, with a usable default route of the main
 /// or default table through it and an address of its own to send from. What the connectivity
 /// probe judges one by one, so `ValidatedInterfaces` can say which of them reach the internet.
-public struct Uplink: Hashable, Sendable {
+package struct Uplink: Hashable, Sendable {
     public var index: Int32
     public var name: String
     /// Per family (AF_INET, AF_INET6), the address a probe through this link is sent from: the

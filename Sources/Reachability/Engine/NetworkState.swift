@@ -3,7 +3,7 @@
 ///
 /// Cost per event does not grow with the number of interfaces: an event marks the links it
 /// touches, and only those are re-derived; the host status looks only at default routes.
-public struct NetworkState: Sendable {
+package struct NetworkState: Sendable {
     struct LinkEntry: Sendable {
         var link: Link
         var device: DeviceFacts

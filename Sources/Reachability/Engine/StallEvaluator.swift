@@ -43,7 +43,7 @@
 /// after a path died, exponential back-off sends too few segments to reach a count for minutes,
 /// and sockets born and closed between two polls are never seen. The kernel's own state of each
 /// socket says at once how long it has been waiting.
-public struct StallEvaluator: Sendable {
+package struct StallEvaluator: Sendable {
     public var settings: StallSettings
     /// Watched units' cgroups: their sockets are each group's, one owner like a user
     /// (`TrafficOwner.group`), whatever uid they run as.

@@ -5,7 +5,7 @@
 /// loopback alone), the route, the unit's IP filter (`IPAddressAllow=` before `IPAddressDeny=`,
 /// as systemd's), then the egress interface (`RestrictNetworkInterfaces=`). Pure: what denies is
 /// named, with the unit, in the answer's message and in `why`'s `policy` layer.
-public enum UnitPolicy {
+package enum UnitPolicy {
     /// The unit's answer for one destination and the policy layer that explains it.
     public struct Verdict: Hashable, Sendable {
         public var result: CheckResult

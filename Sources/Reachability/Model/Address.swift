@@ -1,5 +1,5 @@
 /// An address assigned to a link (RTM_NEWADDR).
-public struct Address: Hashable, Sendable {
+package struct Address: Hashable, Sendable {
     public var interfaceIndex: Int32
     /// The local address with the subnet's prefix length.
     public var prefix: IPPrefix

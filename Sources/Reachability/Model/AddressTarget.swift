@@ -1,6 +1,6 @@
 /// An address as a caller may write it: `192.0.2.1`, `2001:db8::1`, `[2001:db8::1]`,
 /// `fe80::1%eth0` (scoped link-local, by name or index), or `::ffff:192.0.2.1` (taken as IPv4).
-public struct AddressTarget: Hashable, Sendable {
+package struct AddressTarget: Hashable, Sendable {
     public var address: IPAddress
     /// The interface named by a `%scope` suffix.
     public var scope: Scope?

@@ -7,7 +7,7 @@
 /// the router: it holds while the link stays ready, is replaced by the next announcement on that
 /// link, and is dropped when the kernel removes the default route through the announcing router
 /// (its router lifetime ran out, or it said lifetime 0) or the link goes down or away.
-public struct AnnouncedPortal: Hashable, Sendable {
+package struct AnnouncedPortal: Hashable, Sendable {
     public var interfaceIndex: Int32
     /// The advertisement's source (the router's link-local address).
     public var router: IPAddress

@@ -38,7 +38,7 @@ public struct CheckResult: Hashable, Sendable {
 }
 
 /// What the kernel answered to RTM_GETROUTE for one destination.
-public enum RouteLookup: Hashable, Sendable {
+package enum RouteLookup: Hashable, Sendable {
     /// The route the kernel would use (type, output link, gateway, preferred source).
     case route(Route)
     /// No route: the kernel's errno (ENETUNREACH, EHOSTUNREACH, EACCES for prohibit, EINVAL for blackhole...).

@@ -1,6 +1,6 @@
 /// What sysfs says about a link's device: facts the kernel does not put in RTM_NEWLINK.
 /// Read once per new link (or rename) by `SysfsReader`; all fields are optional truths.
-public struct DeviceFacts: Hashable, Sendable {
+package struct DeviceFacts: Hashable, Sendable {
     /// `DEVTYPE=` from `/sys/class/net/NAME/uevent` ("wlan", "wwan", "bridge", ...).
     public var deviceType: String?
     /// `/sys/class/net/NAME/phy80211` exists: a mac80211 Wi-Fi device.
@@ -16,7 +16,7 @@ public struct DeviceFacts: Hashable, Sendable {
 }
 
 /// The result of classifying one link: its kind and what configuration says about it.
-public struct Classification: Hashable, Sendable {
+package struct Classification: Hashable, Sendable {
     public var kind: InterfaceKind
     /// Hidden from interface listings and `availableInterfaces` (config `Ignore=yes`).
     public var isIgnored: Bool

@@ -1,5 +1,5 @@
 /// One fact from the kernel, as the Engine consumes it.
-public enum NetworkEvent: Hashable, Sendable {
+package enum NetworkEvent: Hashable, Sendable {
     /// RTM_NEWLINK: a link appeared or changed. `device` carries the sysfs facts read for it;
     /// nil keeps the facts already known (the adapter reads sysfs only for new or renamed links).
     case link(Link, device: DeviceFacts?)
@@ -78,7 +78,7 @@ public enum NetworkEvent: Hashable, Sendable {
 
 /// One configured nameserver and the kernel's answer for it (RTM_GETROUTE): nil when it has
 /// no route, a route of a blocking type when a rule or route refuses it.
-public struct NameserverRoute: Hashable, Sendable {
+package struct NameserverRoute: Hashable, Sendable {
     public var address: IPAddress
     public var route: Route?
 
@@ -89,7 +89,7 @@ public struct NameserverRoute: Hashable, Sendable {
 }
 
 /// A complete picture from a dump: what a (re)sync replaces the state with.
-public struct NetworkDump: Sendable {
+package struct NetworkDump: Sendable {
     public var links: [(Link, DeviceFacts?)]
     public var addresses: [Address]
     public var routes: [Route]

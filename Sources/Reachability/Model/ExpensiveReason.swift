@@ -1,7 +1,7 @@
 /// Why a link (and a path through it) is expensive: the first fact that says so, from the most
 /// authoritative down. A user who sees `isExpensive` can tell a configured link from a guess,
 /// and a wrong guess from a missing rule.
-public enum ExpensiveReason: String, Sendable, Hashable, CaseIterable {
+package enum ExpensiveReason: String, Sendable, Hashable, CaseIterable {
     /// `Metered=yes` in reachd.conf.
     case configuration
     /// A cellular link: a modem's data path.

@@ -2,7 +2,7 @@
 /// answer for the host or one target, each layer with its state and the facts it rests on, and
 /// the first layer that fails with what would fix it. Built from the same facts as the answer
 /// itself (`NetworkState.explain`), so the two never disagree.
-public struct Explanation: Hashable, Sendable {
+package struct Explanation: Hashable, Sendable {
     /// The layers, in the order a packet needs them.
     public enum LayerName: String, Hashable, Sendable, CaseIterable {
         /// rfkill: the Wi-Fi or cellular radio of the egress link is switched on.
@@ -109,7 +109,7 @@ public struct Explanation: Hashable, Sendable {
 }
 
 /// Why a target cannot be explained: not an address (nor empty, for the host). Says which.
-public struct ExplanationRefusal: Error, Hashable, Sendable, CustomStringConvertible {
+package struct ExplanationRefusal: Error, Hashable, Sendable, CustomStringConvertible {
     public var description: String
     public init(description: String) { self.description = description }
 }

@@ -2,7 +2,7 @@
 /// (`reachctl is CONDITION`, systemd's `ExecCondition=`), judged from one snapshot: the same
 /// answer whether reachd or the library in-process took it. Android's JobScheduler gates work on
 /// the same kind of words (a network, not metered, validated).
-public enum HostCondition: Hashable, Sendable {
+package enum HostCondition: Hashable, Sendable {
     /// The host is online: the default route the kernel would use leaves through a ready link.
     case online
     /// The internet answers: the connectivity probe's verdict is full where the probe has one

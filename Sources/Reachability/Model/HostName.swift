@@ -3,7 +3,7 @@
 ///
 /// The rules are those of RFC 1123 host names, with `_` also allowed because real zones use it
 /// (`_dmarc`, SRV-style names). IP literals are not host names: callers recognise them first.
-public enum HostName {
+package enum HostName {
     /// 253 characters is the longest name that fits the 255-byte wire form (RFC 1035 3.1).
     public static let maximumLength = 253
     /// RFC 1035 2.3.4.
@@ -96,7 +96,7 @@ public enum HostName {
 }
 
 /// Why a text is not a host name, naming the offending label or character.
-public struct HostNameError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct HostNameError: Error, Hashable, Sendable, CustomStringConvertible {
     public enum Problem: Hashable, Sendable {
         case empty
         /// `position` counts characters from 1.

@@ -1,5 +1,5 @@
 /// A network interface as the kernel reports it in RTM_NEWLINK (the facts, nothing derived).
-public struct Link: Hashable, Sendable {
+package struct Link: Hashable, Sendable {
     public var index: Int32
     public var name: String
     public var flags: LinkFlags
@@ -47,6 +47,6 @@ public struct Link: Hashable, Sendable {
 }
 
 /// RFC 2863 operational state, `IFLA_OPERSTATE`.
-public enum OperState: UInt8, Sendable, Hashable {
+package enum OperState: UInt8, Sendable, Hashable {
     case unknown = 0, notPresent = 1, down = 2, lowerLayerDown = 3, testing = 4, dormant = 5, up = 6
 }

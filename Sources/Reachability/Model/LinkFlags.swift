@@ -1,6 +1,6 @@
 /// `IFF_*` flags of a link (`ifinfomsg.ifi_flags`), values from <linux/if.h>, spelled out so the
 /// Model needs no C module. Bits without a name here are kept as the kernel sent them.
-public struct LinkFlags: OptionSet, Hashable, Sendable {
+package struct LinkFlags: OptionSet, Hashable, Sendable {
     public let rawValue: UInt32
     public init(rawValue: UInt32) { self.rawValue = rawValue }
 
@@ -13,7 +13,7 @@ public struct LinkFlags: OptionSet, Hashable, Sendable {
 }
 
 /// `IFA_F_*` flags of an address (IFA_FLAGS when present, else `ifa_flags`), from <linux/if_addr.h>.
-public struct AddressFlags: OptionSet, Hashable, Sendable {
+package struct AddressFlags: OptionSet, Hashable, Sendable {
     public let rawValue: UInt32
     public init(rawValue: UInt32) { self.rawValue = rawValue }
 

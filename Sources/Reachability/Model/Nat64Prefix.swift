@@ -6,7 +6,7 @@
 /// Unlike option 37 it carries its own lifetime: the Engine holds it per link and router until
 /// that lifetime runs out, the router withdraws it (lifetime 0), the kernel removes the default
 /// route through that router, or the link goes down or away.
-public struct AnnouncedNat64Prefix: Hashable, Sendable {
+package struct AnnouncedNat64Prefix: Hashable, Sendable {
     public var interfaceIndex: Int32
     /// The advertisement's source (the router's link-local address).
     public var router: IPAddress
@@ -83,7 +83,7 @@ public struct AnnouncedNat64Prefix: Hashable, Sendable {
 
 /// The NAT64 prefix of the host's path (`HostStatus.nat64Prefix`): the prefix, the router that
 /// announced it and the link it was announced on.
-public struct Nat64Prefix: Hashable, Sendable {
+package struct Nat64Prefix: Hashable, Sendable {
     public var prefix: IPPrefix
     public var router: IPAddress
     public var interfaceName: String

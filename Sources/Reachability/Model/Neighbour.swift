@@ -1,7 +1,7 @@
 /// One entry of the kernel's neighbour table (ARP for IPv4, ND for IPv6) as RTM_NEWNEIGH and
 /// RTM_DELNEIGH tell it: which link, which next hop, and how far its resolution got. The mirror
 /// keeps only the entries of gateways (`NetworkState`), never the whole table.
-public struct Neighbour: Hashable, Sendable {
+package struct Neighbour: Hashable, Sendable {
     public var interfaceIndex: Int32
     public var address: IPAddress
     public var state: NeighbourState
@@ -34,7 +34,7 @@ public struct Neighbour: Hashable, Sendable {
 }
 
 /// `ndm_state`, the NUD_* value of <linux/neighbour.h>. The kernel sets one bit at a time.
-public enum NeighbourState: Hashable, Sendable {
+package enum NeighbourState: Hashable, Sendable {
     /// NUD_INCOMPLETE: resolution under way (ARP requests or neighbour solicitations sent).
     case incomplete
     /// NUD_REACHABLE: confirmed lately.

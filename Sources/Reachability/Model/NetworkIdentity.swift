@@ -1,7 +1,7 @@
 /// This host's secret for naming networks (`NetworkIdentity`): 128 bits no other host shares,
 /// the same across reboots and for every process of the host (reachd and an in-process monitor
 /// name a network alike). Made from /etc/machine-id by `HostKey` (System), never shown.
-public struct NetworkKey: Hashable, Sendable {
+package struct NetworkKey: Hashable, Sendable {
     public var k0: UInt64
     public var k1: UInt64
 
@@ -20,7 +20,7 @@ public struct NetworkKey: Hashable, Sendable {
 /// function) of the gateway's link-layer address and the link's prefix, keyed by this host's
 /// `NetworkKey`: without the key, the name cannot be tied back to a router or a subnet, nor
 /// matched between two hosts.
-public enum NetworkIdentity {
+package enum NetworkIdentity {
     /// 16 hex digits naming `facts` (the gateway's link-layer address, the prefix and its length).
     public static func name(of facts: [UInt8], key: NetworkKey) -> String {
         let value = sipHash24(facts, key: key)

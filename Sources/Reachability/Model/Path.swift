@@ -228,4 +228,4 @@ extension Path {
 
 /// Another name for the path a `PathMonitor` yields, after Network.framework's `NWPath` (the
 /// docs/swift.md, "NWPathMonitor: `PathMonitor`").
-public typealias NetworkPath = Path
+package typealias NetworkPath = Path

@@ -1,6 +1,6 @@
 /// Where a link's captive-portal API URI came from (RFC 8910): an IPv6 router advertisement's
 /// option 37, DHCPv4's option 114 or DHCPv6's option 103, as the host's DHCP client records them.
-public enum PortalSource: String, Hashable, Sendable, CaseIterable {
+package enum PortalSource: String, Hashable, Sendable, CaseIterable {
     case routerAdvertisement = "ra"
     case dhcpv4
     case dhcpv6
@@ -8,7 +8,7 @@ public enum PortalSource: String, Hashable, Sendable, CaseIterable {
 
 /// A captive-portal API URI that the host's DHCP client recorded for an interface, by name as the
 /// client records it; validated as a router's option is (`AnnouncedPortal.uri(fromOptionValue:)`).
-public struct DHCPPortal: Hashable, Sendable {
+package struct DHCPPortal: Hashable, Sendable {
     public var interfaceName: String
     public var uri: String
     public var source: PortalSource
@@ -22,7 +22,7 @@ public struct DHCPPortal: Hashable, Sendable {
 
 /// What the network's captive-portal API (RFC 8908) said of the host's session on the primary
 /// link, as clients are shown it; every field its default when no API answered.
-public struct PortalSession: Hashable, Sendable {
+package struct PortalSession: Hashable, Sendable {
     /// `captive`: the network holds the host's traffic until someone logs in.
     public var captive: Bool
     /// `user-portal-url`: the login page for a person (https only); empty when not said.
@@ -58,7 +58,7 @@ public struct PortalSession: Hashable, Sendable {
 /// One answer of a link's captive-portal API, as the adapter hands it to the Engine
 /// (`NetworkEvent.portalAnswer`): the session as shown, and the instants the Engine needs
 /// without reading a clock: when the session ends and when it is `ending`.
-public struct PortalAnswer: Hashable, Sendable {
+package struct PortalAnswer: Hashable, Sendable {
     public var interfaceIndex: Int32
     /// The API URI that was asked: an answer for a URI the link no longer announces is dropped.
     public var api: String

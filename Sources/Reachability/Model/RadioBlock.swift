@@ -1,6 +1,6 @@
 /// How a link's radio is switched off (rfkill): by software (`rfkill block`, airplane mode in a
 /// desktop) or by hardware (a switch or key the driver reports), or both. Empty: the radio is on.
-public struct RadioBlock: OptionSet, Hashable, Sendable {
+package struct RadioBlock: OptionSet, Hashable, Sendable {
     public let rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 

@@ -3,7 +3,7 @@
 /// in. The bytes came from any host on the link, so a refusal is not an error of reachd's: the
 /// option is dropped, and the journal says once per router what was refused and why, quoting
 /// an inert excerpt of the value (`KernelSource`).
-public struct RefusedAnnouncement: Hashable, Sendable, CustomStringConvertible {
+package struct RefusedAnnouncement: Hashable, Sendable, CustomStringConvertible {
     public enum Option: String, Hashable, Sendable {
         case captivePortal = "captive-portal URI"
         case nat64Prefix = "NAT64 prefix"

@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// A route in the kernel's FIB (RTM_NEWROUTE). Only the fields reachability needs.
-public struct Route: Hashable, Sendable {
+package struct Route: Hashable, Sendable {
     public var table: UInt32
     public var destination: IPPrefix
     public var type: RouteType
@@ -54,7 +54,7 @@ public struct Route: Hashable, Sendable {
     }
 }
 
-public struct NextHop: Hashable, Sendable {
+package struct NextHop: Hashable, Sendable {
     public var gateway: IPAddress?
     public var interfaceIndex: Int32?
 
@@ -65,7 +65,7 @@ public struct NextHop: Hashable, Sendable {
 }
 
 /// `RTN_*` route types.
-public enum RouteType: UInt8, Sendable, Hashable {
+package enum RouteType: UInt8, Sendable, Hashable {
     case unspecified = 0, unicast = 1, local = 2, broadcast = 3, anycast = 4, multicast = 5
     case blackhole = 6, unreachable = 7, prohibit = 8, throwRoute = 9, nat = 10, externalResolve = 11
 

@@ -9,7 +9,7 @@ public struct InterfaceStatus: Hashable, Sendable {
     /// Assigned addresses with prefix length, IPv4 first, in address order.
     public var addresses: [IPPrefix]
     /// Why paths through this interface are expensive (`isExpensive` in `flags`); nil when not.
-    public var expensiveReason: ExpensiveReason?
+    package var expensiveReason: ExpensiveReason?
     /// The name of the network the interface is attached to, as the host's `networkID` (empty
     /// without a default route through it, or before its gateway answered ARP/ND once).
     public var networkID: String
@@ -17,9 +17,9 @@ public struct InterfaceStatus: Hashable, Sendable {
     /// DHCP's option 114 or 103 as the host's DHCP client records it); empty when none.
     public var portal: String
     /// Where `portal` came from; nil when there is none.
-    public var portalSource: PortalSource?
+    package var portalSource: PortalSource?
 
-    public init(
+    package init(
         index: Int32, name: String, kind: InterfaceKind, flags: ReachabilityFlags, addresses: [IPPrefix],
         expensiveReason: ExpensiveReason? = nil, networkID: String = "", portal: String = "", portalSource: PortalSource? = nil
     ) {
@@ -57,10 +57,10 @@ public struct HostStatus: Hashable, Sendable {
     public var announcedPortal: String
     /// What that URI's captive-portal API (RFC 8908) last said of the host's session, while the
     /// link announces it; `PortalSession.none` when no API answered.
-    public var portalSession = PortalSession.none
+    package var portalSession = PortalSession.none
     /// The NAT64 prefix a router announced (RFC 8781) on the same link as `announcedPortal`;
     /// nil when none was or its lifetime ended.
-    public var nat64Prefix: Nat64Prefix?
+    package var nat64Prefix: Nat64Prefix?
     /// The available interfaces through which the opt-in probe found the internet answering
     /// (`full`): the primary by the host's probe, each other uplink by a probe sent through it
     /// alone. Empty without the probe.
@@ -70,16 +70,16 @@ public struct HostStatus: Hashable, Sendable {
     /// `ReachabilitySnapshot.stallEvidence`, apart, so that they never make a change of their own.
     public var stalled: Bool
     /// NWPath's facts of the internet path: families, gateways, why the host is not online.
-    public var pathFacts: PathFacts
+    package var pathFacts: PathFacts
     /// Why the host's path is expensive (`isExpensive` in `flags`): its egress link's reason, or
     /// under a tunnel its carrier's; nil when it is not.
-    public var expensiveReason: ExpensiveReason?
+    package var expensiveReason: ExpensiveReason?
     /// The network the host's path is attached to (`NetworkIdentity`: under a tunnel, the
     /// carrier's): the same there across address renewals and restarts, different elsewhere;
     /// empty while not online or before ARP/ND has resolved the gateway.
     public var networkID: String
 
-    public init(
+    package init(
         flags: ReachabilityFlags = [], state: HostState = .offline,
         primaryInterface: String = "", availableInterfaces: [String] = [], underlyingInterface: String = "",
         connectivity: ConnectivityStatus = .unknown, announcedPortal: String = "", validatedInterfaces: [String] = [],
@@ -114,9 +114,9 @@ public struct ReachabilitySnapshot: Hashable, Sendable {
     /// The latest stall poll's figures for the host's path (its primary interface, or the link
     /// beneath a tunnel when that one is stalled); nil when that path had nothing to judge or
     /// stall detection is off. Not part of any change: it moves with every poll.
-    public var stallEvidence: StallEvidence?
+    package var stallEvidence: StallEvidence?
 
-    public init(generation: UInt64, host: HostStatus, interfaces: [InterfaceStatus], stallEvidence: StallEvidence? = nil) {
+    package init(generation: UInt64, host: HostStatus, interfaces: [InterfaceStatus], stallEvidence: StallEvidence? = nil) {
         self.generation = generation
         self.host = host
         self.interfaces = interfaces
@@ -154,7 +154,7 @@ public struct ReachabilityChange: Hashable, Sendable {
 /// How the kernel mirror has fared: receive-buffer overruns (ENOBUFS) and resyncs (fresh dumps,
 /// the first sync included), for `reachctl status --verbose` and the metrics of operators; and
 /// what routers' announcements cost it (held now, dropped for want of room so far).
-public struct MirrorCounters: Hashable, Sendable {
+package struct MirrorCounters: Hashable, Sendable {
     public var overruns: UInt64
     public var resyncs: UInt64
     /// Portals and NAT64 prefixes held now, over every link (`LinkAnnouncements` bounds them).

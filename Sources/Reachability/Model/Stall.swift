@@ -1,6 +1,6 @@
 /// The thresholds and cadence of passive stall detection over the host's own TCP sockets
 /// (`StallEvaluator` says the rule), plus DNS timeouts.
-public struct StallSettings: Hashable, Sendable {
+package struct StallSettings: Hashable, Sendable {
     /// How long a link's outgoing traffic may wait with nothing received before the link is
     /// stalled. A healthy path answers within a few round trips; 8 s is past the back-off of five
     /// retransmission timeouts in a row at the kernel's 200 ms minimum (6.2 s), which random loss
@@ -36,7 +36,7 @@ public struct StallSettings: Hashable, Sendable {
 }
 
 /// What one poll concluded about one link.
-public enum StallVerdict: Hashable, Sendable, CustomStringConvertible {
+package enum StallVerdict: Hashable, Sendable, CustomStringConvertible {
     /// Nothing to judge: no TCP socket of this link and no DNS timeouts. Never a stall.
     case noEvidence
     /// Traffic was judged and something arrived, or what waits has not waited long enough to say.
@@ -54,7 +54,7 @@ public enum StallVerdict: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Which rule a stalled verdict rests on.
-public struct StallCauses: OptionSet, Hashable, Sendable {
+package struct StallCauses: OptionSet, Hashable, Sendable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
@@ -65,7 +65,7 @@ public struct StallCauses: OptionSet, Hashable, Sendable {
 }
 
 /// The figures behind a link's verdict, as a user is shown them.
-public struct StallEvidence: Hashable, Sendable {
+package struct StallEvidence: Hashable, Sendable {
     /// TCP sockets of this link the last poll judged: connections the host started to
     /// destinations beyond the link's own subnets.
     public var socketsJudged: Int = 0
@@ -99,7 +99,7 @@ public struct StallEvidence: Hashable, Sendable {
 }
 
 /// One link's state after a poll.
-public struct LinkStall: Hashable, Sendable {
+package struct LinkStall: Hashable, Sendable {
     public var interfaceIndex: Int32
     public var verdict: StallVerdict
     /// Empty unless `verdict` is `.stalled`.
@@ -118,7 +118,7 @@ public struct LinkStall: Hashable, Sendable {
 
 /// A connection to open again while a link is stalled: from `source` (so the kernel routes it
 /// as the failing one) to `destination`:`port`.
-public struct StallRecheck: Hashable, Sendable {
+package struct StallRecheck: Hashable, Sendable {
     public var interfaceIndex: Int32
     public var source: IPAddress
     public var destination: IPAddress
@@ -136,7 +136,7 @@ public struct StallRecheck: Hashable, Sendable {
 /// (`StallReport.nameserverChecks` asks for them). The server is a destination no caller chose,
 /// beyond the link's gateway: an answer proves the path works, whatever one peer does; silence
 /// corroborates the sockets that fail.
-public struct StallNameserverAnswer: Hashable, Sendable {
+package struct StallNameserverAnswer: Hashable, Sendable {
     public var interfaceIndex: Int32
     /// When its first query went, on the evaluator's clock.
     public var since: Duration
@@ -151,7 +151,7 @@ public struct StallNameserverAnswer: Hashable, Sendable {
 }
 
 /// The outcome of one poll: a verdict for every link with evidence, and when to poll again.
-public struct StallReport: Hashable, Sendable {
+package struct StallReport: Hashable, Sendable {
     /// Links with TCP sockets or DNS timeouts, by interface index; a link absent here has no evidence.
     public var links: [LinkStall]
     /// When the next poll is worth making: `suspectInterval` while a stall is suspected or

@@ -1,6 +1,6 @@
 /// A TCP state in the kernel's numbering (`TCP_ESTABLISHED` 1, `TCP_SYN_SENT` 2, ...). A struct
 /// over the raw value, not an enum: the kernel may name states this code never heard of.
-public struct TCPState: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+package struct TCPState: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
@@ -33,7 +33,7 @@ public struct TCPState: RawRepresentable, Hashable, Sendable, CustomStringConver
 
 /// The counters of one TCP socket that stall detection reads (`struct tcp_info`, from sock_diag's
 /// INET_DIAG_INFO). Counters only ever grow (and wrap at 2^32); the times are how long ago.
-public struct TCPCounters: Hashable, Sendable {
+package struct TCPCounters: Hashable, Sendable {
     /// `tcpi_segs_out`: segments sent, retransmissions included (RFC 4898 tcpEStatsPerfSegsOut).
     public var segmentsOut: UInt32
     /// `tcpi_segs_in`: segments received, pure ACKs included (tcpEStatsPerfSegsIn).
@@ -78,7 +78,7 @@ public struct TCPCounters: Hashable, Sendable {
 
 /// One TCP socket of the host as a sock_diag dump shows it (`struct inet_diag_msg` and its
 /// INET_DIAG_INFO attribute). The cookie names the socket for its whole life, across polls.
-public struct TCPSocketSample: Hashable, Sendable {
+package struct TCPSocketSample: Hashable, Sendable {
     /// `idiag_cookie`: the kernel's unique id of the socket (never reused while it lives).
     public var cookie: UInt64
     public var state: TCPState

@@ -1,7 +1,7 @@
 /// A systemd service's network sandbox, as systemd reports it over D-Bus (`systemctl show`):
 /// what decides where that service's packets may go, beside the host's routes. Values only; the
 /// judgement is `UnitPolicy`'s, the reading reachd's.
-public struct UnitSandbox: Hashable, Sendable {
+package struct UnitSandbox: Hashable, Sendable {
     /// An allow or deny list of names (`RestrictNetworkInterfaces=`, `RestrictAddressFamilies=`),
     /// systemd's `(bas)`: `allows` true for a list of what is allowed, false for one of what is
     /// denied (the `~` form); an empty deny list restricts nothing.
@@ -89,7 +89,7 @@ public struct UnitSandbox: Hashable, Sendable {
 /// A unit's name as systemd accepts it, checked before anything is asked of systemd: a service
 /// (`NAME.service`, or `NAME`, which means it), at most 255 bytes of letters, digits and
 /// `: - _ . \ @`, as systemd's own unit_name_is_valid. A refusal names the value.
-public enum UnitName {
+package enum UnitName {
     public static let maximumLength = 255
     private static let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789:-_.\\@".utf8)
 

@@ -64,9 +64,17 @@ public final class PathMonitor: AsyncSequence, Sendable {
     /// answers, in-process with `configuration` while it does not; with a nil `bus`, in-process
     /// only. Returns at once: nothing is asked, opened or read before `start(queue:)`, an
     /// iteration or `currentPath`.
-    public init(
+    public convenience init(requiredInterfaceType: InterfaceKind? = nil, prohibitedInterfaceTypes: Set<InterfaceKind> = []) {
+        self.init(
+            requiredInterfaceType: requiredInterfaceType, prohibitedInterfaceTypes: prohibitedInterfaceTypes,
+            configuration: CoreConfiguration(), bus: .system)
+    }
+
+    /// `init(requiredInterfaceType:prohibitedInterfaceTypes:)` with reachd's settings for the
+    /// in-process path, and another bus (nil: in-process only).
+    package init(
         requiredInterfaceType: InterfaceKind? = nil, prohibitedInterfaceTypes: Set<InterfaceKind> = [],
-        configuration: CoreConfiguration = CoreConfiguration(), bus: BusConnection.Address? = .system
+        configuration: CoreConfiguration = CoreConfiguration(), bus: BusAddress?
     ) {
         restriction = Path.Restriction(requiredInterfaceType: requiredInterfaceType, prohibitedInterfaceTypes: prohibitedInterfaceTypes)
         source = bus.map { .reachd(PathThroughReachd(bus: $0, configuration: configuration)) } ?? .inProcess(configuration)
@@ -75,7 +83,7 @@ public final class PathMonitor: AsyncSequence, Sendable {
     /// Through the reachd on `bus`: when it does not answer, or while it is away, in-process with
     /// `configuration`. With nil, reachd only: an iteration ends when reachd goes away or does
     /// not answer.
-    public init(reachdOn bus: BusConnection.Address, restriction: Path.Restriction, configuration: CoreConfiguration? = CoreConfiguration()) {
+    package init(reachdOn bus: BusAddress, restriction: Path.Restriction, configuration: CoreConfiguration? = CoreConfiguration()) {
         source = .reachd(PathThroughReachd(bus: bus, configuration: configuration))
         self.restriction = restriction
     }

@@ -7,7 +7,7 @@ import Synchronization
 /// drops what repeats, so a switch that leaves the path as it was yields nothing. Without an
 /// in-process configuration, reachd only: the paths end when reachd goes away (or never answers).
 struct PathThroughReachd: Sendable {
-    let bus: BusConnection.Address
+    let bus: BusAddress
     /// The in-process settings for the time reachd is away; nil: reachd only.
     let configuration: CoreConfiguration?
     /// How long reachd's calls may take (it answers from memory).

@@ -20,7 +20,12 @@ public final class ReachabilityMonitor: Sendable {
 
     /// Opens the netlink sockets and completes the first sync before returning, so the
     /// monitor is valid from its first value: there is no "unknown until the first update".
-    public init(configuration: CoreConfiguration = CoreConfiguration()) throws {
+    public convenience init() throws {
+        try self.init(configuration: CoreConfiguration())
+    }
+
+    /// `init()` with reachd's settings (another namespace, reachd.conf's rules and deadlines).
+    package init(configuration: CoreConfiguration) throws {
         let hub = try Hub()
         let loop = PollLoop(wakeup: hub.wakeup)
         let core = try ReachabilityCore(configuration: configuration, loop: loop, checkIDs: hub.checkIDs)
@@ -54,7 +59,7 @@ public final class ReachabilityMonitor: Sendable {
     public var resyncCount: Int { Int(mirror.counters.resyncs) }
 
     /// Overruns and resyncs so far.
-    public var counters: MirrorCounters { mirror.counters }
+    package var counters: MirrorCounters { mirror.counters }
 
     /// The current snapshot, then every change, until `stop()` or the stream is dropped.
     public func updates() -> AsyncStream<ReachabilityUpdate> {
@@ -86,7 +91,7 @@ public final class ReachabilityMonitor: Sendable {
     /// Explains the answer for the host (`target` empty) or an address: every layer from the
     /// radio to the probe, and the first that fails (`Explanation`). `uid`: whose traffic the
     /// route is looked up for; nil: the system's. Never waits.
-    public func explain(_ target: String, uid: UInt32? = nil) -> Result<Explanation, ExplanationRefusal> {
+    package func explain(_ target: String, uid: UInt32? = nil) -> Result<Explanation, ExplanationRefusal> {
         mirror.explain(target, uid: uid)
     }
 
@@ -101,7 +106,7 @@ public final class ReachabilityMonitor: Sendable {
     }
 
     /// The host's path facts (families, gateways, why not online) in the state now.
-    public var pathFacts: PathFacts { mirror.withState { $0.pathFacts } }
+    package var pathFacts: PathFacts { mirror.withState { $0.pathFacts } }
 
     /// Resolves `host` (A and AAAA; /etc/hosts, then DNS) and checks its addresses. Answers by
     /// `deadline` whatever DNS does: `dnsTimeout` then. Answers at once, without a query, when
@@ -123,7 +128,7 @@ public final class ReachabilityMonitor: Sendable {
     /// `check(host:deadline:)` for callers that cannot await (SystemConfiguration's GetFlags, a
     /// watch re-checked after a change): `completion` runs once, on the monitor's thread, with
     /// the answer by `deadline`, or `CheckCancelled` when the monitor has stopped.
-    public func check(
+    package func check(
         host: String, deadline: ContinuousClock.Instant,
         completion: @escaping @Sendable (Result<CheckResult, CheckCancelled>) -> Void
     ) {

@@ -3,7 +3,7 @@
 // a person looks at a terminal. JSON never changes with the style.
 
 /// The choices a text rendering takes from the command line and the terminal.
-public struct TextStyle: Hashable, Sendable {
+package struct TextStyle: Hashable, Sendable {
     /// Paint state words with ANSI colours (green good, yellow degraded, red bad).
     public var colour: Bool
     /// Add what a developer or a bug report needs: the SCNetworkReachability flag names and the
@@ -54,7 +54,7 @@ public struct TextStyle: Hashable, Sendable {
 /// and a usable address), `not ready` (up, but no carrier or no usable address yet: Apple's
 /// connectionRequired), `radio off` (its Wi-Fi or cellular radio switched off), `down` (none of
 /// these); then what else a person acts on: `stalled`, `metered`, `constrained`.
-public func interfaceStateWords(_ flags: ReachabilityFlags) -> [(word: String, tone: TextStyle.Tone)] {
+package func interfaceStateWords(_ flags: ReachabilityFlags) -> [(word: String, tone: TextStyle.Tone)] {
     var words: [(String, TextStyle.Tone)] = []
     if flags.contains(.reachable) {
         words.append(("ready", .good))
@@ -72,13 +72,13 @@ public func interfaceStateWords(_ flags: ReachabilityFlags) -> [(word: String, t
 }
 
 /// An interface's state in text: `ready`, `ready, stalled`, `not ready`; in `style`'s colours.
-public func renderInterfaceState(_ flags: ReachabilityFlags, _ style: TextStyle) -> String {
+package func renderInterfaceState(_ flags: ReachabilityFlags, _ style: TextStyle) -> String {
     interfaceStateWords(flags).map { style.paint($0.word, $0.tone) }.joined(separator: ", ")
 }
 
 /// The tone of the host's answer: good online, degraded online but stalled or the probe finding
 /// less than the internet, or local; bad offline.
-public func hostTone(_ host: HostStatus) -> TextStyle.Tone {
+package func hostTone(_ host: HostStatus) -> TextStyle.Tone {
     switch host.state {
     case .online:
         if host.stalled { return .degraded }
@@ -92,7 +92,7 @@ public func hostTone(_ host: HostStatus) -> TextStyle.Tone {
 }
 
 /// `renderSummary` with its first word (the state) in `style`'s colour for the host's tone.
-public func renderSummary(_ host: HostStatus, interfaces: [InterfaceStatus], stall: StallEvidence? = nil, style: TextStyle) -> String {
+package func renderSummary(_ host: HostStatus, interfaces: [InterfaceStatus], stall: StallEvidence? = nil, style: TextStyle) -> String {
     let summary = renderSummary(host, interfaces: interfaces, stall: stall)
     guard style.colour else { return summary }
     let word = String(summary.prefix { $0.isLetter })

@@ -6,7 +6,7 @@ import Glibc
 /// local time with its UTC offset for people (`2026-11-27T17:40:01.123+01:00`, as `ip -ts
 /// monitor` stamps its lines and the journal shows them), UTC for JSON
 /// (`2026-11-27T16:40:01.123Z`), which sorts and compares across hosts and time zones.
-public struct Timestamp: Hashable, Sendable {
+package struct Timestamp: Hashable, Sendable {
     /// Seconds since the Unix epoch.
     public var seconds: Int
     /// Milliseconds into that second (0-999).

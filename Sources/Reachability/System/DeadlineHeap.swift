@@ -3,7 +3,7 @@
 /// deadline moved or ended leaves its entry behind and skips it when it comes up (`isCurrent`),
 /// which keeps cancellation O(1) and costs at most one stale entry per change; `compact` drops
 /// them all when they pile up. The resolver's deadlines and timers and reachd's watch retries.
-public struct DeadlineHeap<Key> {
+package struct DeadlineHeap<Key> {
     private var entries: [(instant: ContinuousClock.Instant, key: Key)] = []
 
     public init() {}

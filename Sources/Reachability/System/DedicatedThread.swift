@@ -5,7 +5,7 @@ import Glibc
 /// Runs work on a fresh OS thread of its own. Needed where thread state matters (a network
 /// namespace entered with setns(2) must never leak into a pooled thread) or where a loop
 /// must block in poll(2) without starving Swift's cooperative pool.
-public enum DedicatedThread {
+package enum DedicatedThread {
     private final class Work: @unchecked Sendable {
         let body: () -> Void
         init(_ body: @escaping () -> Void) { self.body = body }

@@ -6,7 +6,7 @@ import Glibc
 /// `close()`. `~Copyable`, so a double close or a leak is a compile error (swift-system's
 /// `FileDescriptor` with `IORing`'s ownership). Close is never retried: Linux releases the
 /// descriptor even when close(2) reports EINTR, and a retry could close one opened meanwhile.
-public struct Descriptor: ~Copyable, Sendable {
+package struct Descriptor: ~Copyable, Sendable {
     public let rawValue: Int32
 
     /// Takes over `rawValue`, which no one else closes.

@@ -6,7 +6,7 @@ import Glibc
 /// whole (resolv.conf, networkd's leases): the file itself is never watched, its directory is,
 /// for the events that mean a file in it changed. Non-blocking and close-on-exec; closed when
 /// the last owner lets go.
-public final class DirectoryWatch {
+package final class DirectoryWatch {
     /// Written and closed, moved in or out, created, deleted.
     static let fileChanges = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE)
 

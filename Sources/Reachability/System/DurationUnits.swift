@@ -41,7 +41,7 @@ extension ContinuousClock.Instant {
 }
 
 /// The clocks that other programs read as numbers.
-public enum SystemClock {
+package enum SystemClock {
     /// CLOCK_MONOTONIC in microseconds: sd-event's and sd-bus's timestamps, sd_notify's MONOTONIC_USEC.
     public static func monotonicMicroseconds() -> UInt64 {
         var now = timespec()

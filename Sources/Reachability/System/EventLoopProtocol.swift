@@ -2,7 +2,7 @@
 /// poll(2) thread in-process (`PollLoop`): a readiness watch on a descriptor and a one-shot timer.
 /// Events are `IOEvents` (poll(2)'s bits, which epoll(7)'s equal). Handlers run
 /// on the loop's thread, one at a time.
-public protocol EventLoopProtocol: AnyObject {
+package protocol EventLoopProtocol: AnyObject {
     /// Calls `handler` with the ready events whenever `fd` is ready for `events`.
     func addWatch(fd: Int32, events: IOEvents, _ handler: @escaping (IOEvents) -> Void) throws(SystemError) -> any LoopSource
     /// A disabled one-shot timer; `urgent` ones run before I/O that is ready in the same turn, so
@@ -15,7 +15,7 @@ public protocol EventLoopProtocol: AnyObject {
 }
 
 /// A deferred source (`EventLoopProtocol.addDeferred`); it ends when cancelled or released.
-public protocol DeferredSource: AnyObject {
+package protocol DeferredSource: AnyObject {
     /// Runs the handler once, soon: after the sources ready now, before the loop waits again.
     /// Triggered again from its own handler, it runs on the next turn.
     func trigger()
@@ -23,7 +23,7 @@ public protocol DeferredSource: AnyObject {
 }
 
 /// One registration on an `EventLoopProtocol`; it ends when cancelled or released.
-public protocol LoopSource: AnyObject {
+package protocol LoopSource: AnyObject {
     func cancel()
     /// Changes which events a watch waits for.
     func setEvents(_ events: IOEvents)

@@ -3,7 +3,7 @@ import CSystemd
 /// This host's secret for naming networks: /etc/machine-id hashed for reachd alone
 /// (`sd_id128_get_machine_app_specific`, an HMAC-SHA256 keyed by the machine ID), so the
 /// machine ID itself is never used or revealed, and every process of the host gets the same key.
-public enum HostKey {
+package enum HostKey {
     /// reachd's application ID for network names (any fixed 128 bits; changing it renames every
     /// network).
     static let application = sd_id128_t(bytes: (

@@ -4,7 +4,7 @@ import Glibc
 
 /// What a loop waits for on a descriptor and what it found: poll(2) event bits, which epoll(7)
 /// and sd-event share (EPOLLIN == POLLIN...).
-public struct IOEvents: OptionSet, Hashable, Sendable {
+package struct IOEvents: OptionSet, Hashable, Sendable {
     public let rawValue: UInt32
     public init(rawValue: UInt32) { self.rawValue = rawValue }
 

@@ -6,7 +6,7 @@ import Glibc
 /// Opens sockets inside another network namespace (`ip netns` names or any nsfs path).
 /// A socket stays in the namespace it was created in, so only its creation needs to happen
 /// there; that is done on a throwaway thread so no other thread ever changes namespace.
-public enum NetworkNamespace {
+package enum NetworkNamespace {
     /// `/run/netns/NAME` for a bare name (as `ip -n NAME`), the text itself when it holds a `/`.
     public static func path(forName nameOrPath: String) -> String {
         nameOrPath.contains("/") ? nameOrPath : "/run/netns/" + nameOrPath

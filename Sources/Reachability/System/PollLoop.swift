@@ -5,7 +5,7 @@ import Glibc
 /// `EventLoopProtocol` on poll(2), for a thread of its own (the in-process monitor's): one poll
 /// over every watch and the wake-up pipe, with the earliest timer as its timeout. Sources are
 /// held weakly, as sd-event's end with their `EventSource`: one lives while its owner keeps it.
-public final class PollLoop: EventLoopProtocol {
+package final class PollLoop: EventLoopProtocol {
     private final class Source: LoopSource, DeferredSource {
         let fd: Int32
         var events: IOEvents = []

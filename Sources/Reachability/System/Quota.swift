@@ -3,7 +3,7 @@
 /// own work) together at most `total - reserve`, so that however many of them hold their share the
 /// system still finds room; each of them at most `perOwner`, so that one alone never takes what
 /// the others may use. One rule and one formula for the three, so they cannot drift apart.
-public struct Quota: Equatable, Sendable {
+package struct Quota: Equatable, Sendable {
     public let total: Int
     /// What only the system may take: a quarter of `total`, at least one when there are two.
     public let reserve: Int

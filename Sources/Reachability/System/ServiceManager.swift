@@ -6,7 +6,7 @@ import Glibc
 
 /// sd_notify(3): tells the service manager about readiness and status. Without NOTIFY_SOCKET
 /// it does nothing, so the daemon runs the same under systemd and by hand.
-public enum ServiceManager {
+package enum ServiceManager {
     @discardableResult
     public static func notify(_ state: String) -> Bool {
         // Assignments are lines; a value (STATUS= naming an interface, a portal, a configuration

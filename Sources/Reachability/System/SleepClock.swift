@@ -1,7 +1,7 @@
 /// Tells that the host slept by the clocks alone, for hosts without logind: CLOCK_BOOTTIME counts
 /// the time asleep and CLOCK_MONOTONIC does not, so the gap between them grows only across a
 /// suspend. Pure apart from the default readings: tests pass the numbers.
-public struct SleepClock: Sendable {
+package struct SleepClock: Sendable {
     /// Less time asleep than this is no sleep worth redoing anything for (and no suspend of a
     /// laptop lasts less): a stop of a few hundred milliseconds is left alone.
     public static let threshold: Duration = .seconds(2)

@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// A failed system call: which call, on what, and the errno it returned.
-public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
     public var operation: String
     public var errno: Int32
 

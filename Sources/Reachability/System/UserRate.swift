@@ -2,7 +2,7 @@
 /// held. What one user may do at a sustained rate, however many connections it opens, while
 /// root (and so the system's own work) is never counted. Loop-thread only; time is passed in, so
 /// tests need no clock.
-public struct UserRate: Sendable {
+package struct UserRate: Sendable {
     public struct Settings: Equatable, Sendable {
         /// Tokens added per second: the sustained rate.
         public var perSecond: Int

@@ -6,7 +6,7 @@ import Glibc
 /// `signal` from any thread, `drain` on the waking one. Both ends are non-blocking, so a full
 /// pipe never blocks `signal` (it is readable already), and close on exec. Closed when the last
 /// owner lets go.
-public final class WakeUpPipe: Sendable {
+package final class WakeUpPipe: Sendable {
     private let readEnd: Descriptor
     private let writeEnd: Descriptor
     /// The end to poll for reading.
