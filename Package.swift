@@ -37,9 +37,17 @@ let package = Package(
             name: "CCurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        // The lowest layer (docs/ARCHITECTURE.md): descriptors, errors, the poll loop, threads.
+        // A target of its own, so that nothing in it can name a layer above: the compiler keeps it.
+        .target(
+            name: "ReachabilitySystem",
+            dependencies: ["CNetlink", "CSystemd"],
+            path: "Sources/Reachability/System"
+        ),
         .target(
             name: "Reachability",
-            dependencies: ["CNetlink", "CAres", "CSystemd", "CCurl"]
+            dependencies: ["ReachabilitySystem", "CNetlink", "CAres", "CSystemd", "CCurl"],
+            exclude: ["System"]
         ),
         .target(
             name: "SystemConfiguration",

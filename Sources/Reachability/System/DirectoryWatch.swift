@@ -8,7 +8,7 @@ import Glibc
 /// the last owner lets go.
 package final class DirectoryWatch {
     /// Written and closed, moved in or out, created, deleted.
-    static let fileChanges = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE)
+    package static let fileChanges = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE)
 
     private let descriptor: Descriptor
     private var buffer = [UInt8](repeating: 0, count: 4096)

@@ -10,5 +10,5 @@ package enum Heap {
         mallopt(M_MMAP_THRESHOLD, largeBytes)
     }
 
-    static let largeBytes: Int32 = 1 << 20
+    package static let largeBytes: Int32 = 1 << 20
 }

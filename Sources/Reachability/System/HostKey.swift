@@ -6,7 +6,7 @@ import CSystemd
 package enum HostKey {
     /// reachd's application ID for network names (any fixed 128 bits; changing it renames every
     /// network).
-    static let application = sd_id128_t(bytes: (
+    package static let application = sd_id128_t(bytes: (
         0x5e, 0x1c, 0x7a, 0x0d, 0x3b, 0x94, 0x4f, 0x2e, 0xa6, 0x81, 0x0b, 0x57, 0xc3, 0xde, 0x69, 0x12))
 
     /// The key's two halves; nil when the machine ID cannot be read (a container without one).

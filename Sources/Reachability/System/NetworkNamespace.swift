@@ -13,7 +13,7 @@ package enum NetworkNamespace {
     }
 
     /// Runs `body` on a thread that has entered the namespace at `path`.
-    static func run<T>(in path: String, _ body: () -> Result<T, SystemError>) throws(SystemError) -> T {
+    package static func run<T>(in path: String, _ body: () -> Result<T, SystemError>) throws(SystemError) -> T {
         try DedicatedThread.run { () -> Result<T, SystemError> in
             do throws(SystemError) { try enter(path) } catch { return .failure(error) }
             return body()
@@ -21,7 +21,7 @@ package enum NetworkNamespace {
     }
 
     /// Whether the calling thread is in the namespace at `path`: the same namespace inode.
-    static func holdsCallingThread(_ path: String) -> Bool {
+    package static func holdsCallingThread(_ path: String) -> Bool {
         var watched = stat()
         var own = stat()
         guard stat(path, &watched) == 0, stat("/proc/thread-self/ns/net", &own) == 0 else { return false }

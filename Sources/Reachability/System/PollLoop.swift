@@ -92,7 +92,7 @@ package final class PollLoop: EventLoopProtocol {
     }
 
     /// poll(2)'s timeout in milliseconds, rounded up so a deadline is never woken for early.
-    static func timeout(until deadline: ContinuousClock.Instant?) -> Int32 {
+    package static func timeout(until deadline: ContinuousClock.Instant?) -> Int32 {
         guard let deadline else { return -1 }
         let remaining = ContinuousClock.now.duration(to: deadline)
         guard remaining > .zero else { return 0 }

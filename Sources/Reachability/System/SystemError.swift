@@ -19,7 +19,7 @@ package struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
 
 /// Retries a system call interrupted by a signal (EINTR); other results pass through.
 @inline(__always)
-func retryingOnInterrupt<T: FixedWidthInteger>(_ call: () -> T) -> T {
+package func retryingOnInterrupt<T: FixedWidthInteger>(_ call: () -> T) -> T {
     while true {
         let result = call()
         if result == -1, errno == EINTR { continue }

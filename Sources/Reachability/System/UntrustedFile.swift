@@ -11,9 +11,9 @@ import Glibc
 /// may have been swapped in between), and never more than `limit` bytes. Symlinks are followed:
 /// resolv.conf is one on most systems (into /run/systemd/resolve or /run/resolvconf), and what
 /// they lead to passes the same checks.
-enum UntrustedFile {
+package enum UntrustedFile {
     /// Why a file was not read. The description names the file and what it is, for a journal.
-    enum Refusal: Error, Equatable, CustomStringConvertible {
+    package enum Refusal: Error, Equatable, CustomStringConvertible {
         /// Nothing at the path (or a dangling symlink): an absent file, not a fault.
         case missing(String)
         case unreadable(String, errno: Int32)
@@ -21,7 +21,7 @@ enum UntrustedFile {
         case notRegular(String, kind: String)
         case tooLarge(String, limit: Int)
 
-        var description: String {
+        package var description: String {
             switch self {
             case let .missing(path): "\(path) does not exist"
             case let .unreadable(path, errno): "\(path) cannot be read: \(String(cString: strerror(errno)))"
@@ -32,7 +32,7 @@ enum UntrustedFile {
     }
 
     /// The whole file, when it is a regular file of at most `limit` bytes.
-    static func contents(of path: String, limit: Int) -> Result<[UInt8], Refusal> {
+    package static func contents(of path: String, limit: Int) -> Result<[UInt8], Refusal> {
         var info = stat()
         guard stat(path, &info) == 0 else { return .failure(failure(path, errno)) }
         if let refusal = refusal(path, info, limit: limit) { return .failure(refusal) }
@@ -76,14 +76,14 @@ enum UntrustedFile {
 /// is): device, inode, size and change time. nil when the file cannot be stat'ed (then nothing
 /// is cached). An atomic replacement (rename over) is a new inode; an edit in place changes the
 /// size or the change time.
-struct FileIdentity: Equatable {
-    var device: UInt64
-    var inode: UInt64
-    var size: Int64
-    var changedSeconds: Int
-    var changedNanoseconds: Int
+package struct FileIdentity: Equatable {
+    package var device: UInt64
+    package var inode: UInt64
+    package var size: Int64
+    package var changedSeconds: Int
+    package var changedNanoseconds: Int
 
-    init?(path: String) {
+    package init?(path: String) {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
         device = UInt64(info.st_dev)

@@ -12,7 +12,7 @@ extension String {
     /// (general category Cf: bidi embeddings, overrides and isolates, zero-width joiners and
     /// spaces, the soft hyphen, the byte-order mark) as `\u{HHHH}`. `keepingNewlines`: line
     /// breaks and tabs of a multi-line text stay (a table, several sd_notify assignments).
-    public func escapingControlCharacters(keepingNewlines: Bool = false) -> String {
+    package func escapingControlCharacters(keepingNewlines: Bool = false) -> String {
         guard unicodeScalars.contains(where: { Self.isEscaped($0, keepingNewlines: keepingNewlines) }) else { return self }
         var out = ""
         out.reserveCapacity(utf8.count + 8)
@@ -27,7 +27,7 @@ extension String {
     /// characters, so a single "character" of a million combining marks is cut too.
     /// `wholeBytes`: the value's length when this string is only its beginning (a D-Bus argument
     /// refused before all of it was made a string).
-    public func inertExcerpt(limit: Int = 64, wholeBytes: Int? = nil) -> String {
+    package func inertExcerpt(limit: Int = 64, wholeBytes: Int? = nil) -> String {
         var out = "'"
         let scalars = unicodeScalars
         let end = scalars.index(scalars.startIndex, offsetBy: limit, limitedBy: scalars.endIndex) ?? scalars.endIndex
