@@ -47,31 +47,48 @@ let package = Package(
         .target(
             name: "Reachability",
             dependencies: ["ReachabilitySystem", "CNetlink", "CAres", "CSystemd", "CCurl"],
-            exclude: ["System"]
+            exclude: ["System", "Output", "Metrics", "Config"]
+        ),
+        // The layers above the library's programs' API: renderings, metrics, then reachd.conf.
+        // Targets of their own, so that nothing below can name them.
+        .target(
+            name: "ReachabilityOutput",
+            dependencies: ["Reachability"],
+            path: "Sources/Reachability/Output"
+        ),
+        .target(
+            name: "ReachabilityMetrics",
+            dependencies: ["ReachabilityOutput"],
+            path: "Sources/Reachability/Metrics"
+        ),
+        .target(
+            name: "ReachabilityConfig",
+            dependencies: ["ReachabilityMetrics"],
+            path: "Sources/Reachability/Config"
         ),
         .target(
             name: "SystemConfiguration",
-            dependencies: ["Reachability"]
+            dependencies: ["Reachability", "ReachabilityConfig"]
         ),
         .executableTarget(
             name: "reachd",
-            dependencies: ["Reachability"]
+            dependencies: ["Reachability", "ReachabilityConfig"]
         ),
         .executableTarget(
             name: "reachctl",
             dependencies: [
-                "Reachability",
+                "Reachability", "ReachabilityConfig",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         // Benchmarks are a program, not timed tests: see BENCHMARKS.md.
         .executableTarget(
             name: "reachbench",
-            dependencies: ["Reachability"]
+            dependencies: ["Reachability", "ReachabilityConfig"]
         ),
         .testTarget(
             name: "ReachabilityTests",
-            dependencies: ["Reachability", "SystemConfiguration"]
+            dependencies: ["Reachability", "ReachabilityConfig", "SystemConfiguration"]
         ),
     ],
     swiftLanguageModes: [.v6]

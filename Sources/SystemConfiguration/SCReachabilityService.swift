@@ -1,4 +1,5 @@
 internal import Reachability
+internal import ReachabilityConfig
 import Synchronization
 
 /// Where the references of a process get their answers, chosen as reachctl chooses: reachd

@@ -1,5 +1,5 @@
 /// The sections of reachd.conf, as written in their headers.
-enum ConfigurationSection: String, CaseIterable, Sendable {
+package enum ConfigurationSection: String, CaseIterable, Sendable {
     case checks = "Checks"
     case limits = "Limits"
     case priorities = "Priorities"
@@ -21,10 +21,10 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
     /// Repeats: each one is a rule for one network, by its name (`NetworkID`).
     case network = "Network"
 
-    var name: String { rawValue }
+    package var name: String { rawValue }
 
     /// The keys this section takes, in the order `mergedText` writes them.
-    var settings: [ConfigurationSetting] {
+    package var settings: [ConfigurationSetting] {
         switch self {
         case .checks: [.defaultTimeout, .maxConcurrentLookups, .negativeCacheTime, .lookupsPerUserPerSecond, .lookupBurstPerUser]
         case .limits: [.maxWatchesPerClient, .maxWatchesPerUser, .maxWatches, .maxHostChecksPerUser, .maxHostChecks]
@@ -41,11 +41,11 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
         }
     }
 
-    var keyNames: [String] { settings.map(\.name) }
+    package var keyNames: [String] { settings.map(\.name) }
 
     /// The setting a key names: exactly as spelled, except that kind names in `[Priorities]` ignore case
     /// (`WiFi`, `wifi`, `WIFI`), since they are values of `InterfaceKind` as much as keys.
-    func setting(named key: String) -> ConfigurationSetting? {
+    package func setting(named key: String) -> ConfigurationSetting? {
         if self == .priorities {
             return InterfaceKind(rawValue: key.lowercased()).map { .priority($0) }
         }
@@ -57,7 +57,7 @@ enum ConfigurationSection: String, CaseIterable, Sendable {
 }
 
 /// One key of reachd.conf.
-enum ConfigurationSetting: Hashable, Sendable {
+package enum ConfigurationSetting: Hashable, Sendable {
     case defaultTimeout, maxConcurrentLookups, negativeCacheTime, lookupsPerUserPerSecond, lookupBurstPerUser
     case maxWatchesPerClient, maxWatchesPerUser, maxWatches, maxHostChecksPerUser, maxHostChecks
     case priority(InterfaceKind)
@@ -75,10 +75,10 @@ enum ConfigurationSetting: Hashable, Sendable {
     case stallMinSegments, stallRetransmitPercent
 
     /// `[Priorities]` in the order of the defaults, most preferred first.
-    static let priorityOrder: [InterfaceKind] = [.vpn, .wired, .wifi, .cellular, .bridge, .virtual, .other, .loopback]
+    package static let priorityOrder: [InterfaceKind] = [.vpn, .wired, .wifi, .cellular, .bridge, .virtual, .other, .loopback]
 
     /// The key as `mergedText` and messages spell it.
-    var name: String {
+    package var name: String {
         switch self {
         case .defaultTimeout: "DefaultTimeout"
         case .maxConcurrentLookups: "MaxConcurrentLookups"
@@ -124,7 +124,7 @@ enum ConfigurationSetting: Hashable, Sendable {
     }
 
     /// What a value looks like, for the message about an empty one.
-    var expected: String {
+    package var expected: String {
         switch self {
         case .defaultTimeout, .negativeCacheTime, .probeInterval, .probeTimeout, .portalEndingLead, .waitTimeout, .textfileInterval, .stallInterval,
             .stallAfter:

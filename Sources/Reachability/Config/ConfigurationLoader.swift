@@ -93,8 +93,8 @@ extension Configuration {
 }
 
 /// Bounded reads of configuration files and listings of drop-in directories, with Glibc.
-enum ConfigurationFileReader {
-    enum Outcome {
+package enum ConfigurationFileReader {
+    package enum Outcome {
         /// No such file (or a dangling symlink): not an error, the file is optional.
         case missing
         /// A symbolic link whose target does not exist: not read, and warned about.
@@ -105,11 +105,11 @@ enum ConfigurationFileReader {
         case text(String)
     }
 
-    static func join(_ directory: String, _ name: String) -> String {
+    package static func join(_ directory: String, _ name: String) -> String {
         directory.hasSuffix("/") ? directory + name : directory + "/" + name
     }
 
-    static func read(_ path: String) -> Outcome {
+    package static func read(_ path: String) -> Outcome {
         func failure(_ message: String, line: Int? = nil) -> Outcome {
             .failed(ConfigurationError(file: path, line: line, message: message))
         }
@@ -161,7 +161,7 @@ enum ConfigurationFileReader {
 
     /// Why a file of this status is not read: nil for a regular file, empty for `/dev/null` (it
     /// masks), else the sentence for the error.
-    static func notRegularFile(_ status: stat) -> String? {
+    package static func notRegularFile(_ status: stat) -> String? {
         let kind: String
         switch status.st_mode & S_IFMT {
         case S_IFREG: return nil
@@ -179,7 +179,7 @@ enum ConfigurationFileReader {
     }
 
     /// The bytes as a String, or the line of the first byte that is not UTF-8 text.
-    static func text(_ bytes: [UInt8], path: String) -> Outcome {
+    package static func text(_ bytes: [UInt8], path: String) -> Outcome {
         if !bytes.contains(0), let text = String(validating: bytes, as: UTF8.self) { return .text(text) }
         for (index, line) in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
             if line.contains(0) {
@@ -196,7 +196,7 @@ enum ConfigurationFileReader {
     }
 
     /// The names in a directory; an empty list when it does not exist.
-    static func list(_ path: String) -> Result<[String], ConfigurationError> {
+    package static func list(_ path: String) -> Result<[String], ConfigurationError> {
         switch DirectoryNames.list(path) {
         case let .success(names): return .success(names)
         case let .failure(error) where error.errno == ENOENT || error.errno == ENOTDIR: return .success([])
@@ -211,7 +211,7 @@ enum ConfigurationFileReader {
     }
 
     /// Why `path` is no directory to read configuration from; nil when it is one.
-    static func directoryProblem(_ path: String) -> String? {
+    package static func directoryProblem(_ path: String) -> String? {
         var status = stat()
         guard stat(path, &status) == 0 else { return errno == ENOENT ? "no such directory" : "cannot read: \(describe(errno))" }
         return status.st_mode & S_IFMT == S_IFDIR ? nil : "not a directory"

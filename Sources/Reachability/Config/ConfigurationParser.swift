@@ -27,9 +27,9 @@ extension Configuration {
 }
 
 /// One file's parse: the line splitting of systemd.syntax(7), then one logical line at a time.
-struct ConfigurationParser {
-    let file: String
-    var configuration: Configuration
+package struct ConfigurationParser {
+    package let file: String
+    package var configuration: Configuration
     private(set) var errors: [ConfigurationError] = []
 
     /// Where the lines being read go.
@@ -44,14 +44,14 @@ struct ConfigurationParser {
     /// The `ID=` of every network rule this file gave, with its section's line.
     private var networksInThisFile: [String: Int] = [:]
 
-    init(file: String, configuration: Configuration) {
+    package init(file: String, configuration: Configuration) {
         self.file = file
         self.configuration = configuration
     }
 
     // MARK: Lines
 
-    mutating func parse(_ bytes: [UInt8]) {
+    package mutating func parse(_ bytes: [UInt8]) {
         guard bytes.count <= Configuration.maximumFileBytes else {
             fail(line: nil, ConfigurationParser.tooLargeMessage(bytes.count))
             return
@@ -379,7 +379,7 @@ struct ConfigurationParser {
         errors.append(ConfigurationError(file: file, line: line, section: section, key: key, message: message))
     }
 
-    static func tooLargeMessage(_ size: Int) -> String {
+    package static func tooLargeMessage(_ size: Int) -> String {
         "the file is \(size) bytes, more than the limit of \(Configuration.maximumFileBytes) (1 MiB); it is refused"
     }
 }
@@ -387,13 +387,13 @@ struct ConfigurationParser {
 /// An `[Interface]` or `[Network]` section as read so far.
 private struct PendingRule {
     /// The header's line.
-    var line: Int
+    package var line: Int
     /// The keys set so far; the pattern stays empty until `Name=`.
-    var rule = InterfaceRule(pattern: "")
+    package var rule = InterfaceRule(pattern: "")
     /// A `[Network]` section's rule instead; its name stays empty until `ID=`.
-    var network: NetworkRule?
+    package var network: NetworkRule?
     /// Canonical key name to the line that set it, to refuse a second assignment.
-    var keyLines: [String: Int] = [:]
+    package var keyLines: [String: Int] = [:]
     /// Some line of the section was wrong: the rule is dropped rather than applied in part.
-    var failed = false
+    package var failed = false
 }

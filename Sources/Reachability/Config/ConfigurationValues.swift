@@ -1,8 +1,8 @@
 /// Why a value was refused; the message names the value.
-struct ValueProblem: Error {
-    var message: String
+package struct ValueProblem: Error {
+    package var message: String
 
-    static func duration(_ text: String, in range: ClosedRange<Duration>) throws(ValueProblem) -> Duration {
+    package static func duration(_ text: String, in range: ClosedRange<Duration>) throws(ValueProblem) -> Duration {
         let value: Duration
         do {
             value = try DurationText.parse(text)
@@ -17,7 +17,7 @@ struct ValueProblem: Error {
     }
 
     /// Decimal digits only: no sign, no spaces, no hexadecimal.
-    static func integer(_ text: String, in range: ClosedRange<Int>) throws(ValueProblem) -> Int {
+    package static func integer(_ text: String, in range: ClosedRange<Int>) throws(ValueProblem) -> Int {
         let expected = "a whole number from \(range.lowerBound) to \(range.upperBound)"
         guard !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
             throw ValueProblem(message: "invalid number '\(text)'; expected \(expected)")
@@ -30,7 +30,7 @@ struct ValueProblem: Error {
     }
 
     /// A whole number in `range`, or `auto` (any case) for nil: a default derived from other keys.
-    static func integerOrAuto(_ text: String, in range: ClosedRange<Int>) throws(ValueProblem) -> Int? {
+    package static func integerOrAuto(_ text: String, in range: ClosedRange<Int>) throws(ValueProblem) -> Int? {
         if text.lowercased() == "auto" { return nil }
         do {
             return try integer(text, in: range)
@@ -40,7 +40,7 @@ struct ValueProblem: Error {
     }
 
     /// systemd's spellings, without regard to case.
-    static func boolean(_ text: String) throws(ValueProblem) -> Bool {
+    package static func boolean(_ text: String) throws(ValueProblem) -> Bool {
         switch text.lowercased() {
         case "yes", "true", "on", "1": return true
         case "no", "false", "off", "0": return false
@@ -49,7 +49,7 @@ struct ValueProblem: Error {
     }
 
     /// What `reachctl wait --target` takes: an address, or a host name (refused as it would refuse it).
-    static func target(_ text: String) throws(ValueProblem) -> String {
+    package static func target(_ text: String) throws(ValueProblem) -> String {
         if AddressTarget.looksLikeAddress(text) {
             if case let .failure(error) = AddressTarget.parse(text) { throw ValueProblem(message: error.description) }
         } else if case let .failure(error) = HostName.validate(text) {
@@ -63,7 +63,7 @@ struct ValueProblem: Error {
         return text
     }
 
-    static func waitKind(_ text: String) throws(ValueProblem) -> InterfaceKind {
+    package static func waitKind(_ text: String) throws(ValueProblem) -> InterfaceKind {
         let names = Configuration.waitOnlineKinds.map(\.rawValue).joined(separator: ", ")
         guard let kind = InterfaceKind(rawValue: text.lowercased()), Configuration.waitOnlineKinds.contains(kind) else {
             throw ValueProblem(message: "'\(text)' is not a kind of link that carries an uplink; expected one of \(names)")
@@ -71,7 +71,7 @@ struct ValueProblem: Error {
         return kind
     }
 
-    static func kind(_ text: String) throws(ValueProblem) -> InterfaceKind {
+    package static func kind(_ text: String) throws(ValueProblem) -> InterfaceKind {
         guard let kind = InterfaceKind(rawValue: text.lowercased()) else {
             let names = InterfaceKind.allCases.map(\.rawValue).joined(separator: ", ")
             throw ValueProblem(message: "unknown interface kind '\(text)'; expected one of \(names)")
@@ -81,10 +81,10 @@ struct ValueProblem: Error {
 }
 
 /// Near misses for unknown names: a typo gets a "did you mean".
-enum Suggestion {
+package enum Suggestion {
     /// The candidate that equals `name` but for case, else the first within edit distance 2 (ignoring
     /// case); nil when none is that close.
-    static func nearest(to name: String, among candidates: [String]) -> String? {
+    package static func nearest(to name: String, among candidates: [String]) -> String? {
         let lowered = Array(name.lowercased().unicodeScalars)
         // Long garbage is never a typo, and skipping it bounds the cost of the distance.
         guard lowered.count <= 64 else { return nil }
@@ -97,7 +97,7 @@ enum Suggestion {
     }
 
     /// Levenshtein distance: insertions, deletions and substitutions each cost one.
-    static func editDistance(_ a: [Unicode.Scalar], _ b: [Unicode.Scalar]) -> Int {
+    package static func editDistance(_ a: [Unicode.Scalar], _ b: [Unicode.Scalar]) -> Int {
         guard !a.isEmpty else { return b.count }
         guard !b.isEmpty else { return a.count }
         var previous = Array(0...b.count)

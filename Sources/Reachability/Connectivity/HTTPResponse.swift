@@ -77,7 +77,7 @@ package struct HTTPResponseReader: Sendable {
     /// Where an HTTP head ends: the index of the newline before the blank line, and just past
     /// that blank line (CRLF CRLF, or bare LF LF as lenient peers send); nil while it has not
     /// come. Requests (`MetricsHTTP`) end the same way.
-    static func endOfHead(_ bytes: [UInt8]) -> (headEnd: Int, bodyStart: Int)? {
+    package static func endOfHead(_ bytes: [UInt8]) -> (headEnd: Int, bodyStart: Int)? {
         var index = 0
         while index + 1 < bytes.count {
             if bytes[index] == 0x0A {

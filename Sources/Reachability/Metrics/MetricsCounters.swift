@@ -89,7 +89,7 @@ extension Reason {
     /// The order of the `reason` label's values; a switch, so indexing allocates nothing.
     package static let metricsOrder: [Reason] = [.noRoute, .linkDown, .noAddress, .dnsTimeout, .dnsNotFound, .dnsFailure, .invalidTarget]
 
-    var metricsIndex: Int {
+    package var metricsIndex: Int {
         switch self {
         case .noRoute: 0
         case .linkDown: 1
@@ -112,7 +112,7 @@ extension Reason {
 }
 
 extension ConnectivityVerdict {
-    var metricsIndex: Int {
+    package var metricsIndex: Int {
         switch self {
         case .unknown: 0
         case .none: 1
@@ -134,7 +134,7 @@ package enum CheckRefusal: String, CaseIterable, Sendable {
     /// reachd holds as many checks in flight as it ever does, from everyone together.
     case inFlightCap = "in_flight_cap"
 
-    var metricsIndex: Int {
+    package var metricsIndex: Int {
         switch self {
         case .shareFull: 0
         case .rateLimited: 1
@@ -156,7 +156,7 @@ package enum MetricsCutOff: String, CaseIterable, Sendable {
     /// It kept sending past the answer more than the lingering close reads (64 KiB).
     case drainLimit = "drain_limit"
 
-    var metricsIndex: Int {
+    package var metricsIndex: Int {
         switch self {
         case .evicted: 0
         case .headDeadline: 1

@@ -2,7 +2,7 @@ extension MetricsExposition {
     /// The outage counters: time lost by cause, outages by cause, time nobody watched. Every
     /// series exists from the start (at 0), and every label comes from a closed set (causes,
     /// kinds, reasons): 9 + 2 + 40 + 9 + 2 series, whatever the network does.
-    static func renderOutage(_ totals: OutageTotals, into out: inout ExpositionText) {
+    package static func renderOutage(_ totals: OutageTotals, into out: inout ExpositionText) {
         out.family("reachd_offline_seconds_total", .counter, "Seconds the host was not online, by the first broken layer of its answer (reachctl why); time asleep or with reachd stopped is not counted here.")
         for cause in OutageCause.allCases {
             out.sample("reachd_offline_seconds_total", [("cause", cause.rawValue)], totals.offline[cause] ?? 0)

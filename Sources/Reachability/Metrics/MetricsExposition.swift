@@ -187,7 +187,7 @@ package enum MetricsExposition {
     package static func escapeLabelValue(_ value: String) -> String { escape(value, quotes: true) }
 
     /// HELP text escapes only backslash and line feed.
-    static func escape(_ value: String, quotes: Bool) -> String {
+    package static func escape(_ value: String, quotes: Bool) -> String {
         var escaped = ""
         escaped.reserveCapacity(value.utf8.count)
         for character in value.unicodeScalars {
@@ -202,7 +202,7 @@ package enum MetricsExposition {
     }
 
     /// A sample value: whole numbers without a fraction (`le="10"`, not `le="10.0"`).
-    static func format(_ value: Double) -> String {
+    package static func format(_ value: Double) -> String {
         if value.isNaN { return "NaN" }
         if value.isInfinite { return value > 0 ? "+Inf" : "-Inf" }
         if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
@@ -211,16 +211,16 @@ package enum MetricsExposition {
 }
 
 /// Builds the text: one `# HELP`/`# TYPE` header per family, then its samples.
-struct ExpositionText {
-    enum Kind: String { case gauge, counter, histogram }
+package struct ExpositionText {
+    package enum Kind: String { case gauge, counter, histogram }
 
-    var text = ""
+    package var text = ""
 
-    mutating func family(_ name: String, _ kind: Kind, _ help: String) {
+    package mutating func family(_ name: String, _ kind: Kind, _ help: String) {
         text += "# HELP \(name) \(MetricsExposition.escape(help, quotes: false))\n# TYPE \(name) \(kind.rawValue)\n"
     }
 
-    mutating func sample(_ name: String, _ labels: [(String, String)], _ value: Double) {
+    package mutating func sample(_ name: String, _ labels: [(String, String)], _ value: Double) {
         text += name
         if !labels.isEmpty {
             text += "{" + labels.map { "\($0.0)=\"\(MetricsExposition.escapeLabelValue($0.1))\"" }.joined(separator: ",") + "}"
@@ -228,12 +228,12 @@ struct ExpositionText {
         text += " " + MetricsExposition.format(value) + "\n"
     }
 
-    mutating func counter(_ name: String, _ help: String, _ value: UInt64) {
+    package mutating func counter(_ name: String, _ help: String, _ value: UInt64) {
         family(name, .counter, help)
         sample(name, [], Double(value))
     }
 
-    mutating func histogram(_ name: String, _ help: String, _ histogram: MetricsHistogram) {
+    package mutating func histogram(_ name: String, _ help: String, _ histogram: MetricsHistogram) {
         family(name, .histogram, help)
         var cumulative: UInt64 = 0
         for (index, bound) in histogram.bounds.enumerated() {

@@ -34,9 +34,9 @@ package enum HistoryOutput {
         return "\(minutes)m \(seconds % 60)s"
     }
 
-    static func laneName(_ lane: String) -> String { lane.isEmpty ? "host" : lane }
+    package static func laneName(_ lane: String) -> String { lane.isEmpty ? "host" : lane }
     /// `outage`, `degradation`, or for time nobody watched its reason: `asleep` or `stopped`.
-    static func kind(_ interval: HistoryTimeline.Interval) -> String {
+    package static func kind(_ interval: HistoryTimeline.Interval) -> String {
         switch interval.condition {
         case .down: "outage"
         case .degraded: "degradation"
@@ -115,7 +115,7 @@ package enum HistoryOutput {
     }
 
     /// XML text: & < > " escaped, control characters (which XML 1.0 forbids) dropped.
-    static func escaped(_ text: String) -> String {
+    package static func escaped(_ text: String) -> String {
         var out = ""
         for scalar in text.unicodeScalars {
             switch scalar {

@@ -25,6 +25,13 @@ package struct NetworkManagerValues: Hashable, Sendable {
         package var name: String
         package var deviceType: UInt32
         package var metered: UInt32
+
+        package init(index: Int32, name: String, deviceType: UInt32, metered: UInt32) {
+            self.index = index
+            self.name = name
+            self.deviceType = deviceType
+            self.metered = metered
+        }
     }
 
     package static let stateDisconnected: UInt32 = 20

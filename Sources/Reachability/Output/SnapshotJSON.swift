@@ -41,7 +41,7 @@ extension HostStatus {
     /// `stalled` (the host's own traffic through its path stopped flowing), `expensiveReason`
     /// (why `isExpensive` is in the flags, or empty: `ExpensiveReason`), and the path facts:
     /// `supportsIPv4`, `supportsIPv6`, `supportsDNS`, `gateways`, `reason` ("" when online).
-    var jsonMembers: [(String, JSONValue)] {
+    package var jsonMembers: [(String, JSONValue)] {
         [
             ("flags", flags.json),
             ("state", .string(state.rawValue)),
@@ -148,7 +148,7 @@ extension CheckResult {
 extension PortalSession {
     /// `{"captive":false,"loginURL":"","venueURL":"","ends":0,"bytesRemaining":-1,"canExtend":false,"ending":false}`:
     /// `ends` in microseconds since the epoch (0: not said), `bytesRemaining` -1 when not said.
-    var json: JSONValue {
+    package var json: JSONValue {
         .object([
             ("captive", .bool(captive)),
             ("loginURL", .string(loginURL)),

@@ -29,7 +29,7 @@ package func renderSummary(_ host: HostStatus, interfaces: [InterfaceStatus] = [
 
 /// `wlan0 (wifi, radio off), wwan0 (cellular, radio off)` after `separator` when the host's
 /// reason is radioOff (`, radio off` when `interfaces` names none of them); empty otherwise.
-func renderRadiosOff(_ host: HostStatus, _ interfaces: [InterfaceStatus], separator: String) -> String {
+package func renderRadiosOff(_ host: HostStatus, _ interfaces: [InterfaceStatus], separator: String) -> String {
     guard host.pathFacts.reason == .radioOff else { return "" }
     let off = interfaces.filter { $0.flags.contains(.radioOff) }.map { "\($0.name) (\($0.kind.rawValue), radio off)" }
     return off.isEmpty ? ", radio off" : separator + off.joined(separator: ", ")
@@ -37,7 +37,7 @@ func renderRadiosOff(_ host: HostStatus, _ interfaces: [InterfaceStatus], separa
 
 /// `, internet: full`, `, internet: portal at http://login.example/`: the probe's verdict, when
 /// there is one (nothing without the probe).
-func renderInternet(_ status: ConnectivityStatus) -> String {
+package func renderInternet(_ status: ConnectivityStatus) -> String {
     switch status.verdict {
     case .unknown: ""
     case .portal: ", internet: portal" + (status.portal.isEmpty ? "" : " at \(status.portal)")
@@ -47,7 +47,7 @@ func renderInternet(_ status: ConnectivityStatus) -> String {
 
 /// `, but traffic is stalled: 9 sockets waiting for 12 s, nothing received`, or
 /// `..., 5 DNS timeouts in a row` when DNS is the evidence; the figures left out when unknown.
-func renderStall(_ evidence: StallEvidence?) -> String {
+package func renderStall(_ evidence: StallEvidence?) -> String {
     var line = ", but traffic is stalled"
     guard let evidence else { return line }
     var figures: [String] = []
@@ -126,7 +126,7 @@ package func renderStatus(_ snapshot: ReachabilitySnapshot, style: TextStyle = .
 /// `only link-local IPv4 (169.254.23.7/16 on up0): it reaches that link's neighbours, not the
 /// internet; no DHCP server answered` when IPv4 addresses are held and every one is link-local
 /// (RFC 3927: what a host gives itself without a lease); nil otherwise.
-func renderLinkLocalOnly(_ interfaces: [InterfaceStatus]) -> String? {
+package func renderLinkLocalOnly(_ interfaces: [InterfaceStatus]) -> String? {
     let held = interfaces.flatMap { interface in
         interface.addresses.filter { $0.address.family == .ipv4 && !$0.address.isLoopback }.map { (interface.name, $0) }
     }
@@ -141,7 +141,7 @@ func renderLinkLocalOnly(_ interfaces: [InterfaceStatus]) -> String? {
 /// say they do not answer and `, and reachd's own queries went unanswered` when the stall's
 /// question did. `no nameserver routable` when none is configured; an older reachd that names
 /// none gets `a nameserver is routable`.
-func renderDNS(_ facts: PathFacts, _ stall: StallEvidence?, style: TextStyle = .plain) -> String {
+package func renderDNS(_ facts: PathFacts, _ stall: StallEvidence?, style: TextStyle = .plain) -> String {
     let timeouts = stall?.dnsTimeouts ?? 0
     var servers: String
     if facts.nameservers.isEmpty {
@@ -175,7 +175,7 @@ public func renderFlags(_ flags: ReachabilityFlags) -> String {
 
 /// `wlan0 (stalled), wwan0`: the available interfaces, each whose own traffic stopped flowing
 /// marked, so a user sees which uplink still carries traffic.
-func renderAvailable(_ names: [String], _ interfaces: [InterfaceStatus]) -> String {
+package func renderAvailable(_ names: [String], _ interfaces: [InterfaceStatus]) -> String {
     names.map { name in
         interfaces.first { $0.name == name }?.flags.contains(.stalled) == true ? name + " (stalled)" : name
     }.joined(separator: ", ")
@@ -307,7 +307,7 @@ package func renderCheck(_ result: CheckResult, style: TextStyle = .plain) -> St
 
 /// What the network's portal API said, in a line: captive or not, the login page, the end (local
 /// time), the bytes left, ending; nil when no API answered.
-func renderPortalSession(_ session: PortalSession) -> String? {
+package func renderPortalSession(_ session: PortalSession) -> String? {
     guard session != .none else { return nil }
     var words = [session.captive ? "captive" : "logged in"]
     if !session.loginURL.isEmpty { words.append("login at " + session.loginURL.escapingControlCharacters()) }

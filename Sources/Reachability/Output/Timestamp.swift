@@ -41,7 +41,7 @@ package struct Timestamp: Hashable, Sendable {
     }
 
     /// `offset` nil: `Z`; else `+HH:MM` or `-HH:MM`.
-    func format(_ parts: tm, offset: Int?) -> String {
+    package func format(_ parts: tm, offset: Int?) -> String {
         func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
         let millis = milliseconds < 10 ? "00\(milliseconds)" : milliseconds < 100 ? "0\(milliseconds)" : "\(milliseconds)"
         var text = "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))"

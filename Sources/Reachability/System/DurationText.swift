@@ -22,7 +22,7 @@ package enum DurationText {
         "a systemd time span (500ms, 2s, 1.5s, 2min, 1h30s, 1h 30min; units us, ms, s, min, h, d, w) or a bare number of seconds"
 
     /// The units and their length in nanoseconds, under every name systemd gives them.
-    static let units: [String: UInt64] = {
+    package static let units: [String: UInt64] = {
         let second: UInt64 = 1_000_000_000
         let names: [([String], UInt64)] = [
             (["us", "usec", "µs", "μs"], 1_000),
@@ -126,7 +126,7 @@ package enum DurationText {
     }
 
     /// A maximum in words: `24 hours (24h)`, `36500 days (36500d)` from two days up; else `format`.
-    static func words(_ duration: Duration) -> String {
+    package static func words(_ duration: Duration) -> String {
         let seconds = duration.components.seconds
         if seconds >= 2 * 86_400, seconds % 86_400 == 0 { return "\(seconds / 86_400) days (\(seconds / 86_400)d)" }
         if seconds >= 3_600, seconds % 3_600 == 0, duration.components.attoseconds == 0 { return "\(seconds / 3_600) hours (\(seconds / 3_600)h)" }
