@@ -66,100 +66,13 @@ enum Report {
         }
         out.append("")
 
-        if !results.flaps.isEmpty {
-            out.append("1 / 3a. Change latency, kernel -> notification: veth peer admin down/up -> up0 carrier (us)")
-            out.append("   from just before the RTM_NEWLINK sendmsg to the notification in the waiting code")
-            var rows: [[String]] = []
-            for flap in results.flaps {
-                for (transition, summary) in [("down", flap.down), ("up", flap.up), ("both", flap.all)] {
-                    rows.append([
-                        "\(flap.pairs)", "\(flap.links)", (flap.ipv6 ? "yes" : "no") + (flap.policy.isEmpty ? "" : "; \(flap.policy)"), flap.path.rawValue, transition, "\(summary.count)",
-                        Format.microseconds(summary.median), Format.microseconds(summary.p99),
-                        Format.microseconds(summary.max),
-                    ])
-                }
-            }
-            out.append(Format.table(
-                ["pairs", "links", "v6", "path", "change", "n", "median", "p99", "max"], rows, leftColumns: 5))
-            let perTransition = results.flaps.compactMap { flap in
-                flap.updatesPerTransitionTimes100.map {
-                    "\(flap.pairs)\(flap.ipv6 ? "+v6" : "") pairs: \($0 / 100).\($0 % 100 < 10 ? "0" : "")\($0 % 100)"
-                }
-            }
-            if !perTransition.isEmpty {
-                out.append("   updates() changes per transition (peer + uplink): " + perTransition.joined(separator: ", "))
-            }
-            out.append("")
-        }
-
-        if !results.syncs.isEmpty {
-            out.append("2. Initial sync: ReachabilityMonitor(configuration:) = dump links, addresses, routes + Engine (ms)")
-            out.append("   memory: process VmRSS / RssAnon (MiB) before the first monitor, and with it alive")
-            var rows: [[String]] = []
-            for sync in results.syncs {
-                rows.append([
-                    "\(sync.pairs)", "\(sync.links)", (sync.ipv6 ? "yes" : "no") + (sync.policy.isEmpty ? "" : "; \(sync.policy)"), "\(sync.interfaces)", "\(sync.addresses)", "\(sync.sync.count)",
-                    Format.milliseconds(sync.sync.median), Format.milliseconds(sync.sync.min),
-                    Format.milliseconds(sync.sync.max),
-                    Format.mebibytes(sync.before.residentKiB), Format.mebibytes(sync.alive.residentKiB),
-                    Format.mebibytes(sync.alive.residentKiB - sync.before.residentKiB),
-                    Format.mebibytes(sync.alive.anonymousKiB - sync.before.anonymousKiB),
-                ])
-            }
-            out.append(Format.table(
-                ["pairs", "links", "v6", "ifaces", "addrs", "n", "median", "min", "max", "RSS before", "RSS alive",
-                    "RSS delta", "anon delta"], rows, leftColumns: 0))
-            out.append("")
-        }
-
-        if !results.engine.isEmpty {
-            out.append("3b. Engine in-process: NetworkState.apply([one link event]), carrier off/on alternating (ns)")
-            var rows: [[String]] = []
-            for engine in results.engine {
-                for (event, summary) in [("default-route link", engine.uplink), ("other link", engine.leaf), ("metrics render", engine.metrics)] {
-                    rows.append([
-                        "\(engine.links)", event, "\(summary.count)", "\(summary.median)", "\(summary.p99)",
-                        "\(summary.max)", "\(summary.mean)", Format.milliseconds(engine.fill),
-                        Format.mebibytes(engine.stateKiB),
-                    ])
-                }
-            }
-            out.append(Format.table(
-                ["links", "event", "n", "median", "p99", "max", "mean", "fill (ms)", "state (MiB)"], rows,
-                leftColumns: 2))
-            out.append("   each sample includes one clock read (~\(results.clockOverhead) ns); "
-                + "fill = one apply() of the whole synthetic dump; metrics render = snapshot + "
-                + "MetricsExposition.render, one scrape's work, not a link event")
-            out.append("")
-        }
+        out += flapSection(results)
+        out += syncSection(results)
+        out += engineSection(results)
         out += checkSections(results)
         out += busSection(results)
-        if !results.hostLoad.isEmpty {
-            out.append("9. Concurrent D-Bus CheckHost against a DNS black hole (ms past each call's deadline, as the caller saw it and inside reachd; CheckAddress round trips meanwhile, us)")
-            let rows = results.hostLoad.map { load in
-                [
-                    "\(load.concurrent)", "\(load.deadlineMilliseconds)", "\(load.timedOut)",
-                    Format.milliseconds(load.lateness.median), Format.milliseconds(load.lateness.p99), Format.milliseconds(load.lateness.max),
-                    Format.milliseconds(load.reachdLateness.median), Format.milliseconds(load.reachdLateness.p99),
-                    Format.milliseconds(load.reachdLateness.max),
-                    "\(load.checkAddress.count)", Format.microseconds(load.checkAddress.median), Format.microseconds(load.checkAddress.p99),
-                    Format.microseconds(load.checkAddress.max), "\(load.cpuMilliseconds)", "\(load.hogs)",
-                ]
-            }
-            out.append(Format.table(
-                ["checks", "deadline", "dnsTimeout", "late p50", "p99", "max", "in reachd p50", "p99", "max", "CheckAddress n", "p50", "p99", "max", "reachd CPU ms", "CPU hogs"],
-                rows, leftColumns: 0))
-            out.append("")
-        }
-        if !results.stall.isEmpty {
-            out.append("11. One passive stall poll: sock_diag dump of IPv4 and IPv6 (request, reads, decode) + StallEvaluator.poll (us)")
-            let rows = results.stall.map { m in
-                ["\(m.sockets)", m.request, "\(m.dumped)", "\(m.total.count)", Format.microseconds(m.total.median), Format.microseconds(m.total.p99),
-                 Format.microseconds(m.total.max), Format.microseconds(m.dump.median), Format.microseconds(m.evaluate.median)]
-            }
-            out.append(Format.table(["sockets", "request", "dumped", "polls", "poll p50", "p99", "max", "dump p50", "evaluate p50"], rows, leftColumns: 0))
-            out.append("")
-        }
+        out += hostLoadSection(results)
+        out += stallSection(results)
         if !results.loads.isEmpty {
             out.append("load average (1 min) per group: "
                 + results.loads.map { "\($0.group) \($0.start) -> \($0.end)" }.joined(separator: ", "))
@@ -169,6 +82,121 @@ enum Report {
         let tenths = results.elapsed / 100_000_000
         out.append("total time: \(tenths / 10).\(tenths % 10) s")
         return out.joined(separator: "\n")
+    }
+
+    /// Section 1 / 3a: change latency, kernel to notification.
+    private static func flapSection(_ results: Results) -> [String] {
+        guard !results.flaps.isEmpty else { return [] }
+        var out: [String] = []
+        out.append("1 / 3a. Change latency, kernel -> notification: veth peer admin down/up -> up0 carrier (us)")
+        out.append("   from just before the RTM_NEWLINK sendmsg to the notification in the waiting code")
+        var rows: [[String]] = []
+        for flap in results.flaps {
+            for (transition, summary) in [("down", flap.down), ("up", flap.up), ("both", flap.all)] {
+                rows.append([
+                    "\(flap.pairs)", "\(flap.links)", (flap.ipv6 ? "yes" : "no") + (flap.policy.isEmpty ? "" : "; \(flap.policy)"), flap.path.rawValue, transition, "\(summary.count)",
+                    Format.microseconds(summary.median), Format.microseconds(summary.p99),
+                    Format.microseconds(summary.max),
+                ])
+            }
+        }
+        out.append(Format.table(
+            ["pairs", "links", "v6", "path", "change", "n", "median", "p99", "max"], rows, leftColumns: 5))
+        let perTransition = results.flaps.compactMap { flap in
+            flap.updatesPerTransitionTimes100.map {
+                "\(flap.pairs)\(flap.ipv6 ? "+v6" : "") pairs: \($0 / 100).\($0 % 100 < 10 ? "0" : "")\($0 % 100)"
+            }
+        }
+        if !perTransition.isEmpty {
+            out.append("   updates() changes per transition (peer + uplink): " + perTransition.joined(separator: ", "))
+        }
+        out.append("")
+        return out
+    }
+
+    /// Section 2: the initial sync and its memory.
+    private static func syncSection(_ results: Results) -> [String] {
+        guard !results.syncs.isEmpty else { return [] }
+        var out: [String] = []
+        out.append("2. Initial sync: ReachabilityMonitor(configuration:) = dump links, addresses, routes + Engine (ms)")
+        out.append("   memory: process VmRSS / RssAnon (MiB) before the first monitor, and with it alive")
+        var rows: [[String]] = []
+        for sync in results.syncs {
+            rows.append([
+                "\(sync.pairs)", "\(sync.links)", (sync.ipv6 ? "yes" : "no") + (sync.policy.isEmpty ? "" : "; \(sync.policy)"), "\(sync.interfaces)", "\(sync.addresses)", "\(sync.sync.count)",
+                Format.milliseconds(sync.sync.median), Format.milliseconds(sync.sync.min),
+                Format.milliseconds(sync.sync.max),
+                Format.mebibytes(sync.before.residentKiB), Format.mebibytes(sync.alive.residentKiB),
+                Format.mebibytes(sync.alive.residentKiB - sync.before.residentKiB),
+                Format.mebibytes(sync.alive.anonymousKiB - sync.before.anonymousKiB),
+            ])
+        }
+        out.append(Format.table(
+            ["pairs", "links", "v6", "ifaces", "addrs", "n", "median", "min", "max", "RSS before", "RSS alive",
+                "RSS delta", "anon delta"], rows, leftColumns: 0))
+        out.append("")
+        return out
+    }
+
+    /// Section 3b: the Engine in-process.
+    private static func engineSection(_ results: Results) -> [String] {
+        guard !results.engine.isEmpty else { return [] }
+        var out: [String] = []
+        out.append("3b. Engine in-process: NetworkState.apply([one link event]), carrier off/on alternating (ns)")
+        var rows: [[String]] = []
+        for engine in results.engine {
+            for (event, summary) in [("default-route link", engine.uplink), ("other link", engine.leaf), ("metrics render", engine.metrics)] {
+                rows.append([
+                    "\(engine.links)", event, "\(summary.count)", "\(summary.median)", "\(summary.p99)",
+                    "\(summary.max)", "\(summary.mean)", Format.milliseconds(engine.fill),
+                    Format.mebibytes(engine.stateKiB),
+                ])
+            }
+        }
+        out.append(Format.table(
+            ["links", "event", "n", "median", "p99", "max", "mean", "fill (ms)", "state (MiB)"], rows,
+            leftColumns: 2))
+        out.append("   each sample includes one clock read (~\(results.clockOverhead) ns); "
+            + "fill = one apply() of the whole synthetic dump; metrics render = snapshot + "
+            + "MetricsExposition.render, one scrape's work, not a link event")
+        out.append("")
+        return out
+    }
+
+    /// Section 9: concurrent CheckHost against a DNS black hole.
+    private static func hostLoadSection(_ results: Results) -> [String] {
+        guard !results.hostLoad.isEmpty else { return [] }
+        var out: [String] = []
+        out.append("9. Concurrent D-Bus CheckHost against a DNS black hole (ms past each call's deadline, as the caller saw it and inside reachd; CheckAddress round trips meanwhile, us)")
+        let rows = results.hostLoad.map { load in
+            [
+                "\(load.concurrent)", "\(load.deadlineMilliseconds)", "\(load.timedOut)",
+                Format.milliseconds(load.lateness.median), Format.milliseconds(load.lateness.p99), Format.milliseconds(load.lateness.max),
+                Format.milliseconds(load.reachdLateness.median), Format.milliseconds(load.reachdLateness.p99),
+                Format.milliseconds(load.reachdLateness.max),
+                "\(load.checkAddress.count)", Format.microseconds(load.checkAddress.median), Format.microseconds(load.checkAddress.p99),
+                Format.microseconds(load.checkAddress.max), "\(load.cpuMilliseconds)", "\(load.hogs)",
+            ]
+        }
+        out.append(Format.table(
+            ["checks", "deadline", "dnsTimeout", "late p50", "p99", "max", "in reachd p50", "p99", "max", "CheckAddress n", "p50", "p99", "max", "reachd CPU ms", "CPU hogs"],
+            rows, leftColumns: 0))
+        out.append("")
+        return out
+    }
+
+    /// Section 11: one passive stall poll.
+    private static func stallSection(_ results: Results) -> [String] {
+        guard !results.stall.isEmpty else { return [] }
+        var out: [String] = []
+        out.append("11. One passive stall poll: sock_diag dump of IPv4 and IPv6 (request, reads, decode) + StallEvaluator.poll (us)")
+        let rows = results.stall.map { m in
+            ["\(m.sockets)", m.request, "\(m.dumped)", "\(m.total.count)", Format.microseconds(m.total.median), Format.microseconds(m.total.p99),
+             Format.microseconds(m.total.max), Format.microseconds(m.dump.median), Format.microseconds(m.evaluate.median)]
+        }
+        out.append(Format.table(["sockets", "request", "dumped", "polls", "poll p50", "p99", "max", "dump p50", "evaluate p50"], rows, leftColumns: 0))
+        out.append("")
+        return out
     }
 
     private static func row(_ summary: Summary) -> [String] {

@@ -42,37 +42,8 @@ func runBenchmarks(_ options: Options) async throws -> Results {
         }
         results.loads.append(GroupLoad(group: "rounds", start: load, pressure: pressure))
     }
-    // The checks, the bus and the Engine run while the rounds' namespace still exists: deleting
-    // thousands of veths keeps the kernel busy in the background for a while, which would
-    // disturb the samples.
     if options.checks || options.bus || options.hostLoad {
-        note("reachbench: setting up namespaces reachbench-\(getpid())-c and -s (client, DNS servers)")
-        let network = try ServiceNetwork(mountSysfs: options.sysfs)
-        defer { network.close() }
-        if options.checks {
-            let load = loadAverage()
-            let pressure = cpuPressure()
-            try await CheckBench.measure(network, options, into: &results)
-            results.loads.append(GroupLoad(group: "checks", start: load, pressure: pressure))
-        }
-        if options.bus {
-            let load = loadAverage()
-            let pressure = cpuPressure()
-            do {
-                results.bus = try BusBench.measure(network, options)
-            } catch {
-                // The other groups' figures are still worth printing.
-                note("reachbench: bus: \(error)")
-                results.busError = "\(error)"
-            }
-            results.loads.append(GroupLoad(group: "bus", start: load, pressure: pressure))
-        }
-        if options.hostLoad {
-            let load = loadAverage()
-            let pressure = cpuPressure()
-            results.hostLoad = try HostLoadBench.measure(network, options)
-            results.loads.append(GroupLoad(group: "hostload", start: load, pressure: pressure))
-        }
+        try await measureServices(options, into: &results)
     }
     if options.stall {
         let load = loadAverage()
@@ -87,6 +58,39 @@ func runBenchmarks(_ options: Options) async throws -> Results {
     results.elapsed = monotonicNanoseconds() - started
     results.loadAfter = loadAverage()
     return results
+}
+
+/// The groups that need the client and DNS servers' namespaces: the checks, the bus, the host's
+/// load. They run while the rounds' namespace still exists: deleting thousands of veths keeps the
+/// kernel busy in the background for a while, which would disturb the samples.
+func measureServices(_ options: Options, into results: inout Results) async throws {
+    note("reachbench: setting up namespaces reachbench-\(getpid())-c and -s (client, DNS servers)")
+    let network = try ServiceNetwork(mountSysfs: options.sysfs)
+    defer { network.close() }
+    if options.checks {
+        let load = loadAverage()
+        let pressure = cpuPressure()
+        try await CheckBench.measure(network, options, into: &results)
+        results.loads.append(GroupLoad(group: "checks", start: load, pressure: pressure))
+    }
+    if options.bus {
+        let load = loadAverage()
+        let pressure = cpuPressure()
+        do {
+            results.bus = try BusBench.measure(network, options)
+        } catch {
+            // The other groups' figures are still worth printing.
+            note("reachbench: bus: \(error)")
+            results.busError = "\(error)"
+        }
+        results.loads.append(GroupLoad(group: "bus", start: load, pressure: pressure))
+    }
+    if options.hostLoad {
+        let load = loadAverage()
+        let pressure = cpuPressure()
+        results.hostLoad = try HostLoadBench.measure(network, options)
+        results.loads.append(GroupLoad(group: "hostload", start: load, pressure: pressure))
+    }
 }
 
 /// Initial sync, then the flap latency on both paths, at the namespace's current size.
