@@ -1,7 +1,7 @@
 /// What Apple's NWPath tells about the host's internet path, beside flags and kinds: which
 /// families it carries, through which gateways, and why it does not when the host is not
 /// online. Computed from the same facts as the host's answer (`deriveHost`), so both agree.
-package struct PathFacts: Hashable, Sendable {
+public struct PathFacts: Hashable, Sendable {
     /// A usable default path of that family leaves through a ready link that has a global
     /// address of that family.
     public var supportsIPv4: Bool

@@ -70,7 +70,7 @@ public struct HostStatus: Hashable, Sendable {
     /// `ReachabilitySnapshot.stallEvidence`, apart, so that they never make a change of their own.
     public var stalled: Bool
     /// NWPath's facts of the internet path: families, gateways, why the host is not online.
-    package var pathFacts: PathFacts
+    public var pathFacts: PathFacts
     /// Why the host's path is expensive (`isExpensive` in `flags`): its egress link's reason, or
     /// under a tunnel its carrier's; nil when it is not.
     package var expensiveReason: ExpensiveReason?

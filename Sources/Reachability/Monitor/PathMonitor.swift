@@ -64,17 +64,19 @@ public final class PathMonitor: AsyncSequence, Sendable {
     /// answers, in-process with `configuration` while it does not; with a nil `bus`, in-process
     /// only. Returns at once: nothing is asked, opened or read before `start(queue:)`, an
     /// iteration or `currentPath`.
-    public convenience init(requiredInterfaceType: InterfaceKind? = nil, prohibitedInterfaceTypes: Set<InterfaceKind> = []) {
+    public convenience init(
+        requiredInterfaceType: InterfaceKind? = nil, prohibitedInterfaceTypes: Set<InterfaceKind> = [], bus: BusAddress? = .system
+    ) {
         self.init(
             requiredInterfaceType: requiredInterfaceType, prohibitedInterfaceTypes: prohibitedInterfaceTypes,
-            configuration: CoreConfiguration(), bus: .system)
+            configuration: CoreConfiguration(), bus: bus)
     }
 
-    /// `init(requiredInterfaceType:prohibitedInterfaceTypes:)` with reachd's settings for the
-    /// in-process path, and another bus (nil: in-process only).
+    /// `init(requiredInterfaceType:prohibitedInterfaceTypes:bus:)` with reachd's settings for the
+    /// in-process path.
     package init(
         requiredInterfaceType: InterfaceKind? = nil, prohibitedInterfaceTypes: Set<InterfaceKind> = [],
-        configuration: CoreConfiguration = CoreConfiguration(), bus: BusAddress?
+        configuration: CoreConfiguration, bus: BusAddress?
     ) {
         restriction = Path.Restriction(requiredInterfaceType: requiredInterfaceType, prohibitedInterfaceTypes: prohibitedInterfaceTypes)
         source = bus.map { .reachd(PathThroughReachd(bus: $0, configuration: configuration)) } ?? .inProcess(configuration)

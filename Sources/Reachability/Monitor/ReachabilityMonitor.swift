@@ -106,7 +106,7 @@ public final class ReachabilityMonitor: Sendable {
     }
 
     /// The host's path facts (families, gateways, why not online) in the state now.
-    package var pathFacts: PathFacts { mirror.withState { $0.pathFacts } }
+    public var pathFacts: PathFacts { mirror.withState { $0.pathFacts } }
 
     /// Resolves `host` (A and AAAA; /etc/hosts, then DNS) and checks its addresses. Answers by
     /// `deadline` whatever DNS does: `dnsTimeout` then. Answers at once, without a query, when
