@@ -28,6 +28,8 @@ final class Daemon {
     /// The watched units' own traffic (`[Units] Watch=`).
     private var traffic: UnitTraffic!
     private var portals: PortalSessions!
+    /// libcurl's thread, for the portal APIs and the probes alike.
+    private var exchanges: HTTPExchanges!
     private var watches: WatchRegistry!
     /// The clients that hold watches or checks in flight, and their host checks.
     private var callers: Callers?
@@ -171,7 +173,11 @@ final class Daemon {
             checks: core, state: core.shared, first: first, bus: bus, callers: callers, loop: loop, metrics: metrics, configuration: configuration)
         self.watches = watches
         metrics.watchCount = { [unowned watches] in watches.count }
-        let probes = Probes(parts: ProbeParts(inputs: core, checks: core, state: core.shared), loop: loop, metrics: metrics, settings: configuration.connectivity)
+        let exchanges = HTTPExchanges(loop: loop, caFile: configuration.portal.caFile)
+        self.exchanges = exchanges
+        let probes = Probes(
+            parts: ProbeParts(inputs: core, checks: core, state: core.shared), loop: loop, exchanges: exchanges, metrics: metrics,
+            settings: configuration.connectivity)
         self.probes = probes
         let traffic = UnitTraffic(bus: bus, sysfsRoot: options.sysfsRoot)
         self.traffic = traffic
@@ -183,7 +189,7 @@ final class Daemon {
         traffic.configure(configuration.watchedUnits)
         metrics.unitStalls = { [unowned traffic] in traffic.stalls }
         traffic.flipped = { [unowned metrics] in metrics.changed() }
-        let portals = PortalSessions(inputs: core, loop: loop, settings: configuration.portal)
+        let portals = PortalSessions(inputs: core, loop: loop, exchanges: exchanges, settings: configuration.portal)
         self.portals = portals
         let checks = HostCheckCalls(checks: core, bus: bus, callers: callers, metrics: metrics, configuration: configuration)
         self.checks = checks
@@ -310,6 +316,7 @@ final class Daemon {
             probes.configure(loaded.connectivity)
             traffic.configure(loaded.watchedUnits)
             portals.configure(loaded.portal)
+            exchanges.caFile = loaded.portal.caFile
             publisher.networkManagerCompatibility(loaded.networkManagerCompatibility)
             metrics.apply(loaded.metrics)
             ServiceManager.notify("READY=1\nSTATUS=\(publisher.summary)")
