@@ -191,6 +191,7 @@ final class Daemon {
         traffic.flipped = { [unowned metrics] in metrics.changed() }
         let portals = PortalSessions(inputs: core, loop: loop, exchanges: exchanges, settings: configuration.portal)
         self.portals = portals
+        portals.answered = { [unowned probes] in probes.portalAPIAnswered() }
         let checks = HostCheckCalls(checks: core, bus: bus, callers: callers, metrics: metrics, configuration: configuration)
         self.checks = checks
         metrics.heldForCallers = { [unowned checks, unowned callers, unowned core] in
@@ -313,10 +314,11 @@ final class Daemon {
             Log.info("configuration reloaded from \(loaded.sources.isEmpty ? "defaults" : loaded.sources.joined(separator: ", "))")
             // Rules, priorities and resolver settings; the change goes out like any other.
             core.reconfigure(Self.coreConfiguration(options, loaded))
+            // The trust first: a probe the new settings start at once uses it.
+            exchanges.caFile = loaded.portal.caFile
             probes.configure(loaded.connectivity)
             traffic.configure(loaded.watchedUnits)
             portals.configure(loaded.portal)
-            exchanges.caFile = loaded.portal.caFile
             publisher.networkManagerCompatibility(loaded.networkManagerCompatibility)
             metrics.apply(loaded.metrics)
             ServiceManager.notify("READY=1\nSTATUS=\(publisher.summary)")

@@ -28,6 +28,9 @@ final class PortalSessions {
     private let exchanges: HTTPExchanges
     private var settings: PortalSettings
     private var links: [Int32: Link] = [:]
+    /// After each answer is recorded: an answer that changes nothing clients see (`{"captive":
+    /// false}`) is no update, yet the probes keep quiet from then on.
+    var answered: (() -> Void)?
 
     init(inputs: any CoreInputs, loop: EventLoop, exchanges: HTTPExchanges, settings: PortalSettings) {
         self.inputs = inputs
@@ -87,6 +90,7 @@ final class PortalSessions {
             }
             (link.lastRefusal, link.told) = (nil, answer)
             inputs.record(portal: index, api: question.api, session.answer)
+            answered?()
             next = session.next
         case let .failure(refusal):
             if link.lastRefusal != refusal.reason {

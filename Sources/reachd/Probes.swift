@@ -45,6 +45,13 @@ final class Probes {
         reconcile()
     }
 
+    /// A network's portal API answered (`PortalSessions.answered`): a path whose network now
+    /// speaks for itself stops being probed, even when the answer moved nothing clients see.
+    func portalAPIAnswered() {
+        host.networkChanged()
+        for probe in uplinks.values { probe.networkChanged() }
+    }
+
     /// The host goes to sleep: every verdict is forgotten until the resume.
     func suspending() {
         host.suspending()

@@ -15,13 +15,14 @@ struct PortalAPITests {
         let leases: String
         let harness: DaemonHarness
 
-        init(_ link: String, lead: String? = nil, trusted: Bool = true, tag: String = #function) throws {
+        init(_ link: String, lead: String? = nil, trusted: Bool = true, connectivity: String = "", tag: String = #function) throws {
             uplinks = try DaemonBusTests.Scenario(tag, uplink: link)
             server = try PortalServer(in: uplinks.far, address: "192.0.2.1")
             leases = try makeScratchDirectory("portal-leases")
             var config = "[Portal]\n"
             if trusted { config += "CAFile=\(server.caFile)\n" }
             if let lead { config += "EndingLead=\(lead)\n" }
+            config += connectivity
             harness = try DaemonHarness(uplinks.ns, config: config, arguments: ["--dhcp-client-leases", leases])
         }
 
