@@ -145,9 +145,10 @@ struct PortalAPITests {
     }
 }
 
-/// reachd's loop while the portal API's thread reads hostile answers: timed, so in a pass of its
-/// own (scripts/test): beside the timing pass's tests its calls' baseline reached 9.5 ms.
-@Suite(rootOnly)
+/// reachd's loop while the exchange thread reads hostile answers (the portal API's here, the
+/// probe's in ProbeExchangeTests.swift): timed, so in a pass of its own (scripts/test): beside
+/// the timing pass's tests its calls' baseline reached 9.5 ms. One test at a time.
+@Suite(rootOnly, .serialized)
 struct PortalAPILoopTests {
     /// A slow answer, a huge one and a redirect loop are read on the portal API's thread: reachd's
     /// loop, asked CheckAddress over the bus every 2 ms all along (answered from the kernel's

@@ -13,6 +13,8 @@ final class CurlTransfer {
     private let curl: UnsafePointer<reachd_curl>
     private let maximumBody: Int
     private var headers: UnsafeMutablePointer<curl_slist>?
+    /// libcurl's sentence on a failure (CURLOPT_ERRORBUFFER, NUL-terminated).
+    private let message = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
     /// What the body callback writes into.
     private var body: [UInt8] = []
     private var overflowed = false
@@ -33,7 +35,10 @@ final class CurlTransfer {
         self.easy = easy
         self.curl = curl
         self.maximumBody = maximumBody
+        message.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
     }
+
+    deinit { message.deallocate() }
 
     private func configure(_ question: HTTPQuestion) -> Bool {
         var failed = false
@@ -45,6 +50,7 @@ final class CurlTransfer {
             failed = failed || reachd_curl_setopt_pointer(curl, easy, option, pointer) != CURLE_OK
         }
         let milliseconds = max(1, Int(question.timeout.components.seconds * 1000 + question.timeout.components.attoseconds / 1_000_000_000_000_000))
+        set(CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(message))
         set(CURLOPT_URL, question.url)
         switch question.binding {
         case .routed: break
@@ -90,7 +96,11 @@ final class CurlTransfer {
     /// is an answer (incomplete), not a failure.
     func answer(_ code: CURLcode) -> Result<HTTPResponse, HTTPFailure> {
         guard code == CURLE_OK || overflowed && code == CURLE_WRITE_ERROR else {
-            let text = curl.pointee.easy_strerror(code).map { String(cString: $0) } ?? "libcurl error \(code.rawValue)"
+            let kind = curl.pointee.easy_strerror(code).map { String(cString: $0) } ?? "libcurl error \(code.rawValue)"
+            // The sentence may quote what the peer sent: printable ASCII only, bounded.
+            var said = String(String(cString: message).prefix(200).map { $0.isASCII && ($0.asciiValue ?? 0) >= 0x20 && $0 != "\u{7F}" ? $0 : " " })
+            while said.last == " " { said.removeLast() }
+            let text = said.isEmpty ? kind : "\(kind) (\(said))"
             return .failure(HTTPFailure(text, timedOut: code == CURLE_OPERATION_TIMEDOUT))
         }
         var status = 0
