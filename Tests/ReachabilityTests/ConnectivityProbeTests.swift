@@ -158,6 +158,11 @@ struct ConnectivityProbeTests {
         let answer = try setup.validate()
         #expect(answer.connectivity == "unknown", "\(answer)")
         #expect(setup.requests.isEmpty)
+        // No exchange asked, so neither libcurl nor its thread (issue 45).
+        let pid = try #require(setup.harness.daemon?.pid)
+        let maps = try String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8)
+        #expect(!maps.contains("libcurl"), "libcurl mapped with the probe off")
+        #expect(!setup.harness.daemonErrorLines.contains { $0.hasPrefix("HTTP exchanges:") })
     }
 
     /// `[Interface] Probe=no` on the link the host's path leaves through: nothing is sent, the
