@@ -75,10 +75,12 @@ static inline CURLcode reachd_curl_getinfo_long(const reachd_curl *curl, CURL *e
     return curl->easy_getinfo(easy, info, value);
 }
 
-// The value of header `name` of the last response, or NULL when it has none.
-static inline const char *reachd_curl_header(const reachd_curl *curl, CURL *easy, const char *name) {
+// The value of the `index`th header `name` of the last response (and in `amount` how many there
+// are), or NULL when it has none.
+static inline const char *reachd_curl_header(const reachd_curl *curl, CURL *easy, const char *name, size_t index, size_t *amount) {
     struct curl_header *header = NULL;
-    if (curl->easy_header(easy, name, 0, CURLH_HEADER, -1, &header) != CURLHE_OK || !header) return NULL;
+    if (curl->easy_header(easy, name, index, CURLH_HEADER, -1, &header) != CURLHE_OK || !header) return NULL;
+    *amount = header->amount;
     return header->value;
 }
 

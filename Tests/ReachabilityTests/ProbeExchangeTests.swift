@@ -82,8 +82,8 @@ struct ProbeExchangeTests {
 }
 
 extension PortalAPILoopTests {
-    /// Serves on 192.0.2.1 (in `far`): 8204 answers 204; 8998 answers garbage (no HTTP) and
-    /// closes; 8997 answers a 200 and then 100 MB of page, as fast as it is taken; 8999 accepts
+    /// Serves on 192.0.2.1 (in `far`): 8204 answers 204; 8996 a 204 with two Content-Lengths
+    /// that disagree; 8998 answers garbage (no HTTP) and closes; 8997 answers a 200 and then 100 MB of page, as fast as it is taken; 8999 accepts
     /// and never answers.
     static let hostileProbeServers = """
         import socket, threading
@@ -98,7 +98,10 @@ extension PortalAPILoopTests {
             except OSError:
                 pass
             connection.close()
-        answers = {8204: lambda c: (c.sendall(b"HTTP/1.1 204 No Content\\r\\nConnection: close\\r\\n\\r\\n"), c.close()),
+        def reply(text):
+            return lambda c: (c.sendall(text), c.close())
+        answers = {8204: reply(b"HTTP/1.1 204 No Content\\r\\nConnection: close\\r\\n\\r\\n"),
+                   8996: reply(b"HTTP/1.1 204 No Content\\r\\nContent-Length: 0\\r\\nContent-Length: 5\\r\\n\\r\\nhello"),
                    8998: garbage, 8997: huge}
         def serve(port):
             listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -113,17 +116,18 @@ extension PortalAPILoopTests {
                     threading.Thread(target=answers[port], args=(connection,), daemon=True).start()
                 else:
                     held.append(connection)
-        for port in (8204, 8998, 8997, 8999):
+        for port in (8204, 8996, 8998, 8997, 8999):
             threading.Thread(target=serve, args=(port,), daemon=True).start()
         print("ready", flush=True)
         threading.Event().wait()
         """
 
-    /// The probe meets garbage, a huge page and a server that never answers, one after the
-    /// other: each is one journal line (none, portal judged from the page's first 4 KiB, none
-    /// at the deadline), and reachd's loop, asked CheckAddress every 2 ms all along, never
+    /// The probe meets garbage, a huge page, a server that never answers and (after a good
+    /// answer) conflicting Content-Lengths, one after the other: each is one journal line (none,
+    /// portal judged from the page's first 4 KiB, none at the deadline, none), and reachd's loop, asked CheckAddress every 2 ms all along, never
     /// answers later than 10 ms: libcurl reads on the exchange thread, the loop only hands the
-    /// question in and takes the verdict back (from the reload to 100 ms past the line).
+    /// question in and takes the verdict back (from the reload to 100 ms past the line; for the
+    /// silent server, 200 ms from the reload and 100 ms either side of the deadline's line).
     @Test func hostileProbeAnswersNeverHoldTheLoopPast10Milliseconds() async throws {
         let scenario = try DaemonBusTests.Scenario()
         let servers = try ChildProcess("/usr/bin/ip", ["netns", "exec", scenario.far.name, "/usr/bin/python3", "-c", Self.hostileProbeServers])
@@ -149,6 +153,8 @@ extension PortalAPILoopTests {
             (8998, "connectivity: none ("),
             (8997, "connectivity: portal (HTTP 200, 4096+ bytes"),
             (8999, "connectivity: none (no answer within 2s)"),
+            (8204, "connectivity: full (HTTP 204)"),
+            (8996, "connectivity: none (conflicting Content-Length headers ('0' and '5'))"),
         ]
         var windows: [(port: Int, from: Duration, to: Duration)] = []
         for (port, line) in cases {
@@ -156,13 +162,22 @@ extension PortalAPILoopTests {
             try harness.writeConfig(config(port))
             harness.daemon?.signal(SIGHUP)
             try harness.daemon?.waitForErrorLine(containing: line, timeout: .seconds(5))
-            windows.append((port, asked, ContinuousClock.now - origin + .milliseconds(100)))
+            let told = ContinuousClock.now - origin
+            if port == 8999 {
+                // Around the question and around the deadline: between them the loop has nothing
+                // of the probe's to do, and a shared machine's scheduling shows there alone (as
+                // in the portal API's test above).
+                windows.append((port, asked, asked + .milliseconds(200)))
+                windows.append((port, told - .milliseconds(100), told + .milliseconds(100)))
+            } else {
+                windows.append((port, asked, told + .milliseconds(100)))
+            }
             try await Task.sleep(for: .milliseconds(100))
         }
         _ = prober.stop()
         let lines = harness.daemonErrorLines.filter { $0.hasPrefix("connectivity: ") && !$0.hasPrefix("connectivity: probing") }
         print("probe hostile answers' journal lines: \(lines)")
-        #expect(lines.count == 4, "full, then one line per hostile answer: \(lines)")
+        #expect(lines.count == 6, "full, then one line per hostile answer (and full between): \(lines)")
         #expect(!lines.joined().contains("\u{1b}"), "\(lines)")
         let samples = took.withLock { $0 }
         for window in windows {

@@ -98,7 +98,7 @@ final class CurlTransfer {
         guard code == CURLE_OK || overflowed && code == CURLE_WRITE_ERROR else {
             let kind = curl.pointee.easy_strerror(code).map { String(cString: $0) } ?? "libcurl error \(code.rawValue)"
             // The sentence may quote what the peer sent: printable ASCII only, bounded.
-            var said = String(String(cString: message).prefix(200).map { $0.isASCII && ($0.asciiValue ?? 0) >= 0x20 && $0 != "\u{7F}" ? $0 : " " })
+            var said = Self.printable(String(cString: message), 200)
             while said.last == " " { said.removeLast() }
             let text = said.isEmpty ? kind : "\(kind) (\(said))"
             return .failure(HTTPFailure(text, timedOut: code == CURLE_OPERATION_TIMEDOUT))
@@ -106,8 +106,17 @@ final class CurlTransfer {
         var status = 0
         _ = reachd_curl_getinfo_long(curl, easy, CURLINFO_RESPONSE_CODE, &status)
         var headers: [String: String] = [:]
+        var amount = 0
         for name in HTTPResponse.readHeaders {
-            if let value = reachd_curl_header(curl, easy, name) { headers[name] = String(cString: value) }
+            if let value = reachd_curl_header(curl, easy, name, 0, &amount) { headers[name] = String(cString: value) }
+        }
+        // RFC 9112 6.3: Content-Length headers that disagree leave the body's end unknowable (the
+        // classic smuggling shape); libcurl takes one, the answer is refused.
+        if let first = reachd_curl_header(curl, easy, "content-length", 0, &amount).map({ String(cString: $0) }), amount > 1 {
+            for index in 1..<min(amount, 16) {
+                guard let other = reachd_curl_header(curl, easy, "content-length", index, &amount).map({ String(cString: $0) }), other != first else { continue }
+                return .failure(HTTPFailure("conflicting Content-Length headers ('\(Self.printable(first, 20))' and '\(Self.printable(other, 20))')"))
+            }
         }
         return .success(HTTPResponse(status: status, headers: headers, body: body, isComplete: !overflowed))
     }
@@ -118,6 +127,12 @@ final class CurlTransfer {
         curl.pointee.slist_free_all(resolves)
         headers = nil
         resolves = nil
+    }
+
+    /// At most `limit` characters of `text`, each that is not printable ASCII a space: what a
+    /// peer chose, fit for a journal line.
+    static func printable(_ text: String, _ limit: Int) -> String {
+        String(text.prefix(limit).map { $0.isASCII && ($0.asciiValue ?? 0) >= 0x20 && $0 != "\u{7F}" ? $0 : " " })
     }
 
     /// libcurl's body callback: appends up to the bound; returning less than given aborts.
