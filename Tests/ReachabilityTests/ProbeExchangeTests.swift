@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import Reachability
 
@@ -82,46 +81,6 @@ struct ProbeExchangeTests {
 }
 
 extension PortalAPILoopTests {
-    /// Serves on 192.0.2.1 (in `far`): 8204 answers 204; 8996 a 204 with two Content-Lengths
-    /// that disagree; 8998 answers garbage (no HTTP) and closes; 8997 answers a 200 and then 100 MB of page, as fast as it is taken; 8999 accepts
-    /// and never answers.
-    static let hostileProbeServers = """
-        import socket, threading
-        def garbage(connection):
-            connection.sendall(b"SSH-2.0-OpenSSH_9.2\\r\\n\\x1b[31m\\xff\\xfe\\r\\n\\r\\n")
-            connection.close()
-        def huge(connection):
-            try:
-                connection.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Type: text/html\\r\\nContent-Length: 100000000\\r\\n\\r\\n")
-                for _ in range(100):
-                    connection.sendall(b"<p>log in</p>" * 80000)
-            except OSError:
-                pass
-            connection.close()
-        def reply(text):
-            return lambda c: (c.sendall(text), c.close())
-        answers = {8204: reply(b"HTTP/1.1 204 No Content\\r\\nConnection: close\\r\\n\\r\\n"),
-                   8996: reply(b"HTTP/1.1 204 No Content\\r\\nContent-Length: 0\\r\\nContent-Length: 5\\r\\n\\r\\nhello"),
-                   8998: garbage, 8997: huge}
-        def serve(port):
-            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            listener.bind(("0.0.0.0", port))
-            listener.listen(64)
-            held = []
-            while True:
-                connection, _ = listener.accept()
-                connection.recv(4096)
-                if port in answers:
-                    threading.Thread(target=answers[port], args=(connection,), daemon=True).start()
-                else:
-                    held.append(connection)
-        for port in (8204, 8996, 8998, 8997, 8999):
-            threading.Thread(target=serve, args=(port,), daemon=True).start()
-        print("ready", flush=True)
-        threading.Event().wait()
-        """
-
     /// The probe meets garbage, a huge page, a server that never answers and (after a good
     /// answer) conflicting Content-Lengths, one after the other: each is one journal line (none,
     /// portal judged from the page's first 4 KiB, none at the deadline, none), and reachd's loop, asked CheckAddress every 2 ms all along, never
@@ -130,7 +89,7 @@ extension PortalAPILoopTests {
     /// silent server, 200 ms from the reload and 100 ms either side of the deadline's line).
     @Test func hostileProbeAnswersNeverHoldTheLoopPast10Milliseconds() async throws {
         let scenario = try DaemonBusTests.Scenario()
-        let servers = try ChildProcess("/usr/bin/ip", ["netns", "exec", scenario.far.name, "/usr/bin/python3", "-c", Self.hostileProbeServers])
+        let servers = try ChildProcess("/usr/bin/ip", ["netns", "exec", scenario.far.name, "/usr/bin/python3", "-c", ConnectivityProbeTests.servers])
         #expect(try servers.firstLine(timeout: .seconds(10)) == "ready")
         func config(_ port: Int) -> String { "[Connectivity]\nURL=http://192.0.2.1:\(port)/generate_204\nTimeout=2s\n" }
         let harness = try DaemonHarness(scenario.ns, config: config(8204))
@@ -139,15 +98,7 @@ extension PortalAPILoopTests {
         // libcurl loaded and its thread started before the measure (the first question's cost).
         try harness.daemon?.waitForErrorLine(containing: "connectivity: full (HTTP 204)")
         let origin = ContinuousClock.now
-        let address = harness.address
-        let took = Mutex<[(start: Duration, took: Duration)]>([])
-        let prober = HostileCallerTests.Prober(origin: origin, setUp: { try? BusConnection(.address(address), description: "prober") }) { bus in
-            usleep(2000)
-            let start = ContinuousClock.now
-            _ = try? DaemonHarness.call(bus, "CheckAddress") { message throws(BusError) in try message.append("192.0.2.1") }
-            let end = ContinuousClock.now
-            took.withLock { $0.append((start - origin, end - start)) }
-        }
+        let stop = Self.sampleLoop(harness.address, origin: origin)
         try await Task.sleep(for: .milliseconds(300))
         let cases: [(port: Int, line: String)] = [
             (8998, "connectivity: none ("),
@@ -156,7 +107,7 @@ extension PortalAPILoopTests {
             (8204, "connectivity: full (HTTP 204)"),
             (8996, "connectivity: none (conflicting Content-Length headers ('0' and '5'))"),
         ]
-        var windows: [(port: Int, from: Duration, to: Duration)] = []
+        var windows: [(path: String, from: Duration, to: Duration)] = []
         for (port, line) in cases {
             let asked = ContinuousClock.now - origin
             try harness.writeConfig(config(port))
@@ -167,24 +118,18 @@ extension PortalAPILoopTests {
                 // Around the question and around the deadline: between them the loop has nothing
                 // of the probe's to do, and a shared machine's scheduling shows there alone (as
                 // in the portal API's test above).
-                windows.append((port, asked, asked + .milliseconds(200)))
-                windows.append((port, told - .milliseconds(100), told + .milliseconds(100)))
+                windows.append(("port \(port) asked", asked, asked + .milliseconds(200)))
+                windows.append(("port \(port)", told - .milliseconds(100), told + .milliseconds(100)))
             } else {
-                windows.append((port, asked, told + .milliseconds(100)))
+                windows.append(("port \(port)", asked, told + .milliseconds(100)))
             }
             try await Task.sleep(for: .milliseconds(100))
         }
-        _ = prober.stop()
+        let samples = stop()
         let lines = harness.daemonErrorLines.filter { $0.hasPrefix("connectivity: ") && !$0.hasPrefix("connectivity: probing") }
         print("probe hostile answers' journal lines: \(lines)")
         #expect(lines.count == 6, "full, then one line per hostile answer (and full between): \(lines)")
         #expect(!lines.joined().contains("\u{1b}"), "\(lines)")
-        let samples = took.withLock { $0 }
-        for window in windows {
-            let calls = HostileCallerTests.Overlap(samples, from: window.from, to: window.to)
-            print("probe hostile answer on port \(window.port): reachd's CheckAddress \(calls)")
-            #expect(calls.count >= 10, "\(window.port): the loop kept answering: \(calls)")
-            #expect(calls.worst < .milliseconds(10), "\(window.port): reachd's loop was held \(calls.worst)")
-        }
+        Self.expectPrompt(samples, windows, "probe hostile answer on")
     }
 }
