@@ -286,10 +286,12 @@ final class InternetProbe {
             url: url.description, binding: binding,
             resolved: IPAddress(url.host) == nil ? HTTPQuestion.Resolved(host: url.host, port: url.port, address: address) : nil,
             protocols: url.isSecure ? "https" : "http", redirects: 0, timeout: attempt.deadline - .now,
-            maximumBody: ProbeExpectation.maximumBody, accept: "*/*")
+            maximumBody: ProbeExpectation.maximumBody,
+            // No cache on the way may answer for the server.
+            headers: ["Accept: */*", "Cache-Control: no-cache"])
         do {
-            attempt.exchange = try exchanges.ask(question) { [unowned self] answer in
-                guard attempt === self.attempt else { return }
+            attempt.exchange = try exchanges.ask(question) { [weak self] answer in
+                guard let self, attempt === self.attempt else { return }
                 attempt.exchange = nil
                 switch answer {
                 case let .success(response): self.finish(self.settings.expectation.judge(response, from: url))

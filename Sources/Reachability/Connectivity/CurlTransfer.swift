@@ -59,7 +59,7 @@ final class CurlTransfer {
         case let .link(name): set(CURLOPT_INTERFACE, "if!" + name)
         case let .source(address): set(CURLOPT_INTERFACE, "host!\(address)")
         }
-        headers = curl.pointee.slist_append(nil, "Accept: " + question.accept)
+        for header in question.headers { headers = curl.pointee.slist_append(headers, header) }
         if let resolved = question.resolved {
             // The name reachd's resolver resolved: an address literal, so no lookup of libcurl's.
             resolves = curl.pointee.slist_append(nil, resolved.entry)

@@ -41,13 +41,14 @@ package struct HTTPQuestion: Sendable, Hashable {
     package var timeout: Duration
     /// Bytes of the body kept; more ends the transfer, and the answer is marked incomplete.
     package var maximumBody: Int
-    package var accept: String
+    /// The request's headers beyond Host and User-Agent (`Accept: ...`).
+    package var headers: [String]
     /// A file of trusted CAs instead of the system's store (a site's or a test's CA).
     package var caFile: String?
 
     package init(
         url: String, binding: Binding, resolved: Resolved? = nil, protocols: String, redirects: Int, timeout: Duration,
-        maximumBody: Int, accept: String, caFile: String? = nil
+        maximumBody: Int, headers: [String], caFile: String? = nil
     ) {
         self.url = url
         self.binding = binding
@@ -56,7 +57,7 @@ package struct HTTPQuestion: Sendable, Hashable {
         self.redirects = redirects
         self.timeout = timeout
         self.maximumBody = maximumBody
-        self.accept = accept
+        self.headers = headers
         self.caFile = caFile
     }
 }

@@ -31,7 +31,7 @@ package enum PortalAPI {
     package static func exchange(_ question: PortalQuestion) -> HTTPQuestion {
         HTTPQuestion(
             url: question.api, binding: .link(question.interfaceName), protocols: "https", redirects: maximumRedirects,
-            timeout: timeout, maximumBody: maximumBody, accept: contentType)
+            timeout: timeout, maximumBody: maximumBody, headers: ["Accept: " + contentType])
     }
 
     /// Status 200 and the API's content type, then the body's members.
