@@ -3,7 +3,7 @@ import CCurl
 import Glibc
 #endif
 
-/// One `HTTPQuestion` as a libcurl transfer, on `HTTPExchanges`' thread. Every bound is set on the
+/// One `HTTPQuestion` as a libcurl transfer, on `ExchangeThread`. Every bound is set on the
 /// handle before it joins the multi handle; the body is kept up to the question's `maximumBody`
 /// and the transfer is aborted past it. Owns the handle and what its options point to until
 /// `close`.
@@ -19,7 +19,8 @@ final class CurlTransfer {
     private var body: [UInt8] = []
     private var overflowed = false
 
-    /// nil with the reason when libcurl makes no handle or refuses an option.
+    /// The transfer, ready to join the multi handle; a failure when libcurl makes no handle or
+    /// refuses an option.
     static func make(_ id: UInt64, _ question: HTTPQuestion, curl: UnsafePointer<reachd_curl>) -> Result<CurlTransfer, HTTPFailure> {
         guard let easy = curl.pointee.easy_init() else { return .failure(HTTPFailure("libcurl made no handle")) }
         let transfer = CurlTransfer(id: id, easy: easy, curl: curl, maximumBody: question.maximumBody)
