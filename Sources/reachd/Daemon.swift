@@ -28,6 +28,8 @@ final class Daemon {
     /// The watched units' own traffic (`[Units] Watch=`).
     private var traffic: UnitTraffic!
     private var portals: PortalSessions!
+    /// libcurl's thread, for the portal APIs and the probes alike.
+    private var exchanges: HTTPExchanges!
     private var watches: WatchRegistry!
     /// The clients that hold watches or checks in flight, and their host checks.
     private var callers: Callers?
@@ -171,7 +173,11 @@ final class Daemon {
             checks: core, state: core.shared, first: first, bus: bus, callers: callers, loop: loop, metrics: metrics, configuration: configuration)
         self.watches = watches
         metrics.watchCount = { [unowned watches] in watches.count }
-        let probes = Probes(parts: ProbeParts(inputs: core, checks: core, state: core.shared), loop: loop, metrics: metrics, settings: configuration.connectivity)
+        let exchanges = HTTPExchanges(loop: loop, caFile: configuration.portal.caFile)
+        self.exchanges = exchanges
+        let probes = Probes(
+            parts: ProbeParts(inputs: core, checks: core, state: core.shared), loop: loop, exchanges: exchanges, metrics: metrics,
+            settings: configuration.connectivity)
         self.probes = probes
         let traffic = UnitTraffic(bus: bus, sysfsRoot: options.sysfsRoot)
         self.traffic = traffic
@@ -183,8 +189,9 @@ final class Daemon {
         traffic.configure(configuration.watchedUnits)
         metrics.unitStalls = { [unowned traffic] in traffic.stalls }
         traffic.flipped = { [unowned metrics] in metrics.changed() }
-        let portals = PortalSessions(inputs: core, loop: loop, settings: configuration.portal)
+        let portals = PortalSessions(inputs: core, loop: loop, exchanges: exchanges, settings: configuration.portal)
         self.portals = portals
+        portals.answered = { [unowned probes] in probes.portalAPIAnswered() }
         let checks = HostCheckCalls(checks: core, bus: bus, callers: callers, metrics: metrics, configuration: configuration)
         self.checks = checks
         metrics.heldForCallers = { [unowned checks, unowned callers, unowned core] in
@@ -307,6 +314,8 @@ final class Daemon {
             Log.info("configuration reloaded from \(loaded.sources.isEmpty ? "defaults" : loaded.sources.joined(separator: ", "))")
             // Rules, priorities and resolver settings; the change goes out like any other.
             core.reconfigure(Self.coreConfiguration(options, loaded))
+            // The trust first: a probe the new settings start at once uses it.
+            exchanges.caFile = loaded.portal.caFile
             probes.configure(loaded.connectivity)
             traffic.configure(loaded.watchedUnits)
             portals.configure(loaded.portal)

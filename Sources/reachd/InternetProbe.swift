@@ -15,11 +15,16 @@ struct ProbeParts {
     var host: HostStatus { state.withState { $0.host } }
 }
 
-/// The opt-in connectivity probe (`[Connectivity]` in reachd.conf, issue 11): asks a known HTTP
+/// The opt-in connectivity probe (`[Connectivity]` in reachd.conf, issue 11): asks a known HTTP(S)
 /// server through the host's path whether the internet answers, and feeds the verdict to the
 /// Engine as one more fact. On reachd's loop, never blocking: the name goes through the same
-/// resolver as CheckHost, the request through a non-blocking socket bound to the path's source
-/// address, and one timer carries both the probe's deadline and the next probe.
+/// resolver as CheckHost, the request (to the address found, from the path's source address)
+/// through libcurl on `HTTPExchanges`' thread, and one timer carries both the probe's deadline
+/// and the next probe.
+///
+/// Only where the network says nothing: while the path's network answers through its own
+/// captive-portal API (RFC 8908, `PortalSessions`), nothing is sent to the probe's server; the
+/// API's word stands, and the verdict says why there is none.
 ///
 /// When: at start, when the host's path changes (state, primary or underlying interface, the
 /// kernel's internet route with its gateway and source), on request (`Validate`), and on the
@@ -40,6 +45,7 @@ final class InternetProbe {
     /// Where its verdicts go, its lookups start, and the path's facts are read.
     private let parts: ProbeParts
     private let loop: EventLoop
+    private unowned let exchanges: HTTPExchanges
     private unowned let metrics: DaemonMetrics
     let path: Path
     /// An uplink's last verdict (the host's lives in the Engine's host status).
@@ -68,27 +74,27 @@ final class InternetProbe {
         var uplink: Uplink?
         /// The host path's link that `Probe=no` keeps the probe off (a reload can change it).
         var unprobed: String?
+        /// The link whose captive-portal API answers for the path: the probe keeps quiet.
+        var answeringAPI: String?
     }
 
     /// One probe in flight: resolving, then exchanging.
     private final class Attempt {
         let deadline: ContinuousClock.Instant
         var check: UInt64?
-        var exchange: HTTPExchange?
-        var source: (any LoopSource)?
+        var exchange: UInt64?
         init(deadline: ContinuousClock.Instant) { self.deadline = deadline }
-        func cancel(_ checks: any HostCheckStarting) {
+        func cancel(_ checks: any HostCheckStarting, _ exchanges: HTTPExchanges) {
             if let check { checks.cancelHostCheck(check) }
-            check = nil
-            source?.cancel()
-            source = nil
-            exchange = nil
+            if let exchange { exchanges.cancel(exchange) }
+            (check, exchange) = (nil, nil)
         }
     }
 
-    init(parts: ProbeParts, loop: EventLoop, metrics: DaemonMetrics, path: Path = .host) {
+    init(parts: ProbeParts, loop: EventLoop, exchanges: HTTPExchanges, metrics: DaemonMetrics, path: Path = .host) {
         self.parts = parts
         self.loop = loop
+        self.exchanges = exchanges
         self.metrics = metrics
         self.path = path
     }
@@ -199,7 +205,7 @@ final class InternetProbe {
     }
 
     private func cancelAttempt() {
-        attempt?.cancel(parts.checks)
+        attempt?.cancel(parts.checks, exchanges)
         attempt = nil
     }
 
@@ -207,12 +213,15 @@ final class InternetProbe {
         parts.state.withState { state in
             if case let .uplink(index, name) = path {
                 let uplink = state.uplinks().first { $0.index == index }
-                return PathKey(state: uplink == nil ? .offline : .online, primary: name, underlying: "", uplink: uplink)
+                return PathKey(
+                    state: uplink == nil ? .offline : .online, primary: name, underlying: "", uplink: uplink,
+                    answeringAPI: state.portalAPIAnswers(through: [name]))
             }
             return PathKey(
                 state: state.host.state, primary: state.host.primaryInterface, underlying: state.host.underlyingInterface,
                 v4: state.internetRoute(family: .ipv4), v6: state.internetRoute(family: .ipv6),
-                unprobed: state.unprobedHostInterface())
+                unprobed: state.unprobedHostInterface(),
+                answeringAPI: state.portalAPIAnswers(through: [state.host.primaryInterface, state.host.underlyingInterface]))
         }
     }
 
@@ -230,6 +239,11 @@ final class InternetProbe {
         if path == .host, let name = parts.state.withState({ $0.unprobedHostInterface() }) {
             // The administrator keeps the probe off this link: nothing is sent, nothing is judged.
             finish(ConnectivityStatus(detail: "not probed: \(name) has Probe=no"), schedule: false, counted: false)
+            return
+        }
+        if let name = pathKey?.answeringAPI {
+            // The network said: its API's answer stands, and no third party hears of the host.
+            finish(ConnectivityStatus(detail: "not probed: the captive-portal API of \(name)'s network answers"), schedule: false, counted: false)
             return
         }
         let attempt = Attempt(deadline: .now + settings.timeout)
@@ -259,41 +273,43 @@ final class InternetProbe {
             let why = result.reason.map { "\(url.host): \($0.rawValue)" + (result.message.map { " (\($0))" } ?? "") } ?? "\(url.host): no address"
             return finish(ProbeExpectation.failed(why))
         }
-        do {
-            var source = result.source
-            var device: String?
-            if case let .uplink(_, name) = path {
-                guard let own = pathKey?.uplink?.sources[address.family] else {
-                    return finish(ProbeExpectation.failed("\(name) has no \(address.family.name) address to send from"))
-                }
-                (source, device) = (own, name)
+        var binding = HTTPQuestion.Binding.routed
+        if case let .uplink(_, name) = path {
+            guard pathKey?.uplink?.sources[address.family] != nil else {
+                return finish(ProbeExpectation.failed("\(name) has no \(address.family.name) address to send from"))
             }
-            let exchange = try HTTPExchange(url: url, address: address, source: source, device: device)
-            attempt.exchange = exchange
-            attempt.source = try loop.addWatch(fd: exchange.fd, events: exchange.events) { [unowned self] revents in
-                self.ready(attempt, revents)
+            binding = .link(name)
+        } else if let source = result.source, source.family == address.family {
+            binding = .source(source)
+        }
+        let question = HTTPQuestion(
+            url: url.description, binding: binding,
+            resolved: IPAddress(url.host) == nil ? HTTPQuestion.Resolved(host: url.host, port: url.port, address: address) : nil,
+            protocols: url.isSecure ? "https" : "http", redirects: 0, timeout: attempt.deadline - .now,
+            maximumBody: ProbeExpectation.maximumBody,
+            // No cache on the way may answer for the server.
+            headers: ["Accept: */*", "Cache-Control: no-cache"])
+        do {
+            attempt.exchange = try exchanges.ask(question) { [weak self] answer in
+                guard let self, attempt === self.attempt else { return }
+                attempt.exchange = nil
+                switch answer {
+                case let .success(response): self.finish(self.settings.expectation.judge(response, from: url))
+                case let .failure(failure) where failure.timedOut: self.finish(self.timedOut)
+                case let .failure(failure): self.finish(ProbeExpectation.failed(failure.description))
+                }
             }
         } catch {
             finish(ProbeExpectation.failed(error.description))
         }
     }
 
-    private func ready(_ attempt: Attempt, _ revents: IOEvents) {
-        guard attempt === self.attempt, let exchange = attempt.exchange else { return }
-        if let outcome = exchange.handle(readable: revents.canRead, writable: !revents.isDisjoint(with: [.writable, .error])) {
-            switch outcome {
-            case let .answered(response): finish(settings.expectation.judge(response, from: settings.url))
-            case let .failed(what): finish(ProbeExpectation.failed(what))
-            }
-        } else {
-            attempt.source?.setEvents(exchange.events)
-        }
-    }
+    private var timedOut: ConnectivityStatus { ProbeExpectation.failed("no answer within \(DurationText.format(settings.timeout))") }
 
     /// The timer: the probe's deadline while one is in flight, else the next probe.
     private func fired() {
         if let attempt, attempt.deadline <= .now {
-            finish(ProbeExpectation.failed("no answer within \(DurationText.format(settings.timeout))"))
+            finish(timedOut)
         } else if let nextProbe, nextProbe <= .now {
             probe(reason: "the interval passed")
         } else if let due = attempt?.deadline ?? nextProbe {

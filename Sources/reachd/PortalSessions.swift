@@ -1,7 +1,7 @@
 import Reachability
 
 /// The network's own captive-portal API (RFC 8908), per uplink: each ready link that announces an
-/// API URI (a router's option 37, DHCP's 114 or 103) is asked through `PortalAPI`'s thread,
+/// API URI (a router's option 37, DHCP's 114 or 103) is asked through `HTTPExchanges` (libcurl's thread),
 /// bound to that link, and each answer goes back into the core as an input (`record(portal:)`),
 /// never into the state. Asked again before the session runs out: at the start of the lead
 /// time (`[Portal] EndingLead=`), then every `shortInterval` until a renewal or the end; every
@@ -25,15 +25,17 @@ final class PortalSessions {
 
     private let inputs: any CoreInputs
     private let loop: EventLoop
+    private let exchanges: HTTPExchanges
     private var settings: PortalSettings
-    /// Made with the first announced API: its thread and libcurl come with it.
-    private var api: PortalAPI?
-    private var wake: (any LoopSource)?
     private var links: [Int32: Link] = [:]
+    /// After each answer is recorded: an answer that changes nothing clients see (`{"captive":
+    /// false}`) is no update, yet the probes keep quiet from then on.
+    var answered: (() -> Void)?
 
-    init(inputs: any CoreInputs, loop: EventLoop, settings: PortalSettings) {
+    init(inputs: any CoreInputs, loop: EventLoop, exchanges: HTTPExchanges, settings: PortalSettings) {
         self.inputs = inputs
         self.loop = loop
+        self.exchanges = exchanges
         self.settings = settings
     }
 
@@ -63,33 +65,24 @@ final class PortalSessions {
 
     private func ask(_ index: Int32) {
         guard let link = links[index], !link.asking else { return }
+        let question = PortalQuestion(interfaceIndex: index, interfaceName: link.name, api: link.api, asked: .now)
         do {
-            let api = try self.api ?? start()
-            try api.ask(PortalQuestion(interfaceIndex: index, interfaceName: link.name, api: link.api, asked: .now))
+            _ = try exchanges.ask(PortalAPI.exchange(question)) { [unowned self] answer in
+                self.take(question, PortalAPI.read(answer))
+            }
             links[index]?.asking = true
         } catch {
             Log.warning("portal API \(link.api.inertExcerpt()) on \(link.name.inertExcerpt()) not asked: \(error)")
         }
     }
 
-    private func start() throws(SystemError) -> PortalAPI {
-        let api = try PortalAPI(caFile: settings.caFile)
-        wake = try loop.addWatch(fd: api.pipe.fd, events: .readable) { [unowned self] _ in
-            for reply in api.takeReplies() { self.take(reply) }
-        }
-        self.api = api
-        Log.info("portal API: the first network that announces one; asking it on a thread of its own")
-        return api
-    }
-
-    private func take(_ reply: PortalAPI.Reply) {
-        let question = reply.question
+    private func take(_ question: PortalQuestion, _ result: Result<PortalAPIReply, PortalAPIRefusal>) {
         let index = question.interfaceIndex
         guard var link = links[index], link.api == question.api else { return }  // let go meanwhile
         link.asking = false
         let now = ContinuousClock.now
         let next: ContinuousClock.Instant
-        switch reply.result {
+        switch result {
         case let .success(answer):
             let session = Self.session(answer, of: question, now: now, lead: settings.endingLead)
             if link.told != answer {
@@ -97,6 +90,7 @@ final class PortalSessions {
             }
             (link.lastRefusal, link.told) = (nil, answer)
             inputs.record(portal: index, api: question.api, session.answer)
+            answered?()
             next = session.next
         case let .failure(refusal):
             if link.lastRefusal != refusal.reason {

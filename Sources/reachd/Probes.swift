@@ -5,6 +5,7 @@ import Reachability
 final class Probes {
     private let parts: ProbeParts
     private let loop: EventLoop
+    private let exchanges: HTTPExchanges
     private let metrics: DaemonMetrics
     private var settings: ConnectivitySettings
     private let host: InternetProbe
@@ -12,12 +13,13 @@ final class Probes {
     /// Stall polls in a row that found the host's path stalled (see `stallPolled`).
     private var stalledPolls = 0
 
-    init(parts: ProbeParts, loop: EventLoop, metrics: DaemonMetrics, settings: ConnectivitySettings) {
+    init(parts: ProbeParts, loop: EventLoop, exchanges: HTTPExchanges, metrics: DaemonMetrics, settings: ConnectivitySettings) {
         self.parts = parts
         self.loop = loop
+        self.exchanges = exchanges
         self.metrics = metrics
         self.settings = settings
-        host = InternetProbe(parts: parts, loop: loop, metrics: metrics)
+        host = InternetProbe(parts: parts, loop: loop, exchanges: exchanges, metrics: metrics)
         host.configure(settings)
         reconcile()
     }
@@ -41,6 +43,13 @@ final class Probes {
     func follow(_ update: CoreUpdate) {
         host.networkChanged()
         reconcile()
+    }
+
+    /// A network's portal API answered (`PortalSessions.answered`): a path whose network now
+    /// speaks for itself stops being probed, even when the answer moved nothing clients see.
+    func portalAPIAnswered() {
+        host.networkChanged()
+        for probe in uplinks.values { probe.networkChanged() }
     }
 
     /// The host goes to sleep: every verdict is forgotten until the resume.
@@ -95,7 +104,7 @@ final class Probes {
         }
         for probe in uplinks.values { probe.networkChanged() }
         for (index, name) in wanted where uplinks[index] == nil {
-            let probe = InternetProbe(parts: parts, loop: loop, metrics: metrics, path: .uplink(index: index, name: name))
+            let probe = InternetProbe(parts: parts, loop: loop, exchanges: exchanges, metrics: metrics, path: .uplink(index: index, name: name))
             uplinks[index] = probe
             probe.configure(settings)
         }

@@ -848,10 +848,16 @@ struct ConfigurationTextTests {
         var again = Configuration.default
         #expect(Configuration.parse(configuration.mergedText, file: "merged", into: &again).isEmpty)
         #expect(again.connectivity == configuration.connectivity)
+        // https, its own default port, and back through the merged text as given.
+        var secure = Configuration.default
+        #expect(Configuration.parse("[Connectivity]\nURL=HTTPS://probe.test/check\n", file: "reachd.conf", into: &secure).isEmpty)
+        #expect(secure.connectivity.url == ProbeURL(host: "probe.test", port: 443, path: "/check", isSecure: true))
+        #expect(secure.connectivity.url?.description == "https://probe.test/check")
+        #expect(ProbeURL(host: "2001:db8::1", port: 8443, path: "/", isSecure: true).description == "https://[2001:db8::1]:8443/")
 
         for (url, fragment) in [
-            ("https://example.com/", "https is not supported"),
-            ("ftp://example.com/", "expected a URL starting with http://"),
+            ("ftp://example.com/", "expected a URL starting with http:// or https://"),
+            ("https://example.com:0/", "port must be a number from 1 to 65535"),
             ("http://example.com:0/", "port must be a number from 1 to 65535"),
             ("http://user:pw@example.com/", "user names and passwords"),
             ("http://exa mple.com/", "spaces"),

@@ -13,14 +13,19 @@ struct ConnectivityProbeTests {
     static let intervention = ReachabilityFlags.interventionRequired.rawValue
 
     /// Serves on 192.0.2.1 (the scenario's gateway, in `far`): port 8204 answers 204, 8302
-    /// redirects to a login page, 8200 answers a page, 8999 accepts and never answers. Every
-    /// request is printed ("GET PORT PATH"), so the test can count them.
+    /// redirects to a login page, 8200 answers a page, 8999 accepts and never answers; and as
+    /// hostile servers do (`PortalAPILoopTests`), 8998 answers garbage (no HTTP), 8997 a 200 and
+    /// 10 MB of page, 8996 a 204 with two Content-Lengths that disagree. Every request is printed
+    /// ("GET PORT PATH"), so the test can count them.
     static let servers = """
         import socket, sys, threading
         answers = {
             8204: b"HTTP/1.1 204 No Content\\r\\nConnection: close\\r\\n\\r\\n",
             8302: b"HTTP/1.1 302 Found\\r\\nLocation: http://login.hotel.example/?continue=probe\\r\\nContent-Length: 0\\r\\n\\r\\n",
             8200: b"HTTP/1.1 200 OK\\r\\nContent-Type: text/html\\r\\nContent-Length: 33\\r\\n\\r\\n<html><b>Please log in</b></html>",
+            8998: b"SSH-2.0-OpenSSH_9.2\\r\\n\\x1b[31m\\xff\\xfe\\r\\n\\r\\n",
+            8997: b"HTTP/1.1 200 OK\\r\\nContent-Length: 100000000\\r\\n\\r\\n" + b"<p>log in</p>" * 800000,
+            8996: b"HTTP/1.1 204 No Content\\r\\nContent-Length: 0\\r\\nContent-Length: 5\\r\\n\\r\\nhello",
         }
         def serve(port):
             listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -33,11 +38,14 @@ struct ConnectivityProbeTests {
                 request = connection.recv(4096).decode(errors="replace")
                 print("GET", port, request.split(" ")[1] if " " in request else "?", flush=True)
                 if port in answers:
-                    connection.sendall(answers[port])
+                    try:
+                        connection.sendall(answers[port])
+                    except OSError:
+                        pass  # the reader had enough (a page past what it reads)
                     connection.close()
                 else:
                     held.append(connection)  # never answered, never closed
-        for port in (8204, 8302, 8200, 8999):
+        for port in (8204, 8302, 8200, 8999, 8998, 8997, 8996):
             threading.Thread(target=serve, args=(port,), daemon=True).start()
         print("ready", flush=True)
         threading.Event().wait()
@@ -158,6 +166,11 @@ struct ConnectivityProbeTests {
         let answer = try setup.validate()
         #expect(answer.connectivity == "unknown", "\(answer)")
         #expect(setup.requests.isEmpty)
+        // No exchange asked, so neither libcurl nor its thread (issue 45).
+        let pid = try #require(setup.harness.daemon?.pid)
+        let maps = try String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8)
+        #expect(!maps.contains("libcurl"), "libcurl mapped with the probe off")
+        #expect(!setup.harness.daemonErrorLines.contains { $0.hasPrefix("HTTP exchanges:") })
     }
 
     /// `[Interface] Probe=no` on the link the host's path leaves through: nothing is sent, the

@@ -2,7 +2,7 @@
 /// journal, reachctl): an absolute http or https URI of printable ASCII, at most
 /// `maximumLength` long. A relative reference (`/login`, `login?x`, `//host/path`) is resolved
 /// against the probe's URL, as a browser would. Anything else (`javascript:`, `file:`, control
-/// characters, spaces, a novel-length URI) is refused: whoever answers the plain-HTTP probe
+/// characters, spaces, a novel-length URI) is refused: whoever answers a plain-HTTP probe
 /// (a captive portal, or anyone on a hostile hotspot) chooses these bytes.
 package enum PortalLocation {
     /// Far past any real login URL (they carry a session token or two), and a bound on what a
@@ -29,10 +29,10 @@ package enum PortalLocation {
             return nil
         }
         guard let base else { return nil }
-        let origin = "http://" + base.hostHeader
+        let origin = base.origin
         let resolved: String
         if location.hasPrefix("//") {
-            resolved = "http:" + location  // RFC 3986 5.2.2: the base's scheme
+            resolved = (base.isSecure ? "https:" : "http:") + location  // RFC 3986 5.2.2: the base's scheme
         } else if location.hasPrefix("/") {
             resolved = origin + location
         } else if location.hasPrefix("?") {

@@ -15,6 +15,10 @@
 ///   never answered within `Timeout=` (NetworkManager calls these "limited"; we keep "none" for
 ///   "nothing answers", as its state names suggest, and "limited" for "something answers wrongly").
 package struct ProbeExpectation: Sendable, Hashable {
+    /// The bytes of a body a verdict reads (a longer one is cut there: a login page is known by
+    /// its start).
+    package static let maximumBody = 4 * 1024
+
     package var status: Int
     /// A prefix the body must start with; empty for none.
     package var body: String

@@ -1,46 +1,45 @@
-/// The probe's target, from `[Connectivity] URL=`: plain HTTP only.
+/// The probe's target, from `[Connectivity] URL=`: http or https.
 ///
-/// Why not HTTPS: a captive portal is found by the very interception TLS forbids. NetworkManager's
-/// and Android's portal probes are plain HTTP for that reason (Android adds an HTTPS probe only
-/// to confirm "full"); a certificate error would say "something is wrong", never "log in at
-/// this page". An https:// URL is refused with that reason rather than half-supported.
+/// A captive portal is found by the very interception TLS forbids: over http a portal answers
+/// with its redirect (NetworkManager's and Android's portal probes are plain http for that
+/// reason). Over https the same interception is a failed handshake or certificate (`none`), and
+/// an answer is known to be the server's own: the choice of a site whose own server answers.
 package struct ProbeURL: Sendable, Hashable, CustomStringConvertible {
+    /// https: the answer comes through TLS, checked against the trust store.
+    package var isSecure: Bool
     /// A host name, or an address literal (IPv6 without its brackets).
     package var host: String
     package var port: UInt16
     /// The path and query, starting with `/`.
     package var path: String
 
-    package var description: String {
+    package var description: String { origin + path }
+
+    /// The scheme, host and port (where not the scheme's own): what a relative Location is
+    /// resolved against.
+    var origin: String {
         let shownHost = host.contains(":") ? "[\(host)]" : host
-        return "http://\(shownHost)" + (port == 80 ? "" : ":\(port)") + path
+        return (isSecure ? "https://" : "http://") + shownHost + (port == (isSecure ? 443 : 80) ? "" : ":\(port)")
     }
 
-    /// The Host header's value.
-    var hostHeader: String {
-        let shownHost = host.contains(":") ? "[\(host)]" : host
-        return port == 80 ? shownHost : "\(shownHost):\(port)"
-    }
-
-    package init(host: String, port: UInt16 = 80, path: String = "/") {
+    package init(host: String, port: UInt16? = nil, path: String = "/", isSecure: Bool = false) {
+        self.isSecure = isSecure
         self.host = host
-        self.port = port
+        self.port = port ?? (isSecure ? 443 : 80)
         self.path = path
     }
 
     /// Parses `text`, or says what is wrong with it in a sentence that quotes it.
     package static func parse(_ text: String) -> Result<ProbeURL, ProbeURLError> {
         let lower = text.lowercased()
-        if lower.hasPrefix("https://") {
-            return .failure(ProbeURLError(text: text, problem: "https is not supported: a captive portal is found by the interception TLS forbids, so probes use plain http (as NetworkManager's and Android's do)"))
-        }
-        guard lower.hasPrefix("http://") else {
-            return .failure(ProbeURLError(text: text, problem: "expected a URL starting with http://, such as http://nmcheck.gnome.org/check_network_status.txt"))
+        let isSecure = lower.hasPrefix("https://")
+        guard isSecure || lower.hasPrefix("http://") else {
+            return .failure(ProbeURLError(text: text, problem: "expected a URL starting with http:// or https://, such as http://nmcheck.gnome.org/check_network_status.txt"))
         }
         guard !text.contains(where: { $0 == " " || $0 == "\t" || !$0.isASCII || $0.asciiValue! < 0x21 }) else {
             return .failure(ProbeURLError(text: text, problem: "spaces, control and non-ASCII characters are not allowed (percent-encode them)"))
         }
-        let rest = text.dropFirst("http://".count)
+        let rest = text.dropFirst(isSecure ? "https://".count : "http://".count)
         let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         var path = String(rest.dropFirst(authority.count))
         if let fragment = path.firstIndex(of: "#") { path = String(path[..<fragment]) }
@@ -49,7 +48,7 @@ package struct ProbeURL: Sendable, Hashable, CustomStringConvertible {
             return .failure(ProbeURLError(text: text, problem: "user names and passwords are not allowed in the probe URL"))
         }
         var host = Substring(authority)
-        var port: UInt16 = 80
+        var port: UInt16 = isSecure ? 443 : 80
         if host.hasPrefix("[") {
             guard let close = host.firstIndex(of: "]") else {
                 return .failure(ProbeURLError(text: text, problem: "an IPv6 address must be closed with ']'"))
@@ -78,7 +77,7 @@ package struct ProbeURL: Sendable, Hashable, CustomStringConvertible {
         if IPAddress(name) == nil, case let .failure(error) = HostName.validate(name) {
             return .failure(ProbeURLError(text: text, problem: error.description))
         }
-        return .success(ProbeURL(host: name, port: port, path: path))
+        return .success(ProbeURL(host: name, port: port, path: path, isSecure: isSecure))
     }
 }
 

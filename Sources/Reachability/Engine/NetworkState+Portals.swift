@@ -24,6 +24,15 @@ extension NetworkState {
         return answer.session
     }
 
+    /// The link among `names` (those a path leaves through: the primary, the link a tunnel runs
+    /// over) whose announced captive-portal API answered for it, as the host's session is chosen
+    /// (`deriveHost`); nil while the network says nothing. The probe keeps quiet while there is one.
+    public func portalAPIAnswers(through names: [String]) -> String? {
+        let announcer = names.lazy.compactMap { self.linkIndexByName[$0] }.first { self.linkPortal(on: $0) != nil }
+        guard let announcer, portalSession(on: announcer) != nil else { return nil }
+        return links[announcer]?.link.name
+    }
+
     /// Takes what the DHCP client records now; the links they name are derived again.
     mutating func hearDHCPPortals(_ list: [DHCPPortal]) {
         var now: [String: DHCPPortal] = [:]

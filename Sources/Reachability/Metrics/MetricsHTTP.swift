@@ -17,7 +17,7 @@ package enum MetricsHTTP {
     }
 
     package static func parse(_ bytes: [UInt8]) -> Request {
-        guard let end = HTTPResponseReader.endOfHead(bytes)?.bodyStart else {
+        guard let end = endOfHead(bytes) else {
             return bytes.count > maximumHead ? .refused(status: 431, reason: "request head over \(maximumHead) bytes") : .incomplete
         }
         guard end <= maximumHead else { return .refused(status: 431, reason: "request head over \(maximumHead) bytes") }
@@ -30,6 +30,20 @@ package enum MetricsHTTP {
         // A query (`?name[]=...`) selects nothing here: every scrape gets everything.
         let path = parts[1].prefix { $0 != "?" }
         return .head(method: String(parts[0]), path: String(path))
+    }
+
+    /// Just past the blank line that ends an HTTP head (CRLF CRLF, or bare LF LF as lenient
+    /// peers send); nil while it has not come.
+    static func endOfHead(_ bytes: [UInt8]) -> Int? {
+        var index = 0
+        while index + 1 < bytes.count {
+            if bytes[index] == 0x0A {
+                if bytes[index + 1] == 0x0A { return index + 2 }
+                if bytes[index + 1] == 0x0D, index + 2 < bytes.count, bytes[index + 2] == 0x0A { return index + 3 }
+            }
+            index += 1
+        }
+        return nil
     }
 
     /// The full answer to `request` (`exposition` is only asked for a scrape).

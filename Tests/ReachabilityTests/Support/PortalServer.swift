@@ -3,8 +3,10 @@ import Testing
 @testable import Reachability
 
 /// A network's captive-portal API for tests: a CA made with openssl at test time, a certificate
-/// for `address` signed by it, and python3's http.server over TLS in `ns` on port 8443. `/api`
-/// answers what `answer(_:type:)` last wrote; the other paths answer as a hostile server would.
+/// for `address` (and the name `probe.test`) signed by it, and python3's http.server over TLS in
+/// `ns` on port 8443. `/api` answers what `answer(_:type:)` last wrote; `/generate_204` and
+/// `/portal` (a redirect to a login page) answer an https connectivity probe; the other paths
+/// answer as a hostile server would.
 /// Stopped and removed on release.
 final class PortalServer: @unchecked Sendable {
     let directory: String
@@ -44,7 +46,7 @@ final class PortalServer: @unchecked Sendable {
             "-subj", "/CN=reachd test CA", "-keyout", directory + "/ca.key", "-out", directory + "/ca.pem"])
         try run(openssl, ["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=\(address)",
             "-keyout", directory + "/server.key", "-out", directory + "/server.csr"])
-        try "subjectAltName=IP:\(address)\n".write(toFile: directory + "/san.ext", atomically: true, encoding: .utf8)
+        try "subjectAltName=IP:\(address),DNS:probe.test\n".write(toFile: directory + "/san.ext", atomically: true, encoding: .utf8)
         try run(openssl, ["x509", "-req", "-in", directory + "/server.csr", "-CA", directory + "/ca.pem", "-CAkey", directory + "/ca.key",
             "-CAcreateserial", "-days", "2", "-extfile", directory + "/san.ext", "-out", directory + "/server.pem"])
     }
@@ -65,6 +67,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             with open(os.path.join(directory, "asked"), "a") as f: f.write("x")
             with open(os.path.join(directory, "answer"), "rb") as f: type, body = f.read().split(b"\n", 1)
             self.send(200, body, type.decode())
+        elif self.path == "/generate_204":
+            self.send_response(204)
+            self.end_headers()
+        elif self.path == "/portal":
+            self.send(302, b"", "text/html", extra=[("Location", "https://%s:8443/login" % address)])
         elif self.path == "/huge":
             self.send(200, b'{"captive": false, "x": "' + b"a" * (1 << 20) + b'"}')
         elif self.path == "/slow":
