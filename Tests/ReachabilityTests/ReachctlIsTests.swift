@@ -293,6 +293,19 @@ struct HostConditionTests {
         #expect(HostCondition.noPortal.failure(in: Self.snapshot(HostStatus())) == nil, "nothing known of portals offline")
     }
 
+    /// The network's portal API saying captive fails `internet` whatever the probe says: reachd
+    /// sends no probe while the API answers, so its verdict is unknown then, which alone would
+    /// have read as "online, not stalled".
+    @Test func theNetworksWordThatTheHostIsCaptiveFailsInternet() {
+        var host = Self.online()
+        host.portalSession = PortalSession(captive: true, loginURL: "https://portal.example/login")
+        let captive = Self.snapshot(host)
+        #expect(HostCondition.internet.failure(in: captive) == "the network's portal API says the host is captive (log in at https://portal.example/login)")
+        #expect(HostCondition.noPortal.failure(in: captive) != nil)
+        host.portalSession = PortalSession(captive: false)
+        #expect(HostCondition.internet.failure(in: Self.snapshot(host)) == nil, "not captive, online, not stalled")
+    }
+
     @Test func aTunnelIsViaItsCarrierToo() {
         let host = HostStatus(
             flags: [.reachable, .isVPN, .isWiFi], state: .online, primaryInterface: "wg0", underlyingInterface: "wlan0")

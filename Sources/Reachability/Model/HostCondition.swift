@@ -5,8 +5,9 @@
 package enum HostCondition: Hashable, Sendable {
     /// The host is online: the default route the kernel would use leaves through a ready link.
     case online
-    /// The internet answers: the connectivity probe's verdict is full where the probe has one
-    /// (`[Connectivity] URL=`, reachd only); without a verdict, online and not stalled.
+    /// The internet answers: not captive by the network's portal API (RFC 8908), and the
+    /// connectivity probe's verdict is full where the probe has one (`[Connectivity] URL=`,
+    /// reachd only); without a verdict, online and not stalled.
     case internet
     /// Online through a path that is not expensive (no `ExpensiveReason`: not cellular, not
     /// configured metered, not a phone's tether or hotspot, nor a tunnel over such a link).
@@ -63,6 +64,12 @@ package enum HostCondition: Hashable, Sendable {
         case .online:
             return online ? nil : Self.notOnline(host)
         case .internet:
+            // The network's own word first: while its portal API says captive, the probe is not
+            // even sent (it would only be redirected), and nothing beyond the portal answers.
+            if host.portalSession.captive {
+                return "the network's portal API says the host is captive"
+                    + (host.portalSession.loginURL.isEmpty ? "" : " (log in at \(host.portalSession.loginURL))")
+            }
             switch host.connectivity.verdict {
             case .full:
                 return online ? nil : Self.notOnline(host)
