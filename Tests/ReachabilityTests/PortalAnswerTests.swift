@@ -147,4 +147,27 @@ import Testing
         _ = state.apply([.dhcpPortals([])])
         #expect(state.host.announcedPortal == "")
     }
+
+    /// Where the probe has no verdict (off by default, and quiet while the API answers), the
+    /// API's captive is the host's connectivity: portal at the API's login page, so Connectivity,
+    /// the status line and `is internet` agree with the network. A probe's own verdict stands.
+    @Test func theAPIsCaptiveIsTheConnectivityWhereTheProbeHasNone() throws {
+        var state = try ExpensiveReasonTests.uplink()
+        _ = state.apply([.dhcpPortals([DHCPPortal(interfaceName: "eth0", uri: "https://api.example/", source: .dhcpv4)])])
+        #expect(state.host.connectivity.verdict == .unknown)
+        let captive = PortalAnswer(
+            interfaceIndex: 2, api: "https://api.example/", session: PortalSession(captive: true, loginURL: "https://login.example/"),
+            endingAt: nil)
+        _ = state.apply([.portalAnswer(index: 2, api: "https://api.example/", captive)])
+        #expect(state.host.connectivity.verdict == .portal && state.host.connectivity.portal == "https://login.example/", "\(state.host.connectivity)")
+        #expect(state.host.flags.contains(.interventionRequired))
+        #expect(HostCondition.internet.failure(in: state.snapshot)?.contains("captive") == true)
+        // The probe's verdict, when there is one, is what the host shows.
+        _ = state.apply([.connectivity(ConnectivityStatus(verdict: .full))])
+        #expect(state.host.connectivity.verdict == .full)
+        _ = state.apply([.connectivity(.unknown)])
+        let free = PortalAnswer(interfaceIndex: 2, api: "https://api.example/", session: PortalSession(captive: false), endingAt: nil)
+        _ = state.apply([.portalAnswer(index: 2, api: "https://api.example/", free)])
+        #expect(state.host.connectivity.verdict == .unknown && !state.host.flags.contains(.interventionRequired))
+    }
 }

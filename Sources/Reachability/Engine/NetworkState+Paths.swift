@@ -153,15 +153,17 @@ extension NetworkState {
         let announcer = announcing.lazy.compactMap { $0 }.first { self.linkPortal(on: $0) != nil }
         let announced = announcer.flatMap { linkPortal(on: $0)?.uri }
         let session = announcer.flatMap { portalSession(on: $0) } ?? .none
-        // The API's word counts as the probe's does: only for a path packets can take.
+        // The API's word counts as the probe's does: only for a path packets can take. Where the
+        // probe has no verdict (off, or quiet while the API answers) it is the connectivity too.
         if chosen.path.isReachable, session.captive { flags.insert(.interventionRequired) }
+        let published = Self.connectivity(probe: connectivity, session: chosen.path.isReachable ? session : .none)
         let available = availableInterfaces(primary: chosen.path.isReachable ? chosen.path.interfaceIndex : nil)
         var host = HostStatus(
             flags: flags, state: chosen.path.isReachable ? .online : (readyLinks.isEmpty ? .offline : .local),
             primaryInterface: chosen.path.interfaceName, availableInterfaces: available,
-            underlyingInterface: underlying, connectivity: connectivity, announcedPortal: announced ?? "",
+            underlyingInterface: underlying, connectivity: published, announcedPortal: announced ?? "",
             validatedInterfaces: validatedInterfaces(
-                available: available, primary: chosen.path.isReachable ? chosen.path.interfaceName : "", connectivity: connectivity),
+                available: available, primary: chosen.path.isReachable ? chosen.path.interfaceName : "", connectivity: published),
             stalled: chosen.path.isReachable && flags.contains(.stalled),
             nat64Prefix: nat64Prefix(on: announcing, gateway: chosen.path.gateway),
             expensiveReason: flags.contains(.isExpensive) ? reason : nil,
@@ -221,5 +223,13 @@ extension NetworkState {
                 body(route, entry, classification)
             }
         }
+    }
+
+    /// The host's connectivity: the probe's verdict, or where it has none and the network's
+    /// portal API says captive, `portal` at the API's login page (so the verdict, the status line
+    /// and NetworkManager's PORTAL agree with the network's own word without a probe).
+    static func connectivity(probe: ConnectivityStatus, session: PortalSession) -> ConnectivityStatus {
+        guard probe.verdict == .unknown, session.captive else { return probe }
+        return ConnectivityStatus(verdict: .portal, portal: session.loginURL, detail: "the network's captive-portal API says the host is captive")
     }
 }
