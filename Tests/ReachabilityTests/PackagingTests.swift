@@ -1003,97 +1003,77 @@ struct PackagingDebianTests {
     /// READY, answers an unprivileged user, reloads, stops cleanly, and is started again by a bus call.
     @Test(.enabled(if: programExists("/usr/bin/systemd-nspawn"), "needs systemd-nspawn (systemd-container)"))
     func runsSandboxedUnderSystemd() async throws {
-        let deb = try await BuiltPackage.shared.deb()
-        let directory = try makeScratchDirectory("reachd-nspawn")
-        defer { removeTree(directory) }
-        try FileManager.default.copyItem(atPath: deb, toPath: directory + "/reachd.deb")
-        let script = Self.containerScript(directory)
-        let container = try ChildProcess("/usr/bin/unshare", ["--mount", "--propagation", "private", "--", "/bin/sh", "-c", script])
-        defer {
-            container.signal(SIGTERM)
-            sleep(3)
-            container.kill()
+        try await Self.inContainer("reachd-nspawn") { inside, _ in
+            let start = try await inside(["systemctl", "start", "reachd.service"])
+            let startJournal = try await inside(["journalctl", "-u", "reachd", "--no-pager"]).stdout
+            #expect(start.status == 0, "\(start) \(startJournal)")
+            let state = try await inside(["systemctl", "show", "reachd", "-p", "ActiveState", "-p", "MainPID", "-p", "StatusText"])
+            #expect(state.stdout.contains("ActiveState=active"), "\(state)")
+            let pid = state.stdout.split(separator: "\n").first { $0.hasPrefix("MainPID=") }.map { String($0.dropFirst(8)) } ?? "0"
+            let status = try await inside(["cat", "/proc/\(pid)/status"]).stdout
+            for field in ["NoNewPrivs:\t1", "Seccomp:\t2", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000"] {
+                #expect(status.contains(field), "reachd's /proc status lacks \(field)")
+            }
+            let uid = try await inside(["id", "-u", "reachd"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(status.contains("Uid:\t\(uid)\t"), "runs as reachd (\(uid))")
+            // The sandbox lets stall detection read the TCP sockets (sock_diag needs no capability).
+            #expect(!startJournal.contains("stall detection"), "\(startJournal)")
+            // Radios: the unit started with rfkill's device bound in where it exists, and reachd says
+            // which source it follows (this container's host has no rfkill: sysfs on link events).
+            let devices = try await inside(["systemctl", "show", "reachd", "-p", "BindReadOnlyPaths", "-p", "DeviceAllow"]).stdout
+            #expect(devices.contains("-/dev/rfkill:/dev/rfkill") && devices.contains("/dev/char/10:242 r"), "\(devices)")
+            #expect(startJournal.contains("radios: following /dev/rfkill")
+                || startJournal.contains("radios: /dev/rfkill absent, reading sysfs on link events"), "\(startJournal)")
+
+            let asNobody = ["setpriv"] + asUser("nobody", "nogroup") + ["busctl", "call", busName, objectPath, busName]
+            let answer = try await inside(asNobody + ["CheckHost", "su", "localhost", "2000"])
+            #expect(answer.status == 0 && answer.stdout.contains("\"127.0.0.1\""), "\(answer)")
+
+            // reachctl, as an unprivileged user, through the policy (--daemon: no in-process answer).
+            let client = try await inside(["setpriv"] + asUser("nobody", "nogroup") + ["reachctl", "status", "--daemon", "--json"])
+            #expect(client.status != 255 && client.stdout.contains("\"state\""), "\(client)")
+            // The counters of reachd's netlink socket: nothing overran on this quiet container, and
+            // the one dump is the first sync (the socket's backlog from boot was discarded unread).
+            let verbose = try await inside(["setpriv"] + asUser("nobody", "nogroup") + ["reachctl", "status", "--daemon", "--verbose"])
+            #expect(verbose.stdout.contains("Netlink: 0 overrun(s), 1 resync(s)"), "\(verbose)")
+
+            try await checkWaitOnline(inside)
+            try await checkConditionUnits(inside)
+            try await checkUnmeteredUnit(inside)
+            try await checkVPNRecipe(inside)
+            try await checkWaitRecipe(inside)
+            try await checkUnitsUnderSystemd(inside)
+
+            #expect(try await inside(["systemctl", "reload", "reachd"]).status == 0)
+            let stop = try await inside(["systemctl", "stop", "reachd"])
+            #expect(stop.status == 0)
+            let stopped = try await inside(["systemctl", "show", "reachd", "-p", "Result", "-p", "ExecMainStatus"])
+            #expect(stopped.stdout.contains("Result=success") && stopped.stdout.contains("ExecMainStatus=0"), "\(stopped)")
+
+            // Bus activation: a call by nobody starts the unit again.
+            let activated = try await inside(asNobody + ["GetStatus"])
+            #expect(activated.status == 0 && activated.stdout.hasPrefix("a{sv}"), "\(activated)")
+            #expect(try await inside(["systemctl", "is-active", "reachd"]).stdout.hasPrefix("active"))
+
+            let journal = try await inside(["journalctl", "-u", "reachd", "--no-pager", "-o", "cat"]).stdout
+            #expect(journal.contains("ready on the bus") && journal.contains("configuration reloaded"), "\(journal)")
+            // The netlink socket came from reachd.socket, with the buffer PID 1 set past rmem_max
+            // (ReceiveBuffer=8M; the kernel reports twice that), at the first start and again when
+            // the bus started reachd: the socket outlives the service.
+            let adopted = "netlink: receive buffer 16384 KiB (socket from reachd.socket, sized by systemd)"
+            #expect(journal.components(separatedBy: adopted).count - 1 == 2, "\(journal)")
+            #expect(try await inside(["systemctl", "is-active", "reachd.socket"]).stdout.hasPrefix("active"))
+            #expect(try await inside(["systemctl", "is-enabled", "reachd.socket"]).stdout.hasPrefix("enabled"))
+            for failure in ["SIGSYS", "core-dump", "Watchdog timeout", "Failed with result", "error:"] {
+                #expect(!journal.contains(failure), "journal: \(journal)")
+            }
+            try await checkMetricsSocket(inside)
         }
-        // unshare and sh each exec the next; nspawn forks a child that forks systemd.
-        let systemd = try #require(try await descendant(of: container.pid, named: "systemd"), "\(container.errorOutput)")
-        let inside = { (arguments: [String]) async throws -> Ran in
-            try await execute("/usr/bin/nsenter", ["--target", "\(systemd)", "--all", "--"] + arguments, timeout: .seconds(60))
-        }
-        let booted = ContinuousClock.now + .seconds(60)
-        while !(try await inside(["systemctl", "is-active", "dbus.socket"]).stdout.hasPrefix("active")) {
-            guard ContinuousClock.now < booted else { throw TimedOut(what: "container boot: \(container.errorOutput)") }
-            try await Task.sleep(for: .milliseconds(200))
-        }
-
-        let start = try await inside(["systemctl", "start", "reachd.service"])
-        let startJournal = try await inside(["journalctl", "-u", "reachd", "--no-pager"]).stdout
-        #expect(start.status == 0, "\(start) \(startJournal)")
-        let state = try await inside(["systemctl", "show", "reachd", "-p", "ActiveState", "-p", "MainPID", "-p", "StatusText"])
-        #expect(state.stdout.contains("ActiveState=active"), "\(state)")
-        let pid = state.stdout.split(separator: "\n").first { $0.hasPrefix("MainPID=") }.map { String($0.dropFirst(8)) } ?? "0"
-        let status = try await inside(["cat", "/proc/\(pid)/status"]).stdout
-        for field in ["NoNewPrivs:\t1", "Seccomp:\t2", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000"] {
-            #expect(status.contains(field), "reachd's /proc status lacks \(field)")
-        }
-        let uid = try await inside(["id", "-u", "reachd"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(status.contains("Uid:\t\(uid)\t"), "runs as reachd (\(uid))")
-        // The sandbox lets stall detection read the TCP sockets (sock_diag needs no capability).
-        #expect(!startJournal.contains("stall detection"), "\(startJournal)")
-        // Radios: the unit started with rfkill's device bound in where it exists, and reachd says
-        // which source it follows (this container's host has no rfkill: sysfs on link events).
-        let devices = try await inside(["systemctl", "show", "reachd", "-p", "BindReadOnlyPaths", "-p", "DeviceAllow"]).stdout
-        #expect(devices.contains("-/dev/rfkill:/dev/rfkill") && devices.contains("/dev/char/10:242 r"), "\(devices)")
-        #expect(startJournal.contains("radios: following /dev/rfkill")
-            || startJournal.contains("radios: /dev/rfkill absent, reading sysfs on link events"), "\(startJournal)")
-
-        let asNobody = ["setpriv"] + asUser("nobody", "nogroup") + ["busctl", "call", busName, objectPath, busName]
-        let answer = try await inside(asNobody + ["CheckHost", "su", "localhost", "2000"])
-        #expect(answer.status == 0 && answer.stdout.contains("\"127.0.0.1\""), "\(answer)")
-
-        // reachctl, as an unprivileged user, through the policy (--daemon: no in-process answer).
-        let client = try await inside(["setpriv"] + asUser("nobody", "nogroup") + ["reachctl", "status", "--daemon", "--json"])
-        #expect(client.status != 255 && client.stdout.contains("\"state\""), "\(client)")
-        // The counters of reachd's netlink socket: nothing overran on this quiet container, and
-        // the one dump is the first sync (the socket's backlog from boot was discarded unread).
-        let verbose = try await inside(["setpriv"] + asUser("nobody", "nogroup") + ["reachctl", "status", "--daemon", "--verbose"])
-        #expect(verbose.stdout.contains("Netlink: 0 overrun(s), 1 resync(s)"), "\(verbose)")
-
-        try await checkWaitOnline(inside)
-        try await checkConditionUnits(inside)
-        try await checkUnmeteredUnit(inside)
-        try await checkVPNRecipe(inside)
-        try await checkWaitRecipe(inside)
-        try await checkUnitsUnderSystemd(inside)
-
-        #expect(try await inside(["systemctl", "reload", "reachd"]).status == 0)
-        let stop = try await inside(["systemctl", "stop", "reachd"])
-        #expect(stop.status == 0)
-        let stopped = try await inside(["systemctl", "show", "reachd", "-p", "Result", "-p", "ExecMainStatus"])
-        #expect(stopped.stdout.contains("Result=success") && stopped.stdout.contains("ExecMainStatus=0"), "\(stopped)")
-
-        // Bus activation: a call by nobody starts the unit again.
-        let activated = try await inside(asNobody + ["GetStatus"])
-        #expect(activated.status == 0 && activated.stdout.hasPrefix("a{sv}"), "\(activated)")
-        #expect(try await inside(["systemctl", "is-active", "reachd"]).stdout.hasPrefix("active"))
-
-        let journal = try await inside(["journalctl", "-u", "reachd", "--no-pager", "-o", "cat"]).stdout
-        #expect(journal.contains("ready on the bus") && journal.contains("configuration reloaded"), "\(journal)")
-        // The netlink socket came from reachd.socket, with the buffer PID 1 set past rmem_max
-        // (ReceiveBuffer=8M; the kernel reports twice that), at the first start and again when
-        // the bus started reachd: the socket outlives the service.
-        let adopted = "netlink: receive buffer 16384 KiB (socket from reachd.socket, sized by systemd)"
-        #expect(journal.components(separatedBy: adopted).count - 1 == 2, "\(journal)")
-        #expect(try await inside(["systemctl", "is-active", "reachd.socket"]).stdout.hasPrefix("active"))
-        #expect(try await inside(["systemctl", "is-enabled", "reachd.socket"]).stdout.hasPrefix("enabled"))
-        for failure in ["SIGSYS", "core-dump", "Watchdog timeout", "Failed with result", "error:"] {
-            #expect(!journal.contains(failure), "journal: \(journal)")
-        }
-        try await checkMetricsSocket(inside)
     }
 
-    /// The package's container booted (as runsSandboxedUnderSystemd's, with nothing before the
-    /// boot), `body` given the way to run a command inside and the machine's pid of the
-    /// container's systemd; the container goes after it.
+    /// The package's container booted (`containerScript`, nothing run before the boot), `body`
+    /// given the way to run a command inside and the machine's pid of the container's systemd;
+    /// the container goes after it.
     fileprivate static func inContainer(_ tag: String, _ body: (@escaping ([String]) async throws -> Ran, Int32) async throws -> Void) async throws {
         let deb = try await BuiltPackage.shared.deb()
         let directory = try makeScratchDirectory(tag)
@@ -1105,6 +1085,7 @@ struct PackagingDebianTests {
             sleep(3)
             container.kill()
         }
+        // unshare and sh each exec the next; nspawn forks a child that forks systemd.
         let systemd = try #require(try await descendant(of: container.pid, named: "systemd"), "\(container.errorOutput)")
         let inside = { (arguments: [String]) async throws -> Ran in
             try await execute("/usr/bin/nsenter", ["--target", "\(systemd)", "--all", "--"] + arguments, timeout: .seconds(60))
@@ -1837,31 +1818,13 @@ private func soakWatchedUnits(_ inside: ([String]) async throws -> Ran, minutes:
 /// How long `flagsNoWatchedUnitInALongRunUnderSystemd` runs; nil (unset): it does not.
 private let unitSoakMinutes = ProcessInfo.processInfo.environment["REACHD_UNIT_SOAK_MINUTES"].flatMap(Int.init).flatMap { $0 > 0 ? $0 : nil }
 
-/// The units' traffic: an echo server, and clients of four kinds, each as many connections as
-/// asked: `busy` (200 bytes every 50 ms, the echo read), `idle` (connected, then silent),
-/// `short` (a connection a second: 200 bytes, the echo, closed) and `bulk` (32 KiB every 20 ms,
-/// the echo read whole). A client whose connection fails connects again.
+/// The units' traffic, to the echo server of `StallKernelTests.traffic`: clients of four kinds,
+/// each as many connections as asked: `busy` (200 bytes every 50 ms, the echo read), `idle`
+/// (connected, then silent), `short` (a connection a second: 200 bytes, the echo, closed) and
+/// `bulk` (32 KiB every 20 ms, the echo read whole). A client whose connection fails connects again.
 private let unitTraffic = #"""
     import socket, sys, threading, time
     mode = sys.argv[1]
-    if mode == "server":
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(("0.0.0.0", int(sys.argv[2])))
-        s.listen(512)
-        def echo(c):
-            try:
-                while True:
-                    d = c.recv(65536)
-                    if not d:
-                        break
-                    c.sendall(d)
-            except OSError:
-                pass
-            c.close()
-        while True:
-            c, _ = s.accept()
-            threading.Thread(target=echo, args=(c,), daemon=True).start()
     host, port, count = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     def exchange(c, size):
         c.sendall(b"x" * size)
@@ -1898,17 +1861,17 @@ private let unitTraffic = #"""
 /// connections) written as services of the traffic's client, not started.
 private func unitTrafficNetwork(_ inside: ([String]) async throws -> Ran, units: [(name: String, mode: String, count: Int)]) async throws {
     let setup = """
-        printf '%s' "$0" >/run/reachd-traffic.py
+        printf '%s' "$0" >/run/reachd-traffic.py && printf '%s' "$1" >/run/reachd-echo.py
         ip netns add utraffic
         ip link add ut1 type veth peer name ut1p netns utraffic
         ip addr add 192.0.2.2/24 dev ut1 && ip link set ut1 up && ip route add default via 192.0.2.1 dev ut1
         ip -n utraffic addr add 192.0.2.1/24 dev ut1p && ip -n utraffic addr add 203.0.113.9/32 dev ut1p
         ip -n utraffic link set ut1p up && ip -n utraffic link set lo up
-        systemd-run --unit=utraffic-echo ip netns exec utraffic /usr/bin/python3 /run/reachd-traffic.py server 8080
+        systemd-run --unit=utraffic-echo ip netns exec utraffic /usr/bin/python3 /run/reachd-echo.py server 8080
         for i in $(seq 50); do python3 -c 'import socket; socket.create_connection(("203.0.113.9", 8080), timeout=1)' 2>/dev/null && exit 0; sleep 0.2; done
         exit 1
         """
-    let ready = try await inside(["sh", "-c", setup, unitTraffic])
+    let ready = try await inside(["sh", "-c", setup, unitTraffic, StallKernelTests.traffic])
     try #require(ready.status == 0, "the echo server answers: \(ready)")
     for unit in units {
         let file = "[Service]\nExecStart=/usr/bin/python3 /run/reachd-traffic.py \(unit.mode) 203.0.113.9 8080 \(unit.count)\n"
@@ -1917,11 +1880,12 @@ private func unitTrafficNetwork(_ inside: ([String]) async throws -> Ran, units:
     #expect(try await inside(["systemctl", "daemon-reload"]).status == 0)
 }
 
-/// reachd as packaged, its shipped reachd.conf with `[Units] Watch=` of `units` added, started.
+/// reachd as packaged, its shipped reachd.conf with `[Units] Watch=` of `units` added, started
+/// afresh (reachd.socket may have started it already, on the links the network's setup made).
 private func startReachdWatching(_ inside: ([String]) async throws -> Ran, _ units: [String]) async throws {
     let added = try await inside(["sh", "-c", "printf '\\n[Units]\\nWatch=%s\\n' \"$0\" >>/etc/reachd/reachd.conf", units.joined(separator: " ")])
     #expect(added.status == 0, "\(added)")
-    let start = try await inside(["systemctl", "start", "reachd.service"])
+    let start = try await inside(["systemctl", "restart", "reachd.service"])
     let journal = try await inside(["journalctl", "-u", "reachd", "--no-pager"]).stdout
     try #require(start.status == 0, "\(start) \(journal)")
 }
@@ -1955,7 +1919,8 @@ private func checkUnitTrafficUnderSystemd(_ inside: ([String]) async throws -> R
     let judged = ContinuousClock.now + .seconds(60)
     while !(((try await unitStatus())["traffic"] as? [String])?.first ?? "").contains("flowing") {
         guard ContinuousClock.now < judged else {
-            Issue.record("u-watched's own traffic never judged flowing: \(try await unitStatus()) \(try await inside(["journalctl", "-u", "reachd", "--no-pager", "-o", "cat"]).stdout)")
+            let facts = try await inside(["sh", "-c", "env; reachd --check-config | tail -3; reachctl why --unit u-watched --json; journalctl -u reachd --no-pager -o cat"])
+            Issue.record("u-watched's own traffic never judged flowing: \(try await unitStatus()) \(facts)")
             return
         }
         try await Task.sleep(for: .milliseconds(500))
@@ -2005,7 +1970,8 @@ private func checkUnitTrafficUnderSystemd(_ inside: ([String]) async throws -> R
     let other = try await inside(["reachctl", "is", "--unit", "u-other", "online"])
     #expect(other.status == 0, "an unwatched unit answers as the host: \(other)")
     let call = try await inside(["busctl", "call", "--json=short", busName, objectPath, busName, "CheckUnit", "ss", "u-watched", ""])
-    #expect(call.stdout.contains("\"traffic\",\"broken\""), "CheckUnit on the bus: \(call)")
+    #expect(call.stdout.contains("\"traffic\",\"broken\"") && call.stdout.contains(#""TrafficScope":{"type":"s","data":"unit"}"#),
+            "CheckUnit on the bus: \(call)")
     let metrics = try await inside(["reachctl", "metrics"]).stdout
     #expect(metrics.contains("reachd_unit_stalled{unit=\"u-watched.service\"} 1") && metrics.contains("reachd_stalled 0"), "\(metrics)")
     print("stall(unit, systemd): u-watched flagged \(took) after its cgroup's packets were dropped (rule level \(rule.stdout.trimmingCharacters(in: .whitespacesAndNewlines))); the host's Stalled false in \(hostReads) reads")
