@@ -1085,8 +1085,14 @@ struct PackagingDebianTests {
             sleep(3)
             container.kill()
         }
-        // unshare and sh each exec the next; nspawn forks a child that forks systemd.
-        let systemd = try #require(try await descendant(of: container.pid, named: "systemd"), "\(container.errorOutput)")
+        // unshare and sh each exec the next; nspawn forks a child that forks systemd. dpkg -i
+        // comes first: on a loaded machine longer than descendant's 10 s.
+        var found: Int32?
+        let installed = ContinuousClock.now + .seconds(120)
+        while found == nil, container.isRunning, ContinuousClock.now < installed {
+            found = try await descendant(of: container.pid, named: "systemd")
+        }
+        let systemd = try #require(found, "\(container.errorOutput)")
         let inside = { (arguments: [String]) async throws -> Ran in
             try await execute("/usr/bin/nsenter", ["--target", "\(systemd)", "--all", "--"] + arguments, timeout: .seconds(60))
         }
