@@ -119,7 +119,8 @@ extension StallDaemonTests {
         let watched = ContinuousClock.now - watching
         let gets = systemd.lines.filter { $0.hasPrefix("Get stopped.service ") }
         #expect(gets.allSatisfy { $0 == "Get stopped.service ControlGroup" }, "\(gets)")
-        let most = Int(watched.components.seconds / 10) + 1
+        // The first read comes as reachd starts, a moment before `watching`.
+        let most = Int(watched.components.seconds / 10) + 2
         #expect(gets.count >= 2 && gets.count <= most, "\(gets.count) reads in \(watched), at most \(most)")
         print("stall(unit): a watched unit not running read \(gets.count) times in \(watched), one property each")
     }
