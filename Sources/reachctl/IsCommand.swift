@@ -122,7 +122,7 @@ struct IsCommand: AsyncParsableCommand {
                 let (answer, explanation) = try await reportingErrors { try await UnitQuestion.ask(unit, "", options: options) }
                 if !answer.isReachable {
                     unitFailure = "\(answer.message ?? "\(unit)'s traffic cannot reach the internet (\(answer.reason?.rawValue ?? "noRoute"))")"
-                } else if let own = UnitQuestion.ownTraffic(explanation, unit: unit), own.status == .broken {
+                } else if let own = UnitQuestion.ownTraffic(explanation), own.status == .broken {
                     // A watched unit whose own traffic stopped flowing reaches nothing, whatever its route.
                     unitFailure = "\(explanation.unit ?? unit)'s own traffic stopped flowing (stalled)"
                 }

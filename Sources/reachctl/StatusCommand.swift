@@ -123,7 +123,7 @@ struct StatusCommand: AsyncParsableCommand {
         let name = explanation.unit ?? unit
         let policy = explanation[.policy]?.evidence ?? []
         // A watched unit's own traffic (reachd.conf [Units] Watch=) stands in for the host's.
-        let own = UnitQuestion.ownTraffic(explanation, unit: unit)
+        let own = UnitQuestion.ownTraffic(explanation)
         let stalled = own?.status == .broken
         if output.json {
             Terminal.writeLine(JSONValue.object([

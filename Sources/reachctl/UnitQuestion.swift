@@ -55,9 +55,9 @@ enum UnitQuestion {
     }
 
     /// The unit's own traffic layer, when CheckUnit judged it apart from the host's (a unit
-    /// reachd.conf's `[Units] Watch=` names); nil when the traffic layer is the host's.
-    static func ownTraffic(_ explanation: Explanation, unit: String) -> Explanation.Layer? {
-        let name = explanation.unit ?? unit
-        return explanation[.traffic].flatMap { $0.evidence.first?.hasPrefix("\(name)'s own traffic") == true ? $0 : nil }
+    /// reachd.conf's `[Units] Watch=` names: its reply's TrafficScope); nil when the traffic
+    /// layer is the host's.
+    static func ownTraffic(_ explanation: Explanation) -> Explanation.Layer? {
+        explanation.trafficScope == .unit ? explanation[.traffic] : nil
     }
 }

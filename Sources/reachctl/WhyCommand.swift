@@ -24,7 +24,9 @@ struct WhyCommand: AsyncParsableCommand {
             ("IPAddressDeny=any of backup.service: 203.0.113.9 is denied", \
             "RestrictNetworkInterfaces=wg0 of ...", "PrivateNetwork=yes of ...", \
             "NetworkNamespacePath=... of ...: that namespace has no way to ..."); in a namespace of \
-            its own the host's layers are unknown. The JSON then carries "unit".
+            its own the host's layers are unknown. The JSON then carries "unit", and \
+            "trafficScope": "unit" when the traffic layer judged the service's own connections \
+            (reachd.conf [Units] Watch=), else "host".
 
             A host name is resolved first (as `check` does); the layers below DNS are those of \
             its first address, or the host's when it did not resolve.

@@ -314,8 +314,13 @@ final class ReachabilityService: BusObject {
     /// for a CheckHost that waited for DNS "ElapsedUSec" t: microseconds from when reachd took
     /// the call to its reply, so a caller can tell reachd's time from the bus's (a crowded
     /// bus delays a call before reachd sees it, and that part is not reachd's to keep).
-    static func appendDetails(_ reply: BusMessage, _ result: CheckResult, elapsed: Duration? = nil) throws(BusError) {
+    static func appendDetails(
+        _ reply: BusMessage, _ result: CheckResult, elapsed: Duration? = nil, trafficScope: Explanation.TrafficScope? = nil
+    ) throws(BusError) {
         try reply.open("a", "{sv}")
+        if let trafficScope {
+            try reply.appendEntry(ReachdContract.trafficScope, "s") { message throws(BusError) in try message.append(trafficScope.rawValue) }
+        }
         if let elapsed {
             try reply.appendEntry("ElapsedUSec", "t") { message throws(BusError) in try message.append(elapsed.unsignedMicroseconds) }
         }

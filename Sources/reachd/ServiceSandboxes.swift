@@ -127,6 +127,27 @@ final class ServiceSandboxes {
         }
     }
 
+    /// The cgroup of `unit` as systemd names it (`ControlGroup`, "" while the unit does not run):
+    /// one Get, under the same deadline, for a watched unit's traffic (`UnitTraffic`), which
+    /// needs nothing else of the sandbox. `done` runs once, on the loop, unless the returned
+    /// slot is released first (the call is then cancelled).
+    func readControlGroup(_ unit: String, _ done: @escaping (Result<String, BusError>) -> Void) throws(BusError) -> BusSlot {
+        try bus.callAsync(
+            destination: Self.busName, path: Self.objectPath(of: unit), interface: "org.freedesktop.DBus.Properties", member: "Get",
+            timeout: Self.timeout,
+            { message throws(BusError) in
+                try message.append(Self.serviceInterface)
+                try message.append("ControlGroup")
+            }
+        ) { reply in
+            do throws(BusError) {
+                done(.success(try Self.readString(reply.get(), "ControlGroup")))
+            } catch {
+                done(.failure(Self.refusal(error, unit: unit, property: "ControlGroup")))
+            }
+        }
+    }
+
     private func finish(_ current: Reading, _ result: Result<UnitSandbox, BusError>) {
         guard let done = current.done else { return }
         current.done = nil

@@ -49,7 +49,7 @@ final class UnitChecks {
                             try reply.append(result.flags.rawValue)
                             try reply.append(result.interface)
                             try reply.append(result.reason?.rawValue ?? "")
-                            try ReachabilityService.appendDetails(reply, result)
+                            try ReachabilityService.appendDetails(reply, result, trafficScope: explanation.trafficScope)
                             try ReachabilityService.appendExplanation(reply, explanation)
                         }
                     } catch {
@@ -120,6 +120,7 @@ final class UnitChecks {
         explanation.target = target
         if let own = traffic.verdicts(of: sandbox.unit), let index = explanation.layers.firstIndex(where: { $0.name == .traffic }) {
             explanation.layers[index] = state.withState { $0.unitTrafficLayer(sandbox.unit, own) }
+            explanation.trafficScope = .unit
         }
         return (chosen.result, explanation)
     }

@@ -4,18 +4,20 @@ import Glibc
 import Reachability
 
 /// The watched units' own traffic (`[Units] Watch=`): each unit's cgroup, as systemd names it
-/// (`ControlGroup`, read with the unit's sandbox, asynchronously), looked up in the unified
+/// (`ControlGroup`, one asynchronous Get: nothing else of its sandbox), looked up in the unified
 /// hierarchy for its id (the inode number of its directory, which the kernel gives each socket
 /// as INET_DIAG_CGROUP_ID), handed to the core's stall polls, and each poll's verdicts of that
 /// cgroup's sockets kept by unit. A unit that restarts gets a new cgroup, so the id is looked
 /// up again at every poll (one stat per unit on cgroupfs, which never blocks); a unit that does
-/// not run is asked of systemd again at most every `rereadInterval`. Loop-thread only.
+/// not run is asked of systemd again at most every `rereadInterval`, while no answer is pending.
+/// Loop-thread only.
 final class UnitTraffic {
     private struct Watched {
         var controlGroup = ""
         var group: UInt64 = 0
         var verdicts: [LinkStall] = []
-        var reading = false
+        /// The Get of its ControlGroup while it is pending (released: cancelled).
+        var reading: BusSlot?
         var lastRead: ContinuousClock.Instant?
         var stalled: Bool { verdicts.contains(where: \.isStalled) }
     }
@@ -88,7 +90,7 @@ final class UnitTraffic {
                     flipped()
                 }
                 watched.verdicts = []
-                if !watched.reading, watched.lastRead.map({ now - $0 >= Self.rereadInterval }) ?? true { read(unit, &watched, at: now) }
+                if watched.reading == nil, watched.lastRead.map({ now - $0 >= Self.rereadInterval }) ?? true { read(unit, &watched, at: now) }
             }
             units[unit] = watched
         }
@@ -97,21 +99,22 @@ final class UnitTraffic {
     }
 
     private func read(_ unit: String, _ watched: inout Watched, at now: ContinuousClock.Instant) {
-        watched.reading = true
         watched.lastRead = now
         do {
-            try sandboxes.read(unit) { [weak self] result in
+            watched.reading = try sandboxes.readControlGroup(unit) { [weak self] result in
                 guard let self, var watched = units[unit] else { return }
-                watched.reading = false
+                // The finished call's slot goes after this handler returns.
+                let finished = watched.reading
+                watched.reading = nil
                 switch result {
-                case let .success(sandbox): watched.controlGroup = sandbox.controlGroup
+                case let .success(path): watched.controlGroup = path
                 case let .failure(error): Log.debug("[Units] Watch=\(unit): \(error.message)")
                 }
                 units[unit] = watched
                 if !watched.controlGroup.isEmpty { refresh() }
+                withExtendedLifetime(finished) {}
             }
         } catch {
-            watched.reading = false
             Log.debug("[Units] Watch=\(unit): \(error.message)")
         }
     }

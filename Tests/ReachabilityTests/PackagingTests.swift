@@ -1003,19 +1003,96 @@ struct PackagingDebianTests {
     /// READY, answers an unprivileged user, reloads, stops cleanly, and is started again by a bus call.
     @Test(.enabled(if: programExists("/usr/bin/systemd-nspawn"), "needs systemd-nspawn (systemd-container)"))
     func runsSandboxedUnderSystemd() async throws {
+        try await Self.inContainer("reachd-nspawn") { inside, _ in
+            let start = try await inside(["systemctl", "start", "reachd.service"])
+            let startJournal = try await inside(["journalctl", "-u", "reachd", "--no-pager"]).stdout
+            #expect(start.status == 0, "\(start) \(startJournal)")
+            let state = try await inside(["systemctl", "show", "reachd", "-p", "ActiveState", "-p", "MainPID", "-p", "StatusText"])
+            #expect(state.stdout.contains("ActiveState=active"), "\(state)")
+            let pid = state.stdout.split(separator: "\n").first { $0.hasPrefix("MainPID=") }.map { String($0.dropFirst(8)) } ?? "0"
+            let status = try await inside(["cat", "/proc/\(pid)/status"]).stdout
+            for field in ["NoNewPrivs:\t1", "Seccomp:\t2", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000"] {
+                #expect(status.contains(field), "reachd's /proc status lacks \(field)")
+            }
+            let uid = try await inside(["id", "-u", "reachd"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(status.contains("Uid:\t\(uid)\t"), "runs as reachd (\(uid))")
+            // The sandbox lets stall detection read the TCP sockets (sock_diag needs no capability).
+            #expect(!startJournal.contains("stall detection"), "\(startJournal)")
+            // Radios: the unit started with rfkill's device bound in where it exists, and reachd says
+            // which source it follows (this container's host has no rfkill: sysfs on link events).
+            let devices = try await inside(["systemctl", "show", "reachd", "-p", "BindReadOnlyPaths", "-p", "DeviceAllow"]).stdout
+            #expect(devices.contains("-/dev/rfkill:/dev/rfkill") && devices.contains("/dev/char/10:242 r"), "\(devices)")
+            #expect(startJournal.contains("radios: following /dev/rfkill")
+                || startJournal.contains("radios: /dev/rfkill absent, reading sysfs on link events"), "\(startJournal)")
+
+            let asNobody = ["setpriv"] + asUser("nobody", "nogroup") + ["busctl", "call", busName, objectPath, busName]
+            let answer = try await inside(asNobody + ["CheckHost", "su", "localhost", "2000"])
+            #expect(answer.status == 0 && answer.stdout.contains("\"127.0.0.1\""), "\(answer)")
+
+            // reachctl, as an unprivileged user, through the policy (--daemon: no in-process answer).
+            let client = try await inside(["setpriv"] + asUser("nobody", "nogroup") + ["reachctl", "status", "--daemon", "--json"])
+            #expect(client.status != 255 && client.stdout.contains("\"state\""), "\(client)")
+            // The counters of reachd's netlink socket: nothing overran on this quiet container, and
+            // the one dump is the first sync (the socket's backlog from boot was discarded unread).
+            let verbose = try await inside(["setpriv"] + asUser("nobody", "nogroup") + ["reachctl", "status", "--daemon", "--verbose"])
+            #expect(verbose.stdout.contains("Netlink: 0 overrun(s), 1 resync(s)"), "\(verbose)")
+
+            try await checkWaitOnline(inside)
+            try await checkConditionUnits(inside)
+            try await checkUnmeteredUnit(inside)
+            try await checkVPNRecipe(inside)
+            try await checkWaitRecipe(inside)
+            try await checkUnitsUnderSystemd(inside)
+
+            #expect(try await inside(["systemctl", "reload", "reachd"]).status == 0)
+            let stop = try await inside(["systemctl", "stop", "reachd"])
+            #expect(stop.status == 0)
+            let stopped = try await inside(["systemctl", "show", "reachd", "-p", "Result", "-p", "ExecMainStatus"])
+            #expect(stopped.stdout.contains("Result=success") && stopped.stdout.contains("ExecMainStatus=0"), "\(stopped)")
+
+            // Bus activation: a call by nobody starts the unit again.
+            let activated = try await inside(asNobody + ["GetStatus"])
+            #expect(activated.status == 0 && activated.stdout.hasPrefix("a{sv}"), "\(activated)")
+            #expect(try await inside(["systemctl", "is-active", "reachd"]).stdout.hasPrefix("active"))
+
+            let journal = try await inside(["journalctl", "-u", "reachd", "--no-pager", "-o", "cat"]).stdout
+            #expect(journal.contains("ready on the bus") && journal.contains("configuration reloaded"), "\(journal)")
+            // The netlink socket came from reachd.socket, with the buffer PID 1 set past rmem_max
+            // (ReceiveBuffer=8M; the kernel reports twice that), at the first start and again when
+            // the bus started reachd: the socket outlives the service.
+            let adopted = "netlink: receive buffer 16384 KiB (socket from reachd.socket, sized by systemd)"
+            #expect(journal.components(separatedBy: adopted).count - 1 == 2, "\(journal)")
+            #expect(try await inside(["systemctl", "is-active", "reachd.socket"]).stdout.hasPrefix("active"))
+            #expect(try await inside(["systemctl", "is-enabled", "reachd.socket"]).stdout.hasPrefix("enabled"))
+            for failure in ["SIGSYS", "core-dump", "Watchdog timeout", "Failed with result", "error:"] {
+                #expect(!journal.contains(failure), "journal: \(journal)")
+            }
+            try await checkMetricsSocket(inside)
+        }
+    }
+
+    /// The package's container booted (`containerScript`, nothing run before the boot), `body`
+    /// given the way to run a command inside and the machine's pid of the container's systemd;
+    /// the container goes after it.
+    fileprivate static func inContainer(_ tag: String, _ body: (@escaping ([String]) async throws -> Ran, Int32) async throws -> Void) async throws {
         let deb = try await BuiltPackage.shared.deb()
-        let directory = try makeScratchDirectory("reachd-nspawn")
+        let directory = try makeScratchDirectory(tag)
         defer { removeTree(directory) }
         try FileManager.default.copyItem(atPath: deb, toPath: directory + "/reachd.deb")
-        let script = Self.containerScript(directory)
-        let container = try ChildProcess("/usr/bin/unshare", ["--mount", "--propagation", "private", "--", "/bin/sh", "-c", script])
+        let container = try ChildProcess("/usr/bin/unshare", ["--mount", "--propagation", "private", "--", "/bin/sh", "-c", containerScript(directory)])
         defer {
             container.signal(SIGTERM)
             sleep(3)
             container.kill()
         }
-        // unshare and sh each exec the next; nspawn forks a child that forks systemd.
-        let systemd = try #require(try await descendant(of: container.pid, named: "systemd"), "\(container.errorOutput)")
+        // unshare and sh each exec the next; nspawn forks a child that forks systemd. dpkg -i
+        // comes first: on a loaded machine longer than descendant's 10 s.
+        var found: Int32?
+        let installed = ContinuousClock.now + .seconds(120)
+        while found == nil, container.isRunning, ContinuousClock.now < installed {
+            found = try await descendant(of: container.pid, named: "systemd")
+        }
+        let systemd = try #require(found, "\(container.errorOutput)")
         let inside = { (arguments: [String]) async throws -> Ran in
             try await execute("/usr/bin/nsenter", ["--target", "\(systemd)", "--all", "--"] + arguments, timeout: .seconds(60))
         }
@@ -1024,71 +1101,24 @@ struct PackagingDebianTests {
             guard ContinuousClock.now < booted else { throw TimedOut(what: "container boot: \(container.errorOutput)") }
             try await Task.sleep(for: .milliseconds(200))
         }
+        try await body(inside, systemd)
+    }
 
-        let start = try await inside(["systemctl", "start", "reachd.service"])
-        let startJournal = try await inside(["journalctl", "-u", "reachd", "--no-pager"]).stdout
-        #expect(start.status == 0, "\(start) \(startJournal)")
-        let state = try await inside(["systemctl", "show", "reachd", "-p", "ActiveState", "-p", "MainPID", "-p", "StatusText"])
-        #expect(state.stdout.contains("ActiveState=active"), "\(state)")
-        let pid = state.stdout.split(separator: "\n").first { $0.hasPrefix("MainPID=") }.map { String($0.dropFirst(8)) } ?? "0"
-        let status = try await inside(["cat", "/proc/\(pid)/status"]).stdout
-        for field in ["NoNewPrivs:\t1", "Seccomp:\t2", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000"] {
-            #expect(status.contains(field), "reachd's /proc status lacks \(field)")
-        }
-        let uid = try await inside(["id", "-u", "reachd"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(status.contains("Uid:\t\(uid)\t"), "runs as reachd (\(uid))")
-        // The sandbox lets stall detection read the TCP sockets (sock_diag needs no capability).
-        #expect(!startJournal.contains("stall detection"), "\(startJournal)")
-        // Radios: the unit started with rfkill's device bound in where it exists, and reachd says
-        // which source it follows (this container's host has no rfkill: sysfs on link events).
-        let devices = try await inside(["systemctl", "show", "reachd", "-p", "BindReadOnlyPaths", "-p", "DeviceAllow"]).stdout
-        #expect(devices.contains("-/dev/rfkill:/dev/rfkill") && devices.contains("/dev/char/10:242 r"), "\(devices)")
-        #expect(startJournal.contains("radios: following /dev/rfkill")
-            || startJournal.contains("radios: /dev/rfkill absent, reading sysfs on link events"), "\(startJournal)")
+    /// issue 47, a unit's own traffic under the real PID 1 with the package's shipped defaults
+    /// (`checkUnitTrafficUnderSystemd`).
+    @Test(.enabled(if: programExists("/usr/bin/systemd-nspawn"), "needs systemd-nspawn (systemd-container)"))
+    func flagsAWatchedUnitsDroppedTrafficUnderSystemd() async throws {
+        try await Self.inContainer("reachd-nspawn-traffic") { inside, systemd in try await checkUnitTrafficUnderSystemd(inside, systemd: systemd) }
+    }
 
-        let asNobody = ["setpriv"] + asUser("nobody", "nogroup") + ["busctl", "call", busName, objectPath, busName]
-        let answer = try await inside(asNobody + ["CheckHost", "su", "localhost", "2000"])
-        #expect(answer.status == 0 && answer.stdout.contains("\"127.0.0.1\""), "\(answer)")
-
-        // reachctl, as an unprivileged user, through the policy (--daemon: no in-process answer).
-        let client = try await inside(["setpriv"] + asUser("nobody", "nogroup") + ["reachctl", "status", "--daemon", "--json"])
-        #expect(client.status != 255 && client.stdout.contains("\"state\""), "\(client)")
-        // The counters of reachd's netlink socket: nothing overran on this quiet container, and
-        // the one dump is the first sync (the socket's backlog from boot was discarded unread).
-        let verbose = try await inside(["setpriv"] + asUser("nobody", "nogroup") + ["reachctl", "status", "--daemon", "--verbose"])
-        #expect(verbose.stdout.contains("Netlink: 0 overrun(s), 1 resync(s)"), "\(verbose)")
-
-        try await checkWaitOnline(inside)
-        try await checkConditionUnits(inside)
-        try await checkUnmeteredUnit(inside)
-        try await checkVPNRecipe(inside)
-        try await checkWaitRecipe(inside)
-        try await checkUnitsUnderSystemd(inside)
-
-        #expect(try await inside(["systemctl", "reload", "reachd"]).status == 0)
-        let stop = try await inside(["systemctl", "stop", "reachd"])
-        #expect(stop.status == 0)
-        let stopped = try await inside(["systemctl", "show", "reachd", "-p", "Result", "-p", "ExecMainStatus"])
-        #expect(stopped.stdout.contains("Result=success") && stopped.stdout.contains("ExecMainStatus=0"), "\(stopped)")
-
-        // Bus activation: a call by nobody starts the unit again.
-        let activated = try await inside(asNobody + ["GetStatus"])
-        #expect(activated.status == 0 && activated.stdout.hasPrefix("a{sv}"), "\(activated)")
-        #expect(try await inside(["systemctl", "is-active", "reachd"]).stdout.hasPrefix("active"))
-
-        let journal = try await inside(["journalctl", "-u", "reachd", "--no-pager", "-o", "cat"]).stdout
-        #expect(journal.contains("ready on the bus") && journal.contains("configuration reloaded"), "\(journal)")
-        // The netlink socket came from reachd.socket, with the buffer PID 1 set past rmem_max
-        // (ReceiveBuffer=8M; the kernel reports twice that), at the first start and again when
-        // the bus started reachd: the socket outlives the service.
-        let adopted = "netlink: receive buffer 16384 KiB (socket from reachd.socket, sized by systemd)"
-        #expect(journal.components(separatedBy: adopted).count - 1 == 2, "\(journal)")
-        #expect(try await inside(["systemctl", "is-active", "reachd.socket"]).stdout.hasPrefix("active"))
-        #expect(try await inside(["systemctl", "is-enabled", "reachd.socket"]).stdout.hasPrefix("enabled"))
-        for failure in ["SIGSYS", "core-dump", "Watchdog timeout", "Failed with result", "error:"] {
-            #expect(!journal.contains(failure), "journal: \(journal)")
-        }
-        try await checkMetricsSocket(inside)
+    /// issue 47's soak: 20 watched units exchanging real traffic for REACHD_UNIT_SOAK_MINUTES
+    /// minutes (10 for the issue's figure), none ever flagged (`soakWatchedUnits`). Not in any
+    /// pass of scripts/test: set the variable (and REACHD_PACKAGE_TEST=1) to run it.
+    @Test(.enabled(if: programExists("/usr/bin/systemd-nspawn"), "needs systemd-nspawn (systemd-container)"),
+          .enabled(if: unitSoakMinutes != nil, "minutes long: set REACHD_UNIT_SOAK_MINUTES"))
+    func flagsNoWatchedUnitInALongRunUnderSystemd() async throws {
+        let minutes = try #require(unitSoakMinutes)
+        try await Self.inContainer("reachd-nspawn-soak") { inside, _ in try await soakWatchedUnits(inside, minutes: minutes) }
     }
 
     /// NetworkManager's own per-connection setting, with the real NetworkManager under the real
@@ -1731,6 +1761,242 @@ private func checkUnitsUnderSystemd(_ inside: ([String]) async throws -> Ran) as
     let cleanup = "systemctl stop ustore-http; ip rule del uidrange 4242-4242 prohibit; ip link del up1; "
         + "ip netns del utunnel; ip netns del uisolated; ip netns del ustore"
     _ = try await inside(["sh", "-c", cleanup])
+}
+
+/// issue 47's soak under the real PID 1: 20 watched services (`[Units] Watch=`), five of each
+/// kind of `unitTraffic` (short requests, long idle connections, busy exchanges, bulk), all to
+/// the echo server beyond the container's gateway, for `minutes` with reachd's shipped
+/// defaults. Every 2 s `reachctl metrics` is read: no reachd_unit_stalled sample may be 1, nor
+/// reachd_stalled; reachd's journal may hold no "its own traffic is stalled" (it logs every
+/// flip, so a flag between two reads is counted too). The units must have been judged
+/// (flowing) and be running at the end, so that the count means something.
+private func soakWatchedUnits(_ inside: ([String]) async throws -> Ran, minutes: Int) async throws {
+    let kinds = [("short", 1), ("idle", 4), ("busy", 2), ("bulk", 1)]
+    let units = (1...20).map { index in (name: "u-soak\(index)", mode: kinds[index % 4].0, count: kinds[index % 4].1) }
+    try await unitTrafficNetwork(inside, units: units)
+    #expect(try await inside(["systemctl", "start"] + units.map(\.name)).status == 0)
+    try await startReachdWatching(inside, units.map { $0.name + ".service" })
+    func journal() async throws -> String { try await inside(["journalctl", "-u", "reachd", "--no-pager", "-o", "cat"]).stdout }
+    // Judged first: every unit whose connections stay open and send has its cgroup's sockets
+    // judged flowing (a short request's socket lives milliseconds: a poll seldom finds one open).
+    let judged = ContinuousClock.now + .seconds(90)
+    for unit in units where unit.mode == "busy" || unit.mode == "bulk" {
+        while !(((try await jsonInside(inside, ["reachctl", "status", "--unit", unit.name, "--json"]))["traffic"] as? [String])?.first ?? "")
+            .contains("flowing")
+        {
+            guard ContinuousClock.now < judged else {
+                Issue.record("\(unit.name) (\(unit.mode)) never judged flowing: \(try await journal())")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(500))
+        }
+    }
+    let begin = ContinuousClock.now
+    var reads = 0
+    var unitFlags: [String] = []
+    var hostFlags = 0
+    var loads: [String] = []
+    while ContinuousClock.now - begin < .seconds(60 * minutes) {
+        let metrics = try await inside(["reachctl", "metrics"]).stdout
+        reads += 1
+        unitFlags += metrics.split(separator: "\n").filter { $0.hasPrefix("reachd_unit_stalled{") && $0.hasSuffix(" 1") }.map(String.init)
+        if metrics.split(separator: "\n").contains("reachd_stalled 1") { hostFlags += 1 }
+        if reads % 30 == 1 { loads.append((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first.map(String.init) ?? "?") }
+        try await Task.sleep(for: .seconds(2))
+    }
+    let log = try await journal()
+    let flips = log.split(separator: "\n").filter { $0.contains("its own traffic is stalled") }
+    let metrics = try await inside(["reachctl", "metrics"]).stdout
+    let samples = metrics.split(separator: "\n").filter { $0.hasPrefix("reachd_unit_stalled{") }
+    #expect(samples.count == 20, "a sample per watched unit: \(samples)")
+    #expect(unitFlags.isEmpty && flips.isEmpty, "false flags: \(unitFlags.count) reads, \(flips.count) flips: \(flips.prefix(5))")
+    #expect(hostFlags == 0, "the host's Stalled was true in \(hostFlags) of \(reads) reads")
+    let running = try await inside(["systemctl", "is-active"] + units.map(\.name)).stdout.split(separator: "\n")
+    #expect(running.count == 20 && running.allSatisfy { $0 == "active" }, "\(running)")
+    let traffic = try await inside(["sh", "-c", "ss -tn state established '( dport = :8080 )' | tail -n +2 | wc -l"]).stdout
+    print("""
+        soak(units, systemd): \(minutes) min, 20 watched units (5 short requests a second, 5 × 4 idle connections, \
+        5 × 2 busy exchanges every 50 ms, 5 bulk 32 KiB every 20 ms), \(reads) metric reads: \(unitFlags.count) unit flags, \
+        \(flips.count) flips logged, host Stalled true in \(hostFlags) reads; \
+        \(traffic.trimmingCharacters(in: .whitespacesAndNewlines)) connections established at the end; load average (1 min) every minute: \(loads.joined(separator: " "))
+        """)
+}
+
+/// How long `flagsNoWatchedUnitInALongRunUnderSystemd` runs; nil (unset): it does not.
+private let unitSoakMinutes = ProcessInfo.processInfo.environment["REACHD_UNIT_SOAK_MINUTES"].flatMap(Int.init).flatMap { $0 > 0 ? $0 : nil }
+
+/// The units' traffic, to the echo server of `StallKernelTests.traffic`: clients of four kinds,
+/// each as many connections as asked: `busy` (200 bytes every 50 ms, the echo read), `idle`
+/// (connected, then silent), `short` (a connection a second: 200 bytes, the echo, closed) and
+/// `bulk` (32 KiB every 20 ms, the echo read whole). A client whose connection fails connects again.
+private let unitTraffic = #"""
+    import socket, sys, threading, time
+    mode = sys.argv[1]
+    host, port, count = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    def exchange(c, size):
+        c.sendall(b"x" * size)
+        got = 0
+        while got < size:
+            d = c.recv(65536)
+            if not d:
+                raise OSError("closed")
+            got += len(d)
+    def client():
+        while True:
+            try:
+                if mode == "short":
+                    with socket.create_connection((host, port), timeout=30) as c:
+                        exchange(c, 200)
+                    time.sleep(1)
+                    continue
+                c = socket.create_connection((host, port), timeout=30)
+                while True:
+                    if mode == "idle":
+                        time.sleep(3600)
+                    exchange(c, 200 if mode == "busy" else 32768)
+                    time.sleep(0.05 if mode == "busy" else 0.02)
+            except OSError:
+                time.sleep(0.5)
+    for _ in range(count):
+        threading.Thread(target=client, daemon=True).start()
+    while True:
+        time.sleep(3600)
+    """#
+
+/// The units' network inside the container: a gateway namespace (utraffic, 192.0.2.1 on the
+/// container's link, 203.0.113.9 behind it) with the echo server, and `units` (name, mode,
+/// connections) written as services of the traffic's client, not started.
+private func unitTrafficNetwork(_ inside: ([String]) async throws -> Ran, units: [(name: String, mode: String, count: Int)]) async throws {
+    let setup = """
+        printf '%s' "$0" >/run/reachd-traffic.py && printf '%s' "$1" >/run/reachd-echo.py
+        ip netns add utraffic
+        ip link add ut1 type veth peer name ut1p netns utraffic
+        ip addr add 192.0.2.2/24 dev ut1 && ip link set ut1 up && ip route add default via 192.0.2.1 dev ut1
+        ip -n utraffic addr add 192.0.2.1/24 dev ut1p && ip -n utraffic addr add 203.0.113.9/32 dev ut1p
+        ip -n utraffic link set ut1p up && ip -n utraffic link set lo up
+        systemd-run --unit=utraffic-echo ip netns exec utraffic /usr/bin/python3 /run/reachd-echo.py server 8080
+        for i in $(seq 50); do python3 -c 'import socket; socket.create_connection(("203.0.113.9", 8080), timeout=1)' 2>/dev/null && exit 0; sleep 0.2; done
+        exit 1
+        """
+    let ready = try await inside(["sh", "-c", setup, unitTraffic, StallKernelTests.traffic])
+    try #require(ready.status == 0, "the echo server answers: \(ready)")
+    for unit in units {
+        let file = "[Service]\nExecStart=/usr/bin/python3 /run/reachd-traffic.py \(unit.mode) 203.0.113.9 8080 \(unit.count)\n"
+        #expect(try await inside(["sh", "-c", "printf '%s' \"$0\" >/run/systemd/system/\(unit.name).service", file]).status == 0)
+    }
+    #expect(try await inside(["systemctl", "daemon-reload"]).status == 0)
+}
+
+/// reachd as packaged, its shipped reachd.conf with `[Units] Watch=` of `units` added, started
+/// afresh (reachd.socket may have started it already, on the links the network's setup made).
+private func startReachdWatching(_ inside: ([String]) async throws -> Ran, _ units: [String]) async throws {
+    let added = try await inside(["sh", "-c", "printf '\\n[Units]\\nWatch=%s\\n' \"$0\" >>/etc/reachd/reachd.conf", units.joined(separator: " ")])
+    #expect(added.status == 0, "\(added)")
+    let start = try await inside(["systemctl", "restart", "reachd.service"])
+    let journal = try await inside(["journalctl", "-u", "reachd", "--no-pager"]).stdout
+    try #require(start.status == 0, "\(start) \(journal)")
+}
+
+/// The JSON object a command inside printed (empty when it printed none).
+private func jsonInside(_ inside: ([String]) async throws -> Ran, _ arguments: [String]) async throws -> [String: Any] {
+    let ran = try await inside(arguments)
+    return (try? JSONSerialization.jsonObject(with: Data(ran.stdout.utf8))) as? [String: Any] ?? [:]
+}
+
+/// issue 47 under the real PID 1: u-watched.service (reachd.conf's `[Units] Watch=`) and
+/// u-other.service (not watched) each keep four busy connections to a server beyond the
+/// container's gateway. An nft rule of the container's output hook on the watched unit's cgroup
+/// (`socket cgroupv2 level N "…/system.slice/u-watched.service"`, resolved in the machine's
+/// cgroup2 hierarchy, as the kernel's levels are counted from its root) marks its packets, and
+/// the gateway drops them silently, as a path that drops one service's traffic does (a drop in
+/// the container's own output hook would be a refusal its sockets see: the firewall layer's
+/// case). Shipped defaults: the unit is flagged within 15 s (reachctl status and is --unit,
+/// CheckUnit's traffic layer on the bus, reachd_unit_stalled), the host's Stalled (bus property
+/// and reachd_stalled) false in every read while u-other's traffic flows; without the rule the
+/// unit's verdict clears.
+private func checkUnitTrafficUnderSystemd(_ inside: ([String]) async throws -> Ran, systemd: Int32) async throws {
+    try await unitTrafficNetwork(inside, units: [("u-watched", "busy", 4), ("u-other", "busy", 4)])
+    #expect(try await inside(["systemctl", "start", "u-watched", "u-other"]).status == 0)
+    try await startReachdWatching(inside, ["u-watched.service"])
+    func unitStatus() async throws -> [String: Any] { try await jsonInside(inside, ["reachctl", "status", "--unit", "u-watched", "--json"]) }
+    func hostStalled() async throws -> Bool {
+        let property = try await inside(["busctl", "get-property", busName, objectPath, busName, "Stalled"])
+        return property.stdout.trimmingCharacters(in: .whitespacesAndNewlines) != "b false"
+    }
+    let judged = ContinuousClock.now + .seconds(60)
+    while !(((try await unitStatus())["traffic"] as? [String])?.first ?? "").contains("flowing") {
+        guard ContinuousClock.now < judged else {
+            let facts = try await inside(["sh", "-c", "env; reachd --check-config | tail -3; reachctl why --unit u-watched --json; journalctl -u reachd --no-pager -o cat"])
+            Issue.record("u-watched's own traffic never judged flowing: \(try await unitStatus()) \(facts)")
+            return
+        }
+        try await Task.sleep(for: .milliseconds(500))
+    }
+    #expect(try await unitStatus()["stalled"] as? Bool == false)
+    #expect(try await hostStalled() == false)
+
+    // The unit's cgroup as the machine's hierarchy names it: its depth is the rule's level.
+    let drop = """
+        path=$(grep -h '^0::.*/system.slice/u-watched.service$' /proc/[0-9]*/cgroup | head -1 | cut -c4-)
+        [ -n "$path" ] || { echo "no process of u-watched.service" >&2; exit 1; }
+        level=$(printf '%s' "$path" | tr -cd / | wc -c)
+        mount -t cgroup2 none /sys/fs/cgroup
+        /usr/sbin/nft add table inet svc && /usr/sbin/nft add chain inet svc out '{ type filter hook output priority 0; }'
+        /usr/sbin/nft add rule inet svc out socket cgroupv2 level "$level" "\\"${path#/}\\"" ip dscp set cs1
+        echo "$level ${path#/}"
+        """
+    let gateway = "nft add table inet svc && nft add chain inet svc in '{ type filter hook input priority 0; }' && nft add rule inet svc in ip dscp cs1 drop"
+    let dropping = try await inside(["ip", "netns", "exec", "utraffic", "sh", "-c", gateway])
+    try #require(dropping.status == 0, "the gateway's drop: \(dropping)")
+    // In the container's network namespace, from the machine's cgroup and mount view.
+    let rule = try await execute("/usr/bin/nsenter", ["--target", "\(systemd)", "--net", "--", "/usr/bin/unshare", "-m", "/bin/sh", "-c", drop])
+    try #require(rule.status == 0, "the drop rule: \(rule)")
+    let begin = ContinuousClock.now
+    var hostReads = 0
+    var hostStalledReads = 0
+    var flagged: Duration?
+    while flagged == nil, ContinuousClock.now - begin < .seconds(30) {
+        hostReads += 1
+        if try await hostStalled() { hostStalledReads += 1 }
+        if try await unitStatus()["stalled"] as? Bool == true { flagged = ContinuousClock.now - begin }
+        try await Task.sleep(for: .milliseconds(500))
+    }
+    let seen = flagged == nil ? "\(try await unitStatus()) \(try await inside(["journalctl", "-u", "reachd", "--no-pager", "-o", "cat"]).stdout)" : ""
+    let took = try #require(flagged, "u-watched flagged within 30 s (rule \(rule.stdout)): \(seen)")
+    #expect(took <= .seconds(15), "flagged after \(took)")
+    for _ in 0..<10 {
+        hostReads += 1
+        if try await hostStalled() { hostStalledReads += 1 }
+        try await Task.sleep(for: .milliseconds(500))
+    }
+    #expect(hostStalledReads == 0, "the host's Stalled was true in \(hostStalledReads) of \(hostReads) reads")
+    let text = try await inside(["reachctl", "status", "--unit", "u-watched"])
+    #expect(text.stdout.contains("but its own traffic is stalled"), "\(text)")
+    let condition = try await inside(["reachctl", "is", "--unit", "u-watched", "online"])
+    #expect(condition.status == 1 && condition.stderr.contains("u-watched.service's own traffic stopped flowing"), "\(condition)")
+    let other = try await inside(["reachctl", "is", "--unit", "u-other", "online"])
+    #expect(other.status == 0, "an unwatched unit answers as the host: \(other)")
+    let call = try await inside(["busctl", "call", "--json=short", busName, objectPath, busName, "CheckUnit", "ss", "u-watched", ""])
+    #expect(call.stdout.contains("\"traffic\",\"broken\"") && call.stdout.contains(#""TrafficScope":{"type":"s","data":"unit"}"#),
+            "CheckUnit on the bus: \(call)")
+    let metrics = try await inside(["reachctl", "metrics"]).stdout
+    #expect(metrics.contains("reachd_unit_stalled{unit=\"u-watched.service\"} 1") && metrics.contains("reachd_stalled 0"), "\(metrics)")
+    print("stall(unit, systemd): u-watched flagged \(took) after its cgroup's packets were dropped (rule level \(rule.stdout.trimmingCharacters(in: .whitespacesAndNewlines))); the host's Stalled false in \(hostReads) reads")
+
+    #expect(try await inside(["ip", "netns", "exec", "utraffic", "nft", "delete", "table", "inet", "svc"]).status == 0)
+    let restored = ContinuousClock.now
+    while try await unitStatus()["stalled"] as? Bool != false {
+        guard ContinuousClock.now - restored < .seconds(45) else {
+            Issue.record("u-watched's verdict did not clear within 45 s: \(try await unitStatus())")
+            return
+        }
+        try await Task.sleep(for: .milliseconds(500))
+    }
+    #expect(try await inside(["reachctl", "is", "--unit", "u-watched", "online"]).status == 0)
+    let cleared = try await inside(["reachctl", "metrics"]).stdout
+    #expect(cleared.contains("reachd_unit_stalled{unit=\"u-watched.service\"} 0"), "\(cleared)")
+    print("stall(unit, systemd): cleared \(ContinuousClock.now - restored) after the drop rule went")
+    _ = try await inside(["sh", "-c", "systemctl stop u-watched u-other utraffic-echo reachd; ip link del ut1; ip netns del utraffic"])
 }
 
 // MARK: - Processes

@@ -12,7 +12,8 @@ extension StallDaemonTests {
     /// drops them, silently, as a path that drops one service's traffic does. The unit is
     /// flagged within 15 s (status --unit, CheckUnit's traffic layer, reachd_unit_stalled) and
     /// the host's Stalled stays false throughout, also once the unit's root-owned connections are
-    /// the only ones left; without the rule the unit's verdict clears.
+    /// the only ones left; without the rule the unit's verdict clears. A second watched unit that
+    /// does not run (no cgroup) is asked of systemd again every 10 s, its ControlGroup alone.
     @Test func aUnitsDroppedTrafficFlagsTheUnitAndNeverTheHost() async throws {
         let topology = try Topology("sdunit", shortRTO: false)
         let root = try makeScratchDirectory("reachd-units")
@@ -43,12 +44,13 @@ extension StallDaemonTests {
         _ = try unit.firstLine(timeout: .seconds(20))
 
         let harness = try DaemonHarness(
-            topology.client, config: "[Units]\nWatch=sdunit.service\n", start: false, arguments: ["--sysfs-root", root])
+            topology.client, config: "[Units]\nWatch=sdunit.service stopped.service\n", start: false, arguments: ["--sysfs-root", root])
         defer { harness.shutdown() }
-        let systemd = try UnitCheckDaemonTests.startOwner(harness, #"{"sdunit.service": {"ControlGroup": ["s", "/\#(group)"]}}"#)
+        let systemd = try UnitCheckDaemonTests.startOwner(harness, #"{"sdunit.service": {"ControlGroup": ["s", "/\#(group)"]}, "stopped.service": {}}"#)
         defer { systemd.kill() }
         try harness.startDaemon()
         try await harness.ready()
+        let watching = ContinuousClock.now
 
         func unitStatus() throws -> [String: Any] {
             try reachctl(["status", "--unit", "sdunit.service", "--json", "--bus-address", harness.address]).json()
@@ -98,6 +100,10 @@ extension StallDaemonTests {
         #expect(condition.status == 1 && condition.stderr.contains("sdunit.service's own traffic stopped flowing"), "\(condition)")
         let why = try reachctl(["why", "--unit", "sdunit.service", "--json", "--bus-address", harness.address]).json()
         #expect(why["brokenLayer"] as? String == "traffic", "\(why)")
+        // Whose traffic the layer judged is a fact of CheckUnit's reply, not a reading of its words.
+        #expect(why["trafficScope"] as? String == "unit", "\(why)")
+        let call = try harness.busctlCall("CheckUnit", "ss", "sdunit.service", "")
+        #expect(call.stdout.contains(#""TrafficScope":{"type":"s","data":"unit"}"#), "\(call)")
         let metrics = try reachctl(["metrics", "--bus-address", harness.address]).stdout
         #expect(metrics.contains("reachd_unit_stalled{unit=\"sdunit.service\"} 1"), "\(metrics)")
         #expect(metrics.contains("reachd_stalled 0"))
@@ -109,5 +115,13 @@ extension StallDaemonTests {
             try unitStatus()["stalled"] as? Bool == false
         }
         print("stall(unit): cleared \(ContinuousClock.now - restored) after the drop rule went")
+        // The unit that never ran: one Get a read, a read every 10 s (at the polls of every half Interval=).
+        let watched = ContinuousClock.now - watching
+        let gets = systemd.lines.filter { $0.hasPrefix("Get stopped.service ") }
+        #expect(gets.allSatisfy { $0 == "Get stopped.service ControlGroup" }, "\(gets)")
+        // The first read comes as reachd starts, a moment before `watching`.
+        let most = Int(watched.components.seconds / 10) + 2
+        #expect(gets.count >= 2 && gets.count <= most, "\(gets.count) reads in \(watched), at most \(most)")
+        print("stall(unit): a watched unit not running read \(gets.count) times in \(watched), one property each")
     }
 }

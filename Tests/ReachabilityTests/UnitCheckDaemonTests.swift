@@ -12,7 +12,8 @@ import Testing
 struct UnitCheckDaemonTests {
     /// argv[1]: JSON `{unit: {property: [signature, value]}}`; with argv[2] "mute", the objects
     /// are registered but their main context never runs: calls to them are taken off the bus
-    /// and never answered, as a hung systemd would. Prints "owned" once the name is its own.
+    /// and never answered, as a hung systemd would. Prints "owned" once the name is its own,
+    /// then "Get UNIT PROPERTY" for each property it answers.
     static let owner = """
         import json, sys, time
         import gi
@@ -41,8 +42,9 @@ struct UnitCheckDaemonTests {
             "PrivateNetwork": ["b", False], "NetworkNamespacePath": ["s", ""], "IPAddressAllow": ["a(iayu)", []],
             "IPAddressDeny": ["a(iayu)", []], "RestrictNetworkInterfaces": ["(bas)", [False, []]],
             "RestrictAddressFamilies": ["(bas)", [False, []]], "ControlGroup": ["s", ""]}
-        def getter(settings):
+        def getter(unit, settings):
             def get(connection, sender, path, interface, name):
+                print("Get", unit, name, flush=True)
                 signature, value = settings.get(name, defaults[name])
                 if signature == "a(iayu)": value = [(f, bytes(a), p) for f, a, p in value]
                 if signature == "(bas)": value = tuple(value)
@@ -51,7 +53,7 @@ struct UnitCheckDaemonTests {
         for name, settings in units.items():
             path = "/org/freedesktop/systemd1/unit/" + label(name)
             for interface in info.interfaces[:1] + info.interfaces[2:]:
-                connection.register_object(path, interface, None, getter(settings), None)
+                connection.register_object(path, interface, None, getter(name, settings), None)
         connection.register_object("/org/freedesktop/systemd1", info.interfaces[1], None,
             lambda c, s, p, i, n: GLib.Variant("s", "+PAM +SECCOMP +BPF_FRAMEWORK"), None)
         own()
@@ -139,6 +141,10 @@ struct UnitCheckDaemonTests {
             #expect((policy?["status"] as? String) == (item.message == nil ? "ok" : "broken"), "\(item.unit): \(why.json)")
             if let message = item.message { #expect((policy?["evidence"] as? [String])?.first == message, "\(why.json)") }
         }
+        // No unit here is watched ([Units] Watch=): each traffic layer is the host's, and says so.
+        let plainCall = try harness.busctlCall("CheckUnit", "ss", "plain.service", far)
+        #expect(plainCall.stdout.contains(#""TrafficScope":{"type":"s","data":"host"}"#), "\(plainCall)")
+        #expect(try Self.ask(harness, "why", "plain.service", far).json["trafficScope"] as? String == "host")
         let tunnel = try Self.ask(harness, "check", "tunnel.service", "192.0.2.2")
         #expect(tunnel.json["interface"] as? String == "up0p", "\(tunnel.json)")
         let inside = try Self.ask(harness, "why", "tunnel.service", "192.0.2.2")

@@ -197,11 +197,19 @@ extension ReachabilityClient {
 
     /// `u flags, s interface, s reason, a{sv} details`: CheckAddress's reply, CheckUnit's first part.
     static func readAddressCheck(_ message: BusMessage, _ address: String) throws(BusError) -> CheckResult {
+        var scope = Explanation.TrafficScope.host
+        return try readAddressCheck(message, address, trafficScope: &scope)
+    }
+
+    /// The same, with CheckUnit's `TrafficScope` among the details.
+    static func readAddressCheck(
+        _ message: BusMessage, _ address: String, trafficScope: inout Explanation.TrafficScope
+    ) throws(BusError) -> CheckResult {
         var result = CheckResult(target: address, addresses: Self.addresses(ofTarget: address))
         result.flags = ReachabilityFlags(rawValue: try message.readUInt32())
         result.interface = try message.readString()
         result.reason = Reason(rawValue: try message.readString())
-        try Self.readDetails(message, into: &result)
+        try Self.readDetails(message, into: &result, trafficScope: &trafficScope)
         return result
     }
 
@@ -209,6 +217,14 @@ extension ReachabilityClient {
     /// keys are skipped. A reachd from before the details ends its reply at `reason`; entering
     /// a container there fails (ENXIO), so whether one follows is peeked first.
     static func readDetails(_ message: BusMessage, into result: inout CheckResult) throws(BusError) {
+        var scope = Explanation.TrafficScope.host
+        try readDetails(message, into: &result, trafficScope: &scope)
+    }
+
+    /// The same, with CheckUnit's `TrafficScope` (absent from an older reachd's: the host's).
+    static func readDetails(
+        _ message: BusMessage, into result: inout CheckResult, trafficScope: inout Explanation.TrafficScope
+    ) throws(BusError) {
         var type: CChar = 0
         var contents: UnsafePointer<CChar>?
         guard sd_bus_message_peek_type(message.pointer, &type, &contents) > 0, type == CChar(UInt8(ascii: "a")),
@@ -222,6 +238,7 @@ extension ReachabilityClient {
             case "Gateway": result.gateway = value.flatMap(IPAddress.init)
             case "Source": result.source = value.flatMap(IPAddress.init)
             case "Message": result.message = value
+            case ReachdContract.trafficScope: trafficScope = value.flatMap(Explanation.TrafficScope.init) ?? .host
             default: break
             }
             try message.exit()
@@ -297,10 +314,12 @@ extension ReachabilityClient {
             try message.append(target)
         }
         return try withExtendedLifetime(reply) { () throws(BusError) -> (result: CheckResult, explanation: Explanation) in
-            let result = try Self.readAddressCheck(reply.message, target)
+            var scope = Explanation.TrafficScope.host
+            let result = try Self.readAddressCheck(reply.message, target, trafficScope: &scope)
             let layers = try Self.readLayers(reply.message, "CheckUnit")
             var explanation = Explanation(target: target, uid: nil, layers: layers)
             explanation.unit = (try? UnitName.validate(unit).get()) ?? unit
+            explanation.trafficScope = scope
             return (result, explanation)
         }
     }

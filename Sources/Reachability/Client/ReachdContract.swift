@@ -62,6 +62,9 @@ package enum ReachdContract {
     /// longer (`checkUnitTimeout`), so that it hears reachd say systemd did not answer.
     public static let systemdTimeout: Duration = .seconds(2)
     public static let checkUnitTimeout: Duration = .seconds(5)
+    /// CheckUnit's details entry (s) saying whose TCP traffic its `traffic` layer judged
+    /// (`Explanation.TrafficScope`): "unit" for a unit of `[Units] Watch=`, else "host".
+    public static let trafficScope = "TrafficScope"
 
     /// GetStatus's entries with the figures behind `Stalled`, for the host's path at the last
     /// poll; absent when that path had nothing to judge (or detection is off).

@@ -53,6 +53,14 @@ package struct Explanation: Hashable, Sendable {
         }
     }
 
+    /// Whose TCP traffic the `traffic` layer judged.
+    public enum TrafficScope: String, Hashable, Sendable {
+        /// The host's own (every explanation but a watched unit's).
+        case host
+        /// The explained unit's own sockets, told apart by its cgroup (reachd.conf's `[Units] Watch=`).
+        case unit
+    }
+
     /// The target as asked; empty for the host's own answer.
     public var target: String
     /// Whose traffic the route was looked up for; nil when the lookup was the system's (uid 0).
@@ -62,6 +70,8 @@ package struct Explanation: Hashable, Sendable {
     public var unit: String?
     /// Every layer of `hostLayers` in its order, and for a unit its `policy` after the route's.
     public var layers: [Layer]
+    /// Whose traffic the `traffic` layer judged: `.unit` in CheckUnit's explanation of a watched unit.
+    public var trafficScope: TrafficScope = .host
 
     public init(target: String, uid: UInt32?, layers: [Layer]) {
         self.target = target

@@ -1,13 +1,14 @@
 extension Explanation {
     /// `reachctl why --json`, and the same keys for every client: `target` ("" for the host),
     /// `uid` (null when the lookup was the system's), `brokenLayer` (the first broken layer's
-    /// name, "" when none is), for a unit's (`why --unit`) `unit` before it, `layers` (each `layer`, `status`: ok, broken or unknown,
+    /// name, "" when none is), for a unit's (`why --unit`) `unit` and `trafficScope` ("unit" when
+    /// the traffic layer is the unit's own sockets', else "host") before it, `layers` (each `layer`, `status`: ok, broken or unknown,
     /// `evidence`: strings, `fix`: "" unless broken), every layer in order.
     package var json: JSONValue {
         .object([
             ("target", .string(target)),
             ("uid", uid.map { .uint(UInt64($0)) } ?? .null),
-        ] + (unit.map { [("unit", JSONValue.string($0))] } ?? []) + [
+        ] + (unit.map { [("unit", JSONValue.string($0)), ("trafficScope", JSONValue.string(trafficScope.rawValue))] } ?? []) + [
             ("brokenLayer", .string(brokenLayer?.rawValue ?? "")),
             ("layers", .array(layers.map { layer in
                 .object([
