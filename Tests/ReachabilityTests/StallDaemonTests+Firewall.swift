@@ -22,14 +22,7 @@ extension StallDaemonTests {
             (try Self.status(harness).stall?.socketsJudged ?? 0) >= 16
         }
 
-        try topology.client.exec("/usr/sbin/nft", ["add", "table", "inet", "wall"])
-        try topology.client.exec("/usr/sbin/nft", ["add", "chain", "inet", "wall", "out", "{ type filter hook output priority 0 ; }"])
-        try topology.client.exec(
-            "/usr/sbin/nft", ["add", "rule", "inet", "wall", "out", "ip", "daddr", Topology.serverV4, "tcp", "dport", "\(StallKernelTests.port)", "drop"])
-        let flagged = try await Self.until("reachd's Stalled behind the host's own drop rule", harness, timeout: .seconds(45)) { $0.stalled }
-        let why = try reachctl(["why", "--json", "--bus-address", harness.address, "--daemon"])
-        let explained = try why.json()
-        #expect(why.status == 1 && explained["brokenLayer"] as? String == "firewall", "\(why)")
+        let (flagged, explained) = try await Self.walledIn(topology, harness)
         let layers = explained["layers"] as? [[String: Any]] ?? []
         let firewall = layers.first { $0["layer"] as? String == "firewall" }
         let evidence = ((firewall?["evidence"] as? [String]) ?? []).joined(separator: "; ")
@@ -63,6 +56,18 @@ extension StallDaemonTests {
         try await harness.ready()
         try await Task.sleep(for: .seconds(3))
 
+        let (flagged, explained) = try await Self.walledIn(topology, harness)
+        let layers = explained["layers"] as? [[String: Any]] ?? []
+        let firewall = layers.first { $0["layer"] as? String == "firewall" }
+        let evidence = ((firewall?["evidence"] as? [String]) ?? []).joined(separator: "; ")
+        #expect(evidence.contains("retransmission(s) refused inside the host"), "\(explained)")
+        print("stall(firewall, attempts): flagged \(flagged) after the drop rule; why: \(evidence)")
+    }
+
+    /// Drops the client's traffic to the server in its own output hook, waits for reachd's
+    /// Stalled, and reads `why`, which must name the host's firewall: how long it took, and the
+    /// explanation.
+    static func walledIn(_ topology: Topology, _ harness: DaemonHarness) async throws -> (Duration, [String: Any]) {
         try topology.client.exec("/usr/sbin/nft", ["add", "table", "inet", "wall"])
         try topology.client.exec("/usr/sbin/nft", ["add", "chain", "inet", "wall", "out", "{ type filter hook output priority 0 ; }"])
         try topology.client.exec(
@@ -71,11 +76,7 @@ extension StallDaemonTests {
         let why = try reachctl(["why", "--json", "--bus-address", harness.address, "--daemon"])
         let explained = try why.json()
         #expect(why.status == 1 && explained["brokenLayer"] as? String == "firewall", "\(why)")
-        let layers = explained["layers"] as? [[String: Any]] ?? []
-        let firewall = layers.first { $0["layer"] as? String == "firewall" }
-        let evidence = ((firewall?["evidence"] as? [String]) ?? []).joined(separator: "; ")
-        #expect(evidence.contains("retransmission(s) refused inside the host"), "\(explained)")
-        print("stall(firewall, attempts): flagged \(flagged) after the drop rule; why: \(evidence)")
+        return (flagged, explained)
     }
 
     /// A connect every second, each given 5 s, closed at once.
