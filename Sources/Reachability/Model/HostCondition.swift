@@ -66,10 +66,7 @@ package enum HostCondition: Hashable, Sendable {
         case .internet:
             // The network's own word first: while its portal API says captive, the probe is not
             // even sent (it would only be redirected), and nothing beyond the portal answers.
-            if host.portalSession.captive {
-                return "the network's portal API says the host is captive"
-                    + (host.portalSession.loginURL.isEmpty ? "" : " (log in at \(host.portalSession.loginURL))")
-            }
+            if let captive = Self.captive(host.portalSession) { return captive }
             switch host.connectivity.verdict {
             case .full:
                 return online ? nil : Self.notOnline(host)
@@ -86,9 +83,7 @@ package enum HostCondition: Hashable, Sendable {
             return "the host's path via \(Self.path(snapshot)) is metered" + (host.expensiveReason.map { " (\($0.text))" } ?? "")
         case .noPortal:
             let session = host.portalSession
-            if session.captive {
-                return "the network's portal API says the host is captive" + (session.loginURL.isEmpty ? "" : " (log in at \(session.loginURL))")
-            }
+            if let captive = Self.captive(session) { return captive }
             if session.ending { return "the network's portal API says the session ends within the lead time ([Portal] EndingLead=)" }
             guard host.connectivity.verdict == .portal else { return nil }
             let location = host.connectivity.portal.isEmpty ? "" : " (redirected to \(host.connectivity.portal))"
@@ -101,6 +96,12 @@ package enum HostCondition: Hashable, Sendable {
             if !online { return Self.notOnline(host) }
             return Self.pathKinds(snapshot).contains(kind) ? nil : "the host's path is via \(Self.path(snapshot))"
         }
+    }
+
+    /// Why the network's own word fails a condition: its portal API says the host is captive.
+    static func captive(_ session: PortalSession) -> String? {
+        guard session.captive else { return nil }
+        return "the network's portal API says the host is captive" + (session.loginURL.isEmpty ? "" : " (log in at \(session.loginURL))")
     }
 
     /// The kinds of the links the host's path leaves through: the primary interface's, and the
