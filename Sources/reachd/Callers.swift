@@ -32,10 +32,10 @@ final class Callers {
         identities.departed = { [unowned self] name in self.left(name) }
     }
 
-    /// Follows the sender of `message` and runs `body` with its Unix user: at once when known,
-    /// else once the bus answered. `body` does not run if the client leaves first. Throws for a
-    /// call with no sender (no connection to follow).
-    func withUser(of message: BusMessage, _ body: @escaping (Result<UInt32, BusError>) -> Void) throws(BusError) {
+    /// Follows the sender of `message` and runs `body` with the caller: at once when its Unix
+    /// user is known, else once the bus answered. `body` does not run if the client leaves first.
+    /// Throws for a call with no sender (no connection to follow).
+    func withCaller(of message: BusMessage, _ body: @escaping (Result<Caller, BusError>) -> Void) throws(BusError) {
         let sender = try CallerIdentities.sender(of: message)
         let client = clients[sender] ?? Client()
         clients[sender] = client
@@ -43,7 +43,7 @@ final class Callers {
         identities.withUser(of: sender) { [unowned self] uid in
             client.waiting -= 1
             guard !client.gone else { return }  // it left meanwhile: nothing to answer
-            body(uid)
+            body(uid.map { Caller(name: sender, uid: $0) })
             self.forgetIfIdle(sender)
         }
     }
@@ -88,4 +88,11 @@ final class Callers {
         client.gone = true
         for undo in client.departures.values { undo() }
     }
+}
+
+/// Who made a call, learnt once per call: its connection's unique bus name (what it holds dies
+/// with that connection) and its Unix user (its shares and limits, and how it is routed).
+struct Caller: Hashable {
+    let name: String
+    let uid: UInt32
 }

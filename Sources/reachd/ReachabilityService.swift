@@ -172,11 +172,11 @@ final class ReachabilityService: BusObject {
     /// Replies when the probe answers (within its Timeout=), never blocking the loop.
     private func validate(_ message: BusMessage) throws(BusError) -> BusReply {
         let call = OwnedBusMessage(retaining: message)
-        try callers.withUser(of: message) { [unowned self] uid in
+        try callers.withCaller(of: message) { [unowned self] caller in
             defer { self.callers.forgetIfIdle(call.message.sender ?? "") }
             let known: UInt32
-            switch uid {
-            case let .success(uid): known = uid
+            switch caller {
+            case let .success(caller): known = caller.uid
             case let .failure(error): return self.bus.reply(to: call.message, error: error)
             }
             self.validate(known) { status in

@@ -37,9 +37,9 @@ final class UnitChecks {
         }
         let destinations = try Self.destinations(of: target)
         let call = OwnedBusMessage(retaining: message)
-        try callers.withUser(of: message) { [unowned self] caller in
+        try callers.withCaller(of: message) { [unowned self] caller in
             do throws(BusError) {
-                let uid = try caller.get()
+                let uid = try caller.get().uid
                 try sandboxes.read(unit) { [unowned self] read in
                     do throws(BusError) {
                         let sandbox = try read.get()

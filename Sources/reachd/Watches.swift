@@ -9,13 +9,11 @@ final class WatchRegistry {
     private let callers: Callers
     private unowned let metrics: DaemonMetrics
     private var perClient = 0
-    private var quota = Quota(total: 0)
+    /// The watches held per Unix user, within MaxWatches= and MaxWatchesPerUser=.
+    private var ledger = QuotaLedger<UInt32>(Quota(total: 0)) { $0 == 0 }
     private var watches: [String: any HeldWatch] = [:]
     /// The watches of each client that holds any, by unique bus name.
     private var clients: [String: Set<String>] = [:]
-    /// Watches held per Unix user, and by all users other than root together.
-    private var perUser: [UInt32: Int] = [:]
-    private var unprivileged = 0
     private var nextID: UInt64 = 0
     /// The distinct targets the watches share, and when each is asked.
     private let targets: WatchTargets
@@ -38,7 +36,7 @@ final class WatchRegistry {
     /// At start and on every reload: the limits and the targets' lookup settings.
     func configure(_ configuration: Configuration) {
         perClient = configuration.maxWatchesPerClient
-        quota = Quota(total: configuration.maxWatches, perOwner: configuration.maxWatchesPerUser)
+        ledger.quota = Quota(total: configuration.maxWatches, perOwner: configuration.maxWatchesPerUser)
         targets.configure(timeout: configuration.defaultTimeout, maxConcurrentLookups: configuration.maxConcurrentLookups)
     }
 
@@ -92,9 +90,10 @@ final class WatchRegistry {
     ) throws(BusError) -> BusReply {
         let owner = message.sender ?? ""
         let call = OwnedBusMessage(retaining: message)
-        try callers.withUser(of: message) { [unowned self] uid in
+        try callers.withCaller(of: message) { [unowned self] caller in
             do throws(BusError) {
-                let path = try self.create(owner: owner, uid: uid.get(), make)
+                let caller = try caller.get()
+                let path = try self.create(owner: caller.name, uid: caller.uid, make)
                 try self.bus.reply(to: call.message) { reply throws(BusError) in try reply.append(objectPath: path) }
             } catch {
                 self.bus.reply(to: call.message, error: error)
@@ -114,8 +113,8 @@ final class WatchRegistry {
         }
         // The total is tried first: with a small MaxWatches, MaxWatchesPerUser=auto equals it,
         // and the message then names the limit that really binds.
-        let ofUser = perUser[uid] ?? 0
-        switch quota.refusal(system: uid == 0, held: watches.count, ofOwner: ofUser, byOthers: unprivileged) {
+        let (quota, ofUser) = (ledger.quota, ledger.held(by: uid))
+        switch ledger.refusal(for: uid) {
         case nil: break
         case .total:
             throw limitExceeded("reachd already serves \(watches.count) watches, the most it holds (MaxWatches=\(quota.total))")
@@ -123,7 +122,7 @@ final class WatchRegistry {
             throw limitExceeded("the clients of Unix user \(uid) already hold \(ofUser) watches, the most one user may hold (MaxWatchesPerUser=\(quota.perOwner))")
         case .reserve:
             throw limitExceeded(
-                "users other than root already hold \(unprivileged) watches; the last \(quota.reserve) of MaxWatches=\(quota.total) are kept for root")
+                "users other than root already hold \(ledger.heldByOthers) watches; the last \(quota.reserve) of MaxWatches=\(quota.total) are kept for root")
         }
         nextID += 1
         let watch = try make("\(ReachdContract.watchPathNamespace)/\(nextID)", owner, uid)
@@ -132,8 +131,7 @@ final class WatchRegistry {
             callers.onDeparture(of: owner, .watches) { [unowned self] in self.removeAll(of: owner) }
         }
         clients[owner, default: []].insert(watch.path)
-        perUser[uid, default: 0] += 1
-        if uid != 0 { unprivileged += 1 }
+        ledger.take(uid)
         metrics.changed()
         return watch.path
     }
@@ -161,9 +159,7 @@ final class WatchRegistry {
     private func drop(_ watch: any HeldWatch) {
         watches.removeValue(forKey: watch.path)
         clients[watch.owner]?.remove(watch.path)
-        if watch.uid != 0 { unprivileged -= 1 }
-        perUser[watch.uid]? -= 1
-        if perUser[watch.uid] == 0 { perUser.removeValue(forKey: watch.uid) }
+        ledger.release(watch.uid)
         watch.slot = nil
         if let watch = watch as? Watch { targets.detach(watch) }
         if let watch = watch as? PathWatch { paths.detach(watch) }
@@ -174,8 +170,7 @@ final class WatchRegistry {
     func releaseAll() {
         watches = [:]
         clients = [:]
-        perUser = [:]
-        unprivileged = 0
+        ledger.clear()
     }
 
     /// The core's follower: after a routing change every distinct target is answered again,

@@ -50,7 +50,9 @@ package final class HostResolver {
     /// always start at once), and no owner of them more than its share. So a user who leaves
     /// lookups behind on a server that never answers (every one running until its deadline, up
     /// to minutes) can neither blind the system nor another user.
-    package let slots: Quota
+    package var slots: Quota { ledger.quota }
+    /// The running lookups, counted against `slots` per owner.
+    private var ledger: QuotaLedger<LookupOwner>
     /// The system's lookups in a row that queried DNS and timed out (a lookup that never ran,
     /// parked past its deadline in line, does not count); any other outcome of the system's
     /// resets it. Stall evidence, as Android's consecutive DNS timeouts are. Only the system's:
@@ -65,9 +67,6 @@ package final class HostResolver {
     private var requests: [RequestID: Request] = [:]
     /// The running requests, by id; at most `maxConcurrent`.
     private var running: [RequestID: Request] = [:]
-    /// Running requests per owner other than the system, and their sum.
-    private var runningByOwner: [LookupOwner: Int] = [:]
-    private var runningUnreserved = 0
     /// Requests waiting for a slot, a line per owner.
     private var waiting: [LookupOwner: WaitingLine] = [:]
     private var waitingCount = 0
@@ -100,7 +99,7 @@ package final class HostResolver {
             throw ResolverError(message: "ares_library_init: " + AresLookup.describe(status))
         }
         self.options = options
-        slots = Quota(total: options.maxConcurrent)
+        ledger = QuotaLedger(Quota(total: options.maxConcurrent)) { $0 == .system }
     }
 
     deinit {
@@ -252,10 +251,7 @@ package final class HostResolver {
             tries: Self.tries, willClose: { [weak self] fd in self?.socketWillClose?(fd) })
         request.phase = .running(lookup)
         running[request.id] = request
-        if request.owner != .system {
-            runningByOwner[request.owner, default: 0] += 1
-            runningUnreserved += 1
-        }
+        ledger.take(request.owner)
         // The channel opened its sockets while starting: all of them are new to the loop.
         perform(on: request, socketsBefore: [:]) {}
     }
@@ -331,18 +327,13 @@ package final class HostResolver {
     /// Whether a lookup of `owner` may start now: a slot is free, and unless it is the system's,
     /// one outside the reserve and within the owner's share.
     private func hasSlot(for owner: LookupOwner) -> Bool {
-        slots.refusal(
-            system: owner == .system, held: running.count, ofOwner: runningByOwner[owner] ?? 0, byOthers: runningUnreserved
-        ) == nil
+        ledger.refusal(for: owner) == nil
     }
 
     /// A running request gives its slot back (it finished, timed out or was cancelled).
     private func stopRunning(_ request: Request) {
-        running[request.id] = nil
-        guard request.owner != .system else { return }
-        runningUnreserved -= 1
-        runningByOwner[request.owner]? -= 1
-        if runningByOwner[request.owner] == 0 { runningByOwner[request.owner] = nil }
+        guard running.removeValue(forKey: request.id) != nil else { return }
+        ledger.release(request.owner)
     }
 
     /// A waiting request ends where it stands (cancelled, or its deadline passed).
