@@ -35,12 +35,15 @@ final class Publisher {
         Log.info("ready on the bus as \(ReachdContract.busName): \(lastStatus)")
     }
 
-    /// `Changed` goes first and only when the host's answer changed, with `HostChangeDescribed`
-    /// (what changed, whether to rebind) right after it; interface-level changes have
+    /// `Updated` goes first, the whole generation in one signal for clients that keep a snapshot;
+    /// then `Changed`, only when the host's answer changed, with `HostChangeDescribed` (what
+    /// changed, whether to rebind) right after it; interface-level changes have
     /// `InterfacesChanged`; all move `Generation`. Then the slower parts: logs and STATUS=.
     func follow(_ update: CoreUpdate) {
         snapshot = update.snapshot
         guard let change = update.change else { return }
+        let moved = published.map { HostProperty.changed(from: $0, to: change.host) } ?? HostProperty.all.map { "\($0.name)" }
+        emitUpdated(change, moved: moved, previous: published)
         if change.hostChanged {
             emit("Changed") { message throws(BusError) in
                 try message.append(change.host.flags.rawValue)
@@ -62,7 +65,6 @@ final class Publisher {
         // Only what moved: each subscriber's sd-bus or GDBus reads every property named, and a
         // flap of a link that is not the primary moves none of the host's. Generation always.
         emitFacts(of: change, previous: published)
-        let moved = published.map { HostProperty.changed(from: $0, to: change.host) } ?? HostProperty.all.map { "\($0.name)" }
         published = change.host
         bus.emitPropertiesChanged(path: ReachdContract.objectPath, interface: ReachdContract.interface, names: moved + [HostProperty.generation])
         // One line per interface whose visible state changed: what an administrator reads back

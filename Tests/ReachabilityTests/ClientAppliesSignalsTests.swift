@@ -155,5 +155,18 @@ struct ClientAppliesSignalsTests {
         let properties = signals.compactMap(\.propertiesChanged)
         #expect(properties.count >= 6)
         #expect(properties.allSatisfy { Set($0.values.keys) == ["Generation"] }, "\(properties.map(\.values))")
+        // Updated says the same whole, first of each generation: no host value, no description,
+        // the interface; so a client applies it on one wake-up.
+        let updated = signals.filter { $0.member == "Updated" }
+        #expect(updated.count == properties.count, "\(signals.map(\.member))")
+        for signal in updated {
+            let parts = signal.data
+            #expect(parts.count == 6 && (parts[1] as? [String: Any])?.isEmpty == true && (parts[2] as? [String: Any])?.isEmpty == true, "\(parts)")
+            #expect("\(parts[3])".contains("lan2"), "\(parts)")
+        }
+        let order = signals.map(\.member)
+        for (index, member) in order.enumerated() where member == "InterfacesChanged" {
+            #expect(index > 0 && order[index - 1] == "Updated", "Updated does not come first: \(order)")
+        }
     }
 }

@@ -111,6 +111,15 @@ package struct HostProperty: Sendable {
         return true
     }
 
+    /// Appends the `a{sv}` entries of the properties `names` (rows of this table) of `host`:
+    /// the host's part of `Updated`. A name no row has is left out.
+    package static func appendEntries(_ names: [String], of host: HostStatus, to message: BusMessage) throws(BusError) {
+        for name in names {
+            guard let row = byName[name] else { continue }
+            try message.appendEntry(name, "\(row.signature)") { m throws(BusError) in try row.append(host, m) }
+        }
+    }
+
     /// Reads a GetStatus entry's variant into `host` when `key` names a property read on its own;
     /// false for any other key (the variant is left unread). A value of another type than the
     /// contract's is skipped, as an older or newer reachd may send.

@@ -17,7 +17,8 @@ extension ReachabilityClient {
         owner = nil
         watches = [:]
         paths = [:]
-        signalled = SignalledChange()
+        sendsUpdates = false
+        described = []
     }
 
     /// The bus connection failed: forgets it and schedules a new one. Returns whether a reachd was

@@ -54,11 +54,10 @@ extension ReachabilityClient {
     /// `GetStatus` with the mirror's counters (nil from a reachd that does not send them).
     /// `stall`: the figures behind `Stalled` (nil when reachd sends none).
     /// `interfaceFacts`: each interface's facts beyond ListInterfaces' struct, by name then
-    /// fact (`InterfaceFact`), from its two older tables when reachd sends no InterfaceFacts;
-    /// `sendsFactsChanged`: it does, and so sends FactsChanged.
+    /// fact (`InterfaceFact`), from its two older tables when reachd sends no InterfaceFacts.
     package func fullStatus() throws(BusError) -> (
         host: HostStatus, generation: UInt64, counters: MirrorCounters?, stall: StallEvidence?,
-        interfaceFacts: [String: [String: String]], sendsFactsChanged: Bool
+        interfaceFacts: [String: [String: String]]
     ) {
         let reply = try call("GetStatus")
         let message = reply.message
@@ -119,7 +118,7 @@ extension ReachabilityClient {
         if let prefix = nat64.prefix.flatMap(IPPrefix.init), let router = nat64.router.flatMap(IPAddress.init) {
             host.nat64Prefix = Nat64Prefix(prefix: prefix, router: router, interfaceName: nat64.interface ?? "")
         }
-        return (host, generation, counters, stall, interfaceFacts ?? olderTables, interfaceFacts != nil)
+        return (host, generation, counters, stall, interfaceFacts ?? olderTables)
     }
 
     /// A GetStatus entry's `a{ss}` of values by interface name; empty when it holds another type.
@@ -177,7 +176,6 @@ extension ReachabilityClient {
             status = after
             interfaces = try self.interfaces()
         }
-        sendsFacts = status.sendsFactsChanged
         return ReachabilitySnapshot(
             generation: status.generation, host: status.host, interfaces: InterfaceFact.with(status.interfaceFacts, interfaces),
             stallEvidence: status.stall)

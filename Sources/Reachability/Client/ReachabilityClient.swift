@@ -82,11 +82,11 @@ public final class ReachabilityClient {
     var paths: [String: Path] = [:]
     /// The snapshot kept from the signals since `followSnapshot()`; nil before.
     public internal(set) var followed: ReachabilitySnapshot?
-    /// The signals of the generation in flight (`followSnapshot()`).
-    var signalled = SignalledChange()
-    /// Whether reachd sends FactsChanged (its GetStatus has InterfaceFacts): else the snapshot is
-    /// read on each generation's signal, as before it did.
-    var sendsFacts = false
+    /// Whether reachd sends `Updated` (seen once): its other signals of a generation then say
+    /// nothing new, and are let go unread.
+    var sendsUpdates = false
+    /// From a reachd without `Updated`: the HostChangeDescribed of the generation in flight.
+    var described: [HostChange] = []
 
     /// Connects to `bus`. Does not talk to reachd yet: the first call does (use `status()` as
     /// a probe). Throws when the bus itself cannot be reached.
@@ -222,16 +222,11 @@ public final class ReachabilityClient {
         while try connection.process() {}
         for raw in inbox.take() {
             switch raw {
-            case let .event(event):
-                events.append(event)
-                try record(raw, into: &events)
-            case let .interfaces(_, _, generation):
-                events.append(.interfacesChanged(generation: generation))
-                try record(raw, into: &events)
-            case .facts:
-                try record(raw, into: &events)
-            case let .hostProperties(owned):
-                if let change = try complete(owned.message) { events.append(.change(change)) }
+            case let .updated(owned):
+                sendsUpdates = true
+                try apply(updated: owned.message, into: &events)
+            case .event, .interfaces, .generationEnded:
+                if !sendsUpdates { try record(raw, into: &events) }
             case let .ownerChanged(old, new):
                 if let owner, old == owner {
                     forgetService()
@@ -330,13 +325,14 @@ public final class ReachabilityClient {
 
     /// What a signal handler saw, before `dispatch()` makes events of it.
     enum RawEvent {
-        /// A signal that is an event as it stands (`changed`, `hostChangeDescribed`).
+        /// `Updated`, read when applied.
+        case updated(OwnedBusMessage)
+        /// From a reachd without `Updated`: a signal that is an event as it stands (`changed`,
+        /// `hostChangeDescribed`), InterfacesChanged's arguments, and the service object's
+        /// PropertiesChanged, which ends a generation.
         case event(Event)
-        /// InterfacesChanged's arguments; FactsChanged's; the service object's PropertiesChanged,
-        /// read when applied (`followSnapshot()`).
         case interfaces(changed: [InterfaceStatus], removed: [String], generation: UInt64)
-        case facts(interfaces: [String: [String: String]], nat64: (router: String?, interface: String?)?, generation: UInt64)
-        case hostProperties(OwnedBusMessage)
+        case generationEnded
         case watch(path: String, properties: WatchProperties, invalidated: [String])
         case pathChanged(path: String, properties: OwnedBusMessage)
         /// NameOwnerChanged for reachd's name: `old` left it, `new` took it (empty: nobody).

@@ -131,6 +131,9 @@ package enum ReachdContract {
         .signal("InterfacesChanged", signature: "a(issuas)ast", names: "changed\0removed\0generation\0"),
         .signal("HostChangeDescribed", signature: "a{sv}", names: "description\0"),
         .signal("FactsChanged", signature: "a{sa{sv}}a{sv}t", names: "interfaces\0host\0generation\0"),
+        .signal(
+            "Updated", signature: "ta{sv}a{sv}a(issuas)asa{sa{sv}}",
+            names: "generation\0host\0description\0interfaces\0removed\0facts\0"),
     ]
 
     /// The entries of `HostChangeDescribed`, sent right after each `Changed` of the same
@@ -150,6 +153,14 @@ package enum ReachdContract {
     /// that has any; one left out has none) or the host's NAT64 prefix moved (`host`: the
     /// `Nat64Entry` entries of the prefix now, none without one). With Changed, InterfacesChanged
     /// and the values of PropertiesChanged, a client keeps its snapshot without asking.
+
+    /// `Updated(t generation, a{sv} host, a{sv} description, a(issuas) interfaces, as removed,
+    /// a{sa{sv}} facts)`: a whole generation in one signal, sent before its other signals, so
+    /// that a client keeping a snapshot applies it on one wake-up. `host`: the values of the host
+    /// properties that moved (Flags and PrimaryInterface always when the host's answer changed)
+    /// and the `Nat64Entry` entries when the NAT64 prefix moved; `description`: HostChangeDescribed's
+    /// entries when the host's answer changed, else none; then InterfacesChanged's interfaces and
+    /// removed names, and FactsChanged's facts of those interfaces.
 
     /// The members of `watchInterface` on each watch object.
     public static let watchMembers: [BusVTable.Member] = [
