@@ -18,6 +18,8 @@ extension ReachabilityClient {
         watches = [:]
         paths = [:]
         sendsUpdates = false
+        lastUpdated = 0
+        serviceSlot = nil
         described = []
     }
 

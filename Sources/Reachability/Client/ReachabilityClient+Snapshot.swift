@@ -49,6 +49,8 @@ extension ReachabilityClient {
     /// the change it makes to the snapshot followed, applied.
     func apply(updated message: BusMessage, into events: inout [Event]) throws(BusError) {
         let generation = try message.readUInt64()
+        guard generation > lastUpdated else { return }
+        lastUpdated = generation
         let last = followed
         var host = last?.host ?? HostStatus()
         var nat64: (prefix: String?, router: String?, interface: String?) = (nil, nil, nil)
@@ -87,6 +89,18 @@ extension ReachabilityClient {
             hostChange: described)
         followed = last.applying(change)
         events.append(.change(change))
+    }
+
+    /// reachd sends `Updated`: the service object's other signals say nothing more, so the bus
+    /// is asked for `Updated` alone (one message per change instead of up to six). Without a
+    /// reply to wait for; until the broad match is gone, an `Updated` may come twice.
+    func narrowToUpdates() {
+        sendsUpdates = true
+        guard let owner else { return }
+        let inbox = self.inbox
+        let rule = "type='signal',sender='\(owner)',path='\(ReachdContract.objectPath)',interface='\(ReachdContract.interface)',member='Updated'"
+        guard let narrow = try? connection.match(rule, { message in Self.readServiceSignal(message, into: inbox) }) else { return }
+        serviceSlot = narrow
     }
 
     /// A part of a generation from a reachd that sends no `Updated`: its event as it stands, and

@@ -69,7 +69,7 @@ public final class ReachabilityClient {
     public var timeout: Duration
 
     /// What the signal handlers queued, for `dispatch()` to finish and hand out.
-    private let inbox = Inbox()
+    let inbox = Inbox()
     /// The signal matches of the reachd we follow (its unique name as sender).
     var slots: [BusSlot] = []
     /// Whether `subscribe()` was asked for (it stays asked while reachd is away).
@@ -83,8 +83,12 @@ public final class ReachabilityClient {
     /// The snapshot kept from the signals since `followSnapshot()`; nil before.
     public internal(set) var followed: ReachabilitySnapshot?
     /// Whether reachd sends `Updated` (seen once): its other signals of a generation then say
-    /// nothing new, and are let go unread.
+    /// nothing new, and are matched no more.
     var sendsUpdates = false
+    /// The last `Updated` applied: one delivered twice (while the match narrows) is told once.
+    var lastUpdated: UInt64 = 0
+    /// The match for the service object's signals: all of them, then `Updated` alone.
+    var serviceSlot: BusSlot?
     /// From a reachd without `Updated`: the HostChangeDescribed of the generation in flight.
     var described: [HostChange] = []
 
@@ -171,10 +175,10 @@ public final class ReachabilityClient {
         let inbox = self.inbox
         var slots: [BusSlot] = []
         // One match for every signal of the service object (its own and its PropertiesChanged):
-        // one AddMatch round trip instead of one per member.
-        slots.append(try connection.addMatch("type='signal',sender='\(owner)',path='\(Contract.objectPath)'") { message in
+        // one AddMatch round trip instead of one per member, narrowed to `Updated` once seen.
+        serviceSlot = try connection.addMatch("type='signal',sender='\(owner)',path='\(Contract.objectPath)'") { message in
             Self.readServiceSignal(message, into: inbox)
-        })
+        }
         slots.append(try connection.addMatch(
             "type='signal',sender='\(owner)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
                 + "path_namespace='\(Contract.watchPathNamespace)',arg0='\(Contract.watchInterface)'"
@@ -223,7 +227,7 @@ public final class ReachabilityClient {
         for raw in inbox.take() {
             switch raw {
             case let .updated(owned):
-                sendsUpdates = true
+                if !sendsUpdates { narrowToUpdates() }
                 try apply(updated: owned.message, into: &events)
             case .event, .interfaces, .generationEnded:
                 if !sendsUpdates { try record(raw, into: &events) }
