@@ -152,9 +152,10 @@ enum BusBench {
         (result.flaps, result.signalsPerTransitionTimes100, result.glibSignalsPerTransitionTimes100) = try measureFlaps(
             network, address: address, flaps: options.flaps, warmup: options.warmup, glib: options.glib)
         guard daemon.isRunning else { throw failure("reachd ended during the flaps") }
-        if let reachctl = options.reachctlPath {
-            note("reachbench: bus: \(options.flaps) flaps: ip monitor and \(reachctl) monitor's line")
-            result.flaps += try MonitorLineBench.measure(network, address: address, reachctl: reachctl, flaps: options.flaps, warmup: options.warmup)
+        if !options.reachctlPaths.isEmpty {
+            note("reachbench: bus: \(options.flaps) flaps: ip monitor and \(options.reachctlPaths.joined(separator: ", ")) monitor's line")
+            result.flaps += try MonitorLineBench.measure(
+                network, address: address, reachctls: options.reachctlPaths, flaps: options.flaps, warmup: options.warmup)
         }
 
         note("reachbench: bus: \(options.busCalls) round trips each: Peer.Ping, CheckAddress, GetStatus")

@@ -5,26 +5,30 @@ import Glibc
 /// A kernel event to a `reachctl monitor` line (issue 43), beside `ip monitor link` on the same
 /// flaps: the whole path a user sees, kernel -> reachd -> dbus-daemon -> reachctl -> its stdout,
 /// against the kernel -> ip -> stdout of the tool it is compared with. `--reachctl PATH` names
-/// the reachctl, so that an older one can be measured on the same reachd, run after run.
+/// the reachctl, so that an older one can be measured on the same reachd; given more than once,
+/// every one runs on the same flaps (a before and an after under the same load).
 enum MonitorLineBench {
-    static func measure(_ network: ServiceNetwork, address: String, reachctl: String, flaps: Int, warmup: Int) throws -> [BusFlapPath] {
+    static func measure(_ network: ServiceNetwork, address: String, reachctls: [String], flaps: Int, warmup: Int) throws -> [BusFlapPath] {
         let ip = try ChildProcess(
             network.client.ipTool, ["-n", network.client.name, "monitor", "link"], pipeOutput: true,
             logFile: network.file("ip-monitor-beside-reachctl.log"))
         defer { ip.stop() }
-        let monitor = try ChildProcess(
-            reachctl, ["monitor", "--bus-address", address], pipeOutput: true, logFile: network.file("reachctl-monitor.log"))
-        defer { monitor.stop() }
-        var observers = [LineReader(fd: ip.output!), LineReader(fd: monitor.output!)]
-        // The monitor's first line is its snapshot: from then on it follows the signals.
+        let monitors = try reachctls.enumerated().map { index, reachctl in
+            try ChildProcess(reachctl, ["monitor", "--bus-address", address], pipeOutput: true, logFile: network.file("reachctl-monitor-\(index).log"))
+        }
+        defer { for monitor in monitors { monitor.stop() } }
+        var observers = [LineReader(fd: ip.output!)] + monitors.map { LineReader(fd: $0.output!) }
+        // Each monitor's first line is its snapshot: from then on it follows the signals.
         let deadline = monotonicNanoseconds() + 10_000_000_000
-        while observers[1].availableLines()?.isEmpty ?? true {
-            guard monotonicNanoseconds() < deadline, monitor.isRunning else { throw BenchError("reachctl monitor printed no first line") }
-            sleepMilliseconds(5)
+        for (index, monitor) in monitors.enumerated() {
+            while observers[index + 1].availableLines()?.isEmpty ?? true {
+                guard monotonicNanoseconds() < deadline, monitor.isRunning else { throw BenchError("\(reachctls[index]) monitor printed no first line") }
+                sleepMilliseconds(5)
+            }
         }
         sleepMilliseconds(300)  // ip monitor subscribes
-        // ip, reachctl; down then up
-        var samples: [[UInt64]] = Array(repeating: [], count: 4)
+        // ip, then each reachctl; down then up
+        var samples: [[UInt64]] = Array(repeating: [], count: 2 * observers.count)
         for flap in 0..<(warmup + flaps) {
             for goingUp in [false, true] {
                 let times = try transition(network, up: goingUp, &observers)
@@ -32,7 +36,8 @@ enum MonitorLineBench {
                 for (observer, time) in times.enumerated() { samples[observer * 2 + (goingUp ? 1 : 0)].append(time) }
             }
         }
-        return ["ip monitor link (beside reachctl monitor)", "reachctl monitor line"].enumerated().map { index, name in
+        let lines = reachctls.count == 1 ? ["reachctl monitor line"] : reachctls.map { "reachctl monitor line (\($0))" }
+        return (["ip monitor link (beside reachctl monitor)"] + lines).enumerated().map { index, name in
             BusFlapPath(
                 path: name, down: Summary(samples[index * 2]), up: Summary(samples[index * 2 + 1]),
                 all: Summary(samples[index * 2] + samples[index * 2 + 1]))
@@ -42,7 +47,7 @@ enum MonitorLineBench {
     /// Sets the uplink's peer `up` (or down) and stamps each observer's first line that says so.
     static func transition(_ network: ServiceNetwork, up: Bool, _ observers: inout [LineReader]) throws -> [UInt64] {
         for index in observers.indices { _ = observers[index].availableLines() }
-        var times: [UInt64?] = [nil, nil]
+        var times: [UInt64?] = Array(repeating: nil, count: observers.count)
         let start = monotonicNanoseconds()
         try network.flapper.setAdminState(index: network.peer, up: up)
         while times.contains(where: { $0 == nil }) {

@@ -54,7 +54,7 @@ struct Options: Sendable {
     var stallPolls = 200
     var reachdPath: String?
     /// A reachctl whose `monitor` line is timed beside `ip monitor` in the bus group (issue 43).
-    var reachctlPath: String?
+    var reachctlPaths: [String] = []
 
     /// Whether any group needs root (namespaces, child processes in them).
     var needsRoot: Bool { kernel || checks || bus || hostLoad || stall }
@@ -127,7 +127,8 @@ struct Options: Sendable {
                                  use --flaps and --warmup
           --reachd PATH          the reachd binary (default: next to reachbench)
           --reachctl PATH        bus group: also time a kernel event to this reachctl's
-                                 `monitor` line, beside ip monitor on the same flaps
+                                 `monitor` line, beside ip monitor on the same flaps; give it
+                                 again for another reachctl on the same flaps (before/after)
         """
 
     static func parse(_ arguments: some Collection<String>) throws(BenchError) -> Options {
@@ -223,7 +224,7 @@ struct Options: Sendable {
             case "--getent-runs": options.getentRuns = try count(argument, minimum: 0)
             case "--bus-calls": options.busCalls = try count(argument, minimum: 1)
             case "--reachd": options.reachdPath = try value(argument)
-            case "--reachctl": options.reachctlPath = try value(argument)
+            case "--reachctl": options.reachctlPaths.append(try value(argument))
             case "--stall-sockets": options.stallSizes = try counts(argument, minimum: 1)
             case "--stall-polls": options.stallPolls = try count(argument, minimum: 1)
             default: throw BenchError("unknown argument '\(argument)'")
