@@ -6,7 +6,7 @@ extension Publisher {
     /// `Updated`: the generation whole, first of its signals. `moved`: the host properties whose
     /// values moved since the last generation told.
     func emitUpdated(_ change: ReachabilityChange, moved: [String], previous: HostStatus?) {
-        let always = change.hostChanged ? ["Flags", "PrimaryInterface"] : []
+        let always = change.hostChanged ? HostProperty.changedSignalNames : []
         let names = always + moved.filter { !always.contains($0) }
         emit("Updated") { message throws(BusError) in
             try message.append(change.generation)

@@ -89,6 +89,10 @@ package struct HostProperty: Sendable {
         .string("NetworkID", { $0.networkID }, { $0.networkID = $1 }),
     ]
 
+    /// Changed's values, the first two rows (Flags, PrimaryInterface): `Updated` carries them
+    /// with every change of the host's answer, moved or not.
+    package static let changedSignalNames = all.prefix(2).map { "\($0.name)" }
+
     /// The rows by name, for Get and the client's reading of GetStatus.
     static let byName: [String: HostProperty] = Dictionary(uniqueKeysWithValues: all.map { ("\($0.name)", $0) })
 
