@@ -2008,7 +2008,8 @@ private func checkUnitTrafficUnderSystemd(_ inside: ([String]) async throws -> R
 /// issue 45's done-when under the real PID 1, with the issue's numbers and the shipped lead
 /// (EndingLead=1m): the network's portal API (RFC 8908, HTTPS with a CA made for the test, in a
 /// gateway namespace beyond the container's uplink) answers `{"captive": false,
-/// "seconds-remaining": 120}` for the lease dhclient recorded (option 114). A service bound to
+/// "seconds-remaining": 120}` for the lease dhclient recorded (option 114), and counts down from
+/// there as a real session does (reachd asks again when the lead begins). A service bound to
 /// reachd-is@no-portal.service runs while the session has time left, is stopped 60 ± 2 s before
 /// its end, and starts again once the API tells of a renewal (reachd asks again every 15 s within
 /// the lead). reachd as packaged, sandboxed, asks the API bound to the link. About 80 s.
@@ -2020,7 +2021,7 @@ private func checkPortalSessionUnits(_ inside: ([String]) async throws -> Ran) a
     let setup = """
         mkdir -p /run/reachd-portal && cd /run/reachd-portal
         printf '%s' "$0" >server.py && printf '%s' "$1" >ca.pem && printf '%s' "$2" >server.pem && printf '%s' "$3" >server.key
-        printf 'application/captive+json\\n{"captive": false, "seconds-remaining": 120}' >answer
+        printf 'application/captive+json\\n{"captive": false}' >answer
         cp ca.pem /etc/reachd/portal-ca.pem && chmod 644 /etc/reachd/portal-ca.pem
         ip netns add uportal
         ip link add up1 type veth peer name up1p netns uportal
@@ -2048,15 +2049,17 @@ private func checkPortalSessionUnits(_ inside: ([String]) async throws -> Ran) a
     let before = try await journal()
     try #require(started != nil, "the bound service starts while no portal is announced: \(before)")
 
-    // dhclient's lease names the API (written whole, then renamed in, as dhclient rewrites it).
+    // The session ends in 120 s (the API counts down: `{"captive": false, "seconds-remaining":
+    // 120}` now), and dhclient's lease names the API (written whole, then renamed in).
     let lease = "lease {\n  interface \"up1\";\n  fixed-address 192.0.2.2;\n  option default-url \"https://192.0.2.1:8443/api\";\n}\n"
-    let leased = try await inside(["sh", "-c", "printf '%s' \"$0\" >/var/lib/dhcp/.lease && mv /var/lib/dhcp/.lease /var/lib/dhcp/dhclient.up1.leases", lease])
+    let leased = try await inside(["sh", "-c", "echo $(( $(date +%s) + 120 )) >/run/reachd-portal/ends && "
+        + "printf '%s' \"$0\" >/var/lib/dhcp/.lease && mv /var/lib/dhcp/.lease /var/lib/dhcp/dhclient.up1.leases", lease])
     #expect(leased.status == 0, "\(leased)")
     var ends: Double?
     let asked = ContinuousClock.now + .seconds(5)
     while ends == nil, ContinuousClock.now < asked {
         let session = try await jsonInside(inside, ["reachctl", "status", "--json", "--daemon"])["portalSession"] as? [String: Any]
-        ends = (session?["ends"] as? Double).map { $0 / 1e6 }
+        ends = (session?["ends"] as? Double).flatMap { $0 > 0 ? $0 / 1e6 : nil }
         if ends == nil { try await Task.sleep(for: .milliseconds(100)) }
     }
     let asking = try await journal()
@@ -2079,8 +2082,7 @@ private func checkPortalSessionUnits(_ inside: ([String]) async throws -> Ran) a
     #expect(ending.status == 1 && ending.stderr.contains("ends within the lead time"), "\(ending)")
 
     // The API tells of a renewal: the service runs again.
-    let renewal = #"printf 'application/captive+json\n{"captive": false, "seconds-remaining": 600}' >/run/reachd-portal/answer.tmp"#
-        + " && mv /run/reachd-portal/answer.tmp /run/reachd-portal/answer"
+    let renewal = "echo $(( $(date +%s) + 600 )) >/run/reachd-portal/ends.tmp && mv /run/reachd-portal/ends.tmp /run/reachd-portal/ends"
     let renewed = ContinuousClock.now
     #expect(try await inside(["sh", "-c", renewal]).status == 0)
     var again = false
