@@ -39,6 +39,13 @@ final class PortalServer: @unchecked Sendable {
         rename(directory + "/answer.tmp", directory + "/answer")
     }
 
+    /// From now on `/api` answers a session that is not captive and ends `seconds` from now,
+    /// counting down (the `ends` file), whatever `answer(_:type:)` wrote.
+    func sessionEnds(in seconds: Int) throws {
+        try "\(Int(Date().timeIntervalSince1970) + seconds)".write(toFile: directory + "/ends.tmp", atomically: false, encoding: .utf8)
+        rename(directory + "/ends.tmp", directory + "/ends")
+    }
+
     /// The requests `/api` had so far.
     var asked: Int { (try? String(contentsOfFile: directory + "/asked", encoding: .utf8))?.count ?? 0 }
 
