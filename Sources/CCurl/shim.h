@@ -71,6 +71,12 @@ static inline CURLcode reachd_curl_setopt_write(const reachd_curl *curl, CURL *e
     return curl->easy_setopt(easy, CURLOPT_WRITEFUNCTION, function);
 }
 
+typedef int (*reachd_curl_sockopt)(void *context, curl_socket_t fd, curlsocktype purpose);
+
+static inline CURLcode reachd_curl_setopt_sockopt(const reachd_curl *curl, CURL *easy, reachd_curl_sockopt function) {
+    return curl->easy_setopt(easy, CURLOPT_SOCKOPTFUNCTION, function);
+}
+
 static inline CURLcode reachd_curl_getinfo_long(const reachd_curl *curl, CURL *easy, CURLINFO info, long *value) {
     return curl->easy_getinfo(easy, info, value);
 }

@@ -97,6 +97,8 @@ final class Daemon {
         settings.resolvConfPath = options.resolvConf
         settings.dhcpLeasesDirectory = options.dhcpLeases
         settings.dhcpClientLeasesDirectory = options.dhcpClientLeases
+        settings.networkdLinksDirectory = options.networkdLinks
+        settings.dhcpcdLeasesDirectory = options.dhcpcdLeases
         configuration.apply(to: &settings)
         // No caller may take reachd to its descriptor limit: what DNS may hold is kept under it.
         let limit = DescriptorBudget.softLimit

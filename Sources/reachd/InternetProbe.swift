@@ -275,10 +275,10 @@ final class InternetProbe {
         }
         var binding = HTTPQuestion.Binding.routed
         if case let .uplink(_, name) = path {
-            guard pathKey?.uplink?.sources[address.family] != nil else {
+            guard let source = pathKey?.uplink?.sources[address.family] else {
                 return finish(ProbeExpectation.failed("\(name) has no \(address.family.name) address to send from"))
             }
-            binding = .link(name)
+            binding = .linkAddress(name, source)
         } else if let source = result.source, source.family == address.family {
             binding = .source(source)
         }

@@ -17,6 +17,8 @@ struct Options {
     var resolvConf: String?
     var dhcpLeases: String? = "/run/systemd/netif/leases"
     var dhcpClientLeases: String? = "/var/lib/dhcp"
+    var networkdLinks: String? = "/run/systemd/netif/links"
+    var dhcpcdLeases: String? = "/var/lib/dhcpcd"
     var verbose = false
     /// The outage counters' state file; nil: none, the counters start from zero at each start.
     var outageClock: String? = Options.defaultOutageClock()
@@ -43,6 +45,10 @@ struct Options {
           --dhcp-client-leases DIR
                                  read dhclient's leases (captive-portal URIs) from DIR instead
                                  of /var/lib/dhcp ("none": read none), for tests
+          --networkd-links DIR   read networkd's link state (captive-portal URIs) from DIR
+                                 instead of /run/systemd/netif/links ("none": read none), for tests
+          --dhcpcd-leases DIR    read dhcpcd's leases (captive-portal URIs) from DIR instead of
+                                 /var/lib/dhcpcd ("none": read none), for tests
           --rfkill-device PATH   follow radio switches on PATH instead of /dev/rfkill ("none":
                                  read them from sysfs on each link event), for tests
           --outage-clock PATH    keep the outage counters across restarts in PATH ("none": keep
@@ -127,6 +133,12 @@ struct Options {
             case "--dhcp-client-leases":
                 guard let path = value(argument) else { return .exit(2) }
                 options.dhcpClientLeases = path == "none" ? nil : path
+            case "--networkd-links":
+                guard let path = value(argument) else { return .exit(2) }
+                options.networkdLinks = path == "none" ? nil : path
+            case "--dhcpcd-leases":
+                guard let path = value(argument) else { return .exit(2) }
+                options.dhcpcdLeases = path == "none" ? nil : path
             case "--resolv-conf":
                 guard let path = value(argument) else { return .exit(2) }
                 options.resolvConf = path

@@ -1111,6 +1111,12 @@ struct PackagingDebianTests {
         try await Self.inContainer("reachd-nspawn-traffic") { inside, systemd in try await checkUnitTrafficUnderSystemd(inside, systemd: systemd) }
     }
 
+    /// issue 45's session lead under the real PID 1, with the issue's numbers (`checkPortalSessionUnits`).
+    @Test(.enabled(if: programExists("/usr/bin/systemd-nspawn"), "needs systemd-nspawn (systemd-container)"))
+    func stopsAUnitBoundToNoPortalBeforeTheSessionEndsUnderSystemd() async throws {
+        try await Self.inContainer("reachd-nspawn-portal") { inside, _ in try await checkPortalSessionUnits(inside) }
+    }
+
     /// issue 47's soak: 20 watched units exchanging real traffic for REACHD_UNIT_SOAK_MINUTES
     /// minutes (10 for the issue's figure), none ever flagged (`soakWatchedUnits`). Not in any
     /// pass of scripts/test: set the variable (and REACHD_PACKAGE_TEST=1) to run it.
@@ -1997,6 +2003,100 @@ private func checkUnitTrafficUnderSystemd(_ inside: ([String]) async throws -> R
     #expect(cleared.contains("reachd_unit_stalled{unit=\"u-watched.service\"} 0"), "\(cleared)")
     print("stall(unit, systemd): cleared \(ContinuousClock.now - restored) after the drop rule went")
     _ = try await inside(["sh", "-c", "systemctl stop u-watched u-other utraffic-echo reachd; ip link del ut1; ip netns del utraffic"])
+}
+
+/// issue 45's done-when under the real PID 1, with the issue's numbers and the shipped lead
+/// (EndingLead=1m): the network's portal API (RFC 8908, HTTPS with a CA made for the test, in a
+/// gateway namespace beyond the container's uplink) answers `{"captive": false,
+/// "seconds-remaining": 120}` for the lease dhclient recorded (option 114), and counts down from
+/// there as a real session does (reachd asks again when the lead begins). A service bound to
+/// reachd-is@no-portal.service runs while the session has time left, is stopped 60 ± 2 s before
+/// its end, and starts again once the API tells of a renewal (reachd asks again every 15 s within
+/// the lead). reachd as packaged, sandboxed, asks the API bound to the link. About 80 s.
+private func checkPortalSessionUnits(_ inside: ([String]) async throws -> Ran) async throws {
+    let certificates = try makeScratchDirectory("portal-nspawn-ca")
+    defer { removeTree(certificates) }
+    try PortalServer.makeCertificates(in: certificates, address: "192.0.2.1")
+    let pem = try ["ca.pem", "server.pem", "server.key"].map { try String(contentsOfFile: certificates + "/" + $0, encoding: .utf8) }
+    let setup = """
+        mkdir -p /run/reachd-portal && cd /run/reachd-portal
+        printf '%s' "$0" >server.py && printf '%s' "$1" >ca.pem && printf '%s' "$2" >server.pem && printf '%s' "$3" >server.key
+        printf 'application/captive+json\\n{"captive": false}' >answer
+        cp ca.pem /etc/reachd/portal-ca.pem && chmod 644 /etc/reachd/portal-ca.pem
+        ip netns add uportal
+        ip link add up1 type veth peer name up1p netns uportal
+        ip addr add 192.0.2.2/24 dev up1 && ip link set up1 up && ip route add default via 192.0.2.1 dev up1
+        ip -n uportal addr add 192.0.2.1/24 dev up1p && ip -n uportal link set up1p up && ip -n uportal link set lo up
+        systemd-run --unit=uportal-api ip netns exec uportal /usr/bin/python3 /run/reachd-portal/server.py /run/reachd-portal 192.0.2.1
+        printf '\\n[Portal]\\nCAFile=/etc/reachd/portal-ca.pem\\n' >>/etc/reachd/reachd.conf
+        mkdir -p /var/lib/dhcp
+        systemctl restart reachd.service || exit 2
+        for i in $(seq 50); do python3 -c 'import socket; socket.create_connection(("192.0.2.1", 8443), timeout=1)' 2>/dev/null && exit 0; sleep 0.2; done
+        exit 1
+        """
+    let ready = try await inside(["sh", "-c", setup, PortalServer.script] + pem)
+    try #require(ready.status == 0, "the portal API answers and reachd runs: \(ready)")
+    let unit = "reachd-is@no-portal.service"
+    let written = try await inside(["sh", "-c", "printf '%s\\n' \"$0\" >/etc/systemd/system/follower.service", boundService(to: unit)])
+    #expect(written.status == 0, "\(written)")
+    #expect(try await inside(["systemctl", "daemon-reload"]).status == 0)
+    #expect(try await inside(["systemctl", "enable", "follower.service"]).status == 0)
+    // No portal announced: no-portal holds, and the bound service runs.
+    let started = try await timedInside(inside, "follower", after: "systemctl start --no-block \(unit)", until: "active")
+    func journal() async throws -> String {
+        try await inside(["journalctl", "-u", "reachd", "-u", unit, "-u", "follower", "--no-pager", "-o", "short-precise"]).stdout
+    }
+    let before = try await journal()
+    try #require(started != nil, "the bound service starts while no portal is announced: \(before)")
+
+    // The session ends in 120 s (the API counts down: `{"captive": false, "seconds-remaining":
+    // 120}` now), and dhclient's lease names the API (written whole, then renamed in).
+    let lease = "lease {\n  interface \"up1\";\n  fixed-address 192.0.2.2;\n  option default-url \"https://192.0.2.1:8443/api\";\n}\n"
+    let leased = try await inside(["sh", "-c", "echo $(( $(date +%s) + 120 )) >/run/reachd-portal/ends && "
+        + "printf '%s' \"$0\" >/var/lib/dhcp/.lease && mv /var/lib/dhcp/.lease /var/lib/dhcp/dhclient.up1.leases", lease])
+    #expect(leased.status == 0, "\(leased)")
+    var ends: Double?
+    let asked = ContinuousClock.now + .seconds(5)
+    while ends == nil, ContinuousClock.now < asked {
+        let session = try await jsonInside(inside, ["reachctl", "status", "--json", "--daemon"])["portalSession"] as? [String: Any]
+        ends = (session?["ends"] as? Double).flatMap { $0 > 0 ? $0 / 1e6 : nil }
+        if ends == nil { try await Task.sleep(for: .milliseconds(100)) }
+    }
+    let asking = try await journal()
+    let end = try #require(ends, "the API's session within 5 s of the lease: \(asking)")
+    #expect(abs(end - Date().timeIntervalSince1970 - 120) < 5, "ends \(end)")
+    #expect(try await inside(["reachctl", "is", "no-portal", "--daemon"]).status == 0)
+    #expect(try await inside(["systemctl", "is-active", "follower"]).stdout.hasPrefix("active"))
+
+    // 60 s before the end, the bound service is stopped.
+    var stopped: Double?
+    while stopped == nil, Date().timeIntervalSince1970 < end - 50 {
+        if try await inside(["systemctl", "is-active", "follower"]).stdout.hasPrefix("inactive") { stopped = Date().timeIntervalSince1970 }
+        else { try await Task.sleep(for: .milliseconds(100)) }
+    }
+    let waited = try await journal()
+    let stop = try #require(stopped, "the bound service still runs 50 s before the end: \(waited)")
+    #expect(abs(end - stop - 60) <= 2, "stopped \(end - stop) s before the end")
+    print("portal(systemd): the service bound to no-portal stopped \(end - stop) s before the session's end (lead 60 s)")
+    let ending = try await inside(["reachctl", "is", "no-portal", "--daemon"])
+    #expect(ending.status == 1 && ending.stderr.contains("ends within the lead time"), "\(ending)")
+
+    // The API tells of a renewal: the service runs again.
+    let renewal = "echo $(( $(date +%s) + 600 )) >/run/reachd-portal/ends.tmp && mv /run/reachd-portal/ends.tmp /run/reachd-portal/ends"
+    let renewed = ContinuousClock.now
+    #expect(try await inside(["sh", "-c", renewal]).status == 0)
+    var again = false
+    while !again, ContinuousClock.now - renewed < .seconds(20) {
+        again = try await inside(["systemctl", "is-active", "follower"]).stdout.hasPrefix("active")
+        if !again { try await Task.sleep(for: .milliseconds(200)) }
+    }
+    let log = try await journal()
+    #expect(again, "the bound service runs again after the renewal: \(log)")
+    print("portal(systemd): started again \(ContinuousClock.now - renewed) after the API's renewal")
+    #expect(try await inside(["reachctl", "is", "no-portal", "--daemon"]).status == 0)
+    #expect(log.contains("reachctl: no longer holds: no-portal"), "\(log)")
+    #expect(!log.contains("answering in-process"), "\(log)")
+    _ = try await inside(["sh", "-c", "systemctl stop \(unit) follower uportal-api; systemctl disable follower; ip link del up1; ip netns del uportal"])
 }
 
 // MARK: - Processes

@@ -78,14 +78,15 @@ struct PortalAPITests {
         #expect(flags.contains("interventionRequired"), "\(flags)")
     }
 
-    /// `{"captive": false, "seconds-remaining": 70}` with the shipped lead of 60 s: `no-portal`
-    /// holds, turns false 60 s before the end (10 s in, ± 2 s), and true again once the API
-    /// tells of a renewal (reachd asks again every 15 s within the lead time).
+    /// `{"captive": false, "seconds-remaining": 70}`, counting down as a real session does, with
+    /// the shipped lead of 60 s: `no-portal` holds, turns false 60 s before the end (10 s in,
+    /// ± 2 s), and true again once the API tells of a renewal (reachd asks again when the lead
+    /// begins, then every 15 s within it). A fixed answer would be a renewal at the lead's start.
     @Test func noPortalTurnsFalseTheLeadBeforeTheEndAndTrueAfterARenewal() async throws {
         let network = try Network("pa1")
         defer { network.stop() }
         try await network.harness.ready()
-        try network.server.answer(#"{"captive": false, "seconds-remaining": 70}"#)
+        try network.server.sessionEnds(in: 70)
         try network.lease(network.server.api)
         try await eventually("the session's end", timeout: .seconds(2), every: .milliseconds(20)) {
             (try network.session()["ends"] as? Double ?? 0) > 0
@@ -98,7 +99,7 @@ struct PortalAPITests {
         #expect(try network.session()["ending"] as? Bool == true)
         let stderr = try network.isNoPortal().stderr
         #expect(stderr.contains("ends within the lead time"), "\(stderr)")
-        try network.server.answer(#"{"captive": false, "seconds-remaining": 600}"#)
+        try network.server.sessionEnds(in: 600)
         try await eventually("renewed", timeout: .seconds(20), every: .milliseconds(100)) { try network.isNoPortal().status == 0 }
         #expect(try network.session()["ending"] as? Bool == false)
     }

@@ -55,10 +55,18 @@ final class CurlTransfer {
         set(CURLOPT_URL, question.url)
         switch question.binding {
         case .routed: break
-        // "if!": the interface by name only (SO_BINDTODEVICE, then an address of its own), never
-        // an address of another link; "host!": that address, with no lookup.
+        // "if!": the interface by name only (SO_BINDTODEVICE); the kernel picks the source as it
+        // routes, which a route's preferred source can make another link's address (seen with
+        // libcurl 7.88: `ProbeSourceTests`); "host!": that address, with no lookup.
         case let .link(name): set(CURLOPT_INTERFACE, "if!" + name)
         case let .source(address): set(CURLOPT_INTERFACE, "host!\(address)")
+        // libcurl 7.88 (Debian 12) binds a device or an address, not both ("ifhost!" came in
+        // 8.9): the address through "host!", the device by this callback before the bind.
+        case let .linkAddress(name, address):
+            set(CURLOPT_INTERFACE, "host!\(address)")
+            device = strdup(name)
+            set(CURLOPT_SOCKOPTDATA, UnsafeMutableRawPointer(device))
+            failed = failed || reachd_curl_setopt_sockopt(curl, easy, Self.bindToDevice) != CURLE_OK
         }
         for header in question.headers { headers = curl.pointee.slist_append(headers, header) }
         if let resolved = question.resolved {
@@ -92,6 +100,16 @@ final class CurlTransfer {
     }
 
     private var resolves: UnsafeMutablePointer<curl_slist>?
+    /// The link's name for `bindToDevice` (a C string of its own, freed with the transfer).
+    private var device: UnsafeMutablePointer<CChar>?
+
+    /// libcurl's socket-option callback: SO_BINDTODEVICE to the name it is given (`device`), on
+    /// each socket the transfer opens; a refusal fails the transfer (libcurl says so).
+    private static let bindToDevice: reachd_curl_sockopt = { name, fd, _ in
+        guard let name else { return Int32(CURL_SOCKOPT_ERROR) }
+        let length = socklen_t(strlen(name.assumingMemoryBound(to: CChar.self)) + 1)
+        return setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, name, length) == 0 ? Int32(CURL_SOCKOPT_OK) : Int32(CURL_SOCKOPT_ERROR)
+    }
 
     /// The transfer ended with `code`: the answer, or why there is none. A body cut at the bound
     /// is an answer (incomplete), not a failure.
@@ -126,6 +144,8 @@ final class CurlTransfer {
         curl.pointee.easy_cleanup(easy)
         curl.pointee.slist_free_all(headers)
         curl.pointee.slist_free_all(resolves)
+        free(device)
+        device = nil
         headers = nil
         resolves = nil
     }

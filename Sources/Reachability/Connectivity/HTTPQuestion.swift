@@ -8,8 +8,11 @@ package struct HTTPQuestion: Sendable, Hashable {
         case routed
         /// From this address (the path's source address).
         case source(IPAddress)
-        /// Through this link only (SO_BINDTODEVICE) and from an address of its own.
+        /// Through this link only (SO_BINDTODEVICE), from the source the kernel's route picks.
         case link(String)
+        /// Through this link only (SO_BINDTODEVICE) and from this address of its own: the one
+        /// reachd's record of the link sends from, not the first libcurl would find on it.
+        case linkAddress(String, IPAddress)
     }
 
     /// A name resolved already (by reachd's own resolver): the transfer connects to `address`

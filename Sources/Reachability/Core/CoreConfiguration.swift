@@ -30,6 +30,11 @@ package struct CoreConfiguration: Sendable {
     /// Where ISC dhclient records its leases (`DHCPClientLeases`: the captive-portal URIs of
     /// DHCPv4 option 114 and DHCPv6 option 103); nil: not read.
     public var dhcpClientLeasesDirectory: String? = "/var/lib/dhcp"
+    /// Where systemd-networkd keeps each link's state, one file per link (`NetworkdLinks`: the
+    /// captive-portal URI it chose, networkd 254 and later); nil: not read.
+    public var networkdLinksDirectory: String? = "/run/systemd/netif/links"
+    /// Where dhcpcd keeps its leases (`DhcpcdLeases`: options 114 and 103); nil: not read.
+    public var dhcpcdLeasesDirectory: String? = "/var/lib/dhcpcd"
     /// Follows changes to resolv.conf with inotify (one instance per core, of the 128 a user
     /// has by default); off, the nameservers are read once. Tests with no DNS turn it off.
     public var followsResolvConf = true

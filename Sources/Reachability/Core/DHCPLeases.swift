@@ -5,7 +5,9 @@ import Glibc
 /// What the host's DHCP client recorded of each link's lease: whether the server sent option 43
 /// (vendor-specific information) carrying `ANDROID_METERED`, the hint Android's hotspots give
 /// (NetworkManager honours it the same way), and the captive-portal URI of options 114 and 103
-/// (`DHCPClientLeases`: ISC dhclient's lease files). systemd-networkd writes each link's lease to
+/// (and a router's 37, where networkd takes router advertisements) from whichever client runs:
+/// ISC dhclient's lease files (`DHCPClientLeases`), dhcpcd's (`DhcpcdLeases`) and
+/// systemd-networkd's link state files (`NetworkdLinks`). networkd writes each link's lease to
 /// /run/systemd/netif/leases/IFINDEX as KEY=VALUE lines, the option as `VENDOR_SPECIFIC=` in
 /// hexadecimal, and writes the file anew on each renewal. The directories are followed with
 /// inotify (any event reads them again: they hold a few small files), and each file is read
@@ -16,6 +18,10 @@ final class DHCPLeases {
     let directory: String?
     /// Where dhclient keeps its leases (`/var/lib/dhcp`); nil: not read.
     let clientDirectory: String?
+    /// Where networkd keeps each link's state (`/run/systemd/netif/links`); nil: not read.
+    let linksDirectory: String?
+    /// Where dhcpcd keeps its leases (`/var/lib/dhcpcd`); nil: not read.
+    let dhcpcdDirectory: String?
     private var watch: DirectoryWatch?
     private var source: (any LoopSource)?
     /// The links said metered at the last read.
@@ -31,9 +37,13 @@ final class DHCPLeases {
     static let hint = Array("ANDROID_METERED".utf8)
     private static let key = Array("VENDOR_SPECIFIC=".utf8)
 
-    init(directory: String?, clientDirectory: String?) {
-        self.directory = directory
-        self.clientDirectory = clientDirectory
+    /// The records `configuration` names; nil when it names none.
+    init?(_ configuration: CoreConfiguration) {
+        directory = configuration.dhcpLeasesDirectory
+        clientDirectory = configuration.dhcpClientLeasesDirectory
+        linksDirectory = configuration.networkdLinksDirectory
+        dhcpcdDirectory = configuration.dhcpcdLeasesDirectory
+        if [directory, clientDirectory, linksDirectory, dhcpcdDirectory].allSatisfy({ $0 == nil }) { return nil }
     }
 
     /// What moved since the last read, as facts, and the refusals not told before (one journal
@@ -43,7 +53,12 @@ final class DHCPLeases {
         defer { metered = now }
         var events: [NetworkEvent] = now.subtracting(metered).sorted().map { .dhcpMetered(index: $0, true) }
             + metered.subtracting(now).sorted().map { .dhcpMetered(index: $0, false) }
-        let read = clientDirectory.map { DHCPClientLeases.portals(in: $0) } ?? (portals: [], refusals: [])
+        // One client per host in practice; were there several, networkd's word is taken last.
+        let reads = [clientDirectory.map(DHCPClientLeases.portals), dhcpcdDirectory.map(DhcpcdLeases.portals), linksDirectory.map(NetworkdLinks.portals)]
+        let read = reads.compactMap { $0 }.reduce(into: (portals: [DHCPPortal](), refusals: [String]())) {
+            $0.portals += $1.portals
+            $0.refusals += $1.refusals
+        }
         if read.portals != portals { events.append(.dhcpPortals(read.portals)) }
         portals = read.portals
         let new = read.refusals.filter { !refused.contains($0) }
@@ -54,7 +69,8 @@ final class DHCPLeases {
     /// Follows the directories on `loop`; `changed` runs after anything in them changed. A
     /// missing directory is not followed, and is no error.
     func start(on loop: any EventLoopProtocol, changed: @escaping () -> Void) throws(SystemError) {
-        let present = [(directory, false), (clientDirectory, true)].compactMap { path, appends in
+        // dhclient appends to its files and dhcpcd writes its own in place: their writes count.
+        let present = [(directory, false), (clientDirectory, true), (linksDirectory, false), (dhcpcdDirectory, true)].compactMap { path, appends in
             path.flatMap { access($0, F_OK) == 0 ? ($0, appends) : nil }
         }
         guard !present.isEmpty else { return }

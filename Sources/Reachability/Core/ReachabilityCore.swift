@@ -148,8 +148,7 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
         _ = kernel.takeIncidentLines()
         let nameservers = NameserverWatch(files: files)
         if let routes = kernel.setNameservers(nameservers.nameservers()) { _ = state.take(routes) }
-        let (directory, client) = (configuration.dhcpLeasesDirectory, configuration.dhcpClientLeasesDirectory)
-        let leases = directory == nil && client == nil ? nil : DHCPLeases(directory: directory, clientDirectory: client)
+        let leases = DHCPLeases(configuration)
         if let said = leases?.changes(), !said.events.isEmpty { _ = state.take(.events(said.events)) }
         return (kernel, state, nameservers, leases)
     }

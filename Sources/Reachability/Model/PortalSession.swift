@@ -1,9 +1,11 @@
 /// Where a link's captive-portal API URI came from (RFC 8910): an IPv6 router advertisement's
-/// option 37, DHCPv4's option 114 or DHCPv6's option 103, as the host's DHCP client records them.
+/// option 37, DHCPv4's option 114 or DHCPv6's option 103, as the host's DHCP client records them;
+/// `networkd`: systemd-networkd's record, which keeps one of the three without saying which.
 package enum PortalSource: String, Hashable, Sendable, CaseIterable {
     case routerAdvertisement = "ra"
     case dhcpv4
     case dhcpv6
+    case networkd
 }
 
 /// A captive-portal API URI that the host's DHCP client recorded for an interface, by name as the

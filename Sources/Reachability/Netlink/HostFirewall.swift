@@ -35,14 +35,8 @@ package enum HostFirewall {
             case let .route(route)? = try? query.lookup(question.destination, uid: question.uid)
         {
             packet.source = route.preferredSource
-            if let index = route.nextHops.first?.interfaceIndex, let name = interfaceName(index) { packet.outputInterface = (index, name) }
+            if let index = route.nextHops.first?.interfaceIndex, let name = InterfaceNames.name(of: index) { packet.outputInterface = (index, name) }
         }
         return FirewallEvaluation(ruleset: ruleset, packet: packet).judge()
-    }
-
-    private static func interfaceName(_ index: Int32) -> String? {
-        var buffer = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
-        guard if_indextoname(UInt32(bitPattern: index), &buffer) != nil else { return nil }
-        return String(decoding: buffer.prefix { $0 != 0 }.map(UInt8.init(bitPattern:)), as: UTF8.self)
     }
 }

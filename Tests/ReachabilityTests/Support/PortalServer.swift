@@ -4,7 +4,9 @@ import Testing
 
 /// A network's captive-portal API for tests: a CA made with openssl at test time, a certificate
 /// for `address` (and the name `probe.test`) signed by it, and python3's http.server over TLS in
-/// `ns` on port 8443. `/api` answers what `answer(_:type:)` last wrote; `/generate_204` and
+/// `ns` on port 8443. `/api` answers what `answer(_:type:)` last wrote (or, while the directory
+/// holds a file `ends` with a Unix time, a session not captive with the seconds left until
+/// then, counting down as a real one does); `/generate_204` and
 /// `/portal` (a redirect to a login page) answer an https connectivity probe; the other paths
 /// answer as a hostile server would.
 /// Stopped and removed on release.
@@ -37,6 +39,13 @@ final class PortalServer: @unchecked Sendable {
         rename(directory + "/answer.tmp", directory + "/answer")
     }
 
+    /// From now on `/api` answers a session that is not captive and ends `seconds` from now,
+    /// counting down (the `ends` file), whatever `answer(_:type:)` wrote.
+    func sessionEnds(in seconds: Int) throws {
+        try "\(Int(Date().timeIntervalSince1970) + seconds)".write(toFile: directory + "/ends.tmp", atomically: false, encoding: .utf8)
+        rename(directory + "/ends.tmp", directory + "/ends")
+    }
+
     /// The requests `/api` had so far.
     var asked: Int { (try? String(contentsOfFile: directory + "/asked", encoding: .utf8))?.count ?? 0 }
 
@@ -66,6 +75,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.path == "/api":
             with open(os.path.join(directory, "asked"), "a") as f: f.write("x")
             with open(os.path.join(directory, "answer"), "rb") as f: type, body = f.read().split(b"\n", 1)
+            # A session that runs out as a real one does: `ends` holds its end (Unix seconds).
+            if os.path.exists(os.path.join(directory, "ends")):
+                with open(os.path.join(directory, "ends")) as f: left = max(0, round(float(f.read()) - time.time()))
+                type, body = b"application/captive+json", b'{"captive": false, "seconds-remaining": %d}' % left
             self.send(200, body, type.decode())
         elif self.path == "/generate_204":
             self.send_response(204)
