@@ -967,9 +967,9 @@ extension EngineTests {
         #expect(state.host.validatedInterfaces == ["eth0"])
         // unknown forgets (the probe retired), and a verdict for a link not ready is dropped.
         _ = state.apply([.uplinkConnectivity(index: 3, .full), .uplinkConnectivity(index: 3, .unknown)])
-        #expect(state.uplinkVerdicts.isEmpty)
+        #expect(state.verdicts.uplinks.isEmpty)
         _ = state.apply([.link(Fact.ethernet(3, "wlan0", carrier: false), device: nil), .uplinkConnectivity(index: 3, .full)])
-        #expect(state.uplinkVerdicts.isEmpty)
+        #expect(state.verdicts.uplinks.isEmpty)
     }
 }
 

@@ -1,0 +1,14 @@
+/// How the state composes its stores (LinkStores): each event of theirs goes to its reducer, and
+/// the links it says moved are derived again.
+extension NetworkState {
+    mutating func derive(_ moved: LinksMoved) {
+        dirty.formUnion(moved.indices)
+        for name in moved.names { if let index = linkIndexByName[name] { dirty.insert(index) } }
+    }
+
+    /// A verdict, judged against the links ready now.
+    mutating func take(_ event: Verdicts.Event) {
+        let links = links
+        derive(verdicts.take(event) { links[$0]?.link.isReady == true })
+    }
+}
