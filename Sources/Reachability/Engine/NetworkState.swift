@@ -35,31 +35,17 @@ package struct NetworkState: Sendable {
     private(set) var internetPaths: [AddressFamily: Route] = [:]
     /// The probe's and the stall watch's verdicts (LinkStores).
     var verdicts = Verdicts()
-    /// Captive-portal URIs and NAT64 prefixes announced in router advertisements, per link:
-    /// bounded, and shown through a hold window (NetworkState+Announcements).
-    var announcements: [Int32: LinkAnnouncements] = [:]
+    /// What routers and the DHCP client announce, and portal APIs' answers (Announcements).
+    var announcements = Announcements()
     /// The kernel's default routes counted by router (NetworkState+Announcements).
     var defaultRouters: [LinkRouter: Int] = [:]
     /// The kernel's neighbour state of those routers, when it has one (NetworkState+Neighbours).
     var gatewayNeighbours: [LinkRouter: GatewayNeighbour] = [:]
-    /// Announcements dropped for want of room since the start (the metrics' counter).
-    public internal(set) var announcementsDropped: UInt64 = 0
-    /// Drop reports not yet taken by the adapter (`takeAnnouncementDrops`).
-    var pendingAnnouncementDrops: [AnnouncementDrops] = []
-    /// Links whose announcements this batch heard, with the latest time (`showHeardAnnouncements`).
-    var heardAnnouncements: [Int32: ContinuousClock.Instant] = [:]
-    /// Announcements refused since the adapter last took them (`takeRefusedAnnouncements`), for
-    /// its journal: the Engine does no I/O. At most `refusalsKept`, so a state nobody drains
-    /// (a test's) holds no more.
-    private(set) var refusedAnnouncements: [RefusedAnnouncement] = []
-    static let refusalsKept = 16
     /// The configured nameservers with the kernel's route to each (`NetworkEvent.nameservers`).
     private(set) var nameservers: [NameserverRoute] = []
     /// The radios' switches and what DHCP and NetworkManager say of cost (LinkStores).
     private(set) var radios = Radios()
     private(set) var meteredHints = MeteredHints()
-    /// DHCP's portal URIs and the portal APIs' answers (NetworkState+Portals).
-    var portals = LinkPortals()
     /// Set by the first `internetPath` fact: from then on the host follows the kernel's answers.
     private(set) var followsKernelPaths = false
     /// Bridge (or bond) index -> its ports, for kinds taken from ports.
@@ -87,16 +73,6 @@ package struct NetworkState: Sendable {
 
     public init(classifier: Classifier = Classifier()) {
         self.classifier = classifier
-    }
-
-    /// The announcements refused since the last call (see `refusedAnnouncements`).
-    public mutating func takeRefusedAnnouncements() -> [RefusedAnnouncement] {
-        defer { refusedAnnouncements.removeAll() }
-        return refusedAnnouncements
-    }
-
-    mutating func refuse(_ refusal: RefusedAnnouncement) {
-        if refusedAnnouncements.count < Self.refusalsKept { refusedAnnouncements.append(refusal) }
     }
 
     // MARK: input
@@ -166,8 +142,7 @@ package struct NetworkState: Sendable {
         case let .nameservers(list):
             nameservers = list
         case let .connectivity(status): take(.connectivity(status))
-        case let .announcedPortal(portal, received):
-            hear(portal, received: received)
+        case let .announcedPortal(portal, received): take(.portal(portal, received: received))
         case let .nat64Prefix(announced, received):
             hear(announced, received: received)
         case let .clock(now): clock(at: now)
@@ -184,8 +159,8 @@ package struct NetworkState: Sendable {
         case let .dhcpMetered(index, metered):
             guard links[index] != nil else { return }
             derive(meteredHints.take(.dhcp(index: index, metered)))
-        case let .dhcpPortals(list): hearDHCPPortals(list)
-        case let .portalAnswer(index, api, answer): hearPortalAnswer(index: index, api: api, answer)
+        case let .dhcpPortals(list): take(.dhcpPortals(list))
+        case let .portalAnswer(index, api, answer): take(.portalAnswer(index: index, api: api, answer))
         case let .networkManagerMetered(interface, said): derive(meteredHints.take(.networkManager(interface: interface, said)))
         }
     }
@@ -230,8 +205,8 @@ package struct NetworkState: Sendable {
         }
         // A link that went down may come back on another network: its announcement is gone.
         if !link.isReady {
-            announcements.removeValue(forKey: link.index)
-            take(.linkDown(link.index))
+            take(Announcements.Event.linkDown(link.index))
+            take(Verdicts.Event.linkDown(link.index))
         }
     }
 
@@ -248,11 +223,10 @@ package struct NetworkState: Sendable {
         }
         for port in ports.removeValue(forKey: index) ?? [] { dirty.insert(port) }
         removeRoutes(through: index)
-        announcements.removeValue(forKey: index)
-        take(.linkDown(index))
+        take(.linkGone(index))
+        take(Verdicts.Event.linkDown(index))
         derive(radios.take(.linkGone(index)))
         derive(meteredHints.take(.linkGone(index)))
-        forgetPortalAnswer(of: index)
         for router in gatewayNeighbours.keys where router.interfaceIndex == index { gatewayNeighbours.removeValue(forKey: router) }
         dirty.insert(index)
     }
@@ -324,7 +298,7 @@ package struct NetworkState: Sendable {
     // MARK: derivation
 
     private mutating func publish() -> ReachabilityChange? {
-        showHeardAnnouncements()
+        take(.batchEnded)
         var changed: [InterfaceStatus] = []
         var removed: [InterfaceStatus] = []
         for index in dirty {
