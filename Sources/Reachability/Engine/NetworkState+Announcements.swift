@@ -16,13 +16,6 @@ package struct AnnouncementDrops: Hashable, Sendable {
 /// published through a hold window). Every event costs the same whatever a host on the link
 /// sends: the work is bounded by the capacity of one link's entries.
 extension NetworkState {
-    /// The kernel's facts the store judges announcements by.
-    var announcingLinks: Announcements.Links { Announcements.Links(entries: links, defaultRouters: defaultRouters) }
-
-    mutating func take(_ event: Announcements.Event) {
-        derive(announcements.take(event, links: announcingLinks))
-    }
-
     mutating func hear(_ announced: AnnouncedNat64Prefix, received: ContinuousClock.Instant) {
         let index = announced.interfaceIndex
         // As for a portal: a stale announcement for a link gone down since has nothing to attach to.

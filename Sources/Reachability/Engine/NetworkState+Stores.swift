@@ -1,5 +1,5 @@
-/// How the state composes its stores (LinkStores): each event of theirs goes to its reducer, and
-/// the links it says moved are derived again.
+/// How the state composes its stores (LinkStores, Announcements): each event of theirs goes to
+/// its reducer, and the links it says moved are derived again.
 extension NetworkState {
     mutating func derive(_ moved: LinksMoved) {
         dirty.formUnion(moved.indices)
@@ -10,5 +10,12 @@ extension NetworkState {
     mutating func take(_ event: Verdicts.Event) {
         let links = links
         derive(verdicts.take(event) { links[$0]?.link.isReady == true })
+    }
+
+    /// The kernel's facts the announcements are judged by.
+    var announcingLinks: Announcements.Links { Announcements.Links(entries: links, defaultRouters: defaultRouters) }
+
+    mutating func take(_ event: Announcements.Event) {
+        derive(announcements.take(event, links: announcingLinks))
     }
 }
