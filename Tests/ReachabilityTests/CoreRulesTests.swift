@@ -203,8 +203,13 @@ import Testing
         private(set) var turns = 0
         private(set) var wakes = 0
         private(set) var cancelled = false
+        /// Thrown by `start`, as a source that cannot do without its descriptor would.
+        var refusal: SystemError?
         func firstInput(kernel: any KernelEdge) -> NetworkInput? { first.isEmpty ? nil : .events(first) }
-        func start(_ context: CoreSourceContext) throws(SystemError) { self.context = context }
+        func start(_ context: CoreSourceContext) throws(SystemError) {
+            if let refusal { throw refusal }
+            self.context = context
+        }
         func turnTaken(_ state: borrowing NetworkState) { turns += 1 }
         func kernelWoke() { wakes += 1 }
         func cancel() { cancelled = true }
@@ -228,6 +233,13 @@ import Testing
             #expect(source.wakes == 1 && source.turns == 2)
         }
         #expect(source.cancelled, "cancelled as the core goes")
+    }
+
+    @Test func aSourceThatCannotStartStopsTheCoreAndEveryOtherSourceIsCancelled() {
+        let (before, refusing) = (ScriptedSource(), ScriptedSource())
+        refusing.refusal = SystemError("open(/dev/test-source)", errno: 2)  // ENOENT
+        #expect(throws: SystemError.self) { try Rig(sources: [before, refusing]) }
+        #expect(before.context != nil && before.cancelled, "started, then cancelled with the core that did not start")
     }
 
     @Test func propertyReadsAnswerFromTheUpdateLastTold() throws {
