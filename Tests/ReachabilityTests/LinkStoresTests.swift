@@ -24,7 +24,8 @@ import Testing
         #expect(hints.take(.networkManager(interface: "wwan0", .yes)) == LinksMoved(names: ["wwan0"]))
         #expect(hints.take(.networkManager(interface: "wwan0", .yes)) == .none)
         #expect(hints.take(.networkManager(interface: "wwan0", .unknown)) == LinksMoved(names: ["wwan0"]) && hints.networkManager.isEmpty)
-        #expect(hints.take(.linkGone(2)) == .none && hints.dhcp.isEmpty)
+        hints.forget(2)
+        #expect(hints.dhcp.isEmpty)
     }
 
     static func stall(_ index: Int32, _ verdict: StallVerdict) -> LinkStall {
@@ -48,7 +49,8 @@ import Testing
         #expect(verdicts.take(.stalls([Self.stall(2, .stalled), Self.stall(3, .stalled)]), isReady: ready) == LinksMoved(indices: [3]))
         #expect(verdicts.take(.stalls([Self.stall(3, .stalled)]), isReady: ready) == LinksMoved(indices: [2]), "no evidence: not stalled")
         _ = verdicts.take(.uplink(index: 3, .full), isReady: ready)
-        #expect(verdicts.take(.linkDown(3), isReady: ready) == .none && verdicts.stalls.isEmpty && verdicts.uplinks.isEmpty)
+        verdicts.forget(3)
+        #expect(verdicts.stalls.isEmpty && verdicts.uplinks.isEmpty)
     }
 
     /// eth0 (index 2) ready, eth1 (index 3) without carrier; 192.0.2.1 eth0's default router.
@@ -79,21 +81,21 @@ import Testing
         var store = Announcements()
         let links = Self.links
         let dhcp = DHCPPortal(interfaceName: "eth0", uri: "https://dhcp.example/api", source: .dhcpv4)
-        #expect(store.take(.dhcpPortals([dhcp]), links: links) == LinksMoved(names: ["eth0"]))
-        #expect(store.take(.dhcpPortals([dhcp]), links: links) == .none)
+        #expect(store.take(.captivePortal(.dhcp([dhcp])), links: links) == LinksMoved(names: ["eth0"]))
+        #expect(store.take(.captivePortal(.dhcp([dhcp])), links: links) == .none)
         #expect(store.portal(on: 2, links: links)?.source == .dhcpv4)
         let answer = { (api: String) in
             PortalAnswer(interfaceIndex: 2, api: api, session: PortalSession(captive: true), endingAt: ContinuousClock.now + .seconds(60))
         }
-        _ = store.take(.portalAnswer(index: 2, api: "https://other.example/api", answer("https://other.example/api")), links: links)
+        _ = store.take(.captivePortal(.answer(index: 2, api: "https://other.example/api", answer("https://other.example/api"))), links: links)
         #expect(store.answers.isEmpty, "an answer for a URI the link does not announce")
-        _ = store.take(.portalAnswer(index: 2, api: dhcp.uri, answer(dhcp.uri)), links: links)
+        _ = store.take(.captivePortal(.answer(index: 2, api: dhcp.uri, answer(dhcp.uri))), links: links)
         #expect(store.answers[2]?.session.captive == true && store.nextDeadline != nil)
         _ = store.take(.clock(ContinuousClock.now + .seconds(61)), links: links)
         #expect(store.answers[2]?.session.ending == true && store.nextDeadline == nil, "its lead time began")
         _ = store.take(.linkGone(2), links: links)
         #expect(store.answers.isEmpty)
-        #expect(store.take(.dhcpPortals([]), links: links) == LinksMoved(names: ["eth0"]))
+        #expect(store.take(.captivePortal(.dhcp([])), links: links) == LinksMoved(names: ["eth0"]))
     }
 
     @Test func refusalsAreKeptUpToTheirBoundUntilTaken() {

@@ -10,10 +10,9 @@ struct Announcements: Sendable {
         /// Validated against the link's own prefixes (NetworkState+Announcements).
         case nat64Prefix(AnnouncedNat64Prefix, received: ContinuousClock.Instant)
         case refused(RefusedAnnouncement)
-        /// Every portal URI the DHCP client records now (`NetworkEvent.dhcpPortals`).
-        case dhcpPortals([DHCPPortal])
-        /// nil forgets the answer before it.
-        case portalAnswer(index: Int32, api: String, PortalAnswer?)
+        /// Every portal URI the DHCP client records now, or a portal API's answer (nil forgets
+        /// the answer before it).
+        case captivePortal(CaptivePortalFact)
         /// A batch ended: what its announcements changed is shown (or held back) once per link,
         /// at the latest one's time, so several routers heard in one batch are one publication.
         case batchEnded
@@ -61,12 +60,12 @@ struct Announcements: Sendable {
             hear(on: announced.interfaceIndex, at: received, links: links) { list, isDefault in list.hear(announced, at: received, isDefaultRouter: isDefault) }
         case let .refused(refusal):
             if refused.count < Self.refusalsKept { refused.append(refusal) }
-        case let .dhcpPortals(list):
+        case let .captivePortal(.dhcp(list)):
             var now: [String: DHCPPortal] = [:]
             for portal in list { now[portal.interfaceName] = portal }
             defer { dhcp = now }
             return LinksMoved(names: Set(now.keys).union(dhcp.keys).filter { now[$0] != dhcp[$0] })
-        case let .portalAnswer(index, api, answer):
+        case let .captivePortal(.answer(index, api, answer)):
             guard let answer, portal(on: index, links: links)?.uri == api else {
                 answers.removeValue(forKey: index)
                 return .none

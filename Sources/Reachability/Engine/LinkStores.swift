@@ -33,21 +33,14 @@ struct Radios: Sendable {
     }
 }
 
-/// What is said of the links' cost beside their kind: a DHCP server's hint per link
-/// (`NetworkEvent.dhcpMetered`), and NetworkManager's word per interface name
-/// (`NetworkEvent.networkManagerMetered`; a name absent has nothing said, `unknown`).
+/// What is said of the links' cost beside their kind (`MeteredHint`): a DHCP server's hint per
+/// link, and NetworkManager's word per interface name (a name absent has nothing said, `unknown`).
 struct MeteredHints: Sendable {
-    enum Event: Sendable {
-        case dhcp(index: Int32, Bool)
-        case networkManager(interface: String, NetworkManagerMetered)
-        case linkGone(Int32)
-    }
-
     private(set) var dhcp: Set<Int32> = []
     private(set) var networkManager: [String: NetworkManagerMetered] = [:]
 
-    mutating func take(_ event: Event) -> LinksMoved {
-        switch event {
+    mutating func take(_ hint: MeteredHint) -> LinksMoved {
+        switch hint {
         case let .dhcp(index, metered):
             guard dhcp.contains(index) != metered else { return .none }
             if metered { dhcp.insert(index) } else { dhcp.remove(index) }
@@ -56,27 +49,18 @@ struct MeteredHints: Sendable {
             guard networkManager[interface] ?? .unknown != said else { return .none }
             networkManager[interface] = said == .unknown ? nil : said
             return LinksMoved(names: [interface])
-        case let .linkGone(index):
-            dhcp.remove(index)
-            return .none
         }
     }
+
+    /// The link went away (its name's word stays: it holds for a link that appears after it).
+    mutating func forget(_ index: Int32) { dhcp.remove(index) }
 }
 
-/// The verdicts on the traffic: the probe's on the host's path (`NetworkEvent.connectivity`;
-/// unknown without a probe) and on each other uplink (`NetworkEvent.uplinkConnectivity`), and
-/// the last stall poll's on each ready link (`NetworkEvent.stalls`; a link absent has no
-/// evidence). Kept for ready links only: a link that went down may come back on another network.
+/// The verdicts on the traffic (`TrafficVerdict`): the probe's on the host's path (unknown
+/// without a probe) and on each other uplink (`unknown` forgets it), and the last stall poll's
+/// on each ready link (a link absent has no evidence). Kept for ready links only: a link that
+/// went down may come back on another network.
 struct Verdicts: Sendable {
-    enum Event: Sendable {
-        case connectivity(ConnectivityStatus)
-        /// `unknown` forgets it.
-        case uplink(index: Int32, ConnectivityVerdict)
-        case stalls([LinkStall])
-        /// The link went down or away: what was judged of it no longer holds.
-        case linkDown(Int32)
-    }
-
     private(set) var connectivity = ConnectivityStatus.unknown
     private(set) var uplinks: [Int32: ConnectivityVerdict] = [:]
     private(set) var stalls: [Int32: LinkStall] = [:]
@@ -84,8 +68,8 @@ struct Verdicts: Sendable {
     /// `isReady`: whether a link is ready now (a verdict on one that is not is dropped as it
     /// comes: its stale verdict would come back with its carrier). Only a link whose stalled
     /// state flips moves: a poll that changes figures alone changes nothing a user sees.
-    mutating func take(_ event: Event, isReady: (Int32) -> Bool) -> LinksMoved {
-        switch event {
+    mutating func take(_ verdict: TrafficVerdict, isReady: (Int32) -> Bool) -> LinksMoved {
+        switch verdict {
         case let .connectivity(status):
             connectivity = status
         case let .uplink(index, verdict):
@@ -100,10 +84,13 @@ struct Verdicts: Sendable {
             let flipped = Set(kept.keys).union(stalls.keys).filter { (kept[$0]?.isStalled ?? false) != (stalls[$0]?.isStalled ?? false) }
             stalls = kept
             return LinksMoved(indices: flipped)
-        case let .linkDown(index):
-            uplinks.removeValue(forKey: index)
-            stalls.removeValue(forKey: index)
         }
         return .none
+    }
+
+    /// The link went down or away: what was judged of it no longer holds.
+    mutating func forget(_ index: Int32) {
+        uplinks.removeValue(forKey: index)
+        stalls.removeValue(forKey: index)
     }
 }

@@ -28,8 +28,8 @@ extension NetworkEvent {
     /// Facts that can change no route lookup's answer: they do not move the routing epoch.
     var movesNoRoute: Bool {
         switch self {
-        case .internetPath, .connectivity, .announcedPortal, .nat64Prefix, .clock, .uplinkConnectivity, .stalls, .nameservers, .radio,
-            .dhcpMetered, .dhcpPortals, .portalAnswer, .networkManagerMetered, .neighbour, .neighbourRemoved:
+        case .internetPath, .announcedPortal, .nat64Prefix, .clock, .nameservers, .radio, .verdict, .meteredHint, .captivePortal,
+            .neighbour, .neighbourRemoved:
             true
         default: false
         }

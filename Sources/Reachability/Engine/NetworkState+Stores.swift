@@ -7,9 +7,9 @@ extension NetworkState {
     }
 
     /// A verdict, judged against the links ready now.
-    mutating func take(_ event: Verdicts.Event) {
+    mutating func take(_ verdict: TrafficVerdict) {
         let links = links
-        derive(verdicts.take(event) { links[$0]?.link.isReady == true })
+        derive(verdicts.take(verdict) { links[$0]?.link.isReady == true })
     }
 
     /// The kernel's facts the announcements are judged by.

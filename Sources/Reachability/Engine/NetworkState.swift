@@ -141,13 +141,11 @@ package struct NetworkState: Sendable {
             internetPaths[family] = route
         case let .nameservers(list):
             nameservers = list
-        case let .connectivity(status): take(.connectivity(status))
         case let .announcedPortal(portal, received): take(.portal(portal, received: received))
         case let .nat64Prefix(announced, received):
             hear(announced, received: received)
         case let .clock(now): clock(at: now)
-        case let .uplinkConnectivity(index, verdict): take(.uplink(index: index, verdict))
-        case let .stalls(verdicts): take(.stalls(verdicts))
+        case let .verdict(verdict): take(verdict)
         case let .neighbour(neighbour):
             // Only a gateway's flip between answering and not moves a lookup's answer.
             if hear(neighbour) { routingEpoch &+= 1 }
@@ -156,12 +154,10 @@ package struct NetworkState: Sendable {
         case let .radio(index, block):
             guard links[index] != nil else { return }
             derive(radios.take(.switches(index: index, block)))
-        case let .dhcpMetered(index, metered):
-            guard links[index] != nil else { return }
-            derive(meteredHints.take(.dhcp(index: index, metered)))
-        case let .dhcpPortals(list): take(.dhcpPortals(list))
-        case let .portalAnswer(index, api, answer): take(.portalAnswer(index: index, api: api, answer))
-        case let .networkManagerMetered(interface, said): derive(meteredHints.take(.networkManager(interface: interface, said)))
+        case let .meteredHint(hint):
+            if case let .dhcp(index, _) = hint, links[index] == nil { return }
+            derive(meteredHints.take(hint))
+        case let .captivePortal(fact): take(.captivePortal(fact))
         }
     }
 
@@ -206,7 +202,7 @@ package struct NetworkState: Sendable {
         // A link that went down may come back on another network: its announcement is gone.
         if !link.isReady {
             take(Announcements.Event.linkDown(link.index))
-            take(Verdicts.Event.linkDown(link.index))
+            verdicts.forget(link.index)
         }
     }
 
@@ -224,9 +220,9 @@ package struct NetworkState: Sendable {
         for port in ports.removeValue(forKey: index) ?? [] { dirty.insert(port) }
         removeRoutes(through: index)
         take(.linkGone(index))
-        take(Verdicts.Event.linkDown(index))
+        verdicts.forget(index)
         derive(radios.take(.linkGone(index)))
-        derive(meteredHints.take(.linkGone(index)))
+        meteredHints.forget(index)
         for router in gatewayNeighbours.keys where router.interfaceIndex == index { gatewayNeighbours.removeValue(forKey: router) }
         dirty.insert(index)
     }
