@@ -49,14 +49,14 @@ struct AnnouncementBoundsTests {
             let event = Self.pref64(Self.other, lifetime: Self.longest, by: Self.hostile(n), at: start + .milliseconds(n))
             if state.apply([event]) != nil { changes += 1 }
         }
-        #expect(state.announcements[2]?.prefixes.count == LinkAnnouncements.routerCapacity)
+        #expect(state.announcements.routers[2]?.prefixes.count == LinkAnnouncements.routerCapacity)
         #expect(state.announcementsHeld == LinkAnnouncements.routerCapacity)
         #expect(state.announcementsDropped == UInt64(10_000 - (LinkAnnouncements.routerCapacity - 1)))
-        #expect(state.announcements[2]?.prefixes[Fact.ip("fe80::1")] != nil, "the kernel's default router keeps its place")
+        #expect(state.announcements.routers[2]?.prefixes[Fact.ip("fe80::1")] != nil, "the kernel's default router keeps its place")
         #expect(state.host.nat64Prefix?.prefix == Self.wellKnown && state.host.nat64Prefix?.router == Fact.ip("fe80::1"))
         #expect(changes == 0, "the host's answer never moved: \(changes) changes")
         // The newest of the others are the ones kept (the latest expiry).
-        let kept = Set(state.announcements[2]?.prefixes.keys.map(\.description) ?? [])
+        let kept = Set(state.announcements.routers[2]?.prefixes.keys.map(\.description) ?? [])
         #expect(kept == Set(["fe80::1"] + (9_997..<10_000).map { Self.hostile($0) }), "\(kept)")
     }
 
@@ -65,7 +65,7 @@ struct AnnouncementBoundsTests {
         let start = ContinuousClock.now
         _ = state.apply([Self.pref64(lifetime: .seconds(16), at: start)])  // fe80::1, the default router, expires first
         _ = state.apply((2...4).map { Self.pref64(Self.other, lifetime: .seconds(600 * $0), by: "fe80::\($0)", at: start) })
-        let held = { Set(state.announcements[2]?.prefixes.keys.map(\.description) ?? []) }
+        let held = { Set(state.announcements.routers[2]?.prefixes.keys.map(\.description) ?? []) }
         // Expiring before every other router's: dropped.
         _ = state.apply([Self.pref64(Self.other, lifetime: .seconds(600), by: "fe80::5", at: start)])
         #expect(held() == ["fe80::1", "fe80::2", "fe80::3", "fe80::4"])
@@ -88,7 +88,7 @@ struct AnnouncementBoundsTests {
         #expect(state.host.announcedPortal == "https://portal.example/")
         let later = start + LinkAnnouncements.hold * 2
         #expect(state.apply([Self.portal("https://evil.example/", by: "fe80::66", at: later)]) == nil)
-        #expect(state.announcements[2]?.portal?.uri == "https://portal.example/" && state.announcementsDropped == 1)
+        #expect(state.announcements.routers[2]?.portal?.uri == "https://portal.example/" && state.announcementsDropped == 1)
         _ = state.apply([.route(Fact.defaultV6(via: "fe80::2", dev: 2, metric: 2048), replace: false)])
         _ = state.apply([Self.portal("https://second.example/", by: "fe80::2", at: later)])
         #expect(state.host.announcedPortal == "https://second.example/")
@@ -110,11 +110,11 @@ struct AnnouncementBoundsTests {
         let due = start + .milliseconds(4) + LinkAnnouncements.dropReportInterval
         _ = Self.drive(&state, [(due - .milliseconds(1), .clock(due - .milliseconds(1)))])
         #expect(state.takeAnnouncementDrops().isEmpty, "not before a minute has passed")
-        #expect(state.nextAnnouncementDeadline == due, "the rest is due a minute after the first line")
+        #expect(state.announcements.nextDeadline == due, "the rest is due a minute after the first line")
         _ = state.apply([.clock(due)])
         #expect(state.takeAnnouncementDrops() == [AnnouncementDrops(interfaceName: "eth0", count: 500 - 5)])
         #expect(state.announcementsDropped == 500 - 4)
-        #expect(try #require(state.nextAnnouncementDeadline) > due + .seconds(3600), "nothing left to tell: the next is an expiry")
+        #expect(try #require(state.announcements.nextDeadline) > due + .seconds(3600), "nothing left to tell: the next is an expiry")
     }
 
     // MARK: coalescing
@@ -124,7 +124,7 @@ struct AnnouncementBoundsTests {
     static func drive(_ state: inout NetworkState, _ events: [(ContinuousClock.Instant, NetworkEvent)]) -> Int {
         var published = 0
         for (time, event) in events {
-            while let due = state.nextAnnouncementDeadline, due <= time {
+            while let due = state.announcements.nextDeadline, due <= time {
                 if state.apply([.clock(due)]) != nil { published += 1 }
             }
             if state.apply([event]) != nil { published += 1 }
@@ -142,9 +142,9 @@ struct AnnouncementBoundsTests {
         let published = Self.drive(&state, events)
         #expect(published >= 5 && published <= 11, "\(published) publications in 10 s")
         // The last one heard (odd: other) is shown, at the latest at the window's end.
-        if let due = state.nextAnnouncementDeadline, due <= start + .seconds(11) { _ = state.apply([.clock(due)]) }
+        if let due = state.announcements.nextDeadline, due <= start + .seconds(11) { _ = state.apply([.clock(due)]) }
         #expect(state.host.nat64Prefix?.prefix == Self.other)
-        #expect(state.nextAnnouncementDeadline == start + .milliseconds(9_999) + .seconds(1800))
+        #expect(state.announcements.nextDeadline == start + .milliseconds(9_999) + .seconds(1800))
     }
 
     @Test func alternatingPortals_arePublishedAtMostOncePerHoldWindow() throws {
@@ -163,9 +163,9 @@ struct AnnouncementBoundsTests {
         let start = ContinuousClock.now
         #expect(state.apply([Self.pref64(at: start)]) != nil, "the first change is published at once")
         #expect(state.apply([Self.pref64(Self.other, at: start + .milliseconds(100))]) == nil, "held back")
-        #expect(state.nextAnnouncementDeadline == start + LinkAnnouncements.hold)
+        #expect(state.announcements.nextDeadline == start + LinkAnnouncements.hold)
         #expect(state.apply([Self.pref64(at: start + .milliseconds(200))]) == nil)
-        #expect(state.nextAnnouncementDeadline == start + .milliseconds(200) + .seconds(1800), "nothing to publish: no window to wait for")
+        #expect(state.announcements.nextDeadline == start + .milliseconds(200) + .seconds(1800), "nothing to publish: no window to wait for")
         #expect(state.apply([.clock(start + LinkAnnouncements.hold)]) == nil)
 
         // Within a window, a kernel fact is not held back: a link, and the router's route.
@@ -179,7 +179,7 @@ struct AnnouncementBoundsTests {
         let routeRemoved = state.apply([.routeRemoved(Fact.defaultV6(via: "fe80::1", dev: 2))])
         let removed = try #require(routeRemoved)
         #expect(removed.host.nat64Prefix == nil && removed.host.announcedPortal == "", "the router's route gone: at once")
-        #expect(state.nextAnnouncementDeadline == nil)
+        #expect(state.announcements.nextDeadline == nil)
     }
 
     @Test func severalRoutersInOneBatch_areOnePublication() throws {
@@ -191,6 +191,6 @@ struct AnnouncementBoundsTests {
         let change = try #require(batch)
         #expect(change.host.nat64Prefix?.router == Fact.ip("fe80::1"), "the default router's")
         #expect(change.host.announcedPortal == "https://portal.example/")
-        #expect(state.nextAnnouncementDeadline == start + .seconds(1800))
+        #expect(state.announcements.nextDeadline == start + .seconds(1800))
     }
 }

@@ -111,17 +111,17 @@ import Testing
             .route(onLinkRoute, replace: false),
             announce("2001:db8:1::/96"), announce("2001:db8:7::/96"), announce("ff02::/96"),
         ])
-        #expect(state.announcements[2]?.prefixes.isEmpty ?? true)
+        #expect(state.announcements.routers[2]?.prefixes.isEmpty ?? true)
         let refused = state.takeRefusedAnnouncements()
         #expect(refused.map(\.value) == ["2001:db8:1::/96", "2001:db8:7::/96", "ff02::/96"])
         #expect(refused.allSatisfy { $0.option == .nat64Prefix && $0.router == router && $0.interfaceIndex == 2 })
         #expect(refused[1].description.contains("overlaps the link's own prefix 2001:db8:7::/64"), "\(refused[1])")
         #expect(state.takeRefusedAnnouncements().isEmpty, "taken once")
         _ = state.apply([announce("64:ff9b::/96")])
-        #expect(state.announcements[2]?.prefixes[router]?.announced.prefix == Self.prefix("64:ff9b::/96"))
+        #expect(state.announcements.routers[2]?.prefixes[router]?.announced.prefix == Self.prefix("64:ff9b::/96"))
         // A state nobody drains holds a bounded number.
         _ = state.apply(Array(repeating: announce("::/96"), count: 100))
-        #expect(state.takeRefusedAnnouncements().count == NetworkState.refusalsKept)
+        #expect(state.takeRefusedAnnouncements().count == Announcements.refusalsKept)
     }
 
     @Test func aRefusalIsSaidWithAnInertExcerpt() {

@@ -12,9 +12,9 @@ import Testing
         var updates: [CoreUpdate] = []
         var warnings: [String] = []
 
-        init(online: Bool = true) throws {
+        init(online: Bool = true, sources: [any CoreSource] = []) throws {
             if online { kernel.first = Self.onlineFacts }
-            core = try ReachabilityCore(configuration: Self.configuration, kernel: kernel, loop: loop) { [unowned self] in
+            core = try ReachabilityCore(configuration: Self.configuration, kernel: kernel, loop: loop, extraSources: sources) { [unowned self] in
                 self.warnings.append($0)
             }
             core.follow { [unowned self] in self.updates.append($0) }
@@ -194,6 +194,65 @@ import Testing
         rig.loop.runDeferred()
         #expect(rig.updates.count == 1, "the same verdict again is nobody's news")
         #expect(rig.updates.first?.change?.hostChanged == true && rig.core.host.connectivity.verdict == .full)
+    }
+
+    /// An input of a test's own, registered in the core's list of sources (`CoreSource`).
+    final class ScriptedSource: CoreSource {
+        var first: [NetworkEvent] = []
+        private(set) var context: CoreSourceContext?
+        private(set) var turns = 0
+        private(set) var wakes = 0
+        private(set) var cancelled = false
+        /// Thrown by `start`, as a source that cannot do without its descriptor would.
+        var refusal: SystemError?
+        func firstInput(kernel: any KernelEdge) -> NetworkInput? { first.isEmpty ? nil : .events(first) }
+        func start(_ context: CoreSourceContext) throws(SystemError) {
+            if let refusal { throw refusal }
+            self.context = context
+        }
+        func turnTaken(_ state: borrowing NetworkState) { turns += 1 }
+        func kernelWoke() { wakes += 1 }
+        func cancel() { cancelled = true }
+        /// Says `events` on the loop, as a watch of its own would.
+        func says(_ events: [NetworkEvent]) { context?.submit(.events(events)) }
+    }
+
+    @Test func aSourceInTheListIsReadFirstThenStartedAndItsInputsReachAnUpdate() throws {
+        let source = ScriptedSource()
+        source.first = [.nameservers([NameserverRoute(address: IPAddress("192.0.2.53")!, route: nil)])]
+        do {
+            let rig = try Rig(sources: [source])
+            #expect(source.context != nil, "started with the core")
+            #expect(rig.core.shared.withState { $0.nameservers.count } == 1, "its first input is part of the first picture")
+            source.says([.connectivity(ConnectivityStatus(verdict: .limited, detail: "a test's source"))])
+            #expect(rig.updates.isEmpty, "told once the turn's inputs are in")
+            rig.loop.runDeferred()
+            #expect(rig.updates.only?.host.connectivity.verdict == .limited)
+            #expect(source.turns == 1, "told of the turn its input made")
+            rig.kernelSays(Self.otherLink)
+            #expect(source.wakes == 1 && source.turns == 2)
+        }
+        #expect(source.cancelled, "cancelled as the core goes")
+    }
+
+    /// A record refused at the first read, before the loop runs, is still told once the core
+    /// starts (the leases remember it as told: dropped there, it was never said).
+    @Test func aLeaseRefusedAtTheFirstReadIsToldOnce() throws {
+        let directory = try makeScratchDirectory("core-first-refusal")
+        defer { removeTree(directory) }
+        try "CAPTIVE_PORTAL=http://portal.example/\n".write(toFile: directory + "/1", atomically: true, encoding: .utf8)
+        var configuration = CoreConfiguration()
+        (configuration.dhcpLeasesDirectory, configuration.dhcpClientLeasesDirectory, configuration.dhcpcdLeasesDirectory) = (nil, nil, nil)
+        configuration.networkdLinksDirectory = directory
+        let rig = try Rig(sources: [LeaseWatch(try #require(DHCPLeases(configuration)))])
+        #expect(rig.warnings.count { $0.contains("http://portal.example/") } == 1, "\(rig.warnings)")
+    }
+
+    @Test func aSourceThatCannotStartStopsTheCoreAndEveryOtherSourceIsCancelled() {
+        let (before, refusing) = (ScriptedSource(), ScriptedSource())
+        refusing.refusal = SystemError("open(/dev/test-source)", errno: 2)  // ENOENT
+        #expect(throws: SystemError.self) { try Rig(sources: [before, refusing]) }
+        #expect(before.context != nil && before.cancelled, "started, then cancelled with the core that did not start")
     }
 
     @Test func propertyReadsAnswerFromTheUpdateLastTold() throws {

@@ -889,13 +889,13 @@ extension EngineTests {
         #expect(state.host.announcedPortal == "")
         // A stale message for a link without carrier, or one never seen, is dropped.
         _ = state.apply([Self.announced("http://eth2.example/", on: 4), Self.announced("http://gone.example/", on: 99)])
-        #expect(state.announcements.keys.sorted() == [3])
+        #expect(state.announcements.routers.keys.sorted() == [3])
         // The resync after an overrun cannot dump announcements: they survive it.
         let dump = NetworkDump(
             links: [(Fact.ethernet(2, "eth0"), nil), (Fact.ethernet(3, "eth1"), nil), (Fact.ethernet(4, "eth2", carrier: false), nil)],
             addresses: [Fact.v4(2, "192.0.2.10")], routes: [Fact.defaultV4(via: "192.0.2.1", dev: 2)])
         _ = state.replace(with: dump)
-        #expect(state.announcements[3]?.portal?.uri == "http://eth1.example/")
+        #expect(state.announcements.routers[3]?.portal?.uri == "http://eth1.example/")
     }
 }
 
@@ -967,9 +967,9 @@ extension EngineTests {
         #expect(state.host.validatedInterfaces == ["eth0"])
         // unknown forgets (the probe retired), and a verdict for a link not ready is dropped.
         _ = state.apply([.uplinkConnectivity(index: 3, .full), .uplinkConnectivity(index: 3, .unknown)])
-        #expect(state.uplinkVerdicts.isEmpty)
+        #expect(state.verdicts.uplinks.isEmpty)
         _ = state.apply([.link(Fact.ethernet(3, "wlan0", carrier: false), device: nil), .uplinkConnectivity(index: 3, .full)])
-        #expect(state.uplinkVerdicts.isEmpty)
+        #expect(state.verdicts.uplinks.isEmpty)
     }
 }
 
@@ -988,21 +988,21 @@ extension EngineTests {
         var state = try onlineWired()
         let epoch = state.routingEpoch
         let start = ContinuousClock.now
-        #expect(state.nextAnnouncementDeadline == nil)
+        #expect(state.announcements.nextDeadline == nil)
         let change = try changed(state.apply([Self.pref64(at: start)]))
         #expect(change.hostChanged)
         #expect(change.host.nat64Prefix == Nat64Prefix(prefix: Self.wellKnown, router: Fact.ip("fe80::1"), interfaceName: "eth0"))
         #expect(state.routingEpoch == epoch, "an announcement moves no route")
-        #expect(state.nextAnnouncementDeadline == start + .seconds(1800))
+        #expect(state.announcements.nextDeadline == start + .seconds(1800))
         // Routers repeat theirs: no change, the lifetime runs from the latest.
         #expect(state.apply([Self.pref64(at: start + .seconds(600))]) == nil)
-        #expect(state.nextAnnouncementDeadline == start + .seconds(2400))
+        #expect(state.announcements.nextDeadline == start + .seconds(2400))
         // The timer firing early (or for another reason) drops nothing.
         #expect(state.apply([.clock(start + .seconds(2399))]) == nil)
         #expect(state.host.nat64Prefix != nil)
         let expired = try changed(state.apply([.clock(start + .seconds(2400))]))
         #expect(expired.hostChanged && expired.host.nat64Prefix == nil)
-        #expect(state.nextAnnouncementDeadline == nil, "nothing held: the timer is disarmed")
+        #expect(state.announcements.nextDeadline == nil, "nothing held: the timer is disarmed")
     }
 
     @Test func nat64Prefix_isWithdrawnByLifetimeZero_replaced_andEndsWithTheRoutersRouteOrTheLink() throws {
@@ -1016,7 +1016,7 @@ extension EngineTests {
         #expect(state.apply([Self.pref64(other, lifetime: .zero, at: step(1))]) == nil)
         #expect(try changed(state.apply([Self.pref64(other, at: step(1))])).host.nat64Prefix?.prefix == other)
         #expect(try changed(state.apply([Self.pref64(other, lifetime: .zero, at: step(2))])).host.nat64Prefix == nil)
-        #expect(state.nextAnnouncementDeadline == nil)
+        #expect(state.announcements.nextDeadline == nil)
 
         let viaRouter = Fact.defaultV6(via: "fe80::1", dev: 2)
         let viaOther = Fact.defaultV6(via: "fe80::2", dev: 2, metric: 2048)
@@ -1029,10 +1029,10 @@ extension EngineTests {
         #expect(try changed(state.apply([.link(Fact.ethernet(2, "eth0", carrier: false), device: nil)])).host.nat64Prefix == nil)
         _ = state.apply([.link(Fact.ethernet(2, "eth0"), device: nil)])
         #expect(state.host.nat64Prefix == nil, "not back with the carrier")
-        #expect(state.nextAnnouncementDeadline == nil)
+        #expect(state.announcements.nextDeadline == nil)
         // A stale message for a link without carrier, or one never seen, is dropped.
         _ = state.apply([.link(Fact.ethernet(4, "eth2", carrier: false), device: DeviceFacts()), Self.pref64(on: 4, at: start), Self.pref64(on: 99, at: start)])
-        #expect(state.announcements.isEmpty)
+        #expect(state.announcements.routers.isEmpty)
     }
 
     @Test func nat64Prefix_ofTheRouterThePathUses_winsOnItsLink_andEachExpiresOnItsOwn() throws {
@@ -1047,9 +1047,9 @@ extension EngineTests {
             Self.pref64(second, lifetime: .seconds(120), by: "fe80::2", at: start),
         ])
         #expect(state.host.nat64Prefix?.prefix == second, "the IPv6 path leaves through fe80::2")
-        #expect(state.nextAnnouncementDeadline == start + .seconds(60), "the earliest of both")
+        #expect(state.announcements.nextDeadline == start + .seconds(60), "the earliest of both")
         #expect(state.apply([.clock(start + .seconds(60))]) == nil, "fe80::1's prefix was not the host's")
-        #expect(state.nextAnnouncementDeadline == start + .seconds(120))
+        #expect(state.announcements.nextDeadline == start + .seconds(120))
         #expect(try changed(state.apply([.clock(start + .seconds(121))])).host.nat64Prefix == nil)
     }
 }

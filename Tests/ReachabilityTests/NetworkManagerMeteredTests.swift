@@ -30,7 +30,7 @@ struct NetworkManagerMeteredTests {
         #expect(state.apply([Self.said(.yes)]) == nil)
         let gone = try Self.change(&state, [Self.said(.unknown)])
         #expect(gone.host.expensiveReason == nil && !gone.host.flags.contains(.isExpensive))
-        #expect(state.networkManagerMetered.isEmpty)
+        #expect(state.meteredHints.networkManager.isEmpty)
     }
 
     @Test func anExplicitNoSilencesReachdsGuessesButNotACellularKind() throws {

@@ -99,7 +99,7 @@ struct StallStateTests {
         #expect(change.hostChanged && !state.host.stalled && state.hostStallEvidence == nil)
         // A verdict for a link that is not ready is dropped.
         _ = state.apply([.link(Self.link(3, "wlan0", carrier: false), device: nil), .stalls([Self.verdict(3, .stalled)])])
-        #expect(state.linkStalls.isEmpty)
+        #expect(state.verdicts.stalls.isEmpty)
     }
 
     /// The kernel's answer for one nameserver (RTM_GETROUTE): a host route through `index`, or

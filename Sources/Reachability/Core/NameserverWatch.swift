@@ -57,6 +57,12 @@ final class NameserverWatch {
         }
     }
 
+    /// Stops following (the watch's descriptor closes with it).
+    func stop() {
+        source?.cancel()
+        (source, watch) = (nil, nil)
+    }
+
     /// Without inotify (root's instances used up, a sandbox without it): whether a watched file
     /// changed since the last look, by `FileIdentity` (the host checks' resolv.conf cache key) -
     /// a few stat(2) calls the core makes when the kernel reports a change anyway, so nothing

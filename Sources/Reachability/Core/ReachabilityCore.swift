@@ -20,8 +20,6 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     private var lastRoutingEpoch: UInt64
     private var netlinkWatch: (any LoopSource)?
     private var resyncTimer: (any LoopSource)?
-    /// /dev/rfkill, while it is followed.
-    private var radioWatch: (any LoopSource)?
     /// Armed at the first deadline (a route's, an address's or a NAT64 prefix's lifetime, the
     /// end of an announcement hold window, a drop report due), never periodic; disarmed while a
     /// dump runs (its end arms it again).
@@ -32,14 +30,8 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     private var netlinkPaused = false
     /// Ids of host checks, shared with whoever else starts checks here (`ReachabilityMonitor`).
     private let checkIDs: HostCheckIDs
-    /// Follows resolv.conf into the Engine's nameserver fact (`supportsDNS`).
-    private let nameservers: NameserverWatch
-    /// The DHCP client's leases: a server's metered hint per link, portal URIs; nil when not read.
-    private let leases: DHCPLeases?
-    /// inotify was refused: resolv.conf's identity is compared on each netlink wake-up instead.
-    private var nameserversByIdentity = false
-    /// Has the kernel resolve FAILED gateways afresh; nil when its timer could not be made.
-    private var gatewayRechecks: GatewayRechecks?
+    /// The inputs beside the kernel's sockets, in the order they start (`CoreSource`).
+    private let sources: [any CoreSource]
     /// Passive stall detection; nil when off (or sock_diag could not be opened).
     private var stallWatch: StallWatch?
     private let namespacePath: String?
@@ -67,17 +59,16 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
             warn: warn)
     }
 
-    /// A core on `kernel`: the real one, or a test's fake (`KernelEdge`).
+    /// A core on `kernel`: the real one, or a test's fake (`KernelEdge`); `extraSources` follow
+    /// the standard ones (`sources(_:files:)`).
     package init(
         configuration: CoreConfiguration, kernel: any KernelEdge, loop: any EventLoopProtocol, checkIDs: HostCheckIDs = HostCheckIDs(),
-        warn: @escaping (String) -> Void = { _ in }
+        extraSources: [any CoreSource] = [], warn: @escaping (String) -> Void = { _ in }
     ) throws(SystemError) {
         self.checkIDs = checkIDs
         let files = configuration.resolverFiles(warn: warn)
-        let start = try Self.start(configuration, kernel: kernel, files: files)
-        let (kernel, state) = (start.kernel, start.state)
-        nameservers = start.nameservers
-        leases = start.leases
+        sources = Self.sources(configuration, files: files) + extraSources
+        let state = try Self.start(configuration, kernel: kernel, sources: sources)
         let shared = try SharedState(state, namespacePath: configuration.namespacePath)
         shared.record(overruns: kernel.overrunCount, resyncs: kernel.resyncCount)
         self.shared = shared
@@ -94,7 +85,7 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
             shared.evaluate(addresses: addresses, target: target, uid: uid)
         }
         netlinkWatch = try loop.addWatch(fd: kernel.monitorDescriptor, events: .readable) { [unowned self] _ in
-            if self.nameserversByIdentity, self.nameservers.changedSinceLastLook() { self.nameserversChanged() }
+            for source in self.sources { source.kernelWoke() }
             self.take(self.shared.withState { self.source.readAvailable(knowing: $0) })
         }
         dumpWatch = try loop.addWatch(fd: kernel.requestDescriptor, events: .readable) { [unowned self] _ in
@@ -104,53 +95,36 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
             self.source.resyncIfDue()
             self.take(nil)
         }
-        if let radios = kernel.radioDescriptor {
-            radioWatch = try loop.addWatch(fd: radios, events: .readable) { [unowned self] _ in self.radiosReadable() }
-        }
         expiryTimer = try loop.addTimer(urgent: false) { [unowned self] in
             self.take(self.shared.withState { self.source.lifetimesDue(at: .now, knowing: $0) })
         }
         configureStallDetection(configuration.stall)
-        do {
-            gatewayRechecks = try GatewayRechecks(loop: loop, warn: warn)
-            gatewayRechecks?.counted = { [shared] in shared.record(gatewayResolutionsAsked: $0) }
-        } catch {
-            warn("a FAILED gateway is not asked again (no timer: \(error)); one FAILED makes it unreachable")
-        }
-        gatewayRechecks?.follow(state.gatewaysToResolve, now: .now)
-        do {
-            try leases?.start(on: loop) { [unowned self] in
-                guard let said = self.leases?.changes() else { return }
-                for line in said.refusals { self.warn(line) }
-                if !said.events.isEmpty { self.take(.events(said.events)) }
-            }
-        } catch {
-            warn("DHCP leases are read once, not followed: \(error)")
-        }
-        do {
-            guard configuration.followsResolvConf else { return }
-            try nameservers.start(on: loop) { [unowned self] in self.nameserversChanged() }
-        } catch {
-            _ = nameservers.changedSinceLastLook()
-            nameserversByIdentity = true
-            warn("\(nameservers.path) is looked at on each network change instead of followed: \(error)")
-        }
+        let context = CoreSourceContext(loop: loop, kernel: kernel, submit: { [unowned self] in self.take($0) }, warn: warn, shared: shared)
+        for source in sources { try source.start(context) }
     }
 
-    /// The kernel's network as a core starts from it, read once: the first complete dump, the
-    /// routes to the nameservers resolv.conf names, networkd's DHCP leases. The core goes on
-    /// from here; `snapshot(configuration:)` answers with it alone.
+    deinit {
+        for source in sources { source.cancel() }
+    }
+
+    /// The inputs beside the kernel's sockets: a new input is one more here.
+    static func sources(_ configuration: CoreConfiguration, files: ResolverFiles) -> [any CoreSource] {
+        let leases = DHCPLeases(configuration)
+        return [RadioWatch(), FailedGatewayWatch(), NameserverSource(NameserverWatch(files: files), follows: configuration.followsResolvConf)]
+            + (leases.map { [LeaseWatch($0)] } ?? [])
+    }
+
+    /// The kernel's network as a core starts from it, read once: the first complete dump, then
+    /// what each source reads first (the routes to the nameservers resolv.conf names, the DHCP
+    /// leases). The core goes on from here; `snapshot(configuration:)` answers with it alone.
     private static func start(
-        _ configuration: CoreConfiguration, kernel: any KernelEdge, files: ResolverFiles
-    ) throws(SystemError) -> (kernel: any KernelEdge, state: NetworkState, nameservers: NameserverWatch, leases: DHCPLeases?) {
+        _ configuration: CoreConfiguration, kernel: any KernelEdge, sources: [any CoreSource]
+    ) throws(SystemError) -> NetworkState {
         var state = configuration.initialState
         if let first = try kernel.synchronize(knowing: state) { _ = state.take(first) }
         _ = kernel.takeIncidentLines()
-        let nameservers = NameserverWatch(files: files)
-        if let routes = kernel.setNameservers(nameservers.nameservers()) { _ = state.take(routes) }
-        let leases = DHCPLeases(configuration)
-        if let said = leases?.changes(), !said.events.isEmpty { _ = state.take(.events(said.events)) }
-        return (kernel, state, nameservers, leases)
+        for source in sources { if let input = source.firstInput(kernel: kernel) { _ = state.take(input) } }
+        return state
     }
 
     /// The host's picture now, the one a core (and so a `ReachabilityMonitor`) starts with,
@@ -158,11 +132,8 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     /// exits (`reachctl is` without reachd, from every timer's ExecCondition=).
     package static func snapshot(configuration: CoreConfiguration) throws(SystemError) -> ReachabilitySnapshot {
         let kernel = try KernelSource(options: configuration.sourceOptions)
-        return try start(configuration, kernel: kernel, files: configuration.resolverFiles(warn: { _ in })).state.snapshot
-    }
-
-    private func nameserversChanged() {
-        take(source.setNameservers(nameservers.nameservers()))
+        let sources = sources(configuration, files: configuration.resolverFiles(warn: { _ in }))
+        return try start(configuration, kernel: kernel, sources: sources).snapshot
     }
 
     /// Where the radios' state comes from ("following /dev/rfkill", or why sysfs).
@@ -170,17 +141,6 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
 
     /// The receive buffer the kernel granted the netlink monitor socket, in bytes.
     package let netlinkReceiveBufferBytes: Int
-
-    /// /dev/rfkill has records: applied as one input. When it ends (it should not), the radios
-    /// are read from sysfs on link events from then on.
-    private func radiosReadable() {
-        take(source.readRadios())
-        guard source.radioDeviceEnded else { return }
-        radioWatch?.cancel()
-        radioWatch = nil
-        source.closeRadioDevice()
-        warn("radios: \(radioSource)")
-    }
 
     /// `body` hears of every update from now on, after the followers that joined before it.
     package func follow(_ body: @escaping (CoreUpdate) -> Void) { updates.follow(body) }
@@ -321,12 +281,12 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     private func take(_ input: NetworkInput?, routingMoved: Bool = false) {
         guard !updates.isDelivering else { return updates.hold { [unowned self] in self.take(input, routingMoved: routingMoved) } }
         let told = updates.last.snapshot.stallEvidence
-        let (change, refusals, drops, epoch, online, expiry, failedGateways, evidenceMoved) = shared.change { state in
+        let (change, refusals, drops, epoch, online, expiry, evidenceMoved) = shared.change { state in
             let change = input.flatMap { state.take($0) }
+            for source in sources { source.turnTaken(state) }
             return (change, state.takeRefusedAnnouncements(), state.takeAnnouncementDrops(), state.routingEpoch,
-                    state.host.state == .online, state.nextExpiry, state.gatewaysToResolve, state.hostStallEvidence != told)
+                    state.host.state == .online, state.nextExpiry, state.hostStallEvidence != told)
         }
-        gatewayRechecks?.follow(failedGateways, now: .now)
         // The Engine refuses what it can judge only with the link's prefixes (NAT64); the
         // source says each router's refusal once.
         for refusal in refusals { source.note(refusal) }

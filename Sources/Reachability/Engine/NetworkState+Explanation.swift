@@ -52,9 +52,9 @@ extension NetworkState {
     /// `carries`: the path can carry traffic, so a block rfkill reports has not (yet) stopped
     /// it: said, not judged broken (cfg80211 takes a blocked phy's links down at once).
     private func radioLayer(_ egress: LinkEntry?, carries: Bool) -> Explanation.Layer {
-        let radios = egress.map { [$0.link.index] } ?? Array(radioBlocks.keys)
-        let off = radios.compactMap { index -> (String, RadioBlock)? in
-            guard let entry = links[index], let block = radioBlocks[index], [.wifi, .cellular].contains(effectiveClassification(entry).kind)
+        let switched = egress.map { [$0.link.index] } ?? Array(radios.blocks.keys)
+        let off = switched.compactMap { index -> (String, RadioBlock)? in
+            guard let entry = links[index], let block = self.radios.blocks[index], [.wifi, .cellular].contains(effectiveClassification(entry).kind)
             else { return nil }
             return (entry.link.name, block)
         }
@@ -251,8 +251,8 @@ extension NetworkState {
             return "\(server.address): not routable (\(path.reason?.rawValue ?? "noRoute"))"
         }
         // The stall poll's count of reachd's own lookups that timed out in a row, per link.
-        let timeouts = linkStalls.values.map(\.evidence.dnsTimeouts).max() ?? 0
-        let dnsStalled = linkStalls.values.contains { $0.isStalled && $0.causes.contains(.dnsTimeouts) }
+        let timeouts = verdicts.stalls.values.map(\.evidence.dnsTimeouts).max() ?? 0
+        let dnsStalled = verdicts.stalls.values.contains { $0.isStalled && $0.causes.contains(.dnsTimeouts) }
         if timeouts > 0 { evidence.append("\(timeouts) lookup(s) in a row timed out") }
         if !supportsDNS(online: host.state == .online) {
             return .init(

@@ -20,7 +20,7 @@ extension NetworkState {
         guard !classification.isIgnored else { return nil }
         var flags = kindFlags(entry)
         // On the interface only: a path through it (the host's flags) changes when the link does.
-        if radioBlocks[entry.link.index] != nil, [.wifi, .cellular].contains(classification.kind) { flags.insert(.radioOff) }
+        if radios.blocks[entry.link.index] != nil, [.wifi, .cellular].contains(classification.kind) { flags.insert(.radioOff) }
         if entry.link.isAdminUp {
             let ready = entry.link.isReady && entry.addresses.values.contains { $0.isUsable }
             flags.insert(ready ? .reachable : .connectionRequired)

@@ -56,10 +56,10 @@ extension NetworkState {
         if classification.isMetered { return .configuration }
         if classification.kind == .cellular { return .cellular }
         if classification.isUnmeteredByConfiguration { return nil }
-        let managerSays = networkManagerMetered.isEmpty ? nil : networkManagerMetered[entry.link.name]
+        let managerSays = meteredHints.networkManager.isEmpty ? nil : meteredHints.networkManager[entry.link.name]
         if managerSays == .yes { return .networkManager }
         if managerSays == .no { return nil }
-        if dhcpMetered.contains(entry.link.index) { return .dhcp }
+        if meteredHints.dhcp.contains(entry.link.index) { return .dhcp }
         if let driver = entry.device.driver, Classifier.tetherDrivers.contains(driver) { return .tether }
         if hasHotspotLayout(entry) { return .hotspot }
         if managerSays == .guessYes { return .networkManagerGuess }

@@ -11,8 +11,7 @@
 extension NetworkState {
     /// The time now (`NetworkEvent.clock`): what was due by then happens, in one order.
     mutating func clock(at now: ContinuousClock.Instant) {
-        clockAnnouncements(at: now)
-        clockPortals(at: now)
+        take(.clock(now))
         lapse(at: now)
     }
 
@@ -43,6 +42,6 @@ extension NetworkState {
     /// The one instant the adapter's timer must fire at (with `NetworkEvent.clock`): the first
     /// lapse of a route, an address or an announced NAT64 prefix, a portal session's lead; nil when nothing has a lifetime.
     public var nextExpiry: ContinuousClock.Instant? {
-        [nextLapse, nextAnnouncementDeadline, nextPortalDeadline].compactMap { $0 }.min()
+        [nextLapse, announcements.nextDeadline].compactMap { $0 }.min()
     }
 }

@@ -64,6 +64,6 @@ extension NetworkState {
     /// No uplink can carry traffic, and a visible Wi-Fi or cellular link has its radio switched
     /// off. Looks only at the links with a radio off (a handful), never at every link.
     func radioIsWhyOffline(uplinks: [String]) -> Bool {
-        uplinks.isEmpty && radioBlocks.keys.contains { statuses[$0]?.flags.contains(.radioOff) == true }
+        uplinks.isEmpty && radios.blocks.keys.contains { statuses[$0]?.flags.contains(.radioOff) == true }
     }
 }

@@ -129,8 +129,8 @@ extension NetworkState {
         guard let chosen = paths.first(where: { $0.path.isReachable }) ?? paths.first else {
             let available = availableInterfaces(primary: nil)
             return HostStatus(
-                state: readyLinks.isEmpty ? .offline : .local, availableInterfaces: available, connectivity: connectivity,
-                validatedInterfaces: validatedInterfaces(available: available, primary: "", connectivity: connectivity))
+                state: readyLinks.isEmpty ? .offline : .local, availableInterfaces: available, connectivity: verdicts.connectivity,
+                validatedInterfaces: validatedInterfaces(available: available, primary: "", connectivity: verdicts.connectivity))
         }
         var flags = chosen.path.flags
         if !chosen.path.isReachable { flags.remove(.stalled) }
@@ -148,7 +148,7 @@ extension NetworkState {
             flags.formUnion(carrier.flags.intersection([.isWWAN, .isExpensive, .isConstrained, .stalled]))
         }
         // The probe's verdict counts only for a path packets can take.
-        if chosen.path.isReachable { flags.formUnion(connectivity.flags) }
+        if chosen.path.isReachable { flags.formUnion(verdicts.connectivity.flags) }
         let announcing = [chosen.path.interfaceIndex, underlying.isEmpty ? nil : linkIndexByName[underlying]]
         let announcer = announcing.lazy.compactMap { $0 }.first { self.linkPortal(on: $0) != nil }
         let announced = announcer.flatMap { linkPortal(on: $0)?.uri }
@@ -156,7 +156,7 @@ extension NetworkState {
         // The API's word counts as the probe's does: only for a path packets can take. Where the
         // probe has no verdict (off, or quiet while the API answers) it is the connectivity too.
         if chosen.path.isReachable, session.captive { flags.insert(.interventionRequired) }
-        let published = Self.connectivity(probe: connectivity, session: chosen.path.isReachable ? session : .none)
+        let published = Self.connectivity(probe: verdicts.connectivity, session: chosen.path.isReachable ? session : .none)
         let available = availableInterfaces(primary: chosen.path.isReachable ? chosen.path.interfaceIndex : nil)
         var host = HostStatus(
             flags: flags, state: chosen.path.isReachable ? .online : (readyLinks.isEmpty ? .offline : .local),

@@ -1,22 +1,6 @@
-/// Passive stall detection's verdicts as the state keeps them (`NetworkEvent.stalls`): per ready
-/// link, joined to its interface's flags and, through the host's path, to the host's answer.
+/// Passive stall detection's verdicts as the state keeps them (`Verdicts`): per ready link,
+/// joined to its interface's flags and, through the host's path, to the host's answer.
 extension NetworkState {
-    /// The verdicts worth keeping: those of ready links (a link that is not ready carries nothing
-    /// to judge, and its stale verdict would come back with its carrier).
-    func readyLinkStalls(_ verdicts: [LinkStall]) -> [Int32: LinkStall] {
-        var kept: [Int32: LinkStall] = [:]
-        for verdict in verdicts where links[verdict.interfaceIndex]?.link.isReady == true {
-            kept[verdict.interfaceIndex] = verdict
-        }
-        return kept
-    }
-
-    /// The links whose stalled state differs between two polls: only those are derived again, so
-    /// a poll that changes figures alone changes nothing a user sees.
-    static func stallFlips(from old: [Int32: LinkStall], to new: [Int32: LinkStall]) -> Set<Int32> {
-        Set(new.keys).union(old.keys).filter { (new[$0]?.isStalled ?? false) != (old[$0]?.isStalled ?? false) }
-    }
-
     /// Every address of every link, for attributing sockets to links. One pass over the links:
     /// per poll, never per event.
     public var addresses: [Address] { links.values.flatMap { $0.addresses.values } }
@@ -26,7 +10,7 @@ extension NetworkState {
     /// does not say which server went unanswered (it tries them in turn, as far as the deadline
     /// lets it), so every link that carries one is suspect; the primary link is not, when the
     /// servers are reached through a VPN or a second link. A link that is not ready is named all
-    /// the same: its verdict is dropped as it comes back (`readyLinkStalls`), rather than moved
+    /// the same: its verdict is dropped as it comes back (`Verdicts`), rather than moved
     /// onto a link that never carried the queries.
     ///
     /// A server on this host (resolved's stub on loopback, one of the host's own addresses) asks
@@ -69,13 +53,13 @@ extension NetworkState {
     }
 
     /// Whether the last stall poll found this link's traffic stalled.
-    func isStalled(_ index: Int32) -> Bool { linkStalls[index]?.isStalled ?? false }
+    func isStalled(_ index: Int32) -> Bool { verdicts.stalls[index]?.isStalled ?? false }
 
     /// The last stall poll's figures for the host's path: its primary interface's, or those of
     /// the link beneath a tunnel when that link is the stalled one; nil when the path had none.
     public var hostStallEvidence: StallEvidence? {
-        let primary = linkIndexByName[host.primaryInterface].flatMap { linkStalls[$0] }
-        if primary?.isStalled != true, let beneath = linkIndexByName[host.underlyingInterface].flatMap({ linkStalls[$0] }),
+        let primary = linkIndexByName[host.primaryInterface].flatMap { verdicts.stalls[$0] }
+        if primary?.isStalled != true, let beneath = linkIndexByName[host.underlyingInterface].flatMap({ verdicts.stalls[$0] }),
             beneath.isStalled
         {
             return beneath.evidence
@@ -85,6 +69,6 @@ extension NetworkState {
 
     /// The last stall poll's verdict on the link `index` (`.noEvidence` when it had none).
     public func stall(of index: Int32) -> LinkStall {
-        linkStalls[index] ?? LinkStall(interfaceIndex: index, verdict: .noEvidence, evidence: StallEvidence())
+        verdicts.stalls[index] ?? LinkStall(interfaceIndex: index, verdict: .noEvidence, evidence: StallEvidence())
     }
 }

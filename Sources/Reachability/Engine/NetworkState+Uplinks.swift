@@ -41,7 +41,7 @@ extension NetworkState {
     func validatedInterfaces(available: [String], primary: String, connectivity: ConnectivityStatus) -> [String] {
         available.filter { name in
             if name == primary { return connectivity.verdict == .full }
-            return linkIndexByName[name].flatMap { uplinkVerdicts[$0] } == .full
+            return linkIndexByName[name].flatMap { verdicts.uplinks[$0] } == .full
         }
     }
 

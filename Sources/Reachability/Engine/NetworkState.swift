@@ -33,42 +33,19 @@ package struct NetworkState: Sendable {
     private(set) var defaultRoutes: Set<Route.Key> = []
     /// The kernel's answers for a global destination, per family (`NetworkEvent.internetPath`).
     private(set) var internetPaths: [AddressFamily: Route] = [:]
-    /// The probe's last verdict (`NetworkEvent.connectivity`); unknown without a probe.
-    private(set) var connectivity = ConnectivityStatus.unknown
-    /// Captive-portal URIs and NAT64 prefixes announced in router advertisements, per link:
-    /// bounded, and shown through a hold window (NetworkState+Announcements).
-    var announcements: [Int32: LinkAnnouncements] = [:]
+    /// The probe's and the stall watch's verdicts (LinkStores).
+    var verdicts = Verdicts()
+    /// What routers and the DHCP client announce, and portal APIs' answers (Announcements).
+    var announcements = Announcements()
     /// The kernel's default routes counted by router (NetworkState+Announcements).
     var defaultRouters: [LinkRouter: Int] = [:]
     /// The kernel's neighbour state of those routers, when it has one (NetworkState+Neighbours).
     var gatewayNeighbours: [LinkRouter: GatewayNeighbour] = [:]
-    /// Announcements dropped for want of room since the start (the metrics' counter).
-    public internal(set) var announcementsDropped: UInt64 = 0
-    /// Drop reports not yet taken by the adapter (`takeAnnouncementDrops`).
-    var pendingAnnouncementDrops: [AnnouncementDrops] = []
-    /// Links whose announcements this batch heard, with the latest time (`showHeardAnnouncements`).
-    var heardAnnouncements: [Int32: ContinuousClock.Instant] = [:]
-    /// Announcements refused since the adapter last took them (`takeRefusedAnnouncements`), for
-    /// its journal: the Engine does no I/O. At most `refusalsKept`, so a state nobody drains
-    /// (a test's) holds no more.
-    private(set) var refusedAnnouncements: [RefusedAnnouncement] = []
-    static let refusalsKept = 16
-    /// The probe's verdicts on uplinks other than the primary (`NetworkEvent.uplinkConnectivity`).
-    private(set) var uplinkVerdicts: [Int32: ConnectivityVerdict] = [:]
-    /// The last stall poll's verdicts on ready links (`NetworkEvent.stalls`); a link absent has
-    /// no evidence.
-    private(set) var linkStalls: [Int32: LinkStall] = [:]
     /// The configured nameservers with the kernel's route to each (`NetworkEvent.nameservers`).
     private(set) var nameservers: [NameserverRoute] = []
-    /// Links whose radio is switched off (`NetworkEvent.radio`); a link absent has it on.
-    private(set) var radioBlocks: [Int32: RadioBlock] = [:]
-    /// Links whose DHCP lease says the network is metered (`NetworkEvent.dhcpMetered`).
-    private(set) var dhcpMetered: Set<Int32> = []
-    /// DHCP's portal URIs and the portal APIs' answers (NetworkState+Portals).
-    var portals = LinkPortals()
-    /// What NetworkManager says of each device's cost, by interface name
-    /// (`NetworkEvent.networkManagerMetered`); a name absent has nothing said (`unknown`).
-    private(set) var networkManagerMetered: [String: NetworkManagerMetered] = [:]
+    /// The radios' switches and what DHCP and NetworkManager say of cost (LinkStores).
+    private(set) var radios = Radios()
+    private(set) var meteredHints = MeteredHints()
     /// Set by the first `internetPath` fact: from then on the host follows the kernel's answers.
     private(set) var followsKernelPaths = false
     /// Bridge (or bond) index -> its ports, for kinds taken from ports.
@@ -96,16 +73,6 @@ package struct NetworkState: Sendable {
 
     public init(classifier: Classifier = Classifier()) {
         self.classifier = classifier
-    }
-
-    /// The announcements refused since the last call (see `refusedAnnouncements`).
-    public mutating func takeRefusedAnnouncements() -> [RefusedAnnouncement] {
-        defer { refusedAnnouncements.removeAll() }
-        return refusedAnnouncements
-    }
-
-    mutating func refuse(_ refusal: RefusedAnnouncement) {
-        if refusedAnnouncements.count < Self.refusalsKept { refusedAnnouncements.append(refusal) }
     }
 
     // MARK: input
@@ -174,42 +141,23 @@ package struct NetworkState: Sendable {
             internetPaths[family] = route
         case let .nameservers(list):
             nameservers = list
-        case let .connectivity(status):
-            connectivity = status
-        case let .announcedPortal(portal, received):
-            hear(portal, received: received)
+        case let .announcedPortal(portal, received): take(.portal(portal, received: received))
         case let .nat64Prefix(announced, received):
             hear(announced, received: received)
         case let .clock(now): clock(at: now)
-        case let .uplinkConnectivity(index, verdict):
-            guard verdict != .unknown, links[index]?.link.isReady == true else {
-                uplinkVerdicts.removeValue(forKey: index)
-                return
-            }
-            uplinkVerdicts[index] = verdict
-        case let .stalls(verdicts):
-            let kept = readyLinkStalls(verdicts)
-            dirty.formUnion(Self.stallFlips(from: linkStalls, to: kept))
-            linkStalls = kept
+        case let .verdict(verdict): take(verdict)
         case let .neighbour(neighbour):
             // Only a gateway's flip between answering and not moves a lookup's answer.
             if hear(neighbour) { routingEpoch &+= 1 }
         case let .neighbourRemoved(neighbour):
             if forget(neighbour) { routingEpoch &+= 1 }
         case let .radio(index, block):
-            guard links[index] != nil, radioBlocks[index] ?? [] != block else { return }
-            radioBlocks[index] = block.isEmpty ? nil : block
-            dirty.insert(index)
-        case let .dhcpMetered(index, metered):
-            guard links[index] != nil, dhcpMetered.contains(index) != metered else { return }
-            if metered { dhcpMetered.insert(index) } else { dhcpMetered.remove(index) }
-            dirty.insert(index)
-        case let .dhcpPortals(list): hearDHCPPortals(list)
-        case let .portalAnswer(index, api, answer): hearPortalAnswer(index: index, api: api, answer)
-        case let .networkManagerMetered(interface, said):
-            guard networkManagerMetered[interface] ?? .unknown != said else { return }
-            networkManagerMetered[interface] = said == .unknown ? nil : said
-            if let index = linkIndexByName[interface] { dirty.insert(index) }
+            guard links[index] != nil else { return }
+            derive(radios.take(.switches(index: index, block)))
+        case let .meteredHint(hint):
+            if case let .dhcp(index, _) = hint, links[index] == nil { return }
+            derive(meteredHints.take(hint))
+        case let .captivePortal(fact): take(.captivePortal(fact))
         }
     }
 
@@ -253,9 +201,8 @@ package struct NetworkState: Sendable {
         }
         // A link that went down may come back on another network: its announcement is gone.
         if !link.isReady {
-            announcements.removeValue(forKey: link.index)
-            uplinkVerdicts.removeValue(forKey: link.index)
-            linkStalls.removeValue(forKey: link.index)
+            take(Announcements.Event.linkDown(link.index))
+            verdicts.forget(link.index)
         }
     }
 
@@ -272,12 +219,10 @@ package struct NetworkState: Sendable {
         }
         for port in ports.removeValue(forKey: index) ?? [] { dirty.insert(port) }
         removeRoutes(through: index)
-        announcements.removeValue(forKey: index)
-        uplinkVerdicts.removeValue(forKey: index)
-        linkStalls.removeValue(forKey: index)
-        radioBlocks.removeValue(forKey: index)
-        dhcpMetered.remove(index)
-        forgetPortalAnswer(of: index)
+        take(.linkGone(index))
+        verdicts.forget(index)
+        derive(radios.take(.linkGone(index)))
+        meteredHints.forget(index)
         for router in gatewayNeighbours.keys where router.interfaceIndex == index { gatewayNeighbours.removeValue(forKey: router) }
         dirty.insert(index)
     }
@@ -349,7 +294,7 @@ package struct NetworkState: Sendable {
     // MARK: derivation
 
     private mutating func publish() -> ReachabilityChange? {
-        showHeardAnnouncements()
+        take(.batchEnded)
         var changed: [InterfaceStatus] = []
         var removed: [InterfaceStatus] = []
         for index in dirty {
