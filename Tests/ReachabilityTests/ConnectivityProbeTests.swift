@@ -27,11 +27,15 @@ struct ConnectivityProbeTests {
             8997: b"HTTP/1.1 200 OK\\r\\nContent-Length: 100000000\\r\\n\\r\\n" + b"<p>log in</p>" * 800000,
             8996: b"HTTP/1.1 204 No Content\\r\\nContent-Length: 0\\r\\nContent-Length: 5\\r\\n\\r\\nhello",
         }
-        def serve(port):
+        # Every port bound and "ready" said before any is served: a reachd already probing must not
+        # print a GET line first (the tests read the first line as the servers' start).
+        def listen(port):
             listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             listener.bind(("0.0.0.0", port))
             listener.listen(64)
+            return listener
+        def serve(port, listener):
             held = []
             while True:
                 connection, _ = listener.accept()
@@ -45,9 +49,10 @@ struct ConnectivityProbeTests {
                     connection.close()
                 else:
                     held.append(connection)  # never answered, never closed
-        for port in (8204, 8302, 8200, 8999, 8998, 8997, 8996):
-            threading.Thread(target=serve, args=(port,), daemon=True).start()
+        listeners = [(port, listen(port)) for port in (8204, 8302, 8200, 8999, 8998, 8997, 8996)]
         print("ready", flush=True)
+        for port, listener in listeners:
+            threading.Thread(target=serve, args=(port, listener), daemon=True).start()
         threading.Event().wait()
         """
 
