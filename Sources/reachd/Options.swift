@@ -83,6 +83,12 @@ struct Options {
         case exit(Int32)
     }
 
+    /// The options that name a file or directory to read, or `none`: not read at all.
+    static let pathsOrNone: [String: WritableKeyPath<Options, String?> & Sendable] = [
+        "--rfkill-device": \.rfkillDevice, "--dhcp-leases": \.dhcpLeases, "--dhcp-client-leases": \.dhcpClientLeases,
+        "--networkd-links": \.networkdLinks, "--dhcpcd-leases": \.dhcpcdLeases,
+    ]
+
     static func parse(_ arguments: [String]) -> Parsed {
         var options = Options()
         var configDirectories: [String] = []
@@ -124,21 +130,9 @@ struct Options {
             case "--sysfs-root":
                 guard let root = value(argument) else { return .exit(2) }
                 options.sysfsRoot = root
-            case "--rfkill-device":
-                guard let path = value(argument) else { return .exit(2) }
-                options.rfkillDevice = path == "none" ? nil : path
-            case "--dhcp-leases":
-                guard let path = value(argument) else { return .exit(2) }
-                options.dhcpLeases = path == "none" ? nil : path
-            case "--dhcp-client-leases":
-                guard let path = value(argument) else { return .exit(2) }
-                options.dhcpClientLeases = path == "none" ? nil : path
-            case "--networkd-links":
-                guard let path = value(argument) else { return .exit(2) }
-                options.networkdLinks = path == "none" ? nil : path
-            case "--dhcpcd-leases":
-                guard let path = value(argument) else { return .exit(2) }
-                options.dhcpcdLeases = path == "none" ? nil : path
+            case _ where Self.pathsOrNone[argument] != nil:
+                guard let path = value(argument), let option = Self.pathsOrNone[argument] else { return .exit(2) }
+                options[keyPath: option] = path == "none" ? nil : path
             case "--resolv-conf":
                 guard let path = value(argument) else { return .exit(2) }
                 options.resolvConf = path
