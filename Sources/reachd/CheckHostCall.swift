@@ -20,19 +20,17 @@ final class CheckHostCall {
     let call: OwnedBusMessage
     let host: String
     let timeout: Duration
-    /// Routed as this user (CheckHostAsUser), or as the caller.
-    let named: UInt32?
     let received = ContinuousClock.now
-    /// Known from `running` on.
+    /// Known from `running` on: who asked, and the user whose routing answers (the caller's,
+    /// or the one root named with CheckHostAsUser).
     private(set) var caller = Caller(name: "", uid: 0)
     private(set) var routedAs: UInt32 = 0
     private(set) var state = State.received
 
-    init(call: OwnedBusMessage, host: String, timeout: Duration, asUser named: UInt32?) {
+    init(call: OwnedBusMessage, host: String, timeout: Duration) {
         self.call = call
         self.host = host
         self.timeout = timeout
-        self.named = named
     }
 
     var isRunning: Bool {

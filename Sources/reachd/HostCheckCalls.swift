@@ -31,7 +31,7 @@ final class HostCheckCalls {
     /// replies when the check answers. `asUser`: routed as that user (CheckHostAsUser), which only
     /// root may choose freely.
     func start(_ host: String, timeout: Duration, asUser named: UInt32? = nil, call message: BusMessage) throws(BusError) -> BusReply {
-        let request = CheckHostCall(call: OwnedBusMessage(retaining: message), host: host, timeout: timeout, asUser: named)
+        let request = CheckHostCall(call: OwnedBusMessage(retaining: message), host: host, timeout: timeout)
         try callers.withCaller(of: message) { [unowned self] caller in
             do throws(BusError) {
                 let caller = try caller.get()
@@ -56,7 +56,7 @@ final class HostCheckCalls {
         // The core answers on the loop's thread; the box checks that it does.
         let box = LoopBound((self, request))
         let id = checks.checkHost(
-            request.host, timeout: request.timeout, owner: LookupOwner(uid: caller.uid), routing: .asUser(routedAs)
+            request.host, timeout: request.timeout, owner: LookupOwner(uid: caller.uid), routing: .asUser(request.routedAs)
         ) { outcome in
             box.value.0.answered(box.value.1, outcome)
         }
