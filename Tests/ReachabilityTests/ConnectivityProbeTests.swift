@@ -35,12 +35,15 @@ struct ConnectivityProbeTests {
             listener.bind(("0.0.0.0", port))
             listener.listen(64)
             return listener
+        said = threading.Lock()
         def serve(port, listener):
             held = []
             while True:
                 connection, _ = listener.accept()
                 request = connection.recv(4096).decode(errors="replace")
-                print("GET", port, request.split(" ")[1] if " " in request else "?", flush=True)
+                with said:  # a whole line at a time: print's pieces from two threads interleave
+                    sys.stdout.write("GET %d %s\\n" % (port, request.split(" ")[1] if " " in request else "?"))
+                    sys.stdout.flush()
                 if port in answers:
                     try:
                         connection.sendall(answers[port])

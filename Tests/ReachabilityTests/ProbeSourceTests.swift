@@ -10,12 +10,17 @@ import Testing
 /// never gave the host, which it drops or answers elsewhere.
 @Suite(rootOnly)
 struct ProbeSourceTests {
-    /// An HTTP server that answers 204 and prints each request's peer address ("PEER ADDRESS").
+    /// An HTTP server that answers 204 and prints each request's peer address ("PEER ADDRESS"),
+    /// a whole line at a time: the two probes arrive together, on two of its threads, and print's
+    /// pieces from both once ran together on one line.
     static let server = """
-        import http.server, sys
+        import http.server, sys, threading
+        lock = threading.Lock()
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
-                print("PEER", self.client_address[0], flush=True)
+                with lock:
+                    sys.stdout.write("PEER %s\\n" % self.client_address[0])
+                    sys.stdout.flush()
                 self.send_response(204)
                 self.end_headers()
             def log_message(self, *args): pass
