@@ -44,10 +44,24 @@ let package = Package(
             dependencies: ["CNetlink", "CSystemd"],
             path: "Sources/Reachability/System"
         ),
+        // The values every layer speaks (links, addresses, routes, answers), and the Engine: pure,
+        // facts in and state out. Each a target on the one below and nothing else, so the compiler
+        // refuses the Engine a socket, a thread or a poll loop, and the values any layer above. (The
+        // values escape text with System's `inertExcerpt`: the files that do import it.)
+        .target(
+            name: "ReachabilityModel",
+            dependencies: ["ReachabilitySystem"],
+            path: "Sources/Reachability/Model"
+        ),
+        .target(
+            name: "ReachabilityEngine",
+            dependencies: ["ReachabilityModel"],
+            path: "Sources/Reachability/Engine"
+        ),
         .target(
             name: "Reachability",
-            dependencies: ["ReachabilitySystem", "CNetlink", "CAres", "CSystemd", "CCurl"],
-            exclude: ["System", "Output", "Metrics", "Config"]
+            dependencies: ["ReachabilitySystem", "ReachabilityModel", "ReachabilityEngine", "CNetlink", "CAres", "CSystemd", "CCurl"],
+            exclude: ["System", "Model", "Engine", "Output", "Metrics", "Config"]
         ),
         // The layers above the library's programs' API: renderings, metrics, then reachd.conf.
         // Targets of their own, so that nothing below can name them.

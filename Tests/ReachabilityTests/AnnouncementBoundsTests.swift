@@ -1,5 +1,6 @@
 import Testing
 @testable import Reachability
+@testable import ReachabilityEngine
 
 /// The pure Engine against a hostile on-link host (issue 35 items 1 and 4): router advertisements
 /// from endless distinct routers hold at most `LinkAnnouncements.routerCapacity` prefixes and one

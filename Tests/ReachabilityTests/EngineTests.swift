@@ -5,6 +5,7 @@ import Musl
 #endif
 import Testing
 @testable import Reachability
+@testable import ReachabilityEngine
 
 // The pure Engine (`NetworkState`) fed synthetic kernel facts: no root, no sockets, no clock.
 // Every test builds its own state, so the suite runs in parallel.

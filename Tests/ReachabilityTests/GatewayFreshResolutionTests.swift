@@ -1,5 +1,6 @@
 import Testing
 @testable import Reachability
+@testable import ReachabilityEngine
 
 /// The Engine's rule for a gateway's FAILED (issue 49): one FAILED is a question, not a verdict.
 /// The gateway is resolved afresh (`gatewaysToResolve`, which the core's `GatewayRechecks`

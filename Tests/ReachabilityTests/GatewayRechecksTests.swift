@@ -1,5 +1,6 @@
 import Testing
 @testable import Reachability
+@testable import ReachabilityEngine
 
 /// The core's gateway rechecks in virtual time: a loop whose one timer the test fires by hand,
 /// and a send that records instead of sending (the real one is `GatewayClaimDaemonTests`'). The

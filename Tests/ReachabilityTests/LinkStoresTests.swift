@@ -1,5 +1,6 @@
 import Testing
 @testable import Reachability
+@testable import ReachabilityEngine
 
 /// The state's stores (LinkStores), each alone: its events in, what it keeps and the links it
 /// says moved out. Pure: no kernel, no state around them.

@@ -4,8 +4,8 @@
 /// portal URIs the host's DHCP client records and each link's portal API answer. The Engine
 /// reads no clock: an announcement comes stamped with when it was received, an answer with when
 /// its session is `ending`, and the adapter's one timer (`nextDeadline`) brings the time in.
-struct Announcements: Sendable {
-    enum Event: Sendable {
+package struct Announcements: Sendable {
+    package enum Event: Sendable {
         case portal(AnnouncedPortal, received: ContinuousClock.Instant)
         /// Validated against the link's own prefixes (NetworkState+Announcements).
         case nat64Prefix(AnnouncedNat64Prefix, received: ContinuousClock.Instant)
@@ -27,32 +27,32 @@ struct Announcements: Sendable {
     }
 
     /// The kernel's facts the announcements are judged by, as the state holds them.
-    struct Links {
-        var entries: [Int32: NetworkState.LinkEntry]
-        var defaultRouters: [LinkRouter: Int]
+    package struct Links {
+        package var entries: [Int32: NetworkState.LinkEntry]
+        package var defaultRouters: [LinkRouter: Int]
 
-        func isReady(_ index: Int32) -> Bool { entries[index]?.link.isReady == true }
-        func name(_ index: Int32) -> String { entries[index]?.link.name ?? "#\(index)" }
+        package func isReady(_ index: Int32) -> Bool { entries[index]?.link.isReady == true }
+        package func name(_ index: Int32) -> String { entries[index]?.link.name ?? "#\(index)" }
     }
 
     /// What the routers of each link announce.
-    private(set) var routers: [Int32: LinkAnnouncements] = [:]
+    package private(set) var routers: [Int32: LinkAnnouncements] = [:]
     /// Links whose announcements this batch heard, with the latest time (`batchEnded`).
     private var heard: [Int32: ContinuousClock.Instant] = [:]
     /// Refused since the adapter last took them: at most `refusalsKept`, so a state nobody
     /// drains (a test's) holds no more.
-    private(set) var refused: [RefusedAnnouncement] = []
-    static let refusalsKept = 16
+    package private(set) var refused: [RefusedAnnouncement] = []
+    package static let refusalsKept = 16
     /// Dropped for want of room since the start (the metrics' counter).
-    private(set) var dropped: UInt64 = 0
+    package private(set) var dropped: UInt64 = 0
     /// Drop reports not yet taken by the adapter.
-    private(set) var drops: [AnnouncementDrops] = []
+    package private(set) var drops: [AnnouncementDrops] = []
     /// What the DHCP client records, by interface name (a lease outlives the link's index).
-    private(set) var dhcp: [String: DHCPPortal] = [:]
+    package private(set) var dhcp: [String: DHCPPortal] = [:]
     /// The latest answer of each link's API, for the URI it was asked at.
-    private(set) var answers: [Int32: PortalAnswer] = [:]
+    package private(set) var answers: [Int32: PortalAnswer] = [:]
 
-    mutating func take(_ event: Event, links: Links) -> LinksMoved {
+    package mutating func take(_ event: Event, links: Links) -> LinksMoved {
         switch event {
         case let .portal(announced, received):
             hear(on: announced.interfaceIndex, at: received, links: links) { list, isDefault in list.hear(announced, at: received, isDefaultRouter: isDefault) }
@@ -122,7 +122,7 @@ struct Announcements: Sendable {
 
     /// The portal API URI a ready link announces and where it came from: a router's
     /// announcement first (the kernel accepted it on this very link), else the DHCP client's.
-    func portal(on index: Int32, links: Links) -> (uri: String, source: PortalSource)? {
+    package func portal(on index: Int32, links: Links) -> (uri: String, source: PortalSource)? {
         guard let entry = links.entries[index], entry.link.isReady else { return nil }
         if let uri = routers[index]?.shown.portal?.uri { return (uri, .routerAdvertisement) }
         return dhcp[entry.link.name].map { ($0.uri, $0.source) }
@@ -131,22 +131,22 @@ struct Announcements: Sendable {
     /// The first instant something is due (an expiry, the end of a hold window, a drop report, a
     /// session's lead time); nil when nothing is. Linear in the links holding announcements
     /// only (each bounded), never in how many a host on the link sent.
-    var nextDeadline: ContinuousClock.Instant? {
+    package var nextDeadline: ContinuousClock.Instant? {
         let announced = routers.values.lazy.compactMap(\.nextDeadline).min()
         let lead = answers.values.lazy.filter { !$0.session.ending }.compactMap(\.endingAt).min()
         return [announced, lead].compactMap { $0 }.min()
     }
 
     /// Held now, over every link (the metrics' gauge; bounded by the capacity).
-    var held: Int { routers.values.reduce(0) { $0 + $1.heldCount } }
+    package var held: Int { routers.values.reduce(0) { $0 + $1.heldCount } }
 
     /// The refusals and drop reports since the last call, for the adapter's journal.
-    mutating func takeRefusals() -> [RefusedAnnouncement] {
+    package mutating func takeRefusals() -> [RefusedAnnouncement] {
         defer { refused.removeAll() }
         return refused
     }
 
-    mutating func takeDrops() -> [AnnouncementDrops] {
+    package mutating func takeDrops() -> [AnnouncementDrops] {
         defer { drops.removeAll() }
         return drops
     }

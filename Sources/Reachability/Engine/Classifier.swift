@@ -59,14 +59,14 @@ package struct Classifier: Sendable {
 
 extension Classifier {
     /// One row of the detection table: a name for tests and logs, and a decision or nil to fall through.
-    struct KindStep: Sendable {
-        let name: String
-        let decide: @Sendable (Link, DeviceFacts) -> InterfaceKind?
+    package struct KindStep: Sendable {
+        package let name: String
+        package let decide: @Sendable (Link, DeviceFacts) -> InterfaceKind?
     }
 
     /// The detection order after the configuration's rules (docs/semantics.md,
     /// Kinds); the first step with an answer wins.
-    static let kindSteps: [KindStep] = [
+    package static let kindSteps: [KindStep] = [
         KindStep(name: "infoKind") { link, device in kindFromInfoKind(link, device) },
         KindStep(name: "hardwareType") { link, device in kindFromHardwareType(link, device) },
         KindStep(name: "deviceType") { _, device in kindFromDeviceType(device) },
@@ -77,7 +77,7 @@ extension Classifier {
     ]
 
     /// The kind the facts give, and which step of `kindSteps` decided it ("fallback" when none did).
-    static func detectKind(_ link: Link, device: DeviceFacts) -> (kind: InterfaceKind, step: String) {
+    package static func detectKind(_ link: Link, device: DeviceFacts) -> (kind: InterfaceKind, step: String) {
         for step in kindSteps {
             if let kind = step.decide(link, device) { return (kind, step.name) }
         }
@@ -94,7 +94,7 @@ extension Classifier {
 
     /// `IFLA_INFO_KIND`: the kernel driver that created a software link says exactly what it is, so it
     /// outranks every hint (a veth named `wlan0` inside a container is still a veth).
-    static func kindFromInfoKind(_ link: Link, _ device: DeviceFacts) -> InterfaceKind? {
+    package static func kindFromInfoKind(_ link: Link, _ device: DeviceFacts) -> InterfaceKind? {
         guard let infoKind = link.infoKind else { return nil }
         switch infoKind {
         case "veth":
@@ -130,7 +130,7 @@ extension Classifier {
 
     /// `ARPHRD_*`: decisive for loopback; PPP and headerless IP links need hints to tell a modem from a
     /// PPPoE session or some other point-to-point link.
-    static func kindFromHardwareType(_ link: Link, _ device: DeviceFacts) -> InterfaceKind? {
+    package static func kindFromHardwareType(_ link: Link, _ device: DeviceFacts) -> InterfaceKind? {
         if link.isLoopback { return .loopback }
         switch link.hardwareType {
         case Link.hardwarePPP:
@@ -146,7 +146,7 @@ extension Classifier {
 
     /// uevent `DEVTYPE=`: set by the driver that registered the device (cfg80211 sets "wlan", the wwan
     /// core and modem drivers set "wwan", the bridge driver "bridge").
-    static func kindFromDeviceType(_ device: DeviceFacts) -> InterfaceKind? {
+    package static func kindFromDeviceType(_ device: DeviceFacts) -> InterfaceKind? {
         switch device.deviceType {
         case "wlan": .wifi
         case "wwan": .cellular
@@ -156,18 +156,18 @@ extension Classifier {
     }
 
     /// `phy80211` exists for every cfg80211 device, even drivers that do not set DEVTYPE.
-    static func kindFromPhy80211(_ device: DeviceFacts) -> InterfaceKind? {
+    package static func kindFromPhy80211(_ device: DeviceFacts) -> InterfaceKind? {
         device.hasPhy80211 ? .wifi : nil
     }
 
     /// The bound driver: some USB and SoC modem drivers set no DEVTYPE and show as Ethernet.
-    static func kindFromDriver(_ device: DeviceFacts) -> InterfaceKind? {
+    package static func kindFromDriver(_ device: DeviceFacts) -> InterfaceKind? {
         guard let driver = device.driver else { return nil }
         return cellularDrivers.contains(driver) ? .cellular : nil
     }
 
     /// The name: the last resort before ARPHRD_ETHER, for links whose sysfs says nothing useful.
-    static func kindFromName(_ link: Link) -> InterfaceKind? {
+    package static func kindFromName(_ link: Link) -> InterfaceKind? {
         if cellularNamePrefixes.contains(where: { link.name.hasPrefix($0) }) { return .cellular }
         // wlan0 (kernel default), wlp2s0 (systemd predictable names).
         if link.name.hasPrefix("wl") { return .wifi }
@@ -175,19 +175,19 @@ extension Classifier {
     }
 
     /// An Ethernet-framed link nothing else claimed is a wired NIC.
-    static func kindFromEthernet(_ link: Link) -> InterfaceKind? {
+    package static func kindFromEthernet(_ link: Link) -> InterfaceKind? {
         link.hardwareType == Link.hardwareEther ? .wired : nil
     }
 
     /// Modem facts, used by the hardware-type step to tell a modem from other PPP or raw-IP links.
-    static func hasCellularHint(_ link: Link, _ device: DeviceFacts) -> Bool {
+    package static func hasCellularHint(_ link: Link, _ device: DeviceFacts) -> Bool {
         device.deviceType == "wwan" || kindFromDriver(device) == .cellular
             || cellularNamePrefixes.contains(where: { link.name.hasPrefix($0) })
     }
 
     /// Drivers that only ever drive modems. cdc_ncm and cdc_ether are absent on purpose: most USB
     /// Ethernet adapters and docks use them too.
-    static let cellularDrivers: Set<String> = [
+    package static let cellularDrivers: Set<String> = [
         "qmi_wwan",  // Qualcomm QMI USB modems
         "cdc_mbim",  // USB MBIM modems (most current laptop WWAN cards)
         "huawei_cdc_ncm",  // Huawei's NCM variant, only on their modems
@@ -201,5 +201,5 @@ extension Classifier {
 
     /// Names only modem stacks use: rmnet_data0 / rmnet_ipa0 (Qualcomm), ccmni0 (MediaTek), wwan0 (the wwan
     /// subsystem) and wwp0s20u4 (systemd predictable names for WWAN).
-    static let cellularNamePrefixes = ["rmnet", "ccmni", "ww"]
+    package static let cellularNamePrefixes = ["rmnet", "ccmni", "ww"]
 }

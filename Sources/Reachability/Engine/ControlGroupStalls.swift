@@ -19,7 +19,7 @@ package struct ControlGroupStalls: Sendable {
     /// moves (10 s by default), so that its verdict comes within 15 s of its traffic dying. The
     /// host's own path gets no such haste: a dead path fails every application at once, and
     /// their closing sockets bring the next poll; a unit's traffic may be all that fails.
-    static func groupSettings(_ settings: StallSettings) -> StallSettings {
+    package static func groupSettings(_ settings: StallSettings) -> StallSettings {
         var own = settings
         own.systemUserMaximum = .max
         own.dnsTimeouts = 0

@@ -5,12 +5,12 @@
 /// whose matches all hold refuses for certain; one that depends on the unknown may refuse.
 /// Pure: the ruleset and the packet in, a judgement out.
 package struct FirewallEvaluation {
-    let ruleset: FirewallRuleset
-    let packet: FirewallPacket
+    package let ruleset: FirewallRuleset
+    package let packet: FirewallPacket
     private let chains: [String: FirewallChain]
 
     /// The kernel's limit on jumps in a row.
-    static let depthLimit = 16
+    package static let depthLimit = 16
 
     package init(ruleset: FirewallRuleset, packet: FirewallPacket) {
         self.ruleset = ruleset
@@ -35,35 +35,35 @@ package struct FirewallEvaluation {
         return maybe.map(FirewallJudgement.mayBeRefused) ?? .leaves
     }
 
-    static func key(_ family: UInt8, _ table: String, _ name: String) -> String { "\(family) \(table) \(name)" }
+    package static func key(_ family: UInt8, _ table: String, _ name: String) -> String { "\(family) \(table) \(name)" }
 
-    func chain(named name: String, like chain: FirewallChain) -> FirewallChain? {
+    package func chain(named name: String, like chain: FirewallChain) -> FirewallChain? {
         chains[Self.key(chain.family, chain.table, name)]
     }
 
-    func set(named name: String, like chain: FirewallChain) -> FirewallSet? {
+    package func set(named name: String, like chain: FirewallChain) -> FirewallSet? {
         ruleset.sets[FirewallSetKey(family: chain.family, table: chain.table, name: name)]
     }
 
     /// A chain's end, a verdict or a refusal, as one base chain's run reaches it.
-    enum Outcome {
+    package enum Outcome {
         case accepted
         case refused(FirewallRuleName, rejects: Bool)
         /// The chain ended (or returned) without a verdict.
         case fellThrough
 
-        var refusal: FirewallRuleName? {
+        package var refusal: FirewallRuleName? {
             if case let .refused(name, _) = self { name } else { nil }
         }
     }
 
     /// One base chain's run: whether an uncertain rule could have ended it before, and the first
     /// rule that may refuse.
-    struct Run {
-        var uncertain = false
-        var mayRefuse: FirewallRuleName?
+    package struct Run {
+        package var uncertain = false
+        package var mayRefuse: FirewallRuleName?
 
-        mutating func chain(_ chain: FirewallChain, in evaluation: FirewallEvaluation, depth: Int) -> Outcome {
+        package mutating func chain(_ chain: FirewallChain, in evaluation: FirewallEvaluation, depth: Int) -> Outcome {
             for rule in chain.rules {
                 let name = FirewallRuleName(family: chain.familyName, table: chain.table, chain: chain.name, handle: rule.handle)
                 var machine = FirewallMachine(packet: evaluation.packet)

@@ -1,26 +1,26 @@
 /// One rule run by the kernel's register machine over a `FirewallPacket`, every byte known or
 /// not. A match on a known value holds or ends the rule; one on an unknown byte may hold, and
 /// the rule's verdict is then uncertain.
-struct FirewallMachine {
+package struct FirewallMachine {
     /// What a rule comes to when its matches hold.
-    enum Verdict: Equatable {
+    package enum Verdict: Equatable {
         case code(FirewallVerdictCode)
         case reject
         /// An expression that may decide on its own (an iptables target).
         case unknown
     }
 
-    let packet: FirewallPacket
+    package let packet: FirewallPacket
     /// The verdict register's 16 bytes, then the data registers' 64.
     private var registers = [UInt8?](repeating: nil, count: 80)
     /// A match depended on something unknown.
     private var uncertain = false
 
-    init(packet: FirewallPacket) { self.packet = packet }
+    package init(packet: FirewallPacket) { self.packet = packet }
 
     /// The rule's verdict (nil: a match failed, or the rule gives none) and whether it is
     /// certain to match.
-    mutating func run(_ expressions: [FirewallExpression], sets: (String) -> FirewallSet?) -> (verdict: Verdict?, certain: Bool) {
+    package mutating func run(_ expressions: [FirewallExpression], sets: (String) -> FirewallSet?) -> (verdict: Verdict?, certain: Bool) {
         var verdict: Verdict?
         for expression in expressions {
             switch expression {
@@ -82,7 +82,7 @@ struct FirewallMachine {
     }
 
     /// enum nft_cmp_ops over big-endian bytes, as the kernel's memcmp: nil when a byte is unknown.
-    static func compare(_ value: [UInt8?], _ operation: UInt32, _ data: [UInt8]) -> Bool? {
+    package static func compare(_ value: [UInt8?], _ operation: UInt32, _ data: [UInt8]) -> Bool? {
         guard value.allSatisfy({ $0 != nil }) else {
             // A known byte that differs already decides equality.
             let differs = zip(value, data).contains { $0 != nil && $0 != $1 }
@@ -103,12 +103,12 @@ struct FirewallMachine {
         }
     }
 
-    static func within(_ value: [UInt8?], _ low: [UInt8], _ high: [UInt8]) -> Bool? {
+    package static func within(_ value: [UInt8?], _ low: [UInt8], _ high: [UInt8]) -> Bool? {
         guard let above = compare(value, 5, low), let below = compare(value, 3, high) else { return nil }
         return above && below
     }
 
-    static func member(_ value: [UInt8?], of set: FirewallSet) -> Bool? {
+    package static func member(_ value: [UInt8?], of set: FirewallSet) -> Bool? {
         guard value.allSatisfy({ $0 != nil }) else { return nil }
         let key = value.map { $0! }
         if set.isInterval {

@@ -23,12 +23,12 @@ package struct FirewallPacket: Sendable {
         self.uid = uid
     }
 
-    var isIPv4: Bool { destination.family == .ipv4 }
+    package var isIPv4: Bool { destination.family == .ipv4 }
     /// NFPROTO_IPV4 or NFPROTO_IPV6.
-    var family: UInt8 { isIPv4 ? 2 : 10 }
+    package var family: UInt8 { isIPv4 ? 2 : 10 }
 
     /// The network header: IPv4's 20 bytes or IPv6's 40.
-    var networkHeader: [UInt8?] {
+    package var networkHeader: [UInt8?] {
         let source = self.source.map { $0.bytes.map(Optional.some) } ?? Array(repeating: nil, count: isIPv4 ? 4 : 16)
         let destination = self.destination.bytes.map(Optional.some)
         if isIPv4 {
@@ -41,7 +41,7 @@ package struct FirewallPacket: Sendable {
     }
 
     /// The transport header's first bytes: ports, then for TCP a SYN's sequence, flags and window.
-    var transportHeader: [UInt8?] {
+    package var transportHeader: [UInt8?] {
         let port = self.port.map { [UInt8($0 >> 8), UInt8($0 & 0xff)].map(Optional.some) } ?? [nil, nil]
         let ports: [UInt8?] = [nil, nil] + port
         guard transport == 6 else { return ports + [nil, nil, nil, nil] }
@@ -50,7 +50,7 @@ package struct FirewallPacket: Sendable {
     }
 
     /// What `meta` reads for `key` (enum nft_meta_keys), as the kernel writes it to a register.
-    func meta(_ key: UInt32) -> [UInt8?]? {
+    package func meta(_ key: UInt32) -> [UInt8?]? {
         func native(_ value: UInt32) -> [UInt8?] { withUnsafeBytes(of: value) { $0.map(Optional.some) } }
         switch key {
         case 1: return isIPv4 ? [0x08, 0x00] : [0x86, 0xdd]  // PROTOCOL: the ethertype, big-endian
@@ -65,7 +65,7 @@ package struct FirewallPacket: Sendable {
     }
 
     /// What `ct` reads for `key`: the state of a new connection (NF_CT_STATE_BIT(IP_CT_NEW)).
-    func connectionTracking(_ key: UInt32) -> [UInt8?]? {
+    package func connectionTracking(_ key: UInt32) -> [UInt8?]? {
         key == 0 ? withUnsafeBytes(of: UInt32(8)) { $0.map(Optional.some) } : nil
     }
 }

@@ -99,14 +99,14 @@ package enum InterfaceRuleError: Error, Sendable, Hashable, CustomStringConverti
 
 /// A parsed shell glob. Every token but `*` consumes exactly one byte, which is what lets `matches` run
 /// in O(pattern x name) with a single remembered star.
-struct Glob: Hashable, Sendable {
-    enum Token: Hashable, Sendable {
+package struct Glob: Hashable, Sendable {
+    package enum Token: Hashable, Sendable {
         case byte(UInt8)
         case anyByte
         case anyRun
         case set(negated: Bool, ranges: [ClosedRange<UInt8>])
 
-        func matches(_ byte: UInt8) -> Bool {
+        package func matches(_ byte: UInt8) -> Bool {
             switch self {
             case .byte(let literal): return literal == byte
             case .anyByte: return true
@@ -116,18 +116,18 @@ struct Glob: Hashable, Sendable {
         }
     }
 
-    enum Problem: Hashable, Sendable {
+    package enum Problem: Hashable, Sendable {
         case unbalancedBracket, danglingEscape
     }
 
-    private(set) var tokens: [Token] = []
+    package private(set) var tokens: [Token] = []
     /// The first thing `validate` would reject; parsing carried on as fnmatch does.
-    private(set) var problem: Problem?
+    package private(set) var problem: Problem?
 
     /// Bytes a name needs at least to match.
-    var minimumLength: Int { tokens.count(where: { $0 != .anyRun }) }
+    package var minimumLength: Int { tokens.count(where: { $0 != .anyRun }) }
 
-    init(parsing pattern: String) {
+    package init(parsing pattern: String) {
         let bytes = Array(pattern.utf8)
         var index = 0
         while index < bytes.count {
@@ -207,7 +207,7 @@ struct Glob: Hashable, Sendable {
     /// Greedy match remembering only the last `*`: when a later token fails, that star takes one more
     /// byte and matching resumes after it. Earlier stars never need revisiting because every other token
     /// is exactly one byte wide, so the work is at most tokens x bytes.
-    func matches(_ name: [UInt8]) -> Bool {
+    package func matches(_ name: [UInt8]) -> Bool {
         var nameIndex = 0
         var tokenIndex = 0
         var star: (token: Int, name: Int)?

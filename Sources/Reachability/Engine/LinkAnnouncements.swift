@@ -1,7 +1,7 @@
 /// A NAT64 prefix as the state holds it: the announcement and when its lifetime ends.
-struct HeldNat64Prefix: Hashable, Sendable {
-    var announced: AnnouncedNat64Prefix
-    var expiry: ContinuousClock.Instant
+package struct HeldNat64Prefix: Hashable, Sendable {
+    package var announced: AnnouncedNat64Prefix
+    package var expiry: ContinuousClock.Instant
 }
 
 /// What the routers of one link announced (RFC 8910's portal, RFC 8781's PREF64), bounded and
@@ -16,43 +16,43 @@ struct HeldNat64Prefix: Hashable, Sendable {
 /// heard then (nothing at all when they flipped back meanwhile). Subscribers see the network's
 /// state at most about once a second per link, not an attacker's rate. Kernel facts (a default
 /// route removed, the link down) take effect on both at once: only announcements are held back.
-struct LinkAnnouncements: Sendable {
+package struct LinkAnnouncements: Sendable {
     /// Routers whose NAT64 prefix a link holds. A link has one router, two or three where they
     /// are redundant; RFC 8781 section 5 leaves the choice among several prefixes to the host and
     /// ties each to the router that sent it, which is what the path's gateway picks (see
     /// `NetworkState.nat64Prefix(on:gateway:)`). More routers than this announcing NAT64 on one
     /// link is a broken or hostile link, and each entry held costs memory and time per event.
-    static let routerCapacity = 4
+    package static let routerCapacity = 4
     /// How long after a publication of announced values further changes are coalesced.
-    static let hold: Duration = .seconds(1)
+    package static let hold: Duration = .seconds(1)
     /// The journal hears of dropped announcements at most this often per link.
-    static let dropReportInterval: Duration = .seconds(60)
+    package static let dropReportInterval: Duration = .seconds(60)
 
     /// What the host's answer is derived from: one prefix per router, and the portal.
-    struct Shown: Hashable, Sendable {
+    package struct Shown: Hashable, Sendable {
         var prefixes: [IPAddress: IPPrefix] = [:]
         var portal: AnnouncedPortal?
     }
 
     /// Heard: the latest prefix of each router kept (at most `routerCapacity`), with its expiry.
-    private(set) var prefixes: [IPAddress: HeldNat64Prefix] = [:]
+    package private(set) var prefixes: [IPAddress: HeldNat64Prefix] = [:]
     /// Heard: the portal kept (RFC 8910's option has no lifetime: see `AnnouncedPortal`).
-    private(set) var portal: AnnouncedPortal?
-    private(set) var shown = Shown()
+    package private(set) var portal: AnnouncedPortal?
+    package private(set) var shown = Shown()
     /// When `shown` last took over what was heard; the hold window runs from there.
     private var lastShown: ContinuousClock.Instant?
     /// The end of the hold window, while what is heard differs from what is shown.
-    private(set) var showDue: ContinuousClock.Instant?
+    package private(set) var showDue: ContinuousClock.Instant?
     /// Announcements dropped for want of room since the journal last heard of them.
-    private(set) var unreportedDrops = 0
+    package private(set) var unreportedDrops = 0
     private var lastDropReport: ContinuousClock.Instant?
 
     /// Entries held: the heard prefixes and portal (what the state's size grows with).
-    var heldCount: Int { prefixes.count + (portal == nil ? 0 : 1) }
+    package var heldCount: Int { prefixes.count + (portal == nil ? 0 : 1) }
 
     /// The first instant something is due: an expiry, the hold window's end, or a drop report.
     /// Bounded work: at most `routerCapacity` prefixes.
-    var nextDeadline: ContinuousClock.Instant? {
+    package var nextDeadline: ContinuousClock.Instant? {
         var next = prefixes.values.lazy.map(\.expiry).min()
         for due in [showDue, unreportedDrops > 0 ? lastDropReport.map { $0 + Self.dropReportInterval } : nil] {
             if let due, next.map({ due < $0 }) ?? true { next = due }
@@ -64,7 +64,7 @@ struct LinkAnnouncements: Sendable {
 
     /// A router's PREF64. `isDefaultRouter` says whether the kernel holds a default route through
     /// a router (of this link). Returns whether it was dropped for want of room.
-    mutating func hear(
+    package mutating func hear(
         _ announced: AnnouncedNat64Prefix, at received: ContinuousClock.Instant, isDefaultRouter: (IPAddress) -> Bool
     ) -> Bool {
         let router = announced.router
@@ -106,7 +106,7 @@ struct LinkAnnouncements: Sendable {
     /// from a router the kernel holds a default route through and the newcomer's does not (an
     /// on-link host with router lifetime 0 cannot replace the portal of the network's router).
     /// Returns whether it was dropped.
-    mutating func hear(_ announced: AnnouncedPortal, at received: ContinuousClock.Instant, isDefaultRouter: (IPAddress) -> Bool) -> Bool {
+    package mutating func hear(_ announced: AnnouncedPortal, at received: ContinuousClock.Instant, isDefaultRouter: (IPAddress) -> Bool) -> Bool {
         if let held = portal, held.router != announced.router, isDefaultRouter(held.router), !isDefaultRouter(announced.router) {
             return true
         }
@@ -117,7 +117,7 @@ struct LinkAnnouncements: Sendable {
     /// Drops every prefix whose lifetime ended by `now`, publishes what the hold window let
     /// wait, and says whether a drop report is due (returning the count it reports). What is
     /// heard otherwise is shown by `follow(at:)`, once per batch (`NetworkState.publish`).
-    mutating func clock(_ now: ContinuousClock.Instant) -> Int? {
+    package mutating func clock(_ now: ContinuousClock.Instant) -> Int? {
         let before = prefixes.count
         prefixes = prefixes.filter { $0.value.expiry > now }
         if prefixes.count != before || showDue.map({ $0 <= now }) == true { follow(at: now) }
@@ -126,7 +126,7 @@ struct LinkAnnouncements: Sendable {
     }
 
     /// Counts one dropped announcement; returns the count to report when a report is due now.
-    mutating func countDrop(at now: ContinuousClock.Instant) -> Int? {
+    package mutating func countDrop(at now: ContinuousClock.Instant) -> Int? {
         unreportedDrops += 1
         if let last = lastDropReport, now < last + Self.dropReportInterval { return nil }
         return takeDropReport(at: now)
@@ -142,7 +142,7 @@ struct LinkAnnouncements: Sendable {
 
     /// The kernel removed the default route through `router`: its lifetime ended (or it
     /// withdrew), and its announcements with it, shown or not, at once.
-    mutating func forget(router: IPAddress) {
+    package mutating func forget(router: IPAddress) {
         prefixes.removeValue(forKey: router)
         shown.prefixes.removeValue(forKey: router)
         if portal?.router == router { portal = nil }
@@ -155,7 +155,7 @@ struct LinkAnnouncements: Sendable {
     private var heardView: Shown { Shown(prefixes: prefixes.mapValues(\.announced.prefix), portal: portal) }
 
     /// `shown` takes over what is heard now, or at the hold window's end.
-    mutating func follow(at now: ContinuousClock.Instant) {
+    package mutating func follow(at now: ContinuousClock.Instant) {
         let heard = heardView
         guard heard != shown else {
             showDue = nil

@@ -4,23 +4,23 @@
 
 /// The links a store's reducer moved, to be derived again: by index, or by interface name for a
 /// fact kept by name (it holds for a link that appears after it).
-struct LinksMoved: Equatable, Sendable {
-    var indices: Set<Int32> = []
-    var names: Set<String> = []
+package struct LinksMoved: Equatable, Sendable {
+    package var indices: Set<Int32> = []
+    package var names: Set<String> = []
 
-    static let none = LinksMoved()
+    package static let none = LinksMoved()
 }
 
 /// The rfkill switches of the links' radios (`NetworkEvent.radio`): a link absent has its radio on.
-struct Radios: Sendable {
-    enum Event: Sendable {
+package struct Radios: Sendable {
+    package enum Event: Sendable {
         case switches(index: Int32, RadioBlock)
         case linkGone(Int32)
     }
 
-    private(set) var blocks: [Int32: RadioBlock] = [:]
+    package private(set) var blocks: [Int32: RadioBlock] = [:]
 
-    mutating func take(_ event: Event) -> LinksMoved {
+    package mutating func take(_ event: Event) -> LinksMoved {
         switch event {
         case let .switches(index, block):
             guard blocks[index] ?? [] != block else { return .none }
@@ -35,11 +35,11 @@ struct Radios: Sendable {
 
 /// What is said of the links' cost beside their kind (`MeteredHint`): a DHCP server's hint per
 /// link, and NetworkManager's word per interface name (a name absent has nothing said, `unknown`).
-struct MeteredHints: Sendable {
-    private(set) var dhcp: Set<Int32> = []
-    private(set) var networkManager: [String: NetworkManagerMetered] = [:]
+package struct MeteredHints: Sendable {
+    package private(set) var dhcp: Set<Int32> = []
+    package private(set) var networkManager: [String: NetworkManagerMetered] = [:]
 
-    mutating func take(_ hint: MeteredHint) -> LinksMoved {
+    package mutating func take(_ hint: MeteredHint) -> LinksMoved {
         switch hint {
         case let .dhcp(index, metered):
             guard dhcp.contains(index) != metered else { return .none }
@@ -53,22 +53,22 @@ struct MeteredHints: Sendable {
     }
 
     /// The link went away (its name's word stays: it holds for a link that appears after it).
-    mutating func forget(_ index: Int32) { dhcp.remove(index) }
+    package mutating func forget(_ index: Int32) { dhcp.remove(index) }
 }
 
 /// The verdicts on the traffic (`TrafficVerdict`): the probe's on the host's path (unknown
 /// without a probe) and on each other uplink (`unknown` forgets it), and the last stall poll's
 /// on each ready link (a link absent has no evidence). Kept for ready links only: a link that
 /// went down may come back on another network.
-struct Verdicts: Sendable {
-    private(set) var connectivity = ConnectivityStatus.unknown
-    private(set) var uplinks: [Int32: ConnectivityVerdict] = [:]
-    private(set) var stalls: [Int32: LinkStall] = [:]
+package struct Verdicts: Sendable {
+    package private(set) var connectivity = ConnectivityStatus.unknown
+    package private(set) var uplinks: [Int32: ConnectivityVerdict] = [:]
+    package private(set) var stalls: [Int32: LinkStall] = [:]
 
     /// `isReady`: whether a link is ready now (a verdict on one that is not is dropped as it
     /// comes: its stale verdict would come back with its carrier). Only a link whose stalled
     /// state flips moves: a poll that changes figures alone changes nothing a user sees.
-    mutating func take(_ verdict: TrafficVerdict, isReady: (Int32) -> Bool) -> LinksMoved {
+    package mutating func take(_ verdict: TrafficVerdict, isReady: (Int32) -> Bool) -> LinksMoved {
         switch verdict {
         case let .connectivity(status):
             connectivity = status
@@ -89,7 +89,7 @@ struct Verdicts: Sendable {
     }
 
     /// The link went down or away: what was judged of it no longer holds.
-    mutating func forget(_ index: Int32) {
+    package mutating func forget(_ index: Int32) {
         uplinks.removeValue(forKey: index)
         stalls.removeValue(forKey: index)
     }

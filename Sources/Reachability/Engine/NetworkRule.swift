@@ -19,7 +19,7 @@ package struct NetworkRule: Sendable, Hashable {
     }
 
     /// `classification` as this network's rule says, over whatever said otherwise.
-    func apply(to classification: inout Classification) {
+    package func apply(to classification: inout Classification) {
         if let metered {
             classification.isMetered = metered
             classification.isUnmeteredByConfiguration = !metered

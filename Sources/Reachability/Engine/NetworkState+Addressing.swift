@@ -2,7 +2,7 @@
 /// answer on every publish, from the internet paths (two at most) and the primary link's
 /// addresses, never from a pass over every link.
 extension NetworkState {
-    func deriveAddressing(primary: String) -> HostAddressing {
+    package func deriveAddressing(primary: String) -> HostAddressing {
         var sources: [IPAddress] = []
         for family in AddressFamily.allCases {
             guard let route = internetRoute(family: family) else { continue }

@@ -1,7 +1,7 @@
 /// A router of a link, as the kernel's default routes name it (`NetworkState.defaultRouters`).
-struct LinkRouter: Hashable, Sendable {
-    var interfaceIndex: Int32
-    var address: IPAddress
+package struct LinkRouter: Hashable, Sendable {
+    package var interfaceIndex: Int32
+    package var address: IPAddress
 }
 
 /// Announcements dropped on one link for want of room (`LinkAnnouncements.routerCapacity`), for
@@ -16,7 +16,7 @@ package struct AnnouncementDrops: Hashable, Sendable {
 /// published through a hold window). Every event costs the same whatever a host on the link
 /// sends: the work is bounded by the capacity of one link's entries.
 extension NetworkState {
-    mutating func hear(_ announced: AnnouncedNat64Prefix, received: ContinuousClock.Instant) {
+    package mutating func hear(_ announced: AnnouncedNat64Prefix, received: ContinuousClock.Instant) {
         let index = announced.interfaceIndex
         // As for a portal: a stale announcement for a link gone down since has nothing to attach to.
         guard links[index]?.link.isReady == true else { return }
@@ -42,12 +42,12 @@ extension NetworkState {
     public var announcementsDropped: UInt64 { announcements.dropped }
 
     /// The portal URI shown for a link, nil when none.
-    func announcedPortal(on index: Int32) -> String? { announcements.routers[index]?.shown.portal?.uri }
+    package func announcedPortal(on index: Int32) -> String? { announcements.routers[index]?.shown.portal?.uri }
 
     /// The NAT64 prefix for a path through the first of `indices` that has one shown: the one the
     /// path's `gateway` announced, else one of a router the kernel holds a default route through,
     /// else any; the lowest router address among equals (a stable choice). Bounded by the capacity.
-    func nat64Prefix(on indices: [Int32?], gateway: IPAddress?) -> Nat64Prefix? {
+    package func nat64Prefix(on indices: [Int32?], gateway: IPAddress?) -> Nat64Prefix? {
         for index in indices.compactMap({ $0 }) {
             guard let shown = announcements.routers[index]?.shown.prefixes, !shown.isEmpty, let name = links[index]?.link.name else { continue }
             let isDefault = { self.defaultRouters[LinkRouter(interfaceIndex: index, address: $0)] != nil }
@@ -62,7 +62,7 @@ extension NetworkState {
 
     /// Follows the kernel's default routes by router, for the choices above (O(1) each).
     /// `added` only for a route new to the state, so a repeated one is not counted twice.
-    mutating func countDefaultRouters(of route: Route, added: Bool) {
+    package mutating func countDefaultRouters(of route: Route, added: Bool) {
         guard route.destination.isDefault else { return }
         for hop in route.nextHops {
             guard let index = hop.interfaceIndex, let gateway = hop.gateway else { continue }
@@ -75,7 +75,7 @@ extension NetworkState {
     }
 
     /// The kernel removed a default route: each router it ran through takes its announcements along.
-    mutating func forgetAnnouncements(by route: Route) {
+    package mutating func forgetAnnouncements(by route: Route) {
         for hop in route.nextHops {
             guard let index = hop.interfaceIndex, let gateway = hop.gateway else { continue }
             take(.routerGone(index: index, gateway))

@@ -41,7 +41,7 @@ extension NetworkState {
 
     /// `0.0.0.0` and `::`: "is there general connectivity" (SC semantics), from the kernel's
     /// default route choice for that family.
-    func generalConnectivity(target: String, family: AddressFamily) -> CheckResult {
+    package func generalConnectivity(target: String, family: AddressFamily) -> CheckResult {
         var result = CheckResult(target: target, addresses: [family.any])
         let path = internetRoute(family: family).map { evaluate(route: $0, family: family) } ?? .noRoute
         let fallback = host

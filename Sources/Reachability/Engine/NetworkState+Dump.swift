@@ -3,7 +3,7 @@
 extension NetworkState {
     /// The events that turn the current state into `dump`: removals for what the dump lacks,
     /// then everything the dump holds (applying a known fact again changes nothing).
-    func reconcilingEvents(with dump: NetworkDump) -> [NetworkEvent] {
+    package func reconcilingEvents(with dump: NetworkDump) -> [NetworkEvent] {
         var events: [NetworkEvent] = []
         let dumpLinks = Set(dump.links.map(\.0.index))
         for index in links.keys where !dumpLinks.contains(index) { events.append(.linkRemoved(index: index)) }

@@ -42,11 +42,11 @@ extension NetworkState {
     }
 
     /// One destination's lookup and how a packet would fare along it.
-    struct ExplainedPath {
-        var destination: IPAddress
-        var route: Route?
-        var evaluation: PathEvaluation
-        var lookup: RouteLookup
+    package struct ExplainedPath {
+        package var destination: IPAddress
+        package var route: Route?
+        package var evaluation: PathEvaluation
+        package var lookup: RouteLookup
     }
 
     /// `carries`: the path can carry traffic, so a block rfkill reports has not (yet) stopped
@@ -95,7 +95,7 @@ extension NetworkState {
         return .init(name: .link, status: .broken, evidence: facts, fix: fix)
     }
 
-    static func linkFacts(_ entry: LinkEntry) -> String {
+    package static func linkFacts(_ entry: LinkEntry) -> String {
         let link = entry.link
         var words = [link.isAdminUp ? "up" : "down"]
         if link.isAdminUp { words.append(link.flags.contains(.lowerUp) ? "carrier" : "no carrier") }
@@ -104,7 +104,7 @@ extension NetworkState {
         return "\(link.name): " + words.joined(separator: ", ")
     }
 
-    static func operStateName(_ state: OperState) -> String {
+    package static func operStateName(_ state: OperState) -> String {
         switch state {
         case .unknown: "unknown"
         case .notPresent: "notpresent"
@@ -159,11 +159,11 @@ extension NetworkState {
         return nil
     }
 
-    static func linkLocalOnlyFix(_ name: String) -> String {
+    package static func linkLocalOnlyFix(_ name: String) -> String {
         "only a link-local address on \(name): it reaches that link's neighbours, not beyond; no DHCP server answered (check the DHCP client or SLAAC), or add an address (ip addr add ... dev \(name))"
     }
 
-    static func addressFacts(_ address: Address, now: ContinuousClock.Instant) -> String {
+    package static func addressFacts(_ address: Address, now: ContinuousClock.Instant) -> String {
         var words: [String] = []
         if address.flags.contains(.tentative) { words.append("tentative") }
         if address.flags.contains(.dadFailed) { words.append("dadfailed") }
@@ -229,7 +229,7 @@ extension NetworkState {
         return .init(name: .route, status: .ok, evidence: ["for \(whose): " + words.joined(separator: " ")])
     }
 
-    static func typeName(_ type: RouteType) -> String {
+    package static func typeName(_ type: RouteType) -> String {
         switch type {
         case .blackhole: "blackhole"
         case .unreachable: "unreachable"

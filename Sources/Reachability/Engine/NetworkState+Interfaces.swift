@@ -3,7 +3,7 @@
 extension NetworkState {
     /// The prefixes of link `index` itself: its addresses' and its on-link (gateway-less) routes',
     /// of any table but the default route.
-    func onLinkPrefixes(of index: Int32) -> [IPPrefix] {
+    package func onLinkPrefixes(of index: Int32) -> [IPPrefix] {
         var prefixes: [IPPrefix] = links[index]?.addresses.values.map { $0.prefix } ?? []
         for key in routesByInterface[index] ?? [] {
             guard let route = routes[key], !route.destination.isDefault,
@@ -15,7 +15,7 @@ extension NetworkState {
     }
 
     /// What an interface shows: its kind, flags, addresses in order, expensive reason and network.
-    func derive(_ entry: LinkEntry) -> InterfaceStatus? {
+    package func derive(_ entry: LinkEntry) -> InterfaceStatus? {
         let classification = effectiveClassification(entry)
         guard !classification.isIgnored else { return nil }
         var flags = kindFlags(entry)
@@ -34,7 +34,7 @@ extension NetworkState {
             networkID: networkID(of: entry.link.index), portal: portal?.uri ?? "", portalSource: portal?.source)
     }
 
-    static func addressOrder(_ a: IPPrefix, _ b: IPPrefix) -> Bool {
+    package static func addressOrder(_ a: IPPrefix, _ b: IPPrefix) -> Bool {
         if a.address.family != b.address.family { return a.address.family < b.address.family }
         let (x, y) = (a.address.bytes, b.address.bytes)
         return x == y ? a.length < b.length : x.lexicographicallyPrecedes(y)

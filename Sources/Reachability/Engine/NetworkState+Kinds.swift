@@ -1,6 +1,6 @@
 extension NetworkState {
     /// The kind (and priority) a link shows: a bridge takes the best kind among its ports.
-    func effectiveClassification(_ entry: LinkEntry) -> Classification {
+    package func effectiveClassification(_ entry: LinkEntry) -> Classification {
         var classification = linkClassification(entry)
         // The network's own rule last: it wins over the link's rules and the guesses.
         if !classifier.networks.isEmpty, let rule = classifier.networks[networkID(of: entry.link.index)] {
@@ -33,7 +33,7 @@ extension NetworkState {
     }
 
     /// The flags any path through this link carries, whatever its state.
-    func kindFlags(_ entry: LinkEntry) -> ReachabilityFlags {
+    package func kindFlags(_ entry: LinkEntry) -> ReachabilityFlags {
         let classification = effectiveClassification(entry)
         var flags = classification.kind.flags
         if expensiveReason(entry, classification) != nil { flags.insert(.isExpensive) }
@@ -51,7 +51,7 @@ extension NetworkState {
     /// a hint from what reachd cannot see (a Wi-Fi beacon), weaker than what reachd saw itself.
     /// NetworkManager's GUESS_NO says nothing: it is what NetworkManager reports of any link it
     /// knows nothing about, so it silences no guess of reachd's.
-    func expensiveReason(_ entry: LinkEntry, _ classification: Classification? = nil) -> ExpensiveReason? {
+    package func expensiveReason(_ entry: LinkEntry, _ classification: Classification? = nil) -> ExpensiveReason? {
         let classification = classification ?? effectiveClassification(entry)
         if classification.isMetered { return .configuration }
         if classification.kind == .cellular { return .cellular }
@@ -71,7 +71,7 @@ extension NetworkState {
     /// table default route through that gateway on it. Default routes dirty their link, so this
     /// follows both. Only the few default routes are looked at, and only for a link holding
     /// such an address.
-    func hasHotspotLayout(_ entry: LinkEntry) -> Bool {
+    package func hasHotspotLayout(_ entry: LinkEntry) -> Bool {
         let hasAddress = entry.addresses.keys.contains { key in
             key.prefix.length == 28 && Self.hotspotPrefix.contains(key.prefix.address) && key.prefix.address != Self.hotspotGateway
         }
@@ -81,6 +81,6 @@ extension NetworkState {
         }
     }
 
-    static let hotspotPrefix = IPPrefix("172.20.10.0/28")!
-    static let hotspotGateway = IPAddress("172.20.10.1")!
+    package static let hotspotPrefix = IPPrefix("172.20.10.0/28")!
+    package static let hotspotGateway = IPAddress("172.20.10.1")!
 }

@@ -10,13 +10,13 @@
 /// (`nextLapse`), and the dump carries the deadlines as they are now.
 extension NetworkState {
     /// The time now (`NetworkEvent.clock`): what was due by then happens, in one order.
-    mutating func clock(at now: ContinuousClock.Instant) {
+    package mutating func clock(at now: ContinuousClock.Instant) {
         take(.clock(now))
         lapse(at: now)
     }
 
     /// Drops the routes whose expiry and the addresses whose valid lifetime passed by `now`.
-    mutating func lapse(at now: ContinuousClock.Instant) {
+    package mutating func lapse(at now: ContinuousClock.Instant) {
         var lapsed = false
         for key in expiringRoutes {
             guard let expiry = routes[key]?.expiry, expiry <= now else { continue }

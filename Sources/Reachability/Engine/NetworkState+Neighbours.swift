@@ -8,29 +8,29 @@
 /// while the real router is fine. So a FAILED gateway is resolved afresh by the adapter
 /// (`gatewaysToResolve`: the kernel broadcasts its own requests again, which the real router
 /// answers), and only when `freshResolutions` such resolutions failed too is it unreachable.
-struct GatewayNeighbour: Hashable, Sendable {
-    var state: NeighbourState
+package struct GatewayNeighbour: Hashable, Sendable {
+    package var state: NeighbourState
     /// Resolutions that ended FAILED in a row, since the last answer; 0 while it answers.
-    var failures = 0
+    package var failures = 0
     /// The gateway's link-layer address as the kernel's own resolution last confirmed it (or as
     /// first seen), kept while resolution is under way again or failed: the network's name
     /// (`networkID`) changes with it, never with a claim nobody asked for.
-    var linkLayerAddress: [UInt8] = []
+    package var linkLayerAddress: [UInt8] = []
     /// When the kernel last had an answer from it, as far as it told (NDA_CACHEINFO).
-    var answered: ContinuousClock.Instant?
+    package var answered: ContinuousClock.Instant?
     /// False once the kernel dropped the entry (garbage collection, which a host filling the
     /// table can force): what it answered is kept for the network's name, which must not
     /// flicker while the router answers, but the kernel holds no state of it.
-    var inTable = true
+    package var inTable = true
 
     /// Its own FAILED and every fresh resolution's failed too, or it never answered at all;
     /// INCOMPLETE while asked again after that still counts. STALE, DELAY and PROBE are a live gateway's ordinary states.
-    var unreachable: Bool { failures > NetworkState.freshResolutions }
+    package var unreachable: Bool { failures > NetworkState.freshResolutions }
 }
 
 extension NetworkState {
     /// More gateways than any real host has; past this, new ones are not followed.
-    static let gatewayNeighboursKept = 64
+    package static let gatewayNeighboursKept = 64
 
     /// How many times a FAILED gateway is resolved afresh before it counts as unreachable. Each
     /// takes the kernel's own solicitations (3 at 1 s by default), so two keep the verdict on a
@@ -66,7 +66,7 @@ extension NetworkState {
 
     /// Takes one neighbour fact; true when a gateway's reachability flipped (a route lookup's
     /// answer may change with it).
-    mutating func hear(_ neighbour: Neighbour) -> Bool {
+    package mutating func hear(_ neighbour: Neighbour) -> Bool {
         let router = LinkRouter(interfaceIndex: neighbour.interfaceIndex, address: neighbour.address)
         guard defaultRouters[router] != nil else { return false }
         let old = gatewayNeighbours[router]
@@ -108,7 +108,7 @@ extension NetworkState {
     /// The events that turn the gateways' entries into a dump's `neighbours`. A FAILED entry
     /// the state already holds as FAILED is the same failure seen again, not a fresh resolution
     /// that failed too (`GatewayNeighbour.failures`).
-    func reconcilingEvents(withNeighbours neighbours: [Neighbour]) -> [NetworkEvent] {
+    package func reconcilingEvents(withNeighbours neighbours: [Neighbour]) -> [NetworkEvent] {
         let dumped = Set(neighbours.map { LinkRouter(interfaceIndex: $0.interfaceIndex, address: $0.address) })
         var events: [NetworkEvent] = gatewayNeighbours.compactMap { router, known in
             dumped.contains(router) ? nil
@@ -125,7 +125,7 @@ extension NetworkState {
     /// The kernel dropped the entry (garbage collection): its state is not known any more, but
     /// the address it answered with still names the network (see `GatewayNeighbour.inTable`).
     /// The link or the route going takes it all.
-    mutating func forget(_ neighbour: Neighbour) -> Bool {
+    package mutating func forget(_ neighbour: Neighbour) -> Bool {
         let router = LinkRouter(interfaceIndex: neighbour.interfaceIndex, address: neighbour.address)
         guard let known = gatewayNeighbours[router] else { return false }
         if known.linkLayerAddress.isEmpty {
@@ -138,7 +138,7 @@ extension NetworkState {
     }
 
     /// Every hop of `route` through a ready link goes through a gateway ARP/ND gave up on.
-    func gatewaysUnreachable(_ route: Route) -> Bool {
+    package func gatewaysUnreachable(_ route: Route) -> Bool {
         var any = false
         for hop in route.nextHops {
             guard let index = hop.interfaceIndex, links[index]?.link.isReady == true else { continue }
@@ -171,7 +171,7 @@ extension NetworkState {
     /// gateway's link-layer address and the link's prefix that holds it. Empty until ARP/ND has
     /// resolved the gateway once (so the name never changes when it does), and for a path with
     /// no gateway; on a link without ARP (a tunnel, PPP), the gateway's address stands for it.
-    func networkID(link index: Int32?, gateway: IPAddress?) -> String {
+    package func networkID(link index: Int32?, gateway: IPAddress?) -> String {
         guard let index, let entry = links[index], let gateway else { return "" }
         guard let prefix = entry.addresses.values.map(\.prefix).first(where: { $0.contains(gateway) && !$0.isDefault })
             ?? entry.addresses.values.map(\.prefix).first(where: {

@@ -4,7 +4,7 @@ extension NetworkState {
 
     /// The path facts of a host that is `online` or not, from the internet paths; `uplinks`: the
     /// host's available interfaces (ready links with a usable default route).
-    func pathFacts(online: Bool, uplinks: [String]) -> PathFacts {
+    package func pathFacts(online: Bool, uplinks: [String]) -> PathFacts {
         var facts = PathFacts()
         var reasons: [Reason] = []
         for family in AddressFamily.allCases {
@@ -50,12 +50,12 @@ extension NetworkState {
     /// such as systemd-resolved's 127.0.0.53, or one of the host's own addresses) is always
     /// routable, but it answers only with what it can ask upstream: it counts while the host
     /// is online (the adapter hands in resolved's upstream servers instead when it knows them).
-    func supportsDNS(online: Bool) -> Bool {
+    package func supportsDNS(online: Bool) -> Bool {
         nameservers.contains { isRoutable($0, online: online) }
     }
 
     /// `supportsDNS`'s rule for one server.
-    func isRoutable(_ server: NameserverRoute, online: Bool) -> Bool {
+    package func isRoutable(_ server: NameserverRoute, online: Bool) -> Bool {
         if server.address.isLoopback || server.route?.type == .local { return online }
         guard let route = server.route else { return false }
         return evaluate(route: route, family: server.address.family).isReachable
@@ -63,7 +63,7 @@ extension NetworkState {
 
     /// No uplink can carry traffic, and a visible Wi-Fi or cellular link has its radio switched
     /// off. Looks only at the links with a radio off (a handful), never at every link.
-    func radioIsWhyOffline(uplinks: [String]) -> Bool {
+    package func radioIsWhyOffline(uplinks: [String]) -> Bool {
         uplinks.isEmpty && radios.blocks.keys.contains { statuses[$0]?.flags.contains(.radioOff) == true }
     }
 }

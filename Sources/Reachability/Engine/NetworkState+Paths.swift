@@ -10,8 +10,8 @@ package struct PathEvaluation: Hashable, Sendable {
 
     public var isReachable: Bool { flags.contains(.reachable) }
 
-    static let noRoute = PathEvaluation(flags: [], interfaceIndex: nil, interfaceName: "", gateway: nil, reason: .noRoute)
-    static let policyBlocked = PathEvaluation(flags: [], interfaceIndex: nil, interfaceName: "", gateway: nil, reason: .policyBlocked)
+    package static let noRoute = PathEvaluation(flags: [], interfaceIndex: nil, interfaceName: "", gateway: nil, reason: .noRoute)
+    package static let policyBlocked = PathEvaluation(flags: [], interfaceIndex: nil, interfaceName: "", gateway: nil, reason: .policyBlocked)
 }
 
 extension NetworkState {
@@ -122,7 +122,7 @@ extension NetworkState {
         return !(sourceCapable[family]?.isEmpty ?? true)
     }
 
-    func deriveHost() -> HostStatus {
+    package func deriveHost() -> HostStatus {
         let paths = AddressFamily.allCases.compactMap { family in
             internetRoute(family: family).map { (family: family, path: evaluate(route: $0, family: family)) }
         }
@@ -212,7 +212,7 @@ extension NetworkState {
     /// that is not ignored, with the link's effective classification: where both the available
     /// interfaces and the uplinks start. One pass over the default routes, not over every link.
     /// A hop whose gateway the kernel's ARP/ND gave up on carries nothing, and is left out.
-    func forEachReadyDefaultHop(_ body: (Route, LinkEntry, Classification) -> Void) {
+    package func forEachReadyDefaultHop(_ body: (Route, LinkEntry, Classification) -> Void) {
         for key in defaultRoutes {
             guard let route = routes[key], route.type == .unicast else { continue }
             for hop in route.nextHops {
@@ -228,7 +228,7 @@ extension NetworkState {
     /// The host's connectivity: the probe's verdict, or where it has none and the network's
     /// portal API says captive, `portal` at the API's login page (so the verdict, the status line
     /// and NetworkManager's PORTAL agree with the network's own word without a probe).
-    static func connectivity(probe: ConnectivityStatus, session: PortalSession) -> ConnectivityStatus {
+    package static func connectivity(probe: ConnectivityStatus, session: PortalSession) -> ConnectivityStatus {
         guard probe.verdict == .unknown, session.captive else { return probe }
         return ConnectivityStatus(verdict: .portal, portal: session.loginURL, detail: "the network's captive-portal API says the host is captive")
     }

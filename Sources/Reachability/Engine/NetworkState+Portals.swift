@@ -4,12 +4,12 @@
 extension NetworkState {
     /// The portal API URI a ready link announces and where it came from: a router's
     /// announcement first (the kernel accepted it on this very link), else the DHCP client's.
-    func linkPortal(on index: Int32) -> (uri: String, source: PortalSource)? {
+    package func linkPortal(on index: Int32) -> (uri: String, source: PortalSource)? {
         announcements.portal(on: index, links: announcingLinks)
     }
 
     /// The session the API of link `index` last told, while the link still announces that API.
-    func portalSession(on index: Int32) -> PortalSession? {
+    package func portalSession(on index: Int32) -> PortalSession? {
         guard let answer = announcements.answers[index], linkPortal(on: index)?.uri == answer.api else { return nil }
         return answer.session
     }
@@ -26,7 +26,7 @@ extension NetworkState {
 
 extension NetworkEvent {
     /// Facts that can change no route lookup's answer: they do not move the routing epoch.
-    var movesNoRoute: Bool {
+    package var movesNoRoute: Bool {
         switch self {
         case .internetPath, .announcedPortal, .nat64Prefix, .clock, .nameservers, .radio, .verdict, .meteredHint, .captivePortal,
             .neighbour, .neighbourRemoved:

@@ -17,7 +17,7 @@ extension NetworkState {
     /// upstream servers nobody named, and the kernel's route to it names no link; while no server
     /// names one, the timeouts count against the primary interface, the way the host's own
     /// traffic leaves (a stub without an upstream list, or servers with no route at all).
-    func dnsTimeoutsByLink(consecutive count: Int) -> [Int32: Int] {
+    package func dnsTimeoutsByLink(consecutive count: Int) -> [Int32: Int] {
         guard count > 0 else { return [:] }
         var charged: [Int32: Int] = [:]
         for (_, index) in routedNameservers { charged[index] = count }
@@ -29,7 +29,7 @@ extension NetworkState {
     /// carries the kernel's route to, beyond the link's own subnets: where reachd asks while the
     /// link's traffic is suspected (`NameserverCheck`). A server on this host or on the link's
     /// subnet (a home router's) is left out: it answers while the uplink behind it is dead.
-    var stallNameservers: [Int32: [IPAddress]] {
+    package var stallNameservers: [Int32: [IPAddress]] {
         var servers: [Int32: [IPAddress]] = [:]
         for (address, index) in routedNameservers where !address.isLinkLocal {
             guard let entry = links[index] else { continue }
@@ -53,7 +53,7 @@ extension NetworkState {
     }
 
     /// Whether the last stall poll found this link's traffic stalled.
-    func isStalled(_ index: Int32) -> Bool { verdicts.stalls[index]?.isStalled ?? false }
+    package func isStalled(_ index: Int32) -> Bool { verdicts.stalls[index]?.isStalled ?? false }
 
     /// The last stall poll's figures for the host's path: its primary interface's, or those of
     /// the link beneath a tunnel when that link is the stalled one; nil when the path had none.

@@ -6,7 +6,7 @@ extension NetworkState {
     /// retransmissions it refused (`retransmissionsRefused`). Nothing of theirs left, so the
     /// network beyond the gateway is not the one to blame. A rule that rejects shows no failing
     /// connection at all (the connection is refused at once); this layer sees drops.
-    func firewallLayer(_ egress: LinkEntry?) -> Explanation.Layer {
+    package func firewallLayer(_ egress: LinkEntry?) -> Explanation.Layer {
         guard let egress else { return .init(name: .firewall, status: .unknown, evidence: ["no path: no traffic to judge"]) }
         let stall = stall(of: egress.link.index)
         let name = egress.link.name
@@ -29,11 +29,11 @@ extension NetworkState {
             fix: "the host's own firewall (or a queue discipline) drops them before they leave: look at the output and postrouting hooks (nft list ruleset; iptables -S OUTPUT)")
     }
 
-    static func keptInHost(_ figures: StallEvidence) -> Bool {
+    package static func keptInHost(_ figures: StallEvidence) -> Bool {
         figures.socketsFailing > 0 && (figures.socketsHeldInHost > 0 || figures.retransmissionsRefused > 0)
     }
 
-    func trafficLayer(_ egress: LinkEntry?) -> Explanation.Layer {
+    package func trafficLayer(_ egress: LinkEntry?) -> Explanation.Layer {
         guard let egress else { return .init(name: .traffic, status: .unknown, evidence: ["no path: no traffic to judge"]) }
         return Self.trafficLayer(egress.link.name, stall(of: egress.link.index))
     }
@@ -58,7 +58,7 @@ extension NetworkState {
     }
 
     /// One link's traffic layer from its verdict.
-    static func trafficLayer(_ name: String, _ stall: LinkStall) -> Explanation.Layer {
+    package static func trafficLayer(_ name: String, _ stall: LinkStall) -> Explanation.Layer {
         let figures = stall.evidence
         switch stall.verdict {
         case .noEvidence:
@@ -84,7 +84,7 @@ extension NetworkState {
 
     /// "3 connection(s) retransmit (2 open of 5 judged, 1 closed so)": true counts, the open
     /// ones out of those judged now and those that closed failing within the window apart.
-    static func failingPhrase(_ figures: StallEvidence) -> String {
+    package static func failingPhrase(_ figures: StallEvidence) -> String {
         let open = figures.socketsFailing - figures.socketsClosedFailing
         var phrase = "\(figures.socketsFailing) connection(s) retransmit (\(open) open of \(figures.socketsJudged) judged"
         if figures.socketsClosedFailing > 0 { phrase += ", \(figures.socketsClosedFailing) closed so" }

@@ -16,7 +16,7 @@ extension NetworkState {
     /// The kinds an uplink can have. Container and VM plumbing (veth, docker0 and other bridges
     /// without an uplink port, tun/tap) classifies as virtual, bridge or vpn and is never
     /// probed; an interface rule that gives such a link an uplink kind makes it one.
-    static let uplinkKinds: Set<InterfaceKind> = [.wired, .wifi, .cellular]
+    package static let uplinkKinds: Set<InterfaceKind> = [.wired, .wifi, .cellular]
 
     /// The uplinks now, by index. Costs one pass over the default routes, not over every link.
     public func uplinks() -> [Uplink] {
@@ -38,7 +38,7 @@ extension NetworkState {
 
     /// The available interfaces whose path reaches the internet by the probe's verdict: the
     /// primary by the host's probe, every other uplink by its own.
-    func validatedInterfaces(available: [String], primary: String, connectivity: ConnectivityStatus) -> [String] {
+    package func validatedInterfaces(available: [String], primary: String, connectivity: ConnectivityStatus) -> [String] {
         available.filter { name in
             if name == primary { return connectivity.verdict == .full }
             return linkIndexByName[name].flatMap { verdicts.uplinks[$0] } == .full

@@ -4,11 +4,11 @@
 /// Cost per event does not grow with the number of interfaces: an event marks the links it
 /// touches, and only those are re-derived; the host status looks only at default routes.
 package struct NetworkState: Sendable {
-    struct LinkEntry: Sendable {
-        var link: Link
-        var device: DeviceFacts
-        var classification: Classification
-        var addresses: [Address.Key: Address] = [:]
+    package struct LinkEntry: Sendable {
+        package var link: Link
+        package var device: DeviceFacts
+        package var classification: Classification
+        package var addresses: [Address.Key: Address] = [:]
     }
 
     public private(set) var generation: UInt64 = 0
@@ -25,51 +25,51 @@ package struct NetworkState: Sendable {
     /// anyone could compute them.
     public var networkKey = NetworkKey.none
 
-    private(set) var links: [Int32: LinkEntry] = [:]
-    private(set) var routes: [Route.Key: Route] = [:]
-    private(set) var routesByInterface: [Int32: Set<Route.Key>] = [:]
+    package private(set) var links: [Int32: LinkEntry] = [:]
+    package private(set) var routes: [Route.Key: Route] = [:]
+    package private(set) var routesByInterface: [Int32: Set<Route.Key>] = [:]
     /// Default routes (prefix length 0) of the main and default tables. A policy table's default
     /// (a second uplink for one source address) serves only the traffic its rule selects.
-    private(set) var defaultRoutes: Set<Route.Key> = []
+    package private(set) var defaultRoutes: Set<Route.Key> = []
     /// The kernel's answers for a global destination, per family (`NetworkEvent.internetPath`).
-    private(set) var internetPaths: [AddressFamily: Route] = [:]
+    package private(set) var internetPaths: [AddressFamily: Route] = [:]
     /// The probe's and the stall watch's verdicts (LinkStores).
-    var verdicts = Verdicts()
+    package var verdicts = Verdicts()
     /// What routers and the DHCP client announce, and portal APIs' answers (Announcements).
-    var announcements = Announcements()
+    package var announcements = Announcements()
     /// The kernel's default routes counted by router (NetworkState+Announcements).
-    var defaultRouters: [LinkRouter: Int] = [:]
+    package var defaultRouters: [LinkRouter: Int] = [:]
     /// The kernel's neighbour state of those routers, when it has one (NetworkState+Neighbours).
-    var gatewayNeighbours: [LinkRouter: GatewayNeighbour] = [:]
+    package var gatewayNeighbours: [LinkRouter: GatewayNeighbour] = [:]
     /// The configured nameservers with the kernel's route to each (`NetworkEvent.nameservers`).
-    private(set) var nameservers: [NameserverRoute] = []
+    package private(set) var nameservers: [NameserverRoute] = []
     /// The radios' switches and what DHCP and NetworkManager say of cost (LinkStores).
-    private(set) var radios = Radios()
-    private(set) var meteredHints = MeteredHints()
+    package private(set) var radios = Radios()
+    package private(set) var meteredHints = MeteredHints()
     /// Set by the first `internetPath` fact: from then on the host follows the kernel's answers.
-    private(set) var followsKernelPaths = false
+    package private(set) var followsKernelPaths = false
     /// Bridge (or bond) index -> its ports, for kinds taken from ports.
-    private(set) var ports: [Int32: Set<Int32>] = [:]
+    package private(set) var ports: [Int32: Set<Int32>] = [:]
     /// Derived status of every visible (not ignored) link.
-    private(set) var statuses: [Int32: InterfaceStatus] = [:]
+    package private(set) var statuses: [Int32: InterfaceStatus] = [:]
     /// Visible non-loopback links that are ready with a usable address: "local" connectivity.
-    private(set) var readyLinks: Set<Int32> = []
+    package private(set) var readyLinks: Set<Int32> = []
     /// Ready non-loopback links with an address usable beyond the link, per address family:
     /// the kernel can take a source address from any of them.
-    private(set) var sourceCapable: [AddressFamily: Set<Int32>] = [:]
-    var dirty: Set<Int32> = []
+    package private(set) var sourceCapable: [AddressFamily: Set<Int32>] = [:]
+    package var dirty: Set<Int32> = []
     /// Local address -> the links holding it (the kernel allows one address on several links),
     /// for naming the interface of `isLocalAddress` answers.
-    private(set) var addressOwners: [IPAddress: Set<Int32>] = [:]
+    package private(set) var addressOwners: [IPAddress: Set<Int32>] = [:]
     /// The kernel's replace identity (table, destination, metric, TOS) -> the routes in that slot,
     /// so NLM_F_REPLACE finds the route it replaces whatever link either one uses.
     private var routesBySlot: [RouteSlot: Set<Route.Key>] = [:]
     /// Name -> index, for scoped addresses (`fe80::1%eth0`) without a pass over every link.
-    private(set) var linkIndexByName: [String: Int32] = [:]
+    package private(set) var linkIndexByName: [String: Int32] = [:]
     /// The routes and addresses that lapse on time (`Route.expiry`, `Address.validUntil`): the
     /// few a lifetime applies to, so finding the next deadline never walks every route.
-    var expiringRoutes: Set<Route.Key> = []
-    var expiringAddresses: Set<Address.Key> = []
+    package var expiringRoutes: Set<Route.Key> = []
+    package var expiringAddresses: Set<Address.Key> = []
 
     public init(classifier: Classifier = Classifier()) {
         self.classifier = classifier
@@ -227,7 +227,7 @@ package struct NetworkState: Sendable {
         dirty.insert(index)
     }
 
-    mutating func removeAddress(_ address: Address) {
+    package mutating func removeAddress(_ address: Address) {
         let index = address.interfaceIndex
         guard links[index]?.addresses.removeValue(forKey: address.key) != nil else { return }
         expiringAddresses.remove(address.key)
@@ -264,7 +264,7 @@ package struct NetworkState: Sendable {
         if route.destination.isDefault { for hop in route.nextHops { if let index = hop.interfaceIndex { dirty.insert(index) } } }
     }
 
-    mutating func removeRoute(_ key: Route.Key) {
+    package mutating func removeRoute(_ key: Route.Key) {
         guard let route = routes.removeValue(forKey: key) else { return }
         expiringRoutes.remove(key)
         if route.destination.isDefault {

@@ -1,11 +1,11 @@
 /// The kernel's identity for NLM_F_REPLACE: the same table, destination, metric and TOS.
-struct RouteSlot: Hashable, Sendable {
-    var table: UInt32
-    var destination: IPPrefix
-    var metric: UInt32
-    var tos: UInt8
+package struct RouteSlot: Hashable, Sendable {
+    package var table: UInt32
+    package var destination: IPPrefix
+    package var metric: UInt32
+    package var tos: UInt8
 
-    init(_ route: Route) {
+    package init(_ route: Route) {
         table = route.table
         destination = route.destination
         metric = route.metric

@@ -1,17 +1,17 @@
 extension StallEvaluator {
-    struct Judgement {
-        var stalled = false
+    package struct Judgement {
+        package var stalled = false
         /// Something fails that has not (yet) made a stall: worth polling soon.
-        var suspected = false
+        package var suspected = false
         /// Stalled only because the nameserver is silent too: keep asking, to see it clear.
-        var byCorroboration = false
-        var evidence = StallEvidence()
+        package var byCorroboration = false
+        package var evidence = StallEvidence()
     }
 
     /// The rule of the type's doc, for one link. `corroborated`: reachd's own question to the
     /// link's nameserver went unanswered for its patience, one more failing connection for every
     /// owner, and the host's evidence beyond any one user's.
-    func judge(_ memory: LinkMemory, failing: [Failure], corroborated: Bool, at now: Duration) -> Judgement {
+    package func judge(_ memory: LinkMemory, failing: [Failure], corroborated: Bool, at now: Duration) -> Judgement {
         var judgement = Judgement()
         var byOwner: [TrafficOwner: [Failure]] = [:]
         for failure in failing {
@@ -67,5 +67,5 @@ extension StallEvaluator {
 
     /// How long an owner's sockets must fail with nothing received before polls come every
     /// `suspectInterval`: past one retransmission timeout at its 200 ms minimum, twice over.
-    static let suspicion: Duration = .seconds(1)
+    package static let suspicion: Duration = .seconds(1)
 }

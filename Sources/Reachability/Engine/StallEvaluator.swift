@@ -72,7 +72,7 @@ package struct StallEvaluator: Sendable {
     /// that would be 8 queries a second to a server that keeps answering; so 16 every 30 s,
     /// while a failure that begins after the answer (the path dying under an upload that had a
     /// moment of loss) is asked about at once.
-    static let answeredPause: Duration = .seconds(30)
+    package static let answeredPause: Duration = .seconds(30)
 
     private struct KnownSocket: Sendable {
         var link: Int32
@@ -84,24 +84,24 @@ package struct StallEvaluator: Sendable {
     }
 
     /// A socket that failed: while it waits (`end` is the poll's time) or as it closed.
-    struct Failure: Sendable {
-        var owner: TrafficOwner
-        var since: Duration
-        var end: Duration
+    package struct Failure: Sendable {
+        package var owner: TrafficOwner
+        package var since: Duration
+        package var end: Duration
         /// The host itself refuses to send its data (`SocketMoment.heldInHost`).
-        var inHost = false
+        package var inHost = false
     }
 
     /// Each owner's latest receive on one link. A host has a handful of owners: a short array
     /// beats a dictionary (a poll of 10,000 sockets updates it 10,000 times).
-    struct Receipts: Sendable {
-        private(set) var latest: [(owner: TrafficOwner, time: Duration)] = []
+    package struct Receipts: Sendable {
+        package private(set) var latest: [(owner: TrafficOwner, time: Duration)] = []
 
-        func receipt(_ owner: TrafficOwner) -> Duration? { latest.first { $0.owner == owner }?.time }
+        package func receipt(_ owner: TrafficOwner) -> Duration? { latest.first { $0.owner == owner }?.time }
 
-        var newest: Duration? { latest.map(\.time).max() }
+        package var newest: Duration? { latest.map(\.time).max() }
 
-        mutating func received(_ owner: TrafficOwner, at time: Duration) {
+        package mutating func received(_ owner: TrafficOwner, at time: Duration) {
             if let index = latest.firstIndex(where: { $0.owner == owner }) {
                 if latest[index].time < time { latest[index].time = time }
             } else {
@@ -117,18 +117,18 @@ package struct StallEvaluator: Sendable {
         var receipts = Receipts()
     }
 
-    struct LinkMemory: Sendable {
+    package struct LinkMemory: Sendable {
         /// When each owner's judged sockets last received a segment.
-        var receipts = Receipts()
+        package var receipts = Receipts()
         /// Sockets that closed failing, kept for `window`.
-        var closed: [Failure] = []
+        package var closed: [Failure] = []
         /// The link's sockets showed a stall at the last poll (see `judge`: it holds); one
         /// corroborated by the nameserver's silence alone ends when it answers.
-        var stalledBySockets = false
+        package var stalledBySockets = false
         /// Retransmissions refused inside the host while this link's connections failed, by poll.
-        var refused: [(time: Duration, count: Int)] = []
+        package var refused: [(time: Duration, count: Int)] = []
 
-        func receipt(_ owner: TrafficOwner) -> Duration? { receipts.receipt(owner) }
+        package func receipt(_ owner: TrafficOwner) -> Duration? { receipts.receipt(owner) }
     }
 
     /// reachd's own uid: its sockets are the host's (see `TrafficOwner`).

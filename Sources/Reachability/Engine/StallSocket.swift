@@ -2,7 +2,7 @@
 /// socket as root; so is reachd's own account (its rechecks of the host's failing connections
 /// and the administrator's probe). Every other uid, a system account such as www-data too, is
 /// one user.
-enum TrafficOwner: Hashable, Sendable {
+package enum TrafficOwner: Hashable, Sendable {
     case host
     case user(UInt32)
     /// A socket first seen as it closed: the kernel's destroy event names no owner, so its
@@ -14,12 +14,12 @@ enum TrafficOwner: Hashable, Sendable {
     /// verdict is `ControlGroupStalls`'), nor do its receipts clear another owner's.
     case group(UInt64)
 
-    init(uid: UInt32, systemUserMaximum: UInt32, own: UInt32? = nil) {
+    package init(uid: UInt32, systemUserMaximum: UInt32, own: UInt32? = nil) {
         // nobody (65534) is above any SYS_UID_MAX: anyone may run as nobody.
         self = uid <= systemUserMaximum || uid == own ? .host : .user(uid)
     }
 
-    var isUser: Bool {
+    package var isUser: Bool {
         switch self {
         case .user, .group: true
         case .host, .unattributed: false
@@ -34,7 +34,7 @@ enum TrafficOwner: Hashable, Sendable {
 /// peer on the link's subnet (the gateway itself answers while the path beyond it is dead), and
 /// connections a peer opened to a local service (their local port is a listener's): a remote
 /// peer that stops acknowledging says nothing of the host's path.
-struct StallAttribution {
+package struct StallAttribution {
     /// The link holding each local address.
     private var owner: [IPAddress: Int32] = [:]
     /// Each link's subnets (prefixes shorter than a host route).
@@ -48,7 +48,7 @@ struct StallAttribution {
         var port: UInt16
     }
 
-    init(addresses: [Address]) {
+    package init(addresses: [Address]) {
         owner.reserveCapacity(addresses.count)
         for address in addresses {
             owner[address.address] = address.interfaceIndex
@@ -58,7 +58,7 @@ struct StallAttribution {
     }
 
     /// Learns a listening socket (state LISTEN) of this poll.
-    mutating func listen(_ sample: TCPSocketSample) {
+    package mutating func listen(_ sample: TCPSocketSample) {
         if sample.source.isUnspecified {
             wildcardListeners.insert(sample.sourcePort)
         } else {
@@ -67,7 +67,7 @@ struct StallAttribution {
     }
 
     /// The link whose path `sample` judges; nil when it judges none.
-    func link(of sample: TCPSocketSample) -> Int32? {
+    package func link(of sample: TCPSocketSample) -> Int32? {
         let destination = sample.destination
         if destination.isUnspecified || destination.isLoopback || destination.isLinkLocal || owner[destination] != nil {
             return nil
@@ -85,21 +85,21 @@ struct StallAttribution {
 
 /// What one socket's counters say at the instant they were read: when it last received a
 /// segment, and whether (since when) it waits in retransmission back-off.
-struct SocketMoment {
+package struct SocketMoment {
     /// When the socket last received a segment; nil when it never did (or cannot say).
-    var receipt: Duration?
+    package var receipt: Duration?
     /// When it began waiting, when it waits for an acknowledgement through at least one
     /// retransmission timeout (or its SYN was retransmitted); nil when it does not.
-    var waitingSince: Duration?
+    package var waitingSince: Duration?
     /// It waits because the host itself refuses to send its data (`TCPCounters.sendsRefused`).
-    var heldInHost = false
+    package var heldInHost = false
 
     /// The kernel's times since an event are jiffies differences: a field never set (an ACK on a
     /// socket that never had one) reads as the time since boot or garbage. Past a day it is read
     /// as unknown.
-    static let plausible: UInt32 = 86_400_000
+    package static let plausible: UInt32 = 86_400_000
 
-    init(_ sample: TCPSocketSample, at now: Duration) {
+    package init(_ sample: TCPSocketSample, at now: Duration) {
         guard let counters = sample.counters else { return }
         let sinceReceipt = min(counters.millisecondsSinceAckReceived, counters.millisecondsSinceDataReceived)
         if sample.state == .synSent || counters.segmentsIn == 0 {

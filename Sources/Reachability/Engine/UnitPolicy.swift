@@ -71,10 +71,10 @@ package enum UnitPolicy {
     }
 
     /// `0.0.0.0/0` and `::/0` as systemd spells them where both are denied: `any`.
-    static func spelled(_ prefix: IPPrefix) -> String { prefix.isDefault ? "any" : prefix.description }
+    package static func spelled(_ prefix: IPPrefix) -> String { prefix.isDefault ? "any" : prefix.description }
 
     /// The sandbox as the policy layer tells it, one fact a line.
-    static func facts(of sandbox: UnitSandbox, namespace: UnitSandbox.Namespace) -> [String] {
+    package static func facts(of sandbox: UnitSandbox, namespace: UnitSandbox.Namespace) -> [String] {
         var facts: [String] = []
         switch sandbox.user {
         case let .known(uid): facts.append("routed as uid \(uid)" + (sandbox.mainPID != 0 ? " (main process \(sandbox.mainPID))" : ""))

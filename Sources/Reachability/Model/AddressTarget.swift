@@ -1,3 +1,5 @@
+import ReachabilitySystem  // String.inertExcerpt
+
 /// An address as a caller may write it: `192.0.2.1`, `2001:db8::1`, `[2001:db8::1]`,
 /// `fe80::1%eth0` (scoped link-local, by name or index), or `::ffff:192.0.2.1` (taken as IPv4).
 package struct AddressTarget: Hashable, Sendable {
@@ -16,7 +18,7 @@ package struct AddressTarget: Hashable, Sendable {
     }
 
     /// The longest text worth parsing: a full IPv6 address, a scope of IFNAMSIZ, brackets.
-    static let maximumLength = 64
+    package static let maximumLength = 64
 
     public enum ParseError: Error, Hashable, Sendable, CustomStringConvertible {
         case empty
@@ -64,7 +66,7 @@ package struct AddressTarget: Hashable, Sendable {
     /// Whether the kernel could have given a link this name (net/core/dev.c, dev_valid_name): 1 to 15
     /// bytes (IFNAMSIZ - 1), not `.` or `..`, and no `/`, `:`, whitespace or NUL. Anything else in a
     /// scope is a typo or an attack, refused as such rather than looked up.
-    static func isInterfaceName(_ name: Substring) -> Bool {
+    package static func isInterfaceName(_ name: Substring) -> Bool {
         guard (1...15).contains(name.utf8.count), name != ".", name != ".." else { return false }
         // isspace() in the C locale: space, \t, \n, \v, \f, \r.
         return !name.utf8.contains { $0 == 0 || $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: ":") || $0 == 0x20 || (0x09...0x0D).contains($0) }

@@ -25,7 +25,7 @@ package struct AnnouncedPortal: Hashable, Sendable {
     public static let unrestricted = "urn:ietf:params:capport:unrestricted"
 
     /// The longest URI an option can carry: 255 units of 8 octets, less the type and length.
-    static let maximumLength = 255 * 8 - 2
+    package static let maximumLength = 255 * 8 - 2
 
     /// The URI in an option's value (the bytes after type and length), NUL padding removed, or why
     /// it is not a URI a client may be given. Taken: the "unrestricted" URN, and an https URI as
@@ -37,7 +37,7 @@ package struct AnnouncedPortal: Hashable, Sendable {
     /// handed `javascript:`, `file:`, a plain-http page an attacker on the link can answer, a
     /// URI that a lenient parser reads otherwise than a strict one, or one whose user name
     /// (`https://bank.example@evil.example/`) disguises its host (RFC 9110 4.2.4: not in https).
-    static func uri(fromOptionValue value: [UInt8]) -> Result<String, AnnouncementRefusal> {
+    package static func uri(fromOptionValue value: [UInt8]) -> Result<String, AnnouncementRefusal> {
         var end = value.count
         while end > 0, value[end - 1] == 0 { end -= 1 }
         let text = value[..<end]
@@ -54,9 +54,9 @@ package struct AnnouncedPortal: Hashable, Sendable {
 
 /// RFC 3986's grammar for an https URI, as strict as its ABNF: `https://` authority, then
 /// path-abempty, `?` query and `#` fragment, all over printable ASCII.
-enum HTTPSURI {
+package enum HTTPSURI {
     /// Why `uri` is not such a URI, or nil.
-    static func refusal(_ uri: ArraySlice<UInt8>) -> String? {
+    package static func refusal(_ uri: ArraySlice<UInt8>) -> String? {
         let scheme = Array("https://".utf8)
         guard uri.count > scheme.count, zip(uri.prefix(scheme.count), scheme).allSatisfy({ $0 | 0x20 == $1 | 0x20 }) else {
             return "not an https URI (the RFC 8908 API is served over https only)"

@@ -32,7 +32,7 @@ public struct CheckResult: Hashable, Sendable {
 
     public var isReachable: Bool { flags.contains(.reachable) }
 
-    static func invalid(_ target: String, _ message: String) -> CheckResult {
+    package static func invalid(_ target: String, _ message: String) -> CheckResult {
         CheckResult(target: target, reason: .invalidTarget, message: message)
     }
 }

@@ -136,6 +136,13 @@ package struct FirewallRuleName: Sendable, Equatable, CustomStringConvertible {
     package var chain: String
     package var handle: UInt64?
 
+    package init(family: String, table: String, chain: String, handle: UInt64? = nil) {
+        self.family = family
+        self.table = table
+        self.chain = chain
+        self.handle = handle
+    }
+
     package var description: String {
         "table \(family) \(table) chain \(chain) " + (handle.map { "rule handle \($0)" } ?? "policy")
     }

@@ -99,21 +99,21 @@ package enum HostCondition: Hashable, Sendable {
     }
 
     /// Why the network's own word fails a condition: its portal API says the host is captive.
-    static func captive(_ session: PortalSession) -> String? {
+    package static func captive(_ session: PortalSession) -> String? {
         guard session.captive else { return nil }
         return "the network's portal API says the host is captive" + (session.loginURL.isEmpty ? "" : " (log in at \(session.loginURL))")
     }
 
     /// The kinds of the links the host's path leaves through: the primary interface's, and the
     /// carrier's under a tunnel.
-    static func pathKinds(_ snapshot: ReachabilitySnapshot) -> [InterfaceKind] {
+    package static func pathKinds(_ snapshot: ReachabilitySnapshot) -> [InterfaceKind] {
         [snapshot.host.primaryInterface, snapshot.host.underlyingInterface].compactMap { name in
             name.isEmpty ? nil : snapshot.interfaces.first { $0.name == name }?.kind
         }
     }
 
     /// `wg0 (vpn) over wlan0 (wifi)`: the host's path as a user names it.
-    static func path(_ snapshot: ReachabilitySnapshot) -> String {
+    package static func path(_ snapshot: ReachabilitySnapshot) -> String {
         [snapshot.host.primaryInterface, snapshot.host.underlyingInterface].filter { !$0.isEmpty }.map { name in
             let kind = snapshot.interfaces.first { $0.name == name }?.kind
             return kind.map { "\(name) (\($0.rawValue))" } ?? name
@@ -121,7 +121,7 @@ package enum HostCondition: Hashable, Sendable {
     }
 
     /// `the host is offline (noRoute)`.
-    static func notOnline(_ host: HostStatus) -> String {
+    package static func notOnline(_ host: HostStatus) -> String {
         "the host is \(host.state.rawValue)" + (host.pathFacts.reason.map { " (\($0.rawValue))" } ?? "")
     }
 }

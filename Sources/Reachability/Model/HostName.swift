@@ -1,3 +1,5 @@
+import ReachabilitySystem  // String.inertExcerpt
+
 /// Checks host names before they reach DNS, so a typo is reported as what it is
 /// (`invalidTarget`) instead of a slow NXDOMAIN.
 ///

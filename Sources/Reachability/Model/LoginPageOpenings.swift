@@ -1,3 +1,5 @@
+import ReachabilitySystem  // String.inertExcerpt
+
 /// Which captive-portal login page to open for the person at the screen, and when
 /// (`reachctl login-page`, reachd-login-page.service): once per portal session, never for a URL a
 /// browser should not be handed, and never more than `maximumOpenings` in `window` however often
@@ -51,7 +53,7 @@ package struct LoginPageOpenings: Sendable {
 
     /// The login page while the host is captive: the portal API's, else where reachd's probe was
     /// redirected to. nil while not captive; "" when captive without a page to show.
-    static func loginURL(_ host: HostStatus) -> String? {
+    package static func loginURL(_ host: HostStatus) -> String? {
         let (session, probe) = (host.portalSession, host.connectivity)
         if session.captive, !session.loginURL.isEmpty { return session.loginURL }
         if probe.verdict == .portal, !probe.portal.isEmpty { return probe.portal }
@@ -61,7 +63,7 @@ package struct LoginPageOpenings: Sendable {
     /// Why `url` is no page to hand a browser: not http or https, too long, or with a byte
     /// that is no printable ASCII (a control character, a space, anything a terminal or the
     /// opener's own parsing could take for something else); nil when it is fine.
-    static func refusal(_ url: String) -> String? {
+    package static func refusal(_ url: String) -> String? {
         let bytes = Array(url.utf8)
         guard bytes.count <= maximumURLBytes else { return "longer than \(maximumURLBytes) bytes" }
         guard bytes.allSatisfy({ 0x21...0x7E ~= $0 }) else { return "it has a byte that is not printable ASCII" }

@@ -24,13 +24,13 @@ package struct AnnouncedNat64Prefix: Hashable, Sendable {
 
     /// RFC 8781 section 4: the Prefix Length Code (PLC) 0...5 stands for these lengths; the
     /// other codes are invalid and the option is ignored.
-    static let prefixLengths: [UInt8] = [96, 64, 56, 48, 40, 32]
+    package static let prefixLengths: [UInt8] = [96, 64, 56, 48, 40, 32]
 
     /// Ranges a NAT64 prefix must not overlap, with why: addresses synthesized in them would
     /// mean "this host", an IPv4 address written as IPv6, a group, or a neighbour on the link,
     /// never a NAT64 gateway, and a hostile router announcing one would redirect traffic that
     /// stays on the host or the link (RFC 6052 section 3.1, RFC 8781 section 5).
-    static let forbidden: [(prefix: IPPrefix, what: String)] = [
+    package static let forbidden: [(prefix: IPPrefix, what: String)] = [
         (IPPrefix(.v6(0, 0), length: 96), "the unspecified, loopback and IPv4-compatible addresses (::/96)"),
         (IPPrefix(.v6(0, 0xFFFF_0000_0000), length: 96), "the IPv4-mapped addresses (::ffff:0:0/96)"),
         (IPPrefix(.v6(0xFF00_0000_0000_0000, 0), length: 8), "multicast (ff00::/8)"),
@@ -40,7 +40,7 @@ package struct AnnouncedNat64Prefix: Hashable, Sendable {
     /// Why `prefix` may not be used as a NAT64 prefix on a link whose own prefixes (its
     /// addresses' and its on-link routes') are `onLink`, or nil. Overlap either way counts: a /32
     /// holding the link's /64 would claim the neighbours' addresses too.
-    static func refusal(of prefix: IPPrefix, onLink: [IPPrefix]) -> String? {
+    package static func refusal(of prefix: IPPrefix, onLink: [IPPrefix]) -> String? {
         guard prefix.address.family == .ipv6, prefixLengths.contains(prefix.length) else {
             return "not an IPv6 prefix of length 32, 40, 48, 56, 64 or 96 (RFC 6052)"
         }
@@ -66,7 +66,7 @@ package struct AnnouncedNat64Prefix: Hashable, Sendable {
     /// in units of 8 seconds) and the PLC (3 bits) in one big-endian u16, then the highest 96
     /// bits of the prefix. Nil for a value of another size or an invalid PLC. Bits past the
     /// prefix length are cleared: the sender must send them as zero and the receiver ignore them.
-    static func decode(optionValue value: [UInt8], interfaceIndex: Int32, router: IPAddress) -> AnnouncedNat64Prefix? {
+    package static func decode(optionValue value: [UInt8], interfaceIndex: Int32, router: IPAddress) -> AnnouncedNat64Prefix? {
         guard value.count == 14 else { return nil }
         let field = UInt16(value[0]) << 8 | UInt16(value[1])
         let code = Int(field & 0x7)

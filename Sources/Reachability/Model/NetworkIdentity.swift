@@ -29,7 +29,7 @@ package enum NetworkIdentity {
     }
 
     /// SipHash-2-4 (Aumasson and Bernstein, 2012) of `message`.
-    static func sipHash24(_ message: [UInt8], key: NetworkKey) -> UInt64 {
+    package static func sipHash24(_ message: [UInt8], key: NetworkKey) -> UInt64 {
         var v0: UInt64 = 0x736f_6d65_7073_6575 ^ key.k0
         var v1: UInt64 = 0x646f_7261_6e64_6f6d ^ key.k1
         var v2: UInt64 = 0x6c79_6765_6e65_7261 ^ key.k0

@@ -1,3 +1,5 @@
+import ReachabilitySystem  // String.inertExcerpt
+
 /// The outage counters as reachd keeps them across restarts: a few lines of text, one counter a
 /// line, written whole and read whole. Pure: text in, totals out (or what was wrong with it).
 ///
@@ -20,7 +22,7 @@ package enum OutageLedgerFile {
     /// NTP after the write): more is a file from the future, refused.
     package static let futureSlack = 300.0
     /// More outages than a host could have since the epoch at one a second.
-    static let maximumCount: UInt64 = 1 << 40
+    package static let maximumCount: UInt64 = 1 << 40
 
     /// What a file held: the totals, the host's answer at the write, and when it was written
     /// (seconds since the Unix epoch).

@@ -1,3 +1,5 @@
+import ReachabilitySystem  // String.inertExcerpt
+
 /// What Apple's NWPath tells, for the host's internet path as one monitor sees it: whether it can
 /// carry traffic, over which interfaces of which kinds, what it costs, which families and
 /// gateways it has, and why not when it cannot. Derived from one snapshot (`init(host:...)`), the

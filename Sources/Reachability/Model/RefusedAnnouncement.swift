@@ -1,3 +1,5 @@
+import ReachabilitySystem  // String.inertExcerpt
+
 /// A router advertisement's option that reachd does not pass on: a captive-portal URI (RFC 8910)
 /// that is no strict https URI, or a NAT64 prefix (RFC 8781) no host may synthesize addresses
 /// in. The bytes came from any host on the link, so a refusal is not an error of reachd's: the
@@ -35,7 +37,7 @@ package struct RefusedAnnouncement: Hashable, Sendable, CustomStringConvertible 
 }
 
 /// Why an announced value is refused (`RefusedAnnouncement.reason`), as a validator returns it.
-struct AnnouncementRefusal: Error, Hashable, Sendable {
-    var reason: String
-    init(_ reason: String) { self.reason = reason }
+package struct AnnouncementRefusal: Error, Hashable, Sendable {
+    package var reason: String
+    package init(_ reason: String) { self.reason = reason }
 }

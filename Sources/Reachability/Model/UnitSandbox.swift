@@ -1,3 +1,5 @@
+import ReachabilitySystem  // String.inertExcerpt
+
 /// A systemd service's network sandbox, as systemd reports it over D-Bus (`systemctl show`):
 /// what decides where that service's packets may go, beside the host's routes. Values only; the
 /// judgement is `UnitPolicy`'s, the reading reachd's.
