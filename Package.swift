@@ -58,10 +58,35 @@ let package = Package(
             dependencies: ["ReachabilityModel"],
             path: "Sources/Reachability/Engine"
         ),
+        // The adapters to the kernel, DNS, HTTP and the bus: each sees the layers below it and its
+        // C library, never another adapter or anything above.
+        .target(
+            name: "ReachabilityNetlink",
+            dependencies: ["ReachabilitySystem", "ReachabilityEngine", "CNetlink"],
+            path: "Sources/Reachability/Netlink"
+        ),
+        .target(
+            name: "ReachabilityResolver",
+            dependencies: ["ReachabilitySystem", "ReachabilityModel", "CAres", "CNetlink"],
+            path: "Sources/Reachability/Resolver"
+        ),
+        .target(
+            name: "ReachabilityConnectivity",
+            dependencies: ["ReachabilitySystem", "ReachabilityModel", "CCurl", "CNetlink"],
+            path: "Sources/Reachability/Connectivity"
+        ),
+        .target(
+            name: "ReachabilityBus",
+            dependencies: ["ReachabilitySystem", "ReachabilityModel", "CSystemd"],
+            path: "Sources/Reachability/Bus"
+        ),
         .target(
             name: "Reachability",
-            dependencies: ["ReachabilitySystem", "ReachabilityModel", "ReachabilityEngine", "CNetlink", "CAres", "CSystemd", "CCurl"],
-            exclude: ["System", "Model", "Engine", "Output", "Metrics", "Config"]
+            dependencies: [
+                "ReachabilityNetlink", "ReachabilityResolver", "ReachabilityConnectivity", "ReachabilityBus",
+                "CNetlink", "CSystemd",
+            ],
+            exclude: ["System", "Model", "Engine", "Netlink", "Resolver", "Connectivity", "Bus", "Output", "Metrics", "Config"]
         ),
         // The layers above the library's programs' API: renderings, metrics, then reachd.conf.
         // Targets of their own, so that nothing below can name them.

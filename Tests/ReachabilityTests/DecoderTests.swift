@@ -1,5 +1,6 @@
 import Testing
 @testable import Reachability
+@testable import ReachabilityNetlink
 
 // NetlinkDecoder against captured-style datagrams (every field commented), then against hostile bytes:
 // every truncation, lying lengths, bad attributes, and 20,000 seeded random buffers. Netlink headers and

@@ -1,5 +1,6 @@
 import Testing
 @testable import Reachability
+@testable import ReachabilityConnectivity
 
 /// The captive-portal API's answer (RFC 8908) read strictly, dhclient's leases read without
 /// trust, and the Engine's session: pure, no root.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Reachability
+@testable import ReachabilityNetlink
 
 /// A sysfs tree laid out as the kernel lays out a Wi-Fi radio: the phy with its rfkill switch
 /// (`class/ieee80211/phyP/rfkillN/{type,name,soft,hard}`), the link's `phy80211` link to the

@@ -25,7 +25,7 @@ extension BusAddress: CustomStringConvertible {
     }
 
     /// The address to connect to; nil when the user bus has none at all.
-    var text: String? {
+    package var text: String? {
         switch self {
         case .system: return Self.environment("DBUS_SYSTEM_BUS_ADDRESS") ?? "unix:path=/run/dbus/system_bus_socket"
         case .user:

@@ -8,7 +8,7 @@ package final class OwnedBusMessage {
     public let message: BusMessage
 
     /// Takes over a reference the caller already owns.
-    init(adopting pointer: OpaquePointer) { message = BusMessage(pointer) }
+    package init(adopting pointer: OpaquePointer) { message = BusMessage(pointer) }
 
     /// Adds a reference to a borrowed message (to answer a call after its handler returned).
     public init(retaining message: BusMessage) {
@@ -24,7 +24,7 @@ package final class BusSlot {
     private var slot: OpaquePointer?
     private let keepAlive: AnyObject?
 
-    init(_ slot: OpaquePointer?, keepAlive: AnyObject? = nil) {
+    package init(_ slot: OpaquePointer?, keepAlive: AnyObject? = nil) {
         self.slot = slot
         self.keepAlive = keepAlive
     }
@@ -218,7 +218,7 @@ package final class BusConnection {
         sendPropertiesChanged(path: path, interface: interface, names: names)
     }
 
-    func sendPropertiesChanged(path: String, interface: String, names: [String]) {
+    package func sendPropertiesChanged(path: String, interface: String, names: [String]) {
         var pointers = names.map { strdup($0) } + [nil]
         defer { for pointer in pointers { free(pointer) } }
         _ = pointers.withUnsafeMutableBufferPointer { sd_bus_emit_properties_changed_strv(bus, path, interface, $0.baseAddress) }
@@ -366,12 +366,12 @@ package final class BusConnection {
 }
 
 /// The Swift closure behind an asynchronous reply, a match or a name request.
-final class ReplyHandler {
-    let body: (BusMessage?, BusError?) -> Void
-    init(_ body: @escaping (BusMessage?, BusError?) -> Void) { self.body = body }
+package final class ReplyHandler {
+    package let body: (BusMessage?, BusError?) -> Void
+    package init(_ body: @escaping (BusMessage?, BusError?) -> Void) { self.body = body }
 }
 
-let replyTrampoline: sd_bus_message_handler_t = { message, context, _ in
+package let replyTrampoline: sd_bus_message_handler_t = { message, context, _ in
     guard let message, let context else { return 0 }
     let handler = Unmanaged<ReplyHandler>.fromOpaque(context).takeUnretainedValue()
     if let error = sd_bus_message_get_error(message), sd_bus_error_is_set(error) != 0 {

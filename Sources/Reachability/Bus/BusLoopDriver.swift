@@ -12,19 +12,19 @@ import Glibc
 ///   held; PropertiesChanged names are merged), and sent once the queue is under the bound
 ///   again. Memory then grows with the number of objects, not with the number of changes.
 ///   Method replies are never held back.
-final class BusLoopDriver {
+package final class BusLoopDriver {
     /// Queued outgoing messages past which signals are held back. One change sends a few host
     /// signals and one PropertiesChanged per watch that changed; the socket buffer takes about
     /// a thousand before anything queues at all, so a broker that merely lags never sees a
     /// signal held back, and a stalled one costs at most this many messages plus one per object.
-    static let holdBackAbove: UInt64 = 256
+    package static let holdBackAbove: UInt64 = 256
 
     private unowned let connection: BusConnection
     private var io: EventSource?
     private var timer: EventSource?
     private let loop: EventLoop
     private let onLoss: (String) -> Void
-    private(set) var isLost = false
+    package private(set) var isLost = false
     /// Why the connection ended, learnt from its socket before sd-bus closed it.
     private var cause: String?
 
@@ -32,19 +32,19 @@ final class BusLoopDriver {
     private var held: [Key: Held] = [:]
     private var order: [Key] = []
 
-    enum Key: Hashable {
+    package enum Key: Hashable {
         case signal(path: String, interface: String, member: String)
         case properties(path: String, interface: String)
     }
 
-    enum Held {
+    package enum Held {
         /// A built signal; the driver holds one reference.
         case message(OpaquePointer)
         /// Property names, in the order first given; their values are read when sent.
         case properties([String])
     }
 
-    init(_ connection: BusConnection, loop: EventLoop, onLoss: @escaping (String) -> Void) throws(BusError) {
+    package init(_ connection: BusConnection, loop: EventLoop, onLoss: @escaping (String) -> Void) throws(BusError) {
         self.connection = connection
         self.loop = loop
         self.onLoss = onLoss
@@ -68,7 +68,7 @@ final class BusLoopDriver {
 
     /// Whether a signal is to be held back: the queue is over the bound, or older signals are
     /// still held (sending this one first would reorder them).
-    var holdsSignals: Bool { !order.isEmpty || isBackedUp }
+    package var holdsSignals: Bool { !order.isEmpty || isBackedUp }
 
     /// Whether a signal sent now would only lengthen a queue the broker is not reading.
     private var isBackedUp: Bool {
@@ -77,14 +77,14 @@ final class BusLoopDriver {
     }
 
     /// Holds a built signal back (taking a reference), replacing the one held for its key.
-    func hold(_ message: OpaquePointer, key: Key) {
+    package func hold(_ message: OpaquePointer, key: Key) {
         sd_bus_message_ref(message)
         if case let .message(previous)? = held[key] { sd_bus_message_unref(previous) } else { order.append(key) }
         held[key] = .message(message)
     }
 
     /// Holds PropertiesChanged back for `names`, merged with those already held for the object.
-    func holdProperties(path: String, interface: String, names: [String]) {
+    package func holdProperties(path: String, interface: String, names: [String]) {
         let key = Key.properties(path: path, interface: interface)
         if case let .properties(previous)? = held[key] {
             held[key] = .properties(previous + names.filter { !previous.contains($0) })
@@ -162,7 +162,7 @@ final class BusLoopDriver {
     }
 
     /// The error, and what it means when it is the usual one.
-    static func explain(_ error: BusError) -> String {
+    package static func explain(_ error: BusError) -> String {
         switch error.name {
         case "System.Error.\(ECONNRESET)", "System.Error.\(EPIPE)":
             "the connection was closed by the other end (dbus-daemon stopped or restarted, or it dropped this client): \(error.message)"

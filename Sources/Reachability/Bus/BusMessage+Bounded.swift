@@ -10,7 +10,7 @@ import Glibc
 /// first (and in libsystemd 252 takes time quadratic in its length: 800,000 strings held the
 /// loop 76 s). A refusal is InvalidArgs naming the argument and the bound, quoting an excerpt.
 extension BusMessage {
-    static func invalidArguments(_ text: String) -> BusError {
+    package static func invalidArguments(_ text: String) -> BusError {
         BusError(name: "org.freedesktop.DBus.Error.InvalidArgs", message: text)
     }
 

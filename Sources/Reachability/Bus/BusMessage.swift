@@ -24,13 +24,13 @@ public struct BusError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     /// From a negative errno returned by an sd-bus call.
-    init(_ operation: String, code: Int32) {
+    package init(_ operation: String, code: Int32) {
         name = "System.Error.\(-code)"
         message = "\(operation): \(String(cString: strerror(-code)))"
     }
 
     /// Moves the contents of an sd_bus_error (and frees it).
-    init(consuming error: inout sd_bus_error, operation: String, code: Int32) {
+    package init(consuming error: inout sd_bus_error, operation: String, code: Int32) {
         defer { sd_bus_error_free(&error) }
         if let namePointer = error.name {
             self.init(name: String(cString: namePointer), message: error.message.map { String(cString: $0) } ?? operation)

@@ -35,12 +35,12 @@ package final class BusVTable: @unchecked Sendable {  // immutable after init
         case signal(StaticString, signature: StaticString, names: StaticString)
     }
 
-    let entries: UnsafeMutableBufferPointer<sd_bus_vtable>
+    package let entries: UnsafeMutableBufferPointer<sd_bus_vtable>
     /// The properties that emit PropertiesChanged, in order: what an announcement of every
     /// value sends (a property added to the table is announced with the others).
     public let changingProperties: [String]
     /// Every property's name and signature, in order: what Properties.GetAll answers.
-    let properties: [(name: String, signature: String)]
+    package let properties: [(name: String, signature: String)]
 
     public init(_ members: [Member]) {
         changingProperties = members.compactMap { member in
@@ -83,21 +83,21 @@ package final class BusVTable: @unchecked Sendable {  // immutable after init
 }
 
 /// What sd-bus's userdata points at: the object and the vtable memory it was registered with.
-final class BusRegistration {
+package final class BusRegistration {
     /// Read on every call and property get, so without reference counting. Valid while the
     /// slot lives: either `retained` holds the object, or the object holds the slot (and the
     /// slot, unregistered when the object goes, never calls it afterwards).
-    unowned(unsafe) let object: any BusObject
+    package unowned(unsafe) let object: any BusObject
     /// The object, when the slot is its only owner; nil when the object owns its slot (a
     /// strong reference then would be a cycle that no owner releasing it could break).
     private let retained: (any BusObject)?
-    let vtable: BusVTable
-    let path: String
-    let interface: String
+    package let vtable: BusVTable
+    package let path: String
+    package let interface: String
     /// Where its Properties calls are answered.
-    let properties: PropertyCalls
+    package let properties: PropertyCalls
 
-    init(object: any BusObject, vtable: BusVTable, path: String, interface: String, retaining: Bool, properties: PropertyCalls) {
+    package init(object: any BusObject, vtable: BusVTable, path: String, interface: String, retaining: Bool, properties: PropertyCalls) {
         self.object = object
         retained = retaining ? object : nil
         self.vtable = vtable
@@ -107,11 +107,11 @@ final class BusRegistration {
     }
 
     /// Its slot is released: no Properties call finds the object any more.
-    func release() { properties.forget(self) }
+    package func release() { properties.forget(self) }
 
     /// Runs `call` on the object and sends what it answers now, if anything; an error is left
     /// in `replyError` for sd-bus to send.
-    func answer(_ call: BusMessage, replyError: UnsafeMutablePointer<sd_bus_error>?) -> Int32 {
+    package func answer(_ call: BusMessage, replyError: UnsafeMutablePointer<sd_bus_error>?) -> Int32 {
         do throws(BusError) {
             switch try object.call(call.member ?? "", call) {
             case let .now(build):
@@ -133,14 +133,14 @@ final class BusRegistration {
 
 }
 
-let methodTrampoline: sd_bus_message_handler_t = { message, context, replyError in
+package let methodTrampoline: sd_bus_message_handler_t = { message, context, replyError in
     guard let message, let context else { return -EINVAL }
     let registration = Unmanaged<BusRegistration>.fromOpaque(context).takeUnretainedValue()
     return registration.answer(BusMessage(message), replyError: replyError)
 }
 
 /// Sends a method return for `call`, with arguments appended by `build`, on the call's bus.
-func sendReply(answering call: OpaquePointer, _ build: (BusMessage) throws(BusError) -> Void) throws(BusError) {
+package func sendReply(answering call: OpaquePointer, _ build: (BusMessage) throws(BusError) -> Void) throws(BusError) {
     var reply: OpaquePointer?
     var result = sd_bus_message_new_method_return(call, &reply)
     guard result >= 0, let reply else { throw BusError("create a reply", code: result) }
@@ -151,14 +151,14 @@ func sendReply(answering call: OpaquePointer, _ build: (BusMessage) throws(BusEr
 }
 
 /// Sends `error` as the answer to `call`.
-func sendError(_ error: BusError, answering call: OpaquePointer) {
+package func sendError(_ error: BusError, answering call: OpaquePointer) {
     var value = csystemd_error_null()
     sd_bus_error_set(&value, error.name, error.message.escapingControlCharacters())
     sd_bus_reply_method_error(call, &value)
     sd_bus_error_free(&value)
 }
 
-let propertyTrampoline: sd_bus_property_get_t = { _, _, _, property, reply, context, error in
+package let propertyTrampoline: sd_bus_property_get_t = { _, _, _, property, reply, context, error in
     guard let property, let reply, let context else { return -EINVAL }
     let registration = Unmanaged<BusRegistration>.fromOpaque(context).takeUnretainedValue()
     do throws(BusError) {

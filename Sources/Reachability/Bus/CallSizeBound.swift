@@ -14,13 +14,13 @@ import Glibc
 /// header (found within 4 KiB of its path: dbus-daemon forwards only the header fields it
 /// knows, each at most 255 bytes). A call whose size cannot be read goes on to its method, which
 /// reads it within bounds as any other.
-final class CallSizeBound {
-    static let maximumBytes = 64 << 10
+package final class CallSizeBound {
+    package static let maximumBytes = 64 << 10
 
     private var slot: BusSlot?
 
     /// Installs the bound on `bus`, before every other filter and object of its.
-    func install(on bus: OpaquePointer) throws(BusError) {
+    package func install(on bus: OpaquePointer) throws(BusError) {
         var slot: OpaquePointer?
         let result = sd_bus_add_filter(bus, &slot, callSizeFilterTrampoline, nil)
         guard result >= 0 else { throw BusError("bound calls' size", code: result) }
@@ -28,7 +28,7 @@ final class CallSizeBound {
     }
 
     /// The refusal of a call of `bytes`, nil if it is within the bound.
-    static func refusal(_ bytes: Int) -> BusError? {
+    package static func refusal(_ bytes: Int) -> BusError? {
         guard bytes > maximumBytes else { return nil }
         return BusError(
             name: "org.freedesktop.DBus.Error.LimitsExceeded",
@@ -51,16 +51,16 @@ private let callSizeFilterTrampoline: sd_bus_message_handler_t = { message, _, _
 /// the header lies at most `scanLimit` bytes before the path's string, and is known by its
 /// bytes: an endianness mark, a method call's type, version 1 and this message's own serial
 /// (its cookie), with fields long enough to hold the path.
-enum ReceivedMessageSize {
+package enum ReceivedMessageSize {
     /// The D-Bus fixed header, and the smallest gap from its start to a header field's string
     /// (the field's code, signature and length).
-    static let fixedHeader = 16
-    static let fieldPrefix = 8
+    package static let fixedHeader = 16
+    package static let fieldPrefix = 8
     /// How far before the path its header is looked for: a header whose fields are longer
     /// (thousands of unknown fields) leaves the size unknown.
-    static let scanLimit = 4096
+    package static let scanLimit = 4096
 
-    static func bytes(of message: OpaquePointer) -> Int? {
+    package static func bytes(of message: OpaquePointer) -> Int? {
         var cookie: UInt64 = 0
         guard let path = sd_bus_message_get_path(message), sd_bus_message_get_cookie(message, &cookie) >= 0,
             let serial = UInt32(exactly: cookie)
@@ -76,7 +76,7 @@ enum ReceivedMessageSize {
     /// The message's size from the header found nearest before `fieldAt` in `bytes` (where a
     /// header field's string starts; `bytes` end where it ends), nil if none there. Reads only `bytes`, from `fieldAt` down: garbage in
     /// gives nil or a size, never a read outside them.
-    static func header(in bytes: UnsafeRawBufferPointer, fieldAt: Int, serial: UInt32) -> Int? {
+    package static func header(in bytes: UnsafeRawBufferPointer, fieldAt: Int, serial: UInt32) -> Int? {
         guard fieldAt <= bytes.count else { return nil }
         var start = fieldAt - fixedHeader - fieldPrefix
         while start >= 0 {

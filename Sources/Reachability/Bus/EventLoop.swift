@@ -7,7 +7,7 @@ import Glibc
 /// signals and the watchdog. Every source owns its sd_event_source and its Swift handler; the
 /// source ends when its `EventSource` is released or cancelled. One thread only.
 package final class EventLoop {
-    let event: OpaquePointer
+    package let event: OpaquePointer
 
     public init() throws(SystemError) {
         var event: OpaquePointer?
@@ -22,7 +22,7 @@ package final class EventLoop {
     public static let urgent = Int64(SD_EVENT_PRIORITY_IMPORTANT)
 
     /// Calls `handler` with the events found whenever `fd` is ready for `events`.
-    func watch(fd: Int32, events: IOEvents, _ handler: @escaping (IOEvents) -> Void) throws(SystemError) -> EventSource {
+    package func watch(fd: Int32, events: IOEvents, _ handler: @escaping (IOEvents) -> Void) throws(SystemError) -> EventSource {
         try add("sd_event_add_io", EventSource.Handler(io: handler)) { source, context in
             sd_event_add_io(event, &source, fd, events.rawValue, { _, _, revents, context in
                 Unmanaged<EventSource.Handler>.fromOpaque(context!).takeUnretainedValue().io?(IOEvents(rawValue: revents))
@@ -32,7 +32,7 @@ package final class EventLoop {
     }
 
     /// A one-shot timer at `usec` (CLOCK_MONOTONIC); re-arm with `EventSource.schedule(at:)`.
-    func timer(at usec: UInt64, _ handler: @escaping () -> Void) throws(SystemError) -> EventSource {
+    package func timer(at usec: UInt64, _ handler: @escaping () -> Void) throws(SystemError) -> EventSource {
         // Accuracy 1 ms: deadlines are promises to callers, and coalescing does not matter here.
         try add("sd_event_add_time", EventSource.Handler(fire: handler)) { source, context in
             sd_event_add_time(event, &source, CLOCK_MONOTONIC, usec, 1000, { _, _, context in
@@ -44,7 +44,7 @@ package final class EventLoop {
 
     /// A defer source: `handler` runs on the loop's next turn, without a wait, each time the
     /// source is enabled for one shot (`EventSource.enableOnce`).
-    func deferred(_ handler: @escaping () -> Void) throws(SystemError) -> EventSource {
+    package func deferred(_ handler: @escaping () -> Void) throws(SystemError) -> EventSource {
         try add("sd_event_add_defer", EventSource.Handler(fire: handler)) { source, context in
             sd_event_add_defer(event, &source, { _, context in
                 Unmanaged<EventSource.Handler>.fromOpaque(context!).takeUnretainedValue().fire?()
@@ -112,19 +112,19 @@ package final class EventLoop {
 
 /// An event source: owns its sd_event_source and handler. Released or cancelled, it ends.
 package final class EventSource {
-    final class Handler {
-        let io: ((IOEvents) -> Void)?
-        let fire: (() -> Void)?
+    package final class Handler {
+        package let io: ((IOEvents) -> Void)?
+        package let fire: (() -> Void)?
         /// Runs before the loop waits (see `onPrepare`).
-        var prepare: (() -> Void)?
-        init(io: @escaping (IOEvents) -> Void) { self.io = io; fire = nil }
-        init(fire: @escaping () -> Void) { io = nil; self.fire = fire }
+        package var prepare: (() -> Void)?
+        package init(io: @escaping (IOEvents) -> Void) { self.io = io; fire = nil }
+        package init(fire: @escaping () -> Void) { io = nil; self.fire = fire }
     }
 
     private var source: OpaquePointer?
     private let context: UnsafeMutableRawPointer
 
-    init(source: OpaquePointer, context: UnsafeMutableRawPointer) {
+    package init(source: OpaquePointer, context: UnsafeMutableRawPointer) {
         self.source = source
         self.context = context
     }
@@ -142,14 +142,14 @@ package final class EventSource {
     }
 
     /// Re-arms a timer for `usec` (CLOCK_MONOTONIC) and enables it for one shot.
-    func schedule(at usec: UInt64) {
+    package func schedule(at usec: UInt64) {
         guard let source else { return }
         sd_event_source_set_time(source, usec)
         sd_event_source_set_enabled(source, Int32(SD_EVENT_ONESHOT))
     }
 
     /// Enables the source for one run: a defer source's next turn.
-    func enableOnce() {
+    package func enableOnce() {
         guard let source else { return }
         sd_event_source_set_enabled(source, Int32(SD_EVENT_ONESHOT))
     }

@@ -9,20 +9,20 @@ import Glibc
 /// answers them from the same vtables, with sd-bus's error names and an excerpt of a bad name
 /// (every property of reachd's is read-only, as Set says). A call too large to be read never
 /// reaches it (`CallSizeBound`).
-final class PropertyCalls {
+package final class PropertyCalls {
     /// The objects served, by path: whose properties Properties calls read.
     private var served: [String: [BusRegistration]] = [:]
     private var propertiesFilter: BusSlot?
 
-    func serve(_ registration: BusRegistration) { served[registration.path, default: []].append(registration) }
+    package func serve(_ registration: BusRegistration) { served[registration.path, default: []].append(registration) }
 
-    func forget(_ registration: BusRegistration) {
+    package func forget(_ registration: BusRegistration) {
         served[registration.path]?.removeAll { $0 === registration }
         if served[registration.path]?.isEmpty == true { served[registration.path] = nil }
     }
 
     /// Takes Properties calls to served paths from `connection` before sd-bus dispatches them.
-    func takeProperties(of connection: BusConnection) throws(BusError) {
+    package func takeProperties(of connection: BusConnection) throws(BusError) {
         var slot: OpaquePointer?
         let result = sd_bus_add_filter(connection.bus, &slot, propertiesFilterTrampoline, Unmanaged.passUnretained(self).toOpaque())
         guard result >= 0 else { throw BusError("take Properties calls", code: result) }
@@ -30,16 +30,16 @@ final class PropertyCalls {
     }
 
     /// Whether the filter takes `call`: a Properties call to a path served here.
-    func takesProperties(_ call: OpaquePointer) -> Bool {
+    package func takesProperties(_ call: OpaquePointer) -> Bool {
         guard sd_bus_message_is_method_call(call, Self.properties, nil) > 0,
             let path = sd_bus_message_get_path(call)
         else { return false }
         return served[String(cString: path)] != nil
     }
 
-    static let properties = "org.freedesktop.DBus.Properties"
+    package static let properties = "org.freedesktop.DBus.Properties"
 
-    func answerProperties(_ call: BusMessage) {
+    package func answerProperties(_ call: BusMessage) {
         do throws(BusError) {
             let objects = served[call.path ?? ""] ?? []
             switch call.member ?? "" {

@@ -3,8 +3,8 @@
 /// raw control characters in strings, lone surrogates, leading zeros, duplicate keys, trailing
 /// bytes and nesting past `maximumDepth`, and never traps. Values other than strings, booleans
 /// and numbers are checked and skipped (an API may add members of its own).
-enum CaptiveJSON {
-    enum Value: Equatable {
+package enum CaptiveJSON {
+    package enum Value: Equatable {
         case string(String)
         case bool(Bool)
         /// The number's text as sent (a JSON number: `-?int frac? exp?`).
@@ -13,14 +13,14 @@ enum CaptiveJSON {
         case other
     }
 
-    struct Refusal: Error, Equatable {
-        let reason: String
+    package struct Refusal: Error, Equatable {
+        package let reason: String
     }
 
-    static let maximumDepth = 16
+    package static let maximumDepth = 16
 
     /// The top-level object's members, or why the text is not one.
-    static func members(_ bytes: [UInt8]) -> Result<[String: Value], Refusal> {
+    package static func members(_ bytes: [UInt8]) -> Result<[String: Value], Refusal> {
         var reader = Reader(bytes: bytes)
         do {
             reader.skipSpace()

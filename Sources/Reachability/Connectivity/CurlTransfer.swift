@@ -7,9 +7,9 @@ import Glibc
 /// handle before it joins the multi handle; the body is kept up to the question's `maximumBody`
 /// and the transfer is aborted past it. Owns the handle and what its options point to until
 /// `close`.
-final class CurlTransfer {
-    let id: UInt64
-    let easy: UnsafeMutableRawPointer
+package final class CurlTransfer {
+    package let id: UInt64
+    package let easy: UnsafeMutableRawPointer
     private let curl: UnsafePointer<reachd_curl>
     private let maximumBody: Int
     private var headers: UnsafeMutablePointer<curl_slist>?
@@ -21,7 +21,7 @@ final class CurlTransfer {
 
     /// The transfer, ready to join the multi handle; a failure when libcurl makes no handle or
     /// refuses an option.
-    static func make(_ id: UInt64, _ question: HTTPQuestion, curl: UnsafePointer<reachd_curl>) -> Result<CurlTransfer, HTTPFailure> {
+    package static func make(_ id: UInt64, _ question: HTTPQuestion, curl: UnsafePointer<reachd_curl>) -> Result<CurlTransfer, HTTPFailure> {
         guard let easy = curl.pointee.easy_init() else { return .failure(HTTPFailure("libcurl made no handle")) }
         let transfer = CurlTransfer(id: id, easy: easy, curl: curl, maximumBody: question.maximumBody)
         guard transfer.configure(question) else {
@@ -113,7 +113,7 @@ final class CurlTransfer {
 
     /// The transfer ended with `code`: the answer, or why there is none. A body cut at the bound
     /// is an answer (incomplete), not a failure.
-    func answer(_ code: CURLcode) -> Result<HTTPResponse, HTTPFailure> {
+    package func answer(_ code: CURLcode) -> Result<HTTPResponse, HTTPFailure> {
         guard code == CURLE_OK || overflowed && code == CURLE_WRITE_ERROR else {
             let kind = curl.pointee.easy_strerror(code).map { String(cString: $0) } ?? "libcurl error \(code.rawValue)"
             // The sentence may quote what the peer sent: printable ASCII only, bounded.
@@ -140,7 +140,7 @@ final class CurlTransfer {
         return .success(HTTPResponse(status: status, headers: headers, body: body, isComplete: !overflowed))
     }
 
-    func close() {
+    package func close() {
         curl.pointee.easy_cleanup(easy)
         curl.pointee.slist_free_all(headers)
         curl.pointee.slist_free_all(resolves)
@@ -152,7 +152,7 @@ final class CurlTransfer {
 
     /// At most `limit` characters of `text`, each that is not printable ASCII a space: what a
     /// peer chose, fit for a journal line.
-    static func printable(_ text: String, _ limit: Int) -> String {
+    package static func printable(_ text: String, _ limit: Int) -> String {
         String(text.prefix(limit).map { $0.isASCII && ($0.asciiValue ?? 0) >= 0x20 && $0 != "\u{7F}" ? $0 : " " })
     }
 

@@ -17,7 +17,7 @@ package final class ExchangeThread: Sendable {
     package typealias Reply = (id: UInt64, answer: Result<HTTPResponse, HTTPFailure>)
 
     /// Debian's libcurl (libcurl4: OpenSSL, the system's trust store).
-    static let library = "libcurl.so.4"
+    package static let library = "libcurl.so.4"
 
     private struct State {
         var questions: [(id: UInt64, question: HTTPQuestion)] = []

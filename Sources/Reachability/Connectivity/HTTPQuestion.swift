@@ -30,7 +30,7 @@ package struct HTTPQuestion: Sendable, Hashable {
 
         /// libcurl's CURLOPT_CONNECT_TO entry: for this transfer only (CURLOPT_RESOLVE would put
         /// the address in the cache every transfer shares). TLS still checks `host`.
-        var entry: String { "\(host):\(port):" + (address.family == .ipv6 ? "[\(address)]" : "\(address)") + ":\(port)" }
+        package var entry: String { "\(host):\(port):" + (address.family == .ipv6 ? "[\(address)]" : "\(address)") + ":\(port)" }
     }
 
     package var url: String

@@ -12,10 +12,10 @@ import Glibc
 /// Why a nameserver: it is a destination no caller chose (one user's connections to a black hole
 /// must not make it fail) that every host already trusts and talks to, beyond the gateway (a
 /// server on the link's own subnet would answer while the uplink behind it is dead).
-final class NameserverCheck {
-    let interfaceIndex: Int32
+package final class NameserverCheck {
+    package let interfaceIndex: Int32
     /// When its first queries went, on the stall evaluator's clock.
-    let since: Duration
+    package let since: Duration
     private let descriptor: Descriptor
     /// The ids of the queries sent so far: an answer must carry one of them.
     private var identifiers: Set<UInt16> = []
@@ -29,17 +29,17 @@ final class NameserverCheck {
     /// Queries sent at each poll. Random loss takes each one independently: at 40% each way one
     /// round trip in three gets through, and 16 lost together is about one in a thousand.
     /// About 700 bytes out and 16 small answers back per 2 s poll, only while a link is suspected.
-    static let queriesPerPoll = 16
+    package static let queriesPerPoll = 16
 
     /// Queries sent at each later poll while the question stays unanswered. Its patience was
     /// judged on the first 16; what follows only has to see the server answer again when the
     /// path returns (at 40% loss each way, 4 all lost is one chance in six: a poll later). So a
     /// stall of any length costs at most 2 queries a second after its first 16 (issue 51: the
     /// check went on at 8 a second for as long as one account's failing connections lasted).
-    static let queriesPerLaterPoll = 4
+    package static let queriesPerLaterPoll = 4
 
     /// nil when no socket can be made or connected (no route, say): nothing to ask.
-    init?(interfaceIndex: Int32, server: IPAddress, at since: Duration, port: UInt16 = 53) {
+    package init?(interfaceIndex: Int32, server: IPAddress, at since: Duration, port: UInt16 = 53) {
         let family = server.family == .ipv4 ? AF_INET : AF_INET6
         let fd = Glibc.socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
@@ -52,7 +52,7 @@ final class NameserverCheck {
     }
 
     /// Sends this poll's queries (a full socket buffer loses some: the next poll sends more).
-    func ask() {
+    package func ask() {
         let count = rounds == 0 ? Self.queriesPerPoll : Self.queriesPerLaterPoll
         rounds += 1
         for _ in 0..<count {
@@ -65,7 +65,7 @@ final class NameserverCheck {
     }
 
     /// Whether anything of the server's arrived since the first queries; reads what is queued.
-    func answered() -> Bool {
+    package func answered() -> Bool {
         var buffer = [UInt8](repeating: 0, count: 512)
         var answered = refused
         while true {
@@ -85,12 +85,12 @@ final class NameserverCheck {
     }
 
     /// A DNS query (RFC 1035 4.1) with recursion desired: `.` SOA IN.
-    static func query(identifier: UInt16) -> [UInt8] {
+    package static func query(identifier: UInt16) -> [UInt8] {
         [UInt8(identifier >> 8), UInt8(identifier & 0xff), 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 6, 0, 1]
     }
 
     /// Whether `datagram` is a DNS response (QR set) to one of `identifiers`; any return code.
-    static func isAnswer(_ datagram: ArraySlice<UInt8>, to identifiers: Set<UInt16>) -> Bool {
+    package static func isAnswer(_ datagram: ArraySlice<UInt8>, to identifiers: Set<UInt16>) -> Bool {
         guard datagram.count >= 12 else { return false }
         let start = datagram.startIndex
         let identifier = UInt16(datagram[start]) << 8 | UInt16(datagram[start + 1])

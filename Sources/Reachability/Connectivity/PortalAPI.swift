@@ -25,7 +25,7 @@ package enum PortalAPI {
     package static let maximumBody = 64 << 10
     package static let maximumRedirects = 3
     package static let timeout: Duration = .seconds(5)
-    static let contentType = "application/captive+json"
+    package static let contentType = "application/captive+json"
 
     /// The exchange that asks `question`'s API.
     package static func exchange(_ question: PortalQuestion) -> HTTPQuestion {

@@ -13,9 +13,9 @@ package struct PortalAPIReply: Equatable, Sendable {
     package var canExtendSession = false
 
     /// A login URL carries a session token or two; far more is no login URL.
-    static let maximumURLBytes = 2048
+    package static let maximumURLBytes = 2048
     /// Past any session (a century of seconds, an exabyte), and far from overflowing an instant.
-    static let maximumCount: Int64 = 1 << 62
+    package static let maximumCount: Int64 = 1 << 62
 
     /// The reply in `body`, or why it was refused (naming the member and an excerpt of its value).
     package static func parse(_ body: [UInt8]) -> Result<PortalAPIReply, PortalAPIRefusal> {

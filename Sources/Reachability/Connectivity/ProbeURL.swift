@@ -17,7 +17,7 @@ package struct ProbeURL: Sendable, Hashable, CustomStringConvertible {
 
     /// The scheme, host and port (where not the scheme's own): what a relative Location is
     /// resolved against.
-    var origin: String {
+    package var origin: String {
         let shownHost = host.contains(":") ? "[\(host)]" : host
         return (isSecure ? "https://" : "http://") + shownHost + (port == (isSecure ? 443 : 80) ? "" : ":\(port)")
     }

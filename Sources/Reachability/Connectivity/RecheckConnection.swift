@@ -10,11 +10,11 @@ import Glibc
 /// clears the stall; if not, it is one more connection unanswered. Connections deep in
 /// exponential back-off would otherwise show a return only at their next retransmission, up to
 /// a minute later.
-final class RecheckConnection {
+package final class RecheckConnection {
     private let descriptor: Descriptor
 
     /// nil when the socket cannot even be made (the source address is gone, say): nothing to check.
-    init?(_ recheck: StallRecheck) {
+    package init?(_ recheck: StallRecheck) {
         let family = recheck.destination.family == .ipv4 ? AF_INET : AF_INET6
         let fd = Glibc.socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }

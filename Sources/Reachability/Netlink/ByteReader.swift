@@ -1,27 +1,27 @@
 /// Bounds-checked little reads over untrusted bytes. Every read returns nil past the end
 /// instead of trapping, so a lying length in a netlink message is an error value, not a crash.
 /// This is the only place the netlink codec touches raw memory.
-struct ByteReader {
+package struct ByteReader {
     private let bytes: UnsafeRawBufferPointer
 
-    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+    package init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
-    var count: Int { bytes.count }
+    package var count: Int { bytes.count }
 
     /// A native-endian integer at `offset` (netlink headers are in host byte order).
-    func integer<T: FixedWidthInteger>(at offset: Int, as: T.Type = T.self) -> T? {
+    package func integer<T: FixedWidthInteger>(at offset: Int, as: T.Type = T.self) -> T? {
         guard offset >= 0, offset <= bytes.count - MemoryLayout<T>.size else { return nil }
         return bytes.loadUnaligned(fromByteOffset: offset, as: T.self)
     }
 
     /// A copy of `length` bytes at `offset`.
-    func bytes(at offset: Int, length: Int) -> [UInt8]? {
+    package func bytes(at offset: Int, length: Int) -> [UInt8]? {
         guard offset >= 0, length >= 0, offset <= bytes.count - length else { return nil }
         return Array(bytes[offset..<(offset + length)])
     }
 
     /// A reader over a sub-range; nil when the range does not lie inside this one.
-    func slice(at offset: Int, length: Int) -> ByteReader? {
+    package func slice(at offset: Int, length: Int) -> ByteReader? {
         guard offset >= 0, length >= 0, offset <= bytes.count - length else { return nil }
         return ByteReader(UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)]))
     }
@@ -29,4 +29,4 @@ struct ByteReader {
 
 /// Netlink aligns headers and attributes to 4 bytes (NLMSG_ALIGN, RTA_ALIGN).
 @inline(__always)
-func netlinkAlign(_ length: Int) -> Int { (length + 3) & ~3 }
+package func netlinkAlign(_ length: Int) -> Int { (length + 3) & ~3 }

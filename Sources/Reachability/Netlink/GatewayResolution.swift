@@ -13,11 +13,11 @@ import Glibc
 package enum GatewayResolution {
     /// The discard port (RFC 863): a router that gets the datagram drops it, or answers ICMP
     /// port unreachable, which an unconnected socket never hears.
-    static let discardPort: UInt16 = 9
+    package static let discardPort: UInt16 = 9
     /// IP_UNICAST_IF and IPV6_UNICAST_IF (<linux/in.h>, <linux/in6.h>): the link a unicast
     /// datagram leaves by, whatever the routing table would pick for the gateway's address.
-    static let ipv4UnicastInterface: Int32 = 50
-    static let ipv6UnicastInterface: Int32 = 76
+    package static let ipv4UnicastInterface: Int32 = 50
+    package static let ipv6UnicastInterface: Int32 = 76
 
     /// Sends the datagram to `gateway` out of link `index`; nil when the kernel took it, else
     /// what refused it. Never blocks: the socket is non-blocking, and an empty datagram is

@@ -9,7 +9,7 @@ extension KernelSource {
     /// Waits for the dump under way to end (only before a loop runs: the first sync, and tests
     /// that drive the mirror by hand); throws what ended it if it failed.
     /// `state`: what is known, as for `continueDump`; returns the dump's input.
-    func completeDump(knowing state: borrowing NetworkState) throws(SystemError) -> NetworkInput? {
+    package func completeDump(knowing state: borrowing NetworkState) throws(SystemError) -> NetworkInput? {
         var input: NetworkInput?
         while let deadline = dump?.deadline {
             var ready = pollfd(fd: requests.fd, events: Int16(POLLIN), revents: 0)
@@ -26,7 +26,7 @@ extension KernelSource {
 
     /// For the loop's timer at `resyncDeadline`: starts the pending resync once it is due, or
     /// gives up on a dump the kernel did not finish by its deadline (to be retried).
-    func resyncIfDue() {
+    package func resyncIfDue() {
         if let dump {
             if dump.deadline <= .now { failDump(SystemError("rtnetlink dump timed out", errno: ETIMEDOUT)) }
         } else if let deadline = resyncDeadline, deadline <= .now {
@@ -36,7 +36,7 @@ extension KernelSource {
 
     /// Asks for a resync as soon as the loop can start it, whatever the last one: after a resume
     /// from sleep the kernel's state moved while nothing was read, as after an overrun.
-    func requestResync() {
+    package func requestResync() {
         needsResync = true
         lastResync = nil
     }
@@ -45,19 +45,19 @@ extension KernelSource {
     /// ran out. The deadline held may be stale (a router advertisement renews a route's lifetime
     /// without a word on netlink), so the kernel is asked again with a dump, whose end brings
     /// the time in; a NAT64 prefix's lifetime is ours to end, at once.
-    func lifetimesDue(at now: ContinuousClock.Instant, knowing state: borrowing NetworkState) -> NetworkInput? {
+    package func lifetimesDue(at now: ContinuousClock.Instant, knowing state: borrowing NetworkState) -> NetworkInput? {
         guard let lapse = state.nextLapse, lapse <= now else { return .events([.clock(now)]) }
         if !isDumping { beginDump(confirmingLifetimes: true) }
         return nil
     }
 
     /// The kernel answers dumps at once; the deadline only bounds a kernel that never does.
-    static let dumpTimeout: Duration = .seconds(2)
+    package static let dumpTimeout: Duration = .seconds(2)
 
     /// A dump in flight: links, then addresses, then routes, then neighbours (the gateways'
     /// ARP/ND state: after the routes that make them gateways), each asked when the one before
     /// ended, and asked again when the kernel says a change interrupted it.
-    struct Dump {
+    package struct Dump {
         static let types = [RT.getLink, RT.getAddress, RT.getRoute, RT.getNeighbour]
         let deadline: ContinuousClock.Instant
         /// Asked by `lifetimesDue`, not after a loss: no incident, no resync counted.
@@ -76,7 +76,7 @@ extension KernelSource {
 
     /// Starts replacing the state with a fresh dump; what the monitor queues from now on is
     /// applied after it.
-    func beginDump(confirmingLifetimes: Bool = false, holding held: [NetworkEvent] = []) {
+    package func beginDump(confirmingLifetimes: Bool = false, holding held: [NetworkEvent] = []) {
         lastResync = .now
         needsResync = false
         lastDumpFailure = nil
@@ -84,7 +84,7 @@ extension KernelSource {
         requestStage()
     }
 
-    func requestStage() {
+    package func requestStage() {
         sequence &+= 1
         if sequence == 0 { sequence = 1 }  // kernel notifications use sequence 0
         dump!.sequence = sequence
@@ -97,7 +97,7 @@ extension KernelSource {
         }
     }
 
-    func failDump(_ error: SystemError) {
+    package func failDump(_ error: SystemError) {
         incidents.append(.resyncFailed(error))
         lastDumpFailure = error
         needsResync = true
@@ -106,7 +106,7 @@ extension KernelSource {
 
     /// Reads what the kernel sent of the dump (never waiting) and moves it on; once the whole
     /// dump is in, the input that replaces the kernel's part of `state` with it.
-    func continueDump(knowing state: borrowing NetworkState) -> NetworkInput? {
+    package func continueDump(knowing state: borrowing NetworkState) -> NetworkInput? {
         for _ in 0..<Self.datagramsPerTurn {
             guard let current = dump else {
                 // Nothing asked: whatever came (late parts of a dump given up on) is dropped, so
@@ -147,7 +147,7 @@ extension KernelSource {
         return nil
     }
 
-    func stageDone(knowing state: borrowing NetworkState) -> NetworkInput? {
+    package func stageDone(knowing state: borrowing NetworkState) -> NetworkInput? {
         let type = Dump.types[dump!.stage]
         if dump!.interrupted {
             dump!.attempts += 1

@@ -8,12 +8,12 @@
 extension KernelSource {
     /// Whether a router the kernel stopped routing through may have come back: a lapsed route
     /// is kept, and no resync (which would look anyway) is pending.
-    var mayReviveLapsedRoute: Bool { !keptLapsed.isEmpty && !needsResync && !isDumping }
+    package var mayReviveLapsedRoute: Bool { !keptLapsed.isEmpty && !needsResync && !isDumping }
 }
 
 extension RoutingMessage {
     /// What a router advertisement makes the kernel send (an ND option, an IPv6 address renewed).
-    var mayComeFromRouterAdvertisement: Bool {
+    package var mayComeFromRouterAdvertisement: Bool {
         switch self {
         case .announcedPortal, .nat64Prefix, .refusedAnnouncement: true
         case let .ignored(type): type == RT.newNDUserOption

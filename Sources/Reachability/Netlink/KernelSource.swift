@@ -30,22 +30,38 @@ import Glibc
 /// traffic. Mirroring the FIB and the rules instead would have to re-implement every selector the
 /// kernel has (fwmark, uidrange, suppress_prefixlength, l3mdev, nexthop objects...) and drift from
 /// it; two lookups per batch cost about 0.1-0.2 ms and cannot block.
-final class KernelSource {
-    struct Options: Sendable {
-        var namespacePath: String?
-        var sysfs = SysfsReader()
+package final class KernelSource {
+    package struct Options: Sendable {
+        package var namespacePath: String?
+        package var sysfs: SysfsReader = SysfsReader()
         /// 8 MiB: a burst of thousands of link changes fits. Tests shrink it to force overruns.
-        var receiveBufferBytes: Int32 = 8 << 20
+        package var receiveBufferBytes: Int32 = 8 << 20
         /// A monitor socket handed over (reachd.socket); nil to open one.
-        var adoptedMonitorSocket: Int32?
+        package var adoptedMonitorSocket: Int32?
         /// Resyncs after overruns happen at most this often, so a storm cannot make us dump in a loop.
-        var minimumResyncInterval: Duration = .milliseconds(100)
+        package var minimumResyncInterval: Duration = .milliseconds(100)
         /// rfkill's event device; nil to read radio switches from sysfs alone (`RadioFollower`).
-        var rfkillDevicePath: String? = "/dev/rfkill"
+        package var rfkillDevicePath: String? = "/dev/rfkill"
+
+        package init(
+            namespacePath: String? = nil,
+            sysfs: SysfsReader = SysfsReader(),
+            receiveBufferBytes: Int32 = 8 << 20,
+            adoptedMonitorSocket: Int32? = nil,
+            minimumResyncInterval: Duration = .milliseconds(100),
+            rfkillDevicePath: String? = "/dev/rfkill"
+        ) {
+            self.namespacePath = namespacePath
+            self.sysfs = sysfs
+            self.receiveBufferBytes = receiveBufferBytes
+            self.adoptedMonitorSocket = adoptedMonitorSocket
+            self.minimumResyncInterval = minimumResyncInterval
+            self.rfkillDevicePath = rfkillDevicePath
+        }
     }
 
     /// What happened to the source that is worth a log line or a counter.
-    enum Incident: Sendable, Hashable, CustomStringConvertible {
+    package enum Incident: Sendable, Hashable, CustomStringConvertible {
         case overrun
         case truncatedDatagram
         case malformed(NetlinkDecodingError)
@@ -55,7 +71,7 @@ final class KernelSource {
         case refusedAnnouncement(RefusedAnnouncement)
 
         /// The journal's line for it.
-        var description: String {
+        package var description: String {
             switch self {
             case .overrun: "netlink receive buffer overrun (ENOBUFS): state may be stale, resyncing"
             case .truncatedDatagram: "netlink datagram truncated: resyncing"
@@ -69,15 +85,15 @@ final class KernelSource {
     }
 
     private let monitor: NetlinkSocket
-    let requests: NetlinkSocket
+    package let requests: NetlinkSocket
     /// Route lookups (RTM_GETROUTE) for the internet paths and the nameservers.
-    let routes: RouteQuery
+    package let routes: RouteQuery
     private let options: Options
-    var sequence: UInt32 = 0
-    var buffer = [UInt8](repeating: 0, count: 64 << 10)
-    var needsResync = false
-    var lastResync: ContinuousClock.Instant?
-    var incidents: [Incident] = []
+    package var sequence: UInt32 = 0
+    package var buffer = [UInt8](repeating: 0, count: 64 << 10)
+    package var needsResync = false
+    package var lastResync: ContinuousClock.Instant?
+    package var incidents: [Incident] = []
     /// The routers whose refused announcement (of each option, per link) was already said
     /// (`Incident.refusedAnnouncement`): at most `refusingRoutersSaid`, as any host on a link
     /// can send advertisements from as many source addresses as it likes.
@@ -87,31 +103,31 @@ final class KernelSource {
         var interfaceIndex: Int32
         var router: IPAddress?
     }
-    static let refusingRoutersSaid = 64
-    var resyncCount = 0
+    package static let refusingRoutersSaid = 64
+    package var resyncCount = 0
     /// The resync dump in flight (see KernelSource+Dump.swift).
-    var dump: Dump?
-    var lastDumpFailure: SystemError?
-    private(set) var overrunCount = 0
+    package var dump: Dump?
+    package var lastDumpFailure: SystemError?
+    package private(set) var overrunCount = 0
     /// The nameservers whose routes every batch looks up (`nameserverEvents`), set by the core.
-    private(set) var nameservers: [IPAddress] = []
+    package private(set) var nameservers: [IPAddress] = []
     /// The rfkill state of Wi-Fi and cellular links.
-    let radios: RadioFollower
+    package let radios: RadioFollower
     /// Routes the last dump listed past their expiry: the kernel keeps them until its garbage
     /// collection, and revives one without a word when its router advertises again
     /// (KernelSource+Lifetimes).
-    var keptLapsed: Set<Route.Key> = []
+    package var keptLapsed: Set<Route.Key> = []
 
     /// The destinations whose path stands for "the internet": two addresses no one routes
     /// specially (k.root-servers.net's, operated by RIPE NCC), never sent a packet: the kernel is
     /// only asked which route it would take. A VPN that carries everything (0/1 + 128/1, or a
     /// rule into its own table) carries these too; a split tunnel for private ranges does not.
-    static let internetDestinations: [(family: AddressFamily, address: IPAddress)] = [
+    package static let internetDestinations: [(family: AddressFamily, address: IPAddress)] = [
         (.ipv4, .v4(0xC100_0E81)),  // 193.0.14.129
         (.ipv6, .v6(0x2001_07FD_0000_0000, 1)),  // 2001:7fd::1
     ]
 
-    init(options: Options) throws(SystemError) {
+    package init(options: Options) throws(SystemError) {
         self.options = options
         if let fd = options.adoptedMonitorSocket {
             // PID 1 sized its buffer (past rmem_max): setting it here could only shrink it.
@@ -128,19 +144,19 @@ final class KernelSource {
         radios = RadioFollower(sysfs: options.sysfs, devicePath: options.rfkillDevicePath)
     }
 
-    var monitorDescriptor: Int32 { monitor.fd }
+    package var monitorDescriptor: Int32 { monitor.fd }
     /// The dump socket, for the loop to watch for input while `isDumping` (see `continueDump`).
-    var requestDescriptor: Int32 { requests.fd }
+    package var requestDescriptor: Int32 { requests.fd }
     /// A dump is under way: the monitor socket is left unread until it ends, so that what the
     /// kernel queues meanwhile is applied after the dump, as it happened after it.
-    var isDumping: Bool { dump != nil }
+    package var isDumping: Bool { dump != nil }
 
     /// The receive buffer the kernel granted the monitor socket, in bytes (its bookkeeping
     /// doubles what was asked).
-    var receiveBufferBytes: Int { Int(monitor.receiveBufferSize) }
+    package var receiveBufferBytes: Int { Int(monitor.receiveBufferSize) }
 
     /// Takes the first complete picture, waiting for it: the input that makes `state` whole.
-    func synchronize(knowing state: borrowing NetworkState) throws(SystemError) -> NetworkInput? {
+    package func synchronize(knowing state: borrowing NetworkState) throws(SystemError) -> NetworkInput? {
         // A socket from reachd.socket holds what the kernel queued since it was bound (at boot,
         // or before the last reachd exited), perhaps up to an overrun: all older than this dump.
         discardQueue()
@@ -149,14 +165,14 @@ final class KernelSource {
     }
 
     /// Hands the incidents noted since the last call to the caller (for logging).
-    func takeIncidents() -> [Incident] {
+    package func takeIncidents() -> [Incident] {
         defer { incidents.removeAll() }
         return incidents
     }
 
     /// When the loop must call `resyncIfDue`: the dump's deadline while one runs, else when a
     /// pending resync may start; nil when none is pending.
-    var resyncDeadline: ContinuousClock.Instant? {
+    package var resyncDeadline: ContinuousClock.Instant? {
         if let dump { return dump.deadline }
         guard needsResync else { return nil }
         return lastResync.map { $0 + options.minimumResyncInterval } ?? .now
@@ -165,12 +181,12 @@ final class KernelSource {
     /// At most this many datagrams are read per call, so a storm of kernel messages cannot keep
     /// the loop here forever: what is left keeps the socket readable and is read on the next turn,
     /// after the loop has served its other sources.
-    static let datagramsPerTurn = 256
+    package static let datagramsPerTurn = 256
 
     /// Reads what is queued on the monitor socket (up to `datagramsPerTurn` datagrams) as one
     /// batch of facts; starts a due resync. Reads nothing while a dump runs. Never blocks.
     /// `state`: what is known, to tell a gateway's neighbour and a link seen before.
-    func readAvailable(knowing state: borrowing NetworkState) -> NetworkInput? {
+    package func readAvailable(knowing state: borrowing NetworkState) -> NetworkInput? {
         guard !isDumping else { return nil }
         var events: [NetworkEvent] = []
         var heardRouter = false
@@ -237,7 +253,7 @@ final class KernelSource {
     }
 
     /// The kernel's answers for the internet destinations, as Engine facts.
-    func internetPathEvents() -> [NetworkEvent] {
+    package func internetPathEvents() -> [NetworkEvent] {
         Self.internetDestinations.map { family, address in
             // uid 0 explicitly: the host's answer is the system's view, whoever runs reachd.
             .internetPath(family: family, route: (try? routes.lookup(address, uid: 0))?.route(family: family))
@@ -245,14 +261,14 @@ final class KernelSource {
     }
 
     /// New nameservers (resolv.conf changed): their routes, as one batch; nil when the same.
-    func setNameservers(_ servers: [IPAddress]) -> NetworkInput? {
+    package func setNameservers(_ servers: [IPAddress]) -> NetworkInput? {
         guard servers != nameservers else { return nil }
         nameservers = servers
         return .events(nameserverEvents())
     }
 
     /// The kernel's answers for the nameservers, as one Engine fact.
-    func nameserverEvents() -> [NetworkEvent] {
+    package func nameserverEvents() -> [NetworkEvent] {
         let answers = nameservers.map { server in
             NameserverRoute(address: server, route: (try? routes.lookup(server, uid: 0))?.route(family: server.family))
         }
@@ -293,27 +309,27 @@ final class KernelSource {
 
     /// Says a refused announcement once per router: a router repeating it every few seconds must
     /// not flood the journal.
-    func note(_ refusal: RefusedAnnouncement) {
+    package func note(_ refusal: RefusedAnnouncement) {
         guard refusingRouters.count < Self.refusingRoutersSaid else { return }
         let router = RefusingRouter(option: refusal.option, interfaceIndex: refusal.interfaceIndex, router: refusal.router)
         if refusingRouters.insert(router).inserted { incidents.append(.refusedAnnouncement(refusal)) }
     }
 
     /// The kind `link` is classified as, with the sysfs facts just read (nil: those known).
-    func kind(of link: Link, device: DeviceFacts?, knowing state: borrowing NetworkState) -> InterfaceKind {
+    package func kind(of link: Link, device: DeviceFacts?, knowing state: borrowing NetworkState) -> InterfaceKind {
         if device == nil, let known = state.links[link.index] { return known.classification.kind }
         return state.classifier.classify(link, device: device ?? DeviceFacts()).kind
     }
 
     /// What /dev/rfkill queued, as one batch (see `RadioFollower`); nil when nothing.
-    func readRadios() -> NetworkInput? {
+    package func readRadios() -> NetworkInput? {
         let events = radios.readDevice()
         return events.isEmpty ? nil : .events(events)
     }
 
     /// sysfs is read only for links not seen before under this name (a flapping link costs
     /// nothing), and only when its facts could matter (not for a veth, bridge, tun...).
-    func deviceFacts(for link: Link, alsoKnown: [Int32: String], knowing state: borrowing NetworkState) -> DeviceFacts? {
+    package func deviceFacts(for link: Link, alsoKnown: [Int32: String], knowing state: borrowing NetworkState) -> DeviceFacts? {
         if state.links[link.index]?.link.name == link.name || alsoKnown[link.index] == link.name { return nil }
         guard Classifier.needsDeviceFacts(link) else { return DeviceFacts() }
         return options.sysfs.deviceFacts(forInterface: link.name)

@@ -1,15 +1,15 @@
 /// RTM_NEWNEIGH and RTM_DELNEIGH: the kernel's ARP/ND entries, of which the mirror keeps the gateways'.
 extension NetlinkDecoder {
     /// `struct ndmsg`: family u8, pad u8, pad u16, ifindex i32, state u16, flags u8, type u8.
-    static let neighbourHeaderSize = 12
+    package static let neighbourHeaderSize = 12
     /// MAX_ADDR_LEN: the longest link-layer address the kernel holds.
-    static let maximumLinkLayerAddress = 32
+    package static let maximumLinkLayerAddress = 32
     /// NTF_PROXY in `ndm_flags`: a proxy-ARP entry, an address answered for, not a next hop.
-    static let neighbourProxy: UInt8 = 0x08
+    package static let neighbourProxy: UInt8 = 0x08
 
     /// An IPv4 or IPv6 neighbour; nil for other families (AF_BRIDGE forwarding entries), proxy
     /// entries, and an entry without NDA_DST (the kernel always sends it for these families).
-    static func decodeNeighbour(type: UInt16, payload: ByteReader) throws(NetlinkDecodingError) -> Neighbour? {
+    package static func decodeNeighbour(type: UInt16, payload: ByteReader) throws(NetlinkDecodingError) -> Neighbour? {
         guard payload.count >= neighbourHeaderSize,
             let rawFamily = payload.integer(at: 0, as: UInt8.self),
             let index = payload.integer(at: 4, as: Int32.self),

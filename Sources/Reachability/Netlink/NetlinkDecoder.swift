@@ -34,7 +34,7 @@ package enum NetlinkDecoder {
         datagram.withUnsafeBytes { decode($0, received: received) }
     }
 
-    static func decodeMessage(
+    package static func decodeMessage(
         type: UInt16, payload: ByteReader, received: ContinuousClock.Instant = .now, acceptClonedRoutes: Bool = false
     ) throws(NetlinkDecodingError) -> RoutingMessage {
         switch type {
@@ -65,14 +65,14 @@ package enum NetlinkDecoder {
         }
     }
 
-    static let ruleHeaderSize = 12
+    package static let ruleHeaderSize = 12
 
     // MARK: links
 
     /// `struct ifinfomsg`: family u8, pad u8, type u16, index i32, flags u32, change u32.
-    static let linkHeaderSize = 16
+    package static let linkHeaderSize = 16
 
-    static func decodeLink(type: UInt16, payload: ByteReader) throws(NetlinkDecodingError) -> Link? {
+    package static func decodeLink(type: UInt16, payload: ByteReader) throws(NetlinkDecodingError) -> Link? {
         guard let family = payload.integer(at: 0, as: UInt8.self),
             let hardwareType = payload.integer(at: 2, as: UInt16.self),
             let index = payload.integer(at: 4, as: Int32.self),
@@ -115,14 +115,14 @@ package enum NetlinkDecoder {
     // MARK: addresses
 
     /// `struct ifaddrmsg`: family u8, prefixlen u8, flags u8, scope u8, index u32.
-    static let addressHeaderSize = 8
+    package static let addressHeaderSize = 8
 
     /// `struct ifa_cacheinfo`: ifa_prefered u32, ifa_valid u32 (seconds left, all ones for
     /// forever), cstamp u32, tstamp u32.
-    static let addressCacheInfoSize = 16
-    static let foreverLifetime = UInt32.max
+    package static let addressCacheInfoSize = 16
+    package static let foreverLifetime = UInt32.max
 
-    static func decodeAddress(
+    package static func decodeAddress(
         type: UInt16, payload: ByteReader, received: ContinuousClock.Instant = .now
     ) throws(NetlinkDecodingError) -> Address? {
         guard payload.count >= addressHeaderSize,
@@ -167,18 +167,18 @@ package enum NetlinkDecoder {
     // MARK: routes
 
     /// `struct rtmsg`: family, dst_len, src_len, tos, table, protocol, scope, type (u8 each), flags u32.
-    static let routeHeaderSize = 12
+    package static let routeHeaderSize = 12
     /// `struct rtnexthop`: len u16, flags u8, hops u8, ifindex i32.
-    static let nextHopHeaderSize = 8
+    package static let nextHopHeaderSize = 8
 
     /// `struct rta_cacheinfo`: clntref u32, lastuse u32, expires s32, error u32, used u32, id u32,
     /// ts u32, tsage u32. `rta_expires` is what is left in clock ticks (USER_HZ, 100 per second:
     /// the kernel's jiffies_to_clock_t), negative once it passed, 0 when the route never expires.
-    static let routeCacheInfoSize = 32
-    static let routeCacheInfoExpiresOffset = 8
-    static let clockTicksPerSecond: Int64 = 100
+    package static let routeCacheInfoSize = 32
+    package static let routeCacheInfoExpiresOffset = 8
+    package static let clockTicksPerSecond: Int64 = 100
 
-    static func decodeRoute(
+    package static func decodeRoute(
         type: UInt16, payload: ByteReader, received: ContinuousClock.Instant = .now, acceptCloned: Bool = false
     ) throws(NetlinkDecodingError) -> Route? {
         guard payload.count >= routeHeaderSize,
@@ -231,7 +231,7 @@ package enum NetlinkDecoder {
             preferredSource: preferredSource, nextHops: hops, expiry: expiry)
     }
 
-    static func nextHops(_ value: ByteReader, family: AddressFamily, messageType: UInt16, attribute: UInt16) throws(NetlinkDecodingError) -> [NextHop] {
+    package static func nextHops(_ value: ByteReader, family: AddressFamily, messageType: UInt16, attribute: UInt16) throws(NetlinkDecodingError) -> [NextHop] {
         var hops: [NextHop] = []
         var offset = 0
         while offset + nextHopHeaderSize <= value.count {
@@ -263,7 +263,7 @@ package enum NetlinkDecoder {
     /// `struct nduseroptmsg`: family u8, pad u8, opts_len u16, ifindex i32, icmp_type u8,
     /// icmp_code u8, pad u16, pad u32; then `opts_len` bytes of ND options (RFC 4861 4.6: type
     /// u8, length u8 in units of 8 octets), then attributes (NDUSEROPT_SRCADDR).
-    static let ndUserOptionHeaderSize = 16
+    package static let ndUserOptionHeaderSize = 16
 
     /// The captive-portal URI of a router advertisement's option 37 (`.announcedPortal`), or its
     /// NAT64 prefix of option 38 (`.nat64Prefix`); nil for other options and messages, and for a
@@ -271,7 +271,7 @@ package enum NetlinkDecoder {
     /// `.refusedAnnouncement` for a URI no client should be given (the bytes came from the network,
     /// not the kernel: a bad option is dropped, not treated as a broken netlink stream). The kernel
     /// sends one option per message; a message with both is the portal's.
-    static func decodeNDUserOption(payload: ByteReader) throws(NetlinkDecodingError) -> RoutingMessage? {
+    package static func decodeNDUserOption(payload: ByteReader) throws(NetlinkDecodingError) -> RoutingMessage? {
         let type = RT.newNDUserOption
         guard payload.count >= ndUserOptionHeaderSize,
             let family = payload.integer(at: 0, as: UInt8.self),
@@ -326,7 +326,7 @@ package enum NetlinkDecoder {
     // MARK: attributes
 
     /// Walks `struct rtattr`s from `start` to the end of `container` (`NetlinkHeader.forEachAttribute`).
-    static func forEachAttribute(
+    package static func forEachAttribute(
         in container: ByteReader, from start: Int, messageType: UInt16,
         _ body: (UInt16, ByteReader) throws(NetlinkDecodingError) -> Void
     ) throws(NetlinkDecodingError) {
@@ -335,19 +335,19 @@ package enum NetlinkDecoder {
         }
     }
 
-    static func string(_ value: ByteReader) -> String {
+    package static func string(_ value: ByteReader) -> String {
         let raw = value.bytes(at: 0, length: value.count) ?? []
         return String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
     }
 
-    static func u32(_ value: ByteReader, messageType: UInt16, attribute: UInt16) throws(NetlinkDecodingError) -> UInt32 {
+    package static func u32(_ value: ByteReader, messageType: UInt16, attribute: UInt16) throws(NetlinkDecodingError) -> UInt32 {
         guard value.count == 4, let raw = value.integer(at: 0, as: UInt32.self) else {
             throw .invalidAttributeValue(messageType: messageType, attribute: attribute, length: value.count)
         }
         return raw
     }
 
-    static func ipAddress(_ value: ByteReader, family: AddressFamily, messageType: UInt16, attribute: UInt16) throws(NetlinkDecodingError) -> IPAddress {
+    package static func ipAddress(_ value: ByteReader, family: AddressFamily, messageType: UInt16, attribute: UInt16) throws(NetlinkDecodingError) -> IPAddress {
         let expected = family == .ipv4 ? 4 : 16
         guard value.count == expected, let raw = value.bytes(at: 0, length: expected), let address = IPAddress(bytes: raw) else {
             throw .invalidAttributeValue(messageType: messageType, attribute: attribute, length: value.count)
@@ -356,7 +356,7 @@ package enum NetlinkDecoder {
     }
 
     /// `struct rtvia`: family u16, then the address (an IPv4 route via an IPv6 gateway).
-    static func via(_ value: ByteReader, messageType: UInt16, attribute: UInt16) throws(NetlinkDecodingError) -> IPAddress {
+    package static func via(_ value: ByteReader, messageType: UInt16, attribute: UInt16) throws(NetlinkDecodingError) -> IPAddress {
         guard let family = value.integer(at: 0, as: UInt16.self),
             let raw = value.bytes(at: 2, length: value.count - 2),
             family <= UInt16(UInt8.max), AddressFamily(rawValue: UInt8(family)) != nil,

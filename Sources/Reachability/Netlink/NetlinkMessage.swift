@@ -6,7 +6,7 @@ package struct NetlinkHeader: Hashable, Sendable {
     package var sequence: UInt32
     package var portID: UInt32
 
-    static let size = 16
+    package static let size = 16
 
     /// NLM_F_DUMP_INTR: the dump was interrupted by a change and must be redone.
     package var isDumpInterrupted: Bool { flags & RT.flagDumpInterrupted != 0 }
@@ -15,7 +15,7 @@ package struct NetlinkHeader: Hashable, Sendable {
 }
 
 /// The ways a datagram's framing can be broken, as each decoder's error type spells them.
-protocol NetlinkFramingError: Error {
+package protocol NetlinkFramingError: Error {
     static func truncatedHeader(offset: Int, available: Int) -> Self
     static func invalidMessageLength(offset: Int, declared: Int, available: Int) -> Self
     static func truncatedPayload(messageType: UInt16, needed: Int, available: Int) -> Self
@@ -25,7 +25,7 @@ extension NetlinkHeader {
     /// Calls `body` with each message's header and payload, in order, and returns the broken
     /// framing that ended the walk early, if any: past a bad length nothing can be trusted to
     /// start a message. Both decoders (rtnetlink, sock_diag) frame through here.
-    static func forEachMessage<Failure: NetlinkFramingError>(
+    package static func forEachMessage<Failure: NetlinkFramingError>(
         in reader: ByteReader, failing: Failure.Type, _ body: (NetlinkHeader, ByteReader) -> Void
     ) -> Failure? {
         var offset = 0
@@ -51,7 +51,7 @@ extension NetlinkHeader {
     /// `start` to the end of `container`, with the type's top two bits (NLA_F_NESTED,
     /// NLA_F_NET_BYTEORDER) cleared. A length below the header or past the end ends the walk
     /// with `invalid(attribute, declared, available)`; fewer than 4 trailing bytes are padding.
-    static func forEachAttribute<Failure: Error>(
+    package static func forEachAttribute<Failure: Error>(
         in container: ByteReader, from start: Int, _ body: (UInt16, ByteReader) throws(Failure) -> Void,
         invalid: (_ attribute: UInt16, _ declared: Int, _ available: Int) -> Failure
     ) throws(Failure) {
@@ -73,7 +73,7 @@ extension NetlinkHeader {
 
     /// NLMSG_ERROR's errno (negative, as the kernel sends it; 0 for an acknowledgement), the same
     /// in every netlink protocol.
-    static func errorCode<Failure: NetlinkFramingError>(_ payload: ByteReader, failing: Failure.Type) throws(Failure) -> Int32 {
+    package static func errorCode<Failure: NetlinkFramingError>(_ payload: ByteReader, failing: Failure.Type) throws(Failure) -> Int32 {
         guard let code = payload.integer(at: 0, as: Int32.self) else {
             throw .truncatedPayload(messageType: RT.error, needed: 4, available: payload.count)
         }

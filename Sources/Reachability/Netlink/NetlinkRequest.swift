@@ -1,8 +1,8 @@
 /// Encodes the requests reachd sends to the kernel.
-enum NetlinkRequest {
+package enum NetlinkRequest {
     /// A dump of every link, address, route or neighbour: `nlmsghdr` followed by the zeroed family header the
     /// kernel expects for `type` (strict checking rejects a bare `rtgenmsg`).
-    static func dump(type: UInt16, sequence: UInt32) -> [UInt8] {
+    package static func dump(type: UInt16, sequence: UInt32) -> [UInt8] {
         let body: Int
         switch type {
         case RT.getLink: body = NetlinkDecoder.linkHeaderSize
@@ -19,7 +19,7 @@ enum NetlinkRequest {
     /// FIB with policy rules applied, without ARP and without blocking. `outputInterface` pins a
     /// scoped (link-local) destination to its link. `uid` asks as that user's traffic would be
     /// routed (`ip rule ... uidrange`); without it the kernel takes the asking process's uid.
-    static func routeLookup(destination: IPAddress, outputInterface: Int32?, uid: UInt32? = nil, sequence: UInt32) -> [UInt8] {
+    package static func routeLookup(destination: IPAddress, outputInterface: Int32?, uid: UInt32? = nil, sequence: UInt32) -> [UInt8] {
         let addressBytes = destination.bytes
         var attributes: [UInt8] = []
         appendAttribute(RT.routeDestination, addressBytes, to: &attributes)
@@ -38,7 +38,7 @@ enum NetlinkRequest {
         return message
     }
 
-    static func appendAttribute(_ type: UInt16, _ value: [UInt8], to bytes: inout [UInt8]) {
+    package static func appendAttribute(_ type: UInt16, _ value: [UInt8], to bytes: inout [UInt8]) {
         let length = 4 + value.count
         append(UInt16(length), to: &bytes)
         append(type, to: &bytes)
@@ -46,7 +46,7 @@ enum NetlinkRequest {
         bytes += [UInt8](repeating: 0, count: netlinkAlign(length) - length)
     }
 
-    static func header(type: UInt16, flags: UInt16, sequence: UInt32, bodyLength: Int) -> [UInt8] {
+    package static func header(type: UInt16, flags: UInt16, sequence: UInt32, bodyLength: Int) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(NetlinkHeader.size + bodyLength)
         append(UInt32(NetlinkHeader.size + bodyLength), to: &bytes)
@@ -57,7 +57,7 @@ enum NetlinkRequest {
         return bytes
     }
 
-    static func append<T: FixedWidthInteger>(_ value: T, to bytes: inout [UInt8]) {
+    package static func append<T: FixedWidthInteger>(_ value: T, to bytes: inout [UInt8]) {
         withUnsafeBytes(of: value) { bytes.append(contentsOf: $0) }
     }
 }

@@ -5,14 +5,14 @@ import Glibc
 
 /// A netlink socket: rtnetlink (links, addresses, routes) or sock_diag (the host's TCP sockets).
 /// Owns its descriptor: closed exactly once, when the value ends.
-struct NetlinkSocket: ~Copyable {
+package struct NetlinkSocket: ~Copyable {
     private let descriptor: Descriptor
-    var fd: Int32 { descriptor.rawValue }
+    package var fd: Int32 { descriptor.rawValue }
     /// "rtnetlink" or "sock_diag", for errors.
     private let name: String
 
     /// rtnetlink multicast groups (RTNLGRP_*) that reachability follows.
-    static let reachabilityGroups: [Int32] = [
+    package static let reachabilityGroups: [Int32] = [
         1,  // RTNLGRP_LINK
         5,  // RTNLGRP_IPV4_IFADDR
         7,  // RTNLGRP_IPV4_ROUTE
@@ -31,7 +31,7 @@ struct NetlinkSocket: ~Copyable {
     /// Opens a NETLINK_ROUTE socket, NETLINK_SOCK_DIAG with `sockDiag`, or NETLINK_NETFILTER
     /// with `netfilter` (in `namespacePath`'s namespace when given: each kind speaks for the
     /// namespace it was created in).
-    init(nonBlocking: Bool, namespacePath: String? = nil, sockDiag: Bool = false, netfilter: Bool = false) throws(SystemError) {
+    package init(nonBlocking: Bool, namespacePath: String? = nil, sockDiag: Bool = false, netfilter: Bool = false) throws(SystemError) {
         let flags = Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | (nonBlocking ? Int32(SOCK_NONBLOCK.rawValue) : 0)
         let name = netfilter ? "nf_tables" : sockDiag ? "sock_diag" : "rtnetlink"
         let kind = netfilter ? Nftables.netlinkProtocol : sockDiag ? SockDiag.netlinkProtocol : NETLINK_ROUTE
@@ -59,7 +59,7 @@ struct NetlinkSocket: ~Copyable {
     /// Takes over `fd`, an rtnetlink socket made by someone else (systemd's reachd.socket, whose
     /// `ReceiveBuffer=` PID 1 could set past rmem_max). Refuses, without closing it, anything that
     /// is not a NETLINK_ROUTE socket. Made non-blocking: the loop only reads it when readable.
-    init(adopting fd: Int32) throws(SystemError) {
+    package init(adopting fd: Int32) throws(SystemError) {
         guard Self.isRoute(fd) else {
             throw SystemError("file descriptor \(fd) is not an rtnetlink socket", errno: ENOTSOCK)
         }
@@ -72,7 +72,7 @@ struct NetlinkSocket: ~Copyable {
 
     /// Whether `fd` is a NETLINK_ROUTE socket: sd_is_socket(fd, AF_NETLINK, 0, -1), and the
     /// protocol too (a NETLINK_AUDIT socket would pass that).
-    static func isRoute(_ fd: Int32) -> Bool {
+    package static func isRoute(_ fd: Int32) -> Bool {
         func option(_ name: Int32) -> Int32? {
             var value: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)
@@ -81,12 +81,12 @@ struct NetlinkSocket: ~Copyable {
         return option(SO_DOMAIN) == AF_NETLINK && option(SO_PROTOCOL) == NETLINK_ROUTE
     }
 
-    func setOption(level: Int32, name: Int32, value: Int32) -> Bool {
+    package func setOption(level: Int32, name: Int32, value: Int32) -> Bool {
         var value = value
         return setsockopt(fd, level, name, &value, socklen_t(MemoryLayout<Int32>.size)) == 0
     }
 
-    func join(groups: [Int32]) throws(SystemError) {
+    package func join(groups: [Int32]) throws(SystemError) {
         for group in groups where !setOption(level: SOL_NETLINK, name: NETLINK_ADD_MEMBERSHIP, value: group) {
             throw SystemError("join rtnetlink group \(group)")
         }
@@ -94,14 +94,14 @@ struct NetlinkSocket: ~Copyable {
 
     /// Sets the receive buffer. SO_RCVBUFFORCE (root, CAP_NET_ADMIN) passes rmem_max;
     /// without privilege SO_RCVBUF is clamped to rmem_max, which still helps.
-    func setReceiveBuffer(bytes: Int32) {
+    package func setReceiveBuffer(bytes: Int32) {
         if !setOption(level: SOL_SOCKET, name: SO_RCVBUFFORCE, value: bytes) {
             _ = setOption(level: SOL_SOCKET, name: SO_RCVBUF, value: bytes)
         }
     }
 
     /// The receive buffer the kernel actually granted (it doubles the request for bookkeeping).
-    var receiveBufferSize: Int32 {
+    package var receiveBufferSize: Int32 {
         var value: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
         getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &value, &length)
@@ -109,7 +109,7 @@ struct NetlinkSocket: ~Copyable {
     }
 
     /// Sends one request to the kernel.
-    func send(_ bytes: [UInt8]) throws(SystemError) {
+    package func send(_ bytes: [UInt8]) throws(SystemError) {
         var kernel = sockaddr_nl()
         kernel.nl_family = sa_family_t(AF_NETLINK)
         let sent = bytes.withUnsafeBytes { raw in
@@ -124,7 +124,7 @@ struct NetlinkSocket: ~Copyable {
         guard sent == bytes.count else { throw SystemError("send to \(name)") }
     }
 
-    enum Reception {
+    package enum Reception {
         /// A datagram from the kernel of `count` bytes; `truncated` when it did not fit the buffer.
         case datagram(count: Int, truncated: Bool)
         /// A datagram from another process (netlink allows unicast between sockets): never trust it.
@@ -135,7 +135,7 @@ struct NetlinkSocket: ~Copyable {
 
     /// Reads one datagram into `buffer`. ENOBUFS (the kernel dropped messages because the
     /// buffer overflowed) is thrown like any other error: the caller must resync.
-    func receive(into buffer: inout [UInt8]) throws(SystemError) -> Reception {
+    package func receive(into buffer: inout [UInt8]) throws(SystemError) -> Reception {
         var sender = sockaddr_nl()
         var flags: Int32 = 0
         let count = buffer.withUnsafeMutableBytes { raw in

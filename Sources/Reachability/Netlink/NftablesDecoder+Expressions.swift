@@ -1,27 +1,27 @@
 /// nf_tables' numbers (linux/netfilter/nf_tables.h, nfnetlink.h), pinned in `NftablesTests`.
-enum Nftables {
-    static let netlinkProtocol: Int32 = 12  // NETLINK_NETFILTER
-    static let subsystem: UInt16 = 10  // NFNL_SUBSYS_NFTABLES
-    static let newChain: UInt16 = 3, getChain: UInt16 = 4, newRule: UInt16 = 6, getRule: UInt16 = 7
-    static let newSet: UInt16 = 9, getSet: UInt16 = 10, newSetElement: UInt16 = 12, getSetElement: UInt16 = 13
-    static let chainTable: UInt16 = 1, chainName: UInt16 = 3, chainHook: UInt16 = 4, chainPolicy: UInt16 = 5
-    static let hookNumber: UInt16 = 1, hookPriority: UInt16 = 2
-    static let ruleTable: UInt16 = 1, ruleChain: UInt16 = 2, ruleHandle: UInt16 = 3, ruleExpressions: UInt16 = 4
-    static let listElement: UInt16 = 1, expressionName: UInt16 = 1, expressionData: UInt16 = 2
-    static let setTable: UInt16 = 1, setName: UInt16 = 2, setFlags: UInt16 = 3, setKeyLength: UInt16 = 5
-    static let setInterval: UInt32 = 0x4, setMap: UInt32 = 0x8, setConcat: UInt32 = 0x80
-    static let elementsTable: UInt16 = 1, elementsSet: UInt16 = 2, elementsList: UInt16 = 3
-    static let elementKey: UInt16 = 1, elementFlags: UInt16 = 3, elementKeyEnd: UInt16 = 10
-    static let elementIntervalEnd: UInt32 = 0x1
-    static let dataValue: UInt16 = 1, dataVerdict: UInt16 = 2, verdictCode: UInt16 = 1, verdictChain: UInt16 = 2
+package enum Nftables {
+    package static let netlinkProtocol: Int32 = 12  // NETLINK_NETFILTER
+    package static let subsystem: UInt16 = 10  // NFNL_SUBSYS_NFTABLES
+    package static let newChain: UInt16 = 3, getChain: UInt16 = 4, newRule: UInt16 = 6, getRule: UInt16 = 7
+    package static let newSet: UInt16 = 9, getSet: UInt16 = 10, newSetElement: UInt16 = 12, getSetElement: UInt16 = 13
+    package static let chainTable: UInt16 = 1, chainName: UInt16 = 3, chainHook: UInt16 = 4, chainPolicy: UInt16 = 5
+    package static let hookNumber: UInt16 = 1, hookPriority: UInt16 = 2
+    package static let ruleTable: UInt16 = 1, ruleChain: UInt16 = 2, ruleHandle: UInt16 = 3, ruleExpressions: UInt16 = 4
+    package static let listElement: UInt16 = 1, expressionName: UInt16 = 1, expressionData: UInt16 = 2
+    package static let setTable: UInt16 = 1, setName: UInt16 = 2, setFlags: UInt16 = 3, setKeyLength: UInt16 = 5
+    package static let setInterval: UInt32 = 0x4, setMap: UInt32 = 0x8, setConcat: UInt32 = 0x80
+    package static let elementsTable: UInt16 = 1, elementsSet: UInt16 = 2, elementsList: UInt16 = 3
+    package static let elementKey: UInt16 = 1, elementFlags: UInt16 = 3, elementKeyEnd: UInt16 = 10
+    package static let elementIntervalEnd: UInt32 = 0x1
+    package static let dataValue: UInt16 = 1, dataVerdict: UInt16 = 2, verdictCode: UInt16 = 1, verdictChain: UInt16 = 2
 }
 
 /// One message's attributes, by type (the last of each type; `all` for lists).
-struct Attributes {
+package struct Attributes {
     private var values: [(type: UInt16, value: ByteReader)] = []
     private let messageType: UInt16
 
-    init(_ container: ByteReader, from start: Int, type: UInt16) throws(NftablesDecoder.Failure) {
+    package init(_ container: ByteReader, from start: Int, type: UInt16) throws(NftablesDecoder.Failure) {
         messageType = type
         var found: [(type: UInt16, value: ByteReader)] = []
         let collect: (UInt16, ByteReader) throws(NftablesDecoder.Failure) -> Void = { attribute, value in found.append((attribute, value)) }
@@ -31,26 +31,26 @@ struct Attributes {
         values = found
     }
 
-    func value(_ type: UInt16) -> ByteReader? { values.last { $0.type == type }?.value }
-    func all(_ type: UInt16) -> [ByteReader] { values.filter { $0.type == type }.map(\.value) }
+    package func value(_ type: UInt16) -> ByteReader? { values.last { $0.type == type }?.value }
+    package func all(_ type: UInt16) -> [ByteReader] { values.filter { $0.type == type }.map(\.value) }
 
-    func string(_ type: UInt16) -> String {
+    package func string(_ type: UInt16) -> String {
         guard let value = value(type) else { return "" }
         return NetlinkDecoder.string(value)
     }
 
-    func big32(_ type: UInt16) -> UInt32? {
+    package func big32(_ type: UInt16) -> UInt32? {
         guard let value = value(type), value.count == 4 else { return nil }
         return value.integer(at: 0, as: UInt32.self).map(UInt32.init(bigEndian:))
     }
 
-    func big64(_ type: UInt16) -> UInt64? {
+    package func big64(_ type: UInt16) -> UInt64? {
         guard let value = value(type), value.count == 8 else { return nil }
         return value.integer(at: 0, as: UInt64.self).map(UInt64.init(bigEndian:))
     }
 
     /// `struct nft_data`'s value (NFTA_DATA_VALUE inside the nested attribute), at most 64 bytes.
-    func data(_ type: UInt16, type messageType: UInt16) throws(NftablesDecoder.Failure) -> [UInt8]? {
+    package func data(_ type: UInt16, type messageType: UInt16) throws(NftablesDecoder.Failure) -> [UInt8]? {
         guard let nested = value(type) else { return nil }
         guard let value = try Attributes(nested, from: 0, type: messageType).value(Nftables.dataValue) else { return nil }
         guard value.count <= 64, let bytes = value.bytes(at: 0, length: value.count) else {
@@ -61,7 +61,7 @@ struct Attributes {
 
     /// A register number as the kernel reads it (nft_parse_register) into a byte offset in the
     /// 80 bytes of registers: 1-4 are 16 bytes each after the verdict's 16, 8-23 are 4 each.
-    func register(_ type: UInt16) throws(NftablesDecoder.Failure) -> FirewallRegister? {
+    package func register(_ type: UInt16) throws(NftablesDecoder.Failure) -> FirewallRegister? {
         guard let number = big32(type) else { return nil }
         switch number {
         case 0...4: return Int(number) * 16
@@ -73,7 +73,7 @@ struct Attributes {
 
 extension NftablesDecoder {
     /// A rule's NFTA_RULE_EXPRESSIONS: each list element's name and data.
-    static func expressions(_ list: ByteReader, type: UInt16) throws(Failure) -> [FirewallExpression] {
+    package static func expressions(_ list: ByteReader, type: UInt16) throws(Failure) -> [FirewallExpression] {
         var expressions: [FirewallExpression] = []
         for element in try Attributes(list, from: 0, type: type).all(Nftables.listElement) {
             let fields = try Attributes(element, from: 0, type: type)
@@ -87,7 +87,7 @@ extension NftablesDecoder {
     /// len 4; meta and ct: dreg 1, key 2; cmp: sreg 1, op 2, data 3; bitwise: sreg 1, dreg 2,
     /// len 3, mask 4, xor 5, op 6; range: sreg 1, op 2, from 3, to 4; lookup: set 1, sreg 2,
     /// dreg 3, flags 5; immediate: dreg 1, data 2).
-    static func expression(_ name: String, _ data: Attributes?, type: UInt16) throws(Failure) -> FirewallExpression {
+    package static func expression(_ name: String, _ data: Attributes?, type: UInt16) throws(Failure) -> FirewallExpression {
         guard let data else { return name == "reject" ? .reject : .noEffect }
         switch name {
         case "payload":

@@ -2,9 +2,9 @@
 /// chains, rules with their expressions, sets and set elements, into `Model/Firewall.swift`'s
 /// terms. Every length is checked (`ByteReader`); numbers in nf_tables' attributes are
 /// big-endian. Constants are pinned against linux/netfilter/nf_tables.h in the tests.
-enum NftablesDecoder {
+package enum NftablesDecoder {
     /// What a datagram held.
-    enum Message {
+    package enum Message {
         case chain(FirewallChain)
         case rule(family: UInt8, table: String, chain: String, FirewallRule)
         case set(FirewallSetKey, FirewallSet)
@@ -15,13 +15,13 @@ enum NftablesDecoder {
         case ignored
     }
 
-    enum Failure: NetlinkFramingError, Equatable, CustomStringConvertible {
+    package enum Failure: NetlinkFramingError, Equatable, CustomStringConvertible {
         case truncatedHeader(offset: Int, available: Int)
         case invalidMessageLength(offset: Int, declared: Int, available: Int)
         case truncatedPayload(messageType: UInt16, needed: Int, available: Int)
         case invalidAttribute(messageType: UInt16, attribute: UInt16, length: Int)
 
-        var description: String {
+        package var description: String {
             switch self {
             case let .truncatedHeader(offset, available): "nf_tables: truncated header at \(offset): \(available) bytes left"
             case let .invalidMessageLength(offset, declared, available):
@@ -32,7 +32,7 @@ enum NftablesDecoder {
         }
     }
 
-    static func decode(_ datagram: [UInt8]) -> (messages: [Message], errors: [Failure]) {
+    package static func decode(_ datagram: [UInt8]) -> (messages: [Message], errors: [Failure]) {
         var messages: [Message] = []
         var errors: [Failure] = []
         datagram.withUnsafeBytes { raw in
@@ -48,7 +48,7 @@ enum NftablesDecoder {
         return (messages, errors)
     }
 
-    static func message(type: UInt16, payload: ByteReader) throws(Failure) -> Message {
+    package static func message(type: UInt16, payload: ByteReader) throws(Failure) -> Message {
         if type == RT.done { return .done }
         if type == RT.error { return .error(try NetlinkHeader.errorCode(payload, failing: Failure.self)) }
         guard type >> 8 == Nftables.subsystem else { return .ignored }
@@ -104,7 +104,7 @@ enum NftablesDecoder {
     }
 
     /// The big-endian number one above `bytes` (all 0xff stays: nothing is above it).
-    static func successor(_ bytes: [UInt8]) -> [UInt8] {
+    package static func successor(_ bytes: [UInt8]) -> [UInt8] {
         var next = bytes
         for index in next.indices.reversed() {
             if next[index] == 0xff { next[index] = 0 } else { next[index] += 1; return next }

@@ -21,8 +21,8 @@ package enum NftablesReader {
     }
 
     /// Far beyond any host's ruleset; a kernel that keeps sending is cut off here.
-    static let limit = 16 << 20
-    static let patience: Int32 = 1000
+    package static let limit = 16 << 20
+    package static let patience: Int32 = 1000
 
     package static func read(namespacePath: String? = nil) throws(Refusal) -> FirewallRuleset {
         var dump: Dump
@@ -41,7 +41,7 @@ package enum NftablesReader {
 
     /// The ruleset the dumps' messages describe, whatever their order: each rule in its chain
     /// (in the order given), each judged set with its elements. Pure, for the fuzz target too.
-    static func ruleset(_ messages: [NftablesDecoder.Message]) -> FirewallRuleset {
+    package static func ruleset(_ messages: [NftablesDecoder.Message]) -> FirewallRuleset {
         var ruleset = FirewallRuleset()
         var rules: [String: [FirewallRule]] = [:]
         var elements: [FirewallSetKey: [(key: [UInt8], end: Bool)]] = [:]
@@ -63,7 +63,7 @@ package enum NftablesReader {
     }
 
     /// A set with its elements; an interval set's start and end keys made into ranges.
-    static func filled(_ set: FirewallSet, with elements: [(key: [UInt8], end: Bool)]) -> FirewallSet {
+    package static func filled(_ set: FirewallSet, with elements: [(key: [UInt8], end: Bool)]) -> FirewallSet {
         var set = set
         guard set.isInterval else {
             set.elements = elements.filter { !$0.end }.map(\.key)
@@ -91,13 +91,13 @@ package enum NftablesReader {
     }
 
     /// One dump after another on one socket.
-    struct Dump: ~Copyable {
-        let socket: NetlinkSocket
-        var sequence: UInt32 = 0
-        var received = 0
-        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+    package struct Dump: ~Copyable {
+        package let socket: NetlinkSocket
+        package var sequence: UInt32 = 0
+        package var received = 0
+        package var buffer = [UInt8](repeating: 0, count: 64 << 10)
 
-        mutating func run(_ message: UInt16, family: UInt8, attributes: [UInt8] = []) throws(Refusal) -> [NftablesDecoder.Message] {
+        package mutating func run(_ message: UInt16, family: UInt8, attributes: [UInt8] = []) throws(Refusal) -> [NftablesDecoder.Message] {
             sequence &+= 1
             var request = NetlinkRequest.header(
                 type: Nftables.subsystem << 8 | message, flags: RT.flagRequest | RT.flagDump, sequence: sequence, bodyLength: 4 + attributes.count)

@@ -17,13 +17,13 @@ import Glibc
 /// Either way a link's event reads its switches from sysfs first: the kernel records a block
 /// before it takes the link down, so the fact travels in the same batch as the link's own
 /// change (one `Changed`).
-final class RadioFollower {
+package final class RadioFollower {
     /// Where the state comes from, for the journal.
-    enum Source: Hashable, Sendable, CustomStringConvertible {
+    package enum Source: Hashable, Sendable, CustomStringConvertible {
         case device(String)
         case sysfs(why: String)
 
-        var description: String {
+        package var description: String {
             switch self {
             case let .device(path): "following \(path)"
             case let .sysfs(why): "\(why), reading sysfs on link events"
@@ -34,15 +34,15 @@ final class RadioFollower {
     private let sysfs: SysfsReader
     /// /dev/rfkill while it is followed.
     private var device: Descriptor?
-    private(set) var source: Source
+    package private(set) var source: Source
     /// The device ended (end of file or an error): the loop stops watching it, then `closeDevice`.
-    private(set) var deviceEnded = false
+    package private(set) var deviceEnded = false
     /// Each Wi-Fi or cellular link seen: its name and kind, and the state of its switches.
     private var radioLinks: [Int32: RadioLink] = [:]
     /// One record is 8 bytes today; room for the larger records of newer kernels.
     private var record = [UInt8](repeating: 0, count: 64)
 
-    struct RadioLink {
+    package struct RadioLink {
         var name: String
         var kind: InterfaceKind
         var switches: [UInt32: RadioBlock]
@@ -51,9 +51,9 @@ final class RadioFollower {
     }
 
     /// At most this many records are read per turn of the loop (a switch flapping cannot keep it).
-    static let recordsPerTurn = 64
+    package static let recordsPerTurn = 64
 
-    init(sysfs: SysfsReader, devicePath: String?) {
+    package init(sysfs: SysfsReader, devicePath: String?) {
         self.sysfs = sysfs
         guard let devicePath else {
             source = .sysfs(why: "/dev/rfkill not followed")
@@ -68,10 +68,10 @@ final class RadioFollower {
     }
 
     /// The descriptor for the loop to watch; nil when following sysfs alone.
-    var descriptor: Int32? { device?.rawValue }
+    package var descriptor: Int32? { device?.rawValue }
 
     /// Stops following the device (after `deviceEnded`, once the loop no longer watches it).
-    func closeDevice() {
+    package func closeDevice() {
         guard device != nil else { return }
         device = nil
         if case let .device(path) = source { source = .sysfs(why: "\(path) ended") }
@@ -79,7 +79,7 @@ final class RadioFollower {
 
     /// A link's event: for a Wi-Fi or cellular link, the state of its switches read now; for a
     /// link that no longer is one, that it has none.
-    func events(for link: Link, kind: InterfaceKind) -> [NetworkEvent] {
+    package func events(for link: Link, kind: InterfaceKind) -> [NetworkEvent] {
         guard kind == .wifi || kind == .cellular else {
             return radioLinks.removeValue(forKey: link.index) == nil ? [] : [.radio(index: link.index, [])]
         }
@@ -88,11 +88,11 @@ final class RadioFollower {
         return [.radio(index: link.index, entry.block)]
     }
 
-    func forget(index: Int32) { radioLinks.removeValue(forKey: index) }
+    package func forget(index: Int32) { radioLinks.removeValue(forKey: index) }
 
     /// Reads what /dev/rfkill queued (up to `recordsPerTurn` records): the links whose state
     /// it changed, as facts. Never blocks.
-    func readDevice() -> [NetworkEvent] {
+    package func readDevice() -> [NetworkEvent] {
         guard let fd = device?.rawValue, !deviceEnded else { return [] }
         var changes: [RfkillEvent] = []
         for _ in 0..<Self.recordsPerTurn {
@@ -112,7 +112,7 @@ final class RadioFollower {
     }
 
     /// The device's records applied to the links they concern.
-    func apply(_ changes: [RfkillEvent]) -> [NetworkEvent] {
+    package func apply(_ changes: [RfkillEvent]) -> [NetworkEvent] {
         guard !changes.isEmpty else { return [] }
         var touched: Set<Int32> = []
         let known = Set(radioLinks.values.flatMap(\.switches.keys))

@@ -11,24 +11,24 @@
 /// does not is still sent the first 8. So a record is decoded from its first 8 bytes and
 /// whatever follows is skipped; a shorter one, or a field with a value the kernel never sends,
 /// is refused rather than guessed at.
-struct RfkillEvent: Hashable, Sendable {
-    enum Operation: UInt8, Sendable {
+package struct RfkillEvent: Hashable, Sendable {
+    package enum Operation: UInt8, Sendable {
         case add = 0
         case remove = 1
         case change = 2
     }
 
-    var index: UInt32
-    var type: UInt8
-    var operation: Operation
-    var block: RadioBlock
+    package var index: UInt32
+    package var type: UInt8
+    package var operation: Operation
+    package var block: RadioBlock
 
     /// RFKILL_EVENT_SIZE_V1.
-    static let sizeV1 = 8
-    static let typeWLAN: UInt8 = 1
-    static let typeWWAN: UInt8 = 5
+    package static let sizeV1 = 8
+    package static let typeWLAN: UInt8 = 1
+    package static let typeWWAN: UInt8 = 5
 
-    init(index: UInt32, type: UInt8, operation: Operation, block: RadioBlock) {
+    package init(index: UInt32, type: UInt8, operation: Operation, block: RadioBlock) {
         self.index = index
         self.type = type
         self.operation = operation
@@ -36,7 +36,7 @@ struct RfkillEvent: Hashable, Sendable {
     }
 
     /// Decodes the record one read returned; nil when it is not a valid one.
-    init?(record: UnsafeRawBufferPointer) {
+    package init?(record: UnsafeRawBufferPointer) {
         let reader = ByteReader(record)
         guard reader.count >= Self.sizeV1, let index = reader.integer(at: 0, as: UInt32.self),
             let type = reader.integer(at: 4, as: UInt8.self),
@@ -51,5 +51,5 @@ struct RfkillEvent: Hashable, Sendable {
     }
 
     /// A Wi-Fi or cellular radio: the only switches that can take a network link off.
-    var isNetworkRadio: Bool { type == Self.typeWLAN || type == Self.typeWWAN }
+    package var isNetworkRadio: Bool { type == Self.typeWLAN || type == Self.typeWWAN }
 }

@@ -5,17 +5,17 @@ import Glibc
 /// Asks the kernel which route it would use for one destination (RTM_GETROUTE with RTA_DST).
 /// The reply is queued before `send` returns, so a lookup costs two system calls and never waits;
 /// a poll bounded to a few milliseconds guards against a kernel that would ever differ.
-final class RouteQuery {
+package final class RouteQuery {
     private let socket: NetlinkSocket
     private var sequence: UInt32 = 0
     private var buffer = [UInt8](repeating: 0, count: 16 << 10)
 
-    init(namespacePath: String?) throws(SystemError) {
+    package init(namespacePath: String?) throws(SystemError) {
         socket = try NetlinkSocket(nonBlocking: true, namespacePath: namespacePath)
     }
 
     /// `uid`: the user whose traffic is routed (nil: this process's own uid, as `ip route get`).
-    func lookup(_ destination: IPAddress, outputInterface: Int32? = nil, uid: UInt32? = nil) throws(SystemError) -> RouteLookup {
+    package func lookup(_ destination: IPAddress, outputInterface: Int32? = nil, uid: UInt32? = nil) throws(SystemError) -> RouteLookup {
         let sequence = nextSequence()
         let request = NetlinkRequest.routeLookup(destination: destination, outputInterface: outputInterface, uid: uid, sequence: sequence)
         switch try ask(request, sequence: sequence, what: "route lookup for \(destination)") {
@@ -27,7 +27,7 @@ final class RouteQuery {
 
     /// The link with `index` (RTM_GETLINK for one link, answered at once as a route lookup is);
     /// nil when there is none. For a namespace reachd does not follow (a unit's own).
-    func link(_ index: Int32) throws(SystemError) -> Link? {
+    package func link(_ index: Int32) throws(SystemError) -> Link? {
         let sequence = nextSequence()
         var request = NetlinkRequest.header(type: RT.getLink, flags: RT.flagRequest, sequence: sequence, bodyLength: NetlinkDecoder.linkHeaderSize)
         // struct ifinfomsg: family, pad, type u16, index i32, flags u32, change u32.

@@ -1,62 +1,62 @@
 /// The sock_diag protocol's numbers (linux/sock_diag.h, linux/inet_diag.h, linux/tcp.h). Sizes
 /// and offsets are pinned against the C headers in the tests (`SocketDiagDecoderTests`).
-enum SockDiag {
+package enum SockDiag {
     /// NETLINK_SOCK_DIAG (also called NETLINK_INET_DIAG).
-    static let netlinkProtocol: Int32 = 4
+    package static let netlinkProtocol: Int32 = 4
     /// SOCK_DIAG_BY_FAMILY: the request and each socket of the answer.
-    static let byFamily: UInt16 = 20
+    package static let byFamily: UInt16 = 20
     /// TCPDIAG_GETSOCK: inet_diag's original request (`struct inet_diag_req`), still served by
     /// every kernel, whose dump covers both families in one walk of the TCP hash tables (the
     /// kernel takes its family as AF_UNSPEC). Its answers carry this type, same layout.
-    static let tcpGetSocket: UInt16 = 18
+    package static let tcpGetSocket: UInt16 = 18
     /// `struct inet_diag_req`: family, src_len, dst_len, ext (u8 each), sockid (48), states u32, dbs u32.
-    static let compatRequestSize = 60
+    package static let compatRequestSize = 60
     /// `struct inet_diag_req_v2`: family u8, protocol u8, ext u8, pad u8, states u32, then a
     /// 48-byte `inet_diag_sockid`.
-    static let requestSize = 56
+    package static let requestSize = 56
     /// `struct inet_diag_msg`: family u8, state u8, timer u8, retrans u8, sockid (48 bytes:
     /// sport be16, dport be16, src be32[4], dst be32[4], if u32, cookie u32[2]), expires,
     /// rqueue, wqueue, uid, inode (u32 each).
-    static let messageSize = 72
-    static let sourcePortOffset = 4
-    static let destinationPortOffset = 6
-    static let sourceOffset = 8
-    static let destinationOffset = 24
-    static let interfaceOffset = 40
-    static let cookieOffset = 44
+    package static let messageSize = 72
+    package static let sourcePortOffset = 4
+    package static let destinationPortOffset = 6
+    package static let sourceOffset = 8
+    package static let destinationOffset = 24
+    package static let interfaceOffset = 40
+    package static let cookieOffset = 44
     /// `idiag_uid`, after expires, rqueue and wqueue.
-    static let uidOffset = 64
+    package static let uidOffset = 64
     /// INET_DIAG_INFO: the attribute carrying `struct tcp_info`; asked for with bit
     /// 1 << (INET_DIAG_INFO - 1) in `idiag_ext`.
-    static let attributeInfo: UInt16 = 2
+    package static let attributeInfo: UInt16 = 2
     /// INET_DIAG_CGROUP_ID (u64, Linux 5.7): the socket's cgroup v2 id, sent with every socket
     /// unasked (its request bit would not fit `idiag_ext`).
-    static let attributeControlGroup: UInt16 = 21
+    package static let attributeControlGroup: UInt16 = 21
     /// The sockets stall detection reads: those that carry traffic or try to (ESTABLISHED,
     /// SYN_SENT), those closed with data or a FIN still unacknowledged (FIN_WAIT1, CLOSE_WAIT,
     /// LAST_ACK, CLOSING: an application that gave up on a dead path leaves these behind,
     /// retransmitting), and listeners, which tell connections a peer opened to a local service
     /// from those the host started. SYN_RECV is a peer's doing and is not asked for.
-    static let stallStates: UInt32 = 1 << 1 | 1 << 2 | 1 << 4 | 1 << 8 | 1 << 9 | 1 << 10 | 1 << 11
-    static let protocolTCP: UInt8 = 6
+    package static let stallStates: UInt32 = 1 << 1 | 1 << 2 | 1 << 4 | 1 << 8 | 1 << 9 | 1 << 10 | 1 << 11
+    package static let protocolTCP: UInt8 = 6
 
     // `struct tcp_info` offsets (linux/tcp.h; stable: the struct only ever grows at its end).
-    static let infoRetransmits = 2
-    static let infoBackoff = 4
-    static let infoRTO = 8
-    static let infoUnacknowledged = 24
-    static let infoLastDataSent = 44
-    static let infoLastDataReceived = 52
-    static let infoLastAckReceived = 56
-    static let infoTotalRetransmits = 100
-    static let infoSegmentsOut = 136
-    static let infoSegmentsIn = 140
+    package static let infoRetransmits = 2
+    package static let infoBackoff = 4
+    package static let infoRTO = 8
+    package static let infoUnacknowledged = 24
+    package static let infoLastDataSent = 44
+    package static let infoLastDataReceived = 52
+    package static let infoLastAckReceived = 56
+    package static let infoTotalRetransmits = 100
+    package static let infoSegmentsOut = 136
+    package static let infoSegmentsIn = 140
     /// Linux 4.6.
-    static let infoNotSentBytes = 144
+    package static let infoNotSentBytes = 144
     /// Linux 5.4: the peer's window, told apart from a zero window's probes.
-    static let infoSendWindow = 228
+    package static let infoSendWindow = 228
     /// The shortest tcp_info that has every field read here (Linux 4.2 added tcpi_segs_in).
-    static let infoMinimumSize = 144
+    package static let infoMinimumSize = 144
 }
 
 /// One message of a sock_diag dump.
@@ -137,7 +137,7 @@ package enum SocketDiagDecoder {
     /// Calls `body` with each message (or the error that stood in its place), in order, without
     /// collecting them: the dumper's path, which keeps only the sockets of its own dump.
     /// A framing error is passed with the header it was found at zeroed, and ends the datagram.
-    static func decode(
+    package static func decode(
         _ datagram: UnsafeRawBufferPointer,
         _ body: (NetlinkHeader, Result<SocketDiagMessage, SocketDiagDecodingError>) -> Void
     ) {
@@ -151,7 +151,7 @@ package enum SocketDiagDecoder {
         if let broken { body(NetlinkHeader(length: 0, type: 0, flags: 0, sequence: 0, portID: 0), .failure(broken)) }
     }
 
-    static func decodeMessage(type: UInt16, payload: ByteReader) throws(SocketDiagDecodingError) -> SocketDiagMessage {
+    package static func decodeMessage(type: UInt16, payload: ByteReader) throws(SocketDiagDecodingError) -> SocketDiagMessage {
         switch type {
         case RT.done: return .done
         case RT.error: return .error(try NetlinkHeader.errorCode(payload, failing: SocketDiagDecodingError.self))
@@ -160,7 +160,7 @@ package enum SocketDiagDecoder {
         }
     }
 
-    static func decodeSocket(_ payload: ByteReader) throws(SocketDiagDecodingError) -> TCPSocketSample {
+    package static func decodeSocket(_ payload: ByteReader) throws(SocketDiagDecodingError) -> TCPSocketSample {
         guard payload.count >= SockDiag.messageSize,
             let family = payload.integer(at: 0, as: UInt8.self),
             let state = payload.integer(at: 1, as: UInt8.self),
@@ -192,7 +192,7 @@ package enum SocketDiagDecoder {
     }
 
     /// An address of `inet_diag_sockid` (16 bytes reserved, the first 4 used by AF_INET).
-    static func address(_ payload: ByteReader, at offset: Int, family: UInt8) -> IPAddress? {
+    package static func address(_ payload: ByteReader, at offset: Int, family: UInt8) -> IPAddress? {
         switch AddressFamily(rawValue: family) {
         case .ipv4:
             guard let raw = payload.integer(at: offset, as: UInt32.self) else { return nil }
@@ -207,7 +207,7 @@ package enum SocketDiagDecoder {
         }
     }
 
-    static func tcpInfo(_ value: ByteReader) throws(SocketDiagDecodingError) -> TCPCounters {
+    package static func tcpInfo(_ value: ByteReader) throws(SocketDiagDecodingError) -> TCPCounters {
         guard value.count >= SockDiag.infoMinimumSize,
             let retransmits = value.integer(at: SockDiag.infoRetransmits, as: UInt8.self),
             let rto = value.integer(at: SockDiag.infoRTO, as: UInt32.self),
@@ -237,10 +237,10 @@ package enum SocketDiagDecoder {
 }
 
 /// Encodes sock_diag requests.
-enum SocketDiagRequest {
+package enum SocketDiagRequest {
     /// A dump of the TCP sockets of `family` in the states stall detection reads, each with its
     /// tcp_info: `nlmsghdr` (SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP) then `inet_diag_req_v2`.
-    static func tcpDump(family: AddressFamily, sequence: UInt32) -> [UInt8] {
+    package static func tcpDump(family: AddressFamily, sequence: UInt32) -> [UInt8] {
         var message = NetlinkRequest.header(
             type: SockDiag.byFamily, flags: RT.flagRequest | RT.flagDump, sequence: sequence,
             bodyLength: SockDiag.requestSize)
@@ -255,7 +255,7 @@ enum SocketDiagRequest {
     /// (family u8 0, src_len u8, dst_len u8, ext u8, inet_diag_sockid, states u32, dbs u32).
     /// One walk of the kernel's established-socket hash instead of two: the walk visits every
     /// bucket however few sockets there are, and is most of the cost of a poll (BENCHMARKS.md).
-    static func tcpDumpBothFamilies(sequence: UInt32) -> [UInt8] {
+    package static func tcpDumpBothFamilies(sequence: UInt32) -> [UInt8] {
         var message = NetlinkRequest.header(
             type: SockDiag.tcpGetSocket, flags: RT.flagRequest | RT.flagDump, sequence: sequence,
             bodyLength: SockDiag.compatRequestSize)

@@ -9,17 +9,17 @@ import Glibc
 /// Reading them takes a few small reads of one link's own folders: never a pass over all links.
 extension SysfsReader {
     /// One switch: its index (`rfkillN`, the `idx` of /dev/rfkill's events) and its state.
-    struct RadioSwitch: Hashable, Sendable {
-        var index: UInt32
-        var block: RadioBlock
+    package struct RadioSwitch: Hashable, Sendable {
+        package var index: UInt32
+        package var block: RadioBlock
     }
 
     /// Switches beyond this many under one device are not read (a real device has one).
-    static let radioSwitchLimit = 8
+    package static let radioSwitchLimit = 8
 
     /// The switches of a Wi-Fi or cellular link named `name`; empty for other kinds, or when
     /// sysfs shows none (a switch that cannot be read counts as on).
-    func radioSwitches(forInterface name: String, kind: InterfaceKind) -> [RadioSwitch] {
+    package func radioSwitches(forInterface name: String, kind: InterfaceKind) -> [RadioSwitch] {
         guard Self.isPlausibleInterfaceName(name) else { return [] }
         let directory = root + "/class/net/" + name
         let parents: [String]
@@ -39,11 +39,11 @@ extension SysfsReader {
 
     /// The state of switch `rfkillN` (`ROOT/class/rfkill/rfkillN`), for a switch /dev/rfkill
     /// has not told of.
-    func radioBlock(rfkill index: UInt32) -> RadioBlock {
+    package func radioBlock(rfkill index: UInt32) -> RadioBlock {
         Self.radioBlock(root + "/class/rfkill/rfkill\(index)")
     }
 
-    static func radioBlock(_ directory: String) -> RadioBlock {
+    package static func radioBlock(_ directory: String) -> RadioBlock {
         var block: RadioBlock = []
         if readFlag(directory + "/soft") { block.insert(.soft) }
         if readFlag(directory + "/hard") { block.insert(.hard) }
@@ -51,19 +51,19 @@ extension SysfsReader {
     }
 
     /// A sysfs boolean: "1" (and a newline) is true, anything else, or nothing, false.
-    static func readFlag(_ path: String) -> Bool {
+    package static func readFlag(_ path: String) -> Bool {
         guard let bytes = readUevent(path) else { return false }
         return bytes.first == UInt8(ascii: "1") && bytes.dropFirst().allSatisfy { $0 == UInt8(ascii: "\n") }
     }
 
     /// The `rfkillN` entries of a folder with their N, at most `radioSwitchLimit`.
-    static func rfkillEntries(in directory: String) -> [(UInt32, String)] {
+    package static func rfkillEntries(in directory: String) -> [(UInt32, String)] {
         let names = (try? DirectoryNames.list(directory, limit: radioSwitchLimit) { rfkillIndex($0) != nil }.get()) ?? []
         return names.compactMap { name in rfkillIndex(name).map { ($0, name) } }.sorted { $0.0 < $1.0 }
     }
 
     /// N of a name `rfkillN` (decimal, as the kernel names them); nil for any other name.
-    static func rfkillIndex(_ name: String) -> UInt32? {
+    package static func rfkillIndex(_ name: String) -> UInt32? {
         let prefix = "rfkill"
         guard name.hasPrefix(prefix) else { return nil }
         let digits = name.dropFirst(prefix.count)

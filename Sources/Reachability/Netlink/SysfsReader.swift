@@ -18,9 +18,9 @@ package struct SysfsReader: Sendable {
 
     /// uevent files are a few short lines; 4096 bytes (one sysfs page, the most a sysfs attribute can
     /// hold) bounds the read.
-    static let ueventLimit = 4096
+    package static let ueventLimit = 4096
     /// PATH_MAX: the longest link target readlink can return on Linux.
-    static let linkTargetLimit = 4096
+    package static let linkTargetLimit = 4096
 
     /// Facts for interface `name`. A name the kernel could not have given (empty, longer than 15 bytes,
     /// containing "/" or NUL, "." or "..") yields empty facts, so a hostile name cannot reach outside
@@ -36,7 +36,7 @@ package struct SysfsReader: Sendable {
     }
 
     /// The kernel's own rules (`dev_valid_name`), minus the ones that cannot hurt a path.
-    static func isPlausibleInterfaceName(_ name: String) -> Bool {
+    package static func isPlausibleInterfaceName(_ name: String) -> Bool {
         let bytes = name.utf8
         guard !bytes.isEmpty, bytes.count <= InterfaceRule.maximumNameLength else { return false }
         guard name != ".", name != ".." else { return false }
@@ -44,7 +44,7 @@ package struct SysfsReader: Sendable {
     }
 
     /// The value of the `DEVTYPE=` line, nil when there is none or it is empty.
-    static func deviceType(fromUevent bytes: [UInt8]) -> String? {
+    package static func deviceType(fromUevent bytes: [UInt8]) -> String? {
         let key = Array("DEVTYPE=".utf8)
         for line in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true)
         where line.starts(with: key) {
@@ -55,7 +55,7 @@ package struct SysfsReader: Sendable {
     }
 
     /// Up to `ueventLimit` bytes of the file, nil when it cannot be opened or read.
-    static func readUevent(_ path: String) -> [UInt8]? {
+    package static func readUevent(_ path: String) -> [UInt8]? {
         // O_NONBLOCK: a FIFO planted in a fake or hostile tree must not hang the reader.
         guard let file = try? Descriptor(checking: open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), "open") else { return nil }
         var buffer = [UInt8](repeating: 0, count: ueventLimit)
@@ -78,7 +78,7 @@ package struct SysfsReader: Sendable {
     }
 
     /// The last path component of a symlink's target, nil when it is not a readable symlink.
-    static func linkBasename(_ path: String) -> String? {
+    package static func linkBasename(_ path: String) -> String? {
         var buffer = [CChar](repeating: 0, count: linkTargetLimit)
         let count = buffer.withUnsafeMutableBufferPointer { readlink(path, $0.baseAddress!, $0.count) }
         // A target filling the whole buffer may have been cut short: better no answer than a wrong one.

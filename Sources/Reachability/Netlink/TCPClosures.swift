@@ -16,10 +16,10 @@ package struct TCPClosures: ~Copyable {
     private var buffer: [UInt8]
 
     /// SKNLGRP_INET_TCP_DESTROY and SKNLGRP_INET6_TCP_DESTROY (linux/sock_diag.h).
-    static let groups: [Int32] = [1, 3]
+    package static let groups: [Int32] = [1, 3]
     /// Datagrams read per `readable()`: a host closing thousands of sockets a second is read in
     /// slices, never in one burst on the loop (the descriptor stays readable for the rest).
-    static let datagramsPerRead = 32
+    package static let datagramsPerRead = 32
 
     package init(namespacePath: String? = nil) throws(SystemError) {
         let socket = try NetlinkSocket(nonBlocking: true, namespacePath: namespacePath, sockDiag: true)
@@ -72,7 +72,7 @@ package struct NeighbourActivity: ~Copyable {
     private var listening = false
 
     /// RTNLGRP_NEIGH.
-    static let group: Int32 = 3
+    package static let group: Int32 = 3
 
     package init(namespacePath: String? = nil) throws(SystemError) {
         socket = try NetlinkSocket(nonBlocking: true, namespacePath: namespacePath)

@@ -14,38 +14,38 @@ import Glibc
 /// `ares_destroy`; the callbacks only record what happened there, and call out only to
 /// `willClose`, just before a socket is closed. The owner reads `sockets` and `outcome` after
 /// each call returns. Not thread-safe: one thread.
-final class AresLookup {
+package final class AresLookup {
     /// What the C callbacks write to. A class of its own, apart from the lookup, so that
     /// `ares_destroy` in `deinit` calls back into an object that is not being deinitialised.
-    final class State {
-        var sockets: [Int32: (readable: Bool, writable: Bool)] = [:]
+    package final class State {
+        package var sockets: [Int32: (readable: Bool, writable: Bool)] = [:]
         /// Sockets c-ares closed since the owner last looked (`takeClosed`): a number closed and
         /// opened again names a new socket, whose epoll registration must be made anew.
-        var closed: Set<Int32> = []
-        var outcome: HostResolver.Outcome?
+        package var closed: Set<Int32> = []
+        package var outcome: HostResolver.Outcome?
         /// The server each socket was connected to, and whether it is a datagram socket.
-        var peers: [Int32: (server: IPAddress, datagram: Bool)] = [:]
+        package var peers: [Int32: (server: IPAddress, datagram: Bool)] = [:]
         /// Servers that refused, how (see `SocketCalls`), and the query types they refused: nil
         /// for every type (ICMP refuses the server itself, or an answer did not say its question).
-        var refusals: [IPAddress: (how: String, types: Set<UInt16>?)] = [:]
+        package var refusals: [IPAddress: (how: String, types: Set<UInt16>?)] = [:]
         /// Told of each socket just before c-ares closes it (see `HostResolver.socketWillClose`).
-        let willClose: ((Int32) -> Void)?
+        package let willClose: ((Int32) -> Void)?
 
-        init(willClose: ((Int32) -> Void)?) { self.willClose = willClose }
+        package init(willClose: ((Int32) -> Void)?) { self.willClose = willClose }
     }
 
     private let state: State
     private var channel: ares_channel?
 
     /// Sockets c-ares wants watched, as its socket-state callback last reported them.
-    var sockets: [Int32: (readable: Bool, writable: Bool)] { state.sockets }
+    package var sockets: [Int32: (readable: Bool, writable: Bool)] { state.sockets }
     /// The answer, once c-ares gave one (possibly already while starting).
-    var outcome: HostResolver.Outcome? { state.outcome }
+    package var outcome: HostResolver.Outcome? { state.outcome }
     /// The distinct nameservers of this channel.
-    private(set) var servers: Set<IPAddress> = []
+    package private(set) var servers: Set<IPAddress> = []
 
     /// The descriptors c-ares closed since the last call (some may be open again by now).
-    func takeClosed() -> Set<Int32> {
+    package func takeClosed() -> Set<Int32> {
         defer { state.closed.removeAll() }
         return state.closed
     }
@@ -55,7 +55,7 @@ final class AresLookup {
     /// retries would turn a clear refusal into a timeout. A server that refused only one family
     /// (dnsmasq with `--address` and no `--local` refuses AAAA) may still answer the other: that
     /// answer is the lookup's. The message names each server and how it refused.
-    var refusal: String? {
+    package var refusal: String? {
         let everyFamily: Set<UInt16> = [Self.typeA, Self.typeAAAA]
         let refusedAll = servers.allSatisfy { server in
             state.refusals[server].map { $0.types?.isSuperset(of: everyFamily) ?? true } ?? false
@@ -81,7 +81,7 @@ final class AresLookup {
     ///   - timeout: c-ares' first-try timeout per server; it doubles on each later round.
     ///   - tries: rounds over the server list.
     ///   - willClose: told of each of its sockets just before it is closed.
-    init(
+    package init(
         name: String, servers: [IPAddress], configuration: ResolverConfiguration, timeout: Duration, tries: Int32,
         willClose: ((Int32) -> Void)? = nil
     ) {
@@ -151,7 +151,7 @@ final class AresLookup {
     deinit { destroy() }
 
     /// When c-ares next needs `processTimers` (a retransmission), relative to now; nil if never.
-    var timerDelay: Duration? {
+    package var timerDelay: Duration? {
         guard let channel else { return nil }
         var storage = timeval()
         guard let delay = ares_timeout(channel, nil, &storage) else { return nil }
@@ -159,20 +159,20 @@ final class AresLookup {
     }
 
     /// Lets c-ares read from / write to `fd` after the loop saw it ready.
-    func process(fd: Int32, readable: Bool, writable: Bool) {
+    package func process(fd: Int32, readable: Bool, writable: Bool) {
         guard let channel else { return }
         ares_process_fd(channel, readable ? fd : ARES_SOCKET_BAD, writable ? fd : ARES_SOCKET_BAD)
     }
 
     /// Lets c-ares run its timers: retransmit, move on to the next server, or give up.
-    func processTimers() {
+    package func processTimers() {
         guard let channel else { return }
         ares_process_fd(channel, ARES_SOCKET_BAD, ARES_SOCKET_BAD)
     }
 
     /// Ends the lookup at once: closes its sockets (`sockets` becomes empty) and frees the
     /// channel. An outcome not yet reached stays nil. Never call it from a c-ares callback.
-    func destroy() {
+    package func destroy() {
         guard let channel else { return }
         self.channel = nil
         ares_destroy(channel)
@@ -221,7 +221,7 @@ final class AresLookup {
     }
 
     /// `ares_strerror` text and the status' C name, e.g. "Timeout while contacting DNS servers (ARES_ETIMEOUT)".
-    static func describe(_ status: Int32) -> String {
+    package static func describe(_ status: Int32) -> String {
         let text = ares_strerror(status).map { String(cString: $0) } ?? "unknown error"
         return "\(text) (\(statusName(status)))"
     }
@@ -260,5 +260,5 @@ final class AresLookup {
 
     /// `ares_library_init`, once per process (it is not thread-safe, and its effect is global);
     /// a Swift global is initialised exactly once, under a lock.
-    static let libraryStatus: Int32 = ares_library_init(ARES_LIB_INIT_ALL)
+    package static let libraryStatus: Int32 = ares_library_init(ARES_LIB_INIT_ALL)
 }

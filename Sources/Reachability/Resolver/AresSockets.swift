@@ -17,10 +17,10 @@ extension AresLookup {
     /// glibc does; and it does nothing for ICMP. So the lookup notes here, per server, a REFUSED
     /// answer (the DNS header's RCODE 5) or ECONNREFUSED from a send or receive, and the resolver
     /// ends the lookup as soon as every nameserver of its channel has refused (`refusal`).
-    enum SocketCalls {
+    package enum SocketCalls {
         /// c-ares keeps the pointer, so the table lives for the process. Written once here, then
         /// only read (by c-ares, on whichever loop thread runs a lookup): safe to share.
-        nonisolated(unsafe) static let table: UnsafeMutablePointer<ares_socket_functions> = {
+        package nonisolated(unsafe) static let table: UnsafeMutablePointer<ares_socket_functions> = {
             let table = UnsafeMutablePointer<ares_socket_functions>.allocate(capacity: 1)
             table.initialize(to: ares_socket_functions(
                 asocket: { domain, type, proto, _ in
@@ -73,11 +73,11 @@ extension AresLookup {
         }()
 
         /// RCODE 5, REFUSED (RFC 1035 4.1.1).
-        static let refusedCode: UInt8 = 5
+        package static let refusedCode: UInt8 = 5
 
         /// The QTYPE of a DNS message's first question (RFC 1035 4.1.2: QNAME's labels after the
         /// 12-byte header, then QTYPE); nil when the message has no question or ends early.
-        static func questionType(_ message: UnsafeRawBufferPointer) -> UInt16? {
+        package static func questionType(_ message: UnsafeRawBufferPointer) -> UInt16? {
             guard message.count >= 12, message[4] != 0 || message[5] != 0 else { return nil }
             var index = 12
             while index < message.count {
@@ -90,13 +90,13 @@ extension AresLookup {
             guard index + 2 <= message.count else { return nil }
             return UInt16(message[index]) << 8 | UInt16(message[index + 1])
         }
-        static let refusedByAnswer = "refused the query (REFUSED)"
-        static let refusedByICMP = "refused the connection (ICMP port unreachable: nothing listens on its port 53)"
+        package static let refusedByAnswer = "refused the query (REFUSED)"
+        package static let refusedByICMP = "refused the connection (ICMP port unreachable: nothing listens on its port 53)"
     }
 
     /// DNS record types of the two families a lookup asks for (RFC 1035, RFC 3596).
-    static let typeA: UInt16 = 1
-    static let typeAAAA: UInt16 = 28
+    package static let typeA: UInt16 = 1
+    package static let typeAAAA: UInt16 = 28
 
     fileprivate static func state(_ context: UnsafeMutableRawPointer?) -> State {
         Unmanaged<State>.fromOpaque(context!).takeUnretainedValue()

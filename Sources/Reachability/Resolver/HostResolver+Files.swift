@@ -21,7 +21,7 @@ extension HostResolver {
     }
 
     /// The servers and settings for a lookup now, or why there are none.
-    func lookupSettings() -> Result<(servers: [IPAddress], configuration: ResolverConfiguration), ResolverError> {
+    package func lookupSettings() -> Result<(servers: [IPAddress], configuration: ResolverConfiguration), ResolverError> {
         guard let configuration = files.resolverConfiguration() else {
             let fault = files.resolvConfFault ?? "\(files.resolvConfPath) could not be read"
             return .failure(ResolverError(message: "no nameserver known: \(fault)"))

@@ -43,7 +43,7 @@ extension HostResolver {
     package typealias RequestID = UInt64
 
     /// One lookup from `resolve` until its completion has run or it was cancelled.
-    final class Request {
+    package final class Request {
         enum Phase {
             /// In line for a slot.
             case waiting
@@ -117,21 +117,21 @@ package enum LookupOwner: Hashable, Sendable, CustomStringConvertible {
 /// The oldest-first line of one owner's lookups waiting for a slot. A lookup that ends while it
 /// waits (cancelled, or its deadline passed) stays in the array and is dropped when it reaches
 /// the head; `count` holds only those still waiting.
-struct WaitingLine {
+package struct WaitingLine {
     private var requests: [HostResolver.Request] = []
     private var head = 0
-    private(set) var count = 0
+    package private(set) var count = 0
 
-    mutating func append(_ request: HostResolver.Request) {
+    package mutating func append(_ request: HostResolver.Request) {
         requests.append(request)
         count += 1
     }
 
     /// A waiting request of this line ended where it stands.
-    mutating func left() { count -= 1 }
+    package mutating func left() { count -= 1 }
 
     /// The oldest request still waiting.
-    mutating func first() -> HostResolver.Request? {
+    package mutating func first() -> HostResolver.Request? {
         while head < requests.count, !requests[head].isWaiting { head += 1 }
         // Drop the consumed prefix once it is all there is, or large enough to be worth a copy.
         if head == requests.count {
@@ -145,7 +145,7 @@ struct WaitingLine {
     }
 
     /// Takes the oldest waiting request out of the line (`first` must have returned it).
-    mutating func removeFirst() {
+    package mutating func removeFirst() {
         head += 1
         count -= 1
     }

@@ -31,10 +31,10 @@ package final class HostResolver {
 
     /// Rounds over the server list: with the first-try timeout a quarter of the time left, a
     /// second nameserver is still asked well before the deadline.
-    static let tries: Int32 = 3
+    package static let tries: Int32 = 3
     /// The shortest first-try timeout given to c-ares: below it, a loaded server on a slow link
     /// would be retried before it could possibly answer.
-    static let minimumTryTimeout: Duration = .milliseconds(100)
+    package static let minimumTryTimeout: Duration = .milliseconds(100)
     /// A waiting lookup is started only with at least this much time left. A slot frees when
     /// a running lookup ends, and under load that is mostly when a crowd of deadlines falls due:
     /// starting the next waiting lookups then (a channel, resolv.conf read, a socket and two
@@ -83,7 +83,7 @@ package final class HostResolver {
     private var finished: [Request] = []
 
     /// Where the nameservers, the search list and /etc/hosts come from.
-    let files: ResolverFiles
+    package let files: ResolverFiles
 
     /// `files`: shared with whoever else reads resolv.conf (the core's nameserver fact), so that
     /// a fault is said once; by default the resolver reads `options.resolvConfPath` on its own.
@@ -91,7 +91,7 @@ package final class HostResolver {
         try self.init(options: options, files: ResolverFiles(resolvConfPath: options.resolvConfPath ?? Self.systemResolvConfPath))
     }
 
-    init(options: Options, files: ResolverFiles) throws {
+    package init(options: Options, files: ResolverFiles) throws {
         precondition(options.maxConcurrent > 0, "maxConcurrent must be at least 1")
         self.files = files
         let status = AresLookup.libraryStatus
@@ -159,7 +159,7 @@ package final class HostResolver {
 
     /// The descriptors c-ares wants watched now, in ascending order: what tests poll by hand.
     /// Pass POLLERR/POLLHUP on as `readable`: c-ares learns of socket errors by reading.
-    var descriptors: [(fd: Int32, readable: Bool, writable: Bool)] {
+    package var descriptors: [(fd: Int32, readable: Bool, writable: Bool)] {
         owners.keys.sorted().compactMap { fd in
             guard let interest = owners[fd]?.lookup?.sockets[fd] else { return nil }
             return (fd, interest.readable, interest.writable)

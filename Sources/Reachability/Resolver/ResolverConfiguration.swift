@@ -16,7 +16,7 @@ package struct ResolverConfiguration: Equatable, Sendable {
     /// glibc's MAXDNSRCH: each domain is one more round of queries for a short name.
     package static let maximumSearchDomains = 6
     /// glibc's cap on `ndots`.
-    static let maximumNdots = 15
+    package static let maximumNdots = 15
     /// A resolv.conf is a few hundred bytes; 64 KiB is far past any real one (resolved's own
     /// runs to a few KiB with long search lists), and read on the loop, it costs well under a
     /// millisecond. What is larger is no resolv.conf.
@@ -81,16 +81,16 @@ package struct ResolverConfiguration: Equatable, Sendable {
 /// /etc/hosts, parsed by reachd: c-ares 1.18 would fopen(3) it on the loop at every lookup
 /// (`lookups "f"`), which a FIFO blocks and /dev/zero never ends. Names are matched as glibc
 /// and c-ares do, ignoring case and a trailing dot.
-struct HostsFile: Equatable {
+package struct HostsFile: Equatable {
     /// Blocklist hosts files run to a few MiB; 16 MiB holds the largest in use, and is parsed
     /// once per change of the file (c-ares read the whole file at every lookup).
-    static let fileLimit = 16 << 20
+    package static let fileLimit = 16 << 20
 
     private var addresses: [String: [IPAddress]] = [:]
 
-    init() {}
+    package init() {}
 
-    init<Bytes: Collection>(parsing bytes: Bytes) where Bytes.Element == UInt8 {
+    package init<Bytes: Collection>(parsing bytes: Bytes) where Bytes.Element == UInt8 {
         for line in bytes.split(separator: UInt8(ascii: "\n")) {
             let words = line.split(whereSeparator: { $0 == 32 || $0 == 9 || $0 == 13 })
                 .prefix { $0.first != UInt8(ascii: "#") }
@@ -105,7 +105,7 @@ struct HostsFile: Equatable {
     }
 
     /// The addresses the file gives `name`, IPv4 first; empty when it does not name it.
-    func addresses(of name: String) -> [IPAddress] {
+    package func addresses(of name: String) -> [IPAddress] {
         let found = addresses[Self.key(name)] ?? []
         return found.filter { if case .v4 = $0 { true } else { false } } + found.filter { if case .v6 = $0 { true } else { false } }
     }

@@ -4,18 +4,18 @@
 /// is said once. A file that cannot be taken (a FIFO, a device, past its size limit, unreadable)
 /// is reported once through `warn`, naming the file and what it is, and the last version read
 /// well stays in use until the file is fixed, when it is read again. Loop-thread only.
-final class ResolverFiles {
-    let resolvConfPath: String
-    let upstreamPath: String?
-    let hostsPath: String
+package final class ResolverFiles {
+    package let resolvConfPath: String
+    package let upstreamPath: String?
+    package let hostsPath: String
     /// Hears of each fault once (and again only after the file was read well in between).
-    var warn: (String) -> Void
+    package var warn: (String) -> Void
 
     private var resolvConf: FollowedFile<ResolverConfiguration>
     private var upstream: FollowedFile<ResolverConfiguration>?
     private var hosts: FollowedFile<HostsFile>
 
-    init(resolvConfPath: String, upstreamPath: String? = nil, hostsPath: String = "/etc/hosts", warn: @escaping (String) -> Void = { _ in }) {
+    package init(resolvConfPath: String, upstreamPath: String? = nil, hostsPath: String = "/etc/hosts", warn: @escaping (String) -> Void = { _ in }) {
         self.resolvConfPath = resolvConfPath
         self.upstreamPath = upstreamPath
         self.hostsPath = hostsPath
@@ -35,39 +35,39 @@ final class ResolverFiles {
 
     /// resolv.conf now: an absent file is an empty one (no nameserver); nil when it was never
     /// read well (it is a FIFO since reachd started, say).
-    func resolverConfiguration() -> ResolverConfiguration? {
+    package func resolverConfiguration() -> ResolverConfiguration? {
         resolvConf.current(report: warn)
     }
 
     /// resolved's upstream list now; nil when there is none (or it was never read well).
-    func upstreamConfiguration() -> ResolverConfiguration? {
+    package func upstreamConfiguration() -> ResolverConfiguration? {
         upstream?.current(report: warn) ?? nil
     }
 
     /// What /etc/hosts gives `name`; empty when nothing (or the file cannot be read).
-    func hostsAddresses(_ name: String) -> [IPAddress] {
+    package func hostsAddresses(_ name: String) -> [IPAddress] {
         hosts.current(report: warn)?.addresses(of: name) ?? []
     }
 
     /// What is wrong with resolv.conf's current version, if anything.
-    var resolvConfFault: String? { resolvConf.fault }
+    package var resolvConfFault: String? { resolvConf.fault }
 }
 
 /// One file followed by version: the value of the last version read well, and the fault of the
 /// current one, if any.
-struct FollowedFile<Value> {
-    let path: String
-    let limit: Int
-    let parse: ([UInt8]) -> Value
+package struct FollowedFile<Value> {
+    package let path: String
+    package let limit: Int
+    package let parse: ([UInt8]) -> Value
     /// What is worth a line about a version read well (nameservers dropped), if anything.
-    let note: (Value) -> String?
+    package let note: (Value) -> String?
     private var looked = false
     private var identity: FileIdentity?
     private var value: Value?
     /// The current version's refusal, said once.
-    private(set) var fault: String?
+    package private(set) var fault: String?
 
-    init(path: String, limit: Int, parse: @escaping ([UInt8]) -> Value, note: @escaping (Value) -> String? = { _ in nil }) {
+    package init(path: String, limit: Int, parse: @escaping ([UInt8]) -> Value, note: @escaping (Value) -> String? = { _ in nil }) {
         self.path = path
         self.limit = limit
         self.parse = parse
@@ -76,7 +76,7 @@ struct FollowedFile<Value> {
 
     /// The value of the last version read well, reading the file first when it changed (one
     /// stat otherwise); `report` hears of a refusal or a note, once per version.
-    mutating func current(report: (String) -> Void) -> Value? {
+    package mutating func current(report: (String) -> Void) -> Value? {
         let now = FileIdentity(path: path)
         // A missing file is looked at each time (an open that fails at once): nothing to cache.
         if looked, now != nil, now == identity { return value }

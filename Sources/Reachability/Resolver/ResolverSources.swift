@@ -9,7 +9,7 @@ import Glibc
 ///
 /// Re-creating a watch for every socket at every resolver event was O(n) per event and O(n^2)
 /// per burst with one channel per lookup and hundreds of lookups.
-final class ResolverSources {
+package final class ResolverSources {
     private let loop: any EventLoopProtocol
     private var timer: (any LoopSource)?
     private var sources: [Int32: (source: any LoopSource, events: IOEvents)] = [:]
@@ -18,7 +18,7 @@ final class ResolverSources {
     private let deadline: () -> Void
     private let warn: (String) -> Void
 
-    init(loop: any EventLoopProtocol, warn: @escaping (String) -> Void, deadline: @escaping () -> Void, ready: @escaping (Int32, IOEvents) -> Void) {
+    package init(loop: any EventLoopProtocol, warn: @escaping (String) -> Void, deadline: @escaping () -> Void, ready: @escaping (Int32, IOEvents) -> Void) {
         self.loop = loop
         self.ready = ready
         self.deadline = deadline
@@ -26,7 +26,7 @@ final class ResolverSources {
     }
 
     /// Drops every socket watch: the resolver was replaced (its sockets are gone).
-    func reset() {
+    package func reset() {
         for entry in sources.values { entry.source.cancel() }
         sources.removeAll()
     }
@@ -34,12 +34,12 @@ final class ResolverSources {
     /// A c-ares socket is about to be closed: its watch goes now, while the number is still
     /// that socket's. Dropped later (at `sync`), it would take out of epoll whatever socket got
     /// the number meanwhile, e.g. the connectivity probe's, opened in the lookup's completion.
-    func socketWillClose(_ fd: Int32) {
+    package func socketWillClose(_ fd: Int32) {
         sources.removeValue(forKey: fd)?.source.cancel()
     }
 
     /// Applies the socket changes `resolver` reports and re-arms the deadline timer.
-    func sync(_ resolver: HostResolver) {
+    package func sync(_ resolver: HostResolver) {
         for change in resolver.takeSocketChanges() {
             var events: IOEvents = []
             if change.readable { events.insert(.readable) }

@@ -1,0 +1,4 @@
+// The layers below this adapter (Package.swift: ReachabilityResolver), seen by every file of this
+// folder; the layers above see this one through the library's Layers.swift.
+@_exported import ReachabilitySystem
+@_exported import ReachabilityModel
