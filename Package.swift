@@ -80,13 +80,26 @@ let package = Package(
             dependencies: ["ReachabilitySystem", "ReachabilityModel", "CSystemd"],
             path: "Sources/Reachability/Bus"
         ),
+        // The core (one loop's sequence of the kernel's facts, host checks, the stall watch) on the
+        // Engine and the adapters but the bus; reachd's client on the bus. Neither names the other.
+        .target(
+            name: "ReachabilityCore",
+            dependencies: ["ReachabilityNetlink", "ReachabilityResolver", "ReachabilityConnectivity", "CNetlink"],
+            path: "Sources/Reachability/Core"
+        ),
+        .target(
+            name: "ReachabilityClient",
+            dependencies: ["ReachabilityBus", "ReachabilityConnectivity", "CSystemd"],
+            path: "Sources/Reachability/Client"
+        ),
+        // The library a program imports: the monitors, in-process or through reachd, over all of it.
         .target(
             name: "Reachability",
-            dependencies: [
-                "ReachabilityNetlink", "ReachabilityResolver", "ReachabilityConnectivity", "ReachabilityBus",
-                "CNetlink", "CSystemd",
-            ],
-            exclude: ["System", "Model", "Engine", "Netlink", "Resolver", "Connectivity", "Bus", "Output", "Metrics", "Config"]
+            dependencies: ["ReachabilityCore", "ReachabilityClient"],
+            exclude: [
+                "System", "Model", "Engine", "Netlink", "Resolver", "Connectivity", "Bus", "Core", "Client",
+                "Output", "Metrics", "Config",
+            ]
         ),
         // The layers above the library's programs' API: renderings, metrics, then reachd.conf.
         // Targets of their own, so that nothing below can name them.

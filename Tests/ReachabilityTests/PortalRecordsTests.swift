@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Reachability
+@testable import ReachabilityCore
 
 /// The portal's address as the other DHCP clients record it (RFC 8910): systemd-networkd's link
 /// state files (`CAPTIVE_PORTAL=`, networkd 254 and later) and dhcpcd's lease files (the server's

@@ -7,13 +7,13 @@
 package struct HostProperty: Sendable {
     public let name: StaticString
     public let signature: StaticString
-    let append: @Sendable (HostStatus, BusMessage) throws(BusError) -> Void
+    package let append: @Sendable (HostStatus, BusMessage) throws(BusError) -> Void
     /// Reads the value into a host status; nil for a property that only repeats another one's
     /// facts (`Constrained` is a flag) or is read with entries of its own (`Nat64Prefix`).
-    let read: (@Sendable (BusMessage, inout HostStatus) throws(BusError) -> Void)?
-    let differs: @Sendable (HostStatus, HostStatus) -> Bool
+    package let read: (@Sendable (BusMessage, inout HostStatus) throws(BusError) -> Void)?
+    package let differs: @Sendable (HostStatus, HostStatus) -> Bool
 
-    init(
+    package init(
         _ name: StaticString, _ signature: StaticString,
         append: @escaping @Sendable (HostStatus, BusMessage) throws(BusError) -> Void,
         read: (@Sendable (BusMessage, inout HostStatus) throws(BusError) -> Void)?,
@@ -26,7 +26,7 @@ package struct HostProperty: Sendable {
         self.differs = differs
     }
 
-    static func string(
+    package static func string(
         _ name: StaticString, _ get: @escaping @Sendable (HostStatus) -> String, _ set: (@Sendable (inout HostStatus, String) -> Void)?
     ) -> Self {
         var read: (@Sendable (BusMessage, inout HostStatus) throws(BusError) -> Void)?
@@ -34,13 +34,13 @@ package struct HostProperty: Sendable {
         return Self(name, "s", append: { host, message throws(BusError) in try message.append(get(host)) }, read: read, differs: { get($0) != get($1) })
     }
 
-    static func bool(_ name: StaticString, _ get: @escaping @Sendable (HostStatus) -> Bool, _ set: (@Sendable (inout HostStatus, Bool) -> Void)?) -> Self {
+    package static func bool(_ name: StaticString, _ get: @escaping @Sendable (HostStatus) -> Bool, _ set: (@Sendable (inout HostStatus, Bool) -> Void)?) -> Self {
         var read: (@Sendable (BusMessage, inout HostStatus) throws(BusError) -> Void)?
         if let set { read = { message, host throws(BusError) in set(&host, try message.readBool()) } }
         return Self(name, "b", append: { host, message throws(BusError) in try message.append(get(host)) }, read: read, differs: { get($0) != get($1) })
     }
 
-    static func strings(_ name: StaticString, _ get: @escaping @Sendable (HostStatus) -> [String], _ set: @escaping @Sendable (inout HostStatus, [String]) -> Void) -> Self {
+    package static func strings(_ name: StaticString, _ get: @escaping @Sendable (HostStatus) -> [String], _ set: @escaping @Sendable (inout HostStatus, [String]) -> Void) -> Self {
         Self(
             name, "as", append: { host, message throws(BusError) in try message.append(get(host)) },
             read: { message, host throws(BusError) in set(&host, try message.readStringArray()) }, differs: { get($0) != get($1) })
@@ -94,7 +94,7 @@ package struct HostProperty: Sendable {
     package static let changedSignalNames = all.prefix(2).map { "\($0.name)" }
 
     /// The rows by name, for Get and the client's reading of GetStatus.
-    static let byName: [String: HostProperty] = Dictionary(uniqueKeysWithValues: all.map { ("\($0.name)", $0) })
+    package static let byName: [String: HostProperty] = Dictionary(uniqueKeysWithValues: all.map { ("\($0.name)", $0) })
 
     /// The one property beside the host's: the snapshot's generation, which moves with every change.
     public static let generation = "Generation"
@@ -127,7 +127,7 @@ package struct HostProperty: Sendable {
     /// Reads a GetStatus entry's variant into `host` when `key` names a property read on its own;
     /// false for any other key (the variant is left unread). A value of another type than the
     /// contract's is skipped, as an older or newer reachd may send.
-    static func readEntry(_ key: String, _ message: BusMessage, into host: inout HostStatus) throws(BusError) -> Bool {
+    package static func readEntry(_ key: String, _ message: BusMessage, into host: inout HostStatus) throws(BusError) -> Bool {
         guard let row = byName[key], let read = row.read else { return false }
         guard try message.enterVariant(holding: "\(row.signature)") else {
             try message.skip("v")

@@ -10,7 +10,7 @@ package struct InterfaceFact: Sendable {
     /// keeps the fact's default).
     package let value: @Sendable (InterfaceStatus) -> String?
     /// Sets the fact from a value sent ("" when none was: the default).
-    let set: @Sendable (inout InterfaceStatus, String) -> Void
+    package let set: @Sendable (inout InterfaceStatus, String) -> Void
 
     /// The rows. Every fact is a string today; a fact of another type would carry its own
     /// signature and value closures.
@@ -42,7 +42,7 @@ package struct InterfaceFact: Sendable {
 
     /// Reads `a{sa{sv}}` (the container must be next): each interface's facts, as the values to
     /// set by fact name. Unknown facts, and values of another type than the row's, are skipped.
-    static func read(_ message: BusMessage) throws(BusError) -> [String: [String: String]] {
+    package static func read(_ message: BusMessage) throws(BusError) -> [String: [String: String]] {
         var facts: [String: [String: String]] = [:]
         guard try message.enter("a", "{sa{sv}}") else { throw ReachabilityClient.badReply("InterfaceFacts", "expected a{sa{sv}}") }
         while try message.enter("e", "sa{sv}") {
@@ -68,7 +68,7 @@ package struct InterfaceFact: Sendable {
 
     /// `interfaces` with the facts sent for them by name: each row set from its value, or to its
     /// default when none was sent (the fact went away).
-    static func with(_ facts: [String: [String: String]], _ interfaces: [InterfaceStatus]) -> [InterfaceStatus] {
+    package static func with(_ facts: [String: [String: String]], _ interfaces: [InterfaceStatus]) -> [InterfaceStatus] {
         interfaces.map { status in
             var status = status
             let values = facts[status.name] ?? [:]

@@ -6,12 +6,12 @@
 package struct PathProperty: Sendable {
     public let name: StaticString
     public let signature: StaticString
-    let append: @Sendable (Path, BusMessage) throws(BusError) -> Void
+    package let append: @Sendable (Path, BusMessage) throws(BusError) -> Void
     /// Reads the value into a path; nil for a property that only repeats another one's facts.
-    let read: (@Sendable (BusMessage, inout Path) throws(BusError) -> Void)?
-    let differs: @Sendable (Path, Path) -> Bool
+    package let read: (@Sendable (BusMessage, inout Path) throws(BusError) -> Void)?
+    package let differs: @Sendable (Path, Path) -> Bool
 
-    init(
+    package init(
         _ name: StaticString, _ signature: StaticString,
         append: @escaping @Sendable (Path, BusMessage) throws(BusError) -> Void,
         read: (@Sendable (BusMessage, inout Path) throws(BusError) -> Void)?,
@@ -24,19 +24,19 @@ package struct PathProperty: Sendable {
         self.differs = differs
     }
 
-    static func string(_ name: StaticString, _ get: @escaping @Sendable (Path) -> String, _ set: @escaping @Sendable (inout Path, String) -> Void) -> Self {
+    package static func string(_ name: StaticString, _ get: @escaping @Sendable (Path) -> String, _ set: @escaping @Sendable (inout Path, String) -> Void) -> Self {
         Self(
             name, "s", append: { path, message throws(BusError) in try message.append(get(path)) },
             read: { message, path throws(BusError) in set(&path, try message.readString()) }, differs: { get($0) != get($1) })
     }
 
-    static func bool(_ name: StaticString, _ get: @escaping @Sendable (Path) -> Bool, _ set: @escaping @Sendable (inout Path, Bool) -> Void) -> Self {
+    package static func bool(_ name: StaticString, _ get: @escaping @Sendable (Path) -> Bool, _ set: @escaping @Sendable (inout Path, Bool) -> Void) -> Self {
         Self(
             name, "b", append: { path, message throws(BusError) in try message.append(get(path)) },
             read: { message, path throws(BusError) in set(&path, try message.readBool()) }, differs: { get($0) != get($1) })
     }
 
-    static func strings(_ name: StaticString, _ get: @escaping @Sendable (Path) -> [String], _ set: (@Sendable (inout Path, [String]) -> Void)?) -> Self {
+    package static func strings(_ name: StaticString, _ get: @escaping @Sendable (Path) -> [String], _ set: (@Sendable (inout Path, [String]) -> Void)?) -> Self {
         var read: (@Sendable (BusMessage, inout Path) throws(BusError) -> Void)?
         if let set { read = { message, path throws(BusError) in set(&path, try message.readStringArray()) } }
         return Self(
@@ -147,7 +147,7 @@ package struct PathProperty: Sendable {
     }
 
     /// WatchPath's options for `restriction`.
-    static func appendOptions(_ restriction: Path.Restriction, to message: BusMessage) throws(BusError) {
+    package static func appendOptions(_ restriction: Path.Restriction, to message: BusMessage) throws(BusError) {
         try message.open("a", "{sv}")
         if let required = restriction.requiredInterfaceType {
             try message.appendEntry(ReachdContract.PathOption.requiredKind, "s") { entry throws(BusError) in try entry.append(required.rawValue) }

@@ -8,11 +8,11 @@ import Glibc
 extension ReachabilityClient {
     /// How long to wait between attempts to connect to a bus that went away: a client's own
     /// retry, cheap, and quick enough that a restarted dbus-daemon is found within a second.
-    static let reconnectInterval: Duration = .seconds(1)
+    package static let reconnectInterval: Duration = .seconds(1)
 
     /// Drops what belonged to the reachd that left: its signal matches and our watches (they
     /// died with it).
-    func forgetService() {
+    package func forgetService() {
         slots = []
         owner = nil
         watches = [:]
@@ -25,7 +25,7 @@ extension ReachabilityClient {
 
     /// The bus connection failed: forgets it and schedules a new one. Returns whether a reachd was
     /// being followed (then its loss is news).
-    func disconnect() -> Bool {
+    package func disconnect() -> Bool {
         let hadService = owner != nil
         forgetService()
         // Slots hold references on the connection: drop them before it.
@@ -37,7 +37,7 @@ extension ReachabilityClient {
 
     /// Connects to the bus again when the time has come. Returns whether connected; then, when
     /// reachd is already there, the client is subscribed to it (`owner` set).
-    func reconnectIfDue() -> Bool {
+    package func reconnectIfDue() -> Bool {
         guard let due = reconnectAt, ContinuousClock.now >= due else { return reconnectAt == nil }
         do {
             connection = try BusConnection(address, description: "reachability-client")
@@ -58,7 +58,7 @@ extension ReachabilityClient {
 
     /// Asks the bus to start reachd where it is installed for D-Bus activation. Never waits: the
     /// answer is of no interest (ServiceUnknown where it is not), reachd taking its name is.
-    func activate() {
+    package func activate() {
         activation = try? connection.callAsync(
             destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
             member: "StartServiceByName"
@@ -69,7 +69,7 @@ extension ReachabilityClient {
     }
 
     /// Waits up to `timeout` for `descriptor` (when given) to become readable; whether it did.
-    static func wait(timeout: Duration, orReadable descriptor: Int32?) -> Bool {
+    package static func wait(timeout: Duration, orReadable descriptor: Int32?) -> Bool {
         var fds = descriptor.map { [pollfd(fd: $0, events: Int16(POLLIN), revents: 0)] } ?? []
         return poll(&fds, nfds_t(fds.count), Int32(clamping: timeout.millisecondsRoundedUp)) > 0
     }

@@ -32,7 +32,7 @@ extension ReachabilityClient {
     }
 
     /// Reads a path watch's properties anew (GetAll).
-    func refresh(path object: String) throws(BusError) {
+    package func refresh(path object: String) throws(BusError) {
         let reply = try connection.call(
             destination: owner ?? ReachdContract.busName, path: object, interface: "org.freedesktop.DBus.Properties",
             member: "GetAll", timeout: timeout
@@ -46,7 +46,7 @@ extension ReachabilityClient {
     /// A path watch's PropertiesChanged (its interface name read): the values it carries applied
     /// to the path last known, as they name only what moved; read anew (GetAll) only when a
     /// property was invalidated without its value.
-    func apply(_ message: BusMessage, toPath object: String) throws(BusError) {
+    package func apply(_ message: BusMessage, toPath object: String) throws(BusError) {
         guard var path = paths[object] else { return }
         try Self.readPathProperties(message, into: &path)
         paths[object] = path
@@ -54,7 +54,7 @@ extension ReachabilityClient {
     }
 
     /// An `a{sv}` of path properties into `path`; unknown names and types are skipped.
-    static func readPathProperties(_ message: BusMessage, into path: inout Path) throws(BusError) {
+    package static func readPathProperties(_ message: BusMessage, into path: inout Path) throws(BusError) {
         guard try message.enter("a", "{sv}") else { throw Self.badReply("GetAll", "expected a{sv}") }
         while try message.enter("e", "sv") {
             let name = try message.readString()

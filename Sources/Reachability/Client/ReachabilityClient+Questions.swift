@@ -148,7 +148,7 @@ extension ReachabilityClient {
     }
 
     /// ListInterfaces' and InterfacesChanged's `a(issuas)`.
-    static func readInterfaces(_ message: BusMessage, _ member: String) throws(BusError) -> [InterfaceStatus] {
+    package static func readInterfaces(_ message: BusMessage, _ member: String) throws(BusError) -> [InterfaceStatus] {
         var interfaces: [InterfaceStatus] = []
         guard try message.enter("a", "(issuas)") else { throw Self.badReply(member, "expected a(issuas)") }
         while try message.enter("r", "issuas") {
@@ -194,13 +194,13 @@ extension ReachabilityClient {
     }
 
     /// `u flags, s interface, s reason, a{sv} details`: CheckAddress's reply, CheckUnit's first part.
-    static func readAddressCheck(_ message: BusMessage, _ address: String) throws(BusError) -> CheckResult {
+    package static func readAddressCheck(_ message: BusMessage, _ address: String) throws(BusError) -> CheckResult {
         var scope = Explanation.TrafficScope.host
         return try readAddressCheck(message, address, trafficScope: &scope)
     }
 
     /// The same, with CheckUnit's `TrafficScope` among the details.
-    static func readAddressCheck(
+    package static func readAddressCheck(
         _ message: BusMessage, _ address: String, trafficScope: inout Explanation.TrafficScope
     ) throws(BusError) -> CheckResult {
         var result = CheckResult(target: address, addresses: Self.addresses(ofTarget: address))
@@ -214,13 +214,13 @@ extension ReachabilityClient {
     /// The trailing `a{sv}` of the check replies: gateway, source address and message. Unknown
     /// keys are skipped. A reachd from before the details ends its reply at `reason`; entering
     /// a container there fails (ENXIO), so whether one follows is peeked first.
-    static func readDetails(_ message: BusMessage, into result: inout CheckResult) throws(BusError) {
+    package static func readDetails(_ message: BusMessage, into result: inout CheckResult) throws(BusError) {
         var scope = Explanation.TrafficScope.host
         try readDetails(message, into: &result, trafficScope: &scope)
     }
 
     /// The same, with CheckUnit's `TrafficScope` (absent from an older reachd's: the host's).
-    static func readDetails(
+    package static func readDetails(
         _ message: BusMessage, into result: inout CheckResult, trafficScope: inout Explanation.TrafficScope
     ) throws(BusError) {
         var type: CChar = 0
@@ -323,7 +323,7 @@ extension ReachabilityClient {
     }
 
     /// `s broken_layer, a(ssass) layers` of Explain and CheckUnit; unknown layers are skipped.
-    static func readLayers(_ message: BusMessage, _ method: String) throws(BusError) -> [Explanation.Layer] {
+    package static func readLayers(_ message: BusMessage, _ method: String) throws(BusError) -> [Explanation.Layer] {
         _ = try message.readString()  // the first broken layer: the layers below say it again
         var layers: [Explanation.Layer] = []
         guard try message.enter("a", "(ssass)") else { throw Self.badReply(method, "expected a(ssass)") }
@@ -341,7 +341,7 @@ extension ReachabilityClient {
     }
 
     /// What an address check evaluates, as the in-process check reports it: the address itself.
-    static func addresses(ofTarget target: String) -> [IPAddress] {
+    package static func addresses(ofTarget target: String) -> [IPAddress] {
         guard AddressTarget.looksLikeAddress(target), case let .success(parsed) = AddressTarget.parse(target) else { return [] }
         return [parsed.address]
     }

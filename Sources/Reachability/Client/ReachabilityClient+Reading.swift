@@ -7,13 +7,13 @@ import Glibc
 /// the types the contract gives.
 extension ReachabilityClient {
     /// The watch properties we understand, from an a{sv}; other keys and types are skipped.
-    struct WatchProperties: Hashable, Sendable {
-        var flags: UInt32?
-        var interface: String?
-        var reason: String?
+    package struct WatchProperties: Hashable, Sendable {
+        package var flags: UInt32?
+        package var interface: String?
+        package var reason: String?
     }
 
-    static func readProperties(_ message: BusMessage) throws(BusError) -> WatchProperties {
+    package static func readProperties(_ message: BusMessage) throws(BusError) -> WatchProperties {
         var properties = WatchProperties()
         guard try message.enter("a", "{sv}") else { throw badReply("GetAll", "expected a{sv}") }
         while try message.enter("e", "sv") {
@@ -29,7 +29,7 @@ extension ReachabilityClient {
         return properties
     }
 
-    static func readPropertiesChanged(_ message: BusMessage) throws(BusError) -> (changed: WatchProperties, invalidated: [String]) {
+    package static func readPropertiesChanged(_ message: BusMessage) throws(BusError) -> (changed: WatchProperties, invalidated: [String]) {
         guard try message.readString() == ReachdContract.watchInterface else { return (WatchProperties(), []) }
         let changed = try readProperties(message)
         let invalidated = try message.readStringArray()
@@ -37,7 +37,7 @@ extension ReachabilityClient {
         return (changed, invalidated.filter(known.contains))
     }
 
-    static func apply(_ properties: WatchProperties, to result: inout CheckResult) {
+    package static func apply(_ properties: WatchProperties, to result: inout CheckResult) {
         if let flags = properties.flags { result.flags = ReachabilityFlags(rawValue: flags) }
         if let interface = properties.interface { result.interface = interface }
         if let reason = properties.reason { result.reason = Reason(rawValue: reason) }
@@ -45,7 +45,7 @@ extension ReachabilityClient {
 
     /// `HostChangeDescribed`'s `a{sv}`. Entries it does not know, or of another type, are
     /// skipped; a word of `changed` it does not know is left out (a newer reachd's aspect).
-    static func readHostChange(_ message: BusMessage) throws(BusError) -> (HostChange, generation: UInt64)? {
+    package static func readHostChange(_ message: BusMessage) throws(BusError) -> (HostChange, generation: UInt64)? {
         typealias Entry = ReachdContract.HostChangeEntry
         var generation: UInt64?
         var changed: [HostChange.Aspect] = []
@@ -72,7 +72,7 @@ extension ReachabilityClient {
     }
 
     /// Reads a variant when it holds `signature`; skips it (nil) when it holds anything else.
-    static func variant<T>(
+    package static func variant<T>(
         _ message: BusMessage, _ signature: String, _ read: (BusMessage) throws(BusError) -> T
     ) throws(BusError) -> T? {
         var type: CChar = 0
@@ -88,7 +88,7 @@ extension ReachabilityClient {
         return value
     }
 
-    static func badReply(_ member: String, _ what: String) -> BusError {
+    package static func badReply(_ member: String, _ what: String) -> BusError {
         BusError(name: "org.freedesktop.DBus.Error.InvalidSignature", message: "\(member) reply: \(what)")
     }
 }

@@ -21,7 +21,7 @@ extension ReachabilityClient {
     /// A signal of the service object, read where it arrives (inside `process()`): `Updated` and
     /// PropertiesChanged are kept and read when applied; the others, which only a reachd without
     /// `Updated` is listened to for, are read whole at once.
-    static func readServiceSignal(_ message: BusMessage, into inbox: Inbox) {
+    package static func readServiceSignal(_ message: BusMessage, into inbox: Inbox) {
         switch message.member {
         case "Updated":
             inbox.append(.updated(OwnedBusMessage(retaining: message)))
@@ -47,7 +47,7 @@ extension ReachabilityClient {
 
     /// `Updated`: its events (what Changed, HostChangeDescribed and InterfacesChanged say), and
     /// the change it makes to the snapshot followed, applied.
-    func apply(updated message: BusMessage, into events: inout [Event]) throws(BusError) {
+    package func apply(updated message: BusMessage, into events: inout [Event]) throws(BusError) {
         let generation = try message.readUInt64()
         guard generation > lastUpdated else { return }
         lastUpdated = generation
@@ -94,7 +94,7 @@ extension ReachabilityClient {
     /// reachd sends `Updated`: the service object's other signals say nothing more, so the bus
     /// is asked for `Updated` alone (one message per change instead of up to six). Without a
     /// reply to wait for; until the broad match is gone, an `Updated` may come twice.
-    func narrowToUpdates() {
+    package func narrowToUpdates() {
         sendsUpdates = true
         guard let owner else { return }
         let inbox = self.inbox
@@ -105,7 +105,7 @@ extension ReachabilityClient {
 
     /// A part of a generation from a reachd that sends no `Updated`: its event as it stands, and
     /// at the generation's end (its PropertiesChanged) the snapshot followed read again.
-    func record(_ part: RawEvent, into events: inout [Event]) throws(BusError) {
+    package func record(_ part: RawEvent, into events: inout [Event]) throws(BusError) {
         switch part {
         case let .event(event):
             events.append(event)
@@ -124,7 +124,7 @@ extension ReachabilityClient {
 
     /// The NAT64 prefix after a generation: `prefix` when `Updated` named one, with its router
     /// and link (or the last ones when it sent none: they did not move).
-    static func nat64(_ prefix: String?, _ facts: (router: String?, interface: String?)?, last: Nat64Prefix?) -> Nat64Prefix? {
+    package static func nat64(_ prefix: String?, _ facts: (router: String?, interface: String?)?, last: Nat64Prefix?) -> Nat64Prefix? {
         // "" is no prefix; a prefix not named did not move.
         guard let prefix = prefix.map(IPPrefix.init) ?? last?.prefix,
             let router = facts.map({ $0.router.flatMap(IPAddress.init) }) ?? last?.router
@@ -135,7 +135,7 @@ extension ReachabilityClient {
     /// The snapshot read once more, when the signals do not link it to the last (a gap, reachd
     /// back after a restart): what differs from the last, with what reachd `described` of it.
     /// Nil when nothing a follower sees moved.
-    func reread(described: [HostChange] = []) throws(BusError) -> ReachabilityChange? {
+    package func reread(described: [HostChange] = []) throws(BusError) -> ReachabilityChange? {
         guard let last = followed else { return nil }
         let fresh = try snapshot()
         followed = fresh
@@ -145,7 +145,7 @@ extension ReachabilityClient {
 
     /// reachd is back (its generation counts from its start): the snapshot followed is read anew,
     /// and what differs from the last is the change.
-    func rereadAfterReturn(into events: inout [Event]) throws(BusError) {
+    package func rereadAfterReturn(into events: inout [Event]) throws(BusError) {
         described = []
         if let change = try reread() { events.append(.change(change)) }
     }

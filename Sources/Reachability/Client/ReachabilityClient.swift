@@ -54,43 +54,43 @@ public final class ReachabilityClient {
     /// The bus connection; a new one after the bus came back (`followsService`).
     package internal(set) var connection: BusConnection
     /// Where `connection` leads, to connect again.
-    let address: BusAddress
+    package let address: BusAddress
     /// Whether the client outlives reachd and the bus: after `serviceLost` it keeps listening for
     /// reachd's name, asks the bus to activate it, and reconnects to a bus that went away. Off by
     /// default (`dispatch()` then throws when the bus fails, and a lost reachd stays lost).
     public var followsService = false
     /// Set while the bus connection is lost (`followsService`): when to try to connect again.
-    var reconnectAt: ContinuousClock.Instant?
+    package var reconnectAt: ContinuousClock.Instant?
     /// The NameOwnerChanged match of this connection, made by the first `subscribe()`.
-    var nameSlot: BusSlot?
+    package var nameSlot: BusSlot?
     /// The pending StartServiceByName call (activation) while reachd is away.
-    var activation: BusSlot?
+    package var activation: BusSlot?
     /// How long a call waits for its reply.
     public var timeout: Duration
 
     /// What the signal handlers queued, for `dispatch()` to finish and hand out.
-    let inbox = Inbox()
+    package let inbox = Inbox()
     /// The signal matches of the reachd we follow (its unique name as sender).
-    var slots: [BusSlot] = []
+    package var slots: [BusSlot] = []
     /// Whether `subscribe()` was asked for (it stays asked while reachd is away).
-    var subscribed = false
+    package var subscribed = false
     /// The unique bus name of the reachd we talk to, once subscribed; nil while it is away.
-    var owner: String?
+    package var owner: String?
     /// Our watches and their last known answers.
-    var watches: [String: CheckResult] = [:]
+    package var watches: [String: CheckResult] = [:]
     /// Our path watches and their last known answers.
-    var paths: [String: Path] = [:]
+    package var paths: [String: Path] = [:]
     /// The snapshot kept from the signals since `followSnapshot()`; nil before.
     public internal(set) var followed: ReachabilitySnapshot?
     /// Whether reachd sends `Updated` (seen once): its other signals of a generation then say
     /// nothing new, and are matched no more.
-    var sendsUpdates = false
+    package var sendsUpdates = false
     /// The last `Updated` applied: one delivered twice (while the match narrows) is told once.
-    var lastUpdated: UInt64 = 0
+    package var lastUpdated: UInt64 = 0
     /// The match for the service object's signals: all of them, then `Updated` alone.
-    var serviceSlot: BusSlot?
+    package var serviceSlot: BusSlot?
     /// From a reachd without `Updated`: the HostChangeDescribed of the generation in flight.
-    var described: [HostChange] = []
+    package var described: [HostChange] = []
 
     /// Connects to `bus`. Does not talk to reachd yet: the first call does (use `status()` as
     /// a probe). Throws when the bus itself cannot be reached.
@@ -145,7 +145,7 @@ public final class ReachabilityClient {
     }
 
     /// The unique bus name that owns reachd's name now (NameHasNoOwner when none does).
-    func nameOwner() throws(BusError) -> String {
+    package func nameOwner() throws(BusError) -> String {
         let reply = try connection.call(
             destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
             member: "GetNameOwner", timeout: timeout
@@ -155,7 +155,7 @@ public final class ReachabilityClient {
 
     /// Listens for owners of reachd's name coming and going, once per connection. Made before
     /// the owner is asked, so that no change between the two goes unseen.
-    func followName() throws(BusError) {
+    package func followName() throws(BusError) {
         guard nameSlot == nil else { return }
         // The match is added synchronously: bounded by the client's timeout, not sd-bus's own.
         try connection.waitUntilReady(timeout: timeout)
@@ -171,7 +171,7 @@ public final class ReachabilityClient {
     }
 
     /// Matches the signals of the reachd whose unique bus name is `owner`, so nobody else's count.
-    func subscribe(to owner: String) throws(BusError) {
+    package func subscribe(to owner: String) throws(BusError) {
         let inbox = self.inbox
         var slots: [BusSlot] = []
         // One match for every signal of the service object (its own and its PropertiesChanged):
@@ -298,7 +298,7 @@ public final class ReachabilityClient {
 
     // MARK: internals
 
-    func call(
+    package func call(
         _ member: String, timeout: Duration? = nil, _ build: (BusMessage) throws(BusError) -> Void = { _ in }
     ) throws(BusError) -> OwnedBusMessage {
         try connection.call(
@@ -328,7 +328,7 @@ public final class ReachabilityClient {
     }
 
     /// What a signal handler saw, before `dispatch()` makes events of it.
-    enum RawEvent {
+    package enum RawEvent {
         /// `Updated`, read when applied.
         case updated(OwnedBusMessage)
         /// From a reachd without `Updated`: a signal that is an event as it stands (`changed`,
@@ -344,10 +344,10 @@ public final class ReachabilityClient {
     }
 
     /// Filled by signal handlers (inside `process()`), emptied by `dispatch()`: same thread.
-    final class Inbox {
+    package final class Inbox {
         private var events: [RawEvent] = []
-        func append(_ event: RawEvent) { events.append(event) }
-        func take() -> [RawEvent] {
+        package func append(_ event: RawEvent) { events.append(event) }
+        package func take() -> [RawEvent] {
             defer { events = [] }
             return events
         }

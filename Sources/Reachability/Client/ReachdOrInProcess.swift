@@ -63,7 +63,7 @@ public enum ReachdOrInProcess {
     }
 
     /// The probe's failure in a user's words.
-    static func reason(for error: BusError, bus: BusAddress, timeout: Duration) -> String {
+    package static func reason(for error: BusError, bus: BusAddress, timeout: Duration) -> String {
         switch error.name {
         case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
             return "\(ReachdContract.busName) is not on the \(bus)"

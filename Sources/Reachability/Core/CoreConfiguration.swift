@@ -47,7 +47,7 @@ package struct CoreConfiguration: Sendable {
     public var lookupsPerUserPerSecond = 0
     public var lookupBurstPerUser = 0
 
-    var lookupRate: LookupRate.Settings? {
+    package var lookupRate: LookupRate.Settings? {
         lookupsPerUserPerSecond > 0 ? LookupRate.Settings(perSecond: lookupsPerUserPerSecond, burst: max(1, lookupBurstPerUser)) : nil
     }
     /// Passive stall detection's thresholds and intervals (`[Stall]` in reachd.conf); nil turns
@@ -56,29 +56,29 @@ package struct CoreConfiguration: Sendable {
 
     public init() {}
 
-    var resolverOptions: HostResolver.Options {
+    package var resolverOptions: HostResolver.Options {
         HostResolver.Options(
             maxConcurrent: maximumConcurrentLookups, resolvConfPath: resolvConfPath, negativeCacheTime: negativeCacheTime)
     }
 
     /// The files DNS is configured by, read by the nameserver fact and the lookups alike.
-    func resolverFiles(warn: @escaping (String) -> Void) -> ResolverFiles {
+    package func resolverFiles(warn: @escaping (String) -> Void) -> ResolverFiles {
         ResolverFiles(
             resolvConfPath: resolvConfPath ?? HostResolver.systemResolvConfPath, upstreamPath: resolvedUpstreamPath, warn: warn)
     }
 
     /// The state before the first dump: the classifier of these rules, and the host's key for
     /// network names (read from /etc/machine-id once per core).
-    var initialState: NetworkState {
+    package var initialState: NetworkState {
         var state = NetworkState(classifier: classifier)
         state.networkKey = HostKey.networkKey().map { NetworkKey(k0: $0.0, k1: $0.1) } ?? .none
         return state
     }
 
     /// The rules, priorities and network rules as the Engine applies them.
-    var classifier: Classifier { Classifier(rules: rules, priorities: priorities, networks: networks) }
+    package var classifier: Classifier { Classifier(rules: rules, priorities: priorities, networks: networks) }
 
-    var sourceOptions: KernelSource.Options {
+    package var sourceOptions: KernelSource.Options {
         var options = KernelSource.Options()
         options.namespacePath = namespacePath
         options.sysfs = SysfsReader(root: sysfsRoot)

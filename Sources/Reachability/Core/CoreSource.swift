@@ -40,10 +40,10 @@ package struct CoreSourceContext {
 
 /// /dev/rfkill, while it is followed: its records are one input each time it is readable. When it
 /// ends (it should not), the radios are read from sysfs on link events from then on.
-final class RadioWatch: CoreSource {
+package final class RadioWatch: CoreSource {
     private var watch: (any LoopSource)?
 
-    func start(_ context: CoreSourceContext) throws(SystemError) {
+    package func start(_ context: CoreSourceContext) throws(SystemError) {
         guard let descriptor = context.kernel.radioDescriptor else { return }
         let kernel = context.kernel
         watch = try context.loop.addWatch(fd: descriptor, events: .readable) { [unowned self] _ in
@@ -55,17 +55,17 @@ final class RadioWatch: CoreSource {
         }
     }
 
-    func cancel() {
+    package func cancel() {
         watch?.cancel()
         watch = nil
     }
 }
 
 /// The gateways whose resolution FAILED, asked again (`GatewayRechecks`) as each turn leaves them.
-final class FailedGatewayWatch: CoreSource {
+package final class FailedGatewayWatch: CoreSource {
     private var rechecks: GatewayRechecks?
 
-    func start(_ context: CoreSourceContext) throws(SystemError) {
+    package func start(_ context: CoreSourceContext) throws(SystemError) {
         do {
             rechecks = try GatewayRechecks(loop: context.loop, warn: context.warn)
         } catch {
@@ -75,16 +75,16 @@ final class FailedGatewayWatch: CoreSource {
         context.shared.withState { turnTaken($0) }
     }
 
-    func turnTaken(_ state: borrowing NetworkState) {
+    package func turnTaken(_ state: borrowing NetworkState) {
         rechecks?.follow(state.gatewaysToResolve, now: .now)
     }
 
-    func cancel() { rechecks = nil }
+    package func cancel() { rechecks = nil }
 }
 
 /// The DHCP client's leases (`DHCPLeases`): a server's metered hint per link, portal URIs. Read
 /// once as the core starts, then followed while their directories are there.
-final class LeaseWatch: CoreSource {
+package final class LeaseWatch: CoreSource {
     private let leases: DHCPLeases
     /// Cancelled: what the directories say is no input any more.
     private var following = true
@@ -92,15 +92,15 @@ final class LeaseWatch: CoreSource {
     /// them as told, so they would never be said again.
     private var firstRefusals: [String] = []
 
-    init(_ leases: DHCPLeases) { self.leases = leases }
+    package init(_ leases: DHCPLeases) { self.leases = leases }
 
-    func firstInput(kernel: any KernelEdge) -> NetworkInput? {
+    package func firstInput(kernel: any KernelEdge) -> NetworkInput? {
         let said = leases.changes()
         firstRefusals = said.refusals
         return said.events.isEmpty ? nil : .events(said.events)
     }
 
-    func start(_ context: CoreSourceContext) throws(SystemError) {
+    package func start(_ context: CoreSourceContext) throws(SystemError) {
         for line in firstRefusals { context.warn(line) }
         firstRefusals = []
         do {
@@ -115,27 +115,27 @@ final class LeaseWatch: CoreSource {
         }
     }
 
-    func cancel() { following = false }
+    package func cancel() { following = false }
 }
 
 /// resolv.conf's nameservers (`NameserverWatch`) with the kernel's route to each: read as the
 /// core starts, then followed with inotify, or, where inotify is refused, looked at each time
 /// the kernel reports a change.
-final class NameserverSource: CoreSource {
+package final class NameserverSource: CoreSource {
     private let watch: NameserverWatch
     private let follows: Bool
     private var byIdentity = false
     private var context: CoreSourceContext?
 
-    init(_ watch: NameserverWatch, follows: Bool) {
+    package init(_ watch: NameserverWatch, follows: Bool) {
         (self.watch, self.follows) = (watch, follows)
     }
 
-    func firstInput(kernel: any KernelEdge) -> NetworkInput? {
+    package func firstInput(kernel: any KernelEdge) -> NetworkInput? {
         kernel.setNameservers(watch.nameservers())
     }
 
-    func start(_ context: CoreSourceContext) throws(SystemError) {
+    package func start(_ context: CoreSourceContext) throws(SystemError) {
         self.context = context
         guard follows else { return }
         do {
@@ -147,7 +147,7 @@ final class NameserverSource: CoreSource {
         }
     }
 
-    func kernelWoke() {
+    package func kernelWoke() {
         if byIdentity, watch.changedSinceLastLook() { changed() }
     }
 
@@ -156,7 +156,7 @@ final class NameserverSource: CoreSource {
         context.submit(context.kernel.setNameservers(watch.nameservers()))
     }
 
-    func cancel() {
+    package func cancel() {
         watch.stop()
         context = nil
     }

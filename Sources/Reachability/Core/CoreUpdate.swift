@@ -58,18 +58,18 @@ extension HostCheckStarting {
 /// once the turn's inputs are in. An input that arrives while followers are being told waits,
 /// unapplied (`hold`), until the update reached every follower: so each follower sees the state
 /// its update describes, whichever follower handed an input in, and updates never nest.
-final class CoreUpdates {
+package final class CoreUpdates {
     private var followers: [(CoreUpdate) -> Void] = []
     /// What the turn's inputs did so far; nil when nothing waits to be told.
     private var gathered: (change: ReachabilityChange?, routingMoved: Bool, routingEpoch: UInt64)?
     private var held: [() -> Void] = []
     private var deferred: (any DeferredSource)?
     private let snapshot: () -> ReachabilitySnapshot
-    private(set) var isDelivering = false
+    package private(set) var isDelivering = false
     /// The update last told to the followers (at first, the state the core started from).
-    private(set) var last: CoreUpdate
+    package private(set) var last: CoreUpdate
 
-    init(
+    package init(
         loop: any EventLoopProtocol, first: ReachabilitySnapshot, routingEpoch: UInt64, snapshot: @escaping () -> ReachabilitySnapshot
     ) throws(SystemError) {
         self.snapshot = snapshot
@@ -77,14 +77,14 @@ final class CoreUpdates {
         deferred = try loop.addDeferred { [unowned self] in self.deliver() }
     }
 
-    func follow(_ body: @escaping (CoreUpdate) -> Void) { followers.append(body) }
+    package func follow(_ body: @escaping (CoreUpdate) -> Void) { followers.append(body) }
 
     /// Keeps `input` until the update being told reached every follower.
-    func hold(_ input: @escaping () -> Void) { held.append(input) }
+    package func hold(_ input: @escaping () -> Void) { held.append(input) }
 
     /// One input's outcome joins the turn's update (a nil change: only the routing or the stall
     /// figures moved).
-    func gather(_ change: ReachabilityChange?, routingMoved: Bool, routingEpoch: UInt64) {
+    package func gather(_ change: ReachabilityChange?, routingMoved: Bool, routingEpoch: UInt64) {
         let earlier = gathered
         let joined = earlier?.change.map { before in change.map { before.followed(by: $0) } ?? before } ?? change
         gathered = (joined, routingMoved || (earlier?.routingMoved ?? false), routingEpoch)
@@ -104,7 +104,7 @@ final class CoreUpdates {
         for input in waiting { input() }
     }
 
-    func cancel() {
+    package func cancel() {
         deferred?.cancel()
         deferred = nil
     }

@@ -17,18 +17,18 @@ import Glibc
 /// without the option takes the portal away. systemd-networkd 252 (Debian 12) records no portal
 /// in its leases. Values are validated as a router's option is (`AnnouncedPortal`); a refusal
 /// is a journal line naming the interface and the value.
-enum DHCPClientLeases {
+package enum DHCPClientLeases {
     /// A lease file holds the leases of a few interfaces over a few renewals: far less than this.
-    static let fileLimit = 256 << 10
+    package static let fileLimit = 256 << 10
     /// More lease files than any host has.
-    static let filesRead = 64
+    package static let filesRead = 64
     /// How dhclient 4.4 names the options in its leases: option 114 is `default-url` in its
     /// table (`v4-captive-portal` when dhclient.conf defines that name for code 114), option
     /// 103 `dhcp6.v6-captive-portal`.
     private static let optionNames = ["option default-url ", "option v4-captive-portal ", "option dhcp6.v6-captive-portal "].map { Array($0.utf8) }
 
     /// The portals in the lease files of `directory`, with the refusals for the journal.
-    static func portals(in directory: String) -> (portals: [DHCPPortal], refusals: [String]) {
+    package static func portals(in directory: String) -> (portals: [DHCPPortal], refusals: [String]) {
         let names = (try? DirectoryNames.list(directory, limit: filesRead) { $0.hasPrefix("dhclient") && $0.hasSuffix(".leases") }.get()) ?? []
         var found: [String: DHCPPortal] = [:]
         var refusals: [String] = []
@@ -43,7 +43,7 @@ enum DHCPClientLeases {
     }
 
     /// The portal of each interface's last lease of each family in one file's text.
-    static func portals(inLeaseFile text: [UInt8]) -> (portals: [DHCPPortal], refusals: [String]) {
+    package static func portals(inLeaseFile text: [UInt8]) -> (portals: [DHCPPortal], refusals: [String]) {
         // The latest lease per interface and family; nil where it carries no portal.
         var latest: [String: (portal: DHCPPortal?, refusal: String?)] = [:]
         var order: [String] = []

@@ -14,14 +14,14 @@ import Glibc
 /// without trust (`UntrustedFile`: a regular file of at most `fileLimit` bytes, at most
 /// `filesRead` of them). A directory that is absent (no networkd, no dhclient) is not read.
 /// Loop-thread only.
-final class DHCPLeases {
-    let directory: String?
+package final class DHCPLeases {
+    package let directory: String?
     /// Where dhclient keeps its leases (`/var/lib/dhcp`); nil: not read.
-    let clientDirectory: String?
+    package let clientDirectory: String?
     /// Where networkd keeps each link's state (`/run/systemd/netif/links`); nil: not read.
-    let linksDirectory: String?
+    package let linksDirectory: String?
     /// Where dhcpcd keeps its leases (`/var/lib/dhcpcd`); nil: not read.
-    let dhcpcdDirectory: String?
+    package let dhcpcdDirectory: String?
     private var watch: DirectoryWatch?
     private var source: (any LoopSource)?
     /// The links said metered at the last read.
@@ -31,14 +31,14 @@ final class DHCPLeases {
     private var refused: Set<String> = []
 
     /// networkd's leases hold a few hundred bytes; far more is no lease.
-    static let fileLimit = 64 << 10
+    package static let fileLimit = 64 << 10
     /// More links with a DHCP lease than any host has.
-    static let filesRead = 256
-    static let hint = Array("ANDROID_METERED".utf8)
+    package static let filesRead = 256
+    package static let hint = Array("ANDROID_METERED".utf8)
     private static let key = Array("VENDOR_SPECIFIC=".utf8)
 
     /// The records `configuration` names; nil when it names none.
-    init?(_ configuration: CoreConfiguration) {
+    package init?(_ configuration: CoreConfiguration) {
         directory = configuration.dhcpLeasesDirectory
         clientDirectory = configuration.dhcpClientLeasesDirectory
         linksDirectory = configuration.networkdLinksDirectory
@@ -48,7 +48,7 @@ final class DHCPLeases {
 
     /// What moved since the last read, as facts, and the refusals not told before (one journal
     /// line each: a refused value is told again only after it went away).
-    func changes() -> (events: [NetworkEvent], refusals: [String]) {
+    package func changes() -> (events: [NetworkEvent], refusals: [String]) {
         let now = directory.map(Self.meteredLinks) ?? []
         defer { metered = now }
         var events: [NetworkEvent] = now.subtracting(metered).sorted().map { .dhcpMetered(index: $0, true) }
@@ -68,7 +68,7 @@ final class DHCPLeases {
 
     /// Follows the directories on `loop`; `changed` runs after anything in them changed. A
     /// missing directory is not followed, and is no error.
-    func start(on loop: any EventLoopProtocol, changed: @escaping () -> Void) throws(SystemError) {
+    package func start(on loop: any EventLoopProtocol, changed: @escaping () -> Void) throws(SystemError) {
         // dhclient appends to its files and dhcpcd writes its own in place: their writes count.
         let present = [(directory, false), (clientDirectory, true), (linksDirectory, false), (dhcpcdDirectory, true)].compactMap { path, appends in
             path.flatMap { access($0, F_OK) == 0 ? ($0, appends) : nil }
@@ -84,7 +84,7 @@ final class DHCPLeases {
     }
 
     /// The links (by index: the files' names) whose lease carries the hint.
-    static func meteredLinks(in directory: String) -> Set<Int32> {
+    package static func meteredLinks(in directory: String) -> Set<Int32> {
         let names = (try? DirectoryNames.list(directory, limit: filesRead) { Int32($0).map { $0 > 0 } ?? false }.get()) ?? []
         var found: Set<Int32> = []
         for name in names {
@@ -97,7 +97,7 @@ final class DHCPLeases {
     }
 
     /// Whether a lease's `VENDOR_SPECIFIC=` value, decoded from hexadecimal, holds the hint.
-    static func saysMetered(_ lease: [UInt8]) -> Bool {
+    package static func saysMetered(_ lease: [UInt8]) -> Bool {
         for line in lease.split(separator: UInt8(ascii: "\n")) where line.starts(with: key) {
             let digits = Array(line.dropFirst(key.count))
             guard digits.count % 2 == 0 else { return false }

@@ -4,17 +4,17 @@
 /// and removes when the lease goes. Parsed from bytes with every length checked against what is
 /// there (no pointer), and validated as a router's option is (`AnnouncedPortal`). dhcpcd asks for
 /// option 114 only when told to (`option captive_portal_uri` in dhcpcd.conf, docs/admins.md).
-enum DhcpcdLeases {
+package enum DhcpcdLeases {
     /// A DHCP message fits in a few KiB (dhcpcd keeps at most 64 KiB of one).
-    static let fileLimit = 64 << 10
+    package static let fileLimit = 64 << 10
     /// More lease files than any host has.
-    static let filesRead = 64
+    package static let filesRead = 64
 
     /// Why a lease file's bytes are not a DHCP message a portal can be read from.
-    struct Malformed: Error, Equatable { var reason: String }
+    package struct Malformed: Error, Equatable { var reason: String }
 
     /// The portals in the lease files of `directory`, with the refusals for the journal.
-    static func portals(in directory: String) -> (portals: [DHCPPortal], refusals: [String]) {
+    package static func portals(in directory: String) -> (portals: [DHCPPortal], refusals: [String]) {
         let names = (try? DirectoryNames.list(directory, limit: filesRead) { $0.hasSuffix(".lease") || $0.hasSuffix(".lease6") }.get()) ?? []
         var portals: [DHCPPortal] = []
         var refusals: [String] = []
@@ -43,7 +43,7 @@ enum DhcpcdLeases {
     /// The interface a lease file's name stands for: the whole stem, or, for IFNAME-SSID, the
     /// longest part before a dash that names a link now (names and SSIDs may both hold dashes);
     /// nil for a name no interface can have.
-    static func interfaceName(_ stem: String) -> String? {
+    package static func interfaceName(_ stem: String) -> String? {
         guard !stem.isEmpty, !stem.hasPrefix("-") else { return nil }
         let fits = { (name: Substring) in name.utf8.count <= 15 && !name.isEmpty }
         guard stem.contains("-"), !InterfaceNames.exists(stem) else { return fits(Substring(stem)) ? stem : nil }
@@ -55,7 +55,7 @@ enum DhcpcdLeases {
     /// Option 114 of a DHCPv4 message (RFC 2131: a 236-byte header, the magic cookie, options;
     /// option 52 may overload the `file` and `sname` fields with more), its instances joined as
     /// RFC 3396 says; nil when the message has none.
-    static func portalOption(dhcpv4 message: [UInt8]) -> Result<[UInt8]?, Malformed> {
+    package static func portalOption(dhcpv4 message: [UInt8]) -> Result<[UInt8]?, Malformed> {
         let header = 236, cookie: [UInt8] = [99, 130, 83, 99]
         guard message.count >= header + cookie.count else { return .failure(Malformed(reason: "\(message.count) bytes, shorter than a DHCP header")) }
         guard message[header..<(header + 4)].elementsEqual(cookie) else { return .failure(Malformed(reason: "no DHCP magic cookie")) }
@@ -95,7 +95,7 @@ enum DhcpcdLeases {
 
     /// Option 103 of a DHCPv6 message (RFC 8415: a type, a transaction id, then options of a
     /// 2-byte code and a 2-byte length); nil when the message has none.
-    static func portalOption(dhcpv6 message: [UInt8]) -> Result<[UInt8]?, Malformed> {
+    package static func portalOption(dhcpv6 message: [UInt8]) -> Result<[UInt8]?, Malformed> {
         guard message.count >= 4 else { return .failure(Malformed(reason: "\(message.count) bytes, shorter than a DHCPv6 header")) }
         var at = 4
         var found: [UInt8]?

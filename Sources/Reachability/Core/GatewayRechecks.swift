@@ -7,7 +7,7 @@
 ///
 /// Bounded whatever the link sends: a FAILED comes only from the kernel's own resolution
 /// (seconds of solicitations), the state keeps at most 64 gateways, and there is one timer.
-final class GatewayRechecks {
+package final class GatewayRechecks {
     /// One gateway's next ask, for the failure count it was planned for.
     private struct Plan {
         var failures: Int
@@ -21,10 +21,10 @@ final class GatewayRechecks {
     }
 
     /// The longest wait between two asks of a gateway that stays FAILED.
-    static let longestBackoff: Duration = .seconds(60)
+    package static let longestBackoff: Duration = .seconds(60)
     /// How long one resolution may take before its FAILED is overdue (the kernel's defaults
     /// take 3 s): past it, the ask is taken as lost and made again.
-    static let resolutionAllowance: Duration = .seconds(10)
+    package static let resolutionAllowance: Duration = .seconds(10)
 
     private var plans: [Gateway: Plan] = [:]
     private var timer: (any LoopSource)?
@@ -33,11 +33,11 @@ final class GatewayRechecks {
     /// A refused send is said once until one is taken again: a gone link must not flood the log.
     private var refusalSaid = false
     /// Asks made so far (metrics, tests).
-    private(set) var asked = 0
+    package private(set) var asked = 0
     /// Told the count after each round of asks (the core copies it into the metrics).
-    var counted: ((Int) -> Void)?
+    package var counted: ((Int) -> Void)?
 
-    init(
+    package init(
         loop: any EventLoopProtocol, warn: @escaping (String) -> Void,
         send: @escaping (IPAddress, Int32) -> SystemError? = GatewayResolution.ask
     ) throws(SystemError) {
@@ -50,7 +50,7 @@ final class GatewayRechecks {
 
     /// The wait before asking about a gateway that failed `failures` times in a row: none after
     /// the first (a forged claim is undone before anything shows), then 1 s, 2 s, 4 s, ...
-    static func backoff(afterFailures failures: Int) -> Duration {
+    package static func backoff(afterFailures failures: Int) -> Duration {
         guard failures > 1 else { return .zero }
         let seconds = Int64(1) << min(failures - 2, 6)
         return min(.seconds(seconds), longestBackoff)
@@ -58,7 +58,7 @@ final class GatewayRechecks {
 
     /// Follows the state after an input: a gateway newly failed (or failed once more) is planned
     /// from its count, one that answers or went is dropped.
-    func follow(_ gateways: [GatewayToResolve], now: ContinuousClock.Instant) {
+    package func follow(_ gateways: [GatewayToResolve], now: ContinuousClock.Instant) {
         var kept: [Gateway: Plan] = [:]
         for gateway in gateways {
             let key = Gateway(interfaceIndex: gateway.interfaceIndex, address: gateway.address)
@@ -74,7 +74,7 @@ final class GatewayRechecks {
 
     /// Asks about every gateway due; each is planned again in case its answer never comes.
     /// (Internal for tests, which bring the time in by hand.)
-    func askDue(now: ContinuousClock.Instant) {
+    package func askDue(now: ContinuousClock.Instant) {
         for (gateway, plan) in plans where plan.due <= now {
             asked += 1
             if let refused = send(gateway.address, gateway.interfaceIndex) {

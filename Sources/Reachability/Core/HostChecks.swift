@@ -53,10 +53,10 @@ package struct CheckCancelled: Error, CustomStringConvertible {
 /// Host checks on the core's loop: cache, the "is DNS even routable" pre-check, the resolver
 /// (whose sockets and deadline it registers on the loop itself), and the evaluation of every
 /// answer's addresses. Loop-thread only.
-final class HostChecks {
+package final class HostChecks {
     /// Evaluates addresses with the kernel's routes (as `uid`'s traffic; nil: this process's)
     /// and the Engine's link states.
-    typealias Evaluate = (_ addresses: [IPAddress], _ target: String, _ uid: UInt32?) -> CheckResult
+    package typealias Evaluate = (_ addresses: [IPAddress], _ target: String, _ uid: UInt32?) -> CheckResult
 
     private var resolver: HostResolver?
     private var resolverError: String?
@@ -67,17 +67,17 @@ final class HostChecks {
     private var cache: HostCache
     private var running: [UInt64: (request: HostCheckRequest, lookup: HostResolver.RequestID)] = [:]
     /// Checks running now, each with its lookup.
-    var runningCount: Int { running.count }
+    package var runningCount: Int { running.count }
     private var sources: ResolverSources!
     /// New lookups per user; nil: no bound (the in-process monitor serves one user).
-    var rate: LookupRate?
+    package var rate: LookupRate?
 
     /// Shared with the nameserver fact, so that a fault of resolv.conf is said once.
     private let files: ResolverFiles?
 
     /// `options` nil: every host check answers dnsFailure. `warn` hears of sockets the loop refused.
     /// `files`: resolv.conf and /etc/hosts as the core reads them; nil reads them apart.
-    init(
+    package init(
         options: HostResolver.Options?, files: ResolverFiles? = nil, rate: LookupRate.Settings? = nil,
         loop: any EventLoopProtocol, warn: @escaping (String) -> Void, evaluate: @escaping Evaluate
     ) {
@@ -98,10 +98,10 @@ final class HostChecks {
 
     /// Lookups in a row that sent queries and got no answer before their deadline (stall
     /// evidence); any answer, even NXDOMAIN, resets it.
-    var consecutiveDNSTimeouts: Int { resolver?.consecutiveTimeouts ?? 0 }
+    package var consecutiveDNSTimeouts: Int { resolver?.consecutiveTimeouts ?? 0 }
     /// Told when the count of reachd's own lookups that timed out in a row changes: stall
     /// evidence that needs a poll even while no TCP socket gives one a reason.
-    var dnsTimedOut: (() -> Void)?
+    package var dnsTimedOut: (() -> Void)?
     private var reportedTimeouts = 0
 
     private func startResolver(_ options: HostResolver.Options?) {
@@ -128,14 +128,14 @@ final class HostChecks {
 
     /// Every host check answers dnsFailure with `reason` from now on (the loop's thread could not
     /// enter the watched namespace, so no DNS socket it opened would be there).
-    func disable(because reason: String) {
+    package func disable(because reason: String) {
         resolver = nil
         resolverError = reason
     }
 
     /// New resolver settings (a reload): applied once no check waits for DNS, with a fresh cache.
     /// A new lookup rate applies at once, with full buckets.
-    func reconfigure(_ new: HostResolver.Options, rate newRate: LookupRate.Settings?) {
+    package func reconfigure(_ new: HostResolver.Options, rate newRate: LookupRate.Settings?) {
         if newRate != rate?.settings { rate = newRate.map(LookupRate.init) }
         guard new != options else { return }
         pendingOptions = new
@@ -162,13 +162,13 @@ final class HostChecks {
     /// A network change (links, addresses, routes or rules moved): cached DNS answers stay valid
     /// (DNS did not change, and their routes are evaluated afresh at every check), but whether
     /// the nameservers can be reached must be asked again.
-    func networkChanged() {
+    package func networkChanged() {
         nameserverVerdict = nil
     }
 
     /// The host resumed from sleep: what DNS said before may be stale (another network, a portal
     /// that now lets through), so every cached answer goes, and the nameservers are judged anew.
-    func forgetAnswers() {
+    package func forgetAnswers() {
         cache.removeAll()
         nameserverVerdict = nil
     }
@@ -189,7 +189,7 @@ final class HostChecks {
         return (servers, verdicts)
     }
 
-    func start(_ request: HostCheckRequest) {
+    package func start(_ request: HostCheckRequest) {
         let now = ContinuousClock.now
         if let local = Self.localhostAddresses(request.name) {
             return request.completion(.success(route(local, request)))
@@ -230,7 +230,7 @@ final class HostChecks {
         sync()
     }
 
-    func cancel(_ id: UInt64) {
+    package func cancel(_ id: UInt64) {
         guard let entry = running.removeValue(forKey: id) else { return }
         resolver?.cancel(entry.lookup)
         entry.request.completion(.failure(CheckCancelled()))
@@ -238,7 +238,7 @@ final class HostChecks {
     }
 
     /// Ends every check: the front end is stopping.
-    func cancelAll() {
+    package func cancelAll() {
         for id in Array(running.keys) { cancel(id) }
     }
 
@@ -267,14 +267,14 @@ final class HostChecks {
 
     /// RFC 6761 6.4: `invalid` and names under it never exist; answered NXDOMAIN without asking
     /// anyone, the same answer with DNS or without.
-    static func isReservedInvalid(_ name: String) -> Bool {
+    package static func isReservedInvalid(_ name: String) -> Bool {
         let lowered = name.lowercased()
         let bare = lowered.hasSuffix(".") ? String(lowered.dropLast()) : lowered
         return bare == "invalid" || bare.hasSuffix(".invalid")
     }
 
     /// RFC 6761 6.3: `localhost` and names under it are the loopback, without asking anyone.
-    static func localhostAddresses(_ name: String) -> [IPAddress]? {
+    package static func localhostAddresses(_ name: String) -> [IPAddress]? {
         let lowered = name.lowercased()
         let bare = lowered.hasSuffix(".") ? String(lowered.dropLast()) : lowered
         guard bare == "localhost" || bare.hasSuffix(".localhost") else { return nil }
@@ -286,7 +286,7 @@ extension CheckResult {
     /// Combines the checks of a host's addresses: reachable when any is (the first reachable one
     /// names the path); otherwise the most telling failure (a path that needs a connection beats
     /// no route at all). All addresses are listed.
-    static func combining(_ results: [CheckResult], target: String, addresses: [IPAddress]) -> CheckResult {
+    package static func combining(_ results: [CheckResult], target: String, addresses: [IPAddress]) -> CheckResult {
         let chosen = results.first(where: \.isReachable)
             ?? results.first(where: { $0.flags.contains(.connectionRequired) })
             ?? results.first

@@ -12,31 +12,31 @@ import Glibc
 /// systemd-resolved's stub: when every nameserver is on loopback (127.0.0.53, 127.0.0.54, ::1)
 /// and resolved's upstream list (`upstreamPath`) names servers, those are the ones that must
 /// be routable; without it the stub stays, and the Engine counts it while the host is online.
-final class NameserverWatch {
+package final class NameserverWatch {
     /// The files, shared with the lookups so that a fault in one is said once.
-    let files: ResolverFiles
+    package let files: ResolverFiles
     /// The resolv.conf lookups read.
-    var path: String { files.resolvConfPath }
+    package var path: String { files.resolvConfPath }
     /// systemd-resolved's list of its upstream servers; nil never looks.
-    var upstreamPath: String? { files.upstreamPath }
+    package var upstreamPath: String? { files.upstreamPath }
     private var watch: DirectoryWatch?
     private var source: (any LoopSource)?
     /// The directories watched; a symlink's new target may add one.
     private var directories: Set<String> = []
 
-    init(files: ResolverFiles) {
+    package init(files: ResolverFiles) {
         self.files = files
     }
 
     /// Reads the files on its own (tests).
-    convenience init(path: String, upstreamPath: String?) {
+    package convenience init(path: String, upstreamPath: String?) {
         self.init(files: ResolverFiles(resolvConfPath: path, upstreamPath: upstreamPath))
     }
 
     /// The servers now, after the stub rule. A file that names no server (where lookups ask
     /// 127.0.0.1, as glibc's do) has none: nobody configured one, and a path to nowhere
     /// supports no DNS. Nor has a file never read well (a FIFO since reachd started).
-    func nameservers() -> [IPAddress] {
+    package func nameservers() -> [IPAddress] {
         let servers = files.resolverConfiguration()?.nameservers ?? []
         guard !servers.isEmpty, servers.allSatisfy(\.isLoopback), let upstream = files.upstreamConfiguration()?.nameservers else {
             return servers
@@ -45,7 +45,7 @@ final class NameserverWatch {
     }
 
     /// Follows the files on `loop`; `changed` runs after anything that may have changed them.
-    func start(on loop: any EventLoopProtocol, changed: @escaping () -> Void) throws(SystemError) {
+    package func start(on loop: any EventLoopProtocol, changed: @escaping () -> Void) throws(SystemError) {
         let watch = try DirectoryWatch()
         self.watch = watch
         watchDirectories()
@@ -58,7 +58,7 @@ final class NameserverWatch {
     }
 
     /// Stops following (the watch's descriptor closes with it).
-    func stop() {
+    package func stop() {
         source?.cancel()
         (source, watch) = (nil, nil)
     }
@@ -67,7 +67,7 @@ final class NameserverWatch {
     /// changed since the last look, by `FileIdentity` (the host checks' resolv.conf cache key) -
     /// a few stat(2) calls the core makes when the kernel reports a change anyway, so nothing
     /// wakes for it.
-    func changedSinceLastLook() -> Bool {
+    package func changedSinceLastLook() -> Bool {
         let now = watchedFiles.map(FileIdentity.init(path:))
         defer { lastIdentity = now }
         return now != lastIdentity
@@ -97,19 +97,19 @@ final class NameserverWatch {
     }
 
     /// Where a symlink leads (resolved's stub-resolv.conf); nil when `path` is none or dangles.
-    static func target(of path: String) -> String? {
+    package static func target(of path: String) -> String? {
         guard let resolved = realpath(path, nil) else { return nil }
         defer { free(resolved) }
         let target = String(cString: resolved)
         return target == path ? nil : target
     }
 
-    static func directory(of path: String) -> String {
+    package static func directory(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
-    static func baseName(_ path: String) -> String {
+    package static func baseName(_ path: String) -> String {
         path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
     }
 }

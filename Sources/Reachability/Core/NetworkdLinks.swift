@@ -8,15 +8,15 @@
 /// networkd 252 (Debian 12) writes no such line. Files are read without trust (`UntrustedFile`);
 /// the portal is kept by the link's name at the read (the file is named by its index), as the
 /// other DHCP clients' portals are. A value is validated as a router's option is.
-enum NetworkdLinks {
+package enum NetworkdLinks {
     /// A link's state file lists its DNS servers, domains and NTP servers: a few KiB at most.
-    static let fileLimit = 64 << 10
+    package static let fileLimit = 64 << 10
     /// More links than any host has networkd manage.
-    static let filesRead = 256
+    package static let filesRead = 256
     private static let key = Array("CAPTIVE_PORTAL=".utf8)
 
     /// The portals networkd recorded in `directory`, with the refusals for the journal.
-    static func portals(in directory: String) -> (portals: [DHCPPortal], refusals: [String]) {
+    package static func portals(in directory: String) -> (portals: [DHCPPortal], refusals: [String]) {
         let names = (try? DirectoryNames.list(directory, limit: filesRead) { Int32($0).map { $0 > 0 } ?? false }.get()) ?? []
         var portals: [DHCPPortal] = []
         var refusals: [String] = []
@@ -44,7 +44,7 @@ enum NetworkdLinks {
 
     /// The value of a state file's `CAPTIVE_PORTAL=` line (the last, should there be several);
     /// nil when it has none.
-    static func portalValue(_ file: [UInt8]) -> ArraySlice<UInt8>? {
+    package static func portalValue(_ file: [UInt8]) -> ArraySlice<UInt8>? {
         var found: ArraySlice<UInt8>?
         for line in file.split(separator: UInt8(ascii: "\n")) where line.starts(with: key) {
             found = line.dropFirst(key.count)

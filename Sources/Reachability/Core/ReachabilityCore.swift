@@ -108,7 +108,7 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     }
 
     /// The inputs beside the kernel's sockets: a new input is one more here.
-    static func sources(_ configuration: CoreConfiguration, files: ResolverFiles) -> [any CoreSource] {
+    package static func sources(_ configuration: CoreConfiguration, files: ResolverFiles) -> [any CoreSource] {
         let leases = DHCPLeases(configuration)
         return [RadioWatch(), FailedGatewayWatch(), NameserverSource(NameserverWatch(files: files), follows: configuration.followsResolvConf)]
             + (leases.map { [LeaseWatch($0)] } ?? [])
@@ -265,10 +265,10 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     /// The kernel gives a route's time left in hundredths of a second, rounded down from its own
     /// ticks, and stops using it only after its deadline: looked at this much later, the kernel's
     /// answer is past doubt (a negative `rta_expires`), yet well within a second.
-    static let lifetimeMargin: Duration = .milliseconds(50)
+    package static let lifetimeMargin: Duration = .milliseconds(50)
 
     /// One journal line for a burst of dropped announcements (the Engine rate-limits them).
-    static func line(for drops: AnnouncementDrops) -> String {
+    package static func line(for drops: AnnouncementDrops) -> String {
         "router advertisements on \(drops.interfaceName): \(drops.count) announcement(s) dropped: more than "
             + "\(LinkAnnouncements.routerCapacity) routers announce NAT64 prefixes, or a router that is no default router "
             + "announces another portal (more are counted in reachd_announcements_dropped_total, told here at most once a minute)"

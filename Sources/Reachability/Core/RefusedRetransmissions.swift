@@ -8,28 +8,28 @@
 /// while that is the watched one (`counts(_:)`): reachd's loop thread enters the namespace of
 /// `--netns`, so the counters are the watched namespace's there as at home, and a loop that stays
 /// outside the watched namespace reads none rather than another namespace's.
-enum RefusedRetransmissions {
-    static let path = "/proc/thread-self/net/netstat"
+package enum RefusedRetransmissions {
+    package static let path = "/proc/thread-self/net/netstat"
     /// The file holds two lines per protocol group, about 4 KB on Linux 6.
-    static let limit = 32 << 10
-    static let field = "TCPRetransFail"
+    package static let limit = 32 << 10
+    package static let field = "TCPRetransFail"
 
     /// The count of the namespace at `namespacePath` (nil: the calling thread's own), read when the
     /// calling thread is in it; nil otherwise, or when the count cannot be read.
-    static func counts(_ namespacePath: String?) -> UInt64? {
+    package static func counts(_ namespacePath: String?) -> UInt64? {
         guard namespacePath.map(NetworkNamespace.holdsCallingThread) ?? true else { return nil }
         return read()
     }
 
     /// The count now; nil when the file or the field is not there (an old kernel, no procfs).
-    static func read(_ path: String = path) -> UInt64? {
+    package static func read(_ path: String = path) -> UInt64? {
         guard case let .success(bytes) = UntrustedFile.contents(of: path, limit: limit) else { return nil }
         return parse(bytes)
     }
 
     /// Finds `field` in the `TcpExt:` header line and takes the number at its place in the
     /// `TcpExt:` line after it. Anything else, or a value that is not a number, is nil.
-    static func parse(_ bytes: [UInt8]) -> UInt64? {
+    package static func parse(_ bytes: [UInt8]) -> UInt64? {
         let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true)
         let prefix = Array("TcpExt:".utf8)
         var index = 0

@@ -20,13 +20,13 @@ package final class SharedState: @unchecked Sendable {
     private var sourceCounters = (overruns: 0, resyncs: 0)
     private var gatewayResolutionsAsked = 0
 
-    init(_ state: NetworkState, namespacePath: String?) throws(SystemError) {
+    package init(_ state: NetworkState, namespacePath: String?) throws(SystemError) {
         current = state
         routes = try RouteQuery(namespacePath: namespacePath)
     }
 
     /// Changes the state: for the core's `take` alone.
-    func change<T>(_ body: (inout NetworkState) -> T) -> T {
+    package func change<T>(_ body: (inout NetworkState) -> T) -> T {
         lock.withLock { _ in
             let generation = current.generation
             let result = body(&current)
@@ -37,12 +37,12 @@ package final class SharedState: @unchecked Sendable {
     }
 
     /// The netlink source's counters, copied in by the core after each of its inputs.
-    func record(overruns: Int, resyncs: Int) {
+    package func record(overruns: Int, resyncs: Int) {
         lock.withLock { _ in sourceCounters = (overruns, resyncs) }
     }
 
     /// The gateway rechecks' asks so far, copied in after each round of them.
-    func record(gatewayResolutionsAsked asked: Int) {
+    package func record(gatewayResolutionsAsked asked: Int) {
         lock.withLock { _ in gatewayResolutionsAsked = asked }
     }
 
@@ -62,7 +62,7 @@ package final class SharedState: @unchecked Sendable {
 
     /// Route lookups made for address checks so far: what a test counts to see that an answer
     /// is routed once per caller, not once per layer it passes.
-    var addressLookups: Int { routeLock.withLock { _ in lookups } }
+    package var addressLookups: Int { routeLock.withLock { _ in lookups } }
 
     /// Overruns and resyncs so far, announcements held and dropped.
     package var counters: MirrorCounters {

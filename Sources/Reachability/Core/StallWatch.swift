@@ -3,11 +3,11 @@ import Glibc
 #endif
 
 /// What a poll is judged against, read from the core's state as the dump completes.
-struct StallContext {
-    var addresses: [Address]
-    var dnsTimeouts: [Int32: Int]
+package struct StallContext {
+    package var addresses: [Address]
+    package var dnsTimeouts: [Int32: Int]
     /// Each link's nameservers beyond its own subnets (`NetworkState.stallNameservers`).
-    var nameservers: [Int32: [IPAddress]]
+    package var nameservers: [Int32: [IPAddress]]
 }
 
 /// Passive stall detection on the core's loop: sock_diag dumps of the host's TCP sockets, read as
@@ -21,7 +21,7 @@ struct StallContext {
 /// socket or the neighbour table's activity (a host that starts talking resolves its gateway)
 /// brings the next poll a second later. While offline nothing is polled and no verdict is kept.
 /// Loop-thread only.
-final class StallWatch {
+package final class StallWatch {
     private var dumper: TCPSocketDumper
     private var closures: TCPClosures?
     private var neighbours: NeighbourActivity?
@@ -50,13 +50,13 @@ final class StallWatch {
     /// reachd's own questions to the suspect links' nameservers, by link: asked again at every
     /// poll while the link stays suspected, dropped once answered or no longer asked for.
     private var nameserverChecks: [Int32: NameserverCheck] = [:]
-    private(set) var lastReport: StallReport?
+    package private(set) var lastReport: StallReport?
     /// The namespace whose sockets are judged (nil: the loop's own), whose counters are read too.
     private let namespacePath: String?
     /// Told of every completed poll while online (reachd runs its probe on a suspicion).
-    var polled: ((StallReport) -> Void)?
+    package var polled: ((StallReport) -> Void)?
 
-    init(
+    package init(
         settings: StallSettings, namespacePath: String?, loop: any EventLoopProtocol, warn: @escaping (String) -> Void,
         context: @escaping () -> StallContext,
         verdicts: @escaping ([LinkStall]) -> Void
@@ -89,7 +89,7 @@ final class StallWatch {
         timer = try loop.addTimer(urgent: false) { [unowned self] in self.due() }
     }
 
-    var settings: StallSettings {
+    package var settings: StallSettings {
         get { evaluator.settings }
         set {
             guard newValue != evaluator.settings else { return }
@@ -104,7 +104,7 @@ final class StallWatch {
 
     /// The control groups (cgroup v2 ids) whose own traffic is judged apart; a new one is
     /// judged from the next poll.
-    var controlGroups: Set<UInt64> {
+    package var controlGroups: Set<UInt64> {
         get { groups.groups }
         set {
             groups.groups = newValue
@@ -114,7 +114,7 @@ final class StallWatch {
 
     /// After every input: polling starts (with a first poll `baselineDelay` later) when the
     /// host comes online and stops when it goes offline or local.
-    func follow(online: Bool) {
+    package func follow(online: Bool) {
         guard online != active else { return }
         active = online
         evaluator.reset()
@@ -135,15 +135,15 @@ final class StallWatch {
     /// its whole TCP hash table), and coming online is a burst: addresses, routes, often the link
     /// going again. The first poll waits for the burst to pass, so it delays none of it, and a
     /// link flapping faster than this is never polled.
-    static let baselineDelay: Duration = .seconds(1)
+    package static let baselineDelay: Duration = .seconds(1)
 
     /// How soon after a trigger (a socket closing, the neighbour table moving) a poll comes: the
     /// traffic that began has had a moment to show, and a burst of closes is one poll.
-    static let triggerDelay: Duration = .seconds(1)
+    package static let triggerDelay: Duration = .seconds(1)
 
     /// Stops for good (detection was turned off): verdicts forgotten, at once. (A watch that is
     /// merely released ends its loop sources with it.)
-    func cancel() {
+    package func cancel() {
         for source in sources { source.cancel() }
         sources = []
         timer?.cancel()
@@ -252,7 +252,7 @@ final class StallWatch {
     }
 
     /// Evidence from elsewhere (reachd's own DNS lookups timed out): judged at a poll soon.
-    func evidenceArrived() {
+    package func evidenceArrived() {
         guard active else { return }
         plan(at: .now + Self.triggerDelay)
     }

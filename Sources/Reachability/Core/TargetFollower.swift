@@ -54,7 +54,7 @@ package final class TargetFollower {
         }
 
         /// `delay` shifted by up to `jitter` of itself, either way.
-        func jittered(_ delay: Duration) -> Duration { delay * random((1 - jitter)...(1 + jitter)) }
+        package func jittered(_ delay: Duration) -> Duration { delay * random((1 - jitter)...(1 + jitter)) }
     }
 
     /// One distinct followed target.
