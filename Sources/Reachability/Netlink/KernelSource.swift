@@ -43,21 +43,8 @@ package final class KernelSource {
         /// rfkill's event device; nil to read radio switches from sysfs alone (`RadioFollower`).
         package var rfkillDevicePath: String? = "/dev/rfkill"
 
-        package init(
-            namespacePath: String? = nil,
-            sysfs: SysfsReader = SysfsReader(),
-            receiveBufferBytes: Int32 = 8 << 20,
-            adoptedMonitorSocket: Int32? = nil,
-            minimumResyncInterval: Duration = .milliseconds(100),
-            rfkillDevicePath: String? = "/dev/rfkill"
-        ) {
-            self.namespacePath = namespacePath
-            self.sysfs = sysfs
-            self.receiveBufferBytes = receiveBufferBytes
-            self.adoptedMonitorSocket = adoptedMonitorSocket
-            self.minimumResyncInterval = minimumResyncInterval
-            self.rfkillDevicePath = rfkillDevicePath
-        }
+        /// Every option at its default; the caller sets what it changes.
+        package init() {}
     }
 
     /// What happened to the source that is worth a log line or a counter.
