@@ -212,14 +212,14 @@ struct HostileCallerTests {
     }
 
     /// Issue 48: four users sending 32 MiB calls at once: reachd's peak memory at most 64 MB
-    /// higher (one call at a time: 31-32 MiB; all at once before: 78-128 MiB). Root's
-    /// CheckAddress waits behind them in the bus's queue to reachd, which the bus refills 200 KB
-    /// at a time: the issue's p99 of 100 ms holds on a quiet machine (BENCHMARKS.md); beside
-    /// other tests on 2 cores it was 26-342 ms, so the bound here is 500 ms.
+    /// higher (one call at a time: 31-32 MiB; all at once before: 78-128 MiB), and root's
+    /// CheckAddress, which waits behind them in the bus's queue to reachd (refilled 200 KB at a
+    /// time), within the issue's p99 of 100 ms. That holds on a quiet machine: alone in its pass
+    /// (scripts/test) p99 was 8-25 ms in 8 runs of 8; beside other tests on 2 cores, 26-342 ms.
     @Test func fourUsersSending32MiBCallsRaiseReachdsPeakByLessThan64MB() async throws {
         try await Self.attack(
             "flood", users: [65534, 33, 1, 2], copies: 4, "the call is 335", peakGrowth: 64_000_000, loopBound: .milliseconds(100),
-            rootPercentile99: .milliseconds(500))
+            rootPercentile99: .milliseconds(100))
     }
 
     @Test func aWatchPathOf32MiBOfKindsIsRefusedFromItsSizeWhileTheLoopIsFree() async throws {
