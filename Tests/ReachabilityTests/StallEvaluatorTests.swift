@@ -111,7 +111,7 @@ import Testing
             Self.socket(3, received: .milliseconds(300), to: Self.otherPeer),
         ])
         #expect(report.link(Self.wired).verdict == .flowing)
-        #expect(report.nextPoll == .seconds(20), "a dead peer beside traffic that receives is no suspicion")
+        #expect(report.nextPoll == .seconds(10), "a dead peer beside traffic that receives is no suspicion (half: the first poll)")
     }
 
     @Test func aStallStaysUntilAReceiveThenClears() {
@@ -404,7 +404,8 @@ import Testing
         var evaluator = Self.evaluator()
         #expect(Self.poll(&evaluator, at: 0, []).nextPoll == nil)
         var healthy = Self.socket(1)
-        #expect(Self.poll(&evaluator, at: 1, [healthy]).nextPoll == .seconds(20))
+        // Born since the last poll, its 150 segments in a second are busy traffic: half of 20 s.
+        #expect(Self.poll(&evaluator, at: 1, [healthy]).nextPoll == .seconds(10))
         // The same counters again: nothing moved.
         #expect(Self.poll(&evaluator, at: 21, [healthy]).nextPoll == .seconds(40))
         #expect(Self.poll(&evaluator, at: 61, [healthy]).nextPoll == .seconds(80))
@@ -421,6 +422,31 @@ import Testing
         upload.counters?.unacknowledged = 64
         #expect(Self.poll(&evaluator, at: 510, [upload]).nextPoll == .seconds(10))
         #expect(Self.poll(&evaluator, at: 520, [upload]).nextPoll == .seconds(10))
+    }
+
+    /// Issue 48: connections held open through a path that dies close nothing, so only a poll
+    /// sees them; busy traffic (a segment a second since the last poll) gets a poll every half
+    /// interval, and a trickle (a keep-alive) keeps the full one and its few wake-ups.
+    @Test func cadence_busyTrafficHalvesTheInterval_aTrickleKeepsIt() {
+        var evaluator = Self.evaluator()
+        var chatty = Self.socket(1)
+        // The first poll has no rate to go by: half the interval, and a socket's past counts
+        // for nothing (it may be days old).
+        #expect(Self.poll(&evaluator, at: 0, [chatty]).nextPoll == .seconds(10))
+        chatty.counters?.segmentsOut += 1
+        chatty.counters?.segmentsIn += 1
+        #expect(Self.poll(&evaluator, at: 20, [chatty]).nextPoll == .seconds(20), "two segments in 20 s: a trickle")
+        chatty.counters?.segmentsOut += 10
+        chatty.counters?.segmentsIn += 10
+        #expect(Self.poll(&evaluator, at: 40, [chatty]).nextPoll == .seconds(10), "20 segments in 20 s: busy")
+        // What a socket that closed since the last poll moved counts too (all of it: born since).
+        #expect(evaluator.closed(Self.socket(2, state: .closed), at: .seconds(45)) == .traffic)
+        #expect(Self.poll(&evaluator, at: 50, [chatty]).nextPoll == .seconds(10))
+        chatty.counters?.segmentsOut += 1
+        #expect(Self.poll(&evaluator, at: 60, [chatty]).nextPoll == .seconds(20), "quiet again")
+        // A count that went back (a reused cookie) is not 4 billion segments.
+        chatty.counters?.segmentsOut -= 5
+        #expect(Self.poll(&evaluator, at: 80, [chatty]).nextPoll == .seconds(20))
     }
 
     @Test func dnsTimeoutsCountAtTheThreshold() {

@@ -1,4 +1,45 @@
 extension StallEvaluator {
+    /// A socket that failed: while it waits (`end` is the poll's time) or as it closed.
+    package struct Failure: Sendable {
+        package var owner: TrafficOwner
+        package var since: Duration
+        package var end: Duration
+        /// The host itself refuses to send its data (`SocketMoment.heldInHost`).
+        package var inHost = false
+    }
+
+    /// Each owner's latest receive on one link. A host has a handful of owners: a short array
+    /// beats a dictionary (a poll of 10,000 sockets updates it 10,000 times).
+    package struct Receipts: Sendable {
+        package private(set) var latest: [(owner: TrafficOwner, time: Duration)] = []
+
+        package func receipt(_ owner: TrafficOwner) -> Duration? { latest.first { $0.owner == owner }?.time }
+
+        package var newest: Duration? { latest.map(\.time).max() }
+
+        package mutating func received(_ owner: TrafficOwner, at time: Duration) {
+            if let index = latest.firstIndex(where: { $0.owner == owner }) {
+                if latest[index].time < time { latest[index].time = time }
+            } else {
+                latest.append((owner, time))
+            }
+        }
+    }
+
+    package struct LinkMemory: Sendable {
+        /// When each owner's judged sockets last received a segment.
+        package var receipts = Receipts()
+        /// Sockets that closed failing, kept for `window`.
+        package var closed: [Failure] = []
+        /// The link's sockets showed a stall at the last poll (see `judge`: it holds); one
+        /// corroborated by the nameserver's silence alone ends when it answers.
+        package var stalledBySockets = false
+        /// Retransmissions refused inside the host while this link's connections failed, by poll.
+        package var refused: [(time: Duration, count: Int)] = []
+
+        package func receipt(_ owner: TrafficOwner) -> Duration? { receipts.receipt(owner) }
+    }
+
     package struct Judgement {
         package var stalled = false
         /// Something fails that has not (yet) made a stall: worth polling soon.

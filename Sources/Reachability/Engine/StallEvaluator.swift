@@ -57,6 +57,9 @@ package struct StallEvaluator: Sendable {
     private var attribution = StallAttribution(addresses: [])
     /// Judged sockets closed since the last poll: there is traffic, even if none is left.
     private var closedSincePoll = 0
+    /// Segments those closed sockets moved since the last poll, and when it came (`Tally.busy`).
+    private var segmentsSincePoll: UInt64 = 0
+    private var lastPoll: Duration?
     private var interval: Duration
     /// Polls so far: which failing connection a recheck takes turns with.
     private var polls = 0
@@ -83,52 +86,11 @@ package struct StallEvaluator: Sendable {
         var firstSeen: Duration
     }
 
-    /// A socket that failed: while it waits (`end` is the poll's time) or as it closed.
-    package struct Failure: Sendable {
-        package var owner: TrafficOwner
-        package var since: Duration
-        package var end: Duration
-        /// The host itself refuses to send its data (`SocketMoment.heldInHost`).
-        package var inHost = false
-    }
-
-    /// Each owner's latest receive on one link. A host has a handful of owners: a short array
-    /// beats a dictionary (a poll of 10,000 sockets updates it 10,000 times).
-    package struct Receipts: Sendable {
-        package private(set) var latest: [(owner: TrafficOwner, time: Duration)] = []
-
-        package func receipt(_ owner: TrafficOwner) -> Duration? { latest.first { $0.owner == owner }?.time }
-
-        package var newest: Duration? { latest.map(\.time).max() }
-
-        package mutating func received(_ owner: TrafficOwner, at time: Duration) {
-            if let index = latest.firstIndex(where: { $0.owner == owner }) {
-                if latest[index].time < time { latest[index].time = time }
-            } else {
-                latest.append((owner, time))
-            }
-        }
-    }
-
     /// One poll's count of a link's judged sockets and its owners' latest receives.
     private struct LinkTally {
         var link: Int32
         var judged = 0
         var receipts = Receipts()
-    }
-
-    package struct LinkMemory: Sendable {
-        /// When each owner's judged sockets last received a segment.
-        package var receipts = Receipts()
-        /// Sockets that closed failing, kept for `window`.
-        package var closed: [Failure] = []
-        /// The link's sockets showed a stall at the last poll (see `judge`: it holds); one
-        /// corroborated by the nameserver's silence alone ends when it answers.
-        package var stalledBySockets = false
-        /// Retransmissions refused inside the host while this link's connections failed, by poll.
-        package var refused: [(time: Duration, count: Int)] = []
-
-        package func receipt(_ owner: TrafficOwner) -> Duration? { receipts.receipt(owner) }
     }
 
     /// reachd's own uid: its sockets are the host's (see `TrafficOwner`).
@@ -158,6 +120,7 @@ package struct StallEvaluator: Sendable {
         let previous = known.removeValue(forKey: sample.cookie)
         guard let link = previous?.link ?? attribution.link(of: sample) else { return .ignored }
         closedSincePoll += 1
+        if let counters = sample.counters { segmentsSincePoll &+= Self.segments(counters, since: previous) }
         let moment = SocketMoment(sample, at: now)
         // A closing socket no poll saw carries no owner: its receipt speaks for nobody (the type's doc).
         if let receipt = moment.receipt { memory[link, default: LinkMemory()].receipts.received(previous?.owner ?? .unattributed, at: receipt) }
@@ -188,9 +151,15 @@ package struct StallEvaluator: Sendable {
         var attribution = StallAttribution(addresses: addresses)
         for sample in samples where sample.state == .listen { attribution.listen(sample) }
         self.attribution = attribution
-        let sockets = tally(samples, at: now)
+        var sockets = tally(samples, at: now)
+        // The first poll has no rate to go by: the next comes sooner, to learn it.
+        let elapsed = now - (lastPoll ?? now)
+        let busyCount = UInt64(max(elapsed.components.seconds, 1)) * Self.busyRate
+        sockets.busy = lastPoll == nil ? !sockets.current.isEmpty : sockets.segments &+ segmentsSincePoll >= busyCount
         known = sockets.current
         closedSincePoll = 0
+        segmentsSincePoll = 0
+        lastPoll = now
         polls &+= 1
         let unanswered = takeAnswers(nameservers, at: now)
         takeRefused(retransmissionsRefused, failing: sockets.failures, at: now)
@@ -231,6 +200,22 @@ package struct StallEvaluator: Sendable {
         var ignored = 0
         var moved = false
         var inFlight = false
+        /// Segments the sockets moved since the last poll (all of one born since).
+        var segments: UInt64 = 0
+        /// At least `busyRate` segments a second since the last poll.
+        var busy = false
+    }
+
+    /// Segments a second that make the host's traffic busy: polls come every half interval, so
+    /// a path that dies under it with no socket closing (connections held open) is seen within
+    /// about half of `pollInterval` plus `window`. A trickle (a keep-alive, a chat client's
+    /// byte every 10 s) keeps the full interval: its wake-ups would be most of the host's.
+    package static let busyRate: UInt64 = 1
+
+    /// A delta past 2^31 is a count that went back, not 2 billion segments since a poll.
+    private static func segments(_ counters: TCPCounters, since before: KnownSocket?) -> UInt64 {
+        let moved = [counters.segmentsIn &- (before?.segmentsIn ?? 0), counters.segmentsOut &- (before?.segmentsOut ?? 0)]
+        return moved.reduce(0) { $0 + ($1 < 1 << 31 ? UInt64($1) : 0) }
     }
 
     private func tally(_ samples: [TCPSocketSample], at now: Duration) -> SocketTally {
@@ -250,6 +235,8 @@ package struct StallEvaluator: Sendable {
                 ? .group(sample.controlGroup) : TrafficOwner(uid: sample.owner ?? 0, systemUserMaximum: settings.systemUserMaximum, own: ownUID)
             let before = known[sample.cookie]
             if before?.segmentsIn != counters.segmentsIn || before?.segmentsOut != counters.segmentsOut { out.moved = true }
+            // A socket the first poll finds may be days old: its counts are not this interval's.
+            if before != nil || lastPoll != nil { out.segments &+= Self.segments(counters, since: before) }
             let firstSeen = before?.firstSeen ?? now
             out.current[sample.cookie] = KnownSocket(
                 link: link, owner: owner, segmentsIn: counters.segmentsIn, segmentsOut: counters.segmentsOut,
@@ -348,10 +335,10 @@ package struct StallEvaluator: Sendable {
         }
         let ceiling = max(settings.maximumPollInterval, settings.pollInterval)
         interval = sockets.moved ? settings.pollInterval : min(interval * 2, ceiling)
-        // Data in flight at the poll (an upload, a request sent): the host waits on the path
-        // right now, and no closing socket will say so if it dies under a lone long transfer.
-        // Half the interval halves the wait for the first poll that can see it.
-        return sockets.inFlight ? min(interval, settings.pollInterval / 2) : interval
+        // Data in flight at the poll (an upload, a request sent), or busy traffic: the host
+        // waits on the path right now, and no closing socket will say so if it dies under
+        // connections held open. Half the interval halves the wait for the first poll to see it.
+        return sockets.inFlight || sockets.busy ? min(interval, settings.pollInterval / 2) : interval
     }
 
     /// Forgets every socket and link: after the namespace or the host's paths were replaced
@@ -361,6 +348,8 @@ package struct StallEvaluator: Sendable {
         memory = [:]
         attribution = StallAttribution(addresses: [])
         closedSincePoll = 0
+        segmentsSincePoll = 0
+        lastPoll = nil
         interval = settings.pollInterval
         nameserverAnswers = [:]
         refusedCount = nil
