@@ -93,6 +93,37 @@ import Testing
         #expect(!stale.isStalled && stale.evidence.waiting < .seconds(7), "\(stale.evidence)")
     }
 
+    /// An application that keeps writing behind the wall (the suite's busy clients, a write
+    /// every 50 ms) refreshes the time since data was sent with each refused write, so each poll
+    /// alone reads the back-off only: 6.3 s from 9.5 s to 12.9 s after the rule, flagged at the
+    /// poll after 12.9 s (14.0 s measured). A socket that received nothing since the poll that
+    /// saw it waiting has waited since then: flagged at the next suspect poll, 2 s later. A
+    /// receipt in between starts it over.
+    @Test func aHeldSocketThatReceivedNothingSinceTheLastPollKeepsItsWait() {
+        func held(_ cookie: UInt64, received: UInt32 = 50) -> TCPSocketSample {
+            var sample = Evaluator.socket(cookie)
+            sample.counters?.sendsRefused = 5
+            sample.counters?.retransmissionTimeoutMicroseconds = 204_000
+            sample.counters?.millisecondsSinceAckReceived = 10_000
+            sample.counters?.millisecondsSinceDataReceived = 10_000
+            sample.counters?.millisecondsSinceDataSent = 40
+            sample.counters?.segmentsIn = received
+            return sample
+        }
+        var evaluator = Evaluator.evaluator()
+        _ = Self.poll(&evaluator, at: 100, [Evaluator.socket(1), Evaluator.socket(2)], refused: nil)
+        let first = Self.poll(&evaluator, at: 110, [held(1), held(2)], refused: nil)
+        #expect(!first.link(Evaluator.wired).isStalled && first.nextPoll == .seconds(2), "\(first.link(Evaluator.wired).evidence)")
+        let second = Self.poll(&evaluator, at: 112, [held(1), held(2)], refused: nil).link(Evaluator.wired)
+        #expect(second.isStalled && second.evidence.waiting >= .seconds(8), "\(second.evidence)")
+
+        var receiving = Evaluator.evaluator()
+        _ = Self.poll(&receiving, at: 100, [Evaluator.socket(1), Evaluator.socket(2)], refused: nil)
+        _ = Self.poll(&receiving, at: 110, [held(1), held(2)], refused: nil)
+        let again = Self.poll(&receiving, at: 112, [held(1, received: 51), held(2, received: 51)], refused: nil).link(Evaluator.wired)
+        #expect(!again.isStalled && again.evidence.waiting < .seconds(7), "a receipt starts the wait over: \(again.evidence)")
+    }
+
     @Test func theCountIsReadFromTheTcpExtLinesAndAnythingElseIsNil() {
         let netstat = Array("""
             TcpExt: SyncookiesSent TCPRetransFail TCPAbortOnData

@@ -84,6 +84,8 @@ package struct StallEvaluator: Sendable {
         var segmentsOut: UInt32
         /// The first poll that saw it: a connection still unanswered has waited at least since.
         var firstSeen: Duration
+        /// Since when it had waited at that poll (`SocketMoment.waitingSince`, with this rule).
+        var waitingSince: Duration?
     }
 
     /// One poll's count of a link's judged sockets and its owners' latest receives.
@@ -124,8 +126,8 @@ package struct StallEvaluator: Sendable {
         let moment = SocketMoment(sample, at: now)
         // A closing socket no poll saw carries no owner: its receipt speaks for nobody (the type's doc).
         if let receipt = moment.receipt { memory[link, default: LinkMemory()].receipts.received(previous?.owner ?? .unattributed, at: receipt) }
-        guard var since = moment.waitingSince else { return .traffic }
-        if let previous, sample.counters?.segmentsIn == 0 { since = min(since, previous.firstSeen) }
+        guard let waiting = moment.waitingSince, let counters = sample.counters else { return .traffic }
+        let since = Self.waitingSince(waiting, counters, before: previous)
         // Unattributed failures are not evidence: anyone may close a socket that failed.
         if let owner = previous?.owner {
             memory[link, default: LinkMemory()].closed.append(Failure(owner: owner, since: since, end: now))
@@ -212,6 +214,18 @@ package struct StallEvaluator: Sendable {
     /// byte every 10 s) keeps the full interval: its wake-ups would be most of the host's.
     package static let busyRate: UInt64 = 1
 
+    /// Since when a waiting socket has waited. `SocketMoment`'s figure is a lower bound (a held
+    /// socket's refused sends tell it within a factor of 2); one that received nothing since the
+    /// last poll, which saw it waiting already, has waited since then at least (a busy
+    /// application's refused writes read as the back-off alone at each poll: 6.3 s from 9.5 s
+    /// to 12.9 s after the rule). One that never received has waited since it was first seen.
+    private static func waitingSince(_ since: Duration, _ counters: TCPCounters, before: KnownSocket?, firstSeen: Duration? = nil) -> Duration {
+        var since = since
+        if let earlier = before?.waitingSince, before?.segmentsIn == counters.segmentsIn { since = min(since, earlier) }
+        if counters.segmentsIn == 0, let first = before?.firstSeen ?? firstSeen { since = min(since, first) }
+        return since
+    }
+
     /// A delta past 2^31 is a count that went back, not 2 billion segments since a poll.
     private static func segments(_ counters: TCPCounters, since before: KnownSocket?) -> UInt64 {
         let moved = [counters.segmentsIn &- (before?.segmentsIn ?? 0), counters.segmentsOut &- (before?.segmentsOut ?? 0)]
@@ -237,21 +251,20 @@ package struct StallEvaluator: Sendable {
             if before?.segmentsIn != counters.segmentsIn || before?.segmentsOut != counters.segmentsOut { out.moved = true }
             // A socket the first poll finds may be days old: its counts are not this interval's.
             if before != nil || lastPoll != nil { out.segments &+= Self.segments(counters, since: before) }
-            let firstSeen = before?.firstSeen ?? now
+            let moment = SocketMoment(sample, at: now)
+            let waitingSince = moment.waitingSince.map { Self.waitingSince($0, counters, before: before, firstSeen: now) }
             out.current[sample.cookie] = KnownSocket(
                 link: link, owner: owner, segmentsIn: counters.segmentsIn, segmentsOut: counters.segmentsOut,
-                firstSeen: firstSeen)
+                firstSeen: before?.firstSeen ?? now, waitingSince: waitingSince)
             if slot >= out.tallies.count || out.tallies[slot].link != link {
                 slot = out.tallies.firstIndex { $0.link == link } ?? out.tallies.count
                 if slot == out.tallies.count { out.tallies.append(LinkTally(link: link)) }
             }
             out.tallies[slot].judged += 1
-            let moment = SocketMoment(sample, at: now)
             // In flight and not failing: one that already fails (a dead peer's) asks no sooner poll.
             if counters.unacknowledged > 0, moment.waitingSince == nil { out.inFlight = true }
             if let receipt = moment.receipt { out.tallies[slot].receipts.received(owner, at: receipt) }
-            if var since = moment.waitingSince {
-                if counters.segmentsIn == 0 { since = min(since, firstSeen) }
+            if let since = waitingSince {
                 out.failures[link, default: []].append(Failure(owner: owner, since: since, end: now, inHost: moment.heldInHost))
                 // Only the host's own connections are opened again: never a destination a user chose.
                 if owner == .host, sample.destinationPort != 0 {
