@@ -127,6 +127,7 @@ final class ReachabilityService: BusObject {
             try reply.appendEntry(ReachdContract.interfaceFacts, "a{sa{sv}}") { message throws(BusError) in
                 try InterfaceFact.append(interfaces, to: message)
             }
+            try reply.appendEntry(ReachdContract.interfaces, "a(issuas)") { message throws(BusError) in try Self.appendInterfaces(message, interfaces) }
             if let evidence = snapshot.stallEvidence { try Self.appendStallEvidence(reply, evidence) }
             if let nat64 = snapshot.host.nat64Prefix {
                 try reply.appendEntry(ReachdContract.Nat64Entry.router, "s") { message throws(BusError) in try message.append(nat64.router.description) }

@@ -57,15 +57,21 @@ struct ClientAppliesSignalsTests {
         // Every message on the bus but the monitor's own: calls and the signals alike.
         let bus = try harness.monitor("type='method_call'")
         defer { bus.stop() }
+        try await Task.sleep(for: .milliseconds(300))
+        let earlier = Self.messages(bus).count
         let monitor = try ReachctlProcess(["monitor", "--interfaces", "--json", "--bus-address", harness.address])
         _ = try await monitor.waitForLines(1)
-        // The monitor is the one caller of ListInterfaces: its unique name.
-        try await eventually("the monitor's ListInterfaces seen by busctl") { Self.messages(bus).contains { $0.member == "ListInterfaces" } }
-        let name = Self.messages(bus).first { $0.member == "ListInterfaces" }?.sender
+        // The monitor is the one caller of GetStatus since it started: its unique name.
+        try await eventually("the monitor's GetStatus seen by busctl") { Self.messages(bus).dropFirst(earlier).contains { $0.member == "GetStatus" } }
+        let name = Self.messages(bus).dropFirst(earlier).first { $0.member == "GetStatus" }?.sender
         try await Task.sleep(for: .milliseconds(300))
         // Calls about reachability; the heartbeat's Peer.Ping every 2 s asks whether reachd's
         // loop answers, not what changed.
         let before = Self.messages(bus).filter { $0.sender == name && $0.member != "Ping" }
+        // GetStatus carries the interfaces of its generation: the probe's call, then the snapshot
+        // to follow, read again once the matches are made (a change between would be lost).
+        let snapshotCalls = before.map(\.member).filter { $0 == "GetStatus" || $0 == "ListInterfaces" }
+        #expect(snapshotCalls == ["GetStatus", "GetStatus"], "the first snapshot's calls: \(before.map(\.member))")
         var printed = 1
         try await Self.flap(scenario, rounds: 3) { wanted in
             // The change asked for may come with others (an address's route): wait for its line.
@@ -90,6 +96,14 @@ struct ClientAppliesSignalsTests {
         #expect(generations.last == now.generation)
         #expect(lines.last?["state"] as? String == "online" && lines.last?["primaryInterface"] as? String == now.host.primaryInterface)
         #expect(monitor.terminate() == 0)
+
+        // `reachctl status` is one call: the probe's GetStatus carries the whole picture.
+        let seen = Self.messages(bus).count
+        let status = try reachctl(["status", "--bus-address", harness.address])
+        #expect(status.status == 0 && status.stdout.contains("up0"), "\(status)")
+        try await Task.sleep(for: .milliseconds(300))
+        let statusCalls = Self.messages(bus).dropFirst(seen).map(\.member).filter { $0 == "GetStatus" || $0 == "ListInterfaces" }
+        #expect(statusCalls == ["GetStatus"], "reachctl status's calls: \(statusCalls)")
     }
 
     /// The snapshot kept from the signals is the one a read gives, the facts beside the fixed

@@ -129,6 +129,10 @@ struct DaemonBusTests {
             #expect(DaemonHarness.jsonNumber(interfaces[1][3]) == UInt64(Self.reachable))
             #expect(interfaces[1][4] as? [String] == ["192.0.2.2/24"])
         }
+        // GetStatus carries the same list, so that one call reads a generation's whole picture.
+        #expect((dictionary["Interfaces"] as? [String: Any])?["type"] as? String == "a(issuas)", "\(dictionary.keys.sorted())")
+        let inStatus = try JSONSerialization.data(withJSONObject: value("Interfaces") ?? [], options: .sortedKeys)
+        #expect(try inStatus == JSONSerialization.data(withJSONObject: interfaces, options: .sortedKeys))
 
         // CheckAddress: on-link, via the gateway, the host's own address, no route.
         func checkAddress(_ address: String) throws -> [Any] { try DaemonHarness.jsonData(try harness.busctlCall("CheckAddress", "s", address)) }

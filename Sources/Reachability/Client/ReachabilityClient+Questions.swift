@@ -13,6 +13,18 @@ extension ReachabilityClient {
         return (full.host, full.generation)
     }
 
+    /// `status()` as the probe asks it, keeping the whole picture for the first `snapshot()`.
+    package func probeStatus() throws(BusError) -> (host: HostStatus, generation: UInt64) {
+        let full = try fullStatus()
+        if let interfaces = full.interfaces {
+            let snapshot = ReachabilitySnapshot(
+                generation: full.generation, host: full.host, interfaces: InterfaceFact.with(full.interfaceFacts, interfaces),
+                stallEvidence: full.stall)
+            probed = (snapshot, .now)
+        }
+        return (full.host, full.generation)
+    }
+
     /// GetStatus's figures behind `Stalled`, read into `evidence` (created at the first one).
     private static func readStallEntry(_ key: String, _ message: BusMessage, into evidence: inout StallEvidence?) throws(BusError) -> Bool {
         typealias Key = ReachdContract.StallEntry
@@ -55,9 +67,10 @@ extension ReachabilityClient {
     /// `stall`: the figures behind `Stalled` (nil when reachd sends none).
     /// `interfaceFacts`: each interface's facts beyond ListInterfaces' struct, by name then
     /// fact (`InterfaceFact`), from its two older tables when reachd sends no InterfaceFacts.
+    /// `interfaces`: ListInterfaces' list, from a reachd that sends it in GetStatus.
     package func fullStatus() throws(BusError) -> (
         host: HostStatus, generation: UInt64, counters: MirrorCounters?, stall: StallEvidence?,
-        interfaceFacts: [String: [String: String]]
+        interfaceFacts: [String: [String: String]], interfaces: [InterfaceStatus]?
     ) {
         let reply = try call("GetStatus")
         let message = reply.message
@@ -71,6 +84,7 @@ extension ReachabilityClient {
         // protocol conformance in the binary.
         var nat64: (prefix: String?, router: String?, interface: String?)
         var interfaceFacts: [String: [String: String]]?
+        var interfaces: [InterfaceStatus]?
         var olderTables: [String: [String: String]] = [:]
         guard try message.enter("a", "{sv}") else { throw Self.badReply("GetStatus", "expected a{sv}") }
         while try message.enter("e", "sv") {
@@ -99,6 +113,13 @@ extension ReachabilityClient {
                 } else {
                     try message.skip("v")
                 }
+            case ReachdContract.interfaces:
+                if try message.enterVariant(holding: "a(issuas)") {
+                    interfaces = try Self.readInterfaces(message, "GetStatus")
+                    try message.exit()
+                } else {
+                    try message.skip("v")
+                }
             case ReachdContract.interfaceExpensiveReasons, ReachdContract.interfaceNetworkIDs:
                 let fact = key == ReachdContract.interfaceNetworkIDs ? "NetworkID" : "ExpensiveReason"
                 for (name, value) in try Self.byInterface(message) { olderTables[name, default: [:]][fact] = value }
@@ -118,7 +139,7 @@ extension ReachabilityClient {
         if let prefix = nat64.prefix.flatMap(IPPrefix.init), let router = nat64.router.flatMap(IPAddress.init) {
             host.nat64Prefix = Nat64Prefix(prefix: prefix, router: router, interfaceName: nat64.interface ?? "")
         }
-        return (host, generation, counters, stall, interfaceFacts ?? olderTables)
+        return (host, generation, counters, stall, interfaceFacts ?? olderTables, interfaces)
     }
 
     /// A GetStatus entry's `a{ss}` of values by interface name; empty when it holds another type.
@@ -164,17 +185,23 @@ extension ReachabilityClient {
         return interfaces
     }
 
-    /// The whole picture: `GetStatus` and `ListInterfaces`. Both are read again when a change
-    /// slipped in between them, so the interfaces belong to the generation reported.
+    /// The whole picture: one `GetStatus`, which carries the interfaces. From a reachd whose
+    /// GetStatus does not, `ListInterfaces` too, both read again when a change slipped in
+    /// between them, so the interfaces belong to the generation reported.
     public func snapshot() throws(BusError) -> ReachabilitySnapshot {
+        defer { probed = nil }
+        if let probed, ContinuousClock.now - probed.at < Self.probeReuse { return probed.snapshot }
         var status = try self.fullStatus()
-        var interfaces = try self.interfaces()
-        for _ in 0..<3 {
-            let after = try self.fullStatus()
-            if after.generation == status.generation { break }
-            // Changing faster than we can read: after three tries the latest of each is still a true answer.
-            status = after
+        var interfaces = status.interfaces ?? []
+        if status.interfaces == nil {
             interfaces = try self.interfaces()
+            for _ in 0..<3 {
+                let after = try self.fullStatus()
+                if after.generation == status.generation { break }
+                // Changing faster than we can read: after three tries the latest of each is still a true answer.
+                status = after
+                interfaces = try self.interfaces()
+            }
         }
         return ReachabilitySnapshot(
             generation: status.generation, host: status.host, interfaces: InterfaceFact.with(status.interfaceFacts, interfaces),

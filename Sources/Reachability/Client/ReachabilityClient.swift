@@ -91,6 +91,11 @@ public final class ReachabilityClient {
     package var serviceSlot: BusSlot?
     /// From a reachd without `Updated`: the HostChangeDescribed of the generation in flight.
     package var described: [HostChange] = []
+    /// The whole picture the probe's GetStatus carried (`ReachdOrInProcess.probe`), and when:
+    /// the first `snapshot()` asked within `probeReuse` of it answers with it instead of asking
+    /// again (`reachctl status` makes one call, not two).
+    package var probed: (snapshot: ReachabilitySnapshot, at: ContinuousClock.Instant)?
+    package static let probeReuse: Duration = .milliseconds(100)
 
     /// Connects to `bus`. Does not talk to reachd yet: the first call does (use `status()` as
     /// a probe). Throws when the bus itself cannot be reached.
@@ -139,6 +144,8 @@ public final class ReachabilityClient {
     /// bus. Idempotent. Matches name reachd's unique bus name, so nobody else's signals count.
     public func subscribe() throws(BusError) {
         guard !subscribed else { return }
+        // A snapshot to follow is read after the matches are made, or a change between is lost.
+        probed = nil
         try followName()
         try subscribe(to: try nameOwner())
         subscribed = true

@@ -91,6 +91,10 @@ package enum ReachdContract {
     public static let interfaceExpensiveReasons = "InterfaceExpensiveReasons"
     /// GetStatus's `a{ss}`: each interface's network name (`NetworkID`), for those that have one.
     public static let interfaceNetworkIDs = "InterfaceNetworkIDs"
+    /// GetStatus's `a(issuas)`: every interface as ListInterfaces gives it, in the reply that
+    /// carries the host's state, so a client reads one generation's whole picture in one call
+    /// (before, GetStatus, ListInterfaces and GetStatus again to see that nothing moved between).
+    public static let interfaces = "Interfaces"
     /// GetStatus's `a{sa{sv}}`: every interface's facts beyond ListInterfaces' struct, by
     /// interface name then fact name (`InterfaceFact.all`); the two tables above repeat two of
     /// them for older clients. Its presence also tells a client that reachd sends `FactsChanged`.

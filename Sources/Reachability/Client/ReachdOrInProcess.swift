@@ -33,7 +33,7 @@ public enum ReachdOrInProcess {
         }
         let status: (host: HostStatus, generation: UInt64)
         do {
-            status = try client.status()
+            status = try client.probeStatus()
         } catch {
             throw ReachdUnavailable(reason: reason(for: error, bus: bus, timeout: probeTimeout))
         }
