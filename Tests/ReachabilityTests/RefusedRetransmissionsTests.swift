@@ -12,6 +12,19 @@ import Testing
             at: .milliseconds(Int64(seconds * 1000)), samples: samples, addresses: Evaluator.addresses, retransmissionsRefused: refused)
     }
 
+    /// A connection whose data the host refuses to send: `backoffs` refused sends from 204 ms,
+    /// its last ACK (and data) `lastAck` ms ago, data last sent `lastSent` ms ago.
+    static func held(_ cookie: UInt64, backoffs: UInt8 = 5, lastAck: UInt32 = 10_000, lastSent: UInt32, received: UInt32? = nil) -> TCPSocketSample {
+        var sample = Evaluator.socket(cookie)
+        sample.counters?.sendsRefused = backoffs
+        sample.counters?.retransmissionTimeoutMicroseconds = 204_000
+        sample.counters?.millisecondsSinceAckReceived = lastAck
+        sample.counters?.millisecondsSinceDataReceived = lastAck
+        sample.counters?.millisecondsSinceDataSent = lastSent
+        if let received { sample.counters?.segmentsIn = received }
+        return sample
+    }
+
     @Test func whatTheCountGrewByIsToldForTheLinksThatFail_forTheWindow() {
         var evaluator = Evaluator.evaluator()
         // The first reading is a baseline: whatever the host refused before is not this stall's.
@@ -44,14 +57,8 @@ import Testing
     /// Connections whose data the host refuses to send fail as any other, are told as held in
     /// the host, and flag the link after the window as a dead path would.
     @Test func connectionsTheHostRefusesToSendFailAndAreToldAsHeldInTheHost() {
-        func held(_ cookie: UInt64, backoffs: UInt8, lastAck: UInt32, lastSent: UInt32 = 300) -> TCPSocketSample {
-            var sample = Evaluator.socket(cookie)
-            sample.counters?.sendsRefused = backoffs
-            sample.counters?.retransmissionTimeoutMicroseconds = 204_000
-            sample.counters?.millisecondsSinceAckReceived = lastAck
-            sample.counters?.millisecondsSinceDataReceived = lastAck
-            sample.counters?.millisecondsSinceDataSent = lastSent
-            return sample
+        func held(_ cookie: UInt64, backoffs: UInt8, lastAck: UInt32) -> TCPSocketSample {
+            Self.held(cookie, backoffs: backoffs, lastAck: lastAck, lastSent: 300)
         }
         var evaluator = Evaluator.evaluator()
         _ = Self.poll(&evaluator, at: 100, [Evaluator.socket(1), Evaluator.socket(2)], refused: nil)
@@ -72,15 +79,7 @@ import Testing
     /// where counting the back-offs alone (6.3 s) waited for the sixth, 13.1 s in. A time since
     /// sending longer than the back-off running (the last send was before the hold) is not added.
     @Test func aHeldSocketsWaitCountsTheTimeSinceItsLastRefusedSend() {
-        func held(_ cookie: UInt64, lastSent: UInt32) -> TCPSocketSample {
-            var sample = Evaluator.socket(cookie)
-            sample.counters?.sendsRefused = 5
-            sample.counters?.retransmissionTimeoutMicroseconds = 204_000
-            sample.counters?.millisecondsSinceAckReceived = 10_000
-            sample.counters?.millisecondsSinceDataReceived = 10_000
-            sample.counters?.millisecondsSinceDataSent = lastSent
-            return sample
-        }
+        func held(_ cookie: UInt64, lastSent: UInt32) -> TCPSocketSample { Self.held(cookie, lastSent: lastSent) }
         var evaluator = Evaluator.evaluator()
         _ = Self.poll(&evaluator, at: 100, [Evaluator.socket(1), Evaluator.socket(2)], refused: nil)
         let nine = Self.poll(&evaluator, at: 110, [held(1, lastSent: 3_000), held(2, lastSent: 3_000)], refused: nil).link(Evaluator.wired)
@@ -100,16 +99,7 @@ import Testing
     /// saw it waiting has waited since then: flagged at the next suspect poll, 2 s later. A
     /// receipt in between starts it over.
     @Test func aHeldSocketThatReceivedNothingSinceTheLastPollKeepsItsWait() {
-        func held(_ cookie: UInt64, received: UInt32 = 50) -> TCPSocketSample {
-            var sample = Evaluator.socket(cookie)
-            sample.counters?.sendsRefused = 5
-            sample.counters?.retransmissionTimeoutMicroseconds = 204_000
-            sample.counters?.millisecondsSinceAckReceived = 10_000
-            sample.counters?.millisecondsSinceDataReceived = 10_000
-            sample.counters?.millisecondsSinceDataSent = 40
-            sample.counters?.segmentsIn = received
-            return sample
-        }
+        func held(_ cookie: UInt64, received: UInt32 = 50) -> TCPSocketSample { Self.held(cookie, lastSent: 40, received: received) }
         var evaluator = Evaluator.evaluator()
         _ = Self.poll(&evaluator, at: 100, [Evaluator.socket(1), Evaluator.socket(2)], refused: nil)
         let first = Self.poll(&evaluator, at: 110, [held(1), held(2)], refused: nil)
