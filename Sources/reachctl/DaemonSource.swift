@@ -39,7 +39,7 @@ final class DaemonSource: ReachabilitySource {
     }
 
     func counters() async throws -> MirrorCounters? {
-        try await thread.perform { try $0.client.fullStatus().counters }
+        try await thread.perform { try $0.client.fullStatus(interfaces: false).counters }
     }
 
     func metrics() async throws -> String {

@@ -17,13 +17,14 @@ public enum ReachdOrInProcess {
     public static func connect(
         _ bus: BusAddress, probeTimeout: Duration, callTimeout: Duration
     ) throws(ReachdUnavailable) -> ReachabilityClient {
-        try probe(bus, probeTimeout: probeTimeout, callTimeout: callTimeout).client
+        try probe(bus, probeTimeout: probeTimeout, callTimeout: callTimeout, keepingSnapshot: true).client
     }
 
     /// `connect`, keeping the probe's answer: what a process that asks once needs (`reachctl
-    /// is`: one GetStatus is the probe and the answer).
+    /// is`: one GetStatus is the probe and the answer). `keepingSnapshot`: the interfaces too,
+    /// for the client's first `snapshot()` (`ReachabilityClient.probed`).
     package static func probe(
-        _ bus: BusAddress, probeTimeout: Duration, callTimeout: Duration
+        _ bus: BusAddress, probeTimeout: Duration, callTimeout: Duration, keepingSnapshot: Bool = false
     ) throws(ReachdUnavailable) -> (client: ReachabilityClient, status: (host: HostStatus, generation: UInt64)) {
         let client: ReachabilityClient
         do {
@@ -33,7 +34,7 @@ public enum ReachdOrInProcess {
         }
         let status: (host: HostStatus, generation: UInt64)
         do {
-            status = try client.probeStatus()
+            status = try keepingSnapshot ? client.probeStatus() : client.status()
         } catch {
             throw ReachdUnavailable(reason: reason(for: error, bus: bus, timeout: probeTimeout))
         }
