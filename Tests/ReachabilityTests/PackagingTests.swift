@@ -496,7 +496,7 @@ struct PackagingBusPolicyTests {
         }
         let call = ["call", busName, objectPath, busName]
         for (arguments, expected) in [
-            (call + ["GetStatus"], "a{sv} 34"),
+            (call + ["GetStatus"], "a{sv} 35"),
             (call + ["ListInterfaces"], "a(issuas)"),
             (call + ["CheckAddress", "s", "127.0.0.1"], "\"lo\""),
             (call + ["CheckHost", "su", "localhost", "2000"], "\"127.0.0.1\""),
