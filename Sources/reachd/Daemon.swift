@@ -122,6 +122,11 @@ final class Daemon {
             return 1
         }
         let code = loop.run()
+        // Clients hear reachd leave before the teardown, however long that takes under load: a
+        // ping meanwhile would go unanswered and read as a hung reachd.
+        publisher.networkManagerCompatibility(false)
+        bus.releaseName(ReachdContract.busName)
+        bus.flush()
         core.cancelHostChecks()
         watches?.releaseAll()
         callers?.releaseAll()

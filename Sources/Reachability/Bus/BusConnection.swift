@@ -133,6 +133,12 @@ package final class BusConnection {
         _ = sd_bus_release_name_async(bus, nil, name, nil, nil)
     }
 
+    /// Writes out what is queued, waiting for the socket if it must: only once the loop has
+    /// stopped (a name given up as the daemon leaves), never on it.
+    public func flush() {
+        _ = sd_bus_flush(bus)
+    }
+
     /// Calls `handler` for every matching signal, without a synchronous round trip for the match.
     public func matchSignal(
         sender: String?, path: String?, interface: String?, member: String?,
