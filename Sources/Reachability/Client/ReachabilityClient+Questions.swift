@@ -16,12 +16,7 @@ extension ReachabilityClient {
     /// `status()` as the probe asks it, keeping the whole picture for the first `snapshot()`.
     package func probeStatus() throws(BusError) -> (host: HostStatus, generation: UInt64) {
         let full = try fullStatus(interfaces: true)
-        if let interfaces = full.interfaces {
-            let snapshot = ReachabilitySnapshot(
-                generation: full.generation, host: full.host, interfaces: InterfaceFact.with(full.interfaceFacts, interfaces),
-                stallEvidence: full.stall)
-            probed = (snapshot, .now)
-        }
+        if let interfaces = full.interfaces { probed = (Self.snapshot(full, interfaces), .now) }
         return (full.host, full.generation)
     }
 
@@ -69,10 +64,7 @@ extension ReachabilityClient {
     /// fact (`InterfaceFact`), from its two older tables when reachd sends no InterfaceFacts.
     /// `interfaces`: ListInterfaces' list, from a reachd that sends it in GetStatus, when asked
     /// for (`reachctl is` skips it: reading it faulted in 15 pages more and took 0.3 ms).
-    package func fullStatus(interfaces wanted: Bool = true) throws(BusError) -> (
-        host: HostStatus, generation: UInt64, counters: MirrorCounters?, stall: StallEvidence?,
-        interfaceFacts: [String: [String: String]], interfaces: [InterfaceStatus]?
-    ) {
+    package func fullStatus(interfaces wanted: Bool = true) throws(BusError) -> FullStatus {
         let reply = try call("GetStatus")
         let message = reply.message
         var host = HostStatus()
@@ -204,7 +196,18 @@ extension ReachabilityClient {
                 interfaces = try self.interfaces()
             }
         }
-        return ReachabilitySnapshot(
+        return Self.snapshot(status, interfaces)
+    }
+
+    /// GetStatus as `fullStatus` reads it.
+    package typealias FullStatus = (
+        host: HostStatus, generation: UInt64, counters: MirrorCounters?, stall: StallEvidence?,
+        interfaceFacts: [String: [String: String]], interfaces: [InterfaceStatus]?
+    )
+
+    /// One generation's picture: `status` and its `interfaces` with their facts.
+    private static func snapshot(_ status: FullStatus, _ interfaces: [InterfaceStatus]) -> ReachabilitySnapshot {
+        ReachabilitySnapshot(
             generation: status.generation, host: status.host, interfaces: InterfaceFact.with(status.interfaceFacts, interfaces),
             stallEvidence: status.stall)
     }

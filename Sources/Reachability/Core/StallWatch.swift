@@ -19,7 +19,8 @@ package struct StallContext {
 /// flagged; every `pollInterval` (20 s) while traffic moves (10 s while it is busy or has data
 /// in flight), backing off to 160 s while sockets sit idle; and no timer at all while the host
 /// has no TCP traffic to judge. Then a closing socket or the neighbour table's activity (a host
-/// that starts talking resolves its gateway) brings the next poll a second later. While offline nothing is polled and no verdict is kept.
+/// that starts talking resolves its gateway) brings the next poll a second later. While offline
+/// nothing is polled and no verdict is kept.
 /// Loop-thread only.
 package final class StallWatch {
     private var dumper: TCPSocketDumper

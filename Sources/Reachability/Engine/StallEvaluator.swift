@@ -57,7 +57,7 @@ package struct StallEvaluator: Sendable {
     private var attribution = StallAttribution(addresses: [])
     /// Judged sockets closed since the last poll: there is traffic, even if none is left.
     private var closedSincePoll = 0
-    /// Segments those closed sockets moved since the last poll, and when it came (`Tally.busy`).
+    /// Segments those closed sockets moved since the last poll, and when it came (`SocketTally.busy`).
     private var segmentsSincePoll: UInt64 = 0
     private var lastPoll: Duration?
     private var interval: Duration
