@@ -20,12 +20,15 @@ struct OutputOptions: ParsableArguments {
     var noLegend = false
 
     /// How text is written: colour by the terminal's conventions, detail by `--verbose`.
-    func textStyle(verbose: Bool) -> TextStyle {
+    func textStyle(verbose: Bool) -> TextStyle { Self.textStyle(refusingColour: noColour, verbose: verbose) }
+
+    /// `textStyle(verbose:)` without the parsed options (`StatusCommand.quickStatus`).
+    static func textStyle(refusingColour: Bool, verbose: Bool) -> TextStyle {
         var environment: [String: String] = [:]
         for name in ["NO_COLOR", "TERM"] {
             if let value = getenv(name) { environment[name] = String(cString: value) }
         }
-        let colour = TextStyle.wantsColour(refused: noColour, environment: environment, isTerminal: isatty(STDOUT_FILENO) == 1)
+        let colour = TextStyle.wantsColour(refused: refusingColour, environment: environment, isTerminal: isatty(STDOUT_FILENO) == 1)
         if colour { Terminal.passesColours = true }
         return TextStyle(colour: colour, verbose: verbose)
     }

@@ -70,7 +70,8 @@ struct Reachctl: AsyncParsableCommand {
     /// with `ExitStatus.error` (reachctl(1), "EXIT STATUS": 1 means "does not hold", so it cannot
     /// also mean "you typed it wrong").
     static func main() async {
-        if let status = IsCommand.quickStatus(Array(CommandLine.arguments.dropFirst())) { Glibc.exit(status) }
+        let words = Array(CommandLine.arguments.dropFirst())
+        if let status = IsCommand.quickStatus(words) ?? StatusCommand.quickStatus(words) { Glibc.exit(status) }
         let arguments: [String]
         do {
             arguments = CommandWord.joiningSignedValues(
