@@ -154,7 +154,8 @@ package struct StallEvaluator: Sendable {
         for sample in samples where sample.state == .listen { attribution.listen(sample) }
         self.attribution = attribution
         var sockets = tally(samples, at: now)
-        // The first poll has no rate to go by: the next comes sooner, to learn it.
+        // The first poll has no rate to go by (a socket it finds may be days old: its counts are
+        // not this interval's): the next comes sooner, to learn it.
         let elapsed = now - (lastPoll ?? now)
         let busyCount = UInt64(max(elapsed.components.seconds, 1)) * Self.busyRate
         sockets.busy = lastPoll == nil ? !sockets.current.isEmpty : sockets.segments &+ segmentsSincePoll >= busyCount
@@ -228,8 +229,8 @@ package struct StallEvaluator: Sendable {
 
     /// A delta past 2^31 is a count that went back, not 2 billion segments since a poll.
     private static func segments(_ counters: TCPCounters, since before: KnownSocket?) -> UInt64 {
-        let moved = [counters.segmentsIn &- (before?.segmentsIn ?? 0), counters.segmentsOut &- (before?.segmentsOut ?? 0)]
-        return moved.reduce(0) { $0 + ($1 < 1 << 31 ? UInt64($1) : 0) }
+        func plausible(_ delta: UInt32) -> UInt64 { delta < 1 << 31 ? UInt64(delta) : 0 }
+        return plausible(counters.segmentsIn &- (before?.segmentsIn ?? 0)) + plausible(counters.segmentsOut &- (before?.segmentsOut ?? 0))
     }
 
     private func tally(_ samples: [TCPSocketSample], at now: Duration) -> SocketTally {
@@ -249,8 +250,7 @@ package struct StallEvaluator: Sendable {
                 ? .group(sample.controlGroup) : TrafficOwner(uid: sample.owner ?? 0, systemUserMaximum: settings.systemUserMaximum, own: ownUID)
             let before = known[sample.cookie]
             if before?.segmentsIn != counters.segmentsIn || before?.segmentsOut != counters.segmentsOut { out.moved = true }
-            // A socket the first poll finds may be days old: its counts are not this interval's.
-            if before != nil || lastPoll != nil { out.segments &+= Self.segments(counters, since: before) }
+            out.segments &+= Self.segments(counters, since: before)
             let moment = SocketMoment(sample, at: now)
             let waitingSince = moment.waitingSince.map { Self.waitingSince($0, counters, before: before, firstSeen: now) }
             out.current[sample.cookie] = KnownSocket(
