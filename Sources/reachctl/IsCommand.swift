@@ -234,16 +234,8 @@ extension IsCommand {
         _ conditions: [HostCondition], json: Bool, quiet: Bool, npd: Bool, requireDaemon: Bool, configDirectories: [String],
         unavailable: ReachdUnavailable
     ) -> Int32 {
-        do {
-            try CommonOptions.notice(unavailable, requireDaemon: requireDaemon)
-            let settings = try CommonOptions.settings(directories: configDirectories, reporting: true)
-            let snapshot = try ReachabilityCore.snapshot(configuration: CommonOptions.coreConfiguration(settings))
-            return npd ? NodeProblemDetector.report(conditions, in: snapshot) : report(conditions, in: snapshot, json: json, quiet: quiet)
-        } catch is ExitCode {
-            return ExitStatus.error.rawValue
-        } catch {
-            Terminal.write("reachctl: \(error)\n", to: STDERR_FILENO)
-            return ExitStatus.error.rawValue
-        }
+        guard let snapshot = CommonOptions.inProcessSnapshot(unavailable, requireDaemon: requireDaemon, configDirectories: configDirectories)
+        else { return ExitStatus.error.rawValue }
+        return npd ? NodeProblemDetector.report(conditions, in: snapshot) : report(conditions, in: snapshot, json: json, quiet: quiet)
     }
 }

@@ -198,6 +198,23 @@ struct CommonOptions: ParsableArguments {
         try Self.notice(unavailable, requireDaemon: requireDaemon)
     }
 
+    /// What the quick paths (`is`, `status`) answer when reachd does not: as the full path does,
+    /// the notice (or with `--daemon` the error) and the configuration's warnings or errors, then
+    /// the state an in-process monitor starts with, with no thread, loop or parser; nil once the
+    /// error is said.
+    static func inProcessSnapshot(_ unavailable: ReachdUnavailable, requireDaemon: Bool, configDirectories: [String]) -> ReachabilitySnapshot? {
+        do {
+            try notice(unavailable, requireDaemon: requireDaemon)
+            let settings = try settings(directories: configDirectories, reporting: true)
+            return try ReachabilityCore.snapshot(configuration: coreConfiguration(settings))
+        } catch is ExitCode {
+            return nil
+        } catch {
+            Terminal.write("reachctl: \(error)\n", to: STDERR_FILENO)
+            return nil
+        }
+    }
+
     /// `notice(_:)` for `is`'s quick path, which reads `--daemon` itself.
     static func notice(_ unavailable: ReachdUnavailable?, requireDaemon: Bool) throws {
         guard let unavailable else { return }

@@ -1,8 +1,4 @@
-import ArgumentParser
 import Reachability
-#if canImport(Glibc)
-import Glibc
-#endif
 
 extension StatusCommand {
     /// `reachctl` and `reachctl status` as most people type them (`--json` and `--bus-address`
@@ -33,17 +29,8 @@ extension StatusCommand {
             guard let answer = try? client.snapshot() else { return nil }
             snapshot = answer
         } catch {
-            // As the full path answers without reachd: the notice, then the library in-process.
-            do {
-                try CommonOptions.notice(error, requireDaemon: false)
-                let settings = try CommonOptions.settings(directories: [], reporting: true)
-                snapshot = try ReachabilityCore.snapshot(configuration: CommonOptions.coreConfiguration(settings))
-            } catch is ExitCode {
-                return ExitStatus.error.rawValue
-            } catch {
-                Terminal.write("reachctl: \(error)\n", to: STDERR_FILENO)
-                return ExitStatus.error.rawValue
-            }
+            guard let answer = CommonOptions.inProcessSnapshot(error, requireDaemon: false, configDirectories: []) else { return ExitStatus.error.rawValue }
+            snapshot = answer
         }
         Terminal.writeLine(json ? snapshot.json.serialized() : renderStatus(snapshot, style: OutputOptions.textStyle(refusingColour: false, verbose: false)))
         return snapshot.host.state == .online ? 0 : ExitStatus.notReachable.rawValue
