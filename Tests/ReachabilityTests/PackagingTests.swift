@@ -998,77 +998,90 @@ struct PackagingDebianTests {
         """
     }
 
-    /// The package on a real systemd, in a container booted from this machine's own root under an
-    /// overlay (nothing is written to the host): the unit starts with its whole sandbox, reaches
-    /// READY, answers an unprivileged user, reloads, stops cleanly, and is started again by a bus call.
+    /// The package on a real systemd, each scenario in a container of its own booted from this
+    /// machine's own root under an overlay (nothing is written to the host), the three side by
+    /// side: the sandboxed unit (`sandboxedUnit`), a watched unit's dropped traffic (issue 47,
+    /// `checkUnitTrafficUnderSystemd`) and a portal session's lead (issue 45,
+    /// `checkPortalSessionUnits`, which waits out 105 s of a session). One after the other they
+    /// took 134 s of the package pass; side by side, the longest's time. After the install test
+    /// (the serialized suite's order): the overlays' lower layer is the root that test writes.
     @Test(.enabled(if: programExists("/usr/bin/systemd-nspawn"), "needs systemd-nspawn (systemd-container)"))
-    func runsSandboxedUnderSystemd() async throws {
-        try await Self.inContainer("reachd-nspawn") { inside, _ in
-            let start = try await inside(["systemctl", "start", "reachd.service"])
-            let startJournal = try await inside(["journalctl", "-u", "reachd", "--no-pager"]).stdout
-            #expect(start.status == 0, "\(start) \(startJournal)")
-            let state = try await inside(["systemctl", "show", "reachd", "-p", "ActiveState", "-p", "MainPID", "-p", "StatusText"])
-            #expect(state.stdout.contains("ActiveState=active"), "\(state)")
-            let pid = state.stdout.split(separator: "\n").first { $0.hasPrefix("MainPID=") }.map { String($0.dropFirst(8)) } ?? "0"
-            let status = try await inside(["cat", "/proc/\(pid)/status"]).stdout
-            for field in ["NoNewPrivs:\t1", "Seccomp:\t2", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000"] {
-                #expect(status.contains(field), "reachd's /proc status lacks \(field)")
-            }
-            let uid = try await inside(["id", "-u", "reachd"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-            #expect(status.contains("Uid:\t\(uid)\t"), "runs as reachd (\(uid))")
-            // The sandbox lets stall detection read the TCP sockets (sock_diag needs no capability).
-            #expect(!startJournal.contains("stall detection"), "\(startJournal)")
-            // Radios: the unit started with rfkill's device bound in where it exists, and reachd says
-            // which source it follows (this container's host has no rfkill: sysfs on link events).
-            let devices = try await inside(["systemctl", "show", "reachd", "-p", "BindReadOnlyPaths", "-p", "DeviceAllow"]).stdout
-            #expect(devices.contains("-/dev/rfkill:/dev/rfkill") && devices.contains("/dev/char/10:242 r"), "\(devices)")
-            #expect(startJournal.contains("radios: following /dev/rfkill")
-                || startJournal.contains("radios: /dev/rfkill absent, reading sysfs on link events"), "\(startJournal)")
-
-            let asNobody = ["setpriv"] + asUser("nobody", "nogroup") + ["busctl", "call", busName, objectPath, busName]
-            let answer = try await inside(asNobody + ["CheckHost", "su", "localhost", "2000"])
-            #expect(answer.status == 0 && answer.stdout.contains("\"127.0.0.1\""), "\(answer)")
-
-            // reachctl, as an unprivileged user, through the policy (--daemon: no in-process answer).
-            let client = try await inside(["setpriv"] + asUser("nobody", "nogroup") + ["reachctl", "status", "--daemon", "--json"])
-            #expect(client.status != 255 && client.stdout.contains("\"state\""), "\(client)")
-            // The counters of reachd's netlink socket: nothing overran on this quiet container, and
-            // the one dump is the first sync (the socket's backlog from boot was discarded unread).
-            let verbose = try await inside(["setpriv"] + asUser("nobody", "nogroup") + ["reachctl", "status", "--daemon", "--verbose"])
-            #expect(verbose.stdout.contains("Netlink: 0 overrun(s), 1 resync(s)"), "\(verbose)")
-
-            try await checkWaitOnline(inside)
-            try await checkConditionUnits(inside)
-            try await checkUnmeteredUnit(inside)
-            try await checkVPNRecipe(inside)
-            try await checkWaitRecipe(inside)
-            try await checkUnitsUnderSystemd(inside)
-
-            #expect(try await inside(["systemctl", "reload", "reachd"]).status == 0)
-            let stop = try await inside(["systemctl", "stop", "reachd"])
-            #expect(stop.status == 0)
-            let stopped = try await inside(["systemctl", "show", "reachd", "-p", "Result", "-p", "ExecMainStatus"])
-            #expect(stopped.stdout.contains("Result=success") && stopped.stdout.contains("ExecMainStatus=0"), "\(stopped)")
-
-            // Bus activation: a call by nobody starts the unit again.
-            let activated = try await inside(asNobody + ["GetStatus"])
-            #expect(activated.status == 0 && activated.stdout.hasPrefix("a{sv}"), "\(activated)")
-            #expect(try await inside(["systemctl", "is-active", "reachd"]).stdout.hasPrefix("active"))
-
-            let journal = try await inside(["journalctl", "-u", "reachd", "--no-pager", "-o", "cat"]).stdout
-            #expect(journal.contains("ready on the bus") && journal.contains("configuration reloaded"), "\(journal)")
-            // The netlink socket came from reachd.socket, with the buffer PID 1 set past rmem_max
-            // (ReceiveBuffer=8M; the kernel reports twice that), at the first start and again when
-            // the bus started reachd: the socket outlives the service.
-            let adopted = "netlink: receive buffer 16384 KiB (socket from reachd.socket, sized by systemd)"
-            #expect(journal.components(separatedBy: adopted).count - 1 == 2, "\(journal)")
-            #expect(try await inside(["systemctl", "is-active", "reachd.socket"]).stdout.hasPrefix("active"))
-            #expect(try await inside(["systemctl", "is-enabled", "reachd.socket"]).stdout.hasPrefix("enabled"))
-            for failure in ["SIGSYS", "core-dump", "Watchdog timeout", "Failed with result", "error:"] {
-                #expect(!journal.contains(failure), "journal: \(journal)")
-            }
-            try await checkMetricsSocket(inside)
+    func runsUnderSystemdInContainersSideBySide() async throws {
+        async let sandboxed: Void = Self.inContainer("reachd-nspawn") { inside, _ in try await Self.sandboxedUnit(inside) }
+        async let traffic: Void = Self.inContainer("reachd-nspawn-traffic") { inside, systemd in
+            try await checkUnitTrafficUnderSystemd(inside, systemd: systemd)
         }
+        async let portal: Void = Self.inContainer("reachd-nspawn-portal") { inside, _ in try await checkPortalSessionUnits(inside) }
+        _ = try await (sandboxed, traffic, portal)
+    }
+
+    /// The unit starts with its whole sandbox, reaches READY, answers an unprivileged user,
+    /// reloads, stops cleanly, and is started again by a bus call.
+    fileprivate static func sandboxedUnit(_ inside: @escaping ([String]) async throws -> Ran) async throws {
+        let start = try await inside(["systemctl", "start", "reachd.service"])
+        let startJournal = try await inside(["journalctl", "-u", "reachd", "--no-pager"]).stdout
+        #expect(start.status == 0, "\(start) \(startJournal)")
+        let state = try await inside(["systemctl", "show", "reachd", "-p", "ActiveState", "-p", "MainPID", "-p", "StatusText"])
+        #expect(state.stdout.contains("ActiveState=active"), "\(state)")
+        let pid = state.stdout.split(separator: "\n").first { $0.hasPrefix("MainPID=") }.map { String($0.dropFirst(8)) } ?? "0"
+        let status = try await inside(["cat", "/proc/\(pid)/status"]).stdout
+        for field in ["NoNewPrivs:\t1", "Seccomp:\t2", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000"] {
+            #expect(status.contains(field), "reachd's /proc status lacks \(field)")
+        }
+        let uid = try await inside(["id", "-u", "reachd"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(status.contains("Uid:\t\(uid)\t"), "runs as reachd (\(uid))")
+        // The sandbox lets stall detection read the TCP sockets (sock_diag needs no capability).
+        #expect(!startJournal.contains("stall detection"), "\(startJournal)")
+        // Radios: the unit started with rfkill's device bound in where it exists, and reachd says
+        // which source it follows (this container's host has no rfkill: sysfs on link events).
+        let devices = try await inside(["systemctl", "show", "reachd", "-p", "BindReadOnlyPaths", "-p", "DeviceAllow"]).stdout
+        #expect(devices.contains("-/dev/rfkill:/dev/rfkill") && devices.contains("/dev/char/10:242 r"), "\(devices)")
+        #expect(startJournal.contains("radios: following /dev/rfkill")
+            || startJournal.contains("radios: /dev/rfkill absent, reading sysfs on link events"), "\(startJournal)")
+
+        let asNobody = ["setpriv"] + asUser("nobody", "nogroup") + ["busctl", "call", busName, objectPath, busName]
+        let answer = try await inside(asNobody + ["CheckHost", "su", "localhost", "2000"])
+        #expect(answer.status == 0 && answer.stdout.contains("\"127.0.0.1\""), "\(answer)")
+
+        // reachctl, as an unprivileged user, through the policy (--daemon: no in-process answer).
+        let client = try await inside(["setpriv"] + asUser("nobody", "nogroup") + ["reachctl", "status", "--daemon", "--json"])
+        #expect(client.status != 255 && client.stdout.contains("\"state\""), "\(client)")
+        // The counters of reachd's netlink socket: nothing overran on this quiet container, and
+        // the one dump is the first sync (the socket's backlog from boot was discarded unread).
+        let verbose = try await inside(["setpriv"] + asUser("nobody", "nogroup") + ["reachctl", "status", "--daemon", "--verbose"])
+        #expect(verbose.stdout.contains("Netlink: 0 overrun(s), 1 resync(s)"), "\(verbose)")
+
+        try await checkWaitOnline(inside)
+        try await checkConditionUnits(inside)
+        try await checkUnmeteredUnit(inside)
+        try await checkVPNRecipe(inside)
+        try await checkWaitRecipe(inside)
+        try await checkUnitsUnderSystemd(inside)
+
+        #expect(try await inside(["systemctl", "reload", "reachd"]).status == 0)
+        let stop = try await inside(["systemctl", "stop", "reachd"])
+        #expect(stop.status == 0)
+        let stopped = try await inside(["systemctl", "show", "reachd", "-p", "Result", "-p", "ExecMainStatus"])
+        #expect(stopped.stdout.contains("Result=success") && stopped.stdout.contains("ExecMainStatus=0"), "\(stopped)")
+
+        // Bus activation: a call by nobody starts the unit again.
+        let activated = try await inside(asNobody + ["GetStatus"])
+        #expect(activated.status == 0 && activated.stdout.hasPrefix("a{sv}"), "\(activated)")
+        #expect(try await inside(["systemctl", "is-active", "reachd"]).stdout.hasPrefix("active"))
+
+        let journal = try await inside(["journalctl", "-u", "reachd", "--no-pager", "-o", "cat"]).stdout
+        #expect(journal.contains("ready on the bus") && journal.contains("configuration reloaded"), "\(journal)")
+        // The netlink socket came from reachd.socket, with the buffer PID 1 set past rmem_max
+        // (ReceiveBuffer=8M; the kernel reports twice that), at the first start and again when
+        // the bus started reachd: the socket outlives the service.
+        let adopted = "netlink: receive buffer 16384 KiB (socket from reachd.socket, sized by systemd)"
+        #expect(journal.components(separatedBy: adopted).count - 1 == 2, "\(journal)")
+        #expect(try await inside(["systemctl", "is-active", "reachd.socket"]).stdout.hasPrefix("active"))
+        #expect(try await inside(["systemctl", "is-enabled", "reachd.socket"]).stdout.hasPrefix("enabled"))
+        for failure in ["SIGSYS", "core-dump", "Watchdog timeout", "Failed with result", "error:"] {
+            #expect(!journal.contains(failure), "journal: \(journal)")
+        }
+        try await checkMetricsSocket(inside)
     }
 
     /// The package's container booted (`containerScript`, nothing run before the boot), `body`
@@ -1104,19 +1117,6 @@ struct PackagingDebianTests {
         try await body(inside, systemd)
     }
 
-    /// issue 47, a unit's own traffic under the real PID 1 with the package's shipped defaults
-    /// (`checkUnitTrafficUnderSystemd`).
-    @Test(.enabled(if: programExists("/usr/bin/systemd-nspawn"), "needs systemd-nspawn (systemd-container)"))
-    func flagsAWatchedUnitsDroppedTrafficUnderSystemd() async throws {
-        try await Self.inContainer("reachd-nspawn-traffic") { inside, systemd in try await checkUnitTrafficUnderSystemd(inside, systemd: systemd) }
-    }
-
-    /// issue 45's session lead under the real PID 1, with the issue's numbers (`checkPortalSessionUnits`).
-    @Test(.enabled(if: programExists("/usr/bin/systemd-nspawn"), "needs systemd-nspawn (systemd-container)"))
-    func stopsAUnitBoundToNoPortalBeforeTheSessionEndsUnderSystemd() async throws {
-        try await Self.inContainer("reachd-nspawn-portal") { inside, _ in try await checkPortalSessionUnits(inside) }
-    }
-
     /// issue 47's soak: 20 watched units exchanging real traffic for REACHD_UNIT_SOAK_MINUTES
     /// minutes (10 for the issue's figure), none ever flagged (`soakWatchedUnits`). Not in any
     /// pass of scripts/test: set the variable (and REACHD_PACKAGE_TEST=1) to run it.
@@ -1144,7 +1144,7 @@ struct PackagingDebianTests {
         let directory = try makeScratchDirectory("reachd-nspawn-nm")
         defer { removeTree(directory) }
         try FileManager.default.copyItem(atPath: deb, toPath: directory + "/reachd.deb")
-        // As runsSandboxedUnderSystemd's container, with network-manager installed in the overlay
+        // As runsUnderSystemdInContainersSideBySide's containers, with network-manager installed in the overlay
         // from apt's cache (--no-download) and its maintainer scripts starting nothing
         // (policy-rc.d); /dev and /proc are bound in for apt and unmounted before the boot.
         let script = Self.containerScript(directory, beforeBoot: """
