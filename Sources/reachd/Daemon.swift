@@ -188,8 +188,8 @@ final class Daemon {
         self.probes = probes
         let traffic = UnitTraffic(bus: bus, sysfsRoot: options.sysfsRoot)
         self.traffic = traffic
-        traffic.judge = { [unowned core] in core.stallControlGroups = $0 }
-        core.stallPolled = { [unowned probes, unowned traffic] in
+        traffic.judge = { [unowned core] in core.stall.controlGroups = $0 }
+        core.stall.polled = { [unowned probes, unowned traffic] in
             probes.stallPolled($0)
             traffic.polled($0)
         }

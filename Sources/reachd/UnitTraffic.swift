@@ -30,7 +30,7 @@ final class UnitTraffic {
     private let hierarchy: String?
     private var order: [String] = []
     private var units: [String: Watched] = [:]
-    /// Told the cgroup ids to judge whenever they change (the core's `stallControlGroups`).
+    /// Told the cgroup ids to judge whenever they change (the core's stall source, `StallSource.controlGroups`).
     var judge: (Set<UInt64>) -> Void = { _ in }
     /// Told when a unit's verdict flipped (the metrics' textfile is written again).
     var flipped: () -> Void = {}

@@ -46,19 +46,19 @@ struct StallWatchTests {
             let core = try ReachabilityCore(configuration: configuration, loop: loop)
             // Local only (no default route): nothing is polled, however long.
             try Self.run(loop, for: .milliseconds(1500))
-            let local = core.host.state == .local && core.stallReport == nil
+            let local = core.host.state == .local && core.stall.lastReport == nil
             // A default route: online, and a first poll once the burst has passed (not at
             // once: it would delay the events that follow); no TCP, so no next poll is planned.
             try ns.ip("route add default via 192.0.2.1")
             try Self.run(loop, for: .milliseconds(500))
-            let notYet = core.host.state == .online && core.stallReport == nil
+            let notYet = core.host.state == .online && core.stall.lastReport == nil
             try Self.run(loop, for: .milliseconds(1000))
-            let online = notYet && core.host.state == .online && core.stallReport != nil
-            let nextPoll = core.stallReport?.nextPoll
+            let online = notYet && core.host.state == .online && core.stall.lastReport != nil
+            let nextPoll = core.stall.lastReport?.nextPoll
             // The route gone: not online, the watch forgets its report and stops.
             try ns.ip("route del default")
             try Self.run(loop, for: .milliseconds(500))
-            let offline = core.host.state != .online && core.stallReport == nil && !core.host.stalled
+            let offline = core.host.state != .online && core.stall.lastReport == nil && !core.host.stalled
             return (local, online, nextPoll, offline)
         }
         #expect(local, "a local host is not polled")
@@ -84,15 +84,15 @@ struct StallWatchTests {
             configuration.sysfsRoot = "/nonexistent-sysfs"
             let core = try ReachabilityCore(configuration: configuration, loop: loop)
             try Self.run(loop, for: .milliseconds(1500))
-            let on = core.stallReport != nil
+            let on = core.stall.lastReport != nil
             configuration.stall = nil
             core.reconfigure(configuration)
             try Self.run(loop, for: .milliseconds(500))
-            let off = core.stallReport == nil && !core.host.stalled
+            let off = core.stall.lastReport == nil && !core.host.stalled
             configuration.stall = StallSettings()
             core.reconfigure(configuration)
             try Self.run(loop, for: .milliseconds(1500))
-            return (on, off, core.stallReport != nil)
+            return (on, off, core.stall.lastReport != nil)
         }
         #expect(on && off && again, "on \(on), off \(off), on again \(again)")
     }

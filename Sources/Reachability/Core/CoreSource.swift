@@ -1,5 +1,5 @@
 /// One of the core's inputs beside the kernel's own sockets (resolv.conf, the DHCP leases, the
-/// radios, the gateways asked again): a new input is a new type in the core's list
+/// radios, the gateways asked again, the stall watch): a new input is a new type in the core's list
 /// (`ReachabilityCore.sources`), not an edit of the core's init. Every member is called on the
 /// core's loop.
 package protocol CoreSource: AnyObject {
@@ -16,7 +16,11 @@ package protocol CoreSource: AnyObject {
     /// The kernel's monitor socket woke (something on the host moved): a source that could not be
     /// followed may look again.
     func kernelWoke()
-    /// Stops following (the core is going).
+    /// The count of the core's own lookups that timed out in a row moved (`CoreSourceContext.dnsTimeouts`).
+    func dnsTimeoutsMoved()
+    /// A reload: the new configuration, before its rules are taken.
+    func reconfigured(_ configuration: CoreConfiguration)
+    /// Stops following (the core is going): nothing more is submitted.
     func cancel()
 }
 
@@ -24,6 +28,8 @@ extension CoreSource {
     package func firstInput(kernel: any KernelEdge) -> NetworkInput? { nil }
     package func turnTaken(_ state: borrowing NetworkState) {}
     package func kernelWoke() {}
+    package func dnsTimeoutsMoved() {}
+    package func reconfigured(_ configuration: CoreConfiguration) {}
 }
 
 /// What a source is started with: the loop, the way in, and the core's parts it may ask.
@@ -36,6 +42,9 @@ package struct CoreSourceContext {
     package let warn: (String) -> Void
     /// The state, for a source's first look and its counters (metrics).
     package let shared: SharedState
+    /// The core's own lookups that sent queries and got no answer before their deadline, in a
+    /// row (stall evidence); any answer resets it.
+    package let dnsTimeouts: () -> Int
 }
 
 /// /dev/rfkill, while it is followed: its records are one input each time it is readable. When it

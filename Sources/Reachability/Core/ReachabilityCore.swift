@@ -6,9 +6,9 @@ import Glibc
 /// monitor's poll thread): it owns the `NetworkState` (in `shared`, for readers on any thread),
 /// the kernel's source and the host checks. Every input, whether the kernel's events or a
 /// resync, a probe's or the stall watch's verdict, the radios, the clock, the nameservers or a
-/// reload, enters one way (`take`) and is followed by one sequence: incidents to the log, the
-/// timers re-armed, the host checks told of a routing change, stall detection told whether the
-/// host is online; and when something moved, the turn's update is gathered, to be told to every
+/// reload, enters one way (`take`) and is followed by one sequence: each source shown the turn's
+/// state (stall detection learns whether the host is online), incidents to the log, the timers
+/// re-armed, the host checks told of a routing change; and when something moved, the turn's update is gathered, to be told to every
 /// follower once the turn's inputs are in (`CoreUpdates`).
 /// Loop-thread only; `shared` may be read from any thread.
 package final class ReachabilityCore: CoreInputs, HostCheckStarting {
@@ -32,19 +32,9 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     private let checkIDs: HostCheckIDs
     /// The inputs beside the kernel's sockets, in the order they start (`CoreSource`).
     private let sources: [any CoreSource]
-    /// Passive stall detection; nil when off (or sock_diag could not be opened).
-    private var stallWatch: StallWatch?
-    private let namespacePath: String?
-    private unowned let loop: any EventLoopProtocol
-    /// Told of every stall poll while online (reachd runs its probe on a suspicion).
-    package var stallPolled: ((StallReport) -> Void)? {
-        didSet { stallWatch?.polled = stallPolled }
-    }
-    /// The control groups (cgroup v2 ids) whose own traffic the stall polls judge apart
-    /// (`StallReport.controlGroups`): reachd's watched units.
-    package var stallControlGroups: Set<UInt64> = [] {
-        didSet { stallWatch?.controlGroups = stallControlGroups }
-    }
+    /// Passive stall detection, one of `sources`: reachd tells it which units to judge apart and
+    /// hears of its polls.
+    package let stall: StallSource
     /// Told of every host check that answered, with how long it took (metrics).
     package var checkAnswered: ((CheckResult, Duration) -> Void)?
 
@@ -67,7 +57,8 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     ) throws(SystemError) {
         self.checkIDs = checkIDs
         let files = configuration.resolverFiles(warn: warn)
-        sources = Self.sources(configuration, files: files) + extraSources
+        stall = StallSource(settings: configuration.stall, namespacePath: configuration.namespacePath)
+        sources = Self.sources(configuration, files: files) + [stall] + extraSources
         let state = try Self.start(configuration, kernel: kernel, sources: sources)
         let shared = try SharedState(state, namespacePath: configuration.namespacePath)
         shared.record(overruns: kernel.overrunCount, resyncs: kernel.resyncCount)
@@ -76,8 +67,6 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
         source = kernel
         netlinkReceiveBufferBytes = kernel.receiveBufferBytes
         self.warn = warn
-        namespacePath = configuration.namespacePath
-        self.loop = loop
         lastRoutingEpoch = state.routingEpoch
         hostChecks = HostChecks(
             options: configuration.resolverOptions, files: files, rate: configuration.lookupRate, loop: loop, warn: warn
@@ -98,8 +87,10 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
         expiryTimer = try loop.addTimer(urgent: false) { [unowned self] in
             self.take(self.shared.withState { self.source.lifetimesDue(at: .now, knowing: $0) })
         }
-        configureStallDetection(configuration.stall)
-        let context = CoreSourceContext(loop: loop, kernel: kernel, submit: { [unowned self] in self.take($0) }, warn: warn, shared: shared)
+        let context = CoreSourceContext(
+            loop: loop, kernel: kernel, submit: { [unowned self] in self.take($0) }, warn: warn, shared: shared,
+            dnsTimeouts: { [unowned hostChecks] in hostChecks.consecutiveDNSTimeouts })
+        hostChecks.dnsTimedOut = { [unowned self] in for source in self.sources { source.dnsTimeoutsMoved() } }
         for source in sources { try source.start(context) }
     }
 
@@ -179,7 +170,7 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     /// New interface rules, priorities and resolver settings (a reload).
     package func reconfigure(_ configuration: CoreConfiguration) {
         hostChecks.reconfigure(configuration.resolverOptions, rate: configuration.lookupRate)
-        configureStallDetection(configuration.stall)
+        for source in sources { source.reconfigured(configuration) }
         // New rules can change what followers derive from the state (which links are probed,
         // kinds and costs behind targets) with nothing shown moving: every follower hears of it.
         take(.rules(configuration.classifier), routingMoved: true)
@@ -231,37 +222,6 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     /// See `HostChecks.disable(because:)`.
     package func disableHostChecks(because reason: String) { hostChecks.disable(because: reason) }
 
-    /// The last stall poll's report while online; nil before the first, offline, or when off.
-    package var stallReport: StallReport? { stallWatch?.lastReport }
-
-    /// Starts, retunes or stops stall detection. Off, every verdict is forgotten.
-    private func configureStallDetection(_ settings: StallSettings?) {
-        guard let settings else {
-            stallWatch?.cancel()
-            stallWatch = nil
-            return
-        }
-        if let stallWatch { return stallWatch.settings = settings }
-        do {
-            let watch = try StallWatch(
-                settings: settings, namespacePath: namespacePath, loop: loop, warn: warn,
-                context: { [unowned self] in
-                    let timeouts = self.hostChecks.consecutiveDNSTimeouts
-                    return self.shared.withState {
-                        StallContext(addresses: $0.addresses, dnsTimeouts: $0.dnsTimeoutsByLink(consecutive: timeouts), nameservers: $0.stallNameservers)
-                    }
-                },
-                verdicts: { [unowned self] verdicts in self.take(.events([.stalls(verdicts)])) })
-            watch.polled = stallPolled
-            watch.controlGroups = stallControlGroups
-            stallWatch = watch
-            hostChecks.dnsTimedOut = { [unowned self] in self.stallWatch?.evidenceArrived() }
-            watch.follow(online: host.state == .online)
-        } catch {
-            warn("stall detection off: cannot open a sock_diag socket: \(error)")
-        }
-    }
-
     /// The kernel gives a route's time left in hundredths of a second, rounded down from its own
     /// ticks, and stops using it only after its deadline: looked at this much later, the kernel's
     /// answer is past doubt (a negative `rta_expires`), yet well within a second.
@@ -281,11 +241,11 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     private func take(_ input: NetworkInput?, routingMoved: Bool = false) {
         guard !updates.isDelivering else { return updates.hold { [unowned self] in self.take(input, routingMoved: routingMoved) } }
         let told = updates.last.snapshot.stallEvidence
-        let (change, refusals, drops, epoch, online, expiry, evidenceMoved) = shared.change { state in
+        let (change, refusals, drops, epoch, expiry, evidenceMoved) = shared.change { state in
             let change = input.flatMap { state.take($0) }
             for source in sources { source.turnTaken(state) }
             return (change, state.takeRefusedAnnouncements(), state.takeAnnouncementDrops(), state.routingEpoch,
-                    state.host.state == .online, state.nextExpiry, state.hostStallEvidence != told)
+                    state.nextExpiry, state.hostStallEvidence != told)
         }
         // The Engine refuses what it can judge only with the link's prefixes (NAT64); the
         // source says each router's refusal once.
@@ -293,7 +253,6 @@ package final class ReachabilityCore: CoreInputs, HostCheckStarting {
         shared.record(overruns: source.overrunCount, resyncs: source.resyncCount)
         let dumping = source.isDumping
         expiryTimer?.schedule(orDisableAt: dumping ? nil : expiry.map { $0 + Self.lifetimeMargin })
-        stallWatch?.follow(online: online)
         for incident in source.takeIncidentLines() { warn("netlink: \(incident)") }
         for drop in drops { warn(Self.line(for: drop)) }
         resyncTimer?.schedule(orDisableAt: source.resyncDeadline)
