@@ -72,10 +72,13 @@ extension StallDaemonTests {
         try topology.client.exec("/usr/sbin/nft", ["add", "chain", "inet", "wall", "out", "{ type filter hook output priority 0 ; }"])
         try topology.client.exec(
             "/usr/sbin/nft", ["add", "rule", "inet", "wall", "out", "ip", "daddr", Topology.serverV4, "tcp", "dport", "\(StallKernelTests.port)", "drop"])
-        let flagged = try await Self.until("reachd's Stalled behind the host's own drop rule", harness, timeout: .seconds(45)) { $0.stalled }
+        var timeline: [String] = []
+        let flagged = try await Self.until(
+            "reachd's Stalled behind the host's own drop rule", harness, timeout: .seconds(45), timeline: { timeline.append($0) }
+        ) { $0.stalled }
         // Issue 48: named within 15 s wherever in the poll cycle the rule lands (shipped defaults:
         // a poll every 10 s while traffic moves, the stall after 8 s of waiting).
-        #expect(flagged <= .seconds(15), "flagged \(flagged) after the drop rule")
+        #expect(flagged <= .seconds(15), "flagged \(flagged) after the drop rule; reads since the rule: \(timeline)")
         let why = try reachctl(["why", "--json", "--bus-address", harness.address, "--daemon"])
         let explained = try why.json()
         #expect(why.status == 1 && explained["brokenLayer"] as? String == "firewall", "\(why)")

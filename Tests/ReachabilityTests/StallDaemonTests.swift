@@ -45,13 +45,21 @@ struct StallDaemonTests {
         return (full.host, full.stall)
     }
 
-    /// Polls GetStatus every half second until `condition` holds; how long it took.
+    /// Polls GetStatus every half second until `condition` holds; how long it took. `timeline`
+    /// hears of each read whose stall evidence differs from the one before, with its time (a
+    /// late verdict's failure message shows the polls that led to it).
     static func until(
-        _ what: String, _ harness: DaemonHarness, timeout: Duration, _ condition: (HostStatus) -> Bool
+        _ what: String, _ harness: DaemonHarness, timeout: Duration, timeline: ((String) -> Void)? = nil,
+        _ condition: (HostStatus) -> Bool
     ) async throws -> Duration {
         let begin = ContinuousClock.now
+        var told: StallEvidence??
         while true {
             let (host, stall) = try status(harness)
+            if let timeline, told.map({ $0 != stall }) ?? true {
+                timeline("+\(ContinuousClock.now - begin): stalled \(host.stalled), \(String(describing: stall))")
+                told = .some(stall)
+            }
             if condition(host) { return ContinuousClock.now - begin }
             guard ContinuousClock.now - begin < timeout else {
                 throw TimedOut(what: "\(what) within \(timeout): \(host), evidence \(String(describing: stall)); \(harness.diagnostics)")
