@@ -30,6 +30,9 @@ private enum DiagWire {
         put(1500, at: 52)  // tcpi_last_data_recv, ms
         put(1400, at: 56)  // tcpi_last_ack_recv, ms
         put(retransmitted, at: 100)  // tcpi_total_retrans
+        put(5_000, at: 120)  // tcpi_bytes_acked (low half)
+        put(1, at: 124)  // tcpi_bytes_acked (high half): 2^32 + 5,000
+        put(700, at: 128)  // tcpi_bytes_received
         put(out, at: 136)  // tcpi_segs_out
         put(received, at: 140)  // tcpi_segs_in
         return info
@@ -127,12 +130,13 @@ private enum DiagWire {
         #expect(v4.source == IPAddress("192.0.2.2") && v4.sourcePort == 40000)
         #expect(v4.destination == IPAddress("198.51.100.7") && v4.destinationPort == 443)
         #expect(v4.boundInterface == 0)
-        #expect(
-            v4.counters
-                == TCPCounters(
-                    segmentsOut: 30, segmentsIn: 2, totalRetransmits: 27, consecutiveTimeouts: 3,
-                    retransmissionTimeoutMicroseconds: 204_000, millisecondsSinceDataReceived: 1500,
-                    millisecondsSinceAckReceived: 1400, millisecondsSinceDataSent: 1300, unacknowledged: 2))
+        var expected = TCPCounters(
+            segmentsOut: 30, segmentsIn: 2, totalRetransmits: 27, consecutiveTimeouts: 3,
+            retransmissionTimeoutMicroseconds: 204_000, millisecondsSinceDataReceived: 1500,
+            millisecondsSinceAckReceived: 1400, millisecondsSinceDataSent: 1300, unacknowledged: 2)
+        // Bytes acknowledged plus bytes received.
+        expected.progress = (1 << 32) + 5_000 + 700
+        #expect(v4.counters == expected)
         #expect(v4.owner == 65534, "idiag_uid")
         #expect(v6.state == .established)
         #expect(v6.source == IPAddress("2001:db8::2") && v6.sourcePort == 50000)

@@ -58,6 +58,11 @@ package struct TCPCounters: Hashable, Sendable {
     /// and no retransmission timeout runs; the kernel backs off instead). 0 otherwise, and on
     /// kernels before 5.4, whose tcp_info has no send window.
     public var sendsRefused: UInt8 = 0
+    /// `tcpi_bytes_acked` plus `tcpi_bytes_received`: grows only when the peer acknowledges new
+    /// data or new data arrives. A segment the peer sends again because the host's ACKs do not
+    /// reach it (a wall of the host's own output, a path dead one way) moves `segmentsIn` and the
+    /// time since an ACK arrived, never this.
+    public var progress: UInt64 = 0
 
     public init(
         segmentsOut: UInt32, segmentsIn: UInt32, totalRetransmits: UInt32, consecutiveTimeouts: UInt8 = 0,

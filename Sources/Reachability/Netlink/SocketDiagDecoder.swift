@@ -49,6 +49,9 @@ package enum SockDiag {
     package static let infoLastDataReceived = 52
     package static let infoLastAckReceived = 56
     package static let infoTotalRetransmits = 100
+    /// Linux 4.1 and 4.2 (`TCPCounters.progress`).
+    package static let infoBytesAcked = 120
+    package static let infoBytesReceived = 128
     package static let infoSegmentsOut = 136
     package static let infoSegmentsIn = 140
     /// Linux 4.6.
@@ -217,13 +220,16 @@ package enum SocketDiagDecoder {
             let lastAck = value.integer(at: SockDiag.infoLastAckReceived, as: UInt32.self),
             let total = value.integer(at: SockDiag.infoTotalRetransmits, as: UInt32.self),
             let out = value.integer(at: SockDiag.infoSegmentsOut, as: UInt32.self),
-            let received = value.integer(at: SockDiag.infoSegmentsIn, as: UInt32.self)
+            let received = value.integer(at: SockDiag.infoSegmentsIn, as: UInt32.self),
+            let acked = value.integer(at: SockDiag.infoBytesAcked, as: UInt64.self),
+            let bytesReceived = value.integer(at: SockDiag.infoBytesReceived, as: UInt64.self)
         else { throw .truncatedTCPInfo(length: value.count, needed: SockDiag.infoMinimumSize) }
         var counters = TCPCounters(
             segmentsOut: out, segmentsIn: received, totalRetransmits: total, consecutiveTimeouts: retransmits,
             retransmissionTimeoutMicroseconds: rto, millisecondsSinceDataReceived: lastData,
             millisecondsSinceAckReceived: lastAck, millisecondsSinceDataSent: lastDataSent,
             unacknowledged: unacknowledged)
+        counters.progress = acked &+ bytesReceived
         // Backed off with nothing in flight, data queued and the window open: the host refused
         // to send it (see `TCPCounters.sendsRefused`). Absent fields (older kernels) say nothing.
         if unacknowledged == 0, let backoff = value.integer(at: SockDiag.infoBackoff, as: UInt8.self), backoff > 0,
