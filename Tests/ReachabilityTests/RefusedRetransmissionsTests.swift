@@ -99,7 +99,12 @@ import Testing
     /// saw it waiting has waited since then: flagged at the next suspect poll, 2 s later. A
     /// receipt in between starts it over.
     @Test func aHeldSocketThatReceivedNothingSinceTheLastPollKeepsItsWait() {
-        func held(_ cookie: UInt64, received: UInt32 = 50) -> TCPSocketSample { Self.held(cookie, lastSent: 40, received: received) }
+        func held(_ cookie: UInt64, received: UInt32 = 50) -> TCPSocketSample {
+            var sample = Self.held(cookie, lastSent: 40, received: received)
+            // What arrived acknowledged the host's data (`aHeldSocketKeepsItsWaitThroughThePeersRetransmissions`).
+            sample.counters?.progress = UInt64(received) * 100
+            return sample
+        }
         var evaluator = Evaluator.evaluator()
         _ = Self.poll(&evaluator, at: 100, [Evaluator.socket(1), Evaluator.socket(2)], refused: nil)
         let first = Self.poll(&evaluator, at: 110, [held(1), held(2)], refused: nil)
@@ -112,6 +117,35 @@ import Testing
         _ = Self.poll(&receiving, at: 110, [held(1), held(2)], refused: nil)
         let again = Self.poll(&receiving, at: 112, [held(1, received: 51), held(2, received: 51)], refused: nil).link(Evaluator.wired)
         #expect(!again.isStalled && again.evidence.waiting < .seconds(7), "a receipt starts the wait over: \(again.evidence)")
+    }
+
+    /// Behind the host's own wall the peer sends its unacknowledged data again with each of its
+    /// back-offs (the host's ACKs do not leave): each arrival moves the segments received and the
+    /// time since an ACK (and the kernel starts its own back-off over), but acknowledges nothing.
+    /// The wait kept from the last poll holds through them; a fresh-clone run whose held sockets
+    /// saw one 12.6 s after the rule read "waiting 0" and flagged at 24.1 s, not 12 s.
+    @Test func aHeldSocketKeepsItsWaitThroughThePeersRetransmissions() {
+        func held(_ cookie: UInt64, lastAck: UInt32 = 10_000, received: UInt32 = 50, progress: UInt64 = 7_000) -> TCPSocketSample {
+            var sample = Self.held(cookie, lastAck: lastAck, lastSent: 40, received: received)
+            sample.counters?.progress = progress
+            return sample
+        }
+        var evaluator = Evaluator.evaluator()
+        _ = Self.poll(&evaluator, at: 100, [Evaluator.socket(1), Evaluator.socket(2)], refused: nil)
+        let first = Self.poll(&evaluator, at: 110, [held(1), held(2)], refused: nil)
+        #expect(!first.link(Evaluator.wired).isStalled && first.nextPoll == .seconds(2), "\(first.link(Evaluator.wired).evidence)")
+        // The peer's retransmission arrived 300 ms ago: a segment in, an ACK that moved nothing.
+        let again = [held(1, lastAck: 300, received: 51), held(2, lastAck: 300, received: 51)]
+        let second = Self.poll(&evaluator, at: 112, again, refused: nil).link(Evaluator.wired)
+        #expect(second.isStalled && second.evidence.waiting >= .seconds(8), "\(second.evidence)")
+
+        // An ACK that acknowledged the host's data (progress) is a receipt: the wait starts over.
+        var answered = Evaluator.evaluator()
+        _ = Self.poll(&answered, at: 100, [Evaluator.socket(1), Evaluator.socket(2)], refused: nil)
+        _ = Self.poll(&answered, at: 110, [held(1), held(2)], refused: nil)
+        let acked = [held(1, lastAck: 300, received: 51, progress: 7_200), held(2, lastAck: 300, received: 51, progress: 7_200)]
+        let cleared = Self.poll(&answered, at: 112, acked, refused: nil).link(Evaluator.wired)
+        #expect(!cleared.isStalled && cleared.evidence.waiting < .seconds(1), "\(cleared.evidence)")
     }
 
     @Test func theCountIsReadFromTheTcpExtLinesAndAnythingElseIsNil() {

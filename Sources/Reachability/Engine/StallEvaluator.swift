@@ -82,6 +82,10 @@ package struct StallEvaluator: Sendable {
         var owner: TrafficOwner
         var segmentsIn: UInt32
         var segmentsOut: UInt32
+        /// `TCPCounters.progress` then.
+        var progress: UInt64
+        /// When it last received, as that poll knew it (`SocketMoment.receipt`).
+        var receipt: Duration?
         /// The first poll that saw it: a connection still unanswered has waited at least since.
         var firstSeen: Duration
         /// Since when it had waited at that poll (`SocketMoment.waitingSince`, with this rule).
@@ -220,9 +224,14 @@ package struct StallEvaluator: Sendable {
     /// last poll, which saw it waiting already, has waited since then at least (a busy
     /// application's refused writes read as the back-off alone at each poll: 6.3 s from 9.5 s
     /// to 12.9 s after the rule). One that never received has waited since it was first seen.
-    private static func waitingSince(_ since: Duration, _ counters: TCPCounters, before: KnownSocket?, firstSeen: Duration? = nil) -> Duration {
+    /// One the host refuses to send for (`held`) keeps its wait through segments the peer sends
+    /// again, as long as nothing progressed (`TCPCounters.progress`): its ACKs do not leave.
+    private static func waitingSince(
+        _ since: Duration, _ counters: TCPCounters, before: KnownSocket?, firstSeen: Duration? = nil, held: Bool = false
+    ) -> Duration {
         var since = since
-        if let earlier = before?.waitingSince, before?.segmentsIn == counters.segmentsIn { since = min(since, earlier) }
+        let quiet = before?.segmentsIn == counters.segmentsIn || (held && before?.progress == counters.progress)
+        if let earlier = before?.waitingSince, quiet { since = min(since, earlier) }
         if counters.segmentsIn == 0, let first = before?.firstSeen ?? firstSeen { since = min(since, first) }
         return since
     }
@@ -251,11 +260,12 @@ package struct StallEvaluator: Sendable {
             let before = known[sample.cookie]
             if before?.segmentsIn != counters.segmentsIn || before?.segmentsOut != counters.segmentsOut { out.moved = true }
             out.segments &+= Self.segments(counters, since: before)
-            let moment = SocketMoment(sample, at: now)
-            let waitingSince = moment.waitingSince.map { Self.waitingSince($0, counters, before: before, firstSeen: now) }
+            let quiet = before.flatMap { $0.progress == counters.progress ? QuietSocket(since: lastPoll ?? now, receipt: $0.receipt) : nil }
+            let moment = SocketMoment(sample, at: now, quiet: quiet)
+            let waitingSince = moment.waitingSince.map { Self.waitingSince($0, counters, before: before, firstSeen: now, held: moment.heldInHost) }
             out.current[sample.cookie] = KnownSocket(
-                link: link, owner: owner, segmentsIn: counters.segmentsIn, segmentsOut: counters.segmentsOut,
-                firstSeen: before?.firstSeen ?? now, waitingSince: waitingSince)
+                link: link, owner: owner, segmentsIn: counters.segmentsIn, segmentsOut: counters.segmentsOut, progress: counters.progress,
+                receipt: moment.receipt, firstSeen: before?.firstSeen ?? now, waitingSince: waitingSince)
             if slot >= out.tallies.count || out.tallies[slot].link != link {
                 slot = out.tallies.firstIndex { $0.link == link } ?? out.tallies.count
                 if slot == out.tallies.count { out.tallies.append(LinkTally(link: link)) }

@@ -83,6 +83,14 @@ package struct StallAttribution {
     }
 }
 
+/// A socket that made no progress (`TCPCounters.progress`) since the last poll that saw it.
+package struct QuietSocket {
+    /// That poll's time.
+    package var since: Duration
+    /// When it last received, as that poll knew it.
+    package var receipt: Duration?
+}
+
 /// What one socket's counters say at the instant they were read: when it last received a
 /// segment, and whether (since when) it waits in retransmission back-off.
 package struct SocketMoment {
@@ -99,7 +107,8 @@ package struct SocketMoment {
     /// as unknown.
     package static let plausible: UInt32 = 86_400_000
 
-    package init(_ sample: TCPSocketSample, at now: Duration) {
+    /// `quiet`: what the last poll knew of it, when it made no progress since.
+    package init(_ sample: TCPSocketSample, at now: Duration, quiet: QuietSocket? = nil) {
         guard let counters = sample.counters else { return }
         let sinceReceipt = min(counters.millisecondsSinceAckReceived, counters.millisecondsSinceDataReceived)
         if sample.state == .synSent || counters.segmentsIn == 0 {
@@ -124,9 +133,15 @@ package struct SocketMoment {
             var waited = rto * ((1 << k) - 1)
             let sinceSent = Duration.milliseconds(counters.millisecondsSinceDataSent)
             if sinceSent < rto * (1 << k) { waited += sinceSent }
-            if counters.millisecondsSinceAckReceived < Self.plausible {
-                waited = min(waited, .milliseconds(counters.millisecondsSinceAckReceived))
+            var sinceAck = Duration.milliseconds(counters.millisecondsSinceAckReceived)
+            if let quiet {
+                // Nothing of its data can have left since that poll: an ACK since acknowledged
+                // nothing (the peer sending its own data again, as the host's ACKs do not reach
+                // it, every one of its back-offs): no receipt, and no bound on the wait.
+                receipt = quiet.receipt
+                sinceAck = max(sinceAck, now - quiet.since)
             }
+            if counters.millisecondsSinceAckReceived < Self.plausible { waited = min(waited, sinceAck) }
             heldInHost = true
             waitingSince = now - waited
             return
