@@ -208,9 +208,13 @@ extension IsCommand {
         guard !conditions.isEmpty, !(json && quiet), !(npd && (json || quiet)), !(requireDaemon && !configDirectories.isEmpty) else { return nil }
         let bus = CommonOptions.bus(option: busAddress)
         if case let .address(address) = bus, address.isEmpty || BusAddressSyntax.problem(in: address) != nil { return nil }
+        // A `via` condition needs the interfaces' kinds: the probe's GetStatus carries them
+        // (parsed only then: 15 page faults of a plain `is`).
+        let needsKinds = conditions.contains { if case .via = $0 { true } else { false } }
         let (client, status): (ReachabilityClient, (host: HostStatus, generation: UInt64))
         do {
-            (client, status) = try ReachdOrInProcess.probe(bus, probeTimeout: CommonOptions.probeTimeout, callTimeout: CommonOptions.probeTimeout)
+            (client, status) = try ReachdOrInProcess.probe(
+                bus, probeTimeout: CommonOptions.probeTimeout, callTimeout: CommonOptions.probeTimeout, keepingSnapshot: needsKinds)
         } catch {
             let status = inProcessStatus(
                 conditions, json: json, quiet: quiet, npd: npd, requireDaemon: requireDaemon,
@@ -219,9 +223,9 @@ extension IsCommand {
         }
         // The interfaces only where a condition needs their kinds or a failure names them.
         var snapshot = ReachabilitySnapshot(generation: status.generation, host: status.host, interfaces: [])
-        let needsKinds = conditions.contains { if case .via = $0 { true } else { false } }
         if needsKinds || conditions.contains(where: { $0.failure(in: snapshot) != nil }) {
-            guard let interfaces = try? client.interfaces() else { return nil }
+            // ListInterfaces only from a reachd whose GetStatus has no interfaces, or to name a failure.
+            guard let interfaces = client.probed?.snapshot.interfaces ?? (try? client.interfaces()) else { return nil }
             snapshot.interfaces = interfaces
         }
         return npd ? NodeProblemDetector.report(conditions, in: snapshot) : report(conditions, in: snapshot, json: json, quiet: quiet)

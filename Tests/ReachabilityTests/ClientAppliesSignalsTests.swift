@@ -104,6 +104,14 @@ struct ClientAppliesSignalsTests {
         try await Task.sleep(for: .milliseconds(300))
         let statusCalls = Self.messages(bus).dropFirst(seen).map(\.member).filter { $0 == "GetStatus" || $0 == "ListInterfaces" }
         #expect(statusCalls == ["GetStatus"], "reachctl status's calls: \(statusCalls)")
+
+        // So is `reachctl is` with a condition on the interfaces' kinds (up0, a veth, is virtual).
+        let viaSeen = Self.messages(bus).count
+        let via = try reachctl(["is", "online", "via-virtual", "--bus-address", harness.address])
+        #expect(via.status == 0, "\(via)")
+        try await Task.sleep(for: .milliseconds(300))
+        let viaCalls = Self.messages(bus).dropFirst(viaSeen).map(\.member).filter { $0 == "GetStatus" || $0 == "ListInterfaces" }
+        #expect(viaCalls == ["GetStatus"], "reachctl is online via-virtual's calls: \(viaCalls)")
     }
 
     /// The snapshot kept from the signals is the one a read gives, the facts beside the fixed
