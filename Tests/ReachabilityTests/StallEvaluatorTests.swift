@@ -93,6 +93,29 @@ import Testing
         #expect(report.nextPoll == .seconds(2))
     }
 
+    /// A suspicion whose wait reaches the window before the next suspect poll is polled at that
+    /// instant: flagged at 8 s of waiting, not on the 2 s grid (up to 10 s). A socket that
+    /// received in between clears it as before.
+    @Test func aWaitThatReachesTheWindowBeforeTheNextSuspectPollIsPolledThen() {
+        var evaluator = Self.evaluator()
+        let failing = [Self.socket(1, waiting: .seconds(7), received: .seconds(7)), Self.socket(2, waiting: .seconds(7), received: .seconds(7))]
+        let report = Self.poll(&evaluator, at: 10, failing)
+        #expect(!report.link(Self.wired).isStalled)
+        #expect(report.nextPoll == .seconds(1) + StallEvaluator.crossingMargin, "\(String(describing: report.nextPoll))")
+        let flagged = evaluator.poll(
+            at: .seconds(11) + StallEvaluator.crossingMargin,
+            samples: [Self.socket(1, waiting: .seconds(8), received: .seconds(8)), Self.socket(2, waiting: .seconds(8), received: .seconds(8))],
+            addresses: Self.addresses)
+        #expect(flagged.link(Self.wired).isStalled, "\(flagged.link(Self.wired).evidence)")
+        // 7.95 s in: the poll still waits its floor, never a busy loop.
+        var close = Self.evaluator()
+        let almost = [
+            Self.socket(1, waiting: .milliseconds(7950), received: .milliseconds(7950)),
+            Self.socket(2, waiting: .milliseconds(7950), received: .milliseconds(7950)),
+        ]
+        #expect(Self.poll(&close, at: 10, almost).nextPoll == StallEvaluator.crossingFloor + StallEvaluator.crossingMargin)
+    }
+
     @Test func oneSocketAloneNeverFlags_itCannotTellADeadPathFromALossyOne() {
         var evaluator = Self.evaluator()
         let report = Self.poll(&evaluator, at: 100, [Self.socket(1, waiting: .seconds(50), received: .seconds(51))])

@@ -15,7 +15,8 @@ package struct StallContext {
 /// judged by the pure `StallEvaluator`; the verdicts go back to the core as an input like any
 /// other, so a flip reaches subscribers through the one diff.
 ///
-/// Cadence follows suspicion: every `suspectInterval` (2 s) while a stall is suspected or
+/// Cadence follows suspicion: every `suspectInterval` (2 s), or as a suspected wait reaches the
+/// window if sooner, while a stall is suspected or
 /// flagged; every `pollInterval` (20 s) while traffic moves (10 s while it is busy or has data
 /// in flight), backing off to 160 s while sockets sit idle; and no timer at all while the host
 /// has no TCP traffic to judge. Then a closing socket or the neighbour table's activity (a host

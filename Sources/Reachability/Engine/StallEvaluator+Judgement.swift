@@ -46,6 +46,9 @@ extension StallEvaluator {
         package var suspected = false
         /// Stalled only because the nameserver is silent too: keep asking, to see it clear.
         package var byCorroboration = false
+        /// How long until an owner with enough failing sockets has waited the window, if it still
+        /// fails then: the poll that would flag it need not wait for the next suspect interval.
+        package var untilWindow: Duration?
         package var evidence = StallEvidence()
     }
 
@@ -72,6 +75,9 @@ extension StallEvaluator {
             judgement.evidence.socketsFailing += failures.count
             judgement.evidence.socketsClosedFailing += failures.count { $0.end < now }
             judgement.evidence.socketsHeldInHost += failures.count(where: \.inHost)
+            if failures.count >= max(settings.minimumSockets, 1), waited < settings.window {
+                judgement.untilWindow = min(judgement.untilWindow ?? .seconds(Int64.max), settings.window - waited)
+            }
             if failures.count >= max(settings.minimumSockets, 1), waited >= settings.window {
                 if owner == .host { hostStalled = true } else { usersStalled += 1 }
             } else if corroborated, failures.count + 1 >= max(settings.minimumSockets, 1), waited >= settings.window {

@@ -177,7 +177,7 @@ package struct StallEvaluator: Sendable {
         }
         let verdicts = judgeLinks(judged: judged, failures: sockets.failures, unanswered: unanswered, dnsTimeouts: dnsTimeouts, at: now)
         let links = verdicts.links
-        let nextPoll = schedule(suspected: verdicts.suspected || links.contains(where: \.isStalled), sockets)
+        let nextPoll = schedule(suspected: verdicts.suspected || links.contains(where: \.isStalled), untilWindow: verdicts.untilWindow, sockets)
         // Asked while suspected, and while stalled only when the silence is what stalls it: a
         // stall the sockets show alone needs no question (an outage of hours asks nothing).
         let checks = links.filter { link in
@@ -218,6 +218,11 @@ package struct StallEvaluator: Sendable {
     /// about half of `pollInterval` plus `window`. A trickle (a keep-alive, a chat client's
     /// byte every 10 s) keeps the full interval: its wake-ups would be most of the host's.
     package static let busyRate: UInt64 = 1
+
+    /// A poll at a wait's crossing of the window comes this much after it (the kernel's times
+    /// are in milliseconds), and never sooner than `crossingFloor` after the last.
+    package static let crossingMargin: Duration = .milliseconds(20)
+    package static let crossingFloor: Duration = .milliseconds(200)
 
     /// Since when a waiting socket has waited. `SocketMoment`'s figure is a lower bound (a held
     /// socket's refused sends tell it within a factor of 2); one that received nothing since the
@@ -306,8 +311,9 @@ package struct StallEvaluator: Sendable {
     /// silence and the DNS timeouts.
     private mutating func judgeLinks(
         judged: [Int32: Int], failures: [Int32: [Failure]], unanswered: Set<Int32>, dnsTimeouts: [Int32: Int], at now: Duration
-    ) -> (links: [LinkStall], suspected: Bool, suspectedLinks: Set<Int32>, corroborationStalled: Set<Int32>) {
+    ) -> (links: [LinkStall], suspected: Bool, suspectedLinks: Set<Int32>, corroborationStalled: Set<Int32>, untilWindow: Duration?) {
         var links: [LinkStall] = []
+        var untilWindow: Duration?
         var suspected = false
         var suspectedLinks: Set<Int32> = []
         var corroborationStalled: Set<Int32> = []
@@ -320,6 +326,7 @@ package struct StallEvaluator: Sendable {
                 remembered, failing: remembered.closed + (failures[link] ?? []), corroborated: unanswered.contains(link), at: now)
             suspected = suspected || judgement.suspected
             if judgement.suspected { suspectedLinks.insert(link) }
+            if judgement.suspected, let until = judgement.untilWindow { untilWindow = min(untilWindow ?? until, until) }
             if judgement.byCorroboration { corroborationStalled.insert(link) }
             judgement.evidence.socketsJudged = judged[link] ?? 0
             judgement.evidence.dnsTimeouts = dnsTimeouts[link] ?? 0
@@ -341,15 +348,18 @@ package struct StallEvaluator: Sendable {
             if verdict == .noEvidence, judgement.evidence.socketsFailing == 0 { continue }
             links.append(LinkStall(interfaceIndex: link, verdict: verdict, causes: causes, evidence: judgement.evidence))
         }
-        return (links, suspected, suspectedLinks, corroborationStalled)
+        return (links, suspected, suspectedLinks, corroborationStalled, untilWindow)
     }
 
     /// When the next poll comes: soon while anything is suspected or stalled, never without TCP
     /// traffic, else backing off while nothing moves.
-    private mutating func schedule(suspected: Bool, _ sockets: SocketTally) -> Duration? {
+    private mutating func schedule(suspected: Bool, untilWindow: Duration?, _ sockets: SocketTally) -> Duration? {
         if suspected {
             interval = settings.pollInterval
-            return min(settings.suspectInterval, settings.pollInterval)
+            // At the instant the suspected owner's wait reaches the window, when that comes
+            // before the next suspect poll: flagged at 8.0 s of waiting, not at up to 10.
+            let crossing = untilWindow.map { max($0, Self.crossingFloor) + Self.crossingMargin } ?? settings.suspectInterval
+            return min(settings.suspectInterval, settings.pollInterval, crossing)
         }
         if sockets.current.isEmpty && !sockets.moved {
             // No TCP traffic at all: no timer; a closing socket or the caller's trigger starts again.
