@@ -150,6 +150,35 @@ import Testing
         #expect(!cleared.isStalled && cleared.evidence.waiting < .seconds(1), "\(cleared.evidence)")
     }
 
+    /// The fresh-clone run's readings, replayed: the rule at 100 s right after a poll, the
+    /// server's echo in flight, its retransmissions arriving 6.2 and 12.6 s after the rule (each
+    /// an ACK that acknowledges nothing, the second restarting the kernel's back-off). Read 3.1 s
+    /// at +10 (bounded by the first), 5.8 s at +12, and the wait kept through the second at +14:
+    /// polled again as it reaches 8 s, flagged 14.2 s after the rule (24.1 s before).
+    @Test func theWallBehindAnEchoInFlightIsFlaggedWithin15s() {
+        func held(_ cookie: UInt64, backoffs: UInt8, lastAck: UInt32, received: UInt32) -> TCPSocketSample {
+            var sample = Self.held(cookie, backoffs: backoffs, lastAck: lastAck, lastSent: 40, received: received)
+            sample.counters?.progress = 1_100
+            return sample
+        }
+        var before = [Evaluator.socket(1), Evaluator.socket(2)]
+        for index in before.indices { before[index].counters?.progress = 1_000 }
+        var evaluator = Evaluator.evaluator()
+        _ = Self.poll(&evaluator, at: 100, before, refused: nil)
+        let ten = Self.poll(&evaluator, at: 110, [held(1, backoffs: 4, lastAck: 3_800, received: 51), held(2, backoffs: 4, lastAck: 3_800, received: 51)], refused: nil)
+        #expect(!ten.link(Evaluator.wired).isStalled && ten.nextPoll == .seconds(2), "\(ten.link(Evaluator.wired).evidence)")
+        let twelve = Self.poll(&evaluator, at: 112, [held(1, backoffs: 5, lastAck: 5_800, received: 51), held(2, backoffs: 5, lastAck: 5_800, received: 51)], refused: nil)
+        #expect(!twelve.link(Evaluator.wired).isStalled, "\(twelve.link(Evaluator.wired).evidence)")
+        let fourteen = Self.poll(&evaluator, at: 114, [held(1, backoffs: 3, lastAck: 1_400, received: 52), held(2, backoffs: 3, lastAck: 1_400, received: 52)], refused: nil)
+        let link = fourteen.link(Evaluator.wired)
+        #expect(!link.isStalled && link.evidence.waiting >= .milliseconds(7_700), "\(link.evidence)")
+        let next = fourteen.nextPoll ?? .seconds(99)
+        #expect(next < .seconds(1), "\(next)")
+        let at = 114 + Double(next.components.attoseconds) / 1e18
+        let flagged = Self.poll(&evaluator, at: at, [held(1, backoffs: 3, lastAck: 1_620, received: 52), held(2, backoffs: 3, lastAck: 1_620, received: 52)], refused: nil)
+        #expect(flagged.link(Evaluator.wired).isStalled && at - 100 <= 15, "at +\(at - 100): \(flagged.link(Evaluator.wired).evidence)")
+    }
+
     @Test func theCountIsReadFromTheTcpExtLinesAndAnythingElseIsNil() {
         let netstat = Array("""
             TcpExt: SyncookiesSent TCPRetransFail TCPAbortOnData
