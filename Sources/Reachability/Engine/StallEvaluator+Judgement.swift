@@ -116,3 +116,16 @@ extension StallEvaluator {
     /// `suspectInterval`: past one retransmission timeout at its 200 ms minimum, twice over.
     package static let suspicion: Duration = .seconds(1)
 }
+
+extension StallEvaluator {
+    /// Segments a second that make the host's traffic busy: polls come every half interval, so
+    /// a path that dies under it with no socket closing (connections held open) is seen within
+    /// about half of `pollInterval` plus `window`. A trickle (a keep-alive, a chat client's
+    /// byte every 10 s) keeps the full interval: its wake-ups would be most of the host's.
+    package static let busyRate: UInt64 = 1
+
+    /// A poll at a wait's crossing of the window comes this much after it (the kernel's times
+    /// are in milliseconds), and never sooner than `crossingFloor` after the last.
+    package static let crossingMargin: Duration = .milliseconds(20)
+    package static let crossingFloor: Duration = .milliseconds(200)
+}

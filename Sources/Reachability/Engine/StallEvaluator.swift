@@ -213,17 +213,6 @@ package struct StallEvaluator: Sendable {
         var busy = false
     }
 
-    /// Segments a second that make the host's traffic busy: polls come every half interval, so
-    /// a path that dies under it with no socket closing (connections held open) is seen within
-    /// about half of `pollInterval` plus `window`. A trickle (a keep-alive, a chat client's
-    /// byte every 10 s) keeps the full interval: its wake-ups would be most of the host's.
-    package static let busyRate: UInt64 = 1
-
-    /// A poll at a wait's crossing of the window comes this much after it (the kernel's times
-    /// are in milliseconds), and never sooner than `crossingFloor` after the last.
-    package static let crossingMargin: Duration = .milliseconds(20)
-    package static let crossingFloor: Duration = .milliseconds(200)
-
     /// Since when a waiting socket has waited. `SocketMoment`'s figure is a lower bound (a held
     /// socket's refused sends tell it within a factor of 2); one that received nothing since the
     /// last poll, which saw it waiting already, has waited since then at least (a busy
