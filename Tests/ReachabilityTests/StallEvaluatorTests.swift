@@ -188,6 +188,27 @@ import Testing
         #expect(report.link(Self.wired).evidence.waiting < .seconds(2), "\(report.link(Self.wired).evidence)")
     }
 
+    /// Connections that each close at once leave nothing open at a poll between them; their
+    /// receipts stay for the window, so failures right after still say when the link last
+    /// received (a fresh-clone run's `reachctl status` said "nothing ever received" 11 s after
+    /// answered attempts), and a link quiet for longer is forgotten as before.
+    @Test func aLinkWithNothingOpenKeepsItsReceiptsForTheWindow() {
+        var evaluator = Self.evaluator()
+        _ = Self.poll(&evaluator, at: 100, [Self.socket(1)])
+        #expect(evaluator.closed(Self.socket(2, received: .milliseconds(20), state: .closed), at: .seconds(101)) == .traffic)
+        _ = Self.poll(&evaluator, at: 102, [])
+        let attempts = [
+            Self.socket(3, waiting: .seconds(3), received: nil, state: .synSent, sourcePort: 40003),
+            Self.socket(4, waiting: .seconds(3), received: nil, state: .synSent, sourcePort: 40004),
+        ]
+        let failing = Self.poll(&evaluator, at: 105, attempts).link(Self.wired)
+        #expect(failing.evidence.sinceReceive != nil, "\(failing.evidence)")
+        var quiet = Self.evaluator()
+        _ = Self.poll(&quiet, at: 100, [Self.socket(1)])
+        _ = Self.poll(&quiet, at: 109, [])
+        #expect(Self.poll(&quiet, at: 112, attempts).link(Self.wired).evidence.sinceReceive == nil)
+    }
+
     @Test func connectionAttemptsThatCloseUnansweredAddUp() {
         var evaluator = Self.evaluator()
         _ = Self.poll(&evaluator, at: 100, [Self.socket(1)])

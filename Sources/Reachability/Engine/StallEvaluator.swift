@@ -320,9 +320,12 @@ package struct StallEvaluator: Sendable {
             judgement.evidence.socketsJudged = judged[link] ?? 0
             judgement.evidence.dnsTimeouts = dnsTimeouts[link] ?? 0
             judgement.evidence.retransmissionsRefused = remembered.refused.reduce(0) { $0 + $1.count }
-            // A link with nothing judged, no failure remembered and no DNS evidence is forgotten:
-            // its receipts predate anything that may fail later.
-            if judged[link] == nil, remembered.closed.isEmpty, judgement.evidence.dnsTimeouts == 0 {
+            // A link with nothing judged, no failure remembered, no DNS evidence and no receipt
+            // within the window is forgotten. A receipt within it stays: connections that each
+            // close at once (attempts) leave none open at a poll, and a failure right after must
+            // not read "nothing ever received".
+            let receivedWithin = remembered.receipts.latest.contains { now - $0.time < settings.window }
+            if judged[link] == nil, remembered.closed.isEmpty, judgement.evidence.dnsTimeouts == 0, !receivedWithin {
                 memory[link] = nil
                 continue
             }
