@@ -218,14 +218,14 @@ package struct StallEvaluator: Sendable {
     /// last poll, which saw it waiting already, has waited since then at least (a busy
     /// application's refused writes read as the back-off alone at each poll: 6.3 s from 9.5 s
     /// to 12.9 s after the rule). One that never received has waited since it was first seen.
-    /// One the host refuses to send for (`held`) keeps its wait through segments the peer sends
-    /// again, as long as nothing progressed (`TCPCounters.progress`): its ACKs do not leave.
+    /// One the host refuses to send for that made no progress since (`heldQuiet`: a
+    /// `QuietSocket` held in the host) keeps its wait through segments the peer sends again: its
+    /// ACKs do not leave.
     private static func waitingSince(
-        _ since: Duration, _ counters: TCPCounters, before: KnownSocket?, firstSeen: Duration? = nil, held: Bool = false
+        _ since: Duration, _ counters: TCPCounters, before: KnownSocket?, firstSeen: Duration? = nil, heldQuiet: Bool = false
     ) -> Duration {
         var since = since
-        let quiet = before?.segmentsIn == counters.segmentsIn || (held && before?.progress == counters.progress)
-        if let earlier = before?.waitingSince, quiet { since = min(since, earlier) }
+        if let earlier = before?.waitingSince, heldQuiet || before?.segmentsIn == counters.segmentsIn { since = min(since, earlier) }
         if counters.segmentsIn == 0, let first = before?.firstSeen ?? firstSeen { since = min(since, first) }
         return since
     }
@@ -256,7 +256,8 @@ package struct StallEvaluator: Sendable {
             out.segments &+= Self.segments(counters, since: before)
             let quiet = before.flatMap { $0.progress == counters.progress ? QuietSocket(since: lastPoll ?? now, receipt: $0.receipt) : nil }
             let moment = SocketMoment(sample, at: now, quiet: quiet)
-            let waitingSince = moment.waitingSince.map { Self.waitingSince($0, counters, before: before, firstSeen: now, held: moment.heldInHost) }
+            let heldQuiet = moment.heldInHost && quiet != nil
+            let waitingSince = moment.waitingSince.map { Self.waitingSince($0, counters, before: before, firstSeen: now, heldQuiet: heldQuiet) }
             out.current[sample.cookie] = KnownSocket(
                 link: link, owner: owner, segmentsIn: counters.segmentsIn, segmentsOut: counters.segmentsOut, progress: counters.progress,
                 receipt: moment.receipt, firstSeen: before?.firstSeen ?? now, waitingSince: waitingSince)
