@@ -8,8 +8,8 @@ import Glibc
 /// resync, a probe's or the stall watch's verdict, the radios, the clock, the nameservers or a
 /// reload, enters one way (`take`) and is followed by one sequence: each source shown the turn's
 /// state (stall detection learns whether the host is online), incidents to the log, the timers
-/// re-armed, the host checks told of a routing change; and when something moved, the turn's update is gathered, to be told to every
-/// follower once the turn's inputs are in (`CoreUpdates`).
+/// re-armed, the host checks told of a routing change; and when something moved, the turn's
+/// update is gathered, to be told to every follower once the turn's inputs are in (`CoreUpdates`).
 /// Loop-thread only; `shared` may be read from any thread.
 package final class ReachabilityCore: CoreInputs, HostCheckStarting {
     package let shared: SharedState

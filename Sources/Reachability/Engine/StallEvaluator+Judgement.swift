@@ -76,7 +76,8 @@ extension StallEvaluator {
             judgement.evidence.socketsClosedFailing += failures.count { $0.end < now }
             judgement.evidence.socketsHeldInHost += failures.count(where: \.inHost)
             if failures.count >= max(settings.minimumSockets, 1), waited < settings.window {
-                judgement.untilWindow = min(judgement.untilWindow ?? .seconds(Int64.max), settings.window - waited)
+                let until = settings.window - waited
+                judgement.untilWindow = judgement.untilWindow.map { min($0, until) } ?? until
             }
             if failures.count >= max(settings.minimumSockets, 1), waited >= settings.window {
                 if owner == .host { hostStalled = true } else { usersStalled += 1 }
