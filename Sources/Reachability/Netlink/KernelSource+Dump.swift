@@ -4,7 +4,7 @@ import Glibc
 
 /// The resync dump, driven by the loop: requested on the non-blocking request socket, read as
 /// the kernel's replies arrive (`continueDump`, when `requestDescriptor` is readable), bounded by
-/// `dumpTimeout` (`resyncIfDue`, at `resyncDeadline`). The loop never waits for the kernel.
+/// `Options.dumpTimeout` (`resyncIfDue`, at `resyncDeadline`). The loop never waits for the kernel.
 extension KernelSource {
     /// Waits for the dump under way to end (only before a loop runs: the first sync, and tests
     /// that drive the mirror by hand); throws what ended it if it failed.
@@ -51,9 +51,6 @@ extension KernelSource {
         return nil
     }
 
-    /// The kernel answers dumps at once; the deadline only bounds a kernel that never does.
-    package static let dumpTimeout: Duration = .seconds(2)
-
     /// A dump in flight: links, then addresses, then routes, then neighbours (the gateways'
     /// ARP/ND state: after the routes that make them gateways), each asked when the one before
     /// ended, and asked again when the kernel says a change interrupted it.
@@ -80,7 +77,7 @@ extension KernelSource {
         lastResync = .now
         needsResync = false
         lastDumpFailure = nil
-        dump = Dump(deadline: .now + Self.dumpTimeout, confirmingLifetimes: confirmingLifetimes, held: held)
+        dump = Dump(deadline: .now + options.dumpTimeout, confirmingLifetimes: confirmingLifetimes, held: held)
         requestStage()
     }
 

@@ -13,7 +13,7 @@ import Glibc
 /// change is lost between dump and monitoring; a dump is taken on a separate non-blocking request
 /// socket (one dump at a time: the kernel answers EBUSY otherwise), links then addresses then
 /// routes, each redone when the kernel flags it interrupted, read by the loop as the replies come
-/// (`continueDump`) within `dumpTimeout`, so the loop keeps serving everything else meanwhile.
+/// (`continueDump`) within `Options.dumpTimeout`, so the loop keeps serving everything else meanwhile.
 /// Events queued meanwhile stay in the monitor socket and are applied after the dump; applying a
 /// fact again is idempotent, so the order settles to the truth.
 ///
@@ -42,6 +42,9 @@ package final class KernelSource {
         package var minimumResyncInterval: Duration = .milliseconds(100)
         /// rfkill's event device; nil to read radio switches from sysfs alone (`RadioFollower`).
         package var rfkillDevicePath: String? = "/dev/rfkill"
+        /// The kernel answers dumps at once; the deadline bounds one that does not (a busy RTNL
+        /// lock: the dump is asked again). Tests shorten it.
+        package var dumpTimeout: Duration = .seconds(2)
 
         /// Every option at its default; the caller sets what it changes.
         package init() {}
@@ -75,7 +78,7 @@ package final class KernelSource {
     package let requests: NetlinkSocket
     /// Route lookups (RTM_GETROUTE) for the internet paths and the nameservers.
     package let routes: RouteQuery
-    private let options: Options
+    let options: Options
     package var sequence: UInt32 = 0
     package var buffer = [UInt8](repeating: 0, count: 64 << 10)
     package var needsResync = false
@@ -142,14 +145,29 @@ package final class KernelSource {
     /// doubles what was asked).
     package var receiveBufferBytes: Int { Int(monitor.receiveBufferSize) }
 
-    /// Takes the first complete picture, waiting for it: the input that makes `state` whole.
+    /// Takes the first complete picture, waiting for it: the input that makes `state` whole. A
+    /// dump the kernel has not finished by `Options.dumpTimeout` is asked again until `startLimit`: a
+    /// host tearing down a namespace of 10,000 veths holds the kernel's RTNL lock for 3 s, and
+    /// reachd, reachctl or a PathMonitor starting then gave up ("rtnetlink dump timed out").
     package func synchronize(knowing state: borrowing NetworkState) throws(SystemError) -> NetworkInput? {
         // A socket from reachd.socket holds what the kernel queued since it was bound (at boot,
         // or before the last reachd exited), perhaps up to an overrun: all older than this dump.
         discardQueue()
-        beginDump()
-        return try completeDump(knowing: state)
+        let limit = ContinuousClock.now + Self.startLimit
+        while true {
+            beginDump()
+            do {
+                return try completeDump(knowing: state)
+            } catch where error.errno == ETIMEDOUT && ContinuousClock.now < limit {
+                continue
+            } catch where error.errno == ETIMEDOUT {
+                throw SystemError("the kernel did not finish a dump of its links, addresses and routes in \(Self.startLimit)", errno: ETIMEDOUT)
+            }
+        }
     }
+
+    /// How long a start waits for the kernel's first complete dump, asked again each `Options.dumpTimeout`.
+    package static let startLimit: Duration = .seconds(30)
 
     /// Hands the incidents noted since the last call to the caller (for logging).
     package func takeIncidents() -> [Incident] {

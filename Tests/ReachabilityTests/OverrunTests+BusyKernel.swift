@@ -1,0 +1,41 @@
+import Foundation
+import Testing
+@testable import Reachability
+
+extension OverrunTests {
+    /// A start while the kernel holds its RTNL lock past a dump's deadline waits and asks again.
+    /// A namespace of many veths torn down holds the lock for the whole teardown (10,000 pairs:
+    /// 3 s here, past the shipped 2 s deadline), and reachd, reachctl or an in-process
+    /// PathMonitor starting then failed with "rtnetlink dump timed out" (seen in a fresh-clone CI
+    /// run, the main pass's namespaces going away). Here 1,500 pairs and a 20 ms deadline: starts
+    /// follow one another until one has had to ask again, and every one of them completes.
+    @Test func aStartWhileTheKernelTearsDownANamespaceAsksAgainAndCompletes() throws {
+        let ns = try TestNamespace()
+        try ns.ip("link add bk0 type veth peer name bk0p")
+        var options = KernelSource.Options()
+        options.namespacePath = ns.path
+        options.sysfs = SysfsReader(root: "/nonexistent-sysfs")
+        options.dumpTimeout = .milliseconds(20)
+
+        var busy: TestNamespace? = try TestNamespace("busy")
+        let lines = (0..<1500).map { "link add bb\($0) type veth peer name bb\($0)p" }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("\(busy!.name)-batch")
+        try (lines.joined(separator: "\n") + "\n").write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        try busy!.ip("-batch \(file.path)")
+        busy = nil  // `ip netns del`: the kernel tears the 3,000 links down in its own time
+
+        let clock = ContinuousClock()
+        let until = clock.now + .seconds(10)
+        var (starts, askedAgain) = (0, 0)
+        while askedAgain == 0, clock.now < until {
+            let kernel = try HandDrivenKernel(options: options)
+            try kernel.synchronize()
+            starts += 1
+            #expect(kernel.state.interface(named: "bk0") != nil, "start \(starts) saw the namespace's link")
+            askedAgain += kernel.takeIncidents().filter { if case .resyncFailed = $0 { true } else { false } }.count
+        }
+        print("busy kernel: \(starts) start(s), the last asked again \(askedAgain) time(s)")
+        #expect(askedAgain > 0, "no start met the teardown in \(starts) tries: nothing was shown")
+    }
+}
