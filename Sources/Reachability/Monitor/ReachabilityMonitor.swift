@@ -20,6 +20,8 @@ public final class ReachabilityMonitor: Sendable {
 
     /// Opens the netlink sockets and completes the first sync before returning, so the
     /// monitor is valid from its first value: there is no "unknown until the first update".
+    /// The kernel answers at once; one too busy to (a namespace of thousands of links being
+    /// torn down) is waited for, up to 30 s, before this throws.
     public convenience init() throws {
         try self.init(configuration: CoreConfiguration())
     }
