@@ -694,7 +694,8 @@ struct PackagingSandboxTests {
         let busctl = { (arguments: [String]) async throws -> Ran in
             try await execute("/usr/bin/busctl", ["--address=\(address)"] + arguments)
         }
-        let deadline = ContinuousClock.now + .seconds(30)
+        // Under strace -f, beside the main pass's hundred tests: 30 s was once too few to answer.
+        let deadline = ContinuousClock.now + .seconds(90)
         while !(try await busctl(["call", busName, objectPath, busName, "GetStatus"]).stdout.contains("online")) {
             guard ContinuousClock.now < deadline, tracer.isRunning else { throw TimedOut(what: "reachd online: \(tracer.errorOutput)") }
             try await Task.sleep(for: .milliseconds(50))
