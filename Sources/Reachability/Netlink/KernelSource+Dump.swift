@@ -73,11 +73,12 @@ extension KernelSource {
 
     /// Starts replacing the state with a fresh dump; what the monitor queues from now on is
     /// applied after it.
-    package func beginDump(confirmingLifetimes: Bool = false, holding held: [NetworkEvent] = []) {
+    /// `timeout`: how long it may take, `Options.dumpTimeout` when nil.
+    package func beginDump(confirmingLifetimes: Bool = false, holding held: [NetworkEvent] = [], timeout: Duration? = nil) {
         lastResync = .now
         needsResync = false
         lastDumpFailure = nil
-        dump = Dump(deadline: .now + options.dumpTimeout, confirmingLifetimes: confirmingLifetimes, held: held)
+        dump = Dump(deadline: .now + (timeout ?? options.dumpTimeout), confirmingLifetimes: confirmingLifetimes, held: held)
         requestStage()
     }
 
