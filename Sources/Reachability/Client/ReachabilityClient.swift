@@ -53,12 +53,10 @@ public final class ReachabilityClient {
 
     /// The bus connection; a new one after the bus came back (`followsService`), and one made
     /// again before its first use when it was made more than `setUpWindow` ago and is still not
-    /// set up. The set-up goes out behind the first call (a round trip fewer for `reachctl is`):
-    /// sd-bus sends Hello only once it reads the broker's answer to its authentication, and
-    /// dbus-daemon drops a connection that has not said Hello within its auth_timeout (30 s by
-    /// default; sd-bus gives up after 90 s), so a client made and first asked later failed that
-    /// call ("Connection terminated": a test's client made before a minute of a loaded CI run).
-    /// Not once anything was asked on it (a match or a call in flight holds the connection).
+    /// set up: sd-bus gives a connection 90 s from its making to finish authenticating, checked
+    /// when it is next processed, so a client made and first asked later failed that call
+    /// ("Connection terminated": a test's client, made before minutes of a loaded CI run). Not
+    /// once anything was asked on it (a match or a call in flight holds the connection).
     package internal(set) var connection: BusConnection {
         get {
             if ContinuousClock.now - made > setUpWindow, !current.isReady, nameSlot == nil, activation == nil,
@@ -72,8 +70,8 @@ public final class ReachabilityClient {
     }
     private var current: BusConnection
     private var made = ContinuousClock.now
-    /// Well inside dbus-daemon's 30 s; tests shorten it.
-    package var setUpWindow: Duration = .seconds(5)
+    /// Well inside sd-bus's 90 s; tests shorten it.
+    package var setUpWindow: Duration = .seconds(60)
     /// Where `connection` leads, to connect again.
     package let address: BusAddress
     /// Whether the client outlives reachd and the bus: after `serviceLost` it keeps listening for
