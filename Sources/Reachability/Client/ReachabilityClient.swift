@@ -51,27 +51,8 @@ public final class ReachabilityClient {
         case change(ReachabilityChange)
     }
 
-    /// The bus connection; a new one after the bus came back (`followsService`), and one made
-    /// again before its first use when it was made more than `setUpWindow` ago and is still not
-    /// set up: sd-bus gives a connection 90 s from its making to finish authenticating, checked
-    /// when it is next processed, so a client made and first asked later failed that call
-    /// ("Connection terminated": a test's client, made before minutes of a loaded CI run). Not
-    /// once anything was asked on it (a match or a call in flight holds the connection).
-    package internal(set) var connection: BusConnection {
-        get {
-            if ContinuousClock.now - made > setUpWindow, !current.isReady, nameSlot == nil, activation == nil,
-                let fresh = try? BusConnection(address, description: "reachability-client")
-            {
-                (current, made) = (fresh, .now)
-            }
-            return current
-        }
-        set { (current, made) = (newValue, .now) }
-    }
-    private var current: BusConnection
-    private var made = ContinuousClock.now
-    /// Well inside sd-bus's 90 s; tests shorten it.
-    package var setUpWindow: Duration = .seconds(60)
+    /// The bus connection; a new one after the bus came back (`followsService`).
+    package internal(set) var connection: BusConnection
     /// Where `connection` leads, to connect again.
     package let address: BusAddress
     /// Whether the client outlives reachd and the bus: after `serviceLost` it keeps listening for
@@ -119,7 +100,7 @@ public final class ReachabilityClient {
     /// Connects to `bus`. Does not talk to reachd yet: the first call does (use `status()` as
     /// a probe). Throws when the bus itself cannot be reached.
     public init(bus: BusAddress, timeout: Duration = .milliseconds(500)) throws(BusError) {
-        current = try BusConnection(bus, description: "reachability-client")
+        connection = try BusConnection(bus, description: "reachability-client")
         address = bus
         self.timeout = timeout
     }
