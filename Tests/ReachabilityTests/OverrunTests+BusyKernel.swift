@@ -1,4 +1,3 @@
-import Foundation
 import Testing
 @testable import Reachability
 
@@ -18,11 +17,7 @@ extension OverrunTests {
         options.dumpTimeout = .milliseconds(20)
 
         var busy: TestNamespace? = try TestNamespace("busy")
-        let lines = (0..<1500).map { "link add bb\($0) type veth peer name bb\($0)p" }
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("\(busy!.name)-batch")
-        try (lines.joined(separator: "\n") + "\n").write(to: file, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(at: file) }
-        try busy!.ip("-batch \(file.path)")
+        try Self.burst(busy!, pairs: 1500, prefix: "bb")
         busy = nil  // `ip netns del`: the kernel tears the 3,000 links down in its own time
 
         let clock = ContinuousClock()
