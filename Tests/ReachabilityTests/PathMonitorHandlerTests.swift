@@ -87,11 +87,15 @@ struct PathMonitorHandlerTests {
 
     /// An application that blocks every thread of Swift's cooperative pool (synchronous waits in
     /// async code) still gets its first path, in-process and through reachd, as NWPathMonitor's
-    /// handler is called on its queue whatever else runs: the monitor follows on a queue of its own.
+    /// handler is called on its queue whatever else runs: the monitor follows on a queue of its own,
+    /// and so does the in-process path it derives while the reachd on its bus does not answer.
     @Test func pathsArriveWhileTheCooperativePoolIsHeld() async throws {
         let (ns, _, harness) = try WatchPathTests.scenario()
         defer { harness.shutdown() }
-        for bus in [nil, BusAddress.address(harness.address)] {
+        let silent = try SilentBusPeer()
+        defer { silent.close() }
+        let dead = BusAddress.address("unix:path=\(silent.directory)/nobody-listens")
+        for bus in [nil, BusAddress.address(harness.address), dead] {
             let monitor = PathMonitor(configuration: ns.configuration(), bus: bus)
             let arrived = DispatchSemaphore(value: 0)
             monitor.pathUpdateHandler = { _ in arrived.signal() }
@@ -104,7 +108,7 @@ struct PathMonitorHandlerTests {
             let came = arrived.wait(timeout: .now() + 15) == .success
             for _ in 0..<holders { release.signal() }
             monitor.cancel()
-            #expect(came, "no path with the pool held (\(bus == nil ? "in-process" : "through reachd"))")
+            #expect(came, "no path with the pool held (\(bus.map { $0 == dead ? "reachd away" : "through reachd" } ?? "in-process"))")
         }
     }
 

@@ -92,7 +92,11 @@ final class InProcessPaths: Sendable {
         self.monitor = monitor
         let epoch = output.switchSource()
         let paths = PathMonitor.Paths(source: .monitor(monitor), restriction: restriction) { output.describe($0, epoch: epoch) }
-        task = Task { for await path in paths { output.yield(path, epoch: epoch) } }
+        // On a queue of its own, as a started monitor's own paths (`PathFollowingExecutor`): on
+        // Swift's pool, an application blocking its threads got no path while reachd was away.
+        task = Task.detached(executorPreference: PathFollowingExecutor()) {
+            for await path in paths { output.yield(path, epoch: epoch) }
+        }
     }
 
     func stop() {
