@@ -369,6 +369,9 @@ package final class BusConnection {
     }
 
     public var fileDescriptor: Int32 { sd_bus_get_fd(bus) }
+
+    /// Set up: authenticated, and Hello answered on a bus.
+    public var isReady: Bool { sd_bus_is_ready(bus) > 0 }
 }
 
 /// The Swift closure behind an asynchronous reply, a match or a name request.

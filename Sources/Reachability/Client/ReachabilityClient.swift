@@ -51,8 +51,33 @@ public final class ReachabilityClient {
         case change(ReachabilityChange)
     }
 
-    /// The bus connection; a new one after the bus came back (`followsService`).
-    package internal(set) var connection: BusConnection
+    /// The bus connection; a new one after the bus came back (`followsService`), and at its
+    /// first use when it was made more than `setUpWindow` before and is not yet set up. Its
+    /// set-up goes out behind the first call (a round trip fewer for `reachctl is`): sd-bus
+    /// says Hello only once it reads the broker's answer to its authentication, and dbus-daemon
+    /// drops a connection that has not said Hello within its auth_timeout (30 s by default, as
+    /// on the system bus), so a client made at a program's start and first asked later failed
+    /// that call ("Connection terminated"). Decided once, at the first use: whoever holds the
+    /// connection (a client thread polling its descriptor) holds the one that stays.
+    package internal(set) var connection: BusConnection {
+        get {
+            if !handedOut {
+                handedOut = true
+                if ContinuousClock.now - made > setUpWindow, !current.isReady,
+                    let fresh = try? BusConnection(address, description: "reachability-client")
+                {
+                    current = fresh
+                }
+            }
+            return current
+        }
+        set { (current, handedOut) = (newValue, true) }
+    }
+    private var current: BusConnection
+    private let made = ContinuousClock.now
+    private var handedOut = false
+    /// Well inside dbus-daemon's 30 s; tests shorten it.
+    package var setUpWindow: Duration = .seconds(5)
     /// Where `connection` leads, to connect again.
     package let address: BusAddress
     /// Whether the client outlives reachd and the bus: after `serviceLost` it keeps listening for
@@ -100,7 +125,7 @@ public final class ReachabilityClient {
     /// Connects to `bus`. Does not talk to reachd yet: the first call does (use `status()` as
     /// a probe). Throws when the bus itself cannot be reached.
     public init(bus: BusAddress, timeout: Duration = .milliseconds(500)) throws(BusError) {
-        connection = try BusConnection(bus, description: "reachability-client")
+        current = try BusConnection(bus, description: "reachability-client")
         address = bus
         self.timeout = timeout
     }

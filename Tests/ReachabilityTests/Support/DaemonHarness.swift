@@ -34,11 +34,12 @@ final class DaemonHarness: @unchecked Sendable {
 
     /// Starts a private bus (and, unless `start` is false, reachd on it). `config` becomes
     /// `reachd.conf`; `environment` is added to reachd's (e.g. `WATCHDOG_USEC`). `anyUser`: a bus
-    /// every Unix user may connect to (as the system bus), not only this process's user.
+    /// every Unix user may connect to (as the system bus), not only this process's user;
+    /// `authTimeout` shortens its time for a connection to set up (dbus-daemon's 30 s).
     init(
         _ namespace: TestNamespace?, config: String? = nil, resolvConf: String? = nil,
-        environment: [String: String] = [:], start: Bool = true, anyUser: Bool = false, verbose: Bool = false,
-        arguments: [String] = [], launcher: [String] = []
+        environment: [String: String] = [:], start: Bool = true, anyUser: Bool = false, authTimeout: Duration? = nil,
+        verbose: Bool = false, arguments: [String] = [], launcher: [String] = []
     ) throws {
         self.namespace = namespace
         self.arguments = arguments
@@ -55,7 +56,7 @@ final class DaemonHarness: @unchecked Sendable {
         var busArguments = ["--nofork", "--nopidfile", "--nosyslog", "--print-address=1"]
         if anyUser {
             chmod(directory, 0o755)
-            try Self.anyUserBusConfig(socket: directory + "/bus").write(toFile: directory + "/bus.conf", atomically: true, encoding: .utf8)
+            try Self.anyUserBusConfig(socket: directory + "/bus", authTimeout: authTimeout).write(toFile: directory + "/bus.conf", atomically: true, encoding: .utf8)
             busArguments.append("--config-file=\(directory)/bus.conf")
         } else {
             busArguments += ["--session", "--address=unix:path=\(directory)/bus"]
@@ -69,14 +70,16 @@ final class DaemonHarness: @unchecked Sendable {
     deinit { shutdown() }
 
     /// A session-type bus that, like the system bus, lets every Unix user connect and call.
-    static func anyUserBusConfig(socket: String) -> String {
-        """
+    static func anyUserBusConfig(socket: String, authTimeout: Duration? = nil) -> String {
+        let limit = authTimeout.map { "<limit name=\"auth_timeout\">\($0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000)</limit>" } ?? ""
+        return """
         <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
          "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
         <busconfig>
           <type>session</type>
           <listen>unix:path=\(socket)</listen>
           <auth>EXTERNAL</auth>
+          \(limit)
           <policy context="default">
             <allow user="*"/>
             <allow send_destination="*" eavesdrop="true"/>
