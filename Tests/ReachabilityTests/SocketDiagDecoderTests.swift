@@ -35,6 +35,7 @@ private enum DiagWire {
         put(700, at: 128)  // tcpi_bytes_received
         put(out, at: 136)  // tcpi_segs_out
         put(received, at: 140)  // tcpi_segs_in
+        put(received / 2, at: 152)  // tcpi_data_segs_in
         return info
     }
 
@@ -53,7 +54,7 @@ private enum DiagWire {
         msg += [198, 51, 100, 7] + [UInt8](repeating: 0, count: 12)  // dst
         msg += u32(interface)  // idiag_if
         msg += u32(UInt32(truncatingIfNeeded: cookie)) + u32(UInt32(cookie >> 32))  // idiag_cookie[2]
-        msg += u32(0) + u32(0) + u32(0) + u32(65534) + u32(1234)  // expires, rqueue, wqueue, uid, inode
+        msg += u32(0) + u32(321) + u32(0) + u32(65534) + u32(1234)  // expires, rqueue, wqueue, uid, inode
         if let info { msg += attribute(2 /* INET_DIAG_INFO */, info) }
         return message(type: 20, msg)
     }
@@ -79,6 +80,7 @@ private enum DiagWire {
         #expect(MemoryLayout<inet_diag_req_v2>.size == SockDiag.requestSize)
         #expect(MemoryLayout<inet_diag_msg>.size == SockDiag.messageSize)
         #expect(MemoryLayout<inet_diag_msg>.offset(of: \inet_diag_msg.idiag_uid) == SockDiag.uidOffset)
+        #expect(MemoryLayout<inet_diag_msg>.offset(of: \inet_diag_msg.idiag_rqueue) == SockDiag.unreadOffset)
         #expect(MemoryLayout<inet_diag_msg>.offset(of: \inet_diag_msg.id)! + MemoryLayout<inet_diag_sockid>.offset(of: \inet_diag_sockid.idiag_if)! == SockDiag.interfaceOffset)
         #expect(MemoryLayout<inet_diag_msg>.offset(of: \inet_diag_msg.id)! + MemoryLayout<inet_diag_sockid>.offset(of: \inet_diag_sockid.idiag_cookie)! == SockDiag.cookieOffset)
         #expect(Int32(SOCK_DIAG_BY_FAMILY) == Int32(SockDiag.byFamily))
@@ -136,13 +138,16 @@ private enum DiagWire {
             millisecondsSinceAckReceived: 1400, millisecondsSinceDataSent: 1300, unacknowledged: 2)
         // Bytes acknowledged plus bytes received.
         expected.progress = (1 << 32) + 5_000 + 700
+        expected.dataSegmentsIn = 1
         #expect(v4.counters == expected)
         #expect(v4.owner == 65534, "idiag_uid")
+        #expect(v4.unread == 321, "idiag_rqueue")
         #expect(v6.state == .established)
         #expect(v6.source == IPAddress("2001:db8::2") && v6.sourcePort == 50000)
         #expect(v6.destination == IPAddress("198.51.100.7"), "an IPv4-mapped peer is given as IPv4")
         #expect(v6.boundInterface == 4 && v6.cookie == 9)
         #expect(v6.counters?.segmentsIn == 6)
+        #expect(v6.counters?.dataSegmentsIn == 0, "a tcp_info of Linux 4.2's size has none")
         #expect(batch.messages[2].message == .done)
     }
 

@@ -63,6 +63,9 @@ package struct TCPCounters: Hashable, Sendable {
     /// reach it (a wall of the host's own output, a path dead one way) moves `segmentsIn` and the
     /// time since an ACK arrived, never this.
     public var progress: UInt64 = 0
+    /// `tcpi_data_segs_in` (Linux 4.6): segments received that carried data, a segment the peer
+    /// sent again included (0 on older kernels: no evidence of it).
+    public var dataSegmentsIn: UInt32 = 0
 
     public init(
         segmentsOut: UInt32, segmentsIn: UInt32, totalRetransmits: UInt32, consecutiveTimeouts: UInt8 = 0,
@@ -104,6 +107,9 @@ package struct TCPSocketSample: Hashable, Sendable {
     /// process that created the socket, which a systemd unit's traffic shares; 0 when the
     /// kernel did not say (before 5.7).
     public var controlGroup: UInt64
+    /// `idiag_rqueue`: bytes received that the application has not read yet. A reader that
+    /// stops fills the window, and the peer's probes of a zero window are then no sign of a path.
+    public var unread: UInt32 = 0
 
     public init(
         cookie: UInt64, state: TCPState = .established, source: IPAddress, sourcePort: UInt16 = 0,

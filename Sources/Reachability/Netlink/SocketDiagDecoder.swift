@@ -24,6 +24,8 @@ package enum SockDiag {
     package static let destinationOffset = 24
     package static let interfaceOffset = 40
     package static let cookieOffset = 44
+    /// `idiag_rqueue`, after expires.
+    package static let unreadOffset = 56
     /// `idiag_uid`, after expires, rqueue and wqueue.
     package static let uidOffset = 64
     /// INET_DIAG_INFO: the attribute carrying `struct tcp_info`; asked for with bit
@@ -56,6 +58,7 @@ package enum SockDiag {
     package static let infoSegmentsIn = 140
     /// Linux 4.6.
     package static let infoNotSentBytes = 144
+    package static let infoDataSegmentsIn = 152
     /// Linux 5.4: the peer's window, told apart from a zero window's probes.
     package static let infoSendWindow = 228
     /// The shortest tcp_info that has every field read here (Linux 4.2 added tcpi_segs_in).
@@ -172,6 +175,7 @@ package enum SocketDiagDecoder {
             let interface = payload.integer(at: SockDiag.interfaceOffset, as: UInt32.self),
             let cookieLow = payload.integer(at: SockDiag.cookieOffset, as: UInt32.self),
             let cookieHigh = payload.integer(at: SockDiag.cookieOffset + 4, as: UInt32.self),
+            let unread = payload.integer(at: SockDiag.unreadOffset, as: UInt32.self),
             let uid = payload.integer(at: SockDiag.uidOffset, as: UInt32.self)
         else { throw .truncatedPayload(messageType: SockDiag.byFamily, needed: SockDiag.messageSize, available: payload.count) }
         guard let source = address(payload, at: SockDiag.sourceOffset, family: family),
@@ -187,11 +191,13 @@ package enum SocketDiagDecoder {
         } invalid: { .invalidAttributeLength(attribute: $0, declared: $1, available: $2) }
         let unmappedSource = source.unmappedV4 ?? source
         let unmappedDestination = destination.unmappedV4 ?? destination
-        return TCPSocketSample(
+        var sample = TCPSocketSample(
             cookie: UInt64(cookieHigh) << 32 | UInt64(cookieLow), state: TCPState(rawValue: state),
             source: unmappedSource, sourcePort: UInt16(bigEndian: sourcePort),
             destination: unmappedDestination, destinationPort: UInt16(bigEndian: destinationPort),
             boundInterface: Int32(bitPattern: interface), counters: counters, owner: uid, controlGroup: controlGroup)
+        sample.unread = unread
+        return sample
     }
 
     /// An address of `inet_diag_sockid` (16 bytes reserved, the first 4 used by AF_INET).
@@ -230,6 +236,7 @@ package enum SocketDiagDecoder {
             millisecondsSinceAckReceived: lastAck, millisecondsSinceDataSent: lastDataSent,
             unacknowledged: unacknowledged)
         counters.progress = acked &+ bytesReceived
+        counters.dataSegmentsIn = value.integer(at: SockDiag.infoDataSegmentsIn, as: UInt32.self) ?? 0
         // Backed off with nothing in flight, data queued and the window open: the host refused
         // to send it (see `TCPCounters.sendsRefused`). Absent fields (older kernels) say nothing.
         if unacknowledged == 0, let backoff = value.integer(at: SockDiag.infoBackoff, as: UInt8.self), backoff > 0,
