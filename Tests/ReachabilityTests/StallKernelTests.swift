@@ -74,7 +74,8 @@ struct StallKernelTests {
         }
 
         /// `count` connections to `host`, each sending 200 bytes every 50 ms and reading the echo
-        /// (`busy`), or connecting and then sending nothing (`idle`).
+        /// (`busy`), connecting and then sending nothing (`idle`), or reading a download that
+        /// never ends as fast as it comes (`download`).
         func startClients(to host: String, count: Int, mode: String = "busy") throws -> ChildProcess {
             let child = try ChildProcess("/usr/sbin/ip", ["netns", "exec", client.name, "/usr/bin/python3", "-c", StallKernelTests.traffic, mode, host, "\(StallKernelTests.port)", "\(count)"])
             _ = try child.firstLine(timeout: .seconds(20))
@@ -94,11 +95,14 @@ struct StallKernelTests {
             print("listening", flush=True)
             def echo(c):
                 try:
-                    while True:
-                        d = c.recv(65536)
-                        if not d:
-                            break
+                    d = c.recv(65536)
+                    if d == b"D":
+                        # A download's source: data until the client goes.
+                        while True:
+                            c.sendall(b"d" * 65536)
+                    while d:
                         c.sendall(d)
+                        d = c.recv(65536)
                 except OSError:
                     pass
             while True:
@@ -110,6 +114,11 @@ struct StallKernelTests {
                 while True:
                     try:
                         c = socket.create_connection((host, port), timeout=60)
+                        if mode == "download":
+                            c.sendall(b"D")
+                            while c.recv(1 << 20):
+                                pass
+                            break
                         c.settimeout(0.05)
                         while True:
                             if mode == "idle":
@@ -266,6 +275,38 @@ struct StallKernelTests {
         let (cleared, recovery) = try await watch.until("the stall cleared", timeout: .seconds(40)) { !$0.link(link).isStalled }
         #expect(cleared.link(link).verdict == .flowing)
         print("stall(\(family)): cleared \(recovery) after forwarding resumed")
+    }
+
+    /// Two downloads whose ACKs die on their way out (the gateway drops what the client sends,
+    /// and only that, with the kernel's own timers): the client has nothing in flight and never
+    /// backs off; the server sends again what it already received. Read from the kernel, each
+    /// socket's data segments grow while its bytes received and its time of last data stand.
+    @Test func downloadsWhoseAcksDieAreFlaggedFromTheirLastData() async throws {
+        let topology = try Topology("dlack", shortRTO: false)
+        let server = try topology.startServer()
+        defer { server.kill() }
+        let clients = try topology.startClients(to: Topology.serverV4, count: 2, mode: "download")
+        defer { clients.kill() }
+        var watch = try Watch(topology)
+        let link = topology.clientLink
+        _ = try await watch.until("2 downloads flowing", timeout: .seconds(20)) {
+            $0.link(link).verdict == .flowing && $0.link(link).evidence.socketsJudged == 2
+        }
+        try await watch.during(.seconds(2), "healthy downloads") { $0.link(link).evidence.socketsFailing == 0 }
+        let before = try watch.dumper.dump().filter { $0.destinationPort == UInt16(Self.port) }
+        for rule in ["add table inet ack", "add chain inet ack forward { type filter hook forward priority 0 ; }", "add rule inet ack forward iifname g0 drop"] {
+            try topology.gateway.exec("/usr/sbin/nft", rule.split(separator: " ").map(String.init))
+        }
+        let (stalled, after) = try await watch.until("the link flagged", timeout: .seconds(30)) { $0.link(link).isStalled }
+        let evidence = stalled.link(link).evidence
+        #expect(evidence.socketsFailing == 2 && evidence.waiting >= StallSettings().window, "\(evidence)")
+        #expect(after < .seconds(12), "flagged \(after) after the rule")
+        print("stall(download, dead ACKs): flagged \(after) after the rule: \(evidence)")
+        for sample in try watch.dumper.dump() where sample.destinationPort == UInt16(Self.port) {
+            guard let earlier = before.first(where: { $0.cookie == sample.cookie })?.counters, let counters = sample.counters else { continue }
+            #expect(counters.dataSegmentsIn > earlier.dataSegmentsIn && counters.millisecondsSinceDataReceived >= 8_000 && sample.unread == 0,
+                "\(counters)")
+        }
     }
 
     @Test func oneBlackHoledPeerBesideHealthyTrafficNeverFlags() async throws {

@@ -8,7 +8,8 @@
 /// - a socket *fails* while it waits for an acknowledgement through at least one retransmission
 ///   timeout in a row (`tcpi_retransmits`, with data or a FIN unacknowledged, or a SYN never
 ///   answered); a socket that closed so (its last counters arrive with the kernel's destroy
-///   event) still counts for `window`;
+///   event) still counts for `window`; so does one whose peer sends again what it received
+///   (`PeerResending`: its ACKs do not get out), from when new data last came;
 /// - any segment received by a socket of that owner on the link (`tcpi_last_ack_recv`,
 ///   `tcpi_last_data_recv`, or as it closes, when a poll saw it before) ends the owner's
 ///   suspicion;
@@ -76,21 +77,6 @@ package struct StallEvaluator: Sendable {
     /// while a failure that begins after the answer (the path dying under an upload that had a
     /// moment of loss) is asked about at once.
     package static let answeredPause: Duration = .seconds(30)
-
-    private struct KnownSocket: Sendable {
-        var link: Int32
-        var owner: TrafficOwner
-        var segmentsIn: UInt32
-        var segmentsOut: UInt32
-        /// `TCPCounters.progress` then.
-        var progress: UInt64
-        /// When it last received, as that poll knew it (`SocketMoment.receipt`).
-        var receipt: Duration?
-        /// The first poll that saw it: a connection still unanswered has waited at least since.
-        var firstSeen: Duration
-        /// Since when it had waited at that poll (`SocketMoment.waitingSince`, with this rule).
-        var waitingSince: Duration?
-    }
 
     /// One poll's count of a link's judged sockets and its owners' latest receives.
     private struct LinkTally {
@@ -213,29 +199,6 @@ package struct StallEvaluator: Sendable {
         var busy = false
     }
 
-    /// Since when a waiting socket has waited. `SocketMoment`'s figure is a lower bound (a held
-    /// socket's refused sends tell it within a factor of 2); one that received nothing since the
-    /// last poll, which saw it waiting already, has waited since then at least (a busy
-    /// application's refused writes read as the back-off alone at each poll: 6.3 s from 9.5 s
-    /// to 12.9 s after the rule). One that never received has waited since it was first seen.
-    /// One the host refuses to send for that made no progress since (`heldQuiet`: a
-    /// `QuietSocket` held in the host) keeps its wait through segments the peer sends again: its
-    /// ACKs do not leave.
-    private static func waitingSince(
-        _ since: Duration, _ counters: TCPCounters, before: KnownSocket?, firstSeen: Duration? = nil, heldQuiet: Bool = false
-    ) -> Duration {
-        var since = since
-        if let earlier = before?.waitingSince, heldQuiet || before?.segmentsIn == counters.segmentsIn { since = min(since, earlier) }
-        if counters.segmentsIn == 0, let first = before?.firstSeen ?? firstSeen { since = min(since, first) }
-        return since
-    }
-
-    /// A delta past 2^31 is a count that went back, not 2 billion segments since a poll.
-    private static func segments(_ counters: TCPCounters, since before: KnownSocket?) -> UInt64 {
-        func plausible(_ delta: UInt32) -> UInt64 { delta < 1 << 31 ? UInt64(delta) : 0 }
-        return plausible(counters.segmentsIn &- (before?.segmentsIn ?? 0)) + plausible(counters.segmentsOut &- (before?.segmentsOut ?? 0))
-    }
-
     private func tally(_ samples: [TCPSocketSample], at now: Duration) -> SocketTally {
         var out = SocketTally()
         out.current.reserveCapacity(known.count)
@@ -255,19 +218,31 @@ package struct StallEvaluator: Sendable {
             if before?.segmentsIn != counters.segmentsIn || before?.segmentsOut != counters.segmentsOut { out.moved = true }
             out.segments &+= Self.segments(counters, since: before)
             let quiet = before.flatMap { $0.progress == counters.progress ? QuietSocket(since: lastPoll ?? now, receipt: $0.receipt) : nil }
-            let moment = SocketMoment(sample, at: now, quiet: quiet)
+            var moment = SocketMoment(sample, at: now, quiet: quiet)
+            let resending = before.flatMap {
+                PeerResending.reading(
+                    sample, before: $0.resending, dataSegmentsIn: $0.dataSegmentsIn, progress: $0.progress, lastPoll: lastPoll ?? now,
+                    at: now, grace: settings.pollInterval)
+            }
+            if let resending {
+                // What the peer sends again is no receipt: new data last came at `since`.
+                moment.receipt = resending.since
+                if resending.isEvidence, moment.waitingSince == nil { moment.waitingSince = resending.since }
+            }
             let heldQuiet = moment.heldInHost && quiet != nil
             let waitingSince = moment.waitingSince.map { Self.waitingSince($0, counters, before: before, firstSeen: now, heldQuiet: heldQuiet) }
             out.current[sample.cookie] = KnownSocket(
                 link: link, owner: owner, segmentsIn: counters.segmentsIn, segmentsOut: counters.segmentsOut, progress: counters.progress,
-                receipt: moment.receipt, firstSeen: before?.firstSeen ?? now, waitingSince: waitingSince)
+                receipt: moment.receipt, firstSeen: before?.firstSeen ?? now, waitingSince: waitingSince,
+                dataSegmentsIn: counters.dataSegmentsIn, resending: resending)
             if slot >= out.tallies.count || out.tallies[slot].link != link {
                 slot = out.tallies.firstIndex { $0.link == link } ?? out.tallies.count
                 if slot == out.tallies.count { out.tallies.append(LinkTally(link: link)) }
             }
             out.tallies[slot].judged += 1
             // In flight and not failing: one that already fails (a dead peer's) asks no sooner poll.
-            if counters.unacknowledged > 0, moment.waitingSince == nil { out.inFlight = true }
+            // So is a peer that may be sending again (the next poll tells).
+            if counters.unacknowledged > 0 || resending?.isEvidence == false, moment.waitingSince == nil { out.inFlight = true }
             if let receipt = moment.receipt { out.tallies[slot].receipts.received(owner, at: receipt) }
             if let since = waitingSince {
                 out.failures[link, default: []].append(Failure(owner: owner, since: since, end: now, inHost: moment.heldInHost))

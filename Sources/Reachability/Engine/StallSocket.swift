@@ -172,3 +172,58 @@ package struct SocketMoment {
         waitingSince = now - waited
     }
 }
+
+/// A peer sending again what the host already received: data segments arrive and nothing new
+/// does (`TCPCounters.progress` stands), while the host owes it nothing. The host's ACKs do not
+/// reach it (a path dead on its way out, a wall of the host's own output): a download's only
+/// sign, since the host has nothing in flight and never backs off itself.
+package struct PeerResending: Sendable, Equatable {
+    /// When new data last arrived: the peer has waited for its acknowledgement since about then.
+    package var since: Duration
+    /// Data segments that arrived since without progress, as far as polls saw.
+    package var segments: UInt32
+    /// The last poll that counted one.
+    package var lastSeen: Duration
+    /// Whether they say the peer waits, not a one-off: at least three (one is a tail loss probe,
+    /// two a timeout's besides; a peer whose timeouts double from 200 ms sends its third 1.4 s
+    /// after the data), or one after a poll that came 1.4 s past the data.
+    package var isEvidence = false
+
+    static let evidence: UInt32 = 3
+    static let late: Duration = .milliseconds(1400)
+    /// How long after the data a first one still counts: a peer's keepalive on a socket idle
+    /// for longer (a byte sent again, from some systems) is not a wait.
+    static let span: Duration = .seconds(30)
+
+    /// What the socket says now, given what the last poll knew (`before`, and that poll's data
+    /// segments and progress); nil when it shows no peer resending. A reader with data unread
+    /// (the peer probing its full window), a socket of its own in back-off or with data in
+    /// flight, or a kernel without `tcpi_data_segs_in` show none. Once evidence, it stands
+    /// without new arrivals only as long as a peer whose timeouts double would take to send its
+    /// next: twice the time from the data to the last one seen, and a poll's grace.
+    package static func reading(
+        _ sample: TCPSocketSample, before: PeerResending?, dataSegmentsIn: UInt32, progress: UInt64,
+        lastPoll: Duration, at now: Duration, grace: Duration
+    ) -> PeerResending? {
+        guard let counters = sample.counters, sample.state == .established, sample.unread == 0, counters.progress > 0,
+            counters.progress == progress, counters.unacknowledged == 0, counters.consecutiveTimeouts == 0,
+            counters.sendsRefused == 0
+        else { return nil }
+        let arrived = counters.dataSegmentsIn &- dataSegmentsIn
+        guard arrived < 1 << 31 else { return nil }
+        if arrived == 0 {
+            guard let before, before.isEvidence, now - before.since <= (before.lastSeen - before.since) * 2 + grace else { return nil }
+            return before
+        }
+        var resending = before ?? PeerResending(since: now, segments: 0, lastSeen: now)
+        if before == nil {
+            let sinceData = Duration.milliseconds(counters.millisecondsSinceDataReceived)
+            guard sinceData <= span else { return nil }
+            resending.since = now - sinceData
+        }
+        resending.segments += arrived
+        resending.lastSeen = now
+        resending.isEvidence = resending.isEvidence || resending.segments >= evidence || lastPoll - resending.since >= late
+        return resending
+    }
+}

@@ -1,0 +1,113 @@
+import Testing
+@testable import Reachability
+
+/// A download whose ACKs die on their way out: the host has nothing in flight and never backs
+/// off; only its peer, sending again what the host already received, says the path is dead.
+/// Measured before this rule (`scripts/bench-stall detect --profiles download --death outbound`):
+/// missed, 2 of 2. The peer's timeouts double from 200 ms: it sends again 0.2, 0.6, 1.4, 3.0,
+/// 6.2, 12.6 and 25.4 s after the wall.
+@Suite struct PeerResendingTests {
+    typealias Evaluator = StallEvaluatorTests
+
+    static let resends: [Double] = [0.2, 0.6, 1.4, 3.0, 6.2, 12.6, 25.4, 51.0]
+
+    /// The download at `now` (seconds): 100 bytes and one data segment every 10 ms until `wall`,
+    /// then only the peer's segments sent again at `resends` after it. `unread`: bytes the
+    /// application has not read.
+    static func download(at now: Double, wall: Double, resends: [Double] = resends, unread: UInt32 = 0) -> TCPSocketSample {
+        let last = min(now, wall)
+        let resent = resends.map { wall + $0 }.filter { $0 <= now }
+        var sample = Evaluator.socket(1)
+        sample.counters?.progress = UInt64(last * 10_000)
+        sample.counters?.dataSegmentsIn = UInt32(last * 100) + UInt32(resent.count)
+        sample.counters?.millisecondsSinceDataReceived = UInt32(((now - last) * 1000).rounded())
+        // Every segment that arrives moves the time since an ACK, one sent again too.
+        sample.counters?.millisecondsSinceAckReceived = UInt32(((now - max(last, resent.max() ?? last)) * 1000).rounded())
+        sample.counters?.unacknowledged = 0
+        sample.unread = unread
+        return sample
+    }
+
+    static func silent(since: Double) -> [StallNameserverAnswer] {
+        [StallNameserverAnswer(interfaceIndex: Evaluator.wired, since: .milliseconds(Int64(since * 1000)), answered: false)]
+    }
+
+    @Test func aDownloadWhosePeerSendsAgainFailsFromItsLastDataAndIsFlaggedWithTheNameserversSilence() {
+        var evaluator = Evaluator.evaluator()
+        let wall = 103.0
+        #expect(Evaluator.poll(&evaluator, at: 100, [Self.download(at: 100, wall: wall)]).link(Evaluator.wired).verdict == .flowing)
+        // Data came until the wall: progress since the last poll, nothing to judge yet.
+        let first = Evaluator.poll(&evaluator, at: 110, [Self.download(at: 110, wall: wall)])
+        #expect(first.link(Evaluator.wired).evidence.socketsFailing == 0)
+        // No progress since, and the peer sent again 12.6 s after the wall: it waits, since 103,
+        // and nothing it sent again counts as received from then on. (The poll at 110 could not
+        // tell the last one before it, 109.2, from data.)
+        let suspected = Evaluator.poll(&evaluator, at: 120, [Self.download(at: 120, wall: wall)])
+        let link = suspected.link(Evaluator.wired)
+        #expect(link.evidence.socketsFailing == 1 && !link.isStalled, "\(link.evidence)")
+        #expect(link.evidence.waiting == .milliseconds(10_800), "\(link.evidence)")
+        #expect(link.evidence.sinceReceive == .milliseconds(10_800), "\(link.evidence)")
+        #expect(suspected.nameserverChecks == [Evaluator.wired])
+        #expect(suspected.nextPoll == .seconds(2))
+        let flagged = Evaluator.poll(&evaluator, at: 122, [Self.download(at: 122, wall: wall)], nameservers: Self.silent(since: 120))
+        #expect(flagged.link(Evaluator.wired).isStalled, "\(flagged.link(Evaluator.wired).evidence)")
+        // Held while the peer keeps sending again, though its back-off leaves polls without one.
+        for now in stride(from: 124.0, through: 150, by: 2) {
+            let held = Evaluator.poll(&evaluator, at: now, [Self.download(at: now, wall: wall)], nameservers: Self.silent(since: 120))
+            #expect(held.link(Evaluator.wired).isStalled, "at \(now)")
+        }
+        // The path is back: the ACK gets out, new data comes, cleared at once.
+        var back = Self.download(at: 152, wall: 152)
+        back.counters?.progress += 1
+        back.counters?.millisecondsSinceDataReceived = 5
+        #expect(!Evaluator.poll(&evaluator, at: 152, [back]).link(Evaluator.wired).isStalled)
+    }
+
+    /// The wall came right after a poll: by the next, the peer sent again three times or more.
+    @Test func threeSentAgainAreEvidenceThoughThePollCameRightAfterTheData() {
+        var evaluator = Evaluator.evaluator()
+        _ = Evaluator.poll(&evaluator, at: 100, [Self.download(at: 100, wall: 109.5)])
+        _ = Evaluator.poll(&evaluator, at: 110, [Self.download(at: 110, wall: 109.5)])
+        let report = Evaluator.poll(&evaluator, at: 120, [Self.download(at: 120, wall: 109.5)])
+        #expect(report.link(Evaluator.wired).evidence.socketsFailing == 1, "\(report.link(Evaluator.wired).evidence)")
+    }
+
+    /// One segment sent again right after the data (a tail loss probe), then nothing: an idle
+    /// connection, not a wait. Nor is a stopped reader's full window, which the peer probes;
+    /// nor a keepalive on a socket idle for minutes; nor anything on a kernel without
+    /// `tcpi_data_segs_in`.
+    @Test func aTailLossProbeAZeroWindowsProbesAKeepaliveOrAnOldKernelAreNoWait() {
+        func never(_ samples: (Double) -> TCPSocketSample) -> [Int] {
+            var evaluator = Evaluator.evaluator()
+            return stride(from: 100.0, through: 190, by: 10).map {
+                Evaluator.poll(&evaluator, at: $0, [samples($0)], nameservers: Self.silent(since: 100)).link(Evaluator.wired).evidence.socketsFailing
+            }
+        }
+        #expect(never { Self.download(at: $0, wall: 109.95, resends: [0.1]) }.allSatisfy { $0 == 0 }, "a tail loss probe")
+        #expect(never { Self.download(at: $0, wall: 103, unread: 65_536) }.allSatisfy { $0 == 0 }, "a full window's probes")
+        #expect(never { Self.download(at: $0, wall: 103, resends: [45, 90]) }.allSatisfy { $0 == 0 }, "keepalives")
+        #expect(never { now in
+            var sample = Self.download(at: now, wall: 103)
+            sample.counters?.dataSegmentsIn = 0
+            return sample
+        }.allSatisfy { $0 == 0 }, "no tcpi_data_segs_in")
+    }
+
+    /// Evidence without new arrivals stands only as long as a peer whose timeouts double would
+    /// take to send its next: one that stops sending again (it gave up, or it was a one-off
+    /// late one) is forgotten.
+    @Test func aPeerThatStopsSendingAgainIsForgotten() {
+        var evaluator = Evaluator.evaluator()
+        let wall = 103.0
+        let twice: [Double] = [7.5, 15.0]
+        for now in [100.0, 110] { _ = Evaluator.poll(&evaluator, at: now, [Self.download(at: now, wall: wall, resends: twice)]) }
+        // Two sent again after the poll at 110, which came 7 s past the data: evidence.
+        #expect(Evaluator.poll(&evaluator, at: 120, [Self.download(at: 120, wall: wall, resends: twice)])
+            .link(Evaluator.wired).evidence.socketsFailing == 1)
+        // Last seen at the poll of 120: its next was due by 103 + 2 * 17 = 137; a poll's grace (20 s) more.
+        #expect(Evaluator.poll(&evaluator, at: 150, [Self.download(at: 150, wall: wall, resends: twice)])
+            .link(Evaluator.wired).evidence.socketsFailing == 1)
+        #expect(Evaluator.poll(&evaluator, at: 160, [Self.download(at: 160, wall: wall, resends: twice)])
+            .link(Evaluator.wired).evidence.socketsFailing == 0)
+    }
+}
