@@ -129,8 +129,8 @@ struct HostileCallerTests {
     @discardableResult
     static func attack(
         _ mode: String, users: [Int] = [65534], copies: Int = 16, expecting error: String = "org.freedesktop.DBus.Error.LimitsExceeded",
-        _ fragment: String, peakGrowth: Int? = nil, loopBound: Duration = .milliseconds(50), rootPercentile99: Duration? = nil
-    ) async throws -> Duration {
+        _ fragment: String, peakGrowth: Int? = nil, loopBound: Duration? = .milliseconds(50), rootPercentile99: Duration? = nil
+    ) async throws -> (p99: Duration, loop: Duration) {
         let scenario = try DaemonBusTests.Scenario("hostile" + mode)
         let harness = try DaemonHarness(scenario.ns, start: false, anyUser: true)
         defer { withExtendedLifetime(scenario) { harness.shutdown() } }
@@ -183,7 +183,7 @@ struct HostileCallerTests {
         // alone it was 0.1 s); reachd's loop alone must stay within the 50 ms.
         #expect(calls.worst < .seconds(2), "root waited \(calls.worst) while the calls were read")
         if let rootPercentile99 { #expect(p99 <= rootPercentile99, "root's calls: p99 \(p99), \(calls)") }
-        #expect(scrapes.worst < loopBound, "reachd's loop was held \(scrapes.worst) while the calls were read")
+        if let loopBound { #expect(scrapes.worst < loopBound, "reachd's loop was held \(scrapes.worst) while the calls were read") }
         if let peakGrowth {
             let grown = Self.memory(daemon.pid, "VmHWM") - resident
             print("hostile \(mode): reachd's peak resident memory rose \(grown >> 20) MiB")
@@ -191,7 +191,7 @@ struct HostileCallerTests {
         }
         #expect(kill(daemon.pid, 0) == 0, "reachd still runs")
         #expect(try DaemonBusTests.status(try harness.connect()) == DaemonBusTests.online)
-        return p99
+        return (p99, scrapes.worst)
     }
 
     /// The integer that is word `word` after `prefix` in `text`.
@@ -226,7 +226,8 @@ struct HostileCallerTests {
         func flood(bound: Duration?) async throws -> Duration {
             try await Self.attack(
                 "flood", users: [65534, 33, 1, 2], copies: 4, "the call is 335", peakGrowth: 64_000_000, loopBound: .milliseconds(100),
-                rootPercentile99: bound)
+                rootPercentile99: bound
+            ).p99
         }
         let first = try await flood(bound: nil)
         guard first > .milliseconds(100) else { return }
@@ -234,16 +235,29 @@ struct HostileCallerTests {
         _ = try await flood(bound: .milliseconds(100))
     }
 
+    /// One 32 MiB call, refused from its size while reachd's loop stays free: each scrape of
+    /// /metrics during it within 50 ms. The scrapes are timed from outside, with dbus-daemon
+    /// reading the 32 MiB on the other core: on a slow day of this VM one took 55.8 ms alone in
+    /// its pass (34-43 ms in the same pass's other calls). A call whose scrapes miss the bound is
+    /// sent once more, and that one must keep it: a loop that read the call would miss both, by
+    /// the hundreds of milliseconds reading 32 MiB takes.
+    static func refusedWhileTheLoopIsFree(_ mode: String) async throws {
+        let first = try await attack(mode, "the call is 335", loopBound: nil).loop
+        guard first >= .milliseconds(50) else { return }
+        print("hostile \(mode): a scrape took \(first), past 50 ms: sent once more")
+        try await attack(mode, "the call is 335")
+    }
+
     @Test func aWatchPathOf32MiBOfKindsIsRefusedFromItsSizeWhileTheLoopIsFree() async throws {
-        try await Self.attack("kinds", "the call is 335")
+        try await Self.refusedWhileTheLoopIsFree("kinds")
     }
 
     @Test func aPropertiesGetWithA32MiBInterfaceNameIsRefusedFromItsSizeWhileTheLoopIsFree() async throws {
-        try await Self.attack("property", "the call is 335")
+        try await Self.refusedWhileTheLoopIsFree("property")
     }
 
     @Test func aWatchPathWithA32MiBKindNameIsRefusedFromItsSizeWhileTheLoopIsFree() async throws {
-        try await Self.attack("name", "the call is 335")
+        try await Self.refusedWhileTheLoopIsFree("name")
     }
 
     /// Under the size bound, a 60,000-byte kind name is refused by the loop's bounded reading.
