@@ -19,10 +19,15 @@ import Testing
         let resent = resends.map { wall + $0 }.filter { $0 <= now }
         var sample = Evaluator.socket(1)
         sample.counters?.progress = UInt64(last * 10_000)
-        sample.counters?.dataSegmentsIn = UInt32(last * 100) + UInt32(resent.count)
-        sample.counters?.millisecondsSinceDataReceived = UInt32(((now - last) * 1000).rounded())
-        // Every segment that arrives moves the time since an ACK, one sent again too.
-        sample.counters?.millisecondsSinceAckReceived = UInt32(((now - max(last, resent.max() ?? last)) * 1000).rounded())
+        let dataSegments = UInt32(last * 100) + UInt32(resent.count)
+        sample.counters?.dataSegmentsIn = dataSegments
+        sample.counters?.segmentsIn = dataSegments + 50
+        // An ACK every other segment, and one (a D-SACK) for each sent again.
+        sample.counters?.segmentsOut = 100 + UInt32(last * 50) + UInt32(resent.count)
+        // A segment sent again moves neither time (read with ss: lastrcv and lastack grow together).
+        let sinceData = UInt32(((now - last) * 1000).rounded())
+        sample.counters?.millisecondsSinceDataReceived = sinceData
+        sample.counters?.millisecondsSinceAckReceived = sinceData
         sample.counters?.unacknowledged = 0
         sample.unread = unread
         return sample
@@ -39,14 +44,12 @@ import Testing
         // Data came until the wall: progress since the last poll, nothing to judge yet.
         let first = Evaluator.poll(&evaluator, at: 110, [Self.download(at: 110, wall: wall)])
         #expect(first.link(Evaluator.wired).evidence.socketsFailing == 0)
-        // No progress since, and the peer sent again 12.6 s after the wall: it waits, since 103,
-        // and nothing it sent again counts as received from then on. (The poll at 110 could not
-        // tell the last one before it, 109.2, from data.)
+        // No progress since, and the peer sent again 12.6 s after the wall: it waits, since 103.
         let suspected = Evaluator.poll(&evaluator, at: 120, [Self.download(at: 120, wall: wall)])
         let link = suspected.link(Evaluator.wired)
         #expect(link.evidence.socketsFailing == 1 && !link.isStalled, "\(link.evidence)")
-        #expect(link.evidence.waiting == .milliseconds(10_800), "\(link.evidence)")
-        #expect(link.evidence.sinceReceive == .milliseconds(10_800), "\(link.evidence)")
+        #expect(link.evidence.waiting == .seconds(17), "\(link.evidence)")
+        #expect(link.evidence.sinceReceive == .seconds(17), "\(link.evidence)")
         #expect(suspected.nameserverChecks == [Evaluator.wired])
         #expect(suspected.nextPoll == .seconds(2))
         let flagged = Evaluator.poll(&evaluator, at: 122, [Self.download(at: 122, wall: wall)], nameservers: Self.silent(since: 120))
@@ -109,5 +112,40 @@ import Testing
             .link(Evaluator.wired).evidence.socketsFailing == 1)
         #expect(Evaluator.poll(&evaluator, at: 160, [Self.download(at: 160, wall: wall, resends: twice)])
             .link(Evaluator.wired).evidence.socketsFailing == 0)
+    }
+}
+
+/// When a download's new data stops between two polls, the next poll comes as a peer that waits
+/// would have sent again: one poll after the death, not two.
+@Suite struct PeerResendingCadenceTests {
+    typealias Evaluator = StallEvaluatorTests
+    typealias Download = PeerResendingTests
+
+    @Test func aDownloadThatStoppedIsLookedAtAgainAndFlaggedTenSecondsAfterItsDeath() {
+        var evaluator = Evaluator.evaluator()
+        let wall = 106.0
+        _ = Evaluator.poll(&evaluator, at: 100, [Download.download(at: 100, wall: wall)])
+        // The data stopped 4 s ago: the peer, if it waits, sends again within 4.2 s.
+        let stopped = Evaluator.poll(&evaluator, at: 110, [Download.download(at: 110, wall: wall)])
+        #expect(stopped.nextPoll == .milliseconds(4_500), "\(stopped)")
+        // It did, at 112.2: it waits since 106.
+        let suspected = Evaluator.poll(&evaluator, at: 114.5, [Download.download(at: 114.5, wall: wall)])
+        #expect(suspected.link(Evaluator.wired).evidence.socketsFailing == 1, "\(suspected.link(Evaluator.wired).evidence)")
+        #expect(suspected.nameserverChecks == [Evaluator.wired])
+        let flagged = Evaluator.poll(&evaluator, at: 116.5, [Download.download(at: 116.5, wall: wall)], nameservers: Download.silent(since: 114.5))
+        #expect(flagged.link(Evaluator.wired).isStalled, "\(flagged.link(Evaluator.wired).evidence)")
+    }
+
+    /// A download that simply ended (nothing sent again): the look finds nothing, and the poll
+    /// planned before it comes as it would have; an idle socket asks for no further look.
+    @Test func aLookThatFindsNothingKeepsTheCadencePlannedBeforeIt() {
+        var evaluator = Evaluator.evaluator()
+        _ = Evaluator.poll(&evaluator, at: 100, [Download.download(at: 100, wall: 106, resends: [])])
+        #expect(Evaluator.poll(&evaluator, at: 110, [Download.download(at: 110, wall: 106, resends: [])]).nextPoll == .milliseconds(4_500))
+        let look = Evaluator.poll(&evaluator, at: 114.5, [Download.download(at: 114.5, wall: 106, resends: [])])
+        #expect(look.link(Evaluator.wired).evidence.socketsFailing == 0)
+        #expect(look.nextPoll == .milliseconds(5_500), "the busy cadence's poll at 120: \(look)")
+        let after = Evaluator.poll(&evaluator, at: 120, [Download.download(at: 120, wall: 106, resends: [])])
+        #expect(after.nextPoll == .seconds(40), "nothing moved: backing off as before: \(after)")
     }
 }

@@ -70,6 +70,9 @@ package struct StallEvaluator: Sendable {
     private var nameserverAnswers: [Int32: Duration] = [:]
     /// The host's count of retransmissions refused inside it, at the last poll that had one.
     private var refusedCount: UInt64?
+    /// When the poll planned before a look again (`PeerResending.lookAgain`) was due: a look that
+    /// finds nothing moved keeps that cadence.
+    private var resume: Duration?
 
     /// How long an answer stands for failures that began before it. A connection to a dead peer
     /// stays in back-off, suspected, for up to 15 minutes (tcp_retries2): asked at every poll,
@@ -163,7 +166,8 @@ package struct StallEvaluator: Sendable {
         }
         let verdicts = judgeLinks(judged: judged, failures: sockets.failures, unanswered: unanswered, dnsTimeouts: dnsTimeouts, at: now)
         let links = verdicts.links
-        let nextPoll = schedule(suspected: verdicts.suspected || links.contains(where: \.isStalled), untilWindow: verdicts.untilWindow, sockets)
+        let nextPoll = schedule(
+            suspected: verdicts.suspected || links.contains(where: \.isStalled), untilWindow: verdicts.untilWindow, sockets, at: now)
         // Asked while suspected, and while stalled only when the silence is what stalls it: a
         // stall the sockets show alone needs no question (an outage of hours asks nothing).
         let checks = links.filter { link in
@@ -197,6 +201,8 @@ package struct StallEvaluator: Sendable {
         var segments: UInt64 = 0
         /// At least `busyRate` segments a second since the last poll.
         var busy = false
+        /// The soonest a socket whose new data stopped asks to be looked at again.
+        var lookAgain: Duration?
     }
 
     private func tally(_ samples: [TCPSocketSample], at now: Duration) -> SocketTally {
@@ -241,8 +247,12 @@ package struct StallEvaluator: Sendable {
             }
             out.tallies[slot].judged += 1
             // In flight and not failing: one that already fails (a dead peer's) asks no sooner poll.
-            // So is a peer that may be sending again (the next poll tells).
-            if counters.unacknowledged > 0 || resending?.isEvidence == false, moment.waitingSince == nil { out.inFlight = true }
+            if counters.unacknowledged > 0, moment.waitingSince == nil { out.inFlight = true }
+            if resending?.isEvidence != true, moment.waitingSince == nil,
+                let look = PeerResending.lookAgain(sample, progressed: before.map { $0.progress != counters.progress } ?? false || resending != nil)
+            {
+                out.lookAgain = min(out.lookAgain ?? look, look)
+            }
             if let receipt = moment.receipt { out.tallies[slot].receipts.received(owner, at: receipt) }
             if let since = waitingSince {
                 out.failures[link, default: []].append(Failure(owner: owner, since: since, end: now, inHost: moment.heldInHost))
@@ -321,7 +331,8 @@ package struct StallEvaluator: Sendable {
 
     /// When the next poll comes: soon while anything is suspected or stalled, never without TCP
     /// traffic, else backing off while nothing moves.
-    private mutating func schedule(suspected: Bool, untilWindow: Duration?, _ sockets: SocketTally) -> Duration? {
+    private mutating func schedule(suspected: Bool, untilWindow: Duration?, _ sockets: SocketTally, at now: Duration) -> Duration? {
+        defer { if sockets.lookAgain == nil { resume = nil } }
         if suspected {
             interval = settings.pollInterval
             // At the instant the suspected owner's wait reaches the window, when that comes
@@ -334,12 +345,19 @@ package struct StallEvaluator: Sendable {
             interval = settings.pollInterval
             return nil
         }
+        if let resume, !sockets.moved {
+            self.resume = nil
+            return max(resume - now, Self.crossingFloor)
+        }
         let ceiling = max(settings.maximumPollInterval, settings.pollInterval)
         interval = sockets.moved ? settings.pollInterval : min(interval * 2, ceiling)
         // Data in flight at the poll (an upload, a request sent), or busy traffic: the host
         // waits on the path right now, and no closing socket will say so if it dies under
         // connections held open. Half the interval halves the wait for the first poll to see it.
-        return sockets.inFlight || sockets.busy ? min(interval, settings.pollInterval / 2) : interval
+        let next = sockets.inFlight || sockets.busy ? min(interval, settings.pollInterval / 2) : interval
+        guard let look = sockets.lookAgain, look < next else { return next }
+        resume = now + next
+        return max(look, Self.crossingFloor)
     }
 
     /// Forgets every socket and link: after the namespace or the host's paths were replaced
@@ -354,6 +372,7 @@ package struct StallEvaluator: Sendable {
         interval = settings.pollInterval
         nameserverAnswers = [:]
         refusedCount = nil
+        resume = nil
     }
 
     /// What the host's count of refused retransmissions grew by since the last poll, told to

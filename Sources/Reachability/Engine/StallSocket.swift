@@ -195,6 +195,20 @@ package struct PeerResending: Sendable, Equatable {
     /// for longer (a byte sent again, from some systems) is not a wait.
     static let span: Duration = .seconds(30)
 
+    /// When to look at a socket again whose new data stopped at least `late` ago, with nothing of
+    /// its own in flight, that received since the last poll (`progressed`) or has a peer that
+    /// may be sending again: as a peer whose timeouts double from 200 ms has sent again by then
+    /// if it waits (its next comes within the time since the data, plus 200 ms). Without it, the
+    /// first sign of a download whose ACKs die came two polls after the death (20.4 s median).
+    package static func lookAgain(_ sample: TCPSocketSample, progressed: Bool) -> Duration? {
+        guard progressed, let counters = sample.counters, sample.state == .established, sample.unread == 0,
+            counters.dataSegmentsIn > 0, counters.unacknowledged == 0, counters.consecutiveTimeouts == 0, counters.sendsRefused == 0
+        else { return nil }
+        let sinceData = Duration.milliseconds(counters.millisecondsSinceDataReceived)
+        guard sinceData >= late, sinceData <= span else { return nil }
+        return sinceData + .milliseconds(500)
+    }
+
     /// What the socket says now, given what the last poll knew (`before`, and that poll's data
     /// segments and progress); nil when it shows no peer resending. A reader with data unread
     /// (the peer probing its full window), a socket of its own in back-off or with data in
