@@ -195,15 +195,23 @@ package struct PeerResending: Sendable, Equatable {
     /// for longer (a byte sent again, from some systems) is not a wait.
     static let span: Duration = .seconds(30)
 
+    /// The counters of an established socket that owes its peer nothing and holds nothing for its
+    /// reader: nothing unread (else the peer probes a full window), nothing of its own in flight,
+    /// not backed off, no send refused. Only such a socket's arrivals can be a peer's resending.
+    private static func owingNothing(_ sample: TCPSocketSample) -> TCPCounters? {
+        guard let counters = sample.counters, sample.state == .established, sample.unread == 0,
+            counters.unacknowledged == 0, counters.consecutiveTimeouts == 0, counters.sendsRefused == 0
+        else { return nil }
+        return counters
+    }
+
     /// When to look at a socket again whose new data stopped at least `late` ago, with nothing of
     /// its own in flight, that received since the last poll (`progressed`) or has a peer that
     /// may be sending again: as a peer whose timeouts double from 200 ms has sent again by then
     /// if it waits (its next comes within the time since the data, plus 200 ms). Without it, the
     /// first sign of a download whose ACKs die came two polls after the death (20.4 s median).
     package static func lookAgain(_ sample: TCPSocketSample, progressed: Bool) -> Duration? {
-        guard progressed, let counters = sample.counters, sample.state == .established, sample.unread == 0,
-            counters.dataSegmentsIn > 0, counters.unacknowledged == 0, counters.consecutiveTimeouts == 0, counters.sendsRefused == 0
-        else { return nil }
+        guard progressed, let counters = owingNothing(sample), counters.dataSegmentsIn > 0 else { return nil }
         let sinceData = Duration.milliseconds(counters.millisecondsSinceDataReceived)
         guard sinceData >= late, sinceData <= span else { return nil }
         return sinceData + .milliseconds(500)
@@ -219,10 +227,7 @@ package struct PeerResending: Sendable, Equatable {
         _ sample: TCPSocketSample, before: PeerResending?, dataSegmentsIn: UInt32, progress: UInt64,
         lastPoll: Duration, at now: Duration, grace: Duration
     ) -> PeerResending? {
-        guard let counters = sample.counters, sample.state == .established, sample.unread == 0, counters.progress > 0,
-            counters.progress == progress, counters.unacknowledged == 0, counters.consecutiveTimeouts == 0,
-            counters.sendsRefused == 0
-        else { return nil }
+        guard let counters = owingNothing(sample), counters.progress > 0, counters.progress == progress else { return nil }
         let arrived = counters.dataSegmentsIn &- dataSegmentsIn
         guard arrived < 1 << 31 else { return nil }
         if arrived == 0 {
