@@ -121,19 +121,57 @@ import Testing
     typealias Evaluator = StallEvaluatorTests
     typealias Download = PeerResendingTests
 
-    @Test func aDownloadThatStoppedIsLookedAtAgainAndFlaggedTenSecondsAfterItsDeath() {
+    @Test func aDownloadThatStoppedIsLookedAtAgainAndFlaggedAtTheLook() {
         var evaluator = Evaluator.evaluator()
         let wall = 106.0
         _ = Evaluator.poll(&evaluator, at: 100, [Download.download(at: 100, wall: wall)])
-        // The data stopped 4 s ago: the peer, if it waits, sends again within 4.2 s.
+        // The data stopped 4 s ago: the peer, if it waits, sends again within 4.2 s. The
+        // nameserver is asked now, ahead of the look.
         let stopped = Evaluator.poll(&evaluator, at: 110, [Download.download(at: 110, wall: wall)])
         #expect(stopped.nextPoll == .milliseconds(4_500), "\(stopped)")
-        // It did, at 112.2: it waits since 106.
-        let suspected = Evaluator.poll(&evaluator, at: 114.5, [Download.download(at: 114.5, wall: wall)])
-        #expect(suspected.link(Evaluator.wired).evidence.socketsFailing == 1, "\(suspected.link(Evaluator.wired).evidence)")
+        #expect(stopped.nameserverChecks == [Evaluator.wired])
+        // It did, at 112.2: it waits since 106, and the nameserver has been silent since 110.
+        let flagged = Evaluator.poll(&evaluator, at: 114.5, [Download.download(at: 114.5, wall: wall)], nameservers: Download.silent(since: 110))
+        #expect(flagged.link(Evaluator.wired).isStalled, "\(flagged.link(Evaluator.wired).evidence)")
+        #expect(flagged.link(Evaluator.wired).evidence.waiting == .milliseconds(8_500))
+    }
+
+    /// Asked only at the look, the silence needed its patience after it: flagged 2 s later.
+    @Test func withoutTheQuestionAheadTheSilenceIsCountedFromTheLook() {
+        var evaluator = Evaluator.evaluator()
+        let wall = 106.0
+        _ = Evaluator.poll(&evaluator, at: 100, [Download.download(at: 100, wall: wall)])
+        _ = Evaluator.poll(&evaluator, at: 110, [Download.download(at: 110, wall: wall)])
+        let suspected = Evaluator.poll(&evaluator, at: 114.5, [Download.download(at: 114.5, wall: wall)], nameservers: Download.silent(since: 114.5))
+        #expect(!suspected.link(Evaluator.wired).isStalled)
         #expect(suspected.nameserverChecks == [Evaluator.wired])
         let flagged = Evaluator.poll(&evaluator, at: 116.5, [Download.download(at: 116.5, wall: wall)], nameservers: Download.silent(since: 114.5))
         #expect(flagged.link(Evaluator.wired).isStalled, "\(flagged.link(Evaluator.wired).evidence)")
+    }
+
+    /// A question asked ahead that the server answered explains no failure: one user's download
+    /// that dies next still has its question asked. It only pauses the questions asked ahead.
+    @Test func anAnswerToAQuestionAskedAheadHoldsBackOnlyTheNextQuestionsAhead() {
+        var evaluator = Evaluator.evaluator()
+        func user(_ now: Double, wall: Double, resends: [Double] = Download.resends) -> [TCPSocketSample] {
+            var sample = Download.download(at: now, wall: wall, resends: resends)
+            sample.owner = 1000
+            return [sample]
+        }
+        let answered = [StallNameserverAnswer(interfaceIndex: Evaluator.wired, since: .seconds(110), answered: true)]
+        _ = Evaluator.poll(&evaluator, at: 100, user(100, wall: 106, resends: []))
+        #expect(Evaluator.poll(&evaluator, at: 110, user(110, wall: 106, resends: [])).nameserverChecks == [Evaluator.wired])
+        // The download had ended: the look finds nothing sent again, and the server answered.
+        let look = Evaluator.poll(&evaluator, at: 114.5, user(114.5, wall: 106, resends: []), nameservers: answered)
+        #expect(look.nameserverChecks.isEmpty, "\(look)")
+        // A new download that stops within 30 s of that answer is not asked about ahead...
+        let wall = 126.0
+        _ = Evaluator.poll(&evaluator, at: 120, user(120, wall: wall))
+        #expect(Evaluator.poll(&evaluator, at: 130, user(130, wall: wall)).nameserverChecks.isEmpty)
+        // ...but once its peer is seen sending again, it is asked about as before.
+        let suspected = Evaluator.poll(&evaluator, at: 134.5, user(134.5, wall: wall))
+        #expect(suspected.link(Evaluator.wired).evidence.socketsFailing == 1, "\(suspected.link(Evaluator.wired).evidence)")
+        #expect(suspected.nameserverChecks == [Evaluator.wired])
     }
 
     /// A download that simply ended (nothing sent again): the look finds nothing, and the poll

@@ -4,7 +4,8 @@ import Glibc
 #endif
 
 /// reachd's own question to one of a suspect link's nameservers beyond its gateway, while that
-/// link's traffic is suspected (`StallReport.nameserverChecks`): DNS queries for the root zone's
+/// link's traffic is suspected or ahead of a second look at a stopped download
+/// (`StallReport.nameserverChecks`, `StallNameserverQuestions`): DNS queries for the root zone's
 /// SOA (17 bytes each, the answer is in every resolver's cache), sent again at each poll and read
 /// at the next one, never waited for: no watch, no timer. Anything from the server counts as an
 /// answer, a refusal or its port unreachable too; silence, or a router's "unreachable", does not.
@@ -28,7 +29,8 @@ package final class NameserverCheck {
 
     /// Queries sent at each poll. Random loss takes each one independently: at 40% each way one
     /// round trip in three gets through, and 16 lost together is about one in a thousand.
-    /// About 700 bytes out and 16 small answers back per 2 s poll, only while a link is suspected.
+    /// About 700 bytes out and 16 small answers back per 2 s poll, only while a link is suspected
+    /// or asked ahead of a look (a link at most once every 30 s).
     package static let queriesPerPoll = 16
 
     /// Queries sent at each later poll while the question stays unanswered. Its patience was

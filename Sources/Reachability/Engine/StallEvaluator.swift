@@ -64,10 +64,8 @@ package struct StallEvaluator: Sendable {
     private var interval: Duration
     /// Polls so far: which failing connection a recheck takes turns with.
     private var polls = 0
-    /// When each link's nameserver last answered reachd's question, and so explained the
-    /// failures of then (a dead peer's): asked again only for a failure that began since, or
-    /// after `answeredPause`.
-    private var nameserverAnswers: [Int32: Duration] = [:]
+    /// reachd's own questions to each link's nameserver, and their answers.
+    private var questions = StallNameserverQuestions()
     /// The host's count of retransmissions refused inside it, at the last poll that had one.
     private var refusedCount: UInt64?
     /// When the poll planned before a look again (`PeerResending.lookAgain`) was due: a look that
@@ -157,7 +155,7 @@ package struct StallEvaluator: Sendable {
         segmentsSincePoll = 0
         lastPoll = now
         polls &+= 1
-        let unanswered = takeAnswers(nameservers, at: now)
+        let unanswered = questions.take(nameservers, patience: settings.nameserverPatience, at: now)
         takeRefused(retransmissionsRefused, failing: sockets.failures, at: now)
         var judged: [Int32: Int] = [:]
         for tally in sockets.tallies {
@@ -173,18 +171,19 @@ package struct StallEvaluator: Sendable {
         let checks = links.filter { link in
             let index = link.interfaceIndex
             guard verdicts.suspectedLinks.contains(index), !link.isStalled || verdicts.corroborationStalled.contains(index) else { return false }
-            guard let answered = nameserverAnswers[index] else { return true }
+            guard let answered = questions.answers[index] else { return true }
             // Failures the answer explained are not asked about again; a new one is when it is the
             // host's or two owners' (one account's connections must not have reachd ask for it).
             let fresh = ((memory[index]?.closed ?? []) + (sockets.failures[index] ?? [])).filter { $0.since > answered }
             return fresh.contains { $0.owner == .host } || Set(fresh.map(\.owner)).count >= 2
         }.map(\.interfaceIndex)
+        let asked = questions.asking(suspected: checks, ahead: sockets.lookAgainLinks, at: now)
         var rechecks: [StallRecheck] = []
         for link in links where link.causes.contains(.tcpRetransmissions) {
             guard let choices = sockets.candidates[link.interfaceIndex], !choices.isEmpty else { continue }
             rechecks.append(choices[polls % choices.count])
         }
-        return StallReport(links: links, nextPoll: nextPoll, socketsIgnored: sockets.ignored, rechecks: rechecks, nameserverChecks: checks)
+        return StallReport(links: links, nextPoll: nextPoll, socketsIgnored: sockets.ignored, rechecks: rechecks, nameserverChecks: asked)
     }
 
     /// One poll's sockets, counted per link: what is known of each, each link's receipts, the
@@ -201,8 +200,10 @@ package struct StallEvaluator: Sendable {
         var segments: UInt64 = 0
         /// At least `busyRate` segments a second since the last poll.
         var busy = false
-        /// The soonest a socket whose new data stopped asks to be looked at again.
+        /// The soonest a socket whose new data stopped asks to be looked at again, and the links
+        /// of those that do (their nameserver is asked ahead of the look).
         var lookAgain: Duration?
+        var lookAgainLinks: Set<Int32> = []
     }
 
     private func tally(_ samples: [TCPSocketSample], at now: Duration) -> SocketTally {
@@ -252,6 +253,7 @@ package struct StallEvaluator: Sendable {
                 let look = PeerResending.lookAgain(sample, progressed: before.map { $0.progress != counters.progress } ?? false || resending != nil)
             {
                 out.lookAgain = min(out.lookAgain ?? look, look)
+                out.lookAgainLinks.insert(link)
             }
             if let receipt = moment.receipt { out.tallies[slot].receipts.received(owner, at: receipt) }
             if let since = waitingSince {
@@ -264,22 +266,6 @@ package struct StallEvaluator: Sendable {
             }
         }
         return out
-    }
-
-    /// The links whose nameserver stayed silent past its patience. Silence corroborates; an
-    /// answer only withholds that: it is not a receipt, since a path can carry DNS to the
-    /// provider's own servers and nothing else.
-    private mutating func takeAnswers(_ nameservers: [StallNameserverAnswer], at now: Duration) -> Set<Int32> {
-        var unanswered: Set<Int32> = []
-        for answer in nameservers {
-            if answer.answered {
-                nameserverAnswers[answer.interfaceIndex] = now
-            } else if now - answer.since >= settings.nameserverPatience {
-                unanswered.insert(answer.interfaceIndex)
-            }
-        }
-        nameserverAnswers = nameserverAnswers.filter { now - $0.value < Self.answeredPause }
-        return unanswered
     }
 
     /// Each link's verdict: the sockets judged now, the failures remembered, the nameserver's
@@ -370,7 +356,7 @@ package struct StallEvaluator: Sendable {
         segmentsSincePoll = 0
         lastPoll = nil
         interval = settings.pollInterval
-        nameserverAnswers = [:]
+        questions = StallNameserverQuestions()
         refusedCount = nil
         resume = nil
     }
