@@ -8,7 +8,7 @@ import Testing
 /// a black hole, so every lookup of it times out, and logs each query with the client's port.
 /// reachd gives every lookup a c-ares channel (and so a UDP socket) of its own, so distinct
 /// ports are distinct lookups, whatever the retransmissions within one.
-@Suite(rootOnly)
+@Suite(rootOnly, .ownThreads)
 struct WatchSharingTests {
     static let name = "dead.test"
 

@@ -1,0 +1,39 @@
+import Foundation
+import Testing
+
+/// Runs each job of a test on a thread of its own, off Swift's cooperative pool.
+///
+/// Swift Testing runs every test on the cooperative pool, which has as many threads as the
+/// machine has cores (two on CI). Another test's blocking call (waiting for `ip`, a namespace,
+/// a daemon's bus) holds one of them, and a test that timestamps what it observes then sees it
+/// late: in a fresh-clone run `WatchSharingTests` saw a fourth lookup within 2.5 s of the third,
+/// which a backoff of 4 s +-20% allows only if the third was seen at least 1.2 s late. Only for tests that time what they
+/// observe: given to every kernel suite of the main pass, it ran all their blocking work at
+/// once, and the pass, which is bound by CPU, took as long (278 s against 270) with 56 timing
+/// failures (BENCHMARKS.md, "Session 25").
+final class TestThreads: TaskExecutor {
+    static let shared = TestThreads()
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        Thread { job.runSynchronously(on: executor) }.start()
+    }
+}
+
+/// A suite's tests (and their child tasks) run on `TestThreads`.
+struct OwnThreadsTrait: SuiteTrait, TestTrait, TestScoping {
+    var isRecursive: Bool { true }
+
+    func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
+        try await withTaskExecutorPreference(TestThreads.shared) { try await function() }
+    }
+}
+
+extension Trait where Self == OwnThreadsTrait {
+    /// Each job of the suite's tests on a thread of its own: what a test observes is seen when it
+    /// happens, not when another test's blocking call lets a pool thread go.
+    static var ownThreads: Self { OwnThreadsTrait() }
+}
