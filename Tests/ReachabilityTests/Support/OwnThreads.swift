@@ -5,12 +5,13 @@ import Testing
 ///
 /// Swift Testing runs every test on the cooperative pool, which has as many threads as the
 /// machine has cores (two on CI). Another test's blocking call (waiting for `ip`, a namespace,
-/// a daemon's bus) holds one of them, and a test that timestamps what it observes then sees it
-/// late: in a fresh-clone run `WatchSharingTests` saw a fourth lookup within 2.5 s of the third,
-/// which a backoff of 4 s +-20% allows only if the third was seen at least 1.2 s late. Only for tests that time what they
-/// observe: given to every kernel suite of the main pass, it ran all their blocking work at
-/// once, and the pass, which is bound by CPU, took as long (278 s against 270) with 56 timing
-/// failures (BENCHMARKS.md, "Session 25").
+/// a daemon's bus) holds one of them, and a test that times what it observes sees it late: in
+/// fresh-clone runs `WatchSharingTests` saw a fourth lookup within 2.5 s of the third (a backoff
+/// of 4 s +-20% allows that only if the third was seen at least 1.2 s late), and a `reachctl
+/// wait --timeout 60s` started by a test gave up before that test's 300 ms sleep came back.
+/// Only for such tests: given to every kernel suite of the main pass, it ran all their blocking
+/// work at once, and the pass, which is bound by CPU, took as long (278 s against 270) with 56
+/// timing failures (BENCHMARKS.md, "Session 25").
 final class TestThreads: TaskExecutor {
     static let shared = TestThreads()
 
