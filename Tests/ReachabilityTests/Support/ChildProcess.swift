@@ -34,8 +34,15 @@ final class ChildProcess: Sendable {
     }
 
     private final class Stream: Sendable {
-        let bytes = Mutex<[UInt8]>([])
+        let received = Mutex(Received())
         let done = Atomic<Bool>(false)
+    }
+
+    /// The bytes so far, and where and when each read ended: a line arrived when the read that
+    /// brought its newline returned, however late a test's task gets to look at it.
+    private struct Received {
+        var bytes: [UInt8] = []
+        var reads: [(end: Int, at: ContinuousClock.Instant)] = []
     }
 
     /// `environment`: the whole environment (nil: this process's). `errorsToOutput`: stderr goes
@@ -130,7 +137,11 @@ final class ChildProcess: Sendable {
                 let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 if count < 0, errno == EINTR { continue }
                 if count <= 0 { break }
-                stream.bytes.withLock { $0.append(contentsOf: buffer[0..<count]) }
+                let now = ContinuousClock.now
+                stream.received.withLock {
+                    $0.bytes.append(contentsOf: buffer[0..<count])
+                    $0.reads.append((end: $0.bytes.count, at: now))
+                }
             }
             close(fd)
             stream.done.store(true, ordering: .releasing)
@@ -155,7 +166,21 @@ final class ChildProcess: Sendable {
 
     // MARK: output
 
-    private static func text(_ stream: Stream) -> String { String(decoding: stream.bytes.withLock { $0 }, as: UTF8.self) }
+    private static func text(_ stream: Stream) -> String { String(decoding: stream.received.withLock { $0.bytes }, as: UTF8.self) }
+
+    /// Complete stdout lines, each with when it arrived.
+    var timedLines: [(line: String, arrived: ContinuousClock.Instant)] {
+        let received = out.received.withLock { $0 }
+        var lines: [(String, ContinuousClock.Instant)] = []
+        var start = 0
+        var read = 0
+        for (offset, byte) in received.bytes.enumerated() where byte == UInt8(ascii: "\n") {
+            while received.reads[read].end <= offset { read += 1 }
+            lines.append((String(decoding: received.bytes[start..<offset], as: UTF8.self), received.reads[read].at))
+            start = offset + 1
+        }
+        return lines
+    }
 
     /// Complete lines; the last unterminated one only once the stream ended.
     private static func lines(_ stream: Stream) -> [String] {

@@ -96,6 +96,8 @@ extension DaemonHarness {
         var member: String
         var signature: String
         var data: [Any]
+        /// When busctl's line reached the test (its reader thread), not when a test looked.
+        var arrived: ContinuousClock.Instant
 
         /// `Changed(u flags, s primary_interface, t generation)`.
         var changed: (flags: UInt32, primaryInterface: String, generation: UInt64)? {
@@ -127,7 +129,7 @@ extension DaemonHarness {
         }
 
         var signals: [Signal] {
-            child.lines.compactMap { line -> Signal? in
+            child.timedLines.compactMap { line, arrived -> Signal? in
                 guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
                     object["type"] as? String == "signal"
                 else { return nil }
@@ -135,7 +137,7 @@ extension DaemonHarness {
                 return Signal(
                     path: object["path"] as? String ?? "", interface: object["interface"] as? String ?? "",
                     member: object["member"] as? String ?? "", signature: payload?["type"] as? String ?? "",
-                    data: payload?["data"] as? [Any] ?? [])
+                    data: payload?["data"] as? [Any] ?? [], arrived: arrived)
             }
         }
 
