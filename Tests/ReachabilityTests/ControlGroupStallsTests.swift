@@ -62,15 +62,14 @@ import Testing
         func host(separate: Set<UInt64>, _ failingGroups: [UInt64]) -> Bool {
             var host = Stall.evaluator()
             host.separateGroups = separate
-            let sockets = failingGroups.enumerated().flatMap { offset, group in
-                [UInt64(2 * offset + 1), UInt64(2 * offset + 2)].map { Self.grouped(Stall.socket($0), group) }
+            // Two sockets per group: cookies 2n+1 and 2n+2 (a loop: inferred, 7 s of type checking).
+            var pairs: [(cookie: UInt64, group: UInt64)] = []
+            for (offset, group) in failingGroups.enumerated() {
+                let first = UInt64(2 * offset + 1)
+                pairs += [(first, group), (first + 1, group)]
             }
-            _ = Stall.poll(&host, at: 100, sockets)
-            let failing = failingGroups.enumerated().flatMap { offset, group in
-                [UInt64(2 * offset + 1), UInt64(2 * offset + 2)].map {
-                    Self.grouped(Stall.socket($0, waiting: .seconds(12), received: .seconds(13)), group)
-                }
-            }
+            _ = Stall.poll(&host, at: 100, pairs.map { Self.grouped(Stall.socket($0.cookie), $0.group) })
+            let failing = pairs.map { Self.grouped(Stall.socket($0.cookie, waiting: .seconds(12), received: .seconds(13)), $0.group) }
             return Stall.poll(&host, at: 113, failing).link(Stall.wired).isStalled
         }
         #expect(host(separate: [], [77]), "unwatched, root's failing connections are the host's")

@@ -304,7 +304,8 @@ extension EngineTests {
         #expect(change.generation == before + 1)
         #expect(state.generation == before + 1)
         #expect(change.changedInterfaces.count == 21)
-        #expect(change.changedInterfaces.map(\.index) == [2] + (10..<30).map(Int32.init))
+        let expected: [Int32] = [2] + (10..<30).map { Int32($0) }
+        #expect(change.changedInterfaces.map(\.index) == expected)
         #expect(change.host.availableInterfaces == (10..<30).map { "eth\($0)" })
         #expect(change.host.state == .local)  // eth0 (metric 100) is still the kernel's pick, dead
 

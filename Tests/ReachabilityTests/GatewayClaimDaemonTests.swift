@@ -223,8 +223,8 @@ struct GatewayClaimDaemonTests {
     @Test func aReplyFromAnotherMACWhileTheKernelProbes_doesNotRenameTheNetwork() async throws {
         let (scenario, harness, log, router, name) = try await Self.resolvedOnline()
         defer { harness.shutdown(); log.stop() }
-        let host = try #require(try scenario.ns.ip("-br link show up0").split(separator: " ").map(String.init)
-            .first { $0.count == 17 && $0.filter { $0 == ":" }.count == 5 })
+        let words: [String] = try scenario.ns.ip("-br link show up0").split(separator: " ").map(String.init)
+        let host = try #require(words.first { $0.count == 17 && $0.filter { $0 == ":" }.count == 5 })
         // The router says nothing while the kernel probes it (else its own answer comes first),
         // and the kernel probes for 10 s (10 unicast probes), so the reply below surely lands in
         // PROBE however late a loaded machine sends it.

@@ -78,7 +78,7 @@ import Testing
             text.split(separator: "\n").filter { !$0.hasPrefix("#") }.map { String($0[..<$0.lastIndex(of: " ")!]) }
         }
         let few = series(MetricsExposition.render(Self.sample(interfaces: Self.typical)))
-        let veths = (0..<1000).map { Self.interface(Int32(100 + $0), "veth\($0)", .virtual, ready: $0 % 2 == 0) }
+        let veths = (0..<1000).map { (index: Int) in Self.interface(Int32(100 + index), "veth\(index)", .virtual, ready: index % 2 == 0) }
         let many = MetricsExposition.render(Self.sample(interfaces: Self.typical + veths))
         #expect(series(many) == few)
         #expect(many.contains(#"reachd_interfaces{kind="virtual"} 1000"#))

@@ -286,7 +286,9 @@ import Testing
     @Test func oneUsersShortRequestsOnceASecondDoNotClearTheHostsStall() {
         var evaluator = Self.evaluator()
         func root(_ waited: Double) -> [TCPSocketSample] {
-            (0..<20).map { Self.socket(UInt64(100 + $0), waiting: .seconds(waited), received: .seconds(waited + 1), sourcePort: UInt16(41000 + $0)) }
+            (0..<20).map { (n: Int) in
+                Self.socket(UInt64(100 + n), waiting: .seconds(waited), received: .seconds(waited + 1), sourcePort: UInt16(41000 + n))
+            }
         }
         #expect(Self.poll(&evaluator, at: 100, root(10)).link(Self.wired).isStalled)
         var cookie: UInt64 = 1000

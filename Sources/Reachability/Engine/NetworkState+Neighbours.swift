@@ -163,7 +163,9 @@ extension NetworkState {
     /// whichever family the host's path takes); empty with no gateway, or none resolved yet.
     public func networkID(of index: Int32) -> String {
         let gateway = defaultRouters.keys.lazy.filter { $0.interfaceIndex == index }.map(\.address)
-            .min { a, b in a.family != b.family ? a.family < b.family : a.bytes.lexicographicallyPrecedes(b.bytes) }
+            .min { (a: IPAddress, b: IPAddress) -> Bool in
+                a.family != b.family ? a.family < b.family : a.bytes.lexicographicallyPrecedes(b.bytes)
+            }
         return networkID(link: index, gateway: gateway)
     }
 
