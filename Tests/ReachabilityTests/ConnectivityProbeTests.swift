@@ -153,14 +153,16 @@ struct ConnectivityProbeTests {
     }
 
     @Test func noRouteMeansNoneWithoutTrafficAndTheRouteBackProbesAtOnce() async throws {
-        let setup = try await Setup(config: "[Connectivity]\nURL=http://192.0.2.1:8204/\nTimeout=2s\nInterval=1m\n")
+        // An hour between good answers: in the main pass this test spans about 100 s (its steps
+        // wait for the pool's two threads), and a minute's timer once probed a third time there.
+        let setup = try await Setup(config: "[Connectivity]\nURL=http://192.0.2.1:8204/\nTimeout=2s\nInterval=1h\n")
         try await setup.waitFor("full")
         let before = setup.requests.count
         try setup.scenario.carrier(false)
         try await setup.waitFor("none")
         #expect(setup.requests.count == before, "no probe over a dead link: \(setup.requests)")
         #expect(try setup.flags() & Self.validated == 0)
-        // The path comes back: probed at once, not at the next interval (1 min).
+        // The path comes back: probed at once, not at the next interval.
         try setup.scenario.carrier(true)
         try await setup.waitFor("full", within: .seconds(10))
         #expect(setup.requests.count == before + 1, "\(setup.requests)")
@@ -185,7 +187,7 @@ struct ConnectivityProbeTests {
     /// verdict is `unknown` with the reason, Validate sends nothing either; a reload that drops
     /// the rule probes at once, and one that brings it back returns to `unknown`.
     @Test func probeNoOnTheUplinkSendsNothingAndSaysWhy() async throws {
-        let probing = "[Connectivity]\nURL=http://192.0.2.1:8204/generate_204\nTimeout=1s\nInterval=1m\n"
+        let probing = "[Connectivity]\nURL=http://192.0.2.1:8204/generate_204\nTimeout=1s\nInterval=1h\n"
         let optOut = probing + "[Interface]\nName=up0\nProbe=no\n"
         let setup = try await Setup(config: optOut)
         try await Task.sleep(for: .milliseconds(800))
