@@ -27,7 +27,8 @@ extension StallDaemonTests {
         let firewall = layers.first { $0["layer"] as? String == "firewall" }
         let evidence = ((firewall?["evidence"] as? [String]) ?? []).joined(separator: "; ")
         // Established connections with data queued: the host refuses each send, nothing in flight.
-        #expect(evidence.contains("16 of 16 failing connection(s) through c0 hold data the host refuses to send"), "\(explained)")
+        // (reachd's own rechecks behind the wall may fail beside them: "16 of 20".)
+        #expect(evidence.contains(/16 of \d+ failing connection\(s\) through c0 hold data the host refuses to send/), "\(explained)")
         #expect((firewall?["fix"] as? String)?.contains("nft list ruleset") == true, "\(explained)")
         let traffic = layers.first { $0["layer"] as? String == "traffic" }
         #expect((traffic?["fix"] as? String)?.contains("provider") == false, "\(explained)")

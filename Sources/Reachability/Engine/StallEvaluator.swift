@@ -14,7 +14,8 @@
 ///   `tcpi_last_data_recv`, or as it closes, when a poll saw it before) ends the owner's
 ///   suspicion;
 /// - the owner's traffic is stalled when at least `minimumSockets` sockets failed since its last
-///   receive and the oldest has waited `window` (8 s) with nothing received.
+///   receive and the oldest has waited `window` (8 s) with nothing received; half of it when
+///   the host itself refuses to send the data of each (`claims`).
 /// The link is stalled for everyone when the host's own traffic is, or that of at least two users,
 /// and within `window` neither the host's own traffic received anything nor that of two users
 /// or more. Or when DNS timed out `dnsTimeouts` times in a row on the link's servers. Once the
