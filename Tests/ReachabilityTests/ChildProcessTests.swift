@@ -14,4 +14,19 @@ struct ChildProcessTests {
         #expect(lines[1].arrived - lines[0].arrived >= .milliseconds(390), "\(lines)")
         #expect(looked - lines[1].arrived >= .milliseconds(290), "\(lines)")
     }
+
+    /// One splitter for both streams: an unterminated last line counts once the stream ended,
+    /// with the last read's time, and never while it may still grow.
+    @Test func anUnterminatedLastLineCountsOnceTheStreamEnded() async throws {
+        let child = try ChildProcess("/bin/sh", ["-c", "printf 'a\\nb'; printf 'x\\ny' >&2; exec sleep 60"])
+        try await eventually("both streams' bytes", timeout: .seconds(10), every: .milliseconds(10)) {
+            child.output == "a\nb" && child.errorOutput == "x\ny"
+        }
+        #expect(child.lines == ["a"] && child.errorLines == ["x"], "\(child.lines) \(child.errorLines)")
+        child.kill()
+        #expect(child.waitForExit(timeout: .seconds(10)) != nil)
+        #expect(child.lines == ["a", "b"] && child.errorLines == ["x", "y"], "\(child.lines) \(child.errorLines)")
+        let timed = child.timedLines
+        #expect(timed.count == 2 && timed[1].arrived >= timed[0].arrived, "\(timed)")
+    }
 }

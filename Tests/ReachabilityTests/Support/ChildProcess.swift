@@ -169,8 +169,13 @@ final class ChildProcess: Sendable {
     private static func text(_ stream: Stream) -> String { String(decoding: stream.received.withLock { $0.bytes }, as: UTF8.self) }
 
     /// Complete stdout lines, each with when it arrived.
-    var timedLines: [(line: String, arrived: ContinuousClock.Instant)] {
-        let received = out.received.withLock { $0 }
+    var timedLines: [(line: String, arrived: ContinuousClock.Instant)] { Self.lines(out) }
+
+    /// Complete lines, each with when the read that ended it returned; the last unterminated one
+    /// only once the stream ended (arrived with the last read).
+    private static func lines(_ stream: Stream) -> [(line: String, arrived: ContinuousClock.Instant)] {
+        let ended = stream.done.load(ordering: .acquiring)
+        let received = stream.received.withLock { $0 }
         var lines: [(String, ContinuousClock.Instant)] = []
         var start = 0
         var read = 0
@@ -179,21 +184,16 @@ final class ChildProcess: Sendable {
             lines.append((String(decoding: received.bytes[start..<offset], as: UTF8.self), received.reads[read].at))
             start = offset + 1
         }
-        return lines
-    }
-
-    /// Complete lines; the last unterminated one only once the stream ended.
-    private static func lines(_ stream: Stream) -> [String] {
-        let ended = stream.done.load(ordering: .acquiring)
-        var lines = text(stream).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        if let last = lines.last, last.isEmpty || !ended { lines.removeLast() }
+        if ended, start < received.bytes.count, let last = received.reads.last {
+            lines.append((String(decoding: received.bytes[start...], as: UTF8.self), last.at))
+        }
         return lines
     }
 
     var output: String { Self.text(out) }
     var errorOutput: String { Self.text(err) }
-    var lines: [String] { Self.lines(out) }
-    var errorLines: [String] { Self.lines(err) }
+    var lines: [String] { Self.lines(out).map(\.line) }
+    var errorLines: [String] { Self.lines(err).map(\.line) }
 
     /// The first stdout line (waiting for it, synchronously).
     func firstLine(timeout: Duration) throws -> String {
