@@ -8,9 +8,12 @@ import Testing
 struct ChangedSignalTests {
     typealias Scenario = DaemonBusTests.Scenario
 
-    static func count(_ member: String, _ signals: [DaemonHarness.Signal]) -> Int {
-        signals.filter { $0.path == DaemonHarness.objectPath && $0.member == member }.count
+    /// reachd's own `member` signals (its object's), in the order busctl printed them.
+    static func signals(_ member: String, _ signals: [DaemonHarness.Signal]) -> [DaemonHarness.Signal] {
+        signals.filter { $0.path == DaemonHarness.objectPath && $0.member == member }
     }
+
+    static func count(_ member: String, _ signals: [DaemonHarness.Signal]) -> Int { Self.signals(member, signals).count }
 
     @Test func containerChurnAndAnIPv6LinkElsewhereSendNoChanged() async throws {
         let scenario = try Scenario()
