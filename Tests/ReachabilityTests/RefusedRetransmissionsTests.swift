@@ -182,7 +182,7 @@ import Testing
         #expect(!link.isStalled && link.evidence.waiting >= .milliseconds(7_700), "\(link.evidence)")
         let next = fourteen.nextPoll ?? .seconds(99)
         #expect(next < .seconds(1), "\(next)")
-        let at = 114 + Double(next.components.attoseconds) / 1e18
+        let at = 114 + next.inSeconds
         let flagged = Self.poll(&evaluator, at: at, [held(1, backoffs: 3, lastAck: 1_620, received: 52), held(2, backoffs: 3, lastAck: 1_620, received: 52)], refused: nil)
         #expect(flagged.link(Evaluator.wired).isStalled && at - 100 <= 15, "at +\(at - 100): \(flagged.link(Evaluator.wired).evidence)")
     }
@@ -256,7 +256,7 @@ import Testing
             let report = Self.poll(&evaluator, at: 100 + at, sockets, refused: nil)
             if report.link(Evaluator.wired).isStalled { return at }
             guard let next = report.nextPoll else { return nil }
-            at += Double(next.components.seconds) + Double(next.components.attoseconds) / 1e18
+            at += next.inSeconds
         }
         return nil
     }
