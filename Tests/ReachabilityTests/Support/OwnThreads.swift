@@ -10,7 +10,7 @@ import Testing
 /// of 4 s +-20% allows that only if the third was seen at least 1.2 s late), and a `reachctl
 /// wait --timeout 60s` started by a test gave up before that test's 300 ms sleep came back.
 /// Only for such tests: given to every kernel suite of the main pass, it ran all their blocking
-/// work at once, and the pass took as long (278 s against 270; its length is one test's waiting)
+/// work at once, and the pass took as long (278 s against 270; its length was then one test's waiting)
 /// with 56 timing failures (BENCHMARKS.md, "Session 25" and "Session 26").
 final class TestThreads: TaskExecutor {
     static let shared = TestThreads()
