@@ -18,7 +18,9 @@ struct ChildProcessTests {
     /// One splitter for both streams: an unterminated last line counts once the stream ended,
     /// with the last read's time, and never while it may still grow.
     @Test func anUnterminatedLastLineCountsOnceTheStreamEnded() async throws {
-        let child = try ChildProcess("/bin/sh", ["-c", "printf 'a\\nb'; printf 'x\\ny' >&2; exec sleep 60"])
+        // Until killed: in the main pass this test's first look came 60 s and more after the
+        // spawn once (its whole run took 105 s), when a `sleep 60` had ended both streams.
+        let child = try ChildProcess("/bin/sh", ["-c", "printf 'a\\nb'; printf 'x\\ny' >&2; exec sleep infinity"])
         try await eventually("both streams' bytes", timeout: .seconds(10), every: .milliseconds(10)) {
             child.output == "a\nb" && child.errorOutput == "x\ny"
         }
