@@ -96,6 +96,9 @@ struct Nat64PrefixTests {
         // Withdrawn: lifetime 0 for that prefix (the router and its default route stay).
         try Self.advertise(scenario, scaled: 0)
         try await Self.waitFor("", client, inProcess: inProcess, harness)
+        // The property is read from reachd; the signal reaches busctl's output on its own time (it
+        // lagged the property in a loaded main pass).
+        try await monitor.wait(for: "the withdrawal's Changed") { $0.compactMap(\.changed).count >= 2 }
         #expect(monitor.changes.count == 2, "one Changed for the withdrawal: \(monitor.changes)")
 
         // A short lifetime (8 s, the shortest there is) ends on its own: nothing else happens.
@@ -106,6 +109,7 @@ struct Nat64PrefixTests {
         try await Self.waitFor("2001:db8:64::/64", client, inProcess: inProcess, harness)
         try await Self.waitFor("", client, inProcess: inProcess, harness)
         #expect(ContinuousClock.now - announcedAt > .milliseconds(7500), "gone before its lifetime ran out")
+        try await monitor.wait(for: "the expiry's Changed") { $0.compactMap(\.changed).count >= 4 }
         #expect(monitor.changes.count == 4, "one Changed each for the announcement and its expiry: \(monitor.changes)")
         let after = try reachctl(["status", "--json", "--daemon", "--bus-address", harness.address]).json()
         for key in Self.nat64Keys { #expect(after[key] as? String == "", "\(after)") }
