@@ -1008,25 +1008,20 @@ struct PackagingDebianTests {
     }
 
     /// The package on a real systemd, each scenario in a container of its own booted from this
-    /// machine's own root under an overlay (nothing is written to the host), the four side by
+    /// machine's own root under an overlay (nothing is written to the host), the three side by
     /// side: the sandboxed unit (`sandboxedUnit`), a watched unit's dropped traffic (issue 47,
-    /// `checkUnitTrafficUnderSystemd`), a portal session's lead (issue 45,
-    /// `checkPortalSessionUnits`, which waits out 105 s of a session) and the real
-    /// NetworkManager's metered setting (`followsNetworkManagersMeteredSetting`). One after the
-    /// other the first three took 134 s of the package pass and the fourth 13-23 s more; side by
-    /// side, the longest's time. After the install test (the serialized suite's order): the
-    /// overlays' lower layer is the root that test writes.
+    /// `checkUnitTrafficUnderSystemd`) and a portal session's lead (issue 45,
+    /// `checkPortalSessionUnits`, which waits out 105 s of a session). One after the other they
+    /// took 134 s of the package pass; side by side, the longest's time. After the install test
+    /// (the serialized suite's order): the overlays' lower layer is the root that test writes.
     @Test(.enabled(if: programExists("/usr/bin/systemd-nspawn"), "needs systemd-nspawn (systemd-container)"))
     func runsUnderSystemdInContainersSideBySide() async throws {
-        // apt's download into the host's cache before any overlay is mounted over that root.
-        let networkManagerPackages = NetworkManagerPackages.downloaded
         async let sandboxed: Void = Self.inContainer("reachd-nspawn") { inside, _ in try await Self.sandboxedUnit(inside) }
         async let traffic: Void = Self.inContainer("reachd-nspawn-traffic") { inside, systemd in
             try await checkUnitTrafficUnderSystemd(inside, systemd: systemd)
         }
         async let portal: Void = Self.inContainer("reachd-nspawn-portal") { inside, _ in try await checkPortalSessionUnits(inside) }
-        async let networkManager: Void = Self.followsNetworkManagersMeteredSetting(packages: networkManagerPackages)
-        _ = try await (sandboxed, traffic, portal, networkManager)
+        _ = try await (sandboxed, traffic, portal)
     }
 
     /// The unit starts with its whole sandbox, reaches READY, answers an unprivileged user,
@@ -1150,8 +1145,7 @@ struct PackagingDebianTests {
     }
 
     /// NetworkManager's own per-connection setting, with the real NetworkManager under the real
-    /// PID 1 (a container beside runsUnderSystemdInContainersSideBySide's other three):
-    /// installed only in the container's overlay, from the packages the host's apt
+    /// PID 1: installed only in the container's overlay, from the packages the host's apt
     /// downloaded into its cache (`NetworkManagerPackages`: nothing is installed on the host, and
     /// dpkg lists the same packages after as before). A keyfile connection with
     /// `connection.metered=yes` on a veth makes that link expensive for reachd with the reason
@@ -1159,17 +1153,10 @@ struct PackagingDebianTests {
     /// forgotten, and when it runs again it is heard again; `connection.metered no` reapplied
     /// flips the link within a second of NetworkManager's PropertiesChanged. reachd's own
     /// NetworkManager surface, switched on, steps aside for the real one.
-    /// Offline, with none of its packages in apt's cache (`packages` false), it says so on
-    /// standard error and the other three containers still run.
-    fileprivate static func followsNetworkManagersMeteredSetting(packages: Bool) async throws {
-        guard packages else {
-            FileHandle.standardError.write(Data("""
-                runsUnderSystemdInContainersSideBySide: NetworkManager's container skipped: network-manager's packages \
-                cannot be downloaded into apt's cache (offline?): apt-get install --download-only network-manager failed
-
-                """.utf8))
-            return
-        }
+    @Test(.enabled(if: programExists("/usr/bin/systemd-nspawn"), "needs systemd-nspawn (systemd-container)"),
+          .enabled(if: packageTestsEnabled && NetworkManagerPackages.downloaded,
+                   "network-manager's packages cannot be downloaded into apt's cache (offline?): apt-get install --download-only network-manager failed"))
+    func followsNetworkManagersMeteredSettingUnderSystemd() async throws {
         let deb = try await BuiltPackage.shared.deb()
         let directory = try makeScratchDirectory("reachd-nspawn-nm")
         defer { removeTree(directory) }
@@ -1252,7 +1239,7 @@ private enum NetworkManagerPackages {
     }
 }
 
-/// The steps of followsNetworkManagersMeteredSetting inside the booted container.
+/// The steps of followsNetworkManagersMeteredSettingUnderSystemd inside the booted container.
 private func checkNetworkManagersMeteredSetting(_ inside: ([String]) async throws -> Ran) async throws {
     func shell(_ commands: String) async throws -> Ran { try await inside(["sh", "-c", commands]) }
     // NetworkManager makes no connection of its own for the veth's peer, nor manages it.
